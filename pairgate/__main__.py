@@ -1,0 +1,3 @@
+from pairgate.main import console_main
+
+console_main()

@@ -1,0 +1,1 @@
+"""One module per command family; main.py dispatches to them by name."""

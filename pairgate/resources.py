@@ -1,0 +1,33 @@
+"""Where the files the package ships live, in a checkout and in an installed wheel alike.
+
+In the checkout validators/, hooks/ and agents/ sit at the top of the repository (the layout the
+user asked for); the wheel carries them inside the package (pyproject's force-include). This is
+the one function that knows both places.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pairgate.ownership import PairgateError
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+ResourceDir = Literal["validators", "hooks", "agents"]
+
+
+def resource_dir(name: ResourceDir) -> Path:
+    """The directory holding the shipped ``validators``, ``hooks`` or ``agents``."""
+    for candidate in (PACKAGE_DIR / name, PACKAGE_DIR.parent / name):
+        if candidate.is_dir():
+            return candidate
+    raise PairgateError(
+        f"pairgate: this installation has no {name}/ directory (looked in {PACKAGE_DIR} and "
+        f"{PACKAGE_DIR.parent}); reinstall pairgate"
+    )
+
+
+def package_file(name: str) -> Path:
+    """A standalone module of the package itself, such as ``ownership.py``."""
+    return PACKAGE_DIR / name

@@ -1,0 +1,1 @@
+"""A GitLab stand-in on loopback (built by the sandbox issue)."""

@@ -1,0 +1,158 @@
+"""The command surface: every command of the specification, its flags, and what reads config."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from pairgate.main import build_parser
+from tests.conftest import PAIRGATE, run_cli, run_program
+
+# The specification's Commands section (plus sandbox and demo, DESIGN.md section 8).
+COMMANDS = {
+    "claim": ({"--role"}, {"--as", "--verbose"}),
+    "handoff": (
+        {"--to", "--role", "--sha"},
+        {"--reason", "--reason-file", "--mr", "--mr-project", "--supersede", "--new-identity"},
+    ),
+    "accept": (set(), {"--as"}),
+    "decline": (set(), {"--as"}),
+    "release": (set(), {"--as"}),
+    "approve": (
+        {"--mr", "--sha", "--to"},
+        {
+            "--mr-project",
+            "--reason",
+            "--reason-file",
+            "--not-covering",
+            "--server-approval-only",
+            "--supersede",
+        },
+    ),
+    "merge-check": ({"--mr", "--mr-project"}, {"--json"}),
+    "status": (set(), {"--json"}),
+    "board": (set(), {"--json", "--closed"}),
+    "waiting": (set(), {"--agent", "--json"}),
+    "close": (set(), set()),
+    "sync": (set(), {"--apply"}),
+    "freeze": ({"--scope", "--reason"}, {"--minutes"}),
+    "thaw": (set(), set()),
+    "identity": (set(), {"--json"}),
+    "impose": ({"--text"}, set()),
+    "lift-check": ({"--lift-from"}, {"--constraint-file", "--constraint-text"}),
+    "deploy-agents": ({"--target"}, {"--check"}),
+    "deploy-hooks": (set(), {"--target", "--check", "--list"}),
+    "graph": (set(), set()),
+    "sandbox": (set(), {"--host", "--port", "--state", "--config-out"}),
+    "demo": (set(), set()),
+}
+
+
+def subparsers() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(action.choices)
+
+
+def test_every_command_is_registered_and_nothing_else() -> None:
+    assert set(subparsers()) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_flags_and_required_flags(name: str) -> None:
+    required, optional = COMMANDS[name]
+    parser = subparsers()[name]
+    flags = {opt: a for a in parser._actions for opt in a.option_strings}
+    for flag in required | optional:
+        assert flag in flags, f"{name} lacks {flag}"
+    assert {o for o, a in flags.items() if a.required and o.startswith("--")} == required
+
+
+def test_help_lists_every_command_and_reads_no_configuration() -> None:
+    result = run_cli(["--help"], env={"PAIRGATE_CONFIG": "/nonexistent"})
+    assert result.code == 0
+    for name in COMMANDS:
+        assert name in result.out
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_command_help_reads_no_configuration(name: str) -> None:
+    result = run_cli([name, "--help"], env={"PAIRGATE_CONFIG": "/nonexistent"})
+    assert result.code == 0, result.err
+    assert f"usage: pairgate {name}" in result.out
+
+
+def test_help_spells_configured_values_as_their_keys() -> None:
+    assert "<env_prefix>_AGENT_ID" in run_cli(["claim", "--help"]).out
+    assert "<tracker_project>" in run_cli(["handoff", "--help"]).out
+    assert "<tracker_project>" in run_cli(["approve", "--help"]).out
+
+
+def test_missing_required_flag_is_a_usage_error() -> None:
+    result = run_cli(["merge-check", "--mr", "3"], env={})
+    assert result.code == 2
+    assert "--mr-project" in result.err
+
+
+def test_bad_issue_number_is_a_usage_error() -> None:
+    result = run_cli(["status", "abc"], env={})
+    assert result.code == 2
+    assert "'abc' is not an issue number" in result.err
+
+
+def test_no_command_prints_help_and_exits_2() -> None:
+    result = run_cli([], env={})
+    assert result.code == 2
+    assert "usage: pairgate" in result.out
+
+
+def test_graph_exits_2_saying_it_is_not_implemented(config_env: dict[str, str]) -> None:
+    result = run_cli(["graph", "1"], env=config_env)
+    assert result.code == 2
+    assert "not implemented" in result.err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["claim", "1", "--role", "lead"],
+        ["status", "1"],
+        ["board"],
+        ["merge-check", "--mr", "1", "--mr-project", "acme/app"],
+        ["deploy-hooks", "--list"],
+    ],
+)
+def test_every_configured_command_reads_the_configuration_first(argv: list[str]) -> None:
+    result = run_cli(argv, env={"PAIRGATE_CONFIG": "/nonexistent"})
+    assert result.code == 2
+    assert "missing configuration" in result.err
+
+
+def test_python_dash_m_runs_the_cli() -> None:
+    result = run_program([*PAIRGATE, "--help"])
+    assert result.code == 0
+    assert "merge-check" in result.out
+
+
+def test_version_refuses_when_the_running_copy_is_not_installed() -> None:
+    # PYTHONPATH points at this checkout; whatever is installed (nothing, or a copy elsewhere,
+    # or this very checkout in editable mode) decides the answer, and none of them is a guess.
+    result = run_program([*PAIRGATE, "--version"])
+    if result.code == 0:
+        assert result.out.startswith("pairgate ")
+    else:
+        assert result.code == 2
+        assert "pairgate --version:" in result.err
+        assert "not the installed one" in result.err or "no copy of pairgate" in result.err
+
+
+@pytest.mark.parametrize("origin", ["", "  ", "relative/path"])
+def test_main_refuses_a_blank_or_relative_origin(origin: str) -> None:
+    with pytest.raises(ValueError):
+        run_cli(["--help"], origin=origin)
+
+
+def test_main_refuses_a_non_path_origin() -> None:
+    with pytest.raises(TypeError):
+        run_cli(["--help"], origin=42)

@@ -1,0 +1,204 @@
+"""The configuration: PAIRGATE_CONFIG or the file beside ownership.py, exactly CONFIG_KEYS."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pairgate import ownership
+from tests.conftest import FIXTURE_CONFIG, PAIRGATE, ROOT, run_cli, run_program
+
+
+def fixture_values() -> dict:
+    return json.loads(FIXTURE_CONFIG.read_text())
+
+
+def write_config(tmp_path: Path, values: dict, name: str = "cfg.json") -> dict[str, str]:
+    path = tmp_path / name
+    path.write_text(json.dumps(values))
+    return {"PAIRGATE_CONFIG": str(path)}
+
+
+def test_fixture_and_example_configurations_load() -> None:
+    for path in (FIXTURE_CONFIG, ROOT / "examples" / "pairgate-config.json"):
+        config = ownership.load_config({"PAIRGATE_CONFIG": str(path)})
+        assert set(config.values) == set(ownership.CONFIG_KEYS)
+
+
+def test_config_keys_are_the_seventeen_of_the_specification_plus_ledger_authors() -> None:
+    assert len(ownership.CONFIG_KEYS) == 18
+    assert "ledger_author_user_ids" in ownership.CONFIG_KEYS
+    assert set(ownership.CONFIG_SCHEMA["properties"]) == set(ownership.CONFIG_KEYS)
+
+
+def test_no_configuration_is_a_missing_configuration_error() -> None:
+    # With no PAIRGATE_CONFIG the file beside ownership.py is read; the checkout has none.
+    assert not (ROOT / "pairgate" / "pairgate-config.json").exists()
+    result = run_cli(["claim", "1", "--role", "lead"], env={})
+    assert result.code == 2
+    assert "missing configuration" in result.err
+    assert "pairgate-config.json" in result.err
+
+
+def test_a_set_variable_never_falls_through_to_the_file_beside(tmp_path: Path) -> None:
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    shutil.copy(ROOT / "pairgate" / "ownership.py", flat)
+    shutil.copy(FIXTURE_CONFIG, flat / "pairgate-config.json")
+    result = run_program(
+        ["python3", "-B", str(flat / "ownership.py"), "check-config"],
+        env={"PAIRGATE_CONFIG": "/nonexistent"},
+    )
+    assert result.code == 2
+    assert "PAIRGATE_CONFIG=/nonexistent does not exist" in result.err
+
+
+def test_status_with_a_nonexistent_named_file_exits_2() -> None:
+    result = run_cli(["status", "1"], env={"PAIRGATE_CONFIG": "/nonexistent"})
+    assert result.code == 2
+    assert "missing configuration: PAIRGATE_CONFIG=/nonexistent" in result.err
+
+
+def test_empty_variable_is_an_error_not_the_file_beside() -> None:
+    result = run_cli(["status", "1"], env={"PAIRGATE_CONFIG": " "})
+    assert result.code == 2
+    assert "PAIRGATE_CONFIG is set but empty" in result.err
+
+
+def test_ownership_py_alone_in_an_empty_directory_loads_the_file_beside_it(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "pairgate" / "ownership.py", tmp_path)
+    shutil.copy(FIXTURE_CONFIG, tmp_path / "pairgate-config.json")
+    result = run_program(["python3", "-B", "ownership.py", "check-config"], cwd=tmp_path)
+    assert result.code == 0, result.err
+    assert f"configuration OK: {tmp_path / 'pairgate-config.json'}" in result.out
+
+
+def test_ownership_py_alone_without_a_file_beside_it_is_missing(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "pairgate" / "ownership.py", tmp_path)
+    result = run_program(["python3", "-B", "ownership.py", "check-config"], cwd=tmp_path)
+    assert result.code == 2
+    assert "missing configuration" in result.err
+
+
+def test_ownership_py_imports_nothing_from_the_package() -> None:
+    source = (ROOT / "pairgate" / "ownership.py").read_text()
+    assert "import pairgate" not in source
+    assert "from pairgate" not in source
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not JSON (line 1"),
+        ("[1, 2]", "not a JSON object"),
+        ("", "not JSON"),
+    ],
+)
+def test_malformed_files(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "cfg.json"
+    path.write_text(content)
+    result = run_cli(["status", "1"], env={"PAIRGATE_CONFIG": str(path)})
+    assert result.code == 2
+    assert str(path) in result.err
+    assert message in result.err
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    result = run_cli(["status", "1"], env={"PAIRGATE_CONFIG": str(tmp_path)})  # a directory
+    assert result.code == 2
+    assert "cannot read the configuration" in result.err
+
+
+def test_one_extra_key_exits_2_naming_it(tmp_path: Path) -> None:
+    env = write_config(tmp_path, {**fixture_values(), "colour": "blue"})
+    result = run_cli(["status", "1"], env=env)
+    assert result.code == 2
+    assert "unknown key 'colour'" in result.err
+    assert env["PAIRGATE_CONFIG"] in result.err
+
+
+@pytest.mark.parametrize("key", sorted(set(ownership.CONFIG_KEYS) - {"renovate_exempt_namespaces"}))
+def test_each_missing_key_exits_2_naming_it(tmp_path: Path, key: str) -> None:
+    values = fixture_values()
+    del values[key]
+    result = run_cli(["status", "1"], env=write_config(tmp_path, values))
+    assert result.code == 2
+    assert f"missing key {key!r}" in result.err
+
+
+def test_renovate_exempt_namespaces_may_be_absent_and_then_exempts_nothing(tmp_path: Path) -> None:
+    values = fixture_values()
+    del values["renovate_exempt_namespaces"]
+    config = ownership.load_config(write_config(tmp_path, values))
+    assert config["renovate_exempt_namespaces"] == []
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("tracker_project", "tracker"),
+        ("tracker_project", 5),
+        ("group_path", ""),
+        ("group_id", 100),
+        ("group_id", "10a"),
+        ("env_prefix", "pairgate"),
+        ("env_prefix", "1ABC"),
+        ("env_prefix", "A-B"),
+        ("agent_identity_prefix", "Acme"),
+        ("review_bot_token_file", ""),
+        ("deployed_paths", []),
+        ("deployed_paths", "pairgate"),
+        ("generic_tracking_issue", "7"),
+        ("generic_tracking_issue", 0),
+        ("liveness_oracle_file", "/etc/oracle.md"),
+        ("cli_command", "Pairgate"),
+        ("cli_command", "-pairgate"),
+        ("cli_command", "pair gate"),
+        ("renovate_bot_user_id", "12"),
+        ("renovate_bot_user_id", True),
+        ("renovate_branch_prefix", ""),
+        ("renovate_exempt_namespaces", "acme"),
+        ("cli_install_command", "  "),
+        ("hooks_install_command", None),
+        ("agent_text_dir", "/abs/texts"),
+        ("handoff_doc", ""),
+        ("ledger_author_user_ids", []),
+        ("ledger_author_user_ids", ["10"]),
+        ("ledger_author_user_ids", [10, 10]),
+    ],
+)
+def test_each_wrong_type_or_grammar_exits_2_naming_the_key(
+    tmp_path: Path, key: str, value: object
+) -> None:
+    result = run_cli(["status", "1"], env=write_config(tmp_path, {**fixture_values(), key: value}))
+    assert result.code == 2
+    assert f"key {key!r}" in result.err
+
+
+def test_tracker_project_must_be_inside_group_path(tmp_path: Path) -> None:
+    env = write_config(tmp_path, {**fixture_values(), "tracker_project": "other/tracker"})
+    result = run_cli(["status", "1"], env=env)
+    assert result.code == 2
+    assert "key 'tracker_project'" in result.err
+    assert "not a project in group_path 'acme'" in result.err
+
+
+def test_group_prefix_is_matched_on_a_path_segment(tmp_path: Path) -> None:
+    env = write_config(tmp_path, {**fixture_values(), "tracker_project": "acme-evil/tracker"})
+    assert run_cli(["status", "1"], env=env).code == 2
+
+
+def test_relative_paths_resolve_against_the_configuration_file(tmp_path: Path) -> None:
+    env = write_config(tmp_path, fixture_values())
+    config = ownership.load_config(env)
+    assert config.relative("agent_text_dir") == tmp_path / "agent-text"
+    assert config.env_name("AGENT_ID") == "PAIRGATE_TEST_AGENT_ID"
+
+
+def test_the_program_form_reports_the_same_error() -> None:
+    result = run_program([*PAIRGATE, "claim", "1", "--role", "lead"])
+    assert result.code == 2
+    assert "missing configuration" in result.err
