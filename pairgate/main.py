@@ -257,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "deploy-agents",
-        "commands.deploy:deploy_agents",
+        "deploy_agents:deploy_agents",
         "render the agent definitions into a directory as <agent_identity_prefix>-<role>.md",
     )
     p.add_argument("--target", required=True, type=Path, metavar="DIR")
@@ -265,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "deploy-hooks",
-        "commands.deploy:deploy_hooks",
+        "deploy_hooks:deploy_hooks",
         "copy the merge hook and the files it runs into a hooks directory",
     )
     mode = p.add_mutually_exclusive_group(required=True)

@@ -1,0 +1,11 @@
+"""pairgate deploy-agents (built by a later issue)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pairgate.commands._todo import not_yet
+
+
+def deploy_agents(**_: Any) -> int:
+    raise not_yet("deploy-agents", "a later issue")
