@@ -291,7 +291,13 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
 # 3. The GitLab client
 # ---------------------------------------------------------------------------------------------
 
-# (built by the ledger issue)
+# CONTRACT (the ledger issue builds it; other sections call only these names):
+#   class GitLab:  one narrow transport over requests (HTTPS) or glab api
+#       .get(path: str, **params) -> Any          one GET, path relative to /api/v4
+#       .get_all(path: str, **params) -> list      every page, following the Link header
+#       .write(method: str, path: str, data: Mapping[str, Any]) -> Any
+#   def gitlab_from_env(config: Config, env: Mapping[str, str]) -> GitLab
+#   def encode_project(project: str) -> str       "group/proj" -> "group%2Fproj"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,14 +311,31 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
 # 5. The fold: notes to state
 # ---------------------------------------------------------------------------------------------
 
-# (built by the ledger issue)
+# CONTRACT (the ledger issue builds it and may add fields; the gate reads these):
+#   @dataclass(frozen=True) class Note:     id, author_id, author_username, body, created_at,
+#                                           updated_at, system  (one GitLab note, as read)
+#   @dataclass(frozen=True) class MrRef:    project: str (full path), iid: int
+#   @dataclass(frozen=True) class Offer:    note_id, sender, to, role, sha, mr: MrRef | None, reason
+#   @dataclass(frozen=True) class Approval: note_id, approver, to, mr: MrRef, sha: str,
+#                                           self_approval: bool, not_covering: tuple[str, ...]
+#   @dataclass(frozen=True) class Skipped:  note_id, kind ("forged"|"tampered"|"malformed"|...),
+#                                           reason: str
+#   @dataclass(frozen=True) class Ledger:   holder: str | None, role: str | None,
+#                                           offer: Offer | None, approvals: tuple[Approval, ...],
+#                                           skipped: tuple[Skipped, ...], breaks, trail, ...
+#   def fold(notes: Sequence[Note], *, config: Config) -> Ledger     pure: no I/O, no clock
+#   def read_ledger(client: GitLab, config: Config, issue: int) -> Ledger   (the I/O edge)
 
 
 # ---------------------------------------------------------------------------------------------
 # 6. Verdicts: the merge gate
 # ---------------------------------------------------------------------------------------------
 
-# (built by the merge gate issue)
+# CONTRACT (the merge gate issue builds it; merge-check, both validators and the hook call it):
+#   @dataclass(frozen=True) class GateVerdict:  allowed: bool, in_scope: bool, message: str, ...
+#   def gate_merge(client: GitLab, config: Config, project: str, iid: int) -> GateVerdict
+#       reads the MR, the group listing and the cited issues' ledgers, then decides with pure
+#       functions; any read error raises PairgateError (fail closed: never a pass).
 
 
 # ---------------------------------------------------------------------------------------------
