@@ -19,16 +19,26 @@ Sections:
 from __future__ import annotations
 
 import enum
+import functools
+import hashlib
 import json
 import os
+import re
+import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import quote, urlencode, urlsplit
 
 import jsonschema
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 # ---------------------------------------------------------------------------------------------
 # 1. Exit codes, errors and the run context
@@ -291,40 +301,945 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
 # 3. The GitLab client
 # ---------------------------------------------------------------------------------------------
 
-# CONTRACT (the ledger issue builds it; other sections call only these names):
-#   class GitLab:  one narrow transport over requests (HTTPS) or glab api
-#       .get(path: str, **params) -> Any          one GET, path relative to /api/v4
-#       .get_all(path: str, **params) -> list      every page, following the Link header
-#       .write(method: str, path: str, data: Mapping[str, Any]) -> Any
-#   def gitlab_from_env(config: Config, env: Mapping[str, str]) -> GitLab
-#   def encode_project(project: str) -> str       "group/proj" -> "group%2Fproj"
+# Every call has a timeout: (connect, read) seconds for HTTPS, one bound for a glab process.
+TIMEOUT: tuple[float, float] = (5.0, 30.0)
+GLAB_TIMEOUT = 120.0
+PER_PAGE = 100  # GitLab's maximum; it clamps larger values rather than refusing them
+# A read is retried on these. A write never is: see GitLab.write.
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class GitLabError(PairgateError):
+    """A GitLab call failed: ``status`` is the HTTP status, or None when no answer came back."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class WriteUncertain(GitLabError):
+    """A write whose outcome is unknown (no answer, 429 or 5xx): it may have landed. Whoever
+    wrote re-reads before writing again; nothing repeats a write blindly."""
+
+
+def encode_project(project: str) -> str:
+    """``group/proj`` -> ``group%2Fproj``: GitLab takes a project path as ONE URL segment, and an
+    unencoded slash matches no route at all (404 ``{"error": ...}``)."""
+    return quote(str(project), safe="")
+
+
+class _Retry(Retry):
+    """urllib3's Retry with Retry-After capped, so one answer cannot park a reader for hours."""
+
+    MAX_RETRY_AFTER = 60.0
+
+    def get_retry_after(self, response: Any) -> float | None:
+        seconds = super().get_retry_after(response)
+        return None if seconds is None else min(seconds, self.MAX_RETRY_AFTER)
+
+
+def read_retry(*, attempts: int = 4, backoff_factor: float = 0.5) -> Retry:
+    """The retry policy: GET is retried on connection errors, 429 and 5xx (Retry-After honoured
+    on 429 and 503, exponential backoff otherwise). Other methods are retried only when the
+    connection was never made, because then nothing was sent."""
+    return _Retry(
+        total=attempts,
+        other=0,
+        allowed_methods=frozenset({"GET", "HEAD"}),
+        status_forcelist=RETRY_STATUSES,
+        backoff_factor=backoff_factor,
+        backoff_max=30.0,
+        respect_retry_after_header=True,
+        raise_on_status=False,
+    )
+
+
+def _query(params: Mapping[str, Any]) -> dict[str, str]:
+    # GitLab wants true/false; requests would send True/False.
+    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in params.items()}
+
+
+def _uncertain(status: int | None) -> bool:
+    return status is None or status == 429 or status >= 500
+
+
+def _error(method: str, what: str, status: int | None, detail: str) -> GitLabError:
+    cls = WriteUncertain if method != "GET" and _uncertain(status) else GitLabError
+    answer = f"HTTP {status}" if status is not None else "no answer"
+    return cls(f"pairgate: GitLab {method} {what}: {answer}: {detail}".rstrip(": "), status=status)
+
+
+def _error_detail(response: requests.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:200]
+    if isinstance(body, dict):
+        return str(body.get("message", body.get("error", body)))[:200]
+    return str(body)[:200]
+
+
+class _Https:
+    """One token, one session: requests with urllib3 Retry and a timeout on every call."""
+
+    name = "HTTPS"
+
+    def __init__(self, api_url: str, token: str, *, retry: Retry, timeout: Any) -> None:
+        self.api_url = api_url.rstrip("/")
+        self._origin = urlsplit(self.api_url)[:2]
+        self._timeout = timeout
+        self._session = requests.Session()
+        self._session.headers.update({"PRIVATE-TOKEN": token, "User-Agent": "pairgate"})
+        adapter = HTTPAdapter(max_retries=retry)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+
+    def __repr__(self) -> str:  # the token never appears in a repr or a traceback
+        return f"_Https({self.api_url!r}, token=<hidden>)"
+
+    def _call(
+        self, method: str, url: str, *, params: Any = None, body: Any = None
+    ) -> requests.Response:
+        what = urlsplit(url).path.removeprefix(urlsplit(self.api_url).path)
+        try:
+            response = self._session.request(
+                method, url, params=params, json=body, timeout=self._timeout
+            )
+        except requests.RequestException as exc:
+            raise _error(method, what, None, type(exc).__name__) from None
+        if response.status_code >= 400:
+            raise _error(method, what, response.status_code, _error_detail(response))
+        return response
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        return _decoded(self._call("GET", f"{self.api_url}/{path}", params=_query(params)))
+
+    def get_all(self, path: str, params: Mapping[str, Any]) -> list[Any]:
+        url: str | None = f"{self.api_url}/{path}"
+        query: dict[str, str] | None = _query({**params, "per_page": PER_PAGE})
+        items: list[Any] = []
+        seen: set[str] = set()
+        while url:
+            response = self._call("GET", url, params=query)
+            page = _decoded(response)
+            if not isinstance(page, list):
+                raise GitLabError(f"pairgate: GitLab GET {path}: expected a list, got {page!r:.80}")
+            items.extend(page)
+            # Follow rel="next" until it is absent: a page may be short, even empty, while more
+            # exist. The link carries every parameter, and must stay on this instance (it is
+            # sent our token).
+            url = response.links.get("next", {}).get("url")
+            if url and (urlsplit(url)[:2] != self._origin or url in seen):
+                raise GitLabError(f"pairgate: GitLab GET {path}: refusing next-page link {url}")
+            seen.add(url or "")
+            query = None
+        return items
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        return _decoded(self._call(method, f"{self.api_url}/{path}", body=dict(data)))
+
+
+def _decoded(response: requests.Response) -> Any:
+    if response.status_code in (202, 204, 304) and not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        raise GitLabError(f"pairgate: GitLab answered {response.url} with non-JSON") from None
+
+
+def decode_pages(text: str) -> list[Any]:
+    """Parse ``glab api --paginate`` output: each page's JSON array printed back to back
+    (``[..][..]``), with no separator."""
+    decoder = json.JSONDecoder()
+    items: list[Any] = []
+    at = 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return items
+        page, at = decoder.raw_decode(text, at)
+        if not isinstance(page, list):
+            raise GitLabError(
+                f"pairgate: glab api --paginate printed a non-list page: {page!r:.80}"
+            )
+        items.extend(page)
+
+
+class _Glab:
+    """``glab api``, as the account glab is logged in as. Fields travel as a JSON body on
+    stdin (``--input -``), because glab turns a -f value that looks like ``[a, b]`` into an
+    array."""
+
+    name = "glab api"
+
+    def __init__(self, hostname: str | None, env: Mapping[str, str]) -> None:
+        self.hostname = hostname
+        self._env = {"PATH": os.environ.get("PATH", os.defpath), **env}
+
+    def __repr__(self) -> str:
+        return f"_Glab(hostname={self.hostname!r})"
+
+    def argv(self, endpoint: str, *flags: str) -> list[str]:
+        host = ["--hostname", self.hostname] if self.hostname else []
+        return ["glab", "api", endpoint, *flags, *host]
+
+    def _run(self, method: str, argv: list[str], stdin: str | None = None) -> str:
+        try:
+            proc = subprocess.run(
+                argv,
+                input=stdin,
+                capture_output=True,
+                text=True,
+                env=self._env,
+                timeout=GLAB_TIMEOUT,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise GitLabError(
+                "pairgate: glab is not installed. Install and log in to glab, or set the token "
+                "variables for HTTPS (see docs/agent-handoff-reference.md, The GitLab client)"
+            ) from None
+        except subprocess.TimeoutExpired:
+            raise _error(method, argv[2], None, f"glab ran past {GLAB_TIMEOUT:.0f}s") from None
+        if proc.returncode != 0:
+            match = re.search(r"\(HTTP (\d{3})\)|HTTP (\d{3})", proc.stderr)
+            status = int(match.group(1) or match.group(2)) if match else None
+            detail = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else "glab failed"
+            raise _error(method, argv[2], status, detail)
+        return proc.stdout
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        out = self._run("GET", self.argv(_with_query(path, params)))
+        return json.loads(out) if out.strip() else None
+
+    def get_all(self, path: str, params: Mapping[str, Any]) -> list[Any]:
+        endpoint = _with_query(path, {**params, "per_page": PER_PAGE})
+        return decode_pages(self._run("GET", self.argv(endpoint, "--paginate")))
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        flags = ("-X", method, "--input", "-", "-H", "Content-Type: application/json")
+        out = self._run(method, self.argv(path, *flags), stdin=json.dumps(dict(data)))
+        return json.loads(out) if out.strip() else None
+
+
+def _with_query(path: str, params: Mapping[str, Any]) -> str:
+    return f"{path}?{urlencode(_query(params))}" if params else path
+
+
+class GitLab:
+    """The narrow door to GitLab: reads through one transport, writes through another.
+
+    Paths are relative to ``/api/v4`` (``projects/acme%2Ftracker/issues/4/notes``).
+    """
+
+    def __init__(self, *, reader: Any, writer: Any, api_url: str | None, origin: str) -> None:
+        self._reader = reader
+        self._writer = writer
+        self.api_url = api_url
+        self.origin = origin  # where api_url came from, for --verbose
+
+    def __repr__(self) -> str:
+        return f"GitLab(api_url={self.api_url!r}, reader={self._reader!r}, writer={self._writer!r})"
+
+    def get(self, path: str, **params: Any) -> Any:
+        """One GET. Retried on 429/5xx/dropped connections (HTTPS); raises GitLabError."""
+        return self._reader.get(path, params)
+
+    def get_all(self, path: str, **params: Any) -> list[Any]:
+        """Every page of a list, following the next-page link until there is none."""
+        return self._reader.get_all(path, params)
+
+    def write(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        """ONE attempt at a write. Raises WriteUncertain when it may have landed, GitLabError
+        when GitLab refused it. It is never retried here: a retry could post twice."""
+        return self._writer.send(method, path, data)
+
+    def describe(self) -> str:
+        where = self.api_url or "glab's configured host"
+        return (
+            f"GitLab API {where} (from {self.origin}); reads via {self._reader.name}, "
+            f"writes via {self._writer.name}"
+        )
+
+
+def api_url_from_env(config: Config, env: Mapping[str, str]) -> tuple[str | None, str]:
+    """The API root and where it came from: <env_prefix>_GITLAB_URL (the instance URL), else
+    CI_API_V4_URL, else None (glab's configured host)."""
+    name = config.env_name("GITLAB_URL")
+    if env.get(name, "").strip():
+        url = env[name].strip().rstrip("/")
+        return (url if url.endswith("/api/v4") else f"{url}/api/v4"), name
+    if env.get("CI_API_V4_URL", "").strip():
+        return env["CI_API_V4_URL"].strip().rstrip("/"), "CI_API_V4_URL"
+    return None, "glab's configured host"
+
+
+def _glab_host(env: Mapping[str, str], url_variable: str) -> str:
+    try:
+        proc = subprocess.run(
+            ["glab", "config", "get", "host"],
+            capture_output=True,
+            text=True,
+            env={"PATH": os.environ.get("PATH", os.defpath), **env},
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        proc = None
+    if proc is None or proc.returncode != 0 or not proc.stdout.strip():
+        raise PairgateError(
+            f"pairgate: no GitLab URL: set {url_variable} to the instance URL (such as "
+            "https://gitlab.example.com), or run in GitLab CI, or configure glab's host"
+        )
+    return proc.stdout.strip()
+
+
+def _checked_url(url: str, origin: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PairgateError(f"pairgate: {origin}={url!r} is not an http(s) URL")
+    if parts.scheme == "http" and parts.hostname not in _LOOPBACK:
+        raise PairgateError(
+            f"pairgate: {origin}={url!r}: refusing to send a token over plain http to a host "
+            "that is not loopback; use https"
+        )
+    return url
+
+
+def gitlab_from_env(
+    config: Config,
+    env: Mapping[str, str],
+    *,
+    retry: Retry | None = None,
+    timeout: Any = TIMEOUT,
+) -> GitLab:
+    """The client a run uses: HTTPS with <env_prefix>_TASK_API_TOKEN for reads and
+    <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set."""
+    read_token = env.get(config.env_name("TASK_API_TOKEN"), "").strip()
+    write_token = env.get(config.env_name("TASK_WRITE_TOKEN"), "").strip()
+    api_url, origin = api_url_from_env(config, env)
+    if api_url is None and (read_token or write_token):
+        api_url = f"https://{_glab_host(env, config.env_name('GITLAB_URL'))}/api/v4"
+    if api_url is not None:
+        api_url = _checked_url(api_url, origin)
+    hostname = urlsplit(api_url).netloc if api_url and origin != "glab's configured host" else None
+    glab = _Glab(hostname, env)
+    retry = retry or read_retry()
+
+    def https(token: str) -> _Https:
+        assert api_url is not None
+        return _Https(api_url, token, retry=retry, timeout=timeout)
+
+    return GitLab(
+        reader=https(read_token) if read_token else glab,
+        writer=https(write_token) if write_token else glab,
+        api_url=api_url,
+        origin=origin,
+    )
+
+
+def gitlab_with_token(client: GitLab, token: str, *, retry: Retry | None = None) -> GitLab:
+    """The same instance as another account (the review bot), over HTTPS with its token."""
+    if client.api_url is None:
+        raise PairgateError("pairgate: the GitLab URL is unknown; set <env_prefix>_GITLAB_URL")
+    transport = _Https(client.api_url, token, retry=retry or read_retry(), timeout=TIMEOUT)
+    return GitLab(reader=transport, writer=transport, api_url=client.api_url, origin=client.origin)
 
 
 # ---------------------------------------------------------------------------------------------
 # 4. Records: markers and their schemas
 # ---------------------------------------------------------------------------------------------
 
-# (built by the ledger issue)
+# A ledger note is short human text and then ONE marker line:
+#     <!-- mochi-task:<kind> <json> -->
+# The marker names are the record's persisted format: they never follow cli_command.
+MARKER_OPEN = "<!-- mochi-task:"
+_MARKER_LINE = re.compile(r"^<!-- mochi-task:(\S+) (.*) -->[ \t]*$", re.MULTILINE)
+RECORD_VERSION = 1
+ROLES = ("lead", "review")
+
+_SHA = {"type": "string", "pattern": "^[0-9a-f]{40}$", "description": "a full commit SHA"}
+_DIGEST = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+_AGENT = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"}
+_ROLE = {"enum": list(ROLES)}
+_NOTE_ID = {"type": "integer", "minimum": 1}
+_REASON = {"type": ["string", "null"], "maxLength": 50_000}
+_MR_REF = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["project", "iid"],
+    "properties": {
+        "project": {"type": "string", "pattern": rf"^{_PATH_SEGMENT}(/{_PATH_SEGMENT})+$"},
+        "iid": {"type": "integer", "minimum": 1},
+    },
+}
+_COMMON: dict[str, Any] = {
+    "v": {"const": RECORD_VERSION},
+    "agent": {**_AGENT, "description": "the identity that wrote the record"},
+    "write_id": {
+        "type": "string",
+        "pattern": "^[0-9a-f]{32}$",
+        "description": "fresh per write; a second note with the same write_id is ignored",
+    },
+    "session": {"type": "string", "minLength": 1, "maxLength": 200},
+    "prev": {
+        "type": ["string", "null"],
+        "pattern": "^[0-9a-f]{64}$",
+        "description": "digest of the last record the writer saw on this issue, or null",
+    },
+    "digest": {
+        **_DIGEST,
+        "description": "sha256 of the record's canonical content and the note's human text",
+    },
+}
+_OFFER_FIELDS: dict[str, Any] = {
+    "to": _AGENT,
+    "role": _ROLE,
+    "sha": _SHA,
+    "mr": _MR_REF,
+    "reason": _REASON,
+    "supersedes": {"type": ["integer", "null"], "minimum": 1},
+}
+
+# kind -> event -> the fields that event adds to the common ones (all required).
+EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
+    "ownership": {
+        "claim": {"role": _ROLE},
+        "handoff": _OFFER_FIELDS,
+        "accept": {"offer": _NOTE_ID, "from": _AGENT, "role": _ROLE},
+        "decline": {"offer": _NOTE_ID, "from": _AGENT},
+        "release": {"role": _ROLE},
+        "close": {},
+    },
+    "approval": {
+        "approve": {
+            **_OFFER_FIELDS,
+            "not_covering": {"type": "array", "items": {"type": "string", "minLength": 1}},
+            "self_approval": {"type": "boolean"},
+        },
+    },
+}
+
+
+def _event_schema(event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    properties = {**_COMMON, "event": {"const": event}, **fields}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(properties),
+        "properties": properties,
+    }
+
+
+RECORD_SCHEMAS: dict[str, dict[str, Any]] = {
+    kind: {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"pairgate {kind} record",
+        "description": f"The JSON inside <!-- mochi-task:{kind} ... --> in an issue note.",
+        "type": "object",
+        "required": ["event"],
+        "properties": {"event": {"enum": list(events)}},
+        "allOf": [
+            {
+                "if": {"properties": {"event": {"const": event}}, "required": ["event"]},
+                "then": _event_schema(event, fields),
+            }
+            for event, fields in events.items()
+        ],
+    }
+    for kind, events in EVENT_FIELDS.items()
+}
+# One compiled validator per event: the fold checks thousands of records.
+_VALIDATORS = {
+    (kind, event): jsonschema.Draft202012Validator(_event_schema(event, fields))
+    for kind, events in EVENT_FIELDS.items()
+    for event, fields in events.items()
+}
+KIND_OF_EVENT = {event: kind for kind, events in EVENT_FIELDS.items() for event in events}
+
+
+class MalformedRecord(Exception):
+    """A marker that cannot be read as a record; the message says why."""
+
+
+def schema_problem(kind: str, record: Any) -> str | None:
+    """Why ``record`` is not a valid ``kind`` record, or None when it is."""
+    if kind not in EVENT_FIELDS:
+        return f"unknown record kind {kind!r}"
+    if not isinstance(record, dict):
+        return "the marker JSON is not an object"
+    event = record.get("event")
+    validator = _VALIDATORS.get((kind, event)) if isinstance(event, str) else None
+    if validator is None:
+        return f"unknown {kind} event {event!r}"
+    if validator.is_valid(record):
+        return None
+    error = min(validator.iter_errors(record), key=lambda e: (len(e.path), e.message))
+    where = "/".join(str(p) for p in error.path) or "record"
+    return f"schema: {where}: {error.message}"
+
+
+def canonical_text(text: str) -> str:
+    """Whitespace folded, so GitLab's storage (CRLF, trailing blanks) cannot move a digest."""
+    return " ".join(text.split())
+
+
+def record_digest(kind: str, record: Mapping[str, Any], human: str) -> str:
+    content = {k: v for k, v in record.items() if k != "digest"}
+    canonical = json.dumps(
+        {"kind": kind, "record": content, "text": canonical_text(human)},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=True,
+    )
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def marker(kind: str, record: Mapping[str, Any]) -> str:
+    """The marker line. ``<`` and ``>`` are escaped in the JSON so no value can close the HTML
+    comment (``-->``, ``--!>``) or open another."""
+    text = json.dumps(dict(record), separators=(",", ":"), ensure_ascii=True)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e")
+    return f"{MARKER_OPEN}{kind} {text} -->"
+
+
+_SLASH_LINE = re.compile(r"^([ \t]*)/", re.MULTILINE)
+
+
+def neutralise_quick_actions(text: str) -> str:
+    """GitLab runs a note line that starts with ``/`` as a quick action (``/close``) and strips
+    it. A backslash in front keeps the line, renders as the same text, and runs nothing."""
+    return _SLASH_LINE.sub(lambda m: f"{m.group(1)}\\/", text.replace("\r\n", "\n"))
+
+
+def new_write_id() -> str:
+    return uuid.uuid4().hex
+
+
+def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str, dict[str, Any]]:
+    """The note body for a record: human text, then the marker. Fills in ``v`` and ``digest`` and
+    checks the schema (a record that would be skipped on read is never written)."""
+    text = neutralise_quick_actions(human).strip()
+    sealed = {"v": RECORD_VERSION, **{k: v for k, v in record.items() if k != "digest"}}
+    sealed["digest"] = record_digest(kind, sealed, text)
+    problem = schema_problem(kind, sealed)
+    if problem:
+        raise PairgateError(f"pairgate: refusing to write an invalid {kind} record: {problem}")
+    return f"{text}\n\n{marker(kind, sealed)}\n", sealed
+
+
+@functools.lru_cache(maxsize=65536)
+def _cached_problem(kind: str, raw: str) -> str | None:
+    # Schema checks dominate the fold's cost, and every reader folds the same notes again
+    # (a verb reads before and after it writes; the board folds many issues): remember the
+    # verdict per marker text. The text decides the record, so the verdict cannot go stale.
+    return schema_problem(kind, json.loads(raw))
+
+
+def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
+    """(kind, record, human text) of a note that carries a marker; MalformedRecord otherwise."""
+    found = list(_MARKER_LINE.finditer(body.replace("\r\n", "\n")))
+    if not found:
+        raise MalformedRecord("a mochi-task marker that is not one well-formed line")
+    if len(found) > 1:
+        raise MalformedRecord(f"{len(found)} markers in one note (a note carries one)")
+    kind, raw = found[0].group(1), found[0].group(2)
+    try:
+        record = json.loads(raw)
+    except ValueError as exc:
+        raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
+    problem = _cached_problem(kind, raw) if isinstance(record, dict) else "not an object"
+    if problem:
+        raise MalformedRecord(problem)
+    text = body.replace("\r\n", "\n")
+    return kind, record, text[: found[0].start()] + text[found[0].end() :]
 
 
 # ---------------------------------------------------------------------------------------------
 # 5. The fold: notes to state
 # ---------------------------------------------------------------------------------------------
 
-# CONTRACT (the ledger issue builds it and may add fields; the gate reads these):
-#   @dataclass(frozen=True) class Note:     id, author_id, author_username, body, created_at,
-#                                           updated_at, system  (one GitLab note, as read)
-#   @dataclass(frozen=True) class MrRef:    project: str (full path), iid: int
-#   @dataclass(frozen=True) class Offer:    note_id, sender, to, role, sha, mr: MrRef | None, reason
-#   @dataclass(frozen=True) class Approval: note_id, approver, to, mr: MrRef, sha: str,
-#                                           self_approval: bool, not_covering: tuple[str, ...]
-#   @dataclass(frozen=True) class Skipped:  note_id, kind ("forged"|"tampered"|"malformed"|...),
-#                                           reason: str
-#   @dataclass(frozen=True) class Ledger:   holder: str | None, role: str | None,
-#                                           offer: Offer | None, approvals: tuple[Approval, ...],
-#                                           skipped: tuple[Skipped, ...], breaks, trail, ...
-#   def fold(notes: Sequence[Note], *, config: Config) -> Ledger     pure: no I/O, no clock
-#   def read_ledger(client: GitLab, config: Config, issue: int) -> Ledger   (the I/O edge)
+
+@dataclass(frozen=True)
+class Note:
+    """One GitLab note, as read."""
+
+    id: int
+    author_id: int
+    author_username: str
+    body: str
+    created_at: str
+    updated_at: str
+    system: bool = False
+
+    @classmethod
+    def from_api(cls, note: Mapping[str, Any]) -> Note:
+        author = note.get("author") or {}
+        return cls(
+            id=int(note["id"]),
+            author_id=int(author.get("id", 0)),
+            author_username=str(author.get("username", "?")),
+            body=str(note.get("body") or ""),
+            created_at=str(note.get("created_at", "")),
+            updated_at=str(note.get("updated_at", "")),
+            system=bool(note.get("system", False)),
+        )
+
+
+@dataclass(frozen=True)
+class MrRef:
+    project: str  # the full path
+    iid: int
+
+    def __str__(self) -> str:
+        return f"{self.project}!{self.iid}"
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A pending offer: a handoff, or the offer back that an approval carries."""
+
+    note_id: int
+    sender: str
+    to: str
+    role: str
+    sha: str
+    mr: MrRef | None
+    reason: str | None
+    event: str = "handoff"  # or "approve"
+    supersedes: int | None = None
+
+
+@dataclass(frozen=True)
+class Approval:
+    note_id: int
+    approver: str
+    to: str
+    mr: MrRef
+    sha: str
+    self_approval: bool
+    not_covering: tuple[str, ...]
+    reason: str | None = None
+    self_because: str | None = None  # which self-approval rule, said in words
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A note whose marker is not part of the state, and why."""
+
+    note_id: int
+    kind: str  # forged | malformed | tampered | duplicate
+    reason: str
+    author: str = ""
+
+
+@dataclass(frozen=True)
+class Break:
+    """A record whose ``prev`` names no earlier record: something before it was deleted or
+    rewritten."""
+
+    note_id: int
+    prev: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Event:
+    """One authentic, well-formed record on the trail. ``void`` says why the fold gave it no
+    effect (a claim while held, an accept of a stale offer, ...); None when it took effect."""
+
+    note_id: int
+    kind: str
+    event: str
+    agent: str
+    record: Mapping[str, Any]
+    created_at: str
+    void: str | None = None
+
+
+@dataclass(frozen=True)
+class Ledger:
+    holder: str | None = None
+    role: str | None = None
+    offer: Offer | None = None
+    approvals: tuple[Approval, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    breaks: tuple[Break, ...] = ()
+    trail: tuple[Event, ...] = ()
+    edited: tuple[int, ...] = ()  # note ids whose updated_at is later than created_at
+    concurrent: tuple[tuple[int, ...], ...] = ()  # notes that name the same prev
+    head: str | None = None  # the digest of the latest record: the next writer's prev
+    holder_since: int | None = None  # the note that made the holder the holder
+    accepted_from: str | None = None  # who sent the offer the holder accepted
+
+    @property
+    def label(self) -> str | None:
+        """The role label the notes call for."""
+        return f"agent::{self.role}" if self.role else None
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every identity the trail names, as writer or receiver."""
+        named = {e.agent for e in self.trail}
+        named |= {str(e.record["to"]) for e in self.trail if "to" in e.record}
+        return frozenset(named)
+
+    def written(self, write_id: str) -> Event | None:
+        """The trail's record carrying this write_id (the first, if a retry posted it twice)."""
+        return next((e for e in self.trail if e.record.get("write_id") == write_id), None)
+
+
+ROLE_LABELS = tuple(f"agent::{role}" for role in ROLES)
+
+
+def identity_pattern(config: Config) -> re.Pattern[str]:
+    """<agent_identity_prefix>-lead|-review|-solo|-finder, optionally with a suffix (-42)."""
+    prefix = re.escape(str(config["agent_identity_prefix"]))
+    return re.compile(rf"^{prefix}-(lead|review|solo|finder)(-[a-z0-9]+)*$")
+
+
+def is_finder(agent: str, config: Config) -> bool:
+    match = identity_pattern(config).match(agent)
+    return bool(match and match.group(1) == "finder")
+
+
+def _edited(note: Note) -> bool:
+    if note.updated_at == note.created_at:
+        return False
+    try:
+        created = datetime.fromisoformat(note.created_at)
+        updated = datetime.fromisoformat(note.updated_at)
+    except ValueError:
+        return note.updated_at != note.created_at
+    return updated > created
+
+
+class _Fold:
+    """The fold's working state: mutable here, frozen into a Ledger at the end."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.holder: str | None = None
+        self.role: str | None = None
+        self.holder_since: int | None = None
+        self.accepted_from: str | None = None
+        self.offer: Offer | None = None
+        self.approvals: list[Approval] = []
+
+    def apply(self, note_id: int, record: Mapping[str, Any]) -> str | None:
+        """Apply one record; return why it is void, or None when it took effect."""
+        return getattr(self, f"_{record['event']}")(note_id, record)
+
+    def _not_holder(self, agent: str) -> str | None:
+        if agent == self.holder:
+            return None
+        who = f"{self.holder} holds it" if self.holder else "nobody holds it"
+        return f"{agent} does not hold the issue ({who})"
+
+    def _offer_blocked(self, record: Mapping[str, Any]) -> str | None:
+        supersedes = record["supersedes"]
+        if self.offer is not None and supersedes != self.offer.note_id:
+            return f"an offer is already pending (note {self.offer.note_id})"
+        if self.offer is None and supersedes is not None:
+            return f"it supersedes note {supersedes}, which is not a pending offer"
+        return None
+
+    def _take(self, note_id: int, agent: str, role: str, sender: str | None) -> None:
+        self.holder, self.role, self.holder_since, self.accepted_from = agent, role, note_id, sender
+
+    def _claim(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        if is_finder(r["agent"], self.config):
+            return "a finder never claims"
+        if self.holder is not None:
+            return f"{self.holder} already holds the issue (note {self.holder_since})"
+        self._take(note_id, r["agent"], r["role"], None)
+        return None
+
+    def _new_offer(self, note_id: int, r: Mapping[str, Any]) -> Offer:
+        return Offer(
+            note_id=note_id,
+            sender=r["agent"],
+            to=r["to"],
+            role=r["role"],
+            sha=r["sha"],
+            mr=MrRef(r["mr"]["project"], r["mr"]["iid"]),
+            reason=r["reason"],
+            event=r["event"],
+            supersedes=r["supersedes"],
+        )
+
+    def _handoff(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        void = self._not_holder(r["agent"]) or self._offer_blocked(r)
+        if void is None:
+            self.offer = self._new_offer(note_id, r)
+        return void
+
+    def _approve(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        void = self._not_holder(r["agent"])
+        if void is None and self.role != "review":
+            void = f"{r['agent']} holds the issue as {self.role}, and only a review approves"
+        void = void or self._offer_blocked(r)
+        if void is not None:
+            return void
+        because = self_approval_rule(r["agent"], r["to"], self.accepted_from)
+        offer = self._new_offer(note_id, r)
+        assert offer.mr is not None
+        self.approvals.append(
+            Approval(
+                note_id=note_id,
+                approver=r["agent"],
+                to=r["to"],
+                mr=offer.mr,
+                sha=r["sha"],
+                self_approval=because is not None or bool(r["self_approval"]),
+                not_covering=tuple(r["not_covering"]),
+                reason=r["reason"],
+                self_because=because
+                or ("recorded so by its writer" if r["self_approval"] else None),
+            )
+        )
+        self.offer = offer
+        return None
+
+    def _answerable(self, r: Mapping[str, Any]) -> str | None:
+        if self.offer is None or self.offer.note_id != r["offer"]:
+            pending = f"note {self.offer.note_id} is" if self.offer else "no offer is"
+            return f"note {r['offer']} is not the pending offer ({pending} pending)"
+        if self.offer.to != r["agent"]:
+            return f"the offer is to {self.offer.to}, not {r['agent']}"
+        return None
+
+    def _accept(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        void = self._answerable(r)
+        if void is None:
+            assert self.offer is not None
+            self._take(note_id, r["agent"], self.offer.role, self.offer.sender)
+            self.offer = None
+        return void
+
+    def _decline(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        void = self._answerable(r)
+        if void is None:
+            self.offer = None
+        return void
+
+    def _release(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        void = self._not_holder(r["agent"])
+        if void is None and self.offer is not None:
+            void = f"an offer is pending (note {self.offer.note_id})"
+        if void is None:
+            self.holder = self.role = self.holder_since = self.accepted_from = None
+        return void
+
+    def _close(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        if self.offer is not None:
+            return f"an offer is pending (note {self.offer.note_id})"
+        self.holder = self.role = self.holder_since = self.accepted_from = None
+        return None
+
+
+def self_approval_rule(approver: str, to: str, accepted_from: str | None) -> str | None:
+    """Why an approval is a self-approval, or None. Both rules of DESIGN.md section 5."""
+    if approver == to:
+        return f"{approver} offers the work back to itself"
+    if accepted_from == approver:
+        return f"{approver} reviewed an offer it sent itself"
+    return None
+
+
+def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
+    """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
+    markers. Notes are taken in id order (GitLab's creation order)."""
+    authors = frozenset(config["ledger_author_user_ids"])
+    state = _Fold(config)
+    skipped: list[Skipped] = []
+    breaks: list[Break] = []
+    trail: list[Event] = []
+    edited: list[int] = []
+    digests: dict[str, int] = {}  # digest of every record read so far -> its note
+    rejected: dict[str, tuple[int, str]] = {}  # digest a skipped record claims -> (note, why)
+    write_ids: dict[str, int] = {}
+    by_prev: dict[str | None, list[int]] = {}
+    head: str | None = None
+    for note in sorted(notes, key=lambda n: n.id):
+        if note.system or MARKER_OPEN not in note.body:
+            continue
+        author = f"{note.author_username} (user {note.author_id})"
+        if note.author_id not in authors:
+            skipped.append(
+                Skipped(note.id, "forged", f"a marker in a note by {author}, not a ledger author")
+            )
+            continue
+        if _edited(note):
+            edited.append(note.id)
+        try:
+            kind, record, human = parse_marker(note.body)
+        except MalformedRecord as exc:
+            skipped.append(Skipped(note.id, "malformed", str(exc), author))
+            continue
+        if record_digest(kind, record, human) != record["digest"]:
+            rejected[record["digest"]] = (note.id, "tampered")
+            reason = "its digest does not match its content: the note was changed after writing"
+            skipped.append(Skipped(note.id, "tampered", reason, author))
+            continue
+        if KIND_OF_EVENT[record["event"]] != kind:
+            skipped.append(Skipped(note.id, "malformed", "event of another kind", author))
+            continue
+        first = write_ids.get(record["write_id"])
+        if first is not None:
+            reason = f"repeats the write_id of note {first} (a retried write); ignored"
+            skipped.append(Skipped(note.id, "duplicate", reason, author))
+            continue
+        write_ids[record["write_id"]] = note.id
+        prev = record["prev"]
+        if prev is not None and prev not in digests:
+            where = rejected.get(prev)
+            reason = (
+                f"its prev names note {where[0]}, which was skipped as {where[1]}"
+                if where
+                else "its prev names no earlier record: an earlier note was deleted or rewritten"
+            )
+            breaks.append(Break(note.id, prev, reason))
+        by_prev.setdefault(prev, []).append(note.id)
+        digests[record["digest"]] = note.id
+        head = record["digest"]
+        void = state.apply(note.id, record)
+        trail.append(
+            Event(note.id, kind, record["event"], record["agent"], record, note.created_at, void)
+        )
+    return Ledger(
+        holder=state.holder,
+        role=state.role,
+        offer=state.offer,
+        approvals=tuple(state.approvals),
+        skipped=tuple(skipped),
+        breaks=tuple(breaks),
+        trail=tuple(trail),
+        edited=tuple(edited),
+        concurrent=tuple(tuple(ids) for ids in by_prev.values() if len(ids) > 1),
+        head=head,
+        holder_since=state.holder_since,
+        accepted_from=state.accepted_from,
+    )
+
+
+def notes_path(config: Config, issue: int) -> str:
+    return f"projects/{encode_project(config['tracker_project'])}/issues/{issue}/notes"
+
+
+def read_notes(client: GitLab, config: Config, issue: int) -> list[Note]:
+    """Every note on a tracker issue, oldest first (``sort=asc``: GitLab's default is newest
+    first, and ``created_at`` order is id order)."""
+    raw = client.get_all(notes_path(config, issue), sort="asc", order_by="created_at")
+    return [Note.from_api(n) for n in raw]
+
+
+def read_ledger(client: GitLab, config: Config, issue: int) -> Ledger:
+    """The I/O edge of the fold: read the issue's notes, fold them."""
+    return fold(read_notes(client, config, issue), config=config)
 
 
 # ---------------------------------------------------------------------------------------------
