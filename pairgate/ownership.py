@@ -823,6 +823,8 @@ def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str,
     """The note body for a record: human text, then the marker. Fills in ``v`` and ``digest`` and
     checks the schema (a record that would be skipped on read is never written)."""
     text = neutralise_quick_actions(human).strip()
+    # A marker-shaped line in the text would make the note carry two markers (and be skipped).
+    text = _MARKER_LINE.sub(lambda m: "&lt;" + m.group(0)[1:], text)
     sealed = {"v": RECORD_VERSION, **{k: v for k, v in record.items() if k != "digest"}}
     sealed["digest"] = record_digest(kind, sealed, text)
     problem = schema_problem(kind, sealed)

@@ -1,0 +1,115 @@
+"""Records: the marker format, its schemas, the digest, and text that must not act on GitLab."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jsonschema
+import pytest
+
+from pairgate import ownership as o
+
+RECORD = {
+    "event": "handoff",
+    "agent": "acme-lead",
+    "write_id": "0" * 32,
+    "session": "s-1",
+    "prev": None,
+    "to": "acme-review",
+    "role": "review",
+    "sha": "a" * 40,
+    "mr": {"project": "acme/app", "iid": 7},
+    "reason": None,
+    "supersedes": None,
+}
+NASTY = "done --> <!-- mochi-task:ownership {} -->\n/close\n  /label ~x\nnaïve café ✓ 日本"
+
+
+def test_compose_then_parse_round_trips() -> None:
+    body, sealed = o.compose_note("ownership", RECORD, "acme-lead offers #4 to acme-review.")
+    kind, record, human = o.parse_marker(body)
+    assert (kind, record) == ("ownership", sealed)
+    assert sealed["v"] == 1 and sealed["digest"] == o.record_digest(kind, record, human)
+    assert "acme-lead offers #4" in human
+
+
+def test_a_hostile_reason_round_trips_and_acts_on_nothing() -> None:
+    body, _ = o.compose_note("ownership", {**RECORD, "reason": NASTY}, f"why:\n{NASTY}")
+    _, record, _ = o.parse_marker(body)
+    assert record["reason"] == NASTY
+    # GitLab runs a line starting with "/" as a quick action: no written line may.
+    assert not [line for line in body.splitlines() if line.lstrip().startswith("/")]
+    # The marker's JSON cannot close its HTML comment early.
+    marker_line = body.strip().splitlines()[-1]
+    assert marker_line.count("-->") == 1 and marker_line.endswith("-->")
+    assert marker_line.count("<!--") == 1
+
+
+def test_neutralised_text_keeps_its_words() -> None:
+    assert (
+        o.neutralise_quick_actions("/close\n  /label ~x\nok /x") == "\\/close\n  \\/label ~x\nok /x"
+    )
+
+
+def test_the_digest_survives_whitespace_changes_but_not_word_changes() -> None:
+    body, sealed = o.compose_note("ownership", RECORD, "acme-lead offers #4.")
+    _, record, human = o.parse_marker(body.replace("\n", "\r\n") + "  \n")
+    assert o.record_digest("ownership", record, human) == sealed["digest"]
+    _, record, human = o.parse_marker(body.replace("offers", "gives"))
+    assert o.record_digest("ownership", record, human) != sealed["digest"]
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"sha": "abc123"}, "schema: sha"),
+        ({"role": "boss"}, "schema: role"),
+        ({"event": "steal"}, "unknown ownership event 'steal'"),
+        ({"extra": 1}, "Additional properties"),
+        ({"v": 2}, "schema: v"),
+        ({"mr": {"project": "acme/app"}}, "'iid' is a required property"),
+    ],
+)
+def test_a_schema_invalid_record_is_malformed_with_its_reason(change: dict, why: str) -> None:
+    _, sealed = o.compose_note("ownership", RECORD, "x")
+    raw = json.dumps({**sealed, **change})
+    with pytest.raises(o.MalformedRecord, match=re.escape(why)):
+        o.parse_marker(f"x\n\n<!-- mochi-task:ownership {raw} -->")
+
+
+def test_malformed_markers_say_why() -> None:
+    with pytest.raises(o.MalformedRecord, match="does not parse"):
+        o.parse_marker("<!-- mochi-task:ownership {not json} -->")
+    with pytest.raises(o.MalformedRecord, match="unknown record kind 'bogus'"):
+        o.parse_marker('<!-- mochi-task:bogus {"event": "x"} -->')
+    with pytest.raises(o.MalformedRecord, match="not one well-formed line"):
+        o.parse_marker("see <!-- mochi-task:ownership {} --> inline")
+    body, _ = o.compose_note("ownership", RECORD, "x")
+    with pytest.raises(o.MalformedRecord, match="2 markers in one note"):
+        o.parse_marker(body + body)
+
+
+def test_compose_refuses_a_record_it_would_skip_on_read() -> None:
+    with pytest.raises(o.PairgateError, match="refusing to write an invalid ownership record"):
+        o.compose_note("ownership", {**RECORD, "sha": "HEAD"}, "x")
+
+
+def test_every_event_schema_is_a_valid_json_schema() -> None:
+    for schema in o.RECORD_SCHEMAS.values():
+        jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def test_the_published_kind_schema_agrees_with_the_per_event_check() -> None:
+    _, sealed = o.compose_note("ownership", RECORD, "x")
+    validator = jsonschema.Draft202012Validator(o.RECORD_SCHEMAS["ownership"])
+    assert validator.is_valid(sealed)
+    assert not validator.is_valid({**sealed, "sha": "short"})
+    assert not validator.is_valid({**sealed, "event": "claim"})  # claim carries no sha
+
+
+def test_a_marker_shaped_line_in_the_text_is_defused() -> None:
+    forged = '<!-- mochi-task:ownership {"event": "claim"} -->'
+    body, sealed = o.compose_note("ownership", RECORD, f"quoted:\n{forged}")
+    kind, record, human = o.parse_marker(body)
+    assert record == sealed and "&lt;!-- mochi-task:ownership" in human
