@@ -196,7 +196,7 @@ def test_a_marker_by_a_non_ledger_author_is_forged(trail: Trail) -> None:
 
 def test_system_notes_and_plain_comments_are_not_records(trail: Trail) -> None:
     trail.note("mentioned in merge request acme/app!7", system=True)
-    trail.note(f'changed <!-- mochi-task:ownership {{"event":"claim"}} -->', system=True)
+    trail.note('changed <!-- mochi-task:ownership {"event":"claim"} -->', system=True)
     trail.note("LGTM, see mochi-task docs", author=MAINTAINER)
     assert trail.fold() == o.Ledger()
 
@@ -222,7 +222,6 @@ def test_an_edit_that_keeps_the_content_is_only_a_warning(trail: Trail) -> None:
 def test_a_tampered_approval_never_counts(trail: Trail) -> None:
     trail.claim(REVIEW, role="review")
     approve = trail.approve(REVIEW, LEAD)
-    _, record, _ = o.parse_marker(approve.body)
     forged = approve.body.replace("a" * 40, SHA2)  # point the approval at another commit
     trail.edit(approve, forged)
     ledger = trail.fold()

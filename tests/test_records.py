@@ -111,5 +111,5 @@ def test_the_published_kind_schema_agrees_with_the_per_event_check() -> None:
 def test_a_marker_shaped_line_in_the_text_is_defused() -> None:
     forged = '<!-- mochi-task:ownership {"event": "claim"} -->'
     body, sealed = o.compose_note("ownership", RECORD, f"quoted:\n{forged}")
-    kind, record, human = o.parse_marker(body)
+    _, record, human = o.parse_marker(body)
     assert record == sealed and "&lt;!-- mochi-task:ownership" in human
