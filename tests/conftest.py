@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pairgate.main import main
-from pairgate.ownership import Context
+from pairgate.ownership import Config, Context, load_config
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,3 +78,36 @@ def sandbox(sandbox_server: RunningSandbox) -> RunningSandbox:
     """The session's sandbox, back at the default world (a reset takes milliseconds)."""
     sandbox_server.reset()
     return sandbox_server
+
+
+# -- the ledger: an agent's environment against the sandbox ----------------------------------------
+
+
+def agent_env(
+    sandbox: RunningSandbox,
+    agent: str | None = "acme-lead",
+    user: str = "agents",
+    **overrides: str,
+) -> dict[str, str]:
+    """The environment an agent runs pairgate in against ``sandbox``: the suite configuration,
+    ``agent`` as PAIRGATE_TEST_AGENT_ID (None leaves it unset), reads and writes over HTTPS as
+    the sandbox ``user``, the review bot's token, and a session id. ``overrides`` are
+    variables to add (an empty value removes one)."""
+    env = {
+        "PAIRGATE_CONFIG": str(FIXTURE_CONFIG),
+        "PAIRGATE_TEST_GITLAB_URL": sandbox.url,
+        "PAIRGATE_TEST_TASK_API_TOKEN": sandbox.token(user),
+        "PAIRGATE_TEST_TASK_WRITE_TOKEN": sandbox.token(user),
+        "PAIRGATE_TEST_REVIEW_BOT_TOKEN": sandbox.token("review_bot"),
+        "PAIRGATE_TEST_SESSION_ID": f"session-{agent or 'none'}",
+    }
+    if agent is not None:
+        env["PAIRGATE_TEST_AGENT_ID"] = agent
+    env.update(overrides)
+    return {k: v for k, v in env.items() if v != ""}
+
+
+@pytest.fixture
+def config() -> Config:
+    """The suite's configuration, loaded."""
+    return load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})

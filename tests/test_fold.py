@@ -8,14 +8,8 @@ import pytest
 from ledgerkit import MAINTAINER, SHA2, STAMP, Trail
 
 from pairgate import ownership as o
-from tests.conftest import FIXTURE_CONFIG
 
 LEAD, REVIEW, SOLO = "acme-lead", "acme-review", "acme-solo"
-
-
-@pytest.fixture
-def config() -> o.Config:
-    return o.load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
 
 
 @pytest.fixture
