@@ -1,39 +1,256 @@
-"""the ledger issue"""
+"""The ownership verbs: claim, handoff, accept, decline, release, close (approve and status
+live beside this module). Each checks its refusals against the folded ledger, writes one
+record, and reads the ledger back before it says what happened."""
 
 from __future__ import annotations
 
+from functools import partial
+from pathlib import Path
 from typing import Any
 
-from pairgate.commands._todo import not_yet
+from pairgate.commands.approve import approve
+from pairgate.commands.checks import (
+    check_offer_slot,
+    check_offerable,
+    check_receiver,
+    command,
+    describe_offer,
+    must_hold,
+    read_mr_of,
+    resolve_mr,
+)
+from pairgate.commands.status import status
+from pairgate.merge_requests import checked_sha, citing_mrs, head_of, pipeline_problem, project_of
+from pairgate.ownership import Config, Context, Offer, Refusal, is_finder
+from pairgate.turn import Turn, begin, issue_path, read_reason, refuse_void, write
+
+__all__ = ["accept", "approve", "claim", "close", "decline", "handoff", "release", "status"]
 
 
-def claim(**_: Any) -> int:
-    raise not_yet("claim", "the ledger issue")
+def claim(
+    *, ctx: Context, config: Config, issue: int, role: str, as_agent: str | None, verbose: bool
+) -> int:
+    turn = begin(ctx, config, issue, as_agent, verbose)
+    ledger, cli, agent = turn.ledger, turn.cli, turn.agent
+    if is_finder(agent, config):
+        raise Refusal(
+            f"{cli} claim: {agent} is a finder, and a finder never claims an issue: it files "
+            f"evidence (an issue and failing tests) and a lead picks the issue up.\n"
+            f"A lead claims it: {command(cli, 'claim', issue, role='lead')} --as "
+            f"{config['agent_identity_prefix']}-lead"
+        )
+    if ledger.holder == agent:
+        raise Refusal(
+            f"{cli} claim: {agent} already holds #{issue} as {ledger.role} "
+            f"(note {ledger.holder_since}); there is nothing to claim.\n"
+            f"See the ledger: {command(cli, 'status', issue)}"
+        )
+    if ledger.holder is not None:
+        if ledger.offer and ledger.offer.to == agent:
+            fix = f"An offer to you is pending; take it: {command(cli, 'accept', issue)}"
+        else:
+            fix = (
+                f"Ask {ledger.holder} to offer it to you: "
+                f"{command(cli, 'handoff', issue, to=agent, role=role, sha='<head>')} "
+                f"--as {ledger.holder}"
+            )
+        raise Refusal(
+            f"{cli} claim: #{issue} is held by {ledger.holder} as {ledger.role} "
+            f"(note {ledger.holder_since}); claim takes only an issue nobody holds.\n{fix}"
+        )
+    event = write(turn, "ownership", "claim", {"role": role})
+    refuse_void(turn, event)
+    turn.say(f"{agent} holds #{issue} as {role} (note {event.note_id}).")
+    return 0
 
 
-def handoff(**_: Any) -> int:
-    raise not_yet("handoff", "the ledger issue")
+def handoff(
+    *,
+    ctx: Context,
+    config: Config,
+    issue: int,
+    to: str,
+    role: str,
+    sha: str,
+    reason: str | None,
+    reason_file: Path | None,
+    mr: int | None,
+    mr_project: str | None,
+    supersede: int | None,
+    new_identity: bool,
+    as_agent: str | None,
+    verbose: bool,
+) -> int:
+    sha = checked_sha(sha)
+    text = read_reason(reason, reason_file)
+    turn = begin(ctx, config, issue, as_agent, verbose)
+    flags: dict[str, Any] = {
+        "to": to,
+        "role": role,
+        "sha": sha,
+        "reason_file": reason_file,
+        "reason": reason if reason_file is None else None,
+        "mr": mr,
+        "mr_project": mr_project,
+        "supersede": supersede,
+        "new_identity": new_identity,
+    }
+
+    def again(**changes: Any) -> str:
+        return command(turn.cli, "handoff", issue, **{**flags, **changes})
+
+    must_hold(turn, "handoff")
+    check_receiver(turn, "handoff", to, again, new_identity=new_identity)
+    check_offer_slot(turn, "handoff", supersede, again)
+    project, found = resolve_mr(turn, "handoff", mr, mr_project, again)
+    check_offerable(turn, "handoff", project, found, sha, again)
+    event = write(
+        turn,
+        "ownership",
+        "handoff",
+        {
+            "to": to,
+            "role": role,
+            "sha": sha,
+            "mr": {"project": project, "iid": int(found["iid"])},
+            "reason": text,
+            "supersedes": supersede,
+        },
+    )
+    refuse_void(turn, event)
+    turn.say(
+        f"{turn.agent} offers #{issue} to {to} as {role} at {sha[:12]} of {project}!{found['iid']}"
+        f" (note {event.note_id}). {turn.agent} holds it until {to} runs: "
+        f"{command(turn.cli, 'accept', issue)}"
+    )
+    return 0
 
 
-def accept(**_: Any) -> int:
-    raise not_yet("accept", "the ledger issue")
+def _answerable(turn: Turn, verb: str) -> Offer:
+    """The pending offer, when it is to the caller."""
+    offer, cli, issue = turn.ledger.offer, turn.cli, turn.issue
+    if offer is None:
+        raise Refusal(
+            f"{cli} {verb}: no offer is pending on #{issue}, so there is nothing to {verb}.\n"
+            f"See the ledger: {command(cli, 'status', issue)}"
+        )
+    if offer.to != turn.agent:
+        raise Refusal(
+            f"{cli} {verb}: the pending offer is to {offer.to}, not to {turn.agent} "
+            f"({describe_offer(offer)}).\nOnly {offer.to} can {verb} it: "
+            f"{command(cli, verb, issue)} --as {offer.to}"
+        )
+    return offer
 
 
-def decline(**_: Any) -> int:
-    raise not_yet("decline", "the ledger issue")
+def accept(*, ctx: Context, config: Config, issue: int, as_agent: str | None, verbose: bool) -> int:
+    turn = begin(ctx, config, issue, as_agent, verbose)
+    offer = _answerable(turn, "accept")
+    assert offer.mr is not None
+    mr = read_mr_of(turn, offer)
+    head = head_of(mr)
+    again = partial(_offer_again, turn, offer)
+    if head != offer.sha:
+        raise Refusal(
+            f"{turn.cli} accept: the head of {offer.mr} moved from {offer.sha[:12]} to "
+            f"{str(head)[:12]} after the offer (note {offer.note_id}); accepting would hand you "
+            f"something other than what was offered.\n{offer.sender} offers again at the new "
+            f"head:\n  {again(sha=str(head))}\nor you decline: {command(turn.cli, 'decline', issue)}"
+        )
+    problem = pipeline_problem(turn.client, offer.mr.project, mr, head)
+    if problem:
+        raise Refusal(
+            f"{turn.cli} accept: {offer.mr} {problem}. {offer.sender} fixes it, pushes and "
+            f"offers the new head:\n  {again(sha='<new head>')}\n"
+            f"or you decline: {command(turn.cli, 'decline', issue)}"
+        )
+    event = write(
+        turn,
+        "ownership",
+        "accept",
+        {"offer": offer.note_id, "from": offer.sender, "role": offer.role},
+    )
+    refuse_void(turn, event)
+    turn.say(
+        f"{turn.agent} holds #{issue} as {offer.role} (note {event.note_id}), accepted from "
+        f"{offer.sender} at {offer.sha[:12]} of {offer.mr}."
+    )
+    return 0
 
 
-def release(**_: Any) -> int:
-    raise not_yet("release", "the ledger issue")
+def _offer_again(turn: Turn, offer: Offer, *, sha: str) -> str:
+    """The command the sender runs to make the offer again, at another head."""
+    assert offer.mr is not None
+    mr = {"mr": offer.mr.iid, "mr_project": offer.mr.project, "supersede": offer.note_id}
+    if offer.event == "approve":
+        flags = {**mr, "sha": sha, "to": offer.to}
+        return command(turn.cli, "approve", turn.issue, **flags) + f" --as {offer.sender}"
+    flags = {"to": offer.to, "role": offer.role, "sha": sha, **mr}
+    return command(turn.cli, "handoff", turn.issue, **flags) + f" --as {offer.sender}"
 
 
-def approve(**_: Any) -> int:
-    raise not_yet("approve", "the ledger issue")
+def decline(
+    *, ctx: Context, config: Config, issue: int, as_agent: str | None, verbose: bool
+) -> int:
+    turn = begin(ctx, config, issue, as_agent, verbose)
+    offer = _answerable(turn, "decline")
+    event = write(turn, "ownership", "decline", {"offer": offer.note_id, "from": offer.sender})
+    refuse_void(turn, event)
+    turn.say(
+        f"{turn.agent} declines the offer in note {offer.note_id} (note {event.note_id}); "
+        f"{offer.sender} keeps #{issue}."
+    )
+    return 0
 
 
-def status(**_: Any) -> int:
-    raise not_yet("status", "the ledger issue")
+def release(
+    *, ctx: Context, config: Config, issue: int, as_agent: str | None, verbose: bool
+) -> int:
+    turn = begin(ctx, config, issue, as_agent, verbose)
+    must_hold(turn, "release")
+    offer, cli = turn.ledger.offer, turn.cli
+    if offer is not None:
+        raise Refusal(
+            f"{cli} release: your offer is pending ({describe_offer(offer)}); release drops an "
+            f"issue only when no offer is out.\n"
+            f"{offer.to} declines it: {command(cli, 'decline', issue)} --as {offer.to}\n"
+            f"or you replace it: {command(cli, 'handoff', issue, to='<agent>', role='<role>', sha='<head>', supersede=offer.note_id)}"
+        )
+    role = turn.ledger.role
+    event = write(turn, "ownership", "release", {"role": role})
+    refuse_void(turn, event)
+    turn.say(f"{turn.agent} released #{issue} (note {event.note_id}); nobody holds it now.")
+    return 0
 
 
-def close(**_: Any) -> int:
-    raise not_yet("close", "the ledger issue")
+def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, verbose: bool) -> int:
+    turn = begin(ctx, config, issue, as_agent, verbose)
+    ledger, cli = turn.ledger, turn.cli
+    if ledger.offer is not None:
+        offer = ledger.offer
+        raise Refusal(
+            f"{cli} close: an offer is pending on #{issue} ({describe_offer(offer)}).\n"
+            f"{offer.to} answers it first: {command(cli, 'accept', issue)} --as {offer.to} "
+            f"(or {command(cli, 'decline', issue)} --as {offer.to})"
+        )
+    if ledger.holder not in (None, turn.agent):
+        raise Refusal(
+            f"{cli} close: {ledger.holder} holds #{issue}; only the holder closes a held issue.\n"
+            f"{ledger.holder} closes it: {command(cli, 'close', issue)} --as {ledger.holder}"
+        )
+    open_mrs = citing_mrs(turn.client, config, issue)
+    if open_mrs:
+        listing = "".join(
+            f"\n  {project_of(m)}!{m['iid']}: "
+            f"{command(cli, 'merge-check', None, mr=m['iid'], mr_project=project_of(m))}"
+            for m in open_mrs
+        )
+        raise Refusal(
+            f"{cli} close: {len(open_mrs)} open merge request(s) cite #{issue}; merge or close "
+            f"them first (merge after merge-check passes):{listing}"
+        )
+    event = write(turn, "ownership", "close", {})
+    refuse_void(turn, event)
+    turn.client.write("PUT", issue_path(config, issue), {"state_event": "close"})
+    turn.say(f"{turn.agent} closed #{issue} (note {event.note_id}).")
+    return 0

@@ -1,0 +1,172 @@
+"""approve: record an approval bound to the merge request's exact head, approve it on GitLab
+as the review bot, and offer the issue back to the lead."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pairgate.commands.checks import (
+    check_offer_slot,
+    check_receiver,
+    command,
+    must_hold,
+)
+from pairgate.merge_requests import checked_sha, head_of, mr_path, read_mr
+from pairgate.ownership import (
+    Config,
+    Context,
+    GitLab,
+    GitLabError,
+    MrRef,
+    PairgateError,
+    Refusal,
+    WriteUncertain,
+    gitlab_with_token,
+    self_approval_rule,
+)
+from pairgate.turn import Turn, begin, read_reason, refuse_void, write
+
+
+def review_bot(turn: Turn) -> GitLab:
+    """The review bot's client: <env_prefix>_REVIEW_BOT_TOKEN, else review_bot_token_file
+    (a relative path is read beside the configuration file)."""
+    variable = turn.config.env_name("REVIEW_BOT_TOKEN")
+    token = turn.ctx.env.get(variable, "").strip()
+    if not token:
+        path = Path(turn.config["review_bot_token_file"]).expanduser()
+        path = path if path.is_absolute() else turn.config.path.parent / path
+        try:
+            token = path.read_text(encoding="utf-8").strip()
+        except OSError:
+            token = ""
+        if not token:
+            raise PairgateError(
+                f"pairgate: approve needs the review-bot credential to approve on GitLab: set "
+                f"{variable}, or put the token in {path} (review_bot_token_file). Nothing was "
+                "written."
+            )
+    return gitlab_with_token(turn.client, token)
+
+
+def approve_on_gitlab(turn: Turn, bot: GitLab, project: str, iid: int, sha: str) -> None:
+    """POST .../approve with ``sha``: GitLab itself refuses (409) when it is not the head."""
+    path = mr_path(project, iid)
+    try:
+        bot.write("POST", f"{path}/approve", {"sha": sha})
+        return
+    except GitLabError as exc:
+        if exc.status == 409:
+            raise Refusal(
+                f"{turn.cli} approve: GitLab refused the approval: {exc.message}. The head of "
+                f"{project}!{iid} is no longer {sha[:12]}; review the new head and approve that."
+            ) from None
+        # 401 is how older GitLab says "already approved"; a lost answer may have landed.
+        if exc.status != 401 and not isinstance(exc, WriteUncertain):
+            raise
+        me = bot.get("user")["id"]
+        approvers = [a["user"]["id"] for a in bot.get(f"{path}/approvals").get("approved_by", [])]
+        if me not in approvers:
+            raise
+
+
+def approve(
+    *,
+    ctx: Context,
+    config: Config,
+    issue: int,
+    mr: int,
+    sha: str,
+    to: str,
+    mr_project: str | None,
+    reason: str | None,
+    reason_file: Path | None,
+    not_covering: list[str],
+    server_approval_only: bool,
+    supersede: int | None,
+    as_agent: str | None,
+    verbose: bool,
+) -> int:
+    sha = checked_sha(sha)
+    text = read_reason(reason, reason_file)
+    project = mr_project or config["tracker_project"]
+    turn = begin(ctx, config, issue, as_agent, verbose)
+    bot = review_bot(turn)  # before anything is written: no half-done approval
+    cli, ledger = turn.cli, turn.ledger
+    flags: dict[str, Any] = {
+        "mr": mr,
+        "sha": sha,
+        "to": to,
+        "mr_project": mr_project,
+        "not_covering": not_covering,
+        "supersede": supersede,
+    }
+
+    def again(**changes: Any) -> str:
+        return command(cli, "approve", issue, **{**flags, **changes})
+
+    if server_approval_only:
+        ref = MrRef(project, mr)
+        if not any(
+            a.mr == ref and a.sha == sha and a.approver == turn.agent for a in ledger.approvals
+        ):
+            raise Refusal(
+                f"{cli} approve: #{issue} holds no approval by {turn.agent} of {ref} at "
+                f"{sha[:12]}; --server-approval-only repeats only the GitLab side of one.\n"
+                f"Record the approval: {again()}"
+            )
+        approve_on_gitlab(turn, bot, project, mr, sha)
+        turn.say(f"approved {ref} at {sha[:12]} on GitLab as the review bot; no note written.")
+        return 0
+
+    must_hold(turn, "approve")
+    if ledger.role != "review":
+        prefix = config["agent_identity_prefix"]
+        raise Refusal(
+            f"{cli} approve: {turn.agent} holds #{issue} as {ledger.role}; only the review role "
+            f"approves.\nOffer it to a reviewer: "
+            f"{command(cli, 'handoff', issue, to=f'{prefix}-review', role='review', sha=sha, mr=mr, mr_project=mr_project)}"
+        )
+    check_receiver(turn, "approve", to, again, new_identity=None)
+    check_offer_slot(turn, "approve", supersede, again)
+    found = read_mr(turn.client, project, mr)
+    head = head_of(found)
+    if found.get("state") != "opened":
+        raise Refusal(
+            f"{cli} approve: {project}!{mr} is {found.get('state')}; an approval binds to an "
+            "open merge request's head."
+        )
+    if head != sha:
+        raise Refusal(
+            f"{cli} approve: --sha {sha} is not the head of {project}!{mr}; its head is {head}. "
+            f"An approval names the commit you read.\nReview {str(head)[:12]}, then: "
+            f"{again(sha=head)}"
+        )
+    because = self_approval_rule(turn.agent, to, ledger.accepted_from)
+    approve_on_gitlab(turn, bot, project, mr, sha)
+    event = write(
+        turn,
+        "approval",
+        "approve",
+        {
+            "to": to,
+            "role": "lead",
+            "sha": sha,
+            "mr": {"project": project, "iid": mr},
+            "reason": text,
+            "supersedes": supersede,
+            "not_covering": list(not_covering),
+            "self_approval": because is not None,
+        },
+    )
+    refuse_void(turn, event)
+    turn.say(
+        f"{turn.agent} approves {project}!{mr} at {sha[:12]} (note {event.note_id}) and offers "
+        f"#{issue} back to {to}, who takes it with: {command(cli, 'accept', issue)}"
+    )
+    if because:
+        turn.warn(
+            f"warning: this is a self-approval ({because}). It is recorded, and merge-check "
+            f"does not count it: the merge needs an approval by another agent."
+        )
+    return 0

@@ -1,0 +1,198 @@
+"""status: holder, role, pending offer, approvals (at-head, stale or self), the merge requests
+that cite the issue, and every record the fold skipped. ``--json`` keys are documented in
+docs/agent-handoff-reference.md and do not change."""
+
+from __future__ import annotations
+
+import json as jsonlib
+from typing import Any
+
+from pairgate.merge_requests import citing_mrs, head_of, project_of, read_mr
+from pairgate.ownership import Config, Context, GitLab, Ledger, Offer, gitlab_from_env, read_ledger
+from pairgate.turn import damage, read_issue
+
+
+def _mr(ref: Any) -> dict[str, Any] | None:
+    return {"project": ref.project, "iid": ref.iid} if ref else None
+
+
+def _offer(offer: Offer | None) -> dict[str, Any] | None:
+    if offer is None:
+        return None
+    return {
+        "note_id": offer.note_id,
+        "kind": offer.event,
+        "from": offer.sender,
+        "to": offer.to,
+        "role": offer.role,
+        "sha": offer.sha,
+        "mr": _mr(offer.mr),
+        "reason": offer.reason,
+        "supersedes": offer.supersedes,
+    }
+
+
+def report(
+    config: Config,
+    issue: int,
+    state: dict[str, Any],
+    ledger: Ledger,
+    heads: dict[tuple[str, int], str | None],
+    mrs: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """The status of one issue as plain data (the --json document). Pure."""
+    labels = sorted(label for label in state.get("labels", []) if label.startswith("agent::"))
+    approvals = []
+    for a in ledger.approvals:
+        head = heads.get((a.mr.project, a.mr.iid))
+        approvals.append(
+            {
+                "note_id": a.note_id,
+                "approver": a.approver,
+                "to": a.to,
+                "mr": _mr(a.mr),
+                "sha": a.sha,
+                "mr_head": head,
+                "status": (
+                    "self"
+                    if a.self_approval
+                    else "unknown"
+                    if head is None
+                    else "at-head"
+                    if head == a.sha
+                    else "stale"
+                ),
+                "self_approval": a.self_approval,
+                "self_because": a.self_because,
+                "not_covering": list(a.not_covering),
+                "reason": a.reason,
+            }
+        )
+    return {
+        "issue": issue,
+        "project": config["tracker_project"],
+        "state": state.get("state"),
+        "holder": ledger.holder,
+        "role": ledger.role,
+        "holder_since": ledger.holder_since,
+        "label": {
+            "expected": ledger.label,
+            "actual": labels,
+            "in_step": labels == ([ledger.label] if ledger.label else []),
+        },
+        "offer": _offer(ledger.offer),
+        "approvals": approvals,
+        "merge_requests": [
+            {
+                "project": project_of(m),
+                "iid": m["iid"],
+                "title": m.get("title"),
+                "state": m.get("state"),
+                "head": head_of(m),
+                "web_url": m.get("web_url"),
+            }
+            for m in mrs
+        ],
+        "skipped": [
+            {"note_id": s.note_id, "kind": s.kind, "reason": s.reason} for s in ledger.skipped
+        ],
+        "breaks": [
+            {"note_id": b.note_id, "prev": b.prev, "reason": b.reason} for b in ledger.breaks
+        ],
+        "edited": list(ledger.edited),
+        "concurrent": [list(ids) for ids in ledger.concurrent],
+        "trail": [
+            {
+                "note_id": e.note_id,
+                "kind": e.kind,
+                "event": e.event,
+                "agent": e.agent,
+                "created_at": e.created_at,
+                "void": e.void,
+            }
+            for e in ledger.trail
+        ],
+    }
+
+
+def mr_heads(
+    client: GitLab, ledger: Ledger, mrs: list[dict[str, Any]]
+) -> dict[tuple[str, int], str | None]:
+    """The head of every MR an approval names: from the citing MRs already read, and one read
+    for each approved MR that is not among them."""
+    heads: dict[tuple[str, int], str | None] = {(project_of(m), m["iid"]): head_of(m) for m in mrs}
+    for approval in ledger.approvals:
+        key = (approval.mr.project, approval.mr.iid)
+        if key not in heads:
+            heads[key] = head_of(read_mr(client, *key))
+    return heads
+
+
+def render(doc: dict[str, Any], cli: str) -> str:
+    issue = doc["issue"]
+    lines = [f"{doc['project']}#{issue} ({doc['state']})"]
+    if doc["holder"]:
+        lines.append(f"holder: {doc['holder']} as {doc['role']} (since note {doc['holder_since']})")
+    else:
+        lines.append(f"holder: nobody (take it: {cli} claim {issue} --role lead)")
+    label = doc["label"]
+    actual = ", ".join(label["actual"]) or "none"
+    lines.append(
+        f"label: {actual}"
+        + (
+            ""
+            if label["in_step"]
+            else f" -- out of step: the notes say {label['expected'] or 'none'}"
+        )
+    )
+    offer = doc["offer"]
+    if offer:
+        mr = f"{offer['mr']['project']}!{offer['mr']['iid']}" if offer["mr"] else "no MR"
+        lines.append(
+            f"pending offer: note {offer['note_id']}, {offer['from']} -> {offer['to']} as "
+            f"{offer['role']}, {mr} at {offer['sha'][:12]}"
+            + (" (an approval's offer back)" if offer["kind"] == "approve" else "")
+            + f"; {offer['to']} runs: {cli} accept {issue}"
+        )
+    else:
+        lines.append("pending offer: none")
+    lines.append("approvals:" if doc["approvals"] else "approvals: none")
+    for a in doc["approvals"]:
+        extra = f" ({a['self_because']})" if a["self_approval"] else ""
+        if a["not_covering"]:
+            extra += f"; not covering: {'; '.join(a['not_covering'])}"
+        lines.append(
+            f"  note {a['note_id']}: {a['approver']} -> {a['to']}, "
+            f"{a['mr']['project']}!{a['mr']['iid']} at {a['sha'][:12]}: {a['status']}{extra}"
+        )
+    lines.append(
+        "merge requests citing it:"
+        if doc["merge_requests"]
+        else "merge requests citing it: none open"
+    )
+    for m in doc["merge_requests"]:
+        lines.append(
+            f"  {m['project']}!{m['iid']} ({m['state']}) head {str(m['head'])[:12]}: {m['title']}"
+        )
+    return "\n".join(lines)
+
+
+def status(*, ctx: Context, config: Config, issue: int, json: bool, verbose: bool) -> int:
+    client = gitlab_from_env(config, ctx.env)
+    if verbose:
+        print(client.describe(), file=ctx.stderr)
+    state = read_issue(client, config, issue)
+    ledger = read_ledger(client, config, issue)
+    mrs = citing_mrs(client, config, issue)
+    doc = report(config, issue, state, ledger, mr_heads(client, ledger, mrs), mrs)
+    if json:
+        print(jsonlib.dumps(doc, indent=2, ensure_ascii=False), file=ctx.stdout)
+    else:
+        print(render(doc, config.cli), file=ctx.stdout)
+        problems = damage(ledger)
+        print(
+            "skipped and damaged records:" if problems else "skipped records: none", file=ctx.stdout
+        )
+        for line in problems:
+            print(f"  {line}", file=ctx.stdout)
+    return 0

@@ -1,0 +1,98 @@
+"""What the ownership verbs read about merge requests: the head, the pipeline rule, and which
+open merge requests cite an issue."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pairgate.ownership import Config, GitLab, GitLabError, UsageError, encode_project
+
+# The one job whose failure does not block an offer: it fails BECAUSE the approval is not at
+# the head yet, which is what the offer is asking someone to fix.
+APPROVAL_JOB = "validate-mr-approval-at-head"
+SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+def mr_path(project: str, iid: int) -> str:
+    return f"projects/{encode_project(project)}/merge_requests/{iid}"
+
+
+def read_mr(client: GitLab, project: str, iid: int) -> dict[str, Any]:
+    try:
+        return dict(client.get(mr_path(project, iid)))
+    except GitLabError as exc:
+        if exc.status == 404:
+            raise UsageError(
+                f"pairgate: {project}!{iid} does not exist (or the read token cannot see it)"
+            ) from None
+        raise
+
+
+def checked_sha(sha: str) -> str:
+    if not SHA.match(sha):
+        raise UsageError(
+            f"pairgate: --sha {sha!r} is not a full commit SHA (40 lower-case hex characters); "
+            "an offer and an approval name exactly one commit"
+        )
+    return sha
+
+
+def head_of(mr: dict[str, Any]) -> str | None:
+    return mr.get("sha") or (mr.get("diff_refs") or {}).get("head_sha")
+
+
+def has_commits(client: GitLab, project: str, iid: int) -> bool:
+    return bool(client.get(f"{mr_path(project, iid)}/commits", per_page=1))
+
+
+def pipeline_problem(client: GitLab, project: str, mr: dict[str, Any], head: str) -> str | None:
+    """Why the head's pipeline blocks an offer, or None. Only a failed pipeline blocks, and not
+    when its only blocking failures are the approval-at-head job."""
+    pipeline = mr.get("head_pipeline")
+    if not pipeline or pipeline.get("sha") != head:  # absent, or stale (an older commit's)
+        listed = client.get(f"{mr_path(project, mr['iid'])}/pipelines")
+        pipeline = next((p for p in listed or [] if p.get("sha") == head), None)
+    if not pipeline or pipeline.get("status") != "failed":
+        return None
+    jobs = client.get_all(
+        f"projects/{pipeline.get('project_id') or encode_project(project)}"
+        f"/pipelines/{pipeline['id']}/jobs"
+    )
+    blocking = sorted(
+        {j["name"] for j in jobs if j.get("status") == "failed" and not j.get("allow_failure")}
+    )
+    if blocking == [APPROVAL_JOB]:
+        return None
+    failed = f" (failed: {', '.join(blocking)})" if blocking else ""
+    return f"its head pipeline {pipeline['id']} failed{failed}"
+
+
+def cites(text: str, issue: int, *, mr_project: str, config: Config) -> bool:
+    """Does an MR's title or description cite tracker issue ``issue``? ``#N`` counts only in
+    the tracker project itself; elsewhere ``group/tracker#N`` or the issue's URL."""
+    tracker = re.escape(config["tracker_project"])
+    forms = [rf"(?<![\w/.-]){tracker}#{issue}(?!\d)", rf"/{tracker}/-/issues/{issue}(?!\d)"]
+    if mr_project == config["tracker_project"]:
+        forms.append(rf"(?<![\w/.&#-])#{issue}(?!\d)")
+    return any(re.search(form, text) for form in forms)
+
+
+def project_of(mr: dict[str, Any]) -> str:
+    full = str((mr.get("references") or {}).get("full", ""))
+    return full.rsplit("!", 1)[0]
+
+
+def citing_mrs(client: GitLab, config: Config, issue: int) -> list[dict[str, Any]]:
+    """The open merge requests in the group that cite the issue: one group-wide read."""
+    mrs = client.get_all(f"groups/{config['group_id']}/merge_requests", state="opened")
+    return [
+        mr
+        for mr in mrs
+        if cites(
+            f"{mr.get('title', '')}\n{mr.get('description') or ''}",
+            issue,
+            mr_project=project_of(mr),
+            config=config,
+        )
+    ]

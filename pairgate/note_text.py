@@ -1,0 +1,78 @@
+"""The human text above each record's marker: what a person reading the issue sees.
+
+Short and plain. Text pairgate does not control (reasons, not-covering items) is quoted and
+escaped so it can neither render as HTML nor run as a quick action.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def quoted(text: str) -> str:
+    """A block quote of free text, with ``<`` escaped so it cannot open an HTML comment."""
+    lines = text.replace("&", "&amp;").replace("<", "&lt;").splitlines() or [""]
+    return "\n".join(f"> {line}" if line.strip() else ">" for line in lines)
+
+
+def _mr(record: Mapping[str, Any]) -> str:
+    return f"{record['mr']['project']}!{record['mr']['iid']}"
+
+
+def note_text(record: Mapping[str, Any], *, cli: str, issue: int) -> str:
+    """The human text for a record about to be written."""
+    r = record
+    agent = f"**{r['agent']}**"
+    event = r["event"]
+    parts: list[str]
+    if event == "claim":
+        parts = [f"{agent} claims this issue as **{r['role']}**."]
+    elif event == "handoff":
+        parts = [
+            f"{agent} offers this issue to **{r['to']}** as **{r['role']}**, at commit "
+            f"`{r['sha']}` of {_mr(r)}.",
+            f"{r['agent']} keeps it until {r['to']} runs `{cli} accept {issue}` "
+            f"(or `{cli} decline {issue}`).",
+        ]
+        if r["supersedes"]:
+            parts.append(f"This offer replaces the one in note {r['supersedes']}.")
+    elif event == "accept":
+        parts = [
+            f"{agent} accepts the offer in note {r['offer']} from {r['from']}, and now holds "
+            f"this issue as **{r['role']}**."
+        ]
+    elif event == "decline":
+        parts = [f"{agent} declines the offer in note {r['offer']}; {r['from']} keeps this issue."]
+    elif event == "release":
+        parts = [f"{agent} releases this issue (held as {r['role']}); nobody holds it now."]
+    elif event == "close":
+        parts = [
+            f"{agent} closes this issue: no offer is pending and no merge request citing it "
+            "is open."
+        ]
+    elif event == "approve":
+        parts = [
+            f"{agent} approves {_mr(r)} at commit `{r['sha']}`, and offers this issue back to "
+            f"**{r['to']}** as **{r['role']}** (`{cli} accept {issue}`).",
+            "Any push after this voids the approval: the new head needs its own review.",
+        ]
+        if r["self_approval"]:
+            parts.append(
+                "**This is a self-approval.** It is recorded, and merge-check does not count it."
+            )
+        if r["not_covering"]:
+            parts.append(
+                "Not covered by this approval:\n\n"
+                + "\n".join(
+                    "- " + item.replace("<", "&lt;").replace("\n", " ")
+                    for item in r["not_covering"]
+                )
+            )
+        if r["supersedes"]:
+            parts.append(f"This offer replaces the one in note {r['supersedes']}.")
+    else:
+        raise ValueError(f"no text for event {event!r}")
+    if r.get("reason"):
+        parts.append(quoted(r["reason"]))
+    return "\n\n".join(parts)

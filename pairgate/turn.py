@@ -1,0 +1,229 @@
+"""One ownership verb's turn: who acts, what the issue and its ledger say, and the write.
+
+A verb begins a turn (identity first, so an unset identity never reaches GitLab), checks its
+refusals against the folded ledger, writes ONE record, re-reads and folds again, and only then
+says what happened: a racing writer may have got there first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pairgate.note_text import note_text
+from pairgate.ownership import (
+    ROLE_LABELS,
+    Config,
+    Context,
+    Event,
+    GitLab,
+    GitLabError,
+    Ledger,
+    PairgateError,
+    Refusal,
+    UsageError,
+    WriteUncertain,
+    compose_note,
+    encode_project,
+    fold,
+    gitlab_from_env,
+    identity_pattern,
+    new_write_id,
+    notes_path,
+    read_notes,
+)
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+WRITE_ATTEMPTS = 3
+
+
+def identity(ctx: Context, config: Config, as_agent: str | None) -> str:
+    """--as, else <env_prefix>_AGENT_ID. Unset is an error: pairgate never writes anonymously."""
+    variable = config.env_name("AGENT_ID")
+    name = (as_agent if as_agent is not None else ctx.env.get(variable, "")).strip()
+    if not name:
+        raise PairgateError(
+            f"pairgate: no agent identity: pass --as <agent> or set {variable}. "
+            "pairgate never writes a record without a name."
+        )
+    if not _NAME.match(name):
+        raise UsageError(f"pairgate: {name!r} cannot be an agent identity (letters, digits, . _ -)")
+    return name
+
+
+def session_id(ctx: Context, config: Config) -> str:
+    """<env_prefix>_SESSION_ID, else this host and the process session of the shell the agent
+    runs commands in: stable for one agent session, distinct between two."""
+    explicit = ctx.env.get(config.env_name("SESSION_ID"), "").strip()
+    if explicit:
+        return explicit[:200]
+    return f"{socket.gethostname()}:sid-{os.getsid(0)}"
+
+
+def read_reason(reason: str | None, reason_file: Path | None) -> str | None:
+    if reason_file is not None:
+        try:
+            reason = reason_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"pairgate: cannot read --reason-file {reason_file}: {exc}") from None
+    return reason.strip() or None if reason is not None else None
+
+
+@dataclass
+class Turn:
+    ctx: Context
+    config: Config
+    client: GitLab
+    issue: int
+    agent: str
+    session: str
+    state: dict[str, Any]  # the issue as GitLab answered it
+    ledger: Ledger
+    before: Ledger  # the ledger as the turn found it
+
+    @property
+    def cli(self) -> str:
+        return self.config.cli
+
+    def say(self, text: str) -> None:
+        print(text, file=self.ctx.stdout)
+
+    def warn(self, text: str) -> None:
+        print(text, file=self.ctx.stderr)
+
+    def known_name(self, name: str) -> bool:
+        """In the identity grammar, or already on this issue's trail."""
+        return bool(identity_pattern(self.config).match(name)) or name in self.ledger.names
+
+
+def issue_path(config: Config, issue: int) -> str:
+    return f"projects/{encode_project(config['tracker_project'])}/issues/{issue}"
+
+
+def read_issue(client: GitLab, config: Config, issue: int) -> dict[str, Any]:
+    try:
+        return dict(client.get(issue_path(config, issue)))
+    except GitLabError as exc:
+        if exc.status == 404:
+            raise UsageError(
+                f"pairgate: {config['tracker_project']}#{issue} does not exist "
+                "(or the read token cannot see it)"
+            ) from None
+        raise
+
+
+def begin(ctx: Context, config: Config, issue: int, as_agent: str | None, verbose: bool) -> Turn:
+    agent = identity(ctx, config, as_agent)
+    client = gitlab_from_env(config, ctx.env)
+    if verbose:
+        print(client.describe(), file=ctx.stderr)
+    state = read_issue(client, config, issue)
+    ledger = fold(read_notes(client, config, issue), config=config)
+    turn = Turn(ctx, config, client, issue, agent, session_id(ctx, config), state, ledger, ledger)
+    if not turn.known_name(agent):
+        prefix = config["agent_identity_prefix"]
+        raise UsageError(
+            f"pairgate: {agent!r} is neither an identity of this deployment "
+            f"({prefix}-lead, -review, -solo or -finder, optionally with a suffix such as "
+            f"{prefix}-lead-{issue}) nor a name on #{issue}'s trail"
+        )
+    for line in damage(ledger):
+        turn.warn(f"warning: #{issue}: {line}")
+    if state.get("state") != "opened":
+        raise Refusal(
+            f"{turn.cli}: #{issue} is closed; nothing on it can change.\n"
+            f"Reopen it on GitLab first if the work goes on: "
+            f"glab issue reopen {issue} -R {config['tracker_project']}"
+        )
+    return turn
+
+
+def damage(ledger: Ledger) -> list[str]:
+    """What every surface says about records that are not part of the state."""
+    lines = [f"note {s.note_id} skipped ({s.kind}): {s.reason}" for s in ledger.skipped]
+    lines += [f"note {b.note_id} breaks the chain: {b.reason}" for b in ledger.breaks]
+    lines += [f"note {n} was edited after it was written" for n in ledger.edited]
+    return lines
+
+
+def write(turn: Turn, kind: str, event: str, fields: dict[str, Any]) -> Event:
+    """Post one record and return it as the fold now sees it (``void`` set when a racing
+    writer got there first). A write whose answer is lost is re-read, never repeated blindly."""
+    write_id = new_write_id()
+    record = {
+        "event": event,
+        "agent": turn.agent,
+        "write_id": write_id,
+        "session": turn.session,
+        "prev": turn.ledger.head,
+        **fields,
+    }
+    body, _ = compose_note(kind, record, note_text(record, cli=turn.cli, issue=turn.issue))
+    path = notes_path(turn.config, turn.issue)
+    for attempt in range(1, WRITE_ATTEMPTS + 1):
+        try:
+            turn.client.write("POST", path, {"body": body})
+            break
+        except WriteUncertain as exc:
+            if any(write_id in n.body for n in read_notes(turn.client, turn.config, turn.issue)):
+                break
+            if attempt == WRITE_ATTEMPTS:
+                raise GitLabError(
+                    f"{exc.message}\npairgate: the note is not on #{turn.issue} after "
+                    f"{WRITE_ATTEMPTS} tries; nothing was recorded"
+                ) from None
+    notes = read_notes(turn.client, turn.config, turn.issue)
+    turn.ledger = fold(notes, config=turn.config)
+    written = turn.ledger.written(write_id)
+    if written is None:
+        mine = next((n for n in notes if write_id in n.body), None)
+        skip = next((s for s in turn.ledger.skipped if mine and s.note_id == mine.id), None)
+        why = f"{skip.kind}: {skip.reason}" if skip else "it is not on the issue"
+        raise PairgateError(
+            f"pairgate: the {event} record was posted but does not count ({why}). Check that "
+            f"the write token's account is in ledger_author_user_ids."
+        )
+    sync_label(turn)
+    return written
+
+
+def sync_label(turn: Turn) -> None:
+    """Make the role label follow the notes. Say so when it was out of step before this turn."""
+    want = turn.ledger.label
+    have = sorted(label for label in turn.state.get("labels", []) if label in ROLE_LABELS)
+    if have == ([want] if want else []):
+        return
+    change: dict[str, str] = {}
+    if want and want not in have:
+        change["add_labels"] = want
+    if [label for label in have if label != want]:
+        change["remove_labels"] = ",".join(label for label in have if label != want)
+    try:
+        turn.state = dict(turn.client.write("PUT", issue_path(turn.config, turn.issue), change))
+    except GitLabError as exc:
+        turn.warn(
+            f"warning: the role label of #{turn.issue} could not be set ({exc.message}); the "
+            f"notes are authoritative and the next writer repairs the label"
+        )
+        return
+    expected_before = [turn.before.label] if turn.before.label else []
+    if have != expected_before:
+        turn.say(
+            f"repaired the role label of #{turn.issue}: it was {', '.join(have) or 'none'}, "
+            f"the notes say {want or 'none'}"
+        )
+
+
+def refuse_void(turn: Turn, event: Event) -> None:
+    """The record landed but has no effect: someone else's write came first."""
+    if event.void is None:
+        return
+    raise Refusal(
+        f"{turn.cli} {event.event}: your {event.event} (note {event.note_id}) has no effect: "
+        f"{event.void}. Another writer got there first.\n"
+        f"See who holds #{turn.issue} now: {turn.cli} status {turn.issue}"
+    )
