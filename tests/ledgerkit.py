@@ -96,3 +96,104 @@ class Trail:
 
     def fold(self) -> Ledger:
         return fold(self.notes, config=self.config)
+
+
+class Round:
+    """A world for one round against the sandbox: a tracker issue, and a merge request in
+    ``project`` whose description cites it. ``run`` runs the real CLI as an agent."""
+
+    def __init__(self, sandbox: Any, *, project: str = "acme/app", branch: str = "fix") -> None:
+        self.sb = sandbox
+        self.project = project
+        self.issue = int(sandbox.create_issue("Fix the widget")["iid"])
+        sandbox.commit(branch, {"widget.py": "x = 1\n"}, project=project)
+        self.branch = branch
+        self.mr = int(
+            sandbox.create_mr(
+                branch,
+                project=project,
+                title="Fix the widget",
+                description=f"Related to acme/tracker#{self.issue}",
+            )["iid"]
+        )
+
+    def run(self, agent: str | None, *argv: Any, **env: str) -> Any:
+        from conftest import agent_env, run_cli
+
+        return run_cli([str(a) for a in argv], agent_env(self.sb, agent, **env))
+
+    @property
+    def head(self) -> str:
+        return str(
+            self.sb.api("GET", f"/projects/{_enc(self.project)}/merge_requests/{self.mr}")["sha"]
+        )
+
+    def push(self, content: str = "x = 2\n") -> str:
+        self.sb.commit(self.branch, {"widget.py": content}, project=self.project)
+        return self.head
+
+    def notes(self) -> list[dict[str, Any]]:
+        return list(
+            self.sb.api(
+                "GET", f"/projects/acme%2Ftracker/issues/{self.issue}/notes?sort=asc&per_page=100"
+            )
+        )
+
+    def issue_state(self) -> dict[str, Any]:
+        return dict(self.sb.api("GET", f"/projects/acme%2Ftracker/issues/{self.issue}"))
+
+    def ledger(self, config: Config) -> Ledger:
+        return fold([Note.from_api(n) for n in self.notes()], config=config)
+
+    # the steps of a round, each expected to pass
+    def claimed(self, agent: str = "acme-lead") -> None:
+        _ok(self.run(agent, "claim", self.issue, "--role", "lead"))
+
+    def offered(self, sender: str = "acme-lead", to: str = "acme-review", *extra: Any) -> None:
+        _ok(
+            self.run(
+                sender,
+                "handoff",
+                self.issue,
+                "--to",
+                to,
+                "--role",
+                "review",
+                "--sha",
+                self.head,
+                "--mr",
+                self.mr,
+                "--mr-project",
+                self.project,
+                *extra,
+            )
+        )
+
+    def accepted(self, agent: str = "acme-review") -> None:
+        _ok(self.run(agent, "accept", self.issue))
+
+    def approved(self, agent: str = "acme-review", to: str = "acme-lead", *extra: Any) -> None:
+        _ok(
+            self.run(
+                agent,
+                "approve",
+                self.issue,
+                "--mr",
+                self.mr,
+                "--mr-project",
+                self.project,
+                "--sha",
+                self.head,
+                "--to",
+                to,
+                *extra,
+            )
+        )
+
+
+def _ok(result: Any) -> None:
+    assert result.code == 0, result.err
+
+
+def _enc(project: str) -> str:
+    return project.replace("/", "%2F")
