@@ -85,6 +85,11 @@ class NotImplementedYet(PairgateError):
     """A registered command whose behaviour is not built yet. It never pretends to succeed."""
 
 
+def fresh_id() -> str:
+    """A fresh random id (a record's write_id)."""
+    return uuid.uuid4().hex
+
+
 @dataclass(frozen=True)
 class Context:
     """What a run reads from outside: environment, clock and streams, injected so tests never
@@ -94,6 +99,7 @@ class Context:
     now: Callable[[], float] = time.time
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
     stderr: TextIO = field(default_factory=lambda: sys.stderr)
+    new_id: Callable[[], str] = fresh_id  # write ids: the example trail makes them deterministic
 
 
 def report(error: BaseException, stderr: TextIO) -> Exit:
@@ -813,10 +819,6 @@ def neutralise_quick_actions(text: str) -> str:
     """GitLab runs a note line that starts with ``/`` as a quick action (``/close``) and strips
     it. A backslash in front keeps the line, renders as the same text, and runs nothing."""
     return _SLASH_LINE.sub(lambda m: f"{m.group(1)}\\/", text.replace("\r\n", "\n"))
-
-
-def new_write_id() -> str:
-    return uuid.uuid4().hex
 
 
 def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str, dict[str, Any]]:

@@ -32,7 +32,6 @@ from pairgate.ownership import (
     fold,
     gitlab_from_env,
     identity_pattern,
-    new_write_id,
     notes_path,
     read_notes,
 )
@@ -153,7 +152,7 @@ def damage(ledger: Ledger) -> list[str]:
 def write(turn: Turn, kind: str, event: str, fields: dict[str, Any]) -> Event:
     """Post one record and return it as the fold now sees it (``void`` set when a racing
     writer got there first). A write whose answer is lost is re-read, never repeated blindly."""
-    write_id = new_write_id()
+    write_id = turn.ctx.new_id()
     record = {
         "event": event,
         "agent": turn.agent,

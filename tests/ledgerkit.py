@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pairgate.ownership import Config, Ledger, Note, compose_note, fold, new_write_id
+from pairgate.ownership import Config, Ledger, Note, compose_note, fold, fresh_id
 
 AGENTS_USER = 10  # the suite configuration's ledger_author_user_ids
 MAINTAINER = 13
@@ -46,7 +46,7 @@ class Trail:
         record = {
             "event": event,
             "agent": agent,
-            "write_id": fields.pop("write_id", None) or new_write_id(),
+            "write_id": fields.pop("write_id", None) or fresh_id(),
             "session": "session-1",
             "prev": self.prev if prev is ... else prev,
             **fields,
