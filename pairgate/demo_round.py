@@ -1,0 +1,207 @@
+"""One whole round against a sandbox, played through the real CLI: what ``pairgate demo``
+prints and what examples/render_trail.py renders. The ids are deterministic, so two plays of
+the same round give the same notes."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pairgate.main import main
+from pairgate.ownership import Context, MalformedRecord, parse_marker
+from pairgate.sandbox.defaults import pairgate_config
+from pairgate.sandbox.testing import RunningSandbox, running_sandbox
+
+PREFIX = "PAIRGATE_DEMO"
+LEAD, REVIEW = "acme-lead", "acme-review"
+PROJECT = "acme/app"
+
+
+@dataclass
+class Note:
+    id: int
+    author: str
+    text: str  # what GitLab renders: the body without its marker
+    marker: str | None
+
+
+@dataclass
+class Step:
+    title: str
+    agent: str | None = None
+    argv: list[str] = field(default_factory=list)
+    code: int | None = None
+    output: str = ""
+    notes: list[Note] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    aside: str = ""  # for a step that is not a pairgate command
+
+
+class _Player:
+    def __init__(self, sb: RunningSandbox, config: Path) -> None:
+        self.sb = sb
+        self.config = config
+        self.ids = (f"{n:032x}" for n in itertools.count(1))
+        self.issue = 0
+        self.seen = 0
+
+    def env(self, agent: str | None) -> dict[str, str]:
+        env = {
+            "PAIRGATE_CONFIG": str(self.config),
+            f"{PREFIX}_GITLAB_URL": self.sb.url,
+            f"{PREFIX}_TASK_API_TOKEN": self.sb.token("agents"),
+            f"{PREFIX}_TASK_WRITE_TOKEN": self.sb.token("agents"),
+            f"{PREFIX}_REVIEW_BOT_TOKEN": self.sb.token("review_bot"),
+        }
+        if agent:
+            env[f"{PREFIX}_AGENT_ID"] = agent
+            env[f"{PREFIX}_SESSION_ID"] = f"demo-session-{agent}"
+        return env
+
+    def run(self, title: str, agent: str | None, *argv: Any) -> Step:
+        words = [str(a) for a in argv]
+        out = io.StringIO()
+        ctx = Context(env=self.env(agent), stdout=out, stderr=out, new_id=lambda: next(self.ids))
+        code = main(words, ctx=ctx)
+        step = Step(title, agent, words, code, out.getvalue().rstrip())
+        step.notes = self.new_notes()
+        step.labels = self.labels()
+        return step
+
+    def new_notes(self) -> list[Note]:
+        raw = self.sb.api(
+            "GET",
+            f"/projects/acme%2Ftracker/issues/{self.issue}/notes",
+            params={"sort": "asc", "per_page": 100},
+        )
+        fresh = [n for n in raw if n["id"] > self.seen and not n["system"]]
+        self.seen = max([self.seen, *(n["id"] for n in raw)])
+        notes = []
+        for n in fresh:
+            try:
+                _, _, text = parse_marker(n["body"])
+                marker = n["body"].strip().splitlines()[-1]
+            except MalformedRecord:
+                text, marker = n["body"], None
+            notes.append(Note(n["id"], n["author"]["username"], text.strip(), marker))
+        return notes
+
+    def labels(self) -> list[str]:
+        issue = self.sb.api("GET", f"/projects/acme%2Ftracker/issues/{self.issue}")
+        return list(issue["labels"])
+
+    def head(self, mr: int) -> str:
+        return str(self.sb.api("GET", f"/projects/acme%2Fapp/merge_requests/{mr}")["sha"])
+
+
+def _not_built(step: Step) -> bool:
+    return step.code == 2 and "not implemented yet" in step.output
+
+
+def play(sb: RunningSandbox, config: Path) -> Iterator[Step]:
+    """The round, one step at a time."""
+    p = _Player(sb, config)
+    p.issue = int(sb.create_issue("Round prices half-up in the widget")["iid"])
+    issue = p.issue
+    sb.commit(
+        "fix-rounding",
+        {"widget.py": "def price(x):\n    return round(x + 0.0)\n"},
+        project=PROJECT,
+        message="Round prices half-up",
+    )
+    mr = int(
+        sb.create_mr(
+            "fix-rounding",
+            project=PROJECT,
+            title="Round prices half-up",
+            description=f"Related to acme/tracker#{issue}",
+        )["iid"]
+    )
+    p.seen = max(
+        [0, *(n["id"] for n in sb.api("GET", f"/projects/acme%2Ftracker/issues/{issue}/notes"))]
+    )
+    head = p.head(mr)
+    yield Step(
+        "The world",
+        aside=(
+            f"Issue acme/tracker#{issue} asks for a fix; merge request {PROJECT}!{mr} "
+            f"(head {head[:12]}) cites it as acme/tracker#{issue}. Two agents post as the "
+            f"same GitLab account, agents: {LEAD} implements, {REVIEW} reviews."
+        ),
+    )
+    yield p.run(f"{LEAD} claims the issue", LEAD, "claim", issue, "--role", "lead")
+    yield p.run(
+        f"{LEAD} offers it to {REVIEW}, bound to the head commit",
+        LEAD,
+        "handoff",
+        issue,
+        "--to",
+        REVIEW,
+        "--role",
+        "review",
+        "--sha",
+        head,
+        "--reason",
+        "Ready for review. Mutation: dropping the + 0.0 makes test_half_up fail.",
+    )
+    yield p.run(f"{REVIEW} accepts the offer", REVIEW, "accept", issue)
+    yield p.run(
+        f"{REVIEW} approves that exact commit and offers the issue back",
+        REVIEW,
+        "approve",
+        issue,
+        "--mr",
+        mr,
+        "--mr-project",
+        PROJECT,
+        "--sha",
+        head,
+        "--to",
+        LEAD,
+        "--reason",
+        "Re-ran the mutant and one of my own; both fail the tests.",
+    )
+    yield p.run(f"{LEAD} accepts the issue back", LEAD, "accept", issue)
+    check = p.run(
+        "merge-check at the approved head", None, "merge-check", "--mr", mr, "--mr-project", PROJECT
+    )
+    if _not_built(check):
+        yield Step(
+            "What comes next",
+            aside=(
+                "merge-check is not built yet (the merge gate issue). When it is, the round "
+                "goes on: merge-check passes at the approved head, one more push lands, and "
+                "merge-check refuses the new head until it has its own review."
+            ),
+        )
+    else:
+        yield check
+        sb.commit(
+            "fix-rounding",
+            {"widget.py": "def price(x):\n    # half-up\n    return round(x + 0.0)\n"},
+            project=PROJECT,
+            message="Comment the rounding",
+        )
+        yield Step(
+            "One more push: a comment, nothing else",
+            aside=f"The head of {PROJECT}!{mr} is now {p.head(mr)[:12]}.",
+        )
+        yield p.run(
+            "merge-check after the push", None, "merge-check", "--mr", mr, "--mr-project", PROJECT
+        )
+    yield p.run("status", None, "status", issue)
+
+
+def sandboxed_round() -> Iterator[Step]:
+    """Start a sandbox, write its configuration, play the round, stop it."""
+    with tempfile.TemporaryDirectory(prefix="pairgate-demo-") as tmp, running_sandbox() as sb:
+        config = Path(tmp) / "pairgate-config.json"
+        values = pairgate_config(sb.server.app.world, env_prefix=PREFIX)
+        config.write_text(json.dumps(values, indent=2), encoding="utf-8")
+        yield from play(sb, config)

@@ -1,0 +1,32 @@
+"""pairgate demo plays a whole round with no configuration; the committed example trail is
+what the tool writes now."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from conftest import ROOT, run_cli, run_program
+
+
+@pytest.mark.slow
+def test_demo_plays_a_round_with_no_configuration() -> None:
+    result = run_cli(["demo"], env={})
+    assert result.code == 0, result.err
+    for line in (
+        "$ pairgate claim 2 --role lead   (as acme-lead)",
+        "acme-review holds #2 as review",
+        "-- labels: agent::review",
+        "acme-lead holds #2 as lead (note 1006), accepted from acme-review",
+        ": at-head",
+    ):
+        assert line in result.out
+    assert "[exit 1]" not in result.out.split("merge-check after the push")[0]
+
+
+@pytest.mark.slow
+def test_the_example_trail_is_current() -> None:
+    result = run_program(
+        [sys.executable, "-B", str(ROOT / "examples" / "render_trail.py"), "--check"]
+    )
+    assert result.code == 0, result.err + "\nrun: python3 examples/render_trail.py"
