@@ -319,7 +319,7 @@ class Renderer:
     # -- merge requests -----------------------------------------------------------------------
 
     def merge_request(self, mr: MergeRequest, viewer: User | None, *, basic: bool = False):  # type: ignore[no-untyped-def]
-        from pairgate.sandbox.merge_requests import render  # MR logic lives with its routes
+        from pairgate.sandbox.mr_entity import render  # MR rules live beside the MR entity
 
         return render(self, mr, viewer, basic=basic)
 

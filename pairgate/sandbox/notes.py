@@ -232,7 +232,7 @@ def _execute(
             + "."
         )
     elif command in ("approve", "unapprove") and isinstance(noteable, MergeRequest):
-        from pairgate.sandbox.merge_requests import record_approval
+        from pairgate.sandbox.approvals import record_approval
 
         if record_approval(world, noteable, user, approve=command == "approve"):
             changes[command] = True

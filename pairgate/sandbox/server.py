@@ -29,6 +29,7 @@ from pairgate.sandbox.model import Options, World
 
 # The resource modules register their routes on API when imported.
 from pairgate.sandbox import (  # noqa: F401  isort: skip
+    approvals,
     control,
     issues,
     merge_requests,

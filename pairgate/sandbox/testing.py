@@ -221,8 +221,8 @@ def running_sandbox(**options: Any) -> Iterator[RunningSandbox]:
     """A sandbox on a free loopback port for the block; ``options`` are model.Options fields
     (they survive ``reset``)."""
     server = Sandbox("127.0.0.1", 0, options=Options(**options)).start()
+    running = RunningSandbox(server)
     try:
-        running = RunningSandbox(server)
         yield running
     finally:
         running.http.close()
