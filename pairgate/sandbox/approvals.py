@@ -84,7 +84,7 @@ def _approval(req: Request, project_id: str, iid: str, *, approve: bool) -> Any:
     if world.access_level(user, project) < DEVELOPER:
         raise forbidden()
     head = repo.current_sha(world, mr)
-    if approve and req.has("sha") and req.str("sha") != head:
+    if approve and req.has("sha") and req.text("sha") != head:
         raise _sha_conflict(head)
     if approve and not may_approve(world, mr, user):
         raise unauthorized()
@@ -110,10 +110,10 @@ def merge(req: Request, project_id: str, iid: str) -> Any:
     if not can_merge(world, user, project):
         raise unauthorized()  # before the sha check, as on GitLab
     head = repo.current_sha(world, mr)
-    if req.has("sha") and req.str("sha") != head:
+    if req.has("sha") and req.text("sha") != head:
         raise _sha_conflict(head)
     r = renderer(req)
-    if req.bool("auto_merge") or req.bool("merge_when_pipeline_succeeds"):
+    if req.flag("auto_merge") or req.flag("merge_when_pipeline_succeeds"):
         status = head_pipeline_status(world, r, mr)
         if mr.state == "opened" and status in ("created", "pending", "running"):
             mr.merge_when_pipeline_succeeds = True
@@ -127,7 +127,7 @@ def merge(req: Request, project_id: str, iid: str) -> Any:
         project.default_branch if mr.target_branch not in project.branches else (mr.target_branch)
     )
     source = world.commits[head]
-    message = req.str("merge_commit_message") or (
+    message = req.text("merge_commit_message") or (
         f"Merge branch '{mr.source_branch}' into '{target}'\n\n{mr.title}\n\n"
         f"See merge request {world.full_path(project)}!{mr.iid}"
     )
@@ -143,6 +143,6 @@ def merge(req: Request, project_id: str, iid: str) -> Any:
     mr.merged_at = mr.updated_at = world.stamp()
     mr.merged_by_id = user.id
     repo.move_branch(world, project, target, commit.id, user)
-    if req.bool("should_remove_source_branch"):
+    if req.flag("should_remove_source_branch"):
         project.branches.pop(mr.source_branch, None)
     return render(r, mr, user, basic=False)

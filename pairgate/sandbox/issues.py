@@ -87,7 +87,7 @@ def list_issues(req: Request, project_id: str) -> Any:
     state = req.choice("state", ("opened", "closed", "all"), "all")
     if state != "all":
         found = [i for i in found if i.state == state]
-    wanted = req.list("labels")
+    wanted = req.csv("labels")
     if wanted:
         keyword = wanted[0].lower() if len(wanted) == 1 else ""
         if keyword == "none":
@@ -96,14 +96,14 @@ def list_issues(req: Request, project_id: str) -> Any:
             found = [i for i in found if i.labels]
         else:
             found = [i for i in found if set(wanted) <= set(i.labels)]
-    iids = req.list("iids")
+    iids = req.csv("iids")
     if iids:
         found = [i for i in found if str(i.iid) in iids]
-    search = req.str("search")
+    search = req.text("search")
     if search:
         needle = search.lower()
         found = [i for i in found if needle in f"{i.title}\n{i.description or ''}".lower()]
-    author = req.int("author_id")
+    author = req.integer("author_id")
     if author is not None:
         found = [i for i in found if i.author_id == author]
     order = req.choice("order_by", ("created_at", "updated_at"), "created_at")
@@ -133,14 +133,14 @@ def create_issue(req: Request, project_id: str) -> Any:
         world.next_iid(project, "issue"),
         project.id,
         title,
-        req.str("description"),
+        req.text("description"),
         user.id,
         now,
         now,
-        confidential=req.bool("confidential"),
+        confidential=req.flag("confidential"),
     )
-    issue.labels = apply_labels(world, [], labels=req.list("labels") or [])
-    issue.assignee_ids = [int(a) for a in req.list("assignee_ids") or [] if a.isdigit()]
+    issue.labels = apply_labels(world, [], labels=req.csv("labels") or [])
+    issue.assignee_ids = [int(a) for a in req.csv("assignee_ids") or [] if a.isdigit()]
     world.issues[issue_id] = issue
     return renderer(req).issue(issue)
 
@@ -162,27 +162,27 @@ def edit_issue(req: Request, project_id: str, iid: str) -> Any:
     if req.has("state_event"):
         event = req.choice("state_event", ("close", "reopen"), "")
         set_state(world, issue, event, user)
-    if req.has("title") and req.str("title") != issue.title:
+    if req.has("title") and req.text("title") != issue.title:
         title = req.required("title")
         add_system(world, issue, user, f"changed title from **{issue.title}** to **{title}**")
         issue.title = title
-    if req.has("description") and req.str("description") != issue.description:
-        issue.description = req.str("description")
+    if req.has("description") and req.text("description") != issue.description:
+        issue.description = req.text("description")
         add_system(world, issue, user, "changed the description")
     if any(req.has(n) for n in ("labels", "add_labels", "remove_labels")):
         issue.labels = apply_labels(
             world,
             issue.labels,
-            labels=req.list("labels"),
-            add=req.list("add_labels"),
-            remove=req.list("remove_labels"),
+            labels=req.csv("labels"),
+            add=req.csv("add_labels"),
+            remove=req.csv("remove_labels"),
         )
     if req.has("assignee_ids"):
-        issue.assignee_ids = [int(a) for a in req.list("assignee_ids") or [] if a.isdigit()]
+        issue.assignee_ids = [int(a) for a in req.csv("assignee_ids") or [] if a.isdigit()]
     if req.has("confidential"):
-        issue.confidential = req.bool("confidential")
+        issue.confidential = req.flag("confidential")
     if req.has("discussion_locked"):
-        issue.discussion_locked = req.bool("discussion_locked")
+        issue.discussion_locked = req.flag("discussion_locked")
     issue.updated_at = world.stamp()
     return renderer(req).issue(issue)
 

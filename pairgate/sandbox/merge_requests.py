@@ -39,19 +39,19 @@ def _filtered(req: Request, found: list[MergeRequest]) -> Reply:
     if state != "all":
         found = [m for m in found if m.state == state]
     for name in ("source_branch", "target_branch"):
-        value = req.str(name)
+        value = req.text(name)
         if value:
             found = [m for m in found if getattr(m, name) == value]
-    search = req.str("search")
+    search = req.text("search")
     if search:
         found = [m for m in found if search.lower() in f"{m.title}\n{m.description}".lower()]
-    wanted = req.list("labels")
+    wanted = req.csv("labels")
     if wanted:
         found = [m for m in found if set(wanted) <= set(m.labels)]
-    iids = req.list("iids")
+    iids = req.csv("iids")
     if iids:
         found = [m for m in found if str(m.iid) in iids]
-    author = req.int("author_id")
+    author = req.integer("author_id")
     if author is not None:
         found = [m for m in found if m.author_id == author]
     order = req.choice("order_by", ("created_at", "updated_at", "title", "merged_at"), "created_at")
@@ -95,7 +95,7 @@ def get_merge_request(req: Request, project_id: str, iid: str) -> Any:
 def create_merge_request(req: Request, project_id: str) -> Any:
     user = current_user(req)
     project = project_for(req, project_id)
-    missing = [n for n in ("source_branch", "target_branch", "title") if not req.str(n)]
+    missing = [n for n in ("source_branch", "target_branch", "title") if not req.text(n)]
     if missing:
         raise param_error(", ".join(f"{n} is missing" for n in missing))
     if req.world.access_level(user, project) < DEVELOPER:
@@ -134,15 +134,15 @@ def create_merge_request(req: Request, project_id: str) -> Any:
         source,
         target,
         req.required("title"),
-        req.str("description"),
+        req.text("description"),
         user.id,
         now,
         now,
         base_sha=project.branches[target],
     )
-    mr.labels = apply_labels(world, [], labels=req.list("labels") or [])
-    mr.assignee_ids = [int(a) for a in req.list("assignee_ids") or [] if a.isdigit()]
-    mr.reviewer_ids = [int(a) for a in req.list("reviewer_ids") or [] if a.isdigit()]
+    mr.labels = apply_labels(world, [], labels=req.csv("labels") or [])
+    mr.assignee_ids = [int(a) for a in req.csv("assignee_ids") or [] if a.isdigit()]
+    mr.reviewer_ids = [int(a) for a in req.csv("reviewer_ids") or [] if a.isdigit()]
     world.merge_requests[mr.id] = mr
     return render(renderer(req), mr, user, basic=False)
 
@@ -161,12 +161,12 @@ def edit_merge_request(req: Request, project_id: str, iid: str) -> Any:
         )
     if user.id != mr.author_id and world.access_level(user, project) < DEVELOPER:
         raise forbidden()
-    if req.has("title") and req.str("title") != mr.title:
+    if req.has("title") and req.text("title") != mr.title:
         title = req.required("title")
         add_system(world, mr, user, f"changed title from **{mr.title}** to **{title}**")
         mr.title = title
-    if req.has("description") and req.str("description") != mr.description:
-        mr.description = req.str("description")
+    if req.has("description") and req.text("description") != mr.description:
+        mr.description = req.text("description")
         add_system(world, mr, user, "changed the description")
     if req.has("state_event") and mr.state != "merged":
         event = req.choice("state_event", ("close", "reopen"), "")
@@ -176,15 +176,15 @@ def edit_merge_request(req: Request, project_id: str, iid: str) -> Any:
         mr.labels = apply_labels(
             world,
             mr.labels,
-            labels=req.list("labels"),
-            add=req.list("add_labels"),
-            remove=req.list("remove_labels"),
+            labels=req.csv("labels"),
+            add=req.csv("add_labels"),
+            remove=req.csv("remove_labels"),
         )
     if req.has("assignee_ids"):
-        mr.assignee_ids = [int(a) for a in req.list("assignee_ids") or [] if a.isdigit()]
+        mr.assignee_ids = [int(a) for a in req.csv("assignee_ids") or [] if a.isdigit()]
     if req.has("reviewer_ids"):
-        mr.reviewer_ids = [int(a) for a in req.list("reviewer_ids") or [] if a.isdigit()]
-    if req.has("target_branch") and req.str("target_branch") in project.branches:
+        mr.reviewer_ids = [int(a) for a in req.csv("reviewer_ids") or [] if a.isdigit()]
+    if req.has("target_branch") and req.text("target_branch") in project.branches:
         mr.target_branch = req.required("target_branch")
     mr.updated_at = world.stamp()
     return render(renderer(req), mr, user, basic=False)

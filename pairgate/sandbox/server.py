@@ -224,7 +224,7 @@ class Sandbox:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def info(self) -> dict[str, Any]:
         return defaults.ready_line(self.url, self.app.world)

@@ -27,8 +27,13 @@ class RunningSandbox:
     def __init__(self, server: Sandbox) -> None:
         self.server = server
         self.info: dict[str, Any] = server.info()
-        for key, value in self.info.items():
-            setattr(self, key, value)
+        self.url: str = self.info["url"]
+        self.api_url: str = self.info["api_url"]
+        self.sandbox_api: str = self.info["sandbox_api"]
+        self.group: dict[str, Any] = self.info["group"]
+        self.tracker_project: str = self.info["tracker_project"]
+        self.projects: list[dict[str, Any]] = self.info["projects"]
+        self.users: dict[str, dict[str, Any]] = self.info["users"]
         self.http = requests.Session()
 
     # -- plumbing -----------------------------------------------------------------------------
