@@ -13,7 +13,7 @@ from pairgate.sandbox.httpd import (
     param_error,
     record_not_found,
 )
-from pairgate.sandbox.model import REPORTER, Issue, Project, User, World
+from pairgate.sandbox.model import REPORTER, Issue, MergeRequest, Project, User, World
 
 EDITABLE = (
     "assignee_id", "assignee_ids", "confidential", "created_at", "description",
@@ -75,6 +75,43 @@ def set_state(world: World, issue: Any, event: str, user: User) -> None:
         issue.state, issue.closed_at, issue.closed_by_id = "closed", world.stamp(), user.id
     elif event == "reopen" and issue.state == "closed":
         issue.state, issue.closed_at, issue.closed_by_id = "opened", None, None
+
+
+def require_one_of(req: Request, editable: tuple[str, ...]) -> None:
+    """Grape's at_least_one_of: an edit that names nothing to change is a 400."""
+    if not any(req.has(name) for name in editable):
+        raise param_error(
+            ", ".join(editable) + " are missing, at least one parameter must be provided"
+        )
+
+
+def user_ids(req: Request, name: str) -> list[int]:
+    return [int(a) for a in req.csv(name) or [] if a.isdigit()]
+
+
+def edit_common(req: Request, thing: Issue | MergeRequest, user: User) -> None:
+    """The edits issues and MRs share: title and description (each leaving a system note),
+    labels and assignees."""
+    from pairgate.sandbox.notes import add_system
+
+    world = req.world
+    if req.has("title") and req.text("title") != thing.title:
+        title = req.required("title")
+        add_system(world, thing, user, f"changed title from **{thing.title}** to **{title}**")
+        thing.title = title
+    if req.has("description") and req.text("description") != thing.description:
+        thing.description = req.text("description")
+        add_system(world, thing, user, "changed the description")
+    if any(req.has(n) for n in ("labels", "add_labels", "remove_labels")):
+        thing.labels = apply_labels(
+            world,
+            thing.labels,
+            labels=req.csv("labels"),
+            add=req.csv("add_labels"),
+            remove=req.csv("remove_labels"),
+        )
+    if req.has("assignee_ids"):
+        thing.assignee_ids = user_ids(req, "assignee_ids")
 
 
 @API.route("GET", "/projects/{project_id}/issues", job_token=True)
@@ -140,45 +177,24 @@ def create_issue(req: Request, project_id: str) -> Any:
         confidential=req.flag("confidential"),
     )
     issue.labels = apply_labels(world, [], labels=req.csv("labels") or [])
-    issue.assignee_ids = [int(a) for a in req.csv("assignee_ids") or [] if a.isdigit()]
+    issue.assignee_ids = user_ids(req, "assignee_ids")
     world.issues[issue_id] = issue
     return renderer(req).issue(issue)
 
 
 @API.route("PUT", "/projects/{project_id}/issues/{iid}")
 def edit_issue(req: Request, project_id: str, iid: str) -> Any:
-    from pairgate.sandbox.notes import add_system
-
     user = current_user(req)
     project = project_for(req, project_id)
     world = req.world
     issue = issue_for(req, project, iid)
-    if not any(req.has(name) for name in EDITABLE):
-        raise param_error(
-            ", ".join(EDITABLE) + " are missing, at least one parameter must be provided"
-        )
+    require_one_of(req, EDITABLE)
     if not can_update(world, user, project, issue.author_id):
         raise forbidden()
     if req.has("state_event"):
         event = req.choice("state_event", ("close", "reopen"), "")
         set_state(world, issue, event, user)
-    if req.has("title") and req.text("title") != issue.title:
-        title = req.required("title")
-        add_system(world, issue, user, f"changed title from **{issue.title}** to **{title}**")
-        issue.title = title
-    if req.has("description") and req.text("description") != issue.description:
-        issue.description = req.text("description")
-        add_system(world, issue, user, "changed the description")
-    if any(req.has(n) for n in ("labels", "add_labels", "remove_labels")):
-        issue.labels = apply_labels(
-            world,
-            issue.labels,
-            labels=req.csv("labels"),
-            add=req.csv("add_labels"),
-            remove=req.csv("remove_labels"),
-        )
-    if req.has("assignee_ids"):
-        issue.assignee_ids = [int(a) for a in req.csv("assignee_ids") or [] if a.isdigit()]
+    edit_common(req, issue, user)
     if req.has("confidential"):
         issue.confidential = req.flag("confidential")
     if req.has("discussion_locked"):

@@ -15,7 +15,13 @@ from pairgate.sandbox.httpd import (
     param_error,
     record_not_found,
 )
-from pairgate.sandbox.issues import apply_labels, set_state
+from pairgate.sandbox.issues import (
+    apply_labels,
+    edit_common,
+    require_one_of,
+    set_state,
+    user_ids,
+)
 from pairgate.sandbox.model import DEVELOPER, MergeRequest, Project
 from pairgate.sandbox.mr_entity import render
 
@@ -141,49 +147,28 @@ def create_merge_request(req: Request, project_id: str) -> Any:
         base_sha=project.branches[target],
     )
     mr.labels = apply_labels(world, [], labels=req.csv("labels") or [])
-    mr.assignee_ids = [int(a) for a in req.csv("assignee_ids") or [] if a.isdigit()]
-    mr.reviewer_ids = [int(a) for a in req.csv("reviewer_ids") or [] if a.isdigit()]
+    mr.assignee_ids = user_ids(req, "assignee_ids")
+    mr.reviewer_ids = user_ids(req, "reviewer_ids")
     world.merge_requests[mr.id] = mr
     return render(renderer(req), mr, user, basic=False)
 
 
 @API.route("PUT", "/projects/{project_id}/merge_requests/{iid}")
 def edit_merge_request(req: Request, project_id: str, iid: str) -> Any:
-    from pairgate.sandbox.notes import add_system
-
     user = current_user(req)
     project = project_for(req, project_id)
     world = req.world
     mr = mr_for(req, project, iid)
-    if not any(req.has(n) for n in EDITABLE):
-        raise param_error(
-            ", ".join(EDITABLE) + " are missing, at least one parameter must be provided"
-        )
+    require_one_of(req, EDITABLE)
     if user.id != mr.author_id and world.access_level(user, project) < DEVELOPER:
         raise forbidden()
-    if req.has("title") and req.text("title") != mr.title:
-        title = req.required("title")
-        add_system(world, mr, user, f"changed title from **{mr.title}** to **{title}**")
-        mr.title = title
-    if req.has("description") and req.text("description") != mr.description:
-        mr.description = req.text("description")
-        add_system(world, mr, user, "changed the description")
+    edit_common(req, mr, user)
     if req.has("state_event") and mr.state != "merged":
         event = req.choice("state_event", ("close", "reopen"), "")
         mr.final_sha = repo.current_sha(world, mr) if event == "close" else None
         set_state(world, mr, event, user)
-    if any(req.has(n) for n in ("labels", "add_labels", "remove_labels")):
-        mr.labels = apply_labels(
-            world,
-            mr.labels,
-            labels=req.csv("labels"),
-            add=req.csv("add_labels"),
-            remove=req.csv("remove_labels"),
-        )
-    if req.has("assignee_ids"):
-        mr.assignee_ids = [int(a) for a in req.csv("assignee_ids") or [] if a.isdigit()]
     if req.has("reviewer_ids"):
-        mr.reviewer_ids = [int(a) for a in req.csv("reviewer_ids") or [] if a.isdigit()]
+        mr.reviewer_ids = user_ids(req, "reviewer_ids")
     if req.has("target_branch") and req.text("target_branch") in project.branches:
         mr.target_branch = req.required("target_branch")
     mr.updated_at = world.stamp()

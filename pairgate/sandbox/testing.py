@@ -41,12 +41,16 @@ class RunningSandbox:
     def token(self, as_user: str = "agents") -> str:
         return str(self.info["users"][as_user]["token"])
 
+    def request(
+        self, method: str, path: str, as_user: str = "agents", **kw: Any
+    ) -> requests.Response:
+        """One API call as ``as_user``, whatever its answer (for tests of error answers)."""
+        headers = {"PRIVATE-TOKEN": self.token(as_user)}
+        return self.http.request(method, self.api_url + path, headers=headers, timeout=10, **kw)
+
     def api(self, method: str, path: str, *, as_user: str = "agents", **kw: Any) -> Any:
         """One API call; raises SandboxError unless it succeeded. Returns the decoded body."""
-        response = self.http.request(
-            method, self.api_url + path, headers={"PRIVATE-TOKEN": self.token(as_user)}, **kw
-        )
-        return self._body(response)
+        return self._body(self.request(method, path, as_user, **kw))
 
     def control(self, method: str, path: str, **kw: Any) -> Any:
         return self._body(self.http.request(method, f"{self.sandbox_api}/{path}", **kw))

@@ -4,25 +4,14 @@ from __future__ import annotations
 
 import gitlab
 import pytest
-import requests
 
 from pairgate.sandbox.testing import RunningSandbox
-
-
-def call(sandbox: RunningSandbox, method: str, path: str, as_user: str = "agents", **kw):
-    return requests.request(
-        method,
-        sandbox.api_url + path,
-        headers={"PRIVATE-TOKEN": sandbox.token(as_user)},
-        timeout=5,
-        **kw,
-    )
 
 
 def test_default_tracking_issue(sandbox: RunningSandbox) -> None:
     issue = sandbox.gitlab().projects.get("acme/tracker").issues.get(1)
     assert (issue.iid, issue.state, issue.title) == (1, "opened", "Automation tracking issue")
-    assert call(sandbox, "GET", "/projects/1/issues/99").json() == {"message": "404 Not found"}
+    assert sandbox.request("GET", "/projects/1/issues/99").json() == {"message": "404 Not found"}
 
 
 def test_create_list_and_filter_issues(sandbox: RunningSandbox) -> None:
@@ -37,7 +26,7 @@ def test_create_list_and_filter_issues(sandbox: RunningSandbox) -> None:
     assert iids(state="opened") == [2, 1] and iids(state="closed") == [3]
     assert iids(labels=["bug"]) == [3, 2] and iids(labels=["bug", "pair::open"]) == [2]
     assert iids(labels="None") == [1] and iids(labels="Any") == [3, 2]
-    assert call(sandbox, "GET", "/projects/1/issues", params={"state": "x"}).json() == {
+    assert sandbox.request("GET", "/projects/1/issues", params={"state": "x"}).json() == {
         "error": "state does not have a valid value"
     }
 
@@ -49,8 +38,7 @@ def test_edit_labels_free_tier_keeps_both_scoped_labels(sandbox: RunningSandbox)
     issue.labels = ["pair::open", "x"]
     issue.save()
     assert issue.updated_at > old
-    body = call(
-        sandbox,
+    body = sandbox.request(
         "PUT",
         "/projects/1/issues/1",
         json={"add_labels": "pair::closed", "remove_labels": "x"},
@@ -60,22 +48,24 @@ def test_edit_labels_free_tier_keeps_both_scoped_labels(sandbox: RunningSandbox)
 
 def test_premium_scoped_labels_keep_the_newest(sandbox: RunningSandbox) -> None:
     sandbox.set_options(scoped_labels="premium")
-    call(sandbox, "PUT", "/projects/1/issues/1", json={"labels": "pair::open,other::a"})
-    body = call(sandbox, "PUT", "/projects/1/issues/1", json={"add_labels": "pair::closed"}).json()
+    sandbox.request("PUT", "/projects/1/issues/1", json={"labels": "pair::open,other::a"})
+    body = sandbox.request(
+        "PUT", "/projects/1/issues/1", json={"add_labels": "pair::closed"}
+    ).json()
     assert body["labels"] == ["other::a", "pair::closed"]
     sandbox.reset()  # the switch lasts until the reset
-    body = call(sandbox, "PUT", "/projects/1/issues/1", json={"labels": "a::x,a::y"}).json()
+    body = sandbox.request("PUT", "/projects/1/issues/1", json={"labels": "a::x,a::y"}).json()
     assert body["labels"] == ["a::x", "a::y"]
 
 
 def test_edit_issue_errors(sandbox: RunningSandbox) -> None:
-    empty = call(sandbox, "PUT", "/projects/1/issues/1", json={})
+    empty = sandbox.request("PUT", "/projects/1/issues/1", json={})
     assert empty.status_code == 400 and empty.json()["error"].endswith(
         "at least one parameter must be provided"
     )
-    bad = call(sandbox, "PUT", "/projects/1/issues/1", json={"state_event": "open"})
+    bad = sandbox.request("PUT", "/projects/1/issues/1", json={"state_event": "open"})
     assert bad.json() == {"error": "state_event does not have a valid value"}
-    missing = call(sandbox, "POST", "/projects/1/issues", json={})
+    missing = sandbox.request("POST", "/projects/1/issues", json={})
     assert (missing.status_code, missing.json()) == (400, {"error": "title is missing"})
 
 
@@ -93,7 +83,7 @@ def test_250_notes_come_back_in_order_across_three_pages(sandbox: RunningSandbox
 
 
 def test_note_fields(sandbox: RunningSandbox) -> None:
-    note = call(sandbox, "POST", "/projects/1/issues/1/notes", json={"body": "hi\r\n<!-- x -->"})
+    note = sandbox.request("POST", "/projects/1/issues/1/notes", json={"body": "hi\r\n<!-- x -->"})
     body = note.json()
     assert note.status_code == 201 and body["body"] == "hi\r\n<!-- x -->"
     assert body["author"] == {
@@ -107,9 +97,9 @@ def test_note_fields(sandbox: RunningSandbox) -> None:
     }
     assert (body["system"], body["noteable_type"], body["noteable_iid"]) == (False, "Issue", 1)
     assert body["created_at"] == body["updated_at"] and body["created_at"].endswith("Z")
-    again = call(sandbox, "GET", f"/projects/1/issues/1/notes/{body['id']}").json()
+    again = sandbox.request("GET", f"/projects/1/issues/1/notes/{body['id']}").json()
     assert again["body"] == body["body"]
-    assert call(sandbox, "POST", "/projects/1/issues/1/notes", json={}).json() == {
+    assert sandbox.request("POST", "/projects/1/issues/1/notes", json={}).json() == {
         "error": "body is missing"
     }
 
@@ -118,64 +108,64 @@ def test_note_edit_and_delete_permissions(sandbox: RunningSandbox) -> None:
     note = sandbox.note(1, "mine")
     path = f"/projects/1/issues/1/notes/{note['id']}"
     sandbox.advance_clock(3)
-    assert call(sandbox, "PUT", path, "review_bot", json={"body": "x"}).json() == {
+    assert sandbox.request("PUT", path, "review_bot", json={"body": "x"}).json() == {
         "message": "403 Forbidden"
     }
-    edited = call(sandbox, "PUT", path, json={"body": "mine, edited"}).json()
+    edited = sandbox.request("PUT", path, json={"body": "mine, edited"}).json()
     assert edited["body"] == "mine, edited" and edited["updated_at"] > edited["created_at"]
-    assert call(sandbox, "PUT", path, "maintainer", json={"body": "moderated"}).status_code == 200
-    assert call(sandbox, "DELETE", path, "reporter").status_code == 403
-    deleted = call(sandbox, "DELETE", path, "maintainer")
+    assert sandbox.request("PUT", path, "maintainer", json={"body": "moderated"}).status_code == 200
+    assert sandbox.request("DELETE", path, "reporter").status_code == 403
+    deleted = sandbox.request("DELETE", path, "maintainer")
     assert (deleted.status_code, deleted.content) == (204, b"")
-    assert call(sandbox, "GET", path).json() == {"message": "404 Not found"}
+    assert sandbox.request("GET", path).json() == {"message": "404 Not found"}
 
 
 def test_system_notes_are_immutable(sandbox: RunningSandbox) -> None:
-    call(sandbox, "PUT", "/projects/1/issues/1", json={"title": "Renamed"})
-    notes = call(sandbox, "GET", "/projects/1/issues/1/notes").json()
+    sandbox.request("PUT", "/projects/1/issues/1", json={"title": "Renamed"})
+    notes = sandbox.request("GET", "/projects/1/issues/1/notes").json()
     system = [n for n in notes if n["system"]]
     assert system[0]["body"] == "changed title from **Automation tracking issue** to **Renamed**"
     path = f"/projects/1/issues/1/notes/{system[0]['id']}"
-    assert call(sandbox, "PUT", path, "maintainer", json={"body": "x"}).status_code == 403
-    assert call(sandbox, "DELETE", path, "maintainer").status_code == 403
-    comments = call(
-        sandbox, "GET", "/projects/1/issues/1/notes", params={"activity_filter": "only_comments"}
+    assert sandbox.request("PUT", path, "maintainer", json={"body": "x"}).status_code == 403
+    assert sandbox.request("DELETE", path, "maintainer").status_code == 403
+    comments = sandbox.request(
+        "GET", "/projects/1/issues/1/notes", params={"activity_filter": "only_comments"}
     ).json()
     assert comments == []
 
 
 def test_close_quick_action_closes_the_issue_and_answers_202(sandbox: RunningSandbox) -> None:
     project = sandbox.gitlab().projects.get(1)
-    response = call(sandbox, "POST", "/projects/1/issues/1/notes", json={"body": "/close"})
+    response = sandbox.request("POST", "/projects/1/issues/1/notes", json={"body": "/close"})
     assert response.status_code == 202
     assert response.json() == {
         "commands_changes": {"state_event": "close"},
         "summary": ["Closed this issue."],
     }
     assert project.issues.get(1).state == "closed"
-    assert call(sandbox, "GET", "/projects/1/issues/1/notes").json() == []
+    assert sandbox.request("GET", "/projects/1/issues/1/notes").json() == []
 
 
 def test_quick_actions_are_stripped_from_a_mixed_body(sandbox: RunningSandbox) -> None:
     body = 'Taking this.\n/label ~"pair::open" ~bug\n```\n/close\n```\n/unknown stays'
-    note = call(sandbox, "POST", "/projects/1/issues/1/notes", json={"body": body})
+    note = sandbox.request("POST", "/projects/1/issues/1/notes", json={"body": body})
     assert note.status_code == 201
     assert note.json()["body"] == "Taking this.\n```\n/close\n```\n/unknown stays"
-    issue = call(sandbox, "GET", "/projects/1/issues/1").json()
+    issue = sandbox.request("GET", "/projects/1/issues/1").json()
     assert issue["labels"] == ["bug", "pair::open"] and issue["state"] == "opened"
 
 
 def test_quick_actions_from_a_non_member_are_never_run(sandbox: RunningSandbox) -> None:
-    outsider = call(sandbox, "POST", "/projects/4/issues/1/notes", json={"body": "/close"})
+    outsider = sandbox.request("POST", "/projects/4/issues/1/notes", json={"body": "/close"})
     assert (outsider.status_code, outsider.json()) == (404, {"message": "404 Project Not Found"})
 
 
 def test_internal_notes(sandbox: RunningSandbox) -> None:
-    note = call(
-        sandbox, "POST", "/projects/1/issues/1/notes", json={"body": "secret", "internal": True}
+    note = sandbox.request(
+        "POST", "/projects/1/issues/1/notes", json={"body": "secret", "internal": True}
     ).json()
     assert note["internal"] is True and note["confidential"] is True
-    seen = call(sandbox, "GET", "/projects/1/issues/1/notes", "reporter").json()
+    seen = sandbox.request("GET", "/projects/1/issues/1/notes", "reporter").json()
     assert [n["body"] for n in seen] == ["secret"]
 
 

@@ -11,16 +11,6 @@ import requests
 from pairgate.sandbox.testing import RunningSandbox
 
 
-def call(sandbox: RunningSandbox, method: str, path: str, as_user: str = "agents", **kw):
-    return requests.request(
-        method,
-        sandbox.api_url + path,
-        headers={"PRIVATE-TOKEN": sandbox.token(as_user)},
-        timeout=5,
-        **kw,
-    )
-
-
 @pytest.fixture
 def mr(sandbox: RunningSandbox) -> dict:
     sandbox.commit("feature", {"src/app.py": "print('hi')\n"}, message="Add app\n\nBody.")
@@ -71,15 +61,13 @@ def test_commit_with_actions_and_files(sandbox: RunningSandbox) -> None:
             "actions": [{"action": "delete", "file_path": "config/pairgate-config.json"}],
         }
     )
-    gone = call(
-        sandbox,
+    gone = sandbox.request(
         "GET",
         "/projects/1/repository/files/config%2Fpairgate-config.json/raw",
         params={"ref": "main"},
     )
     assert (gone.status_code, gone.json()) == (404, {"message": "404 File Not Found"})
-    old = call(
-        sandbox,
+    old = sandbox.request(
         "GET",
         "/projects/1/repository/files/config%2Fpairgate-config.json/raw",
         params={"ref": commit.id},
@@ -113,8 +101,7 @@ def test_raw_file_with_a_read_token(sandbox: RunningSandbox) -> None:
 
 
 def test_developers_cannot_push_to_protected_main(sandbox: RunningSandbox) -> None:
-    response = call(
-        sandbox,
+    response = sandbox.request(
         "POST",
         "/projects/2/repository/commits",
         json={
@@ -156,8 +143,7 @@ def test_merge_request_fields(sandbox: RunningSandbox, mr: dict) -> None:
 
 def test_edit_merge_request_moves_updated_at(sandbox: RunningSandbox, mr: dict) -> None:
     sandbox.advance_clock(10)
-    edited = call(
-        sandbox,
+    edited = sandbox.request(
         "PUT",
         "/projects/2/merge_requests/1",
         json={"title": "Draft: Add app", "description": "new"},
@@ -169,11 +155,11 @@ def test_edit_merge_request_moves_updated_at(sandbox: RunningSandbox, mr: dict) 
 def test_related_merge_requests(sandbox: RunningSandbox, mr: dict) -> None:
     sandbox.commit("other", {"b": "b"})
     sandbox.create_mr("other", title="Mentions acme/tracker#1")
-    related = call(sandbox, "GET", "/projects/1/issues/1/related_merge_requests").json()
+    related = sandbox.request("GET", "/projects/1/issues/1/related_merge_requests").json()
     assert [(m["project_id"], m["iid"]) for m in related] == [(2, 2)]
     sandbox.commit("local", {"c": "c"}, project="acme/tracker", as_user="agents")
     sandbox.create_mr("local", project="acme/tracker", title="Fix", description="For #1.")
-    related = call(sandbox, "GET", "/projects/1/issues/1/related_merge_requests").json()
+    related = sandbox.request("GET", "/projects/1/issues/1/related_merge_requests").json()
     assert [(m["project_id"], m["iid"]) for m in related] == [(2, 2), (1, 1)]
 
 
@@ -203,20 +189,20 @@ def test_approve_records_approved_by_and_survives_a_push(sandbox: RunningSandbox
 
 def test_approval_ladder(sandbox: RunningSandbox, mr: dict) -> None:
     path = "/projects/2/merge_requests/1"
-    assert call(sandbox, "POST", path + "/approve", "reporter").json() == {
+    assert sandbox.request("POST", path + "/approve", "reporter").json() == {
         "message": "403 Forbidden"
     }
-    first = call(sandbox, "POST", path + "/approve", "review_bot", json={"sha": mr["sha"]})
+    first = sandbox.request("POST", path + "/approve", "review_bot", json={"sha": mr["sha"]})
     assert first.status_code == 201 and first.json()["user_has_approved"] is True
-    assert call(sandbox, "POST", path + "/approve", "review_bot").status_code == 304
-    assert call(sandbox, "POST", path + "/unapprove", "review_bot").status_code == 201
-    assert call(sandbox, "POST", path + "/unapprove", "review_bot").status_code == 304
+    assert sandbox.request("POST", path + "/approve", "review_bot").status_code == 304
+    assert sandbox.request("POST", path + "/unapprove", "review_bot").status_code == 201
+    assert sandbox.request("POST", path + "/unapprove", "review_bot").status_code == 304
     sandbox.set_options(legacy_approval_statuses=True, approvals_shape="ce")
-    call(sandbox, "POST", path + "/approve", "review_bot")
-    assert call(sandbox, "POST", path + "/approve", "review_bot").status_code == 401
-    call(sandbox, "POST", path + "/unapprove", "review_bot")
-    assert call(sandbox, "POST", path + "/unapprove", "review_bot").status_code == 404
-    assert set(call(sandbox, "GET", path + "/approvals").json()) == {
+    sandbox.request("POST", path + "/approve", "review_bot")
+    assert sandbox.request("POST", path + "/approve", "review_bot").status_code == 401
+    sandbox.request("POST", path + "/unapprove", "review_bot")
+    assert sandbox.request("POST", path + "/unapprove", "review_bot").status_code == 404
+    assert set(sandbox.request("GET", path + "/approvals").json()) == {
         "user_has_approved",
         "user_can_approve",
         "approved",
@@ -226,10 +212,10 @@ def test_approval_ladder(sandbox: RunningSandbox, mr: dict) -> None:
 
 def test_premium_reset_on_push(sandbox: RunningSandbox, mr: dict) -> None:
     sandbox.set_options(reset_approvals_on_push=True)
-    call(sandbox, "POST", "/projects/2/merge_requests/1/approve", "review_bot")
+    sandbox.request("POST", "/projects/2/merge_requests/1/approve", "review_bot")
     sandbox.commit("feature", {"more": "x"})
     assert (
-        call(sandbox, "GET", "/projects/2/merge_requests/1/approvals").json()["approved_by"] == []
+        sandbox.request("GET", "/projects/2/merge_requests/1/approvals").json()["approved_by"] == []
     )
 
 
@@ -247,13 +233,13 @@ def test_merge_with_wrong_sha_is_409_and_with_the_right_one_merges(
     main = project.branches.get("main").commit
     assert main["id"] == merged.merge_commit_sha and main["parent_ids"][1] == mr["sha"]
     assert project.files.raw("src/app.py", ref="main") == b"print('hi')\n"
-    again = call(sandbox, "PUT", "/projects/2/merge_requests/1/merge")
+    again = sandbox.request("PUT", "/projects/2/merge_requests/1/merge")
     assert (again.status_code, again.json()) == (405, {"message": "405 Method Not Allowed"})
 
 
 def test_merge_refused_to_reporter_before_sha_check(sandbox: RunningSandbox, mr: dict) -> None:
-    response = call(
-        sandbox, "PUT", "/projects/2/merge_requests/1/merge", "reporter", json={"sha": "0" * 40}
+    response = sandbox.request(
+        "PUT", "/projects/2/merge_requests/1/merge", "reporter", json={"sha": "0" * 40}
     )
     assert (response.status_code, response.json()) == (401, {"message": "401 Unauthorized"})
 
@@ -294,7 +280,7 @@ def test_merge_request_ref_pipeline_and_status_following_jobs(
         "PUT", f"pipelines/{running['id']}", json={"jobs": [{"name": "gate", "status": "failed"}]}
     )
     assert failed["status"] == "failed"
-    head = call(sandbox, "GET", "/projects/2/merge_requests/1").json()["head_pipeline"]
+    head = sandbox.request("GET", "/projects/2/merge_requests/1").json()["head_pipeline"]
     assert (head["id"], head["status"]) == (running["id"], "failed")
 
 
