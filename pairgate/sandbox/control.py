@@ -42,9 +42,9 @@ def create_pipeline(app: App, req: Request) -> Any:
             world,
             project,
             ref=req.required("ref"),
-            sha=req.str("sha"),
+            sha=req.text("sha"),
             jobs=jobs,
-            source=req.str("source"),
+            source=req.text("source"),
             user_id=user_id,
         )
     except ValueError as error:

@@ -318,8 +318,10 @@ class Renderer:
 
     # -- merge requests -----------------------------------------------------------------------
 
-    def merge_request(self, mr: MergeRequest, viewer: User | None, *, basic: bool = False):  # type: ignore[no-untyped-def]
-        from pairgate.sandbox.merge_requests import render  # MR logic lives with its routes
+    def merge_request(
+        self, mr: MergeRequest, viewer: User | None, *, basic: bool = False
+    ) -> dict[str, Any]:
+        from pairgate.sandbox.mr_entity import render  # MR rules live beside the MR entity
 
         return render(self, mr, viewer, basic=basic)
 

@@ -77,19 +77,19 @@ class Request:
     def has(self, name: str) -> bool:
         return name in self.params
 
-    def str(self, name: str, default: str | None = None) -> str | None:
+    def text(self, name: str, default: str | None = None) -> str | None:
         value = self.params.get(name, default)
         if isinstance(value, list):
             return ",".join(str(v) for v in value)
         return None if value is None else str(value)
 
     def required(self, name: str) -> str:
-        value = self.str(name)
+        value = self.text(name)
         if value is None or value == "":
             raise param_error(f"{name} is missing")
         return value
 
-    def int(self, name: str, default: int | None = None) -> int | None:
+    def integer(self, name: str, default: int | None = None) -> int | None:
         value = self.params.get(name)
         if value is None or value == "":
             return default
@@ -98,7 +98,7 @@ class Request:
         except (TypeError, ValueError):
             raise param_error(f"{name} is invalid") from None
 
-    def bool(self, name: str, default: bool = False) -> bool:
+    def flag(self, name: str, default: bool = False) -> bool:
         value = self.params.get(name)
         if value is None:
             return default
@@ -111,7 +111,7 @@ class Request:
             return False
         raise param_error(f"{name} is invalid")
 
-    def list(self, name: str) -> list[str] | None:
+    def csv(self, name: str) -> list[str] | None:
         """A comma list or an array (``labels=a,b`` or ``labels[]=a``); None when absent."""
         value = self.params.get(name)
         if value is None:
@@ -120,7 +120,7 @@ class Request:
         return [str(i).strip() for i in items if str(i).strip()]
 
     def choice(self, name: str, allowed: tuple[str, ...], default: str) -> str:
-        value = self.str(name) or default
+        value = self.text(name) or default
         if value not in allowed:
             raise param_error(f"{name} does not have a valid value")
         return value
@@ -169,7 +169,9 @@ class Router:
     def __init__(self) -> None:
         self.routes: list[Route] = []
 
-    def route(self, method: str, template: str, *, job_token: bool = False):  # type: ignore[no-untyped-def]
+    def route(
+        self, method: str, template: str, *, job_token: bool = False
+    ) -> Callable[[Handler], Handler]:
         pattern = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", template)
 
         def register(handler: Handler) -> Handler:
@@ -191,8 +193,8 @@ class Router:
 def paginate(req: Request, items: list[Any], render: Callable[[Any], Any] | None = None) -> Reply:
     """GitLab's offset pagination: headers of the unfiltered query, ``X-Next-Page`` empty on
     the last page, ``per_page`` clamped to 100, totals omitted above ``countless_above``."""
-    page = max(req.int("page", 1) or 1, 1)
-    per_page = req.int("per_page", 20) or 20
+    page = max(req.integer("page", 1) or 1, 1)
+    per_page = req.integer("per_page", 20) or 20
     per_page = 20 if per_page < 1 else min(per_page, 100)
     total = len(items)
     pages = max((total + per_page - 1) // per_page, 1)

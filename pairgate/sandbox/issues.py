@@ -13,7 +13,7 @@ from pairgate.sandbox.httpd import (
     param_error,
     record_not_found,
 )
-from pairgate.sandbox.model import REPORTER, Issue, Project, User, World
+from pairgate.sandbox.model import REPORTER, Issue, MergeRequest, Project, User, World
 
 EDITABLE = (
     "assignee_id", "assignee_ids", "confidential", "created_at", "description",
@@ -77,6 +77,43 @@ def set_state(world: World, issue: Any, event: str, user: User) -> None:
         issue.state, issue.closed_at, issue.closed_by_id = "opened", None, None
 
 
+def require_one_of(req: Request, editable: tuple[str, ...]) -> None:
+    """Grape's at_least_one_of: an edit that names nothing to change is a 400."""
+    if not any(req.has(name) for name in editable):
+        raise param_error(
+            ", ".join(editable) + " are missing, at least one parameter must be provided"
+        )
+
+
+def user_ids(req: Request, name: str) -> list[int]:
+    return [int(a) for a in req.csv(name) or [] if a.isdigit()]
+
+
+def edit_common(req: Request, thing: Issue | MergeRequest, user: User) -> None:
+    """The edits issues and MRs share: title and description (each leaving a system note),
+    labels and assignees."""
+    from pairgate.sandbox.notes import add_system
+
+    world = req.world
+    if req.has("title") and req.text("title") != thing.title:
+        title = req.required("title")
+        add_system(world, thing, user, f"changed title from **{thing.title}** to **{title}**")
+        thing.title = title
+    if req.has("description") and req.text("description") != thing.description:
+        thing.description = req.text("description")
+        add_system(world, thing, user, "changed the description")
+    if any(req.has(n) for n in ("labels", "add_labels", "remove_labels")):
+        thing.labels = apply_labels(
+            world,
+            thing.labels,
+            labels=req.csv("labels"),
+            add=req.csv("add_labels"),
+            remove=req.csv("remove_labels"),
+        )
+    if req.has("assignee_ids"):
+        thing.assignee_ids = user_ids(req, "assignee_ids")
+
+
 @API.route("GET", "/projects/{project_id}/issues", job_token=True)
 def list_issues(req: Request, project_id: str) -> Any:
     project = project_for(req, project_id)
@@ -87,7 +124,7 @@ def list_issues(req: Request, project_id: str) -> Any:
     state = req.choice("state", ("opened", "closed", "all"), "all")
     if state != "all":
         found = [i for i in found if i.state == state]
-    wanted = req.list("labels")
+    wanted = req.csv("labels")
     if wanted:
         keyword = wanted[0].lower() if len(wanted) == 1 else ""
         if keyword == "none":
@@ -96,14 +133,14 @@ def list_issues(req: Request, project_id: str) -> Any:
             found = [i for i in found if i.labels]
         else:
             found = [i for i in found if set(wanted) <= set(i.labels)]
-    iids = req.list("iids")
+    iids = req.csv("iids")
     if iids:
         found = [i for i in found if str(i.iid) in iids]
-    search = req.str("search")
+    search = req.text("search")
     if search:
         needle = search.lower()
         found = [i for i in found if needle in f"{i.title}\n{i.description or ''}".lower()]
-    author = req.int("author_id")
+    author = req.integer("author_id")
     if author is not None:
         found = [i for i in found if i.author_id == author]
     order = req.choice("order_by", ("created_at", "updated_at"), "created_at")
@@ -133,56 +170,35 @@ def create_issue(req: Request, project_id: str) -> Any:
         world.next_iid(project, "issue"),
         project.id,
         title,
-        req.str("description"),
+        req.text("description"),
         user.id,
         now,
         now,
-        confidential=req.bool("confidential"),
+        confidential=req.flag("confidential"),
     )
-    issue.labels = apply_labels(world, [], labels=req.list("labels") or [])
-    issue.assignee_ids = [int(a) for a in req.list("assignee_ids") or [] if a.isdigit()]
+    issue.labels = apply_labels(world, [], labels=req.csv("labels") or [])
+    issue.assignee_ids = user_ids(req, "assignee_ids")
     world.issues[issue_id] = issue
     return renderer(req).issue(issue)
 
 
 @API.route("PUT", "/projects/{project_id}/issues/{iid}")
 def edit_issue(req: Request, project_id: str, iid: str) -> Any:
-    from pairgate.sandbox.notes import add_system
-
     user = current_user(req)
     project = project_for(req, project_id)
     world = req.world
     issue = issue_for(req, project, iid)
-    if not any(req.has(name) for name in EDITABLE):
-        raise param_error(
-            ", ".join(EDITABLE) + " are missing, at least one parameter must be provided"
-        )
+    require_one_of(req, EDITABLE)
     if not can_update(world, user, project, issue.author_id):
         raise forbidden()
     if req.has("state_event"):
         event = req.choice("state_event", ("close", "reopen"), "")
         set_state(world, issue, event, user)
-    if req.has("title") and req.str("title") != issue.title:
-        title = req.required("title")
-        add_system(world, issue, user, f"changed title from **{issue.title}** to **{title}**")
-        issue.title = title
-    if req.has("description") and req.str("description") != issue.description:
-        issue.description = req.str("description")
-        add_system(world, issue, user, "changed the description")
-    if any(req.has(n) for n in ("labels", "add_labels", "remove_labels")):
-        issue.labels = apply_labels(
-            world,
-            issue.labels,
-            labels=req.list("labels"),
-            add=req.list("add_labels"),
-            remove=req.list("remove_labels"),
-        )
-    if req.has("assignee_ids"):
-        issue.assignee_ids = [int(a) for a in req.list("assignee_ids") or [] if a.isdigit()]
+    edit_common(req, issue, user)
     if req.has("confidential"):
-        issue.confidential = req.bool("confidential")
+        issue.confidential = req.flag("confidential")
     if req.has("discussion_locked"):
-        issue.discussion_locked = req.bool("discussion_locked")
+        issue.discussion_locked = req.flag("discussion_locked")
     issue.updated_at = world.stamp()
     return renderer(req).issue(issue)
 

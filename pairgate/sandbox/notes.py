@@ -122,7 +122,7 @@ for _kind in KINDS:
         text, changes, summary = run_quick_actions(req, project, noteable, user, body)
         if changes and not text.strip():
             return Reply(202, {"commands_changes": changes, "summary": summary})
-        internal = req.bool("internal", req.bool("confidential"))
+        internal = req.flag("internal", req.flag("confidential"))
         note = _store(world, noteable, user, text if changes else body, internal=internal)
         noteable.updated_at = note.created_at
         return renderer(req).note(note) | {"commands_changes": changes}
@@ -232,7 +232,7 @@ def _execute(
             + "."
         )
     elif command in ("approve", "unapprove") and isinstance(noteable, MergeRequest):
-        from pairgate.sandbox.merge_requests import record_approval
+        from pairgate.sandbox.approvals import record_approval
 
         if record_approval(world, noteable, user, approve=command == "approve"):
             changes[command] = True

@@ -120,10 +120,10 @@ def list_pipelines(req: Request, project_id: str) -> Any:
     render = renderer(req)
     found = [p for p in req.world.pipelines.values() if p.project_id == project.id]
     for name in ("sha", "ref", "source"):
-        value = req.str(name)
+        value = req.text(name)
         if value:
             found = [p for p in found if getattr(p, name) == value]
-    status = req.str("status")
+    status = req.text("status")
     if status:
         found = [p for p in found if render.pipeline_status(p) == status]
     found.sort(key=lambda p: p.id, reverse=req.choice("sort", ("asc", "desc"), "desc") == "desc")
@@ -141,7 +141,7 @@ def list_jobs(req: Request, project_id: str, pipeline_id: str) -> Any:
     project = project_for(req, project_id)
     pipeline = _pipeline_for(req, project, pipeline_id)
     found = [j for j in req.world.jobs.values() if j.pipeline_id == pipeline.id]
-    scope = req.list("scope")
+    scope = req.csv("scope")
     if scope:
         unknown = set(scope) - set(STATUSES)
         if unknown:

@@ -28,7 +28,7 @@ def get_user(req: Request, user_id: str) -> Any:
 def list_users(req: Request) -> Any:
     current_user(req)
     users = sorted(req.world.users.values(), key=lambda u: u.id)
-    username = req.str("username")
+    username = req.text("username")
     if username is not None:
         users = [u for u in users if u.username.lower() == username.lower()]
     return paginate(req, users, renderer(req).user)
@@ -56,7 +56,7 @@ def get_group(req: Request, group_id: str) -> Any:
 
 @API.route("GET", "/groups/{group_id}/projects")
 def list_group_projects(req: Request, group_id: str) -> Any:
-    return _group_projects(req, group_id, own=True, shared=req.bool("with_shared", True))
+    return _group_projects(req, group_id, own=True, shared=req.flag("with_shared", True))
 
 
 @API.route("GET", "/groups/{group_id}/projects/shared")
@@ -80,7 +80,7 @@ def _group_projects(req: Request, group_id: str, *, own: bool, shared: bool) -> 
     )
     key = {"name": lambda p: p.name, "path": lambda p: p.path}.get(order, lambda p: p.id)
     found.sort(key=key, reverse=req.choice("sort", ("asc", "desc"), "desc") == "desc")
-    search = req.str("search")
+    search = req.text("search")
     if search:
         found = [p for p in found if search.lower() in (p.name + " " + p.path).lower()]
     render = renderer(req)

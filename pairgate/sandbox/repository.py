@@ -127,7 +127,7 @@ def create_commit(req: Request, project_id: str) -> Any:
         branch=req.required("branch"),
         message=req.required("commit_message"),
         actions=actions,
-        start_branch=req.str("start_branch"),
+        start_branch=req.text("start_branch"),
     )
     return renderer(req).commit(commit, detail=True)
 
@@ -135,7 +135,7 @@ def create_commit(req: Request, project_id: str) -> Any:
 @API.route("GET", "/projects/{project_id}/repository/commits")
 def list_commits(req: Request, project_id: str) -> Any:
     project = project_for(req, project_id)
-    head = _commit_at(req, project, req.str("ref_name") or project.default_branch)
+    head = _commit_at(req, project, req.text("ref_name") or project.default_branch)
     commits = [req.world.commits[s] for s in repo.ancestry(req.world, head.id)]
     return paginate(req, commits, renderer(req).commit)
 
@@ -188,7 +188,7 @@ def get_raw_file(req: Request, project_id: str, file_path: str) -> Any:
     if req.world.options.raw_file_ref_required:
         ref = req.required("ref")
     else:
-        ref = req.str("ref") or project.default_branch
+        ref = req.text("ref") or project.default_branch
     commit, path = _file_at(req, project, file_path, ref)
     headers = _file_headers(req, commit, path, ref)
     headers["Content-Disposition"] = f'inline; filename="{posixpath.basename(path)}"'
@@ -222,8 +222,8 @@ def _file_write(req: Request, project_id: str, file_path: str, action: str) -> A
     project = project_for(req, project_id)
     path = _checked_path(file_path)
     branch = req.required("branch")
-    content = req.str("content") or ""
-    if req.str("encoding") == "base64":
+    content = req.text("content") or ""
+    if req.text("encoding") == "base64":
         content = base64.b64decode(content).decode("utf-8")
     commit_actions(
         req,
@@ -231,7 +231,7 @@ def _file_write(req: Request, project_id: str, file_path: str, action: str) -> A
         branch=branch,
         message=req.required("commit_message"),
         actions=[{"action": action, "file_path": path, "content": content}],
-        start_branch=req.str("start_branch"),
+        start_branch=req.text("start_branch"),
     )
     if action == "delete":
         return Reply(204)

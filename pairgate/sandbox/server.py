@@ -29,6 +29,7 @@ from pairgate.sandbox.model import Options, World
 
 # The resource modules register their routes on API when imported.
 from pairgate.sandbox import (  # noqa: F401  isort: skip
+    approvals,
     control,
     issues,
     merge_requests,
@@ -223,7 +224,7 @@ class Sandbox:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def info(self) -> dict[str, Any]:
         return defaults.ready_line(self.url, self.app.world)

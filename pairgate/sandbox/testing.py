@@ -27,8 +27,13 @@ class RunningSandbox:
     def __init__(self, server: Sandbox) -> None:
         self.server = server
         self.info: dict[str, Any] = server.info()
-        for key, value in self.info.items():
-            setattr(self, key, value)
+        self.url: str = self.info["url"]
+        self.api_url: str = self.info["api_url"]
+        self.sandbox_api: str = self.info["sandbox_api"]
+        self.group: dict[str, Any] = self.info["group"]
+        self.tracker_project: str = self.info["tracker_project"]
+        self.projects: list[dict[str, Any]] = self.info["projects"]
+        self.users: dict[str, dict[str, Any]] = self.info["users"]
         self.http = requests.Session()
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -36,12 +41,16 @@ class RunningSandbox:
     def token(self, as_user: str = "agents") -> str:
         return str(self.info["users"][as_user]["token"])
 
+    def request(
+        self, method: str, path: str, as_user: str = "agents", **kw: Any
+    ) -> requests.Response:
+        """One API call as ``as_user``, whatever its answer (for tests of error answers)."""
+        headers = {"PRIVATE-TOKEN": self.token(as_user)}
+        return self.http.request(method, self.api_url + path, headers=headers, timeout=10, **kw)
+
     def api(self, method: str, path: str, *, as_user: str = "agents", **kw: Any) -> Any:
         """One API call; raises SandboxError unless it succeeded. Returns the decoded body."""
-        response = self.http.request(
-            method, self.api_url + path, headers={"PRIVATE-TOKEN": self.token(as_user)}, **kw
-        )
-        return self._body(response)
+        return self._body(self.request(method, path, as_user, **kw))
 
     def control(self, method: str, path: str, **kw: Any) -> Any:
         return self._body(self.http.request(method, f"{self.sandbox_api}/{path}", **kw))
@@ -221,8 +230,8 @@ def running_sandbox(**options: Any) -> Iterator[RunningSandbox]:
     """A sandbox on a free loopback port for the block; ``options`` are model.Options fields
     (they survive ``reset``)."""
     server = Sandbox("127.0.0.1", 0, options=Options(**options)).start()
+    running = RunningSandbox(server)
     try:
-        running = RunningSandbox(server)
         yield running
     finally:
         running.http.close()
