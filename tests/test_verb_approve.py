@@ -166,3 +166,42 @@ def test_the_review_bot_token_file(world: Round, tmp_path: Any, sandbox: Any) ->
     )
     assert result.code == 0, result.err
     assert approvers(world) != []
+
+
+def test_approving_a_merged_request(world: Round) -> None:
+    head = world.head
+    world.sb.api(
+        "PUT", f"/projects/acme%2Fapp/merge_requests/{world.mr}/merge", as_user="maintainer"
+    )
+    result = approve(world, "--sha", head)
+    assert result.code == 1
+    assert (
+        f"acme/app!{world.mr} is merged; an approval binds to an open merge request" in result.err
+    )
+
+
+def test_gitlab_refusing_the_sha_is_a_refusal(world: Round, config: o.Config) -> None:
+    # The head moved between approve's own check and GitLab's: GitLab answers 409.
+    world.sb.fault(method="POST", path="/approve$", status=409)
+    result = approve(world, "--sha", world.head)
+    assert result.code == 1
+    assert "pairgate approve: GitLab refused the approval" in result.err
+    assert "review the new head and approve that" in result.err
+    assert world.ledger(config).approvals == ()
+
+
+def test_an_unknown_merge_request_is_exit_2(world: Round) -> None:
+    result = world.run(
+        "acme-review",
+        "approve",
+        world.issue,
+        "--mr",
+        99,
+        "--mr-project",
+        "acme/app",
+        "--sha",
+        world.head,
+        "--to",
+        "acme-lead",
+    )
+    assert result.code == 2 and "acme/app!99 does not exist" in result.err
