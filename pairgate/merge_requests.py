@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pairgate.ownership import Config, GitLab, GitLabError, UsageError, encode_project
+from pairgate.ownership import Config, GitLab, UsageError, encode_project
+from pairgate.turn import read_found
 
 # The one job whose failure does not block an offer: it fails BECAUSE the approval is not at
 # the head yet, which is what the offer is asking someone to fix.
@@ -19,14 +20,7 @@ def mr_path(project: str, iid: int) -> str:
 
 
 def read_mr(client: GitLab, project: str, iid: int) -> dict[str, Any]:
-    try:
-        return dict(client.get(mr_path(project, iid)))
-    except GitLabError as exc:
-        if exc.status == 404:
-            raise UsageError(
-                f"pairgate: {project}!{iid} does not exist (or the read token cannot see it)"
-            ) from None
-        raise
+    return read_found(client, mr_path(project, iid), f"{project}!{iid}")
 
 
 def checked_sha(sha: str) -> str:

@@ -103,16 +103,20 @@ def issue_path(config: Config, issue: int) -> str:
     return f"projects/{encode_project(config['tracker_project'])}/issues/{issue}"
 
 
-def read_issue(client: GitLab, config: Config, issue: int) -> dict[str, Any]:
+def read_found(client: GitLab, path: str, what: str) -> dict[str, Any]:
+    """One GET of something the user named: a 404 is a usage error naming it."""
     try:
-        return dict(client.get(issue_path(config, issue)))
+        return dict(client.get(path))
     except GitLabError as exc:
         if exc.status == 404:
             raise UsageError(
-                f"pairgate: {config['tracker_project']}#{issue} does not exist "
-                "(or the read token cannot see it)"
+                f"pairgate: {what} does not exist (or the read token cannot see it)"
             ) from None
         raise
+
+
+def read_issue(client: GitLab, config: Config, issue: int) -> dict[str, Any]:
+    return read_found(client, issue_path(config, issue), f"{config['tracker_project']}#{issue}")
 
 
 def begin(ctx: Context, config: Config, issue: int, as_agent: str | None, verbose: bool) -> Turn:
