@@ -206,7 +206,8 @@ def sync_label(turn: Turn) -> None:
     if [label for label in have if label != want]:
         change["remove_labels"] = ",".join(label for label in have if label != want)
     try:
-        turn.state = dict(turn.client.write("PUT", issue_path(turn.config, turn.issue), change))
+        answer = turn.client.write("PUT", issue_path(turn.config, turn.issue), change)
+        turn.state = dict(answer or turn.state)
     except GitLabError as exc:
         turn.warn(
             f"warning: the role label of #{turn.issue} could not be set ({exc.message}); the "
