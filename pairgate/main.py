@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pairgate import ownership
+from pairgate.currency import check_currency
 from pairgate.ownership import Context, Exit, UsageError
 
 # Values a deployment configures are spelled as the key they come from, because --help reads no
@@ -313,10 +314,10 @@ def main(
     ctx: Context | None = None,
 ) -> int:
     """Run one command. ``origin`` names the checkout the currency check measures (see the
-    README: "Which checkout the currency check measures")."""
+    README: "Which checkout the currency check measures"); without it, the checkout this file
+    is in. The check runs before every command that reads the configuration."""
     ctx = ctx or Context()
-    if origin is not None:
-        origin = _checked_origin(origin)
+    measured = Path(__file__).resolve() if origin is None else _checked_origin(origin)
     try:
         try:
             # --help prints and exits inside argparse; keep it on the injected stream.
@@ -334,7 +335,15 @@ def main(
             return Exit.ERROR
         kwargs = {k: v for k, v in vars(args).items() if k not in (*_META, "version")}
         if args.reads_config:
-            kwargs["config"] = ownership.load_config(ctx.env)
+            kwargs["config"] = config = ownership.load_config(ctx.env)
+            check_currency(
+                measured,
+                config,
+                command=args.command,
+                writes=args.writes,
+                env=ctx.env,
+                stderr=ctx.stderr,
+            )
         return int(_resolve(args.handler)(ctx=ctx, **kwargs))
     except Exception as exc:
         return ownership.report(exc, ctx.stderr)
