@@ -31,8 +31,9 @@ def check_currency(
     found (nothing when it is CURRENT)."""
     currency = deployed_currency.measure(checkout, config["deployed_paths"], env=env)
     if currency.state == deployed_currency.UNVERIFIABLE:
+        where = f" ({currency.checkout})" if currency.checkout else ""
         reason = " ".join(currency.reason.split())
-        print(f"pairgate: note: this copy's currency is UNVERIFIABLE: {reason}", file=stderr)
+        print(f"pairgate: note: this copy's currency is UNVERIFIABLE{where}: {reason}", file=stderr)
     elif currency.state == deployed_currency.STALE:
         listing = _listing(currency)
         update = f"Update it: {config['cli_install_command']}"
