@@ -83,6 +83,10 @@ class _GitFailed(Exception):
     pass
 
 
+class _GitMissing(_GitFailed):
+    pass
+
+
 def measure(
     checkout: str | os.PathLike[str],
     paths: Sequence[str],
@@ -110,9 +114,9 @@ def measure(
     def answer(state: str, reason: str, missing: tuple[Commit, ...] = ()) -> Currency:
         return Currency(state, reason, str(top), paths, missing, tuple(notes))
 
-    absent = _absent(top, paths)
     if not paths:
         return answer(UNVERIFIABLE, "no deployed paths are configured")
+    absent = _absent(top, paths)
     if absent:
         return answer(UNVERIFIABLE, f"not in the checkout: {', '.join(absent)}")
     if head is None:
@@ -149,7 +153,7 @@ def _git(
             stdin=subprocess.DEVNULL,
         )
     except FileNotFoundError:
-        raise _GitFailed("git is not installed (not found on PATH)") from None
+        raise _GitMissing("git is not installed (not found on PATH)") from None
     except subprocess.TimeoutExpired:
         raise _GitFailed(f"git {args[0]} took longer than {timeout:g}s") from None
     except OSError as exc:
@@ -168,9 +172,9 @@ def _fetch(where: Path, env: Mapping[str, str], timeout: float) -> list[str]:
         code, _, err = _git(
             where, ["fetch", "--quiet", "--no-tags", "origin", refspec], env, timeout
         )
+    except _GitMissing:
+        raise
     except _GitFailed as failed:
-        if "not installed" in str(failed):
-            raise
         return [f"fetch failed ({failed}); measured against the last fetch"]
     if code != 0:
         return [f"fetch failed ({_first_line(err)}); measured against the last fetch"]

@@ -203,6 +203,7 @@ def test_a_build_is_versioned_by_its_content_unless_it_is_the_tagged_release(
     tmp_path: Path,
 ) -> None:
     pytest.importorskip("hatchling")
+    pytest.importorskip("build")
     project = copy_project(tmp_path / "p")
     git(project, "init", "-q", "-b", "main")
     git(project, "add", "-A")
