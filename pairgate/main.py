@@ -34,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with usage errors raised as UsageError (exit 2) instead of printed and exited,
     so the one translation point sees them too."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         raise UsageError(f"{self.format_usage().rstrip()}\n{self.prog}: error: {message}")
 
 
@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         handler: str,
         help_text: str,
         *,
-        parents: Sequence[argparse.ArgumentParser] = (),
+        parents: Sequence[_Parser] = (),
         reads_config: bool = True,
         writes: bool = False,
     ) -> argparse.ArgumentParser:
@@ -304,7 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _resolve(handler: str) -> Callable[..., int]:
     module, _, func = handler.partition(":")
-    return getattr(importlib.import_module(f"pairgate.{module}"), func)  # type: ignore[no-any-return]
+    handler_func: Callable[..., int] = getattr(importlib.import_module(f"pairgate.{module}"), func)
+    return handler_func
 
 
 def main(
