@@ -35,7 +35,8 @@ ORACLE_END = "<!-- pairgate:liveness-oracle:end -->"
 # through as prose, and a text or oracle must not smuggle one in.
 _ORACLE_MARK = "pairgate:liveness-oracle"
 
-# Configuration values a template may name, and the two computed so no text repeats them.
+# Configuration values a template may name, and the two computed from tracker_project so that
+# no text has to repeat it.
 CONFIG_PLACEHOLDERS = (
     "agent_identity_prefix",
     "cli_command",
@@ -43,8 +44,6 @@ CONFIG_PLACEHOLDERS = (
     "group_path",
     "handoff_doc",
     "tracker_project",
-    "tracker_name",
-    "tracker_api_path",
 )
 
 # Every "{{" in a template must open a well-formed placeholder; group 1 is None when it does not.
@@ -71,7 +70,7 @@ def deployed_name(config: Config, role: str) -> str:
 
 def config_values(config: Config) -> dict[str, str]:
     """The values ``{{config:<key>}}`` may name."""
-    values = {key: str(config[key]) for key in CONFIG_PLACEHOLDERS[:6]}
+    values = {key: str(config[key]) for key in CONFIG_PLACEHOLDERS}
     tracker = values["tracker_project"]
     values["tracker_name"] = tracker.rsplit("/", 1)[-1]
     values["tracker_api_path"] = quote(tracker, safe="")
@@ -122,7 +121,7 @@ def texts_named(sources: Mapping[str, str]) -> set[str]:
         m.group(2)
         for source in sources.values()
         for m in _OPENING.finditer(source)
-        if m.group(1) == "text"
+        if m.group(1) == "text" and _TEXT_NAME.fullmatch(m.group(2))
     }
 
 

@@ -100,6 +100,20 @@ def try_repo(pre_commit: Path, hooks_repo: Path, consumer: Path, *args: str) -> 
     )
 
 
+def commit_msg_hook(pre_commit: Path, hooks_repo: Path, consumer: Path) -> Result:
+    """The commit-msg hook, on the message in the consumer's file MSG."""
+    return try_repo(
+        pre_commit,
+        hooks_repo,
+        consumer,
+        "pairgate-finding-vocabulary-commit-msg",
+        "--hook-stage",
+        "commit-msg",
+        "--commit-msg-filename",
+        "MSG",
+    )
+
+
 def test_the_manifest_is_valid(pre_commit: Path) -> None:
     result = run([pre_commit, "validate-manifest", ROOT / ".pre-commit-hooks.yaml"], cwd=ROOT)
     assert result.code == 0, result.out + result.err
@@ -115,16 +129,7 @@ def test_commit_msg_hook_passes_a_clean_message(
         "ASKS: rename --force to --yes in cli.py:40\n\n"
         "Related to #7\n"
     )
-    result = try_repo(
-        pre_commit,
-        hooks_repo,
-        consumer,
-        "pairgate-finding-vocabulary-commit-msg",
-        "--hook-stage",
-        "commit-msg",
-        "--commit-msg-filename",
-        "MSG",
-    )
+    result = commit_msg_hook(pre_commit, hooks_repo, consumer)
     assert result.code == 0, result.out + result.err
     assert "Passed" in result.out
 
@@ -138,16 +143,7 @@ def test_commit_msg_hook_fails_a_promotion_and_a_look_alike_naming_the_lines(
         "Fix this before merging.\n\n"
         "MUST FIX: the timeout\n"
     )
-    result = try_repo(
-        pre_commit,
-        hooks_repo,
-        consumer,
-        "pairgate-finding-vocabulary-commit-msg",
-        "--hook-stage",
-        "commit-msg",
-        "--commit-msg-filename",
-        "MSG",
-    )
+    result = commit_msg_hook(pre_commit, hooks_repo, consumer)
     assert result.code == 1, result.out + result.err
     assert "MSG:4: a relay promotes the OBSERVED: quoted on line 3" in result.out
     assert "MSG:6: look-alike marker 'MUST FIX:'" in result.out
