@@ -6,6 +6,7 @@ import io
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 
 from pairgate.main import main
 from pairgate.ownership import Context
+from pairgate.sandbox.testing import RunningSandbox, running_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -59,3 +61,20 @@ PAIRGATE = [sys.executable, "-B", "-m", "pairgate"]
 def config_env() -> dict[str, str]:
     """An environment naming the suite's configuration."""
     return {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)}
+
+
+# -- the sandbox (docs/sandbox.md) ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def sandbox_server() -> Iterator[RunningSandbox]:
+    """One sandbox for the whole session; use ``sandbox`` in tests, which resets it first."""
+    with running_sandbox() as running:
+        yield running
+
+
+@pytest.fixture
+def sandbox(sandbox_server: RunningSandbox) -> RunningSandbox:
+    """The session's sandbox, back at the default world (a reset takes milliseconds)."""
+    sandbox_server.reset()
+    return sandbox_server

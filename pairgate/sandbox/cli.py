@@ -1,11 +1,55 @@
-"""pairgate sandbox (built by the sandbox issue)."""
+"""``pairgate sandbox``: serve a GitLab stand-in until SIGINT or SIGTERM (docs/sandbox.md)."""
 
 from __future__ import annotations
 
-from typing import Any
+import ipaddress
+import json
+import signal
+import threading
+from pathlib import Path
 
-from pairgate.commands._todo import not_yet
+from pairgate import ownership
+from pairgate.ownership import Context, PairgateError
+from pairgate.sandbox import defaults
+from pairgate.sandbox.server import Sandbox
 
 
-def serve(**_: Any) -> int:
-    raise not_yet("sandbox", "the sandbox issue")
+def serve(
+    *, ctx: Context, host: str, port: int, state: Path | None, config_out: Path | None
+) -> int:
+    try:
+        sandbox = Sandbox(host, port, state=state)
+    except OSError as error:
+        raise PairgateError(f"pairgate sandbox: cannot listen on {host}:{port}: {error}") from None
+    except (ValueError, KeyError, TypeError) as error:
+        raise PairgateError(f"pairgate sandbox: unreadable --state {state}: {error}") from None
+    if not _loopback(host):
+        print(f"pairgate sandbox: warning: listening on {host}, beyond loopback", file=ctx.stderr)
+    stop = threading.Event()
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    try:
+        sandbox.start()
+        if config_out is not None:
+            config = defaults.pairgate_config(sandbox.app.world)
+            ownership.validate_config(config, source=str(config_out))
+            config_out.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        print(json.dumps(sandbox.info()), file=ctx.stdout, flush=True)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        sandbox.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,129 @@
+"""The sandbox-only endpoints under ``/-/sandbox/`` (docs/sandbox.md): pipelines, faults, the
+clock, the request log, switches and reset. No authentication: the server is on loopback."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from pairgate.sandbox import pipelines
+from pairgate.sandbox.faults import Fault
+from pairgate.sandbox.httpd import ApiError, Reply, Request, Router, not_found
+
+if TYPE_CHECKING:
+    from pairgate.sandbox.server import App
+
+ROUTER = Router()
+
+
+def _bad(text: str) -> ApiError:
+    return ApiError(400, {"error": text})
+
+
+@ROUTER.route("POST", "/reset")
+def reset(app: App, req: Request) -> Any:
+    app.reset()
+    return Reply(200, {"reset": True})
+
+
+@ROUTER.route("POST", "/pipelines")
+def create_pipeline(app: App, req: Request) -> Any:
+    world = app.world
+    project = world.project_by_ref(str(req.params.get("project", "")))
+    if project is None:
+        raise not_found("Project")
+    jobs = req.params.get("jobs") or []
+    if not isinstance(jobs, list) or not all(isinstance(j, dict) for j in jobs):
+        raise _bad("jobs must be a list of {name, status, allow_failure}")
+    user = req.params.get("user", 13)
+    user_id = next((u.id for u in world.users.values() if user in (u.id, u.username)), None)
+    try:
+        pipeline = pipelines.create(
+            world,
+            project,
+            ref=req.required("ref"),
+            sha=req.text("sha"),
+            jobs=jobs,
+            source=req.text("source"),
+            user_id=user_id,
+        )
+    except ValueError as error:
+        raise _bad(str(error)) from None
+    return _pipeline_reply(app, req, pipeline)
+
+
+@ROUTER.route("PUT", "/pipelines/{pipeline_id}")
+def update_pipeline(app: App, req: Request, pipeline_id: str) -> Any:
+    pipeline = app.world.pipelines.get(int(pipeline_id)) if pipeline_id.isdigit() else None
+    if pipeline is None:
+        raise not_found("Pipeline")
+    try:
+        pipelines.update_jobs(app.world, pipeline, req.params.get("jobs") or [])
+    except ValueError as error:
+        raise _bad(str(error)) from None
+    return _pipeline_reply(app, req, pipeline)
+
+
+def _pipeline_reply(app: App, req: Request, pipeline: pipelines.Pipeline) -> Any:
+    from pairgate.sandbox.entities import Renderer
+
+    render = Renderer(app.world, req.base)
+    jobs = [j for j in app.world.jobs.values() if j.pipeline_id == pipeline.id]
+    return render.pipeline(pipeline) | {"jobs": [render.job(j) | {"token": j.token} for j in jobs]}
+
+
+@ROUTER.route("POST", "/faults")
+def add_fault(app: App, req: Request) -> Any:
+    try:
+        fault = Fault.from_json(req.params)
+    except (ValueError, TypeError) as error:
+        raise _bad(str(error)) from None
+    app.faults.add(fault)
+    return {"armed": len(app.faults.armed)}
+
+
+@ROUTER.route("DELETE", "/faults")
+def clear_faults(app: App, req: Request) -> Any:
+    app.faults.clear()
+    return Reply(204)
+
+
+@ROUTER.route("GET", "/faults")
+def list_faults(app: App, req: Request) -> Any:
+    return [dataclasses.asdict(f) | {"path": f.path.pattern} for f in app.faults.armed]
+
+
+@ROUTER.route("POST", "/clock")
+def advance_clock(app: App, req: Request) -> Any:
+    try:
+        seconds = float(req.params.get("advance_seconds", 0))
+    except (TypeError, ValueError):
+        raise _bad("advance_seconds must be a number") from None
+    app.world.clock_offset += seconds
+    return {"now": app.world.stamp(), "offset_seconds": app.world.clock_offset}
+
+
+@ROUTER.route("GET", "/requests")
+def list_requests(app: App, req: Request) -> Any:
+    return list(app.log)
+
+
+@ROUTER.route("DELETE", "/requests")
+def clear_requests(app: App, req: Request) -> Any:
+    app.log.clear()
+    return Reply(204)
+
+
+@ROUTER.route("GET", "/options")
+def get_options(app: App, req: Request) -> Any:
+    return dataclasses.asdict(app.world.options)
+
+
+@ROUTER.route("POST", "/options")
+def set_options(app: App, req: Request) -> Any:
+    """Flip switches until the next reset (reset restores the server's own options)."""
+    try:
+        app.world.options.update(req.params)
+    except KeyError as error:
+        raise _bad(f"unknown option {error.args[0]!r}") from None
+    return dataclasses.asdict(app.world.options)

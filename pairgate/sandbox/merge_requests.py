@@ -1,0 +1,198 @@
+"""Merge requests: create, edit, get, list per project and per group, commits, pipelines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pairgate.sandbox import repo
+from pairgate.sandbox.access import API, current_user, group_for, project_for, renderer
+from pairgate.sandbox.httpd import (
+    ApiError,
+    Reply,
+    Request,
+    forbidden,
+    paginate,
+    param_error,
+    record_not_found,
+)
+from pairgate.sandbox.issues import (
+    apply_labels,
+    edit_common,
+    require_one_of,
+    set_state,
+    user_ids,
+)
+from pairgate.sandbox.model import DEVELOPER, MergeRequest, Project
+from pairgate.sandbox.mr_entity import render
+
+EDITABLE = (
+    "add_labels", "allow_collaboration", "allow_maintainer_to_push", "assignee_id",
+    "assignee_ids", "description", "discussion_locked", "labels", "milestone_id",
+    "remove_labels", "remove_source_branch", "reviewer_ids", "squash", "state_event",
+    "target_branch", "title",
+)  # fmt: skip
+
+
+def mr_for(req: Request, project: Project, iid: str) -> MergeRequest:
+    mr = req.world.merge_request(project, int(iid)) if iid.isdigit() else None
+    if mr is None:
+        raise record_not_found()
+    return mr
+
+
+def _filtered(req: Request, found: list[MergeRequest]) -> Reply:
+    state = req.choice("state", ("opened", "closed", "locked", "merged", "all"), "all")
+    if state != "all":
+        found = [m for m in found if m.state == state]
+    for name in ("source_branch", "target_branch"):
+        value = req.text(name)
+        if value:
+            found = [m for m in found if getattr(m, name) == value]
+    search = req.text("search")
+    if search:
+        found = [m for m in found if search.lower() in f"{m.title}\n{m.description}".lower()]
+    wanted = req.csv("labels")
+    if wanted:
+        found = [m for m in found if set(wanted) <= set(m.labels)]
+    iids = req.csv("iids")
+    if iids:
+        found = [m for m in found if str(m.iid) in iids]
+    author = req.integer("author_id")
+    if author is not None:
+        found = [m for m in found if m.author_id == author]
+    order = req.choice("order_by", ("created_at", "updated_at", "title", "merged_at"), "created_at")
+    desc = req.choice("sort", ("asc", "desc"), "desc") == "desc"
+    keys = {
+        "updated_at": lambda m: (m.updated_at, m.id),
+        "title": lambda m: (m.title, m.id),
+        "merged_at": lambda m: (m.merged_at or "", m.id),
+    }
+    found.sort(key=keys.get(order, lambda m: (m.id,)), reverse=desc)
+    r = renderer(req)
+    return paginate(req, found, lambda m: render(r, m, req.user, basic=True))
+
+
+@API.route("GET", "/projects/{project_id}/merge_requests", job_token=True)
+def list_merge_requests(req: Request, project_id: str) -> Any:
+    project = project_for(req, project_id)
+    return _filtered(
+        req, [m for m in req.world.merge_requests.values() if m.project_id == project.id]
+    )
+
+
+@API.route("GET", "/groups/{group_id}/merge_requests")
+def list_group_merge_requests(req: Request, group_id: str) -> Any:
+    group = group_for(req, group_id)
+    world = req.world
+    return _filtered(req, [
+        m for m in world.merge_requests.values()
+        if world.projects[m.project_id].namespace_id == group.id
+        and world.can_read(req.user, world.projects[m.project_id])
+    ])  # fmt: skip
+
+
+@API.route("GET", "/projects/{project_id}/merge_requests/{iid}", job_token=True)
+def get_merge_request(req: Request, project_id: str, iid: str) -> Any:
+    project = project_for(req, project_id)
+    return render(renderer(req), mr_for(req, project, iid), req.user, basic=False)
+
+
+@API.route("POST", "/projects/{project_id}/merge_requests")
+def create_merge_request(req: Request, project_id: str) -> Any:
+    user = current_user(req)
+    project = project_for(req, project_id)
+    missing = [n for n in ("source_branch", "target_branch", "title") if not req.text(n)]
+    if missing:
+        raise param_error(", ".join(f"{n} is missing" for n in missing))
+    if req.world.access_level(user, project) < DEVELOPER:
+        raise forbidden()
+    source, target = req.required("source_branch"), req.required("target_branch")
+    world = req.world
+    for name in (source, target):
+        if name not in project.branches:
+            raise ApiError(400, {"message": [f'Branch "{name}" does not exist']})
+    if source == target:
+        raise ApiError(
+            400, {"message": ["You can't use same project/branch for source and target"]}
+        )
+    for other in world.merge_requests.values():
+        if (other.project_id, other.source_branch, other.target_branch, other.state) == (
+            project.id,
+            source,
+            target,
+            "opened",
+        ):
+            raise ApiError(
+                409,
+                {
+                    "message": [
+                        "Another open merge request already exists for "
+                        f"this source branch: !{other.iid}"
+                    ]
+                },
+            )
+    now = world.stamp()
+    mr = MergeRequest(
+        world.next_id("merge_request"),
+        world.next_iid(project, "mr"),
+        project.id,
+        project.id,
+        source,
+        target,
+        req.required("title"),
+        req.text("description"),
+        user.id,
+        now,
+        now,
+        base_sha=project.branches[target],
+    )
+    mr.labels = apply_labels(world, [], labels=req.csv("labels") or [])
+    mr.assignee_ids = user_ids(req, "assignee_ids")
+    mr.reviewer_ids = user_ids(req, "reviewer_ids")
+    world.merge_requests[mr.id] = mr
+    return render(renderer(req), mr, user, basic=False)
+
+
+@API.route("PUT", "/projects/{project_id}/merge_requests/{iid}")
+def edit_merge_request(req: Request, project_id: str, iid: str) -> Any:
+    user = current_user(req)
+    project = project_for(req, project_id)
+    world = req.world
+    mr = mr_for(req, project, iid)
+    require_one_of(req, EDITABLE)
+    if user.id != mr.author_id and world.access_level(user, project) < DEVELOPER:
+        raise forbidden()
+    edit_common(req, mr, user)
+    if req.has("state_event") and mr.state != "merged":
+        event = req.choice("state_event", ("close", "reopen"), "")
+        mr.final_sha = repo.current_sha(world, mr) if event == "close" else None
+        set_state(world, mr, event, user)
+    if req.has("reviewer_ids"):
+        mr.reviewer_ids = user_ids(req, "reviewer_ids")
+    if req.has("target_branch") and req.text("target_branch") in project.branches:
+        mr.target_branch = req.required("target_branch")
+    mr.updated_at = world.stamp()
+    return render(renderer(req), mr, user, basic=False)
+
+
+@API.route("GET", "/projects/{project_id}/merge_requests/{iid}/commits")
+def list_mr_commits(req: Request, project_id: str, iid: str) -> Any:
+    project = project_for(req, project_id)
+    mr = mr_for(req, project, iid)
+    return paginate(req, repo.mr_commits(req.world, mr), renderer(req).commit)
+
+
+@API.route("GET", "/projects/{project_id}/merge_requests/{iid}/pipelines")
+def list_mr_pipelines(req: Request, project_id: str, iid: str) -> Any:
+    """MR pipelines first, then branch pipelines on the MR's commits; each newest first."""
+    project = project_for(req, project_id)
+    world = req.world
+    mr = mr_for(req, project, iid)
+    shas = {c.id for c in repo.mr_commits(world, mr)}
+    refs = {f"refs/merge-requests/{mr.iid}/head", f"refs/merge-requests/{mr.iid}/merge"}
+    own = [p for p in world.pipelines.values() if p.project_id == project.id]
+    event = [p for p in own if p.ref in refs]
+    branch = [p for p in own if p.ref == mr.source_branch and p.sha in shas]
+    found = sorted(event, key=lambda p: -p.id) + sorted(branch, key=lambda p: -p.id)
+    r = renderer(req)
+    return paginate(req, found, lambda p: r.pipeline(p, basic=True))

@@ -1,0 +1,245 @@
+"""Notes on issues and merge requests: order, permissions, system notes and quick actions."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pairgate.sandbox.access import API, current_user, project_for, renderer
+from pairgate.sandbox.httpd import Reply, Request, bad_request, forbidden, paginate
+from pairgate.sandbox.httpd import record_not_found as note_not_found
+from pairgate.sandbox.issues import apply_labels, can_update, issue_for, set_state
+from pairgate.sandbox.model import MAINTAINER, REPORTER, Issue, MergeRequest, Note, Project, User
+from pairgate.sandbox.model import World as _World
+
+KINDS = {"issues": "Issue", "merge_requests": "MergeRequest"}
+ISSUE_COMMANDS = {"close", "reopen", "label", "unlabel", "relabel", "title", "assign", "unassign"}
+MR_COMMANDS = ISSUE_COMMANDS | {"approve", "unapprove"}
+_COMMAND_LINE = re.compile(r"^/([a-z_]+)(?:[ \t]+(.*))?$")
+_LABEL = re.compile(r'~"([^"]+)"|~(\S+)|(\S+)')
+
+
+def add_system(world: _World, noteable: Issue | MergeRequest, actor: User, body: str) -> Note:
+    """A system note (GitLab writes them for title edits, pushes, approvals); never editable."""
+    return _store(world, noteable, actor, body, system=True)
+
+
+def _store(
+    world: _World,
+    noteable: Issue | MergeRequest,
+    author: User,
+    body: str,
+    *,
+    system: bool = False,
+    internal: bool = False,
+) -> Note:
+    now = world.stamp()
+    kind = "Issue" if isinstance(noteable, Issue) else "MergeRequest"
+    note = Note(
+        world.next_id("note"),
+        noteable.project_id,
+        kind,
+        noteable.id,
+        noteable.iid,
+        body,
+        author.id,
+        now,
+        now,
+        system=system,
+        internal=internal,
+    )
+    world.notes[note.id] = note
+    return note
+
+
+def _noteable(req: Request, project: Project, kind: str, iid: str) -> Issue | MergeRequest:
+    if kind == "issues":
+        return issue_for(req, project, iid)
+    mr = req.world.merge_request(project, int(iid)) if iid.isdigit() else None
+    if mr is None:
+        raise note_not_found()
+    return mr
+
+
+def _notes_of(world: _World, noteable: Issue | MergeRequest) -> list[Note]:
+    kind = "Issue" if isinstance(noteable, Issue) else "MergeRequest"
+    return [
+        n for n in world.notes.values() if n.noteable_type == kind and n.noteable_id == noteable.id
+    ]
+
+
+def _note_for(req: Request, noteable: Issue | MergeRequest, note_id: str) -> Note:
+    note = req.world.notes.get(int(note_id)) if note_id.isdigit() else None
+    if note is None or note not in _notes_of(req.world, noteable):
+        raise note_not_found()
+    return note
+
+
+for _kind in KINDS:
+    _base = f"/projects/{{project_id}}/{_kind}/{{iid}}/notes"
+
+    @API.route("GET", _base, job_token=_kind == "merge_requests")
+    def list_notes(req: Request, project_id: str, iid: str, _kind: str = _kind) -> Any:
+        project = project_for(req, project_id)
+        noteable = _noteable(req, project, _kind, iid)
+        order = req.choice("order_by", ("created_at", "updated_at"), "created_at")
+        desc = req.choice("sort", ("asc", "desc"), "desc") == "desc"
+        activity = req.choice(
+            "activity_filter", ("all_notes", "only_comments", "only_activity"), "all_notes"
+        )
+        found = _notes_of(req.world, noteable)
+        if activity != "all_notes":
+            found = [n for n in found if n.system == (activity == "only_activity")]
+        # created_at orders by id, as GitLab's tie-breaker does
+        found.sort(
+            key=lambda n: (n.updated_at, n.id) if order == "updated_at" else (n.id,), reverse=desc
+        )
+        reply = paginate(req, found)
+        # As on GitLab, unreadable (internal) notes are dropped AFTER paging: a page may be
+        # short, or empty, while X-Next-Page still names the next one.
+        reader = req.world.access_level(req.user, project) >= REPORTER
+        reply.body = [renderer(req).note(n) for n in reply.body if reader or not n.internal]
+        return reply
+
+    @API.route("GET", _base + "/{note_id}", job_token=_kind == "merge_requests")
+    def get_note(req: Request, project_id: str, iid: str, note_id: str, _kind: str = _kind) -> Any:
+        project = project_for(req, project_id)
+        note = _note_for(req, _noteable(req, project, _kind, iid), note_id)
+        if note.internal and req.world.access_level(req.user, project) < REPORTER:
+            raise note_not_found()
+        return renderer(req).note(note)
+
+    @API.route("POST", _base)
+    def create_note(req: Request, project_id: str, iid: str, _kind: str = _kind) -> Any:
+        user = current_user(req)
+        project = project_for(req, project_id)
+        noteable = _noteable(req, project, _kind, iid)
+        body = req.required("body")
+        world = req.world
+        locked = isinstance(noteable, Issue) and noteable.discussion_locked
+        if locked and world.access_level(user, project) < REPORTER:
+            raise forbidden()
+        text, changes, summary = run_quick_actions(req, project, noteable, user, body)
+        if changes and not text.strip():
+            return Reply(202, {"commands_changes": changes, "summary": summary})
+        internal = req.flag("internal", req.flag("confidential"))
+        note = _store(world, noteable, user, text if changes else body, internal=internal)
+        noteable.updated_at = note.created_at
+        return renderer(req).note(note) | {"commands_changes": changes}
+
+    @API.route("PUT", _base + "/{note_id}")
+    def edit_note(req: Request, project_id: str, iid: str, note_id: str, _kind: str = _kind) -> Any:
+        user = current_user(req)
+        project = project_for(req, project_id)
+        note = _note_for(req, _noteable(req, project, _kind, iid), note_id)
+        _may_change(req, project, note, user)
+        note.body = req.required("body")
+        note.updated_at = req.world.stamp()
+        return renderer(req).note(note)
+
+    @API.route("DELETE", _base + "/{note_id}")
+    def delete_note(
+        req: Request, project_id: str, iid: str, note_id: str, _kind: str = _kind
+    ) -> Any:
+        user = current_user(req)
+        project = project_for(req, project_id)
+        note = _note_for(req, _noteable(req, project, _kind, iid), note_id)
+        _may_change(req, project, note, user)
+        del req.world.notes[note.id]
+        return Reply(204)
+
+
+def _may_change(req: Request, project: Project, note: Note, user: User) -> None:
+    """The author, or a Maintainer and above (GitLab's admin_note); system notes never."""
+    if note.system:
+        raise forbidden()
+    if note.author_id != user.id and req.world.access_level(user, project) < MAINTAINER:
+        raise forbidden()
+
+
+def run_quick_actions(
+    req: Request, project: Project, noteable: Issue | MergeRequest, user: User, body: str
+) -> tuple[str, dict[str, Any], list[str]]:
+    """Execute the quick-action lines the user may run; return the body without them, the
+    changes and the summary. Lines inside code fences are text, as are unknown commands."""
+    world = req.world
+    if not can_update(world, user, project, noteable.author_id):
+        return body, {}, []
+    known = ISSUE_COMMANDS if isinstance(noteable, Issue) else MR_COMMANDS
+    kept: list[str] = []
+    changes: dict[str, Any] = {}
+    summary: list[str] = []
+    fenced = False
+    for line in body.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        found = None if fenced else _COMMAND_LINE.match(line.rstrip("\r"))
+        if not found or found.group(1) not in known:
+            kept.append(line)
+            continue
+        _execute(
+            req, noteable, user, found.group(1), (found.group(2) or "").strip(), changes, summary
+        )
+    if changes:
+        noteable.updated_at = world.stamp()
+    return "\n".join(kept).strip("\n"), changes, summary
+
+
+def _execute(
+    req: Request,
+    noteable: Issue | MergeRequest,
+    user: User,
+    command: str,
+    arg: str,
+    changes: dict[str, Any],
+    summary: list[str],
+) -> None:
+    world = req.world
+    thing = "issue" if isinstance(noteable, Issue) else "merge request"
+    labels = [a or b or c for a, b, c in _LABEL.findall(arg)]
+    if command in ("close", "reopen"):
+        set_state(world, noteable, command, user)
+        changes["state_event"] = command
+        summary.append(f"{'Closed' if command == 'close' else 'Reopened'} this {thing}.")
+    elif command == "label" and labels:
+        noteable.labels = apply_labels(world, noteable.labels, add=labels)
+        changes["add_label_ids"] = [world.label_id(lb) for lb in labels]
+        summary.append(f"Added {_names(labels)} label{'s' if len(labels) > 1 else ''}.")
+    elif command == "unlabel":
+        gone = labels or list(noteable.labels)
+        noteable.labels = apply_labels(world, noteable.labels, remove=gone)
+        changes["remove_label_ids"] = [world.label_id(lb) for lb in gone]
+        summary.append(f"Removed {_names(gone)} label{'s' if len(gone) > 1 else ''}.")
+    elif command == "relabel" and labels:
+        noteable.labels = apply_labels(world, noteable.labels, labels=labels)
+        changes["label_ids"] = [world.label_id(lb) for lb in labels]
+        summary.append(f"Replaced all labels with {_names(labels)} label.")
+    elif command == "title" and arg:
+        noteable.title = arg
+        changes["title"] = arg
+        summary.append(f'Changed the title to "{arg}".')
+    elif command in ("assign", "unassign"):
+        names = [n.lstrip("@") for n in arg.split()] or ([user.username] if arg == "" else [])
+        ids = [u.id for u in world.users.values() if u.username in names]
+        if command == "assign":
+            noteable.assignee_ids = list(dict.fromkeys([*noteable.assignee_ids, *ids]))
+        else:
+            noteable.assignee_ids = [a for a in noteable.assignee_ids if arg and a not in ids]
+        changes["assignee_ids"] = noteable.assignee_ids
+        summary.append(
+            f"{'Assigned' if command == 'assign' else 'Removed assignee'} "
+            + " ".join(f"@{n}" for n in names)
+            + "."
+        )
+    elif command in ("approve", "unapprove") and isinstance(noteable, MergeRequest):
+        from pairgate.sandbox.approvals import record_approval
+
+        if record_approval(world, noteable, user, approve=command == "approve"):
+            changes[command] = True
+            summary.append(f"{command.capitalize()}d the current merge request.")
+    else:
+        raise bad_request(f"Could not apply {command} command.")
+
+
+def _names(labels: list[str]) -> str:
+    return " ".join(f'~"{lb}"' for lb in labels)

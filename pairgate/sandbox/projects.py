@@ -1,0 +1,87 @@
+"""Users, projects and groups."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pairgate.sandbox.access import API, current_user, group_for, project_for, renderer
+from pairgate.sandbox.httpd import Request, not_found, paginate, unauthorized
+
+
+@API.route("GET", "/user")
+def get_current_user(req: Request) -> Any:
+    if req.scope == "job":
+        raise unauthorized()  # UNCONFIRMED in the reference; its suggestion: 401
+    return renderer(req).user(current_user(req), current=True)
+
+
+@API.route("GET", "/users/{user_id}")
+def get_user(req: Request, user_id: str) -> Any:
+    current_user(req)
+    user = req.world.users.get(int(user_id)) if user_id.isdigit() else None
+    if user is None:
+        raise not_found("User")
+    return renderer(req).user(user)
+
+
+@API.route("GET", "/users")
+def list_users(req: Request) -> Any:
+    current_user(req)
+    users = sorted(req.world.users.values(), key=lambda u: u.id)
+    username = req.text("username")
+    if username is not None:
+        users = [u for u in users if u.username.lower() == username.lower()]
+    return paginate(req, users, renderer(req).user)
+
+
+@API.route("GET", "/projects/{project_id}", job_token=True)
+def get_project(req: Request, project_id: str) -> Any:
+    return renderer(req).project(project_for(req, project_id), req.user)
+
+
+@API.route("GET", "/groups/{group_id}")
+def get_group(req: Request, group_id: str) -> Any:
+    group = group_for(req, group_id)
+    return {
+        "id": group.id,
+        "name": group.name,
+        "path": group.path,
+        "full_name": group.name,
+        "full_path": group.path,
+        "parent_id": None,
+        "visibility": "private",
+        "web_url": f"{req.base}/groups/{group.path}",
+    }
+
+
+@API.route("GET", "/groups/{group_id}/projects")
+def list_group_projects(req: Request, group_id: str) -> Any:
+    return _group_projects(req, group_id, own=True, shared=req.flag("with_shared", True))
+
+
+@API.route("GET", "/groups/{group_id}/projects/shared")
+def list_shared_projects(req: Request, group_id: str) -> Any:
+    return _group_projects(req, group_id, own=False, shared=True)
+
+
+def _group_projects(req: Request, group_id: str, *, own: bool, shared: bool) -> Any:
+    world = req.world
+    group = group_for(req, group_id)
+    found = [
+        p
+        for p in world.projects.values()
+        if ((own and p.namespace_id == group.id) or (shared and group.id in p.shared_with))
+        and world.can_read(req.user, p)
+    ]
+    order = req.choice(
+        "order_by",
+        ("id", "name", "path", "created_at", "updated_at", "last_activity_at"),
+        "created_at",
+    )
+    key = {"name": lambda p: p.name, "path": lambda p: p.path}.get(order, lambda p: p.id)
+    found.sort(key=key, reverse=req.choice("sort", ("asc", "desc"), "desc") == "desc")
+    search = req.text("search")
+    if search:
+        found = [p for p in found if search.lower() in (p.name + " " + p.path).lower()]
+    render = renderer(req)
+    return paginate(req, found, lambda p: render.project(p, req.user))

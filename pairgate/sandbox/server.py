@@ -1,0 +1,244 @@
+"""The server: authentication, dispatch, faults and the request log around the route table, and
+``Sandbox``, which runs it on a loopback port in a thread."""
+
+from __future__ import annotations
+
+import copy
+import json
+import socket
+import threading
+import time
+import traceback
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from pairgate.sandbox import defaults
+from pairgate.sandbox.access import API
+from pairgate.sandbox.faults import Faults
+from pairgate.sandbox.httpd import (
+    ApiError,
+    Reply,
+    Request,
+    Router,
+    parse_params,
+    unauthorized,
+)
+from pairgate.sandbox.model import Options, World
+
+# The resource modules register their routes on API when imported.
+from pairgate.sandbox import (  # noqa: F401  isort: skip
+    approvals,
+    control,
+    issues,
+    merge_requests,
+    notes,
+    pipelines,
+    projects,
+    repository,
+)
+
+DEFAULT_STATUS = {"GET": 200, "POST": 201, "PUT": 200, "DELETE": 204}
+INSUFFICIENT_SCOPE = ApiError(
+    403,
+    {
+        "error": "insufficient_scope",
+        "error_description": "The request requires higher privileges than provided by the "
+        "access token.",
+        "scope": "api",
+    },
+)
+
+
+class App:
+    """Everything one server knows; every request runs under ``lock``, so handlers never race."""
+
+    def __init__(self, world: World, *, options: Options, state: Path | None = None) -> None:
+        self.world, self.base_options, self.state = world, options, state
+        self.lock = threading.RLock()
+        self.faults = Faults()
+        self.log: list[dict[str, Any]] = []
+
+    def reset(self) -> None:
+        with self.lock:
+            self.world = defaults.build(copy.copy(self.base_options))
+            self.faults.clear()
+            self.log.clear()
+
+    def handle(
+        self, method: str, path: str, query: str, headers: dict[str, str], body: bytes, base: str
+    ) -> Reply:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        with self.lock:
+            try:
+                params = parse_params(pairs, body, headers.get("content-type", ""))
+                req = Request(method, path, pairs, params, headers, base, self.world)
+                if path.startswith("/-/sandbox/"):
+                    return self._reply(control.ROUTER, req, path[len("/-/sandbox") :])
+                if not path.startswith("/api/v4/"):
+                    raise ApiError(404, {"error": "404 Not Found"})
+                return self._reply(API, req, path[len("/api/v4") :], authenticate=True)
+            except ApiError as error:
+                return Reply(error.status, error.body, error.headers)
+            except Exception:  # a sandbox bug: answer as GitLab does, and say where
+                traceback.print_exc()
+                return Reply(500, {"message": "500 Internal Server Error"})
+
+    def _reply(
+        self, router: Router, req: Request, path: str, *, authenticate: bool = False
+    ) -> Reply:
+        route, args = router.match(req.method, path)
+        if authenticate:
+            self._authenticate(req, job_token_allowed=route.job_token and req.method == "GET")
+        result = route.handler(req, **args) if router is API else route.handler(self, req, **args)
+        if isinstance(result, Reply):
+            return result
+        return Reply(DEFAULT_STATUS.get(req.method, 200), result)
+
+    def _authenticate(self, req: Request, *, job_token_allowed: bool) -> None:
+        headers, params = req.headers, req.params
+        bearer = headers.get("authorization", "")
+        token = (
+            headers.get("private-token")
+            or (bearer[7:].strip() if bearer.lower().startswith("bearer ") else None)
+            or params.get("private_token")
+        )
+        job_token = headers.get("job-token") or params.get("job_token")
+        if token:
+            grant = self.world.tokens.get(str(token))
+            if grant is None:
+                raise unauthorized()
+            req.user, req.scope = self.world.users[grant[0]], grant[1]
+            if req.scope == "read_api" and req.method not in ("GET", "HEAD"):
+                raise INSUFFICIENT_SCOPE
+        elif job_token:
+            job = next((j for j in self.world.jobs.values() if j.token == job_token), None)
+            if job is None:
+                raise unauthorized()
+            if job_token_allowed:  # elsewhere a job token counts as no credentials at all
+                pipeline = self.world.pipelines[job.pipeline_id]
+                req.user = self.world.users.get(pipeline.user_id or 0)
+                req.scope, req.job_project_id = "job", pipeline.project_id
+        if req.user is None and req.method != "GET":
+            raise unauthorized()
+
+    def record(self, method: str, path: str, query: str, status: int) -> None:
+        with self.lock:
+            self.log.append({"method": method, "path": path, "query": query, "status": status})
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    app: App
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body leave in separate writes; without this, Nagle and delayed ACKs
+        # cost 40 ms per keep-alive request.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def _serve(self) -> None:
+        app = self.server.app
+        path, _, query = self.path.partition("?")
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        host = headers.get("host") or "{}:{}".format(*self.server.server_address[:2])
+        base = f"http://{host}"
+        if path.startswith("/-/sandbox/"):
+            self._send(app.handle(self.command, path, query, headers, body, base))
+            return
+        with app.lock:
+            fault = app.faults.take(self.command, path)
+        if fault and fault.delay_ms:
+            time.sleep(fault.delay_ms / 1000)
+        if fault and fault.drop and not fault.after:
+            return self._drop(app, path, query)
+        if fault and fault.status and not fault.after:
+            reply = fault.reply()
+        else:
+            reply = app.handle(self.command, path, query, headers, body, base)
+        if fault and fault.after:
+            if fault.drop:
+                return self._drop(app, path, query)
+            reply = fault.reply()
+        app.record(self.command, path, query, reply.status)
+        self._send(reply)
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _serve
+
+    def _drop(self, app: App, path: str, query: str) -> None:
+        app.record(self.command, path, query, 0)
+        self.close_connection = True  # no status line: the client sees the connection drop
+
+    def _send(self, reply: Reply) -> None:
+        headers = dict(reply.headers)
+        if reply.status in (204, 304) or reply.body is None:
+            data = b""
+        elif isinstance(reply.body, (bytes, str)):
+            data = reply.body.encode() if isinstance(reply.body, str) else reply.body
+            headers.setdefault("Content-Type", "text/plain; charset=utf-8")
+        else:
+            data = json.dumps(reply.body).encode()
+            headers.setdefault("Content-Type", "application/json")
+        self.send_response(reply.status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # the request log (GET /-/sandbox/requests) replaces the access log
+
+
+class Sandbox:
+    """One sandbox server. ``start`` binds and serves in a daemon thread; ``stop`` ends it and
+    saves the world to ``state`` when one was given."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        state: Path | None = None,
+        options: Options | None = None,
+    ) -> None:
+        options = options or Options()
+        world = (
+            World.load(state) if state and state.exists() else defaults.build(copy.copy(options))
+        )
+        self.app = App(world, options=options, state=state)
+        self._server = _Server((host, port), _Handler)
+        self._server.app = self.app
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def info(self) -> dict[str, Any]:
+        return defaults.ready_line(self.url, self.app.world)
+
+    def start(self) -> Sandbox:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, daemon=True, name="pairgate-sandbox"
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self.app.state:
+            with self.app.lock:
+                self.app.world.save(self.app.state)

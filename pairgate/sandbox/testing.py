@@ -1,0 +1,238 @@
+"""A sandbox for tests: ``running_sandbox()`` serves one in-process on a free loopback port and
+yields a ``RunningSandbox`` with the ready line's fields and thin helpers over the real HTTP API
+(and the ``/-/sandbox/`` endpoints) that set a world up in a few calls."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import requests
+
+from pairgate.sandbox.model import Options
+from pairgate.sandbox.server import Sandbox
+
+
+class SandboxError(AssertionError):
+    """A helper's request failed: a test set its world up wrongly."""
+
+
+class RunningSandbox:
+    """The ready line as attributes (``url``, ``api_url``, ``sandbox_api``, ``group``,
+    ``tracker_project``, ``projects``, ``users``) plus helpers. ``as_user`` names a key of
+    ``users``: "agents", "review_bot", "renovate_bot", "maintainer" or "reporter"."""
+
+    def __init__(self, server: Sandbox) -> None:
+        self.server = server
+        self.info: dict[str, Any] = server.info()
+        self.url: str = self.info["url"]
+        self.api_url: str = self.info["api_url"]
+        self.sandbox_api: str = self.info["sandbox_api"]
+        self.group: dict[str, Any] = self.info["group"]
+        self.tracker_project: str = self.info["tracker_project"]
+        self.projects: list[dict[str, Any]] = self.info["projects"]
+        self.users: dict[str, dict[str, Any]] = self.info["users"]
+        self.http = requests.Session()
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def token(self, as_user: str = "agents") -> str:
+        return str(self.info["users"][as_user]["token"])
+
+    def request(
+        self, method: str, path: str, as_user: str = "agents", **kw: Any
+    ) -> requests.Response:
+        """One API call as ``as_user``, whatever its answer (for tests of error answers)."""
+        headers = {"PRIVATE-TOKEN": self.token(as_user)}
+        return self.http.request(method, self.api_url + path, headers=headers, timeout=10, **kw)
+
+    def api(self, method: str, path: str, *, as_user: str = "agents", **kw: Any) -> Any:
+        """One API call; raises SandboxError unless it succeeded. Returns the decoded body."""
+        return self._body(self.request(method, path, as_user, **kw))
+
+    def control(self, method: str, path: str, **kw: Any) -> Any:
+        return self._body(self.http.request(method, f"{self.sandbox_api}/{path}", **kw))
+
+    @staticmethod
+    def _body(response: requests.Response) -> Any:
+        if response.status_code >= 300:
+            raise SandboxError(
+                f"{response.request.method} {response.url}: {response.status_code} {response.text}"
+            )
+        return response.json() if response.content else None
+
+    def gitlab(self, as_user: str = "agents", **kw: Any) -> Any:
+        """A python-gitlab client acting as ``as_user`` (python-gitlab is a test dependency)."""
+        import gitlab
+
+        return gitlab.Gitlab(self.url, private_token=self.token(as_user), **kw)
+
+    # -- the sandbox endpoints ----------------------------------------------------------------
+
+    def reset(self) -> None:
+        self.control("POST", "reset")
+
+    def fault(self, **spec: Any) -> None:
+        self.control("POST", "faults", json=spec)
+
+    def clear_faults(self) -> None:
+        self.control("DELETE", "faults")
+
+    def advance_clock(self, seconds: float) -> str:
+        return str(self.control("POST", "clock", json={"advance_seconds": seconds})["now"])
+
+    def requests(self) -> list[dict[str, Any]]:
+        return list(self.control("GET", "requests"))
+
+    def clear_requests(self) -> None:
+        self.control("DELETE", "requests")
+
+    def set_options(self, **options: Any) -> dict[str, Any]:
+        return dict(self.control("POST", "options", json=options))
+
+    def pipeline(
+        self,
+        project: str,
+        ref: str,
+        jobs: list[dict[str, Any]],
+        *,
+        sha: str | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        body = {"project": project, "ref": ref, "jobs": jobs, **extra}
+        if sha:
+            body["sha"] = sha
+        return dict(self.control("POST", "pipelines", json=body))
+
+    # -- the world ----------------------------------------------------------------------------
+
+    def create_issue(
+        self, title: str, *, project: str = "acme/tracker", as_user: str = "agents", **fields: Any
+    ) -> dict[str, Any]:
+        return dict(
+            self.api(
+                "POST",
+                f"/projects/{_id(project)}/issues",
+                as_user=as_user,
+                json={"title": title, **fields},
+            )
+        )
+
+    def note(
+        self, issue_iid: int, body: str, *, project: str = "acme/tracker", as_user: str = "agents"
+    ) -> Any:
+        return self.api(
+            "POST",
+            f"/projects/{_id(project)}/issues/{issue_iid}/notes",
+            as_user=as_user,
+            json={"body": body},
+        )
+
+    def create_branch(
+        self, branch: str, *, project: str = "acme/app", ref: str = "main", as_user: str = "agents"
+    ) -> dict[str, Any]:
+        return dict(
+            self.api(
+                "POST",
+                f"/projects/{_id(project)}/repository/branches",
+                as_user=as_user,
+                json={"branch": branch, "ref": ref},
+            )
+        )
+
+    def commit(
+        self,
+        branch: str,
+        files: dict[str, str | None],
+        *,
+        project: str = "acme/app",
+        message: str = "Change files",
+        start_branch: str = "main",
+        as_user: str | None = None,
+    ) -> dict[str, Any]:
+        """Commit ``files`` (a None content deletes the file) to ``branch``, creating it from
+        ``start_branch`` if needed. Pushes to main go as the maintainer (main is protected)."""
+        project_id = _id(project)
+        head = (
+            self.api(
+                "GET",
+                f"/projects/{project_id}/repository/branches/{quote(branch, '')}",
+                as_user="maintainer",
+            )
+            if self._has_branch(project_id, branch)
+            else None
+        )
+        ref = head["commit"]["id"] if head else start_branch
+        actions = []
+        for path, content in files.items():
+            exists = self._has_file(project_id, path, ref)
+            kind = "delete" if content is None else ("update" if exists else "create")
+            actions.append({"action": kind, "file_path": path, "content": content or ""})
+        as_user = as_user or ("maintainer" if branch == "main" else "agents")
+        return dict(
+            self.api(
+                "POST",
+                f"/projects/{project_id}/repository/commits",
+                as_user=as_user,
+                json={
+                    "branch": branch,
+                    "commit_message": message,
+                    "start_branch": start_branch,
+                    "actions": actions,
+                },
+            )
+        )
+
+    def create_mr(
+        self,
+        source_branch: str,
+        *,
+        project: str = "acme/app",
+        title: str = "A change",
+        target_branch: str = "main",
+        as_user: str = "agents",
+        **fields: Any,
+    ) -> dict[str, Any]:
+        return dict(
+            self.api(
+                "POST",
+                f"/projects/{_id(project)}/merge_requests",
+                as_user=as_user,
+                json={
+                    "source_branch": source_branch,
+                    "target_branch": target_branch,
+                    "title": title,
+                    **fields,
+                },
+            )
+        )
+
+    def _has_branch(self, project_id: str, branch: str) -> bool:
+        url = f"{self.api_url}/projects/{project_id}/repository/branches/{quote(branch, '')}"
+        return self.http.get(url, headers={"PRIVATE-TOKEN": self.token("maintainer")}).ok
+
+    def _has_file(self, project_id: str, path: str, ref: str) -> bool:
+        url = f"{self.api_url}/projects/{project_id}/repository/files/{quote(path, '')}/raw"
+        response = self.http.get(
+            url, params={"ref": ref}, headers={"PRIVATE-TOKEN": self.token("maintainer")}
+        )
+        return response.ok
+
+
+def _id(project: str | int) -> str:
+    return quote(str(project), safe="")
+
+
+@contextlib.contextmanager
+def running_sandbox(**options: Any) -> Iterator[RunningSandbox]:
+    """A sandbox on a free loopback port for the block; ``options`` are model.Options fields
+    (they survive ``reset``)."""
+    server = Sandbox("127.0.0.1", 0, options=Options(**options)).start()
+    running = RunningSandbox(server)
+    try:
+        yield running
+    finally:
+        running.http.close()
+        server.stop()

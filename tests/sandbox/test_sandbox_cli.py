@@ -1,0 +1,124 @@
+"""`pairgate sandbox` as a real program: the ready line, --config-out, SIGTERM, and a
+python-gitlab script that knows nothing but that line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pairgate import ownership
+from tests.conftest import PAIRGATE, ROOT
+
+pytestmark = pytest.mark.slow
+
+CLIENT = r"""
+import json, sys
+import gitlab
+line = json.loads(sys.argv[1])
+agents = gitlab.Gitlab(line["url"], private_token=line["users"]["agents"]["token"])
+bot = gitlab.Gitlab(line["url"], private_token=line["users"]["review_bot"]["token"])
+app = agents.projects.get("acme/app")
+commit = app.commits.create({"branch": "feature", "start_branch": "main",
+    "commit_message": "change", "actions": [{"action": "create", "file_path": "f", "content": "x"}]})
+mr = app.mergerequests.create({"source_branch": "feature", "target_branch": "main", "title": "t"})
+try:
+    bot.projects.get(app.id, lazy=True).mergerequests.get(mr.iid).approve(sha="0" * 40)
+except gitlab.GitlabMRApprovalError as e:
+    assert e.response_code == 409 and commit.id in e.error_message
+bot.projects.get(app.id, lazy=True).mergerequests.get(mr.iid).approve(sha=commit.id)
+approvals = app.mergerequests.get(mr.iid).approvals.get()
+assert [a["user"]["username"] for a in approvals.approved_by] == ["review-bot"]
+app.mergerequests.get(mr.iid).merge(sha=commit.id)
+assert app.mergerequests.get(mr.iid).state == "merged"
+tracker = agents.projects.get(line["tracker_project"])
+tracker.issues.get(1).notes.create({"body": "/close"})
+assert tracker.issues.get(1).state == "closed"
+group = agents.groups.get(line["group"]["id"])
+paths = {p.path_with_namespace for p in group.projects.list(get_all=True)}
+assert "partner/shared-lib" in paths and "outside/app" not in paths
+print("ok")
+"""
+
+
+def start(*args: str) -> subprocess.Popen[str]:
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": os.environ.get("HOME", "/tmp"),
+        "PYTHONPATH": str(ROOT),
+    }
+    return subprocess.Popen(
+        [*PAIRGATE, "sandbox", "--port", "0", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_ready_line_within_a_second_then_sigterm_exits_0(tmp_path: Path) -> None:
+    config = tmp_path / "pairgate-config.json"
+    started = time.monotonic()
+    proc = start("--config-out", str(config))
+    try:
+        assert proc.stdout is not None
+        line = json.loads(proc.stdout.readline())
+        assert time.monotonic() - started < 1.0  # interpreter start-up included
+        assert set(line) == {
+            "url",
+            "api_url",
+            "sandbox_api",
+            "group",
+            "tracker_project",
+            "projects",
+            "users",
+        }
+        assert line["url"].startswith("http://127.0.0.1:")
+        assert line["group"] == {"id": 100, "path": "acme"}
+        assert {k: v["id"] for k, v in line["users"].items()} == {
+            "agents": 10,
+            "review_bot": 11,
+            "renovate_bot": 12,
+            "maintainer": 13,
+            "reporter": 14,
+        }
+        written = json.loads(config.read_text())
+        assert set(written) == set(ownership.CONFIG_KEYS)
+        ownership.validate_config(written, source=str(config))
+        assert (
+            written["group_id"],
+            written["renovate_bot_user_id"],
+            written["ledger_author_user_ids"],
+        ) == ("100", 12, [10])
+        client = subprocess.run(
+            [sys.executable, "-c", CLIENT, json.dumps(line)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert client.returncode == 0, client.stderr
+        assert client.stdout.strip() == "ok"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+
+
+def test_sigint_exits_0() -> None:
+    proc = start()
+    assert proc.stdout is not None and json.loads(proc.stdout.readline())["url"]
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=10) == 0
+
+
+def test_suite_configuration_matches_the_default_world() -> None:
+    from pairgate.sandbox import defaults
+
+    fixture = json.loads((ROOT / "tests" / "fixtures" / "pairgate-config.json").read_text())
+    generated = defaults.pairgate_config(defaults.build(), env_prefix=fixture["env_prefix"])
+    assert generated == fixture

@@ -1,0 +1,158 @@
+"""The /-/sandbox/ endpoints: faults, the clock, the request log, options, reset, --state."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from pairgate.sandbox.model import World
+from pairgate.sandbox.server import Sandbox
+from pairgate.sandbox.testing import RunningSandbox
+
+
+def get(sandbox: RunningSandbox, path: str, **kw):
+    return requests.get(
+        sandbox.api_url + path, headers={"PRIVATE-TOKEN": sandbox.token()}, timeout=5, **kw
+    )
+
+
+def test_injected_429_carries_retry_after_and_the_next_call_succeeds(
+    sandbox: RunningSandbox,
+) -> None:
+    sandbox.fault(path=r"/issues/1$", status=429, retry_after=7, count=1)
+    limited = get(sandbox, "/projects/1/issues/1")
+    assert limited.status_code == 429 and limited.headers["Retry-After"] == "7"
+    assert limited.json() == {"message": "429 Too Many Requests"}
+    assert get(sandbox, "/projects/1/issues/1").status_code == 200
+
+
+def test_python_gitlab_waits_out_a_429(sandbox: RunningSandbox) -> None:
+    sandbox.fault(path=r"/issues/1$", status=429, retry_after=0, count=2)
+    issue = sandbox.gitlab().projects.get(1, lazy=True).issues.get(1)
+    assert issue.iid == 1
+    statuses = [r["status"] for r in sandbox.requests()]
+    assert statuses == [429, 429, 200]
+
+
+def test_fault_matches_method_and_the_decoded_path(sandbox: RunningSandbox) -> None:
+    sandbox.fault(method="POST", path="acme/tracker/issues", status=500, count=1)
+    assert get(sandbox, "/projects/acme%2Ftracker/issues").status_code == 200
+    posted = requests.post(
+        sandbox.api_url + "/projects/acme%2Ftracker/issues",
+        headers={"PRIVATE-TOKEN": sandbox.token()},
+        json={"title": "t"},
+        timeout=5,
+    )
+    assert (posted.status_code, posted.json()) == (500, {"message": "500 Internal Server Error"})
+    assert len(sandbox.api("GET", "/projects/1/issues")) == 1  # the faulted write never ran
+
+
+def test_gateway_errors_are_not_json(sandbox: RunningSandbox) -> None:
+    sandbox.fault(path="/user", status=502)
+    response = get(sandbox, "/user")
+    assert response.status_code == 502 and response.headers["Content-Type"] == "text/html"
+
+
+def test_dropped_connection(sandbox: RunningSandbox) -> None:
+    sandbox.fault(path="/user$", drop=True)
+    with pytest.raises(requests.ConnectionError):
+        get(sandbox, "/user")
+    assert get(sandbox, "/user").status_code == 200
+    assert [r["status"] for r in sandbox.requests()] == [0, 200]
+
+
+def test_a_write_whose_response_is_lost_still_happened(sandbox: RunningSandbox) -> None:
+    sandbox.fault(method="POST", path=r"/issues/1/notes$", drop=True, after=True)
+    with pytest.raises(requests.ConnectionError):
+        requests.post(
+            sandbox.api_url + "/projects/1/issues/1/notes",
+            json={"body": "once"},
+            headers={"PRIVATE-TOKEN": sandbox.token()},
+            timeout=5,
+        )
+    assert [n["body"] for n in sandbox.api("GET", "/projects/1/issues/1/notes")] == ["once"]
+
+
+def test_delay(sandbox: RunningSandbox) -> None:
+    sandbox.fault(path="/user$", delay_ms=150)
+    started = time.monotonic()
+    assert get(sandbox, "/user").status_code == 200
+    assert time.monotonic() - started >= 0.15
+
+
+def test_clear_faults_and_bad_fault_specs(sandbox: RunningSandbox) -> None:
+    sandbox.fault(path="/user", status=500, count=5)
+    assert len(sandbox.control("GET", "faults")) == 1
+    sandbox.clear_faults()
+    assert get(sandbox, "/user").status_code == 200
+    bad = requests.post(sandbox.sandbox_api + "/faults", json={"status": 500}, timeout=5)
+    assert bad.status_code == 400
+    typo = requests.post(
+        sandbox.sandbox_api + "/faults", json={"path": "x", "stauts": 1}, timeout=5
+    )
+    assert "stauts" in typo.json()["error"]
+
+
+def test_clock_moves_every_server_timestamp(sandbox: RunningSandbox) -> None:
+    before = sandbox.note(1, "before")["created_at"]
+    now = sandbox.advance_clock(86_400)
+    after = sandbox.note(1, "after")["created_at"]
+    assert after[:10] > before[:10] and now[:10] == after[:10]
+
+
+def test_request_log_counts_and_clears(sandbox: RunningSandbox) -> None:
+    get(sandbox, "/user")
+    get(sandbox, "/projects/1", params={"statistics": "false"})
+    assert sandbox.requests() == [
+        {"method": "GET", "path": "/api/v4/user", "query": "", "status": 200},
+        {"method": "GET", "path": "/api/v4/projects/1", "query": "statistics=false", "status": 200},
+    ]
+    sandbox.clear_requests()
+    assert sandbox.requests() == []
+
+
+def test_reset_restores_the_default_world_quickly(sandbox: RunningSandbox) -> None:
+    sandbox.create_issue("extra")
+    sandbox.fault(path="/user", status=500)
+    sandbox.set_options(scoped_labels="premium")
+    started = time.monotonic()
+    sandbox.reset()
+    assert time.monotonic() - started < 0.1
+    assert [i["iid"] for i in sandbox.api("GET", "/projects/1/issues")] == [1]
+    assert get(sandbox, "/user").status_code == 200
+    assert sandbox.control("GET", "options")["scoped_labels"] == "free"
+    assert [r["path"] for r in sandbox.requests()] == ["/api/v4/projects/1/issues", "/api/v4/user"]
+
+
+def test_unknown_option_is_refused(sandbox: RunningSandbox) -> None:
+    response = requests.post(sandbox.sandbox_api + "/options", json={"nope": 1}, timeout=5)
+    assert response.status_code == 400 and "nope" in response.json()["error"]
+
+
+def test_state_file_round_trip(tmp_path: Path) -> None:
+    state = tmp_path / "world.json"
+    first = Sandbox(state=state).start()
+    requests.post(
+        first.url + "/api/v4/projects/1/issues",
+        json={"title": "kept"},
+        headers={"PRIVATE-TOKEN": "sandbox-agents-token"},
+        timeout=5,
+    )
+    first.stop()
+    assert World.load(state).issues[502].title == "kept"
+    second = Sandbox(state=state).start()
+    try:
+        titles = [
+            i["title"]
+            for i in requests.get(
+                second.url + "/api/v4/projects/1/issues",
+                headers={"PRIVATE-TOKEN": "sandbox-agents-token"},
+                timeout=5,
+            ).json()
+        ]
+        assert titles == ["kept", "Automation tracking issue"]
+    finally:
+        second.stop()
