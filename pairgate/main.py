@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pairgate import ownership
+from pairgate.currency import check_currency
 from pairgate.ownership import Context, Exit, UsageError
 
 # Values a deployment configures are spelled as the key they come from, because --help reads no
@@ -33,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with usage errors raised as UsageError (exit 2) instead of printed and exited,
     so the one translation point sees them too."""
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> Any:
         raise UsageError(f"{self.format_usage().rstrip()}\n{self.prog}: error: {message}")
 
 
@@ -84,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         handler: str,
         help_text: str,
         *,
-        parents: Sequence[argparse.ArgumentParser] = (),
+        parents: Sequence[_Parser] = (),
         reads_config: bool = True,
         writes: bool = False,
     ) -> argparse.ArgumentParser:
@@ -303,7 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _resolve(handler: str) -> Callable[..., int]:
     module, _, func = handler.partition(":")
-    return getattr(importlib.import_module(f"pairgate.{module}"), func)  # type: ignore[no-any-return]
+    handler_func: Callable[..., int] = getattr(importlib.import_module(f"pairgate.{module}"), func)
+    return handler_func
 
 
 def main(
@@ -313,10 +315,10 @@ def main(
     ctx: Context | None = None,
 ) -> int:
     """Run one command. ``origin`` names the checkout the currency check measures (see the
-    README: "Which checkout the currency check measures")."""
+    README: "Which checkout the currency check measures"); without it, the checkout this file
+    is in. The check runs before every command that reads the configuration."""
     ctx = ctx or Context()
-    if origin is not None:
-        origin = _checked_origin(origin)
+    measured = Path(__file__).resolve() if origin is None else _checked_origin(origin)
     try:
         try:
             # --help prints and exits inside argparse; keep it on the injected stream.
@@ -334,7 +336,15 @@ def main(
             return Exit.ERROR
         kwargs = {k: v for k, v in vars(args).items() if k not in (*_META, "version")}
         if args.reads_config:
-            kwargs["config"] = ownership.load_config(ctx.env)
+            kwargs["config"] = config = ownership.load_config(ctx.env)
+            check_currency(
+                measured,
+                config,
+                command=args.command,
+                writes=args.writes,
+                env=ctx.env,
+                stderr=ctx.stderr,
+            )
         return int(_resolve(args.handler)(ctx=ctx, **kwargs))
     except Exception as exc:
         return ownership.report(exc, ctx.stderr)
