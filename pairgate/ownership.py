@@ -18,6 +18,8 @@ Sections:
 
 from __future__ import annotations
 
+import argparse
+import ast
 import enum
 import functools
 import hashlib
@@ -1255,6 +1257,694 @@ def read_ledger(client: GitLab, config: Config, issue: int) -> Ledger:
 #   def gate_merge(client: GitLab, config: Config, project: str, iid: int) -> GateVerdict
 #       reads the MR, the group listing and the cited issues' ledgers, then decides with pure
 #       functions; any read error raises PairgateError (fail closed: never a pass).
+#
+# The verdict is pure: (MR facts, folded ledgers, configuration, roster) in, a verdict out.
+# gate_merge is the one function here that reads GitLab; the doors after it only print.
+
+ROSTER_FILENAME = "automation_mr_families.py"
+RENOVATE_LABEL = "renovate"
+
+ROSTER_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "pairgate automation roster (FAMILIES in automation_mr_families.py)",
+    "type": "array",
+    "items": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["name", "author_id", "branch_prefix", "cites_issue"],
+        "properties": {
+            "name": {"type": "string", "pattern": r"^[a-z0-9][a-z0-9._-]*$"},
+            "author_id": {"type": "integer", "minimum": 1},
+            "branch_prefix": {"type": "string", "minLength": 1, "pattern": r"\S"},
+            "cites_issue": {"type": ["integer", "null"], "minimum": 1},
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class AutomationFamily:
+    """One unattended merge request family: an MR is the family's when all three hold."""
+
+    name: str
+    author_id: int
+    branch_prefix: str
+    cites_issue: int | None  # the one tracker issue its MRs cite, or None: they cite none
+
+
+def roster_path(config: Config, explicit: Path | None = None) -> Path | None:
+    """Where the automation roster is: the path given, else beside ownership.py (a flat
+    deployment), else beside the configuration file. None when there is none."""
+    if explicit is not None:
+        return explicit
+    for directory in (Path(__file__).resolve().parent, config.path.parent):
+        candidate = directory / ROSTER_FILENAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_automation_families(path: Path | None) -> tuple[AutomationFamily, ...]:
+    """Read the roster's FAMILIES without running the file: it is data, parsed as a literal.
+
+    No roster means no families, so every MR stays in scope (a gate that cannot find its
+    roster fails toward review, never toward exemption).
+    """
+    if path is None:
+        return ()
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"pairgate: cannot read the automation roster {path}: {exc}") from None
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise ConfigError(
+            f"pairgate: malformed automation roster {path}: line {exc.lineno}: {exc.msg}"
+        ) from None
+    value: Any = None
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the docstring, or a bare string
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value and value is None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if [getattr(t, "id", None) for t in targets] == ["FAMILIES"]:
+                try:
+                    value = ast.literal_eval(node.value)
+                except ValueError:
+                    raise ConfigError(
+                        f"pairgate: malformed automation roster {path}: line {node.lineno}: "
+                        f"FAMILIES must be a literal (lists, dicts, strings, numbers, None)"
+                    ) from None
+                continue
+        raise ConfigError(
+            f"pairgate: malformed automation roster {path}: line {node.lineno}: the file holds "
+            f"one assignment, FAMILIES = [...], and nothing else (it is data, never run)"
+        )
+    if value is None:
+        raise ConfigError(f"pairgate: malformed automation roster {path}: no FAMILIES = [...]")
+    errors = sorted(
+        jsonschema.Draft202012Validator(ROSTER_SCHEMA).iter_errors(value),
+        key=lambda e: list(e.path),
+    )
+    if errors:
+        where = "/".join(str(p) for p in errors[0].path) or "FAMILIES"
+        raise ConfigError(
+            f"pairgate: malformed automation roster {path}: FAMILIES/{where}: {errors[0].message}"
+        )
+    names = [family["name"] for family in value]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise ConfigError(
+            f"pairgate: malformed automation roster {path}: family {duplicate!r} is named twice"
+        )
+    return tuple(AutomationFamily(**family) for family in value)
+
+
+@dataclass(frozen=True)
+class MergeRequestFacts:
+    """What the gate needs to know about one merge request, as GitLab reported it."""
+
+    project: str  # the full path of the project the MR merges into
+    iid: int
+    title: str
+    description: str
+    author_id: int | None
+    source_branch: str
+    labels: tuple[str, ...]
+    head_sha: str | None  # None while the MR has no commits
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any], project: str) -> MergeRequestFacts:
+        full = (data.get("references") or {}).get("full") or ""
+        canonical = full.rpartition("!")[0] if "!" in full else project
+        return cls(
+            project=canonical,
+            iid=int(data["iid"]),
+            title=data.get("title") or "",
+            description=data.get("description") or "",
+            author_id=(data.get("author") or {}).get("id"),
+            source_branch=data.get("source_branch") or "",
+            labels=tuple(data.get("labels") or ()),
+            head_sha=data.get("sha") or None,
+        )
+
+    @property
+    def ref(self) -> str:
+        return f"{self.project}!{self.iid}"
+
+
+# A project path may hold letters, digits, '_', '.', '-' and '/'. A reference counts only when
+# it does not continue a longer path or word: "bigacme/tracker#3" does not cite acme/tracker#3.
+_NOT_AFTER_PATH = r"(?<![\w.\-/#&])"
+_NUMBER = r"(\d+)(?![\w])"
+
+
+def cited_issues(text: str, *, mr_project: str, tracker: str) -> tuple[int, ...]:
+    """The tracker issues a merge request's title and description cite, in order, once each.
+
+    Three forms count: ``group/tracker#NN``, the issue's URL (any host, ``/-/issues/NN`` or
+    ``/-/work_items/NN``), and a bare ``#NN`` when the merge request lives in the tracker
+    project itself (anywhere else a bare ``#NN`` names that project's own issue).
+    """
+    path = re.escape(tracker)
+    patterns = [
+        rf"{_NOT_AFTER_PATH}{path}#{_NUMBER}",
+        rf"https?://[^\s/]+/{path}/(?:-/)?(?:issues|work_items)/{_NUMBER}",
+    ]
+    if mr_project.casefold() == tracker.casefold():
+        patterns.append(rf"{_NOT_AFTER_PATH}#{_NUMBER}")
+    found: dict[int, int] = {}  # issue -> first position, so the order is the text's
+    for pattern in patterns:
+        for match in re.finditer(pattern, text, flags=re.IGNORECASE):
+            number = int(match.group(1))
+            if number > 0:
+                found[number] = min(found.get(number, match.start()), match.start())
+    return tuple(sorted(found, key=found.__getitem__))
+
+
+def _under(path: str, namespace: str) -> bool:
+    return path.casefold().startswith(namespace.casefold().rstrip("/") + "/")
+
+
+def renovate_exemption_gaps(mr: MergeRequestFacts, config: Config) -> list[str]:
+    """Which of the Renovate exemption's four conditions this MR misses ([] means exempt)."""
+    gaps = []
+    if RENOVATE_LABEL not in mr.labels:
+        gaps.append(f"it does not carry the {RENOVATE_LABEL!r} label")
+    if mr.author_id != config["renovate_bot_user_id"]:
+        gaps.append(
+            f"its author is user id {mr.author_id}, not renovate_bot_user_id "
+            f"{config['renovate_bot_user_id']}"
+        )
+    if not mr.source_branch.startswith(config["renovate_branch_prefix"]):
+        gaps.append(
+            f"its source branch {mr.source_branch!r} does not start with "
+            f"renovate_branch_prefix {config['renovate_branch_prefix']!r}"
+        )
+    namespaces = config["renovate_exempt_namespaces"]
+    if not any(_under(mr.project, ns) for ns in namespaces):
+        gaps.append(
+            f"its project {mr.project} is in none of renovate_exempt_namespaces {namespaces}"
+        )
+    return gaps
+
+
+def automation_family_of(
+    mr: MergeRequestFacts, cited: Sequence[int], families: Sequence[AutomationFamily]
+) -> AutomationFamily | None:
+    """The roster family this MR belongs to: its author, its branch prefix, and it cites
+    exactly the family's issue (or none, for a family that cites none). ``cited`` leaves out
+    the generic tracking issue."""
+    for family in families:
+        wanted = () if family.cites_issue is None else (family.cites_issue,)
+        if (
+            mr.author_id == family.author_id
+            and mr.source_branch.startswith(family.branch_prefix)
+            and tuple(cited) == wanted
+        ):
+            return family
+    return None
+
+
+@dataclass(frozen=True)
+class Scope:
+    in_scope: bool
+    code: str  # "in-scope", "outside-group", "generic-issue-only", "renovate", "automation"
+    detail: str
+
+
+def decide_scope(
+    mr: MergeRequestFacts,
+    *,
+    cited: Sequence[int],
+    in_group: bool,
+    config: Config,
+    families: Sequence[AutomationFamily],
+) -> Scope:
+    """Is this merge request gated? The first rule that lets it out says why."""
+    if not in_group:
+        return Scope(
+            False,
+            "outside-group",
+            f"{mr.project} is not in group {config['group_path']}'s project listing",
+        )
+    generic = config["generic_tracking_issue"]
+    if generic is not None and tuple(cited) == (generic,):
+        return Scope(
+            False,
+            "generic-issue-only",
+            f"it cites only the generic tracking issue {config['tracker_project']}#{generic}",
+        )
+    if RENOVATE_LABEL in mr.labels:
+        gaps = renovate_exemption_gaps(mr, config)
+        if not gaps:
+            return Scope(False, "renovate", "it is a Renovate merge request in an exempt namespace")
+        renovate_note = f"; it carries the {RENOVATE_LABEL!r} label, but " + "; ".join(gaps)
+    else:
+        renovate_note = ""
+    specific = [issue for issue in cited if issue != generic]
+    family = automation_family_of(mr, specific, families)
+    if family is not None:
+        return Scope(False, "automation", f"it belongs to the automation family {family.name!r}")
+    return Scope(
+        True, "in-scope", f"{mr.project} is in group {config['group_path']}{renovate_note}"
+    )
+
+
+@dataclass(frozen=True)
+class Check:
+    """One validator's answer: the record job's or the approval job's."""
+
+    ok: bool
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class GateVerdict:
+    """The gate's one verdict. merge-check passes on ``allowed``; the record job on
+    ``record.ok``; the approval job on ``approval.ok`` (a never-approved MR is ok there)."""
+
+    allowed: bool
+    in_scope: bool
+    message: str
+    code: str
+    project: str
+    iid: int
+    head_sha: str | None
+    cited_issues: tuple[int, ...]
+    scope: str
+    scope_detail: str
+    record: Check
+    approval: Check
+    approved_by: str | None = None
+    approval_issue: int | None = None
+    approval_note: int | None = None
+    warnings: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        """merge-check --json: stable keys, documented in docs/agent-handoff-reference.md."""
+        return {
+            "allowed": self.allowed,
+            "in_scope": self.in_scope,
+            "verdict": self.code,
+            "message": self.message,
+            "mr": {"project": self.project, "iid": self.iid},
+            "head_sha": self.head_sha,
+            "cited_issues": list(self.cited_issues),
+            "scope": self.scope,
+            "scope_detail": self.scope_detail,
+            "record": {"ok": self.record.ok, "code": self.record.code},
+            "approval": {"ok": self.approval.ok, "code": self.approval.code},
+            "approved_by": self.approved_by,
+            "approval_issue": self.approval_issue,
+            "approval_note": self.approval_note,
+            "warnings": list(self.warnings),
+        }
+
+
+def _same_mr(ref: MrRef, mr: MergeRequestFacts) -> bool:
+    return ref.iid == mr.iid and ref.project.casefold() == mr.project.casefold()
+
+
+def ledger_warnings(tracker: str, ledgers: Mapping[int, Ledger]) -> tuple[str, ...]:
+    """What every surface must show about the ledgers it read: skipped records and breaks."""
+    lines = []
+    for issue, ledger in ledgers.items():
+        for skipped in ledger.skipped:
+            lines.append(
+                f"{tracker}#{issue}: note {skipped.note_id} skipped ({skipped.kind}): "
+                f"{skipped.reason}"
+            )
+        for chain_break in ledger.breaks:
+            lines.append(
+                f"{tracker}#{issue}: the record chain is broken at note {chain_break.note_id}: "
+                f"{chain_break.reason}"
+            )
+    return tuple(lines)
+
+
+def decide(
+    mr: MergeRequestFacts,
+    *,
+    scope: Scope,
+    cited: Sequence[int],
+    ledgers: Mapping[int, Ledger],
+    config: Config,
+) -> GateVerdict:
+    """The verdict, from facts already read. ``ledgers`` holds the fold of every cited issue
+    except the generic tracking issue."""
+    cli, tracker = config.cli, config["tracker_project"]
+
+    def verdict(**fields: Any) -> GateVerdict:
+        return GateVerdict(
+            project=mr.project,
+            iid=mr.iid,
+            head_sha=mr.head_sha,
+            cited_issues=tuple(cited),
+            scope=scope.code,
+            scope_detail=scope.detail,
+            **fields,
+        )
+
+    if not scope.in_scope:
+        passed = Check(True, "out-of-scope", f"not gated: {scope.detail}")
+        return verdict(
+            allowed=True,
+            in_scope=False,
+            message=f"{mr.ref} is not gated: {scope.detail}.",
+            code="out-of-scope",
+            record=passed,
+            approval=passed,
+        )
+    warnings = ledger_warnings(tracker, ledgers)
+    record = _record_check(mr, ledgers, tracker, cli)
+    approval, found = _approval_check(mr, ledgers, tracker, cli)
+    if not ledgers:
+        problems = [
+            (
+                "no-citation",
+                f"{mr.ref} cites no issue of {tracker}, so no ledger can carry an approval for "
+                f"it. Cite the issue it works on in its description ({tracker}#NN), then have "
+                f"its head reviewed: {_approve_command(cli, 'NN', mr, None)}",
+            )
+        ]
+    else:
+        problems = [] if record.ok else [(record.code, record.message)]
+        if found is None:
+            problems.append((approval.code, approval.message))
+    code = problems[0][0] if problems else "approved"
+    message = "\n".join(m for _, m in problems) or approval.message
+    return verdict(
+        allowed=code == "approved",
+        in_scope=True,
+        message=message,
+        code=code,
+        record=record,
+        approval=approval,
+        approved_by=found[1].approver if found else None,
+        approval_issue=found[0] if found else None,
+        approval_note=found[1].note_id if found else None,
+        warnings=warnings,
+    )
+
+
+def _approve_command(cli: str, issue: object, mr: MergeRequestFacts, lead: str | None) -> str:
+    sha = mr.head_sha or "<head>"
+    return (
+        f"{cli} approve {issue} --mr {mr.iid} --mr-project {mr.project} --sha {sha} "
+        f"--to {lead or '<lead>'}"
+    )
+
+
+def _lead_of(ledger: Ledger) -> str | None:
+    """The lead an approval would offer the issue back to, when the ledger says who it is."""
+    return ledger.holder if ledger.role == "lead" else ledger.accepted_from
+
+
+def _record_check(
+    mr: MergeRequestFacts, ledgers: Mapping[int, Ledger], tracker: str, cli: str
+) -> Check:
+    if not ledgers:
+        return Check(True, "no-citation", f"{mr.ref} cites no issue of {tracker}")
+    unclaimed = [issue for issue, ledger in ledgers.items() if ledger.holder is None]
+    if unclaimed:
+        names = ", ".join(f"{tracker}#{i}" for i in unclaimed)
+        return Check(
+            False,
+            "unclaimed",
+            f"{mr.ref} cites {names}, which nobody holds: the work has no ownership record. "
+            f"The agent doing it claims the issue: {cli} claim {unclaimed[0]} --role lead",
+        )
+    holders = ", ".join(f"{tracker}#{i} held by {ledger.holder}" for i, ledger in ledgers.items())
+    return Check(True, "claimed", f"{mr.ref} carries an ownership record: {holders}")
+
+
+def _approval_check(
+    mr: MergeRequestFacts, ledgers: Mapping[int, Ledger], tracker: str, cli: str
+) -> tuple[Check, tuple[int, Approval] | None]:
+    """Approval at head: an independent approval naming this MR and its head, in the ledger
+    of a cited issue. Returns the check and the (issue, approval) that passes, if any."""
+    naming = [
+        (issue, approval)
+        for issue, ledger in ledgers.items()
+        for approval in ledger.approvals
+        if _same_mr(approval.mr, mr)
+    ]
+    at_head = [(i, a) for i, a in naming if mr.head_sha is not None and a.sha == mr.head_sha]
+    independent = [(i, a) for i, a in at_head if not a.self_approval]
+    if independent:
+        issue, approval = independent[-1]
+        covering = (
+            f" It does not cover: {', '.join(approval.not_covering)}."
+            if approval.not_covering
+            else ""
+        )
+        return Check(
+            True,
+            "approved",
+            f"{mr.ref} may merge: {approval.approver} approved its head {mr.head_sha} in "
+            f"{tracker}#{issue} (note {approval.note_id}).{covering} Merge exactly that commit, "
+            f"so GitLab refuses a head that moved: glab mr merge {mr.iid} -R {mr.project} "
+            f"--sha {mr.head_sha}",
+        ), (issue, approval)
+    if not naming:
+        first = next(iter(ledgers), None)
+        lead = _lead_of(ledgers[first]) if first is not None else None
+        issues = ", ".join(f"{tracker}#{i}" for i in ledgers) or f"any issue of {tracker}"
+        return Check(
+            True,
+            "never-approved",
+            f"no approval in {issues} names {mr.ref}. The reviewer approves its head: "
+            f"{_approve_command(cli, first or 'NN', mr, lead)}",
+        ), None
+    if at_head:
+        issue, approval = at_head[-1]
+        return Check(
+            False,
+            "self-approval-only",
+            f"the only approval of {mr.ref} at its head is a self-approval by "
+            f"{approval.approver} ({tracker}#{issue}, note {approval.note_id}: "
+            f"{approval.self_because}); the gate counts "
+            f"only an approval by a different agent. Offer it for review: {cli} handoff "
+            f"{issue} --to <reviewer> --role review --sha {mr.head_sha} --mr {mr.iid} "
+            f"--mr-project {mr.project}",
+        ), None
+    issue, approval = naming[-1]
+    head = mr.head_sha or "nothing (the merge request has no commits)"
+    return Check(
+        False,
+        "not-at-head",
+        f"the approval of {mr.ref} by {approval.approver} ({tracker}#{issue}, note "
+        f"{approval.note_id}) names {approval.sha}, but the head is now {head}: a push after "
+        f"an approval voids it. The reviewer approves the new head: "
+        f"{_approve_command(cli, issue, mr, approval.to)}",
+    ), None
+
+
+def project_in_group(client: GitLab, config: Config, project: str) -> bool:
+    """Is the project in the group's listing? A project under group_path is, by its path;
+    only a project elsewhere costs the read of the listing (shared-in projects included)."""
+    if _under(project, config["group_path"]):
+        return True
+    listing = client.get_all(
+        f"groups/{config['group_id']}/projects",
+        with_shared="true",
+        include_subgroups="true",
+        simple="true",
+        per_page=100,
+    )
+    return any(
+        str(p.get("path_with_namespace", "")).casefold() == project.casefold() for p in listing
+    )
+
+
+def gate_merge(
+    client: GitLab,
+    config: Config,
+    project: str,
+    iid: int,
+    *,
+    families: Sequence[AutomationFamily] | None = None,
+) -> GateVerdict:
+    """The merge gate's one verdict for ``project!iid``: reads, then decides.
+
+    Reads the group listing when the path alone does not settle it, then (in the group) the MR
+    and the ledger of every cited tracker issue. Any read error propagates as a PairgateError:
+    the gate fails closed, it never passes what it could not read. ``families`` defaults to the roster found
+    beside ownership.py or the configuration.
+    """
+    if families is None:
+        families = load_automation_families(roster_path(config))
+    mr_path = f"projects/{encode_project(project)}/merge_requests/{int(iid)}"
+    data: Mapping[str, Any] | None = None
+    path = project
+    if project.isdigit():  # a numeric id: the MR says which path it names
+        data = client.get(mr_path)
+        path = MergeRequestFacts.from_api(data, project).project
+    # Outside the group nothing else matters, and the reader may not even see the project.
+    if not project_in_group(client, config, path):
+        outside = MergeRequestFacts(path, int(iid), "", "", None, "", (), None)
+        scope = decide_scope(outside, cited=(), in_group=False, config=config, families=())
+        return decide(outside, scope=scope, cited=(), ledgers={}, config=config)
+    mr = MergeRequestFacts.from_api(data or client.get(mr_path), project)
+    tracker = config["tracker_project"]
+    cited = cited_issues(f"{mr.title}\n{mr.description}", mr_project=mr.project, tracker=tracker)
+    scope = decide_scope(mr, cited=cited, in_group=True, config=config, families=families)
+    ledgers: dict[int, Ledger] = {}
+    if scope.in_scope:
+        generic = config["generic_tracking_issue"]
+        for issue in cited:
+            if issue != generic:
+                ledgers[issue] = read_ledger(client, config, issue)
+    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config)
+
+
+# The three doors. merge-check (the package CLI and ``python3 ownership.py merge-check``) and the
+# two validators print the same verdict; only what each treats as a failure differs.
+
+VALIDATOR_CHECKS = {
+    "validate-mr-carries-ownership-record": "record",
+    "validate-mr-approval-at-head": "approval",
+}
+
+
+class _ArgParser(argparse.ArgumentParser):
+    """argparse whose usage errors are UsageErrors, so ``report`` prints them (exit 2)."""
+
+    def error(self, message: str) -> Any:
+        raise UsageError(f"{self.format_usage().rstrip()}\n{self.prog}: error: {message}")
+
+
+def print_verdict(
+    verdict: GateVerdict,
+    ctx: Context,
+    *,
+    json_out: bool,
+    verbose: bool,
+    client: GitLab | None = None,
+) -> int:
+    """merge-check's output and exit code: 0 pass (or not gated), 1 refused."""
+    if json_out:
+        print(json.dumps(verdict.as_json(), indent=2), file=ctx.stdout)
+    else:
+        print(verdict.message, file=ctx.stdout if verdict.allowed else ctx.stderr)
+        for warning in verdict.warnings:
+            print(f"warning: {warning}", file=ctx.stderr)
+    if verbose:
+        for line in _verbose_lines(verdict, client):
+            print(line, file=ctx.stderr)
+    return Exit.OK if verdict.allowed else Exit.REFUSED
+
+
+def _verbose_lines(verdict: GateVerdict, client: GitLab | None) -> list[str]:
+    cited = ", ".join(f"#{i}" for i in verdict.cited_issues) or "none"
+    lines = [
+        f"merge request: {verdict.project}!{verdict.iid}, head {verdict.head_sha}",
+        f"scope: {verdict.scope} ({verdict.scope_detail})",
+        f"cited tracker issues: {cited}",
+        f"ownership record: {verdict.record.code}: {verdict.record.message}",
+        f"approval at head: {verdict.approval.code}: {verdict.approval.message}",
+    ]
+    if client is not None:
+        lines.append(client.describe())
+    return lines
+
+
+def run_merge_check(
+    ctx: Context, config: Config, *, mr: int, mr_project: str, json_out: bool, verbose: bool
+) -> int:
+    """``merge-check --mr <iid> --mr-project <p>``: the gate's verdict, as a command."""
+    client = gitlab_from_env(config, ctx.env)
+    try:
+        verdict = gate_merge(client, config, mr_project, mr)
+    except PairgateError as exc:
+        raise PairgateError(f"merge-check: could not decide, so no pass: {exc.message}") from exc
+    return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose, client=client)
+
+
+def validator_main(name: str, argv: Sequence[str] | None = None, ctx: Context | None = None) -> int:
+    """A CI validator: the verdict for the merge request of this merge request pipeline.
+
+    The configuration comes from PAIRGATE_CONFIG only; the merge request from
+    CI_MERGE_REQUEST_PROJECT_PATH and CI_MERGE_REQUEST_IID; the read token from the CI variable
+    ``--read-token-variable`` names. Exit 0 pass, 1 refused, 2 could not decide.
+    """
+    ctx = ctx or Context()
+    check_name = VALIDATOR_CHECKS[name]
+    try:
+        parser = _ArgParser(prog=f"{name}.py", description=validator_main.__doc__)
+        parser.add_argument(
+            "--read-token-variable",
+            metavar="NAME",
+            help="the CI variable holding a token that can read the tracker's issue notes",
+        )
+        parser.add_argument(
+            "--automation-families",
+            type=Path,
+            metavar="PATH",
+            help=f"the automation roster (default: the {ROSTER_FILENAME} beside ownership.py)",
+        )
+        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        if not ctx.env.get(CONFIG_ENV, "").strip():
+            raise ConfigError(
+                f"{name}: {CONFIG_ENV} is not set: the validators read their configuration "
+                f"from the file it names, and from nowhere else"
+            )
+        config = load_config(ctx.env)
+        project, iid = _ci_merge_request(ctx.env, name)
+        env = dict(ctx.env)
+        if args.read_token_variable:
+            env[config.env_name("TASK_API_TOKEN")] = _ci_token(ctx.env, args.read_token_variable)
+        client = gitlab_from_env(config, env)
+        families = load_automation_families(roster_path(config, args.automation_families))
+        verdict = gate_merge(client, config, project, iid, families=families)
+    except Exception as exc:  # the validators' one translation point: never a pass
+        print(f"{name}: could not decide; this job fails closed.", file=ctx.stderr)
+        return report(exc, ctx.stderr)
+    check: Check = getattr(verdict, check_name)
+    head = f" at {verdict.head_sha}" if verdict.head_sha else ""
+    print(f"{name}: {verdict.project}!{verdict.iid}{head}", file=ctx.stdout)
+    for warning in verdict.warnings:
+        print(f"warning: {warning}", file=ctx.stdout)
+    if not check.ok:
+        print(f"FAILED: {check.message}", file=ctx.stdout)
+        print(f"Background: {config['handoff_doc']}.", file=ctx.stdout)
+        return Exit.REFUSED
+    if check.code == "never-approved":
+        print(
+            f"passed: {verdict.project}!{verdict.iid} has no approval yet, and this job fails "
+            f"only an approval that is a self-approval or names an older head. merge-check "
+            f"and the merge hook still require an independent approval at the head.",
+            file=ctx.stdout,
+        )
+    else:
+        print(f"passed: {check.message}", file=ctx.stdout)
+    return Exit.OK
+
+
+def _ci_merge_request(env: Mapping[str, str], name: str) -> tuple[str, int]:
+    project = env.get("CI_MERGE_REQUEST_PROJECT_PATH", "").strip()
+    iid = env.get("CI_MERGE_REQUEST_IID", "").strip()
+    if not project or not iid.isdigit():
+        raise UsageError(
+            f"{name}: CI_MERGE_REQUEST_PROJECT_PATH and CI_MERGE_REQUEST_IID are not both set: "
+            f"this validator runs in a merge request pipeline "
+            f'(rules: if $CI_PIPELINE_SOURCE == "merge_request_event")'
+        )
+    return project, int(iid)
+
+
+def _ci_token(env: Mapping[str, str], variable: str) -> str:
+    token = env.get(variable, "").strip()
+    if not token:
+        raise ConfigError(
+            f"the CI variable {variable} (the component's read-token-variable input) is not set "
+            f"or is empty in this pipeline: add it as a masked CI/CD variable holding a token "
+            f"that can read the tracker's issues (CI_JOB_TOKEN cannot read issue notes)"
+        )
+    return token
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1270,11 +1960,35 @@ def read_ledger(client: GitLab, config: Config, issue: int) -> Ledger:
 
 
 def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
-    """``python3 ownership.py check-config``: load the configuration a flat deployment sees."""
+    """The flat deployment's door, with no package installed:
+
+    ``python3 ownership.py check-config``  load the configuration a flat deployment sees;
+    ``python3 ownership.py merge-check --mr <iid> --mr-project <p> [--json] [--verbose]``
+    the merge gate's verdict, exactly as ``pairgate merge-check`` gives it.
+    """
     ctx = ctx or Context()
     try:
+        if argv[:1] == ["merge-check"]:
+            parser = _ArgParser(prog="ownership.py merge-check")
+            parser.add_argument("--mr", required=True, type=int, metavar="IID")
+            parser.add_argument("--mr-project", required=True, metavar="PROJECT")
+            parser.add_argument("--json", action="store_true")
+            parser.add_argument("--verbose", action="store_true")
+            args = parser.parse_args(argv[1:])
+            return run_merge_check(
+                ctx,
+                load_config(ctx.env),
+                mr=args.mr,
+                mr_project=args.mr_project,
+                json_out=args.json,
+                verbose=args.verbose,
+            )
         if argv[:1] != ["check-config"] or len(argv) != 1:
-            raise UsageError("usage: python3 ownership.py check-config")
+            raise UsageError(
+                "usage: python3 ownership.py check-config\n"
+                "       python3 ownership.py merge-check --mr IID --mr-project PROJECT "
+                "[--json] [--verbose]"
+            )
         config = load_config(ctx.env)
         print(f"configuration OK: {config.path}", file=ctx.stdout)
         return Exit.OK

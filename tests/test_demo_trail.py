@@ -18,7 +18,9 @@ def test_demo_plays_a_round_with_no_configuration() -> None:
         "acme-review holds #2 as review",
         "-- labels: agent::review",
         "acme-lead holds #2 as lead (note 1006), accepted from acme-review",
-        ": at-head",
+        "acme/app!1 may merge: acme-review approved its head",
+        "a push after an approval voids it",
+        ": stale",
     ):
         assert line in result.out
     assert "[exit 1]" not in result.out.split("merge-check after the push")[0]

@@ -1,11 +1,14 @@
-"""the merge gate issue"""
+"""merge-check: the merge gate's verdict as a command (the verdict itself is ownership.py's)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from pairgate.commands._todo import not_yet
+from pairgate.ownership import Config, Context, run_merge_check
 
 
-def merge_check(**_: Any) -> int:
-    raise not_yet("merge-check", "the merge gate issue")
+def merge_check(
+    *, ctx: Context, config: Config, mr: int, mr_project: str, json: bool, verbose: bool
+) -> int:
+    """Exit 0 pass (or not gated), 1 refused, 2 could not decide (any read error)."""
+    return run_merge_check(
+        ctx, config, mr=mr, mr_project=mr_project, json_out=json, verbose=verbose
+    )

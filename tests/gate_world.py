@@ -1,0 +1,264 @@
+"""Merge request states on the sandbox, for the gate's tests: each builds one MR and its
+ledger, and says what merge-check, the record job and the approval job must answer."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pairgate.sandbox.testing import RunningSandbox
+from tests.gate_trail import Trail
+
+TRACKER = "acme/tracker"
+_branches = itertools.count(1)
+
+
+class World:
+    """Thin helpers over the sandbox: issues, ledgers, branches and merge requests."""
+
+    def __init__(self, sandbox: RunningSandbox) -> None:
+        self.sandbox = sandbox
+
+    def issue(self, title: str = "Work") -> int:
+        return int(self.sandbox.create_issue(title)["iid"])
+
+    def ledger(self, issue: int, *, as_user: str = "agents") -> Trail:
+        return Trail(lambda body: int(self.sandbox.note(issue, body, as_user=as_user)["id"]))
+
+    def mr(
+        self,
+        description: str = "",
+        *,
+        project: str = "acme/app",
+        branch: str | None = None,
+        as_user: str = "agents",
+        **fields: Any,
+    ) -> dict[str, Any]:
+        branch = branch or f"work-{next(_branches)}"
+        self.push(project, branch, as_user=as_user)
+        mr = self.sandbox.create_mr(
+            branch, project=project, description=description, as_user=as_user, **fields
+        )
+        return {**mr, "project": project}
+
+    def push(self, project: str, branch: str, *, as_user: str = "agents") -> str:
+        change = {f"change-{next(_branches)}.txt": "a change\n"}
+        return str(self.sandbox.commit(branch, change, project=project, as_user=as_user)["id"])
+
+    def head(self, mr: dict[str, Any]) -> str:
+        path = f"/projects/{mr['project'].replace('/', '%2F')}/merge_requests/{mr['iid']}"
+        return str(self.sandbox.api("GET", path)["sha"])
+
+
+@dataclass(frozen=True)
+class GateCase:
+    """One MR state and the three exit codes it must get: merge-check, the record job and the
+    approval job (0 pass, 1 refused, 2 could not decide)."""
+
+    name: str
+    build: Callable[[World], tuple[str, int]]
+    merge_check: int
+    record: int
+    approval: int
+
+
+def ref(mr: dict[str, Any]) -> tuple[str, int]:
+    return mr["project"], int(mr["iid"])
+
+
+def _reviewed(world: World, *, project: str = "acme/app", cite: str = "{tracker}#{issue}") -> Any:
+    issue = world.issue()
+    mr = world.mr(cite.format(tracker=TRACKER, issue=issue), project=project)
+    world.ledger(issue).reviewed(mr["sha"], ref(mr))
+    return ref(mr)
+
+
+def approved_at_head(world: World) -> tuple[str, int]:
+    return _reviewed(world)  # type: ignore[no-any-return]
+
+
+def never_approved(world: World) -> tuple[str, int]:
+    issue = world.issue()
+    world.ledger(issue).claim("acme-lead")
+    return ref(world.mr(f"Related to {TRACKER}#{issue}"))
+
+
+def self_approval_only(world: World) -> tuple[str, int]:
+    issue = world.issue()
+    mr = world.mr(f"Related to {TRACKER}#{issue}")
+    world.ledger(issue).solo(mr["sha"], ref(mr))
+    return ref(mr)
+
+
+def approval_one_push_behind(world: World) -> tuple[str, int]:
+    issue = world.issue()
+    mr = world.mr(f"Related to {TRACKER}#{issue}")
+    world.ledger(issue).reviewed(mr["sha"], ref(mr))
+    world.push(mr["project"], mr["source_branch"])
+    return ref(mr)
+
+
+def unclaimed_issue(world: World) -> tuple[str, int]:
+    return ref(world.mr(f"Related to {TRACKER}#{world.issue()}"))
+
+
+def no_citation(world: World) -> tuple[str, int]:
+    return ref(world.mr("A change with no issue"))
+
+
+def bare_reference_outside_the_tracker(world: World) -> tuple[str, int]:
+    issue = world.issue()
+    world.ledger(issue).claim("acme-lead")
+    return ref(world.mr(f"Related to #{issue}"))  # acme/app's own issue, not the tracker's
+
+
+def bare_reference_in_the_tracker(world: World) -> tuple[str, int]:
+    return _reviewed(world, project=TRACKER, cite="Related to #{issue}")  # type: ignore[no-any-return]
+
+
+def cited_by_url(world: World) -> tuple[str, int]:
+    url = world.sandbox.url + "/{tracker}/-/issues/{issue}"
+    return _reviewed(world, cite=url)  # type: ignore[no-any-return]
+
+
+def generic_issue_only(world: World) -> tuple[str, int]:
+    return ref(world.mr(f"Chore. Related to {TRACKER}#1"))
+
+
+def generic_and_an_unclaimed_issue(world: World) -> tuple[str, int]:
+    return ref(world.mr(f"{TRACKER}#1 and {TRACKER}#{world.issue()}"))
+
+
+def outside_the_group(world: World) -> tuple[str, int]:
+    issue = world.issue()
+    return ref(
+        world.mr(f"Related to {TRACKER}#{issue}", project="outside/app", as_user="maintainer")
+    )
+
+
+def shared_in_never_approved(world: World) -> tuple[str, int]:
+    issue = world.issue()
+    world.ledger(issue).claim("acme-lead")
+    return ref(world.mr(f"Related to {TRACKER}#{issue}", project="partner/shared-lib"))
+
+
+def shared_in_approved(world: World) -> tuple[str, int]:
+    return _reviewed(world, project="partner/shared-lib")  # type: ignore[no-any-return]
+
+
+def _renovate(world: World, **change: Any) -> tuple[str, int]:
+    fields = {
+        "project": "acme/app",
+        "branch": f"renovate/dep-{next(_branches)}",
+        "as_user": "renovate_bot",
+        "labels": "renovate,dependencies",
+        **change,
+    }
+    return ref(world.mr("Update a dependency", **fields))
+
+
+def renovate_exempt(world: World) -> tuple[str, int]:
+    return _renovate(world)
+
+
+def renovate_without_label(world: World) -> tuple[str, int]:
+    return _renovate(world, labels="dependencies")
+
+
+def renovate_by_another_author(world: World) -> tuple[str, int]:
+    return _renovate(world, as_user="agents")
+
+
+def renovate_from_another_branch(world: World) -> tuple[str, int]:
+    return _renovate(world, branch=f"deps/dep-{next(_branches)}")
+
+
+def renovate_outside_the_exempt_namespaces(world: World) -> tuple[str, int]:
+    return _renovate(world, project="partner/shared-lib")
+
+
+def two_issues_one_approved(world: World) -> tuple[str, int]:
+    other = world.issue()
+    world.ledger(other).claim("acme-lead-2")
+    return _reviewed(world, cite=f"{{tracker}}#{other}, {{tracker}}#{{issue}}")  # type: ignore[no-any-return]
+
+
+def two_issues_one_unclaimed(world: World) -> tuple[str, int]:
+    return _reviewed(world, cite=f"{{tracker}}#{world.issue()} {{tracker}}#{{issue}}")  # type: ignore[no-any-return]
+
+
+def tampered_approval(world: World) -> tuple[str, int]:
+    issue = world.issue()
+    mr = world.mr(f"Related to {TRACKER}#{issue}")
+    old = mr["sha"]
+    approval = world.ledger(issue).reviewed(old, ref(mr))
+    new = world.push(mr["project"], mr["source_branch"])
+    notes = f"/projects/acme%2Ftracker/issues/{issue}/notes/{approval}"
+    body = world.sandbox.api("GET", notes)["body"]
+    world.sandbox.api("PUT", notes, json={"body": body.replace(old, new)})
+    return ref(mr)
+
+
+def forged_approval(world: World) -> tuple[str, int]:
+    issue = world.issue()
+    mr = world.mr(f"Related to {TRACKER}#{issue}")
+    trail = world.ledger(issue)
+    trail.claim("acme-lead")
+    forger = world.ledger(issue, as_user="reporter")
+    forger.prev = trail.prev
+    forger.approve("acme-review", "acme-lead", mr["sha"], ref(mr))
+    return ref(mr)
+
+
+def approval_of_another_mr(world: World) -> tuple[str, int]:
+    issue = world.issue()
+    mr = world.mr(f"Related to {TRACKER}#{issue}")
+    world.ledger(issue).reviewed(mr["sha"], (mr["project"], int(mr["iid"]) + 100))
+    return ref(mr)
+
+
+def automation_family(world: World) -> tuple[str, int]:
+    branch = f"automation/lockfiles/{next(_branches)}"
+    return ref(world.mr("Refresh lock files", branch=branch, as_user="maintainer"))
+
+
+def automation_family_look_alike(world: World) -> tuple[str, int]:
+    branch = f"automation/lockfiles/{next(_branches)}"
+    return ref(world.mr("Refresh lock files", branch=branch, as_user="agents"))
+
+
+def missing_merge_request(world: World) -> tuple[str, int]:
+    return "acme/app", 999
+
+
+CASES = [
+    GateCase("approved-at-head", approved_at_head, 0, 0, 0),
+    GateCase("never-approved", never_approved, 1, 0, 0),
+    GateCase("self-approval-only", self_approval_only, 1, 0, 1),
+    GateCase("approval-one-push-behind", approval_one_push_behind, 1, 0, 1),
+    GateCase("unclaimed-issue", unclaimed_issue, 1, 1, 0),
+    GateCase("no-citation", no_citation, 1, 0, 0),
+    GateCase("bare-reference-outside-the-tracker", bare_reference_outside_the_tracker, 1, 0, 0),
+    GateCase("bare-reference-in-the-tracker", bare_reference_in_the_tracker, 0, 0, 0),
+    GateCase("cited-by-url", cited_by_url, 0, 0, 0),
+    GateCase("generic-issue-only", generic_issue_only, 0, 0, 0),
+    GateCase("generic-and-an-unclaimed-issue", generic_and_an_unclaimed_issue, 1, 1, 0),
+    GateCase("outside-the-group", outside_the_group, 0, 0, 0),
+    GateCase("shared-in-never-approved", shared_in_never_approved, 1, 0, 0),
+    GateCase("shared-in-approved", shared_in_approved, 0, 0, 0),
+    GateCase("renovate-exempt", renovate_exempt, 0, 0, 0),
+    GateCase("renovate-without-label", renovate_without_label, 1, 0, 0),
+    GateCase("renovate-by-another-author", renovate_by_another_author, 1, 0, 0),
+    GateCase("renovate-from-another-branch", renovate_from_another_branch, 1, 0, 0),
+    GateCase("renovate-outside-exempt-namespaces", renovate_outside_the_exempt_namespaces, 1, 0, 0),
+    GateCase("two-issues-one-approved", two_issues_one_approved, 0, 0, 0),
+    GateCase("two-issues-one-unclaimed", two_issues_one_unclaimed, 1, 1, 0),
+    GateCase("tampered-approval", tampered_approval, 1, 0, 0),
+    GateCase("forged-approval", forged_approval, 1, 0, 0),
+    GateCase("approval-of-another-mr", approval_of_another_mr, 1, 0, 0),
+    GateCase("automation-family", automation_family, 0, 0, 0),
+    GateCase("automation-family-look-alike", automation_family_look_alike, 1, 0, 0),
+    GateCase("missing-merge-request", missing_merge_request, 2, 2, 2),
+]

@@ -1,0 +1,214 @@
+"""The merge gate's verdict from folded ledgers (pure: no GitLab)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from pairgate import ownership
+from pairgate.ownership import MergeRequestFacts, Note, decide, decide_scope, fold
+from tests.conftest import FIXTURE_CONFIG
+from tests.gate_trail import Trail
+
+HEAD, OLD = "b" * 40, "a" * 40
+APP = ("acme/app", 3)
+MR = MergeRequestFacts(
+    project="acme/app",
+    iid=3,
+    title="Fix the parser",
+    description="Related to acme/tracker#5",
+    author_id=10,
+    source_branch="fix-parser",
+    labels=(),
+    head_sha=HEAD,
+)
+
+
+@pytest.fixture(scope="module")
+def config() -> ownership.Config:
+    return ownership.load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
+
+
+def verdict(
+    config: ownership.Config, trails: dict[int, Trail], mr: MergeRequestFacts = MR
+) -> ownership.GateVerdict:
+    ledgers = {issue: fold(trail.notes, config=config) for issue, trail in trails.items()}
+    cited = tuple(trails)
+    scope = decide_scope(mr, cited=cited, in_group=True, config=config, families=())
+    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config)
+
+
+def reviewed(sha: str = HEAD, mr: tuple[str, int] = APP) -> Trail:
+    trail = Trail.local()
+    trail.reviewed(sha, mr)
+    return trail
+
+
+def test_an_independent_approval_at_head_passes_and_says_how_to_merge(
+    config: ownership.Config,
+) -> None:
+    result = verdict(config, {5: reviewed()})
+    assert (result.allowed, result.code, result.record.ok, result.approval.ok) == (
+        True,
+        "approved",
+        True,
+        True,
+    )
+    assert (result.approved_by, result.approval_issue, result.approval_note) == (
+        "acme-review",
+        5,
+        1003,
+    )
+    assert f"glab mr merge 3 -R acme/app --sha {HEAD}" in result.message
+
+
+def test_never_approved_is_refused_by_merge_check_but_not_by_the_approval_job(
+    config: ownership.Config,
+) -> None:
+    trail = Trail.local()
+    trail.claim("acme-lead")
+    result = verdict(config, {5: trail})
+    assert (result.allowed, result.code) == (False, "never-approved")
+    assert result.record.ok and result.approval.ok
+    approve = f"pairgate approve 5 --mr 3 --mr-project acme/app --sha {HEAD} --to acme-lead"
+    assert approve in result.message
+
+
+def test_a_self_approval_only_is_refused_by_both(config: ownership.Config) -> None:
+    trail = Trail.local()
+    trail.solo(HEAD, APP)
+    result = verdict(config, {5: trail})
+    assert (result.allowed, result.code, result.approval.ok) == (False, "self-approval-only", False)
+    assert "self-approval by acme-solo" in result.message
+    assert "offers the work back to itself" in result.message
+    assert "pairgate handoff 5 --to <reviewer> --role review" in result.message
+
+
+def test_an_approval_one_push_behind_is_refused_naming_both_commits(
+    config: ownership.Config,
+) -> None:
+    result = verdict(config, {5: reviewed(sha=OLD)})
+    assert (result.allowed, result.code, result.approval.ok) == (False, "not-at-head", False)
+    assert OLD in result.message and f"the head is now {HEAD}" in result.message
+    approve = f"pairgate approve 5 --mr 3 --mr-project acme/app --sha {HEAD} --to acme-lead"
+    assert approve in result.message
+
+
+def test_a_self_approval_at_head_does_not_hide_an_independent_one(
+    config: ownership.Config,
+) -> None:
+    trail = reviewed()
+    solo = Trail.local()
+    solo.solo(HEAD, APP)
+    assert verdict(config, {5: trail, 6: solo}).allowed
+
+
+def test_an_unclaimed_cited_issue_fails_the_record(config: ownership.Config) -> None:
+    result = verdict(config, {5: Trail.local()})
+    assert (result.allowed, result.code, result.record.ok) == (False, "unclaimed", False)
+    assert "acme/tracker#5" in result.message and "pairgate claim 5 --role lead" in result.message
+
+
+def test_two_cited_issues_pass_on_either_approval_but_each_must_be_claimed(
+    config: ownership.Config,
+) -> None:
+    claimed = Trail.local()
+    claimed.claim("acme-lead-9")
+    both = verdict(config, {9: claimed, 5: reviewed()})
+    assert both.allowed and both.approval_issue == 5
+    one_unclaimed = verdict(config, {5: reviewed(), 9: Trail.local()})
+    assert (one_unclaimed.allowed, one_unclaimed.code) == (False, "unclaimed")
+    assert "acme/tracker#9" in one_unclaimed.record.message
+    assert one_unclaimed.approval.ok  # the approval job alone would pass it
+
+
+@pytest.mark.parametrize("other", [("acme/app", 4), ("acme/other", 3)])
+def test_an_approval_of_another_merge_request_does_not_count(
+    config: ownership.Config, other: tuple[str, int]
+) -> None:
+    assert verdict(config, {5: reviewed(mr=other)}).code == "never-approved"
+
+
+def test_the_project_is_compared_as_gitlab_does_without_case(config: ownership.Config) -> None:
+    assert verdict(config, {5: reviewed(mr=("Acme/App", 3))}).allowed
+
+
+def _tamper(note: Note, old: str, new: str) -> Note:
+    assert old in note.body
+    return replace(note, body=note.body.replace(old, new))
+
+
+def test_a_tampered_approval_never_counts_and_is_reported(config: ownership.Config) -> None:
+    trail = reviewed(sha=OLD)
+    # Someone edits the approval note to name the current head.
+    trail.notes[-1] = _tamper(trail.notes[-1], OLD, HEAD)
+    result = verdict(config, {5: trail})
+    assert not result.allowed and result.code == "never-approved"
+    assert any("note 1003 skipped (tampered)" in w for w in result.warnings)
+
+
+def test_a_forged_approval_never_counts_and_is_reported(config: ownership.Config) -> None:
+    trail = Trail.local()
+    trail.claim("acme-lead")
+    forger = Trail.local(author_id=14)
+    forger.prev = trail.prev
+    forger.approve("acme-review", "acme-lead", HEAD, APP)
+    trail.notes.append(replace(forger.notes[0], id=1001))
+    result = verdict(config, {5: trail})
+    assert not result.allowed
+    assert any("skipped (forged)" in w for w in result.warnings)
+
+
+def test_a_break_in_the_chain_is_reported(config: ownership.Config) -> None:
+    trail = reviewed()
+    del trail.notes[1]  # the offer, deleted
+    result = verdict(config, {5: trail})
+    assert any("record chain is broken at note" in w for w in result.warnings)
+
+
+def test_an_mr_that_cites_no_tracker_issue_passes_the_jobs_but_not_merge_check(
+    config: ownership.Config,
+) -> None:
+    result = verdict(config, {}, replace(MR, description="no reference"))
+    assert (result.allowed, result.code) == (False, "no-citation")
+    assert result.record.ok and result.approval.ok
+    assert "cites no issue of acme/tracker" in result.message
+
+
+def test_an_mr_without_commits_has_no_head_to_approve(config: ownership.Config) -> None:
+    result = verdict(config, {5: reviewed()}, replace(MR, head_sha=None))
+    assert (result.allowed, result.code) == (False, "not-at-head")
+    assert "the merge request has no commits" in result.message
+
+
+def test_out_of_scope_passes_everywhere(config: ownership.Config) -> None:
+    scope = decide_scope(MR, cited=(5,), in_group=False, config=config, families=())
+    result = decide(MR, scope=scope, cited=(5,), ledgers={}, config=config)
+    assert (result.allowed, result.in_scope, result.record.ok, result.approval.ok) == (
+        True,
+        False,
+        True,
+        True,
+    )
+    assert "not gated" in result.message
+
+
+def test_the_json_keys_are_stable(config: ownership.Config) -> None:
+    assert sorted(verdict(config, {5: reviewed()}).as_json()) == [
+        "allowed",
+        "approval",
+        "approval_issue",
+        "approval_note",
+        "approved_by",
+        "cited_issues",
+        "head_sha",
+        "in_scope",
+        "message",
+        "mr",
+        "record",
+        "scope",
+        "scope_detail",
+        "verdict",
+        "warnings",
+    ]

@@ -1,0 +1,157 @@
+"""merge-check and the validators against the sandbox: output, exit codes, failing closed."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from pairgate import ownership
+from pairgate.ownership import Context
+from pairgate.sandbox.testing import RunningSandbox
+from tests.conftest import FIXTURE_CONFIG, run_cli
+from tests.gate_world import (
+    World,
+    approved_at_head,
+    never_approved,
+    self_approval_only,
+    shared_in_never_approved,
+)
+
+RECORD, APPROVAL = "validate-mr-carries-ownership-record", "validate-mr-approval-at-head"
+
+
+def env(sandbox: RunningSandbox, **extra: str) -> dict[str, str]:
+    return {
+        "PAIRGATE_CONFIG": str(FIXTURE_CONFIG),
+        "PAIRGATE_TEST_GITLAB_URL": sandbox.url,
+        "PAIRGATE_TEST_TASK_API_TOKEN": sandbox.info["users"]["agents"]["read_token"],
+        **extra,
+    }
+
+
+def merge_check(sandbox: RunningSandbox, mr: tuple[str, int], *flags: str):  # type: ignore[no-untyped-def]
+    argv = ["merge-check", "--mr", str(mr[1]), "--mr-project", mr[0], *flags]
+    return run_cli(argv, env(sandbox))
+
+
+def test_a_pass_prints_the_merge_command_on_stdout(sandbox: RunningSandbox) -> None:
+    mr = approved_at_head(World(sandbox))
+    result = merge_check(sandbox, mr)
+    head = World(sandbox).head({"project": mr[0], "iid": mr[1]})
+    assert result.code == 0 and "may merge" not in result.err
+    assert result.out.strip().endswith(f"glab mr merge {mr[1]} -R {mr[0]} --sha {head}")
+
+
+def test_a_refusal_says_what_to_run_on_stderr(sandbox: RunningSandbox) -> None:
+    result = merge_check(sandbox, self_approval_only(World(sandbox)))
+    assert (result.code, result.out) == (1, "")
+    assert "self-approval by acme-solo" in result.err
+    assert "pairgate handoff 2 --to <reviewer> --role review --sha" in result.err
+
+
+def test_json_has_the_documented_keys(sandbox: RunningSandbox) -> None:
+    result = merge_check(sandbox, never_approved(World(sandbox)), "--json")
+    assert result.code == 1
+    verdict = json.loads(result.out)
+    assert verdict["verdict"] == "never-approved" and verdict["allowed"] is False
+    assert verdict["record"] == {"ok": True, "code": "claimed"}
+    assert verdict["approval"] == {"ok": True, "code": "never-approved"}
+    assert verdict["mr"] == {"project": "acme/app", "iid": 1}
+
+
+def test_verbose_says_which_gitlab_and_why(sandbox: RunningSandbox) -> None:
+    result = merge_check(sandbox, never_approved(World(sandbox)), "--verbose")
+    assert f"GitLab API {sandbox.api_url} (from PAIRGATE_TEST_GITLAB_URL)" in result.err
+    assert "scope: in-scope (acme/app is in group acme)" in result.err
+    assert "cited tracker issues: #2" in result.err
+
+
+@pytest.mark.parametrize(
+    ("build", "path"),
+    [
+        (approved_at_head, r"/merge_requests/\d+$"),
+        (approved_at_head, r"/issues/\d+/notes"),
+        (shared_in_never_approved, r"/groups/100/projects"),
+    ],
+)
+@pytest.mark.parametrize("status", [403, 404])
+def test_any_read_error_is_could_not_decide_never_a_pass(
+    sandbox: RunningSandbox, build: object, path: str, status: int
+) -> None:
+    mr = build(World(sandbox))  # type: ignore[operator]
+    sandbox.fault(method="GET", path=path, status=status, count=50)
+    result = merge_check(sandbox, mr)
+    assert (result.code, result.out) == (2, "")
+    assert "merge-check: could not decide, so no pass: " in result.err
+    assert f"HTTP {status}" in result.err
+
+
+def validator(name: str, environment: dict[str, str], *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = ownership.validator_main(
+        name, list(argv), Context(env=environment, stdout=out, stderr=err)
+    )
+    return code, out.getvalue(), err.getvalue()
+
+
+def ci_env(sandbox: RunningSandbox, mr: tuple[str, int], **extra: str) -> dict[str, str]:
+    return {
+        "PAIRGATE_CONFIG": str(FIXTURE_CONFIG),
+        "CI_API_V4_URL": sandbox.api_url,
+        "CI_MERGE_REQUEST_PROJECT_PATH": mr[0],
+        "CI_MERGE_REQUEST_IID": str(mr[1]),
+        "GATE_READ_TOKEN": sandbox.info["users"]["agents"]["read_token"],
+        **extra,
+    }
+
+
+@pytest.mark.parametrize("name", [RECORD, APPROVAL])
+def test_a_validator_reads_pairgate_config_only(sandbox: RunningSandbox, name: str) -> None:
+    environment = ci_env(sandbox, ("acme/app", 1))
+    del environment["PAIRGATE_CONFIG"]
+    code, out, err = validator(name, environment, "--read-token-variable", "GATE_READ_TOKEN")
+    assert (code, out) == (2, "")
+    assert "PAIRGATE_CONFIG is not set" in err and "fails closed" in err
+
+
+@pytest.mark.parametrize("unset", ["CI_MERGE_REQUEST_IID", "CI_MERGE_REQUEST_PROJECT_PATH"])
+def test_a_validator_outside_a_merge_request_pipeline_cannot_decide(
+    sandbox: RunningSandbox, unset: str
+) -> None:
+    environment = ci_env(sandbox, ("acme/app", 1))
+    del environment[unset]
+    code, _, err = validator(RECORD, environment, "--read-token-variable", "GATE_READ_TOKEN")
+    assert code == 2 and "runs in a merge request pipeline" in err
+
+
+def test_an_empty_read_token_variable_is_named(sandbox: RunningSandbox) -> None:
+    environment = ci_env(sandbox, ("acme/app", 1), GATE_READ_TOKEN=" ")
+    code, _, err = validator(APPROVAL, environment, "--read-token-variable", "GATE_READ_TOKEN")
+    assert code == 2 and "the CI variable GATE_READ_TOKEN" in err
+
+
+def test_a_malformed_roster_the_validator_is_told_is_an_error(
+    sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    roster = tmp_path / "roster.py"
+    roster.write_text("import os\n", encoding="utf-8")
+    environment = ci_env(sandbox, approved_at_head(World(sandbox)))
+    code, _, err = validator(
+        RECORD,
+        environment,
+        "--read-token-variable",
+        "GATE_READ_TOKEN",
+        "--automation-families",
+        str(roster),
+    )
+    assert code == 2 and "malformed automation roster" in err
+
+
+def test_standalone_usage_errors_exit_2() -> None:
+    err = io.StringIO()
+    ctx = Context(env={}, stdout=io.StringIO(), stderr=err)
+    assert ownership.standalone_main(["merge-check", "--mr", "x"], ctx) == 2
+    assert "--mr: invalid int value" in err.getvalue()

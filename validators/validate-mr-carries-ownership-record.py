@@ -1,0 +1,17 @@
+#!/usr/bin/env python3
+"""validate-mr-carries-ownership-record: the CI gate job of the same name.
+
+It fails a merge request that cites a tracker issue nobody holds (no ownership record).
+
+Deployed flat beside ownership.py, which holds the verdict that merge-check and the merge hook
+give too. Configuration: the file PAIRGATE_CONFIG names, and nothing else. The merge request:
+the pipeline's CI_MERGE_REQUEST_PROJECT_PATH and CI_MERGE_REQUEST_IID. Exit 0 pass, 1 refused
+(the message ends with "Background: <handoff_doc>."), 2 could not decide.
+"""
+
+import sys
+
+import ownership
+
+if __name__ == "__main__":
+    sys.exit(ownership.validator_main("validate-mr-carries-ownership-record"))
