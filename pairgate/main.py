@@ -198,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--closed", action="store_true", help="include closed issues")
 
     p = command(
-        "waiting", "commands.board:waiting", "who owes the next move", parents=(verbose, json_out)
+        "waiting", "commands.waiting:waiting", "who owes the next move", parents=(verbose, json_out)
     )
     p.add_argument("--agent", metavar="AGENT", help="only this agent's moves")
 
@@ -213,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "sync",
-        "commands.board:sync",
+        "commands.sync:sync",
         "close what an independent approval merged (a dry run unless --apply)",
         parents=verb,
         writes=True,
@@ -223,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "freeze",
-        "commands.board:freeze",
+        "commands.freeze:freeze",
         "declare a window in which other agents' writes inside the scope are refused",
         parents=verb,
         writes=True,
@@ -236,20 +236,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--minutes", type=int, default=30, metavar="N", help="default: 30")
 
     command(
-        "thaw", "commands.board:thaw", "lift the window you declared", parents=verb, writes=True
+        "thaw", "commands.freeze:thaw", "lift the window you declared", parents=verb, writes=True
     )
     command(
         "identity",
-        "commands.board:identity",
+        "commands.identity:identity",
         "does anyone else answer to my name?",
         parents=(as_agent, verbose, json_out),
     )
 
-    p = command("impose", "commands.board:impose", "render a standing constraint's clause")
+    p = command(
+        "impose",
+        "commands.constraints:impose",
+        "render a standing constraint's clause (imposed by --as, or the agent identity)",
+        parents=(as_agent,),
+    )
     p.add_argument("--text", required=True, metavar="TEXT")
 
     p = command(
-        "lift-check", "commands.board:lift_check", "may a relayed lift of a constraint stand?"
+        "lift-check", "commands.constraints:lift_check", "may a relayed lift of a constraint stand?"
     )
     p.add_argument("--lift-from", required=True, metavar="AGENT")
     group = p.add_mutually_exclusive_group()
@@ -276,7 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 on drift")
 
-    p = command("graph", "commands.board:graph", "draw the issue's round (not implemented yet)")
+    p = command("graph", "commands.graph:graph", "draw the issue's round (Mermaid by default)")
     p.add_argument("issue", type=_issue)
     p.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
 

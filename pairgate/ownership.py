@@ -30,8 +30,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -731,6 +731,38 @@ EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 
+# -- Board-wide kinds (the board issue): freeze windows and standing constraints --------------
+# A freeze's scope is spelled out in the record, never relative to the issue that holds it:
+# "board", "issue:<iid>" or "mr:<project>!<iid>".
+_IID = "[1-9][0-9]{0,9}"
+# (?!\n): Python's $ also matches before a final newline; a scope is exactly one of these.
+FREEZE_SCOPE_PATTERN = rf"^(board|issue:{_IID}|mr:{_PATH_SEGMENT}(/{_PATH_SEGMENT})+!{_IID})$(?!\n)"
+FREEZE_MAX_MINUTES = 7 * 24 * 60
+EVENT_FIELDS["freeze"] = {
+    "freeze": {
+        "scope": {"type": "string", "pattern": FREEZE_SCOPE_PATTERN},
+        "reason": {"type": "string", "minLength": 1, "maxLength": 50_000},
+        "minutes": {"type": "integer", "minimum": 1, "maximum": FREEZE_MAX_MINUTES},
+    },
+    "thaw": {"freeze": _NOTE_ID},
+}
+EVENT_FIELDS["constraint"] = {
+    "impose": {
+        "id": {"type": "string", "pattern": "^c-[0-9a-f]{12}$", "description": "see constraint_id"},
+        "text": {"type": "string", "minLength": 1, "maxLength": 50_000},
+    },
+}
+BOARD_KINDS = frozenset({"freeze", "constraint"})
+
+
+def constraint_id(text: str) -> str:
+    """A standing constraint's stable id: the hash of its clause text, whitespace folded, so the
+    same clause has the same id wherever and by whomever it is rendered."""
+    return "c-" + hashlib.sha256(canonical_text(text).encode("utf-8")).hexdigest()[:12]
+
+
+# -- end of the board-wide kinds ----------------------------------------------------------------
+
 
 def _event_schema(event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
     properties = {**_COMMON, "event": {"const": event}, **fields}
@@ -980,6 +1012,8 @@ class Ledger:
     head: str | None = None  # the digest of the latest record: the next writer's prev
     holder_since: int | None = None  # the note that made the holder the holder
     accepted_from: str | None = None  # who sent the offer the holder accepted
+    freezes: tuple[Freeze, ...] = ()  # every freeze window recorded here (see section 5b)
+    constraints: tuple[Constraint, ...] = ()  # every standing constraint recorded here
 
     @property
     def label(self) -> str | None:
@@ -1161,6 +1195,7 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
     markers. Notes are taken in id order (GitLab's creation order)."""
     authors = frozenset(config["ledger_author_user_ids"])
     state = _Fold(config)
+    board = _BoardFold()
     skipped: list[Skipped] = []
     breaks: list[Break] = []
     trail: list[Event] = []
@@ -1212,7 +1247,7 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
         by_prev.setdefault(prev, []).append(note.id)
         digests[record["digest"]] = note.id
         head = record["digest"]
-        void = state.apply(note.id, record)
+        void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note.id, record)
         trail.append(
             Event(note.id, kind, record["event"], record["agent"], record, note.created_at, void)
         )
@@ -1229,6 +1264,8 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
         head=head,
         holder_since=state.holder_since,
         accepted_from=state.accepted_from,
+        freezes=tuple(board.freezes.values()),
+        constraints=tuple(board.constraints),
     )
 
 
@@ -1246,6 +1283,158 @@ def read_notes(client: GitLab, config: Config, issue: int) -> list[Note]:
 def read_ledger(client: GitLab, config: Config, issue: int) -> Ledger:
     """The I/O edge of the fold: read the issue's notes, fold them."""
     return fold(read_notes(client, config, issue), config=config)
+
+
+# -- 5b. Board-wide records: freeze windows and standing constraints (the board issue) ---------
+# The fold hands freeze and constraint records to _BoardFold; they never touch ownership.
+# Freeze windows are found board-wide through FROZEN_LABEL: every issue that holds a freeze
+# record carries it (freeze adds it; thaw removes it when no window there is still live), so a
+# reader lists issues by that one label instead of scanning every issue. The label is an index
+# only: the records decide, and an expired window binds nobody whatever the label says.
+
+FROZEN_LABEL = "pairgate::frozen"
+
+
+def stamp_epoch(stamp: str) -> float | None:
+    """A GitLab ISO 8601 timestamp as epoch seconds; None when it does not parse."""
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Freeze:
+    """One recorded freeze window. ``until`` is the note's server time plus ``minutes``."""
+
+    note_id: int
+    agent: str
+    scope: str  # "board" | "issue:<iid>" | "mr:<project>!<iid>"
+    reason: str
+    minutes: int
+    created_at: str
+    thawed_by: int | None = None  # the note that lifted it early
+
+    @property
+    def until(self) -> float | None:
+        """Epoch seconds the window ends at; None when GitLab's timestamp does not parse."""
+        start = stamp_epoch(self.created_at)
+        return None if start is None else start + self.minutes * 60
+
+    def live(self, now: float) -> bool:
+        """Does it bind at ``now``? A window whose end cannot be read binds (fail closed)."""
+        until = self.until
+        return self.thawed_by is None and (until is None or now < until)
+
+    def covers(self, *, issue: int | None = None, mr: MrRef | None = None) -> bool:
+        """Is ``issue`` (a write on it) or ``mr`` inside this window's scope?"""
+        if self.scope == "board":
+            return True
+        kind, _, target = self.scope.partition(":")
+        if kind == "issue":
+            return issue is not None and int(target) == issue
+        project, _, iid = target.rpartition("!")
+        return mr is not None and mr.iid == int(iid) and mr.project.casefold() == project.casefold()
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A standing constraint recorded on the issue: only ``imposer`` may lift it."""
+
+    note_id: int
+    id: str
+    text: str
+    imposer: str
+
+
+class _BoardFold:
+    """The fold's state for the board-wide kinds; ``apply`` returns why a record is void."""
+
+    def __init__(self) -> None:
+        self.freezes: dict[int, Freeze] = {}
+        self.constraints: list[Constraint] = []
+
+    def apply(self, note: Note, r: Mapping[str, Any]) -> str | None:
+        if r["event"] == "freeze":
+            self.freezes[note.id] = Freeze(
+                note.id, r["agent"], r["scope"], r["reason"], r["minutes"], note.created_at
+            )
+            return None
+        if r["event"] == "thaw":
+            window = self.freezes.get(r["freeze"])
+            if window is None:
+                return f"note {r['freeze']} is not a freeze recorded on this issue"
+            if window.agent != r["agent"]:
+                return f"the freeze of note {window.note_id} is {window.agent}'s to thaw"
+            if window.thawed_by is not None:
+                return f"note {window.thawed_by} already thawed it"
+            self.freezes[window.note_id] = replace(window, thawed_by=note.id)
+            return None
+        if constraint_id(r["text"]) != r["id"]:
+            return f"its id {r['id']} is not the hash of its text ({constraint_id(r['text'])})"
+        self.constraints.append(Constraint(note.id, r["id"], r["text"], r["agent"]))
+        return None
+
+
+def binding_freeze(
+    windows: Iterable[tuple[int, Freeze]],
+    *,
+    now: float,
+    agent: str | None = None,
+    issue: int | None = None,
+    mr: MrRef | None = None,
+) -> tuple[int, Freeze] | None:
+    """The first live window that binds ``agent`` writing on ``issue`` (or about ``mr``), as
+    (the issue holding it, the window). A window never binds the agent that declared it;
+    ``agent=None`` is bound by every window covering what it names. Pure."""
+    for holder, window in windows:
+        if window.live(now) and agent != window.agent and window.covers(issue=issue, mr=mr):
+            return holder, window
+    return None
+
+
+def read_freezes(
+    client: GitLab, config: Config, *, known: Mapping[int, Ledger] | None = None
+) -> list[tuple[int, Freeze]]:
+    """Every freeze window on the issues labelled FROZEN_LABEL and in ``known`` (ledgers already
+    folded, not read again), as (issue, window). One issue listing, then one notes listing per
+    labelled issue."""
+    project = encode_project(config["tracker_project"])
+    listed = client.get_all(f"projects/{project}/issues", labels=FROZEN_LABEL, state="all")
+    ledgers = dict(known or {})
+    for issue in sorted({int(i["iid"]) for i in listed} - set(ledgers)):
+        ledgers[issue] = read_ledger(client, config, issue)
+    return [(issue, w) for issue, ledger in sorted(ledgers.items()) for w in ledger.freezes]
+
+
+def freeze_refusal(holder: int, window: Freeze, *, now: float, config: Config) -> str:
+    """Who froze what, why and until when; a refusal (a writer's, the gate's) starts with it."""
+    until = window.until
+    when = (
+        "until further notice (its time does not parse)"
+        if until is None
+        else f"until {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(until))} "
+        f"(another {max(1, round((until - now) / 60))} min)"
+    )
+    scope = "the board" if window.scope == "board" else window.scope
+    return (
+        f"{window.agent} froze {scope} {when}: {window.reason}\n"
+        f"(note {window.note_id} on {config['tracker_project']}#{holder}). Wait for it to "
+        f"expire, or ask {window.agent} to run `{config.cli} thaw`."
+    )
+
+
+def mr_freeze(
+    client: GitLab, config: Config, mr: MrRef, *, known: Mapping[int, Ledger], now: float
+) -> str | None:
+    """Why a live window on ``mr`` holds its merge back (the merge gate's freeze rule), or None.
+    Only ``mr:`` windows bind the gate: a board or issue window holds back writes, not merges."""
+    windows = [w for w in read_freezes(client, config, known=known) if w[1].scope.startswith("mr:")]
+    found = binding_freeze(windows, now=now, mr=mr)
+    return None if found is None else freeze_refusal(*found, now=now, config=config)
+
+
+# -- end of 5b -----------------------------------------------------------------------------------
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1592,9 +1781,11 @@ def decide(
     cited: Sequence[int],
     ledgers: Mapping[int, Ledger],
     config: Config,
+    frozen: str | None = None,
 ) -> GateVerdict:
     """The verdict, from facts already read. ``ledgers`` holds the fold of every cited issue
-    except the generic tracking issue."""
+    except the generic tracking issue; ``frozen`` says why a live freeze window holds the MR
+    back (section 5b), if one does."""
     cli, tracker = config.cli, config["tracker_project"]
 
     def verdict(**fields: Any) -> GateVerdict:
@@ -1634,6 +1825,8 @@ def decide(
         problems = [] if record.ok else [(record.code, record.message)]
         if found is None:
             problems.append((approval.code, approval.message))
+    if frozen is not None:
+        problems.insert(0, ("frozen", f"{mr.ref} is frozen: {frozen}"))
     code = problems[0][0] if problems else "approved"
     message = "\n".join(m for _, m in problems) or approval.message
     return verdict(
@@ -1767,6 +1960,7 @@ def gate_merge(
     iid: int,
     *,
     families: Sequence[AutomationFamily] | None = None,
+    now: float | None = None,
 ) -> GateVerdict:
     """The merge gate's one verdict for ``project!iid``: reads, then decides.
 
@@ -1793,12 +1987,15 @@ def gate_merge(
     cited = cited_issues(f"{mr.title}\n{mr.description}", mr_project=mr.project, tracker=tracker)
     scope = decide_scope(mr, cited=cited, in_group=True, config=config, families=families)
     ledgers: dict[int, Ledger] = {}
+    frozen = None
     if scope.in_scope:
         generic = config["generic_tracking_issue"]
         for issue in cited:
             if issue != generic:
                 ledgers[issue] = read_ledger(client, config, issue)
-    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config)
+        at = time.time() if now is None else now
+        frozen = mr_freeze(client, config, MrRef(mr.project, mr.iid), known=ledgers, now=at)
+    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config, frozen=frozen)
 
 
 # The three doors. merge-check (the package CLI and ``python3 ownership.py merge-check``) and the
@@ -1858,7 +2055,7 @@ def run_merge_check(
     """``merge-check --mr <iid> --mr-project <p>``: the gate's verdict, as a command."""
     client = gitlab_from_env(config, ctx.env)
     try:
-        verdict = gate_merge(client, config, mr_project, mr)
+        verdict = gate_merge(client, config, mr_project, mr, now=ctx.now())
     except PairgateError as exc:
         raise PairgateError(f"merge-check: could not decide, so no pass: {exc.message}") from exc
     return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose, client=client)

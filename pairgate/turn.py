@@ -10,19 +10,22 @@ from __future__ import annotations
 import os
 import re
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pairgate.freezes import refuse_if_frozen, windows_for
 from pairgate.note_text import note_text
 from pairgate.ownership import (
     ROLE_LABELS,
     Config,
     Context,
     Event,
+    Freeze,
     GitLab,
     GitLabError,
     Ledger,
+    MrRef,
     PairgateError,
     Refusal,
     UsageError,
@@ -83,6 +86,7 @@ class Turn:
     state: dict[str, Any]  # the issue as GitLab answered it
     ledger: Ledger
     before: Ledger  # the ledger as the turn found it
+    freezes: list[tuple[int, Freeze]] = field(default_factory=list)  # (issue, window) read
 
     @property
     def cli(self) -> str:
@@ -119,7 +123,15 @@ def read_issue(client: GitLab, config: Config, issue: int) -> dict[str, Any]:
     return read_found(client, issue_path(config, issue), f"{config['tracker_project']}#{issue}")
 
 
-def begin(ctx: Context, config: Config, issue: int, as_agent: str | None, verbose: bool) -> Turn:
+def begin(
+    ctx: Context,
+    config: Config,
+    issue: int,
+    as_agent: str | None,
+    verbose: bool,
+    *,
+    check_freezes: bool = True,
+) -> Turn:
     agent = identity(ctx, config, as_agent)
     client = gitlab_from_env(config, ctx.env)
     if verbose:
@@ -142,6 +154,9 @@ def begin(ctx: Context, config: Config, issue: int, as_agent: str | None, verbos
             f"Reopen it on GitLab first if the work goes on: "
             f"glab issue reopen {issue} -R {config['tracker_project']}"
         )
+    if check_freezes:  # before any side effect: another agent's window refuses the whole turn
+        turn.freezes = windows_for(client, config, issue, ledger)
+        refuse_if_frozen(turn, mr=None)
     return turn
 
 
@@ -153,9 +168,14 @@ def damage(ledger: Ledger) -> list[str]:
     return lines
 
 
-def write(turn: Turn, kind: str, event: str, fields: dict[str, Any]) -> Event:
+def write(
+    turn: Turn, kind: str, event: str, fields: dict[str, Any], *, human: str | None = None
+) -> Event:
     """Post one record and return it as the fold now sees it (``void`` set when a racing
-    writer got there first). A write whose answer is lost is re-read, never repeated blindly."""
+    writer got there first). A write whose answer is lost is re-read, never repeated blindly.
+    ``human`` is the note's text when note_text does not write it (the board's kinds)."""
+    if "mr" in fields:  # a window on the merge request refuses records about it
+        refuse_if_frozen(turn, mr=MrRef(fields["mr"]["project"], fields["mr"]["iid"]))
     write_id = turn.ctx.new_id()
     record = {
         "event": event,
@@ -165,7 +185,8 @@ def write(turn: Turn, kind: str, event: str, fields: dict[str, Any]) -> Event:
         "prev": turn.ledger.head,
         **fields,
     }
-    body, _ = compose_note(kind, record, note_text(record, cli=turn.cli, issue=turn.issue))
+    text = human if human is not None else note_text(record, cli=turn.cli, issue=turn.issue)
+    body, _ = compose_note(kind, record, text)
     path = notes_path(turn.config, turn.issue)
     for attempt in range(1, WRITE_ATTEMPTS + 1):
         try:

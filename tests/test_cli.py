@@ -7,7 +7,8 @@ import argparse
 import pytest
 
 from pairgate.main import build_parser
-from tests.conftest import PAIRGATE, run_cli, run_program
+from pairgate.sandbox.testing import RunningSandbox
+from tests.conftest import PAIRGATE, agent_env, run_cli, run_program
 
 # The specification's Commands section (plus sandbox and demo, DESIGN.md section 8).
 COMMANDS = {
@@ -39,11 +40,11 @@ COMMANDS = {
     "freeze": ({"--scope", "--reason"}, {"--minutes"}),
     "thaw": (set(), set()),
     "identity": (set(), {"--json"}),
-    "impose": ({"--text"}, set()),
+    "impose": ({"--text"}, {"--as"}),
     "lift-check": ({"--lift-from"}, {"--constraint-file", "--constraint-text"}),
     "deploy-agents": ({"--target"}, {"--check"}),
     "deploy-hooks": (set(), {"--target", "--check", "--list"}),
-    "graph": (set(), set()),
+    "graph": (set(), {"--format"}),
     "sandbox": (set(), {"--host", "--port", "--state", "--config-out"}),
     "demo": (set(), set()),
 }
@@ -107,10 +108,14 @@ def test_no_command_prints_help_and_exits_2() -> None:
     assert "usage: pairgate" in result.out
 
 
-def test_graph_exits_2_saying_it_is_not_implemented(config_env: dict[str, str]) -> None:
-    result = run_cli(["graph", "1"], env=config_env)
-    assert result.code == 2
-    assert "not implemented" in result.err
+def test_graph_renders_the_issues_round(sandbox: RunningSandbox) -> None:
+    issue = sandbox.create_issue("graph me")["iid"]
+    env = agent_env(sandbox, "acme-lead")
+    assert run_cli(["claim", str(issue), "--role", "lead"], env).code == 0
+    result = run_cli(["graph", str(issue)], env)
+    assert result.code == 0, result.err
+    assert result.out.startswith("sequenceDiagram\n")
+    assert "claims as lead" in result.out
 
 
 @pytest.mark.parametrize(

@@ -1,43 +1,262 @@
-"""the board issue"""
+"""board and waiting: every labelled issue in one pass, and who owes the next move.
+
+Both build a plain document first (the ``--json`` output, keys documented in
+docs/agent-handoff-reference.md) and render the terminal table from it, so the two never say
+different things.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pairgate.commands._todo import not_yet
+from pairgate.commands import render
+from pairgate.commands.boardread import (
+    IssueRead,
+    MrState,
+    fold_issues,
+    latest_approval_refs,
+    list_labelled,
+    read_mr_states,
+)
+from pairgate.commands.render import Cell, Style
+from pairgate.commands.status import _mr, _offer
+from pairgate.ownership import (
+    ROLE_LABELS,
+    Approval,
+    Config,
+    Context,
+    Exit,
+    Freeze,
+    Ledger,
+    MrRef,
+    gitlab_from_env,
+)
 
 
-def board(**_: Any) -> int:
-    raise not_yet("board", "the board issue")
+def _when(ledger: Ledger, note_id: int | None, now: float) -> dict[str, Any]:
+    """``at`` and ``age_seconds`` of a note on the trail."""
+    at = next((e.created_at for e in ledger.trail if e.note_id == note_id), None)
+    return {"at": at, "age_seconds": render.age_seconds(at, now)}
 
 
-def waiting(**_: Any) -> int:
-    raise not_yet("waiting", "the board issue")
+def approval_status(approval: Approval, head: str | None) -> str:
+    """self | unknown (the head could not be read) | at-head | stale."""
+    if approval.self_approval:
+        return "self"
+    if head is None:
+        return "unknown"
+    return "at-head" if head == approval.sha else "stale"
 
 
-def sync(**_: Any) -> int:
-    raise not_yet("sync", "the board issue")
+def freeze_doc(issue: int, window: Freeze, now: float) -> dict[str, Any]:
+    return {
+        "issue": issue,
+        "note_id": window.note_id,
+        "agent": window.agent,
+        "scope": window.scope,
+        "reason": window.reason,
+        "minutes": window.minutes,
+        "at": window.created_at,
+        "until": render.iso(window.until),
+        "live": window.live(now),
+        "remaining_seconds": (
+            max(0, int(window.until - now)) if window.live(now) and window.until else None
+        ),
+        "thawed_by": window.thawed_by,
+    }
 
 
-def freeze(**_: Any) -> int:
-    raise not_yet("freeze", "the board issue")
+def issue_doc(read: IssueRead, mrs: dict[MrRef, MrState], now: float) -> dict[str, Any]:
+    """One issue's board entry. Pure."""
+    ledger = read.ledger or Ledger()
+    labels = sorted(label for label in read.labels if label in ROLE_LABELS)
+    approval = None
+    if ledger.approvals:
+        last = ledger.approvals[-1]
+        head = mrs.get(last.mr, MrState(None, None)).head
+        approval = {
+            "note_id": last.note_id,
+            "approver": last.approver,
+            "to": last.to,
+            "mr": _mr(last.mr),
+            "sha": last.sha,
+            "mr_head": head,
+            "status": approval_status(last, head),
+            "self_approval": last.self_approval,
+            **_when(ledger, last.note_id, now),
+        }
+    offer = ledger.offer
+    return {
+        "issue": read.iid,
+        "title": read.title,
+        "state": read.state,
+        "web_url": read.web_url,
+        "holder": ledger.holder,
+        "role": ledger.role,
+        "holder_since": (
+            {"note_id": ledger.holder_since, **_when(ledger, ledger.holder_since, now)}
+            if ledger.holder_since
+            else None
+        ),
+        "label": {
+            "expected": ledger.label,
+            "actual": labels,
+            "in_step": labels == ([ledger.label] if ledger.label else []),
+        },
+        "offer": {**(_offer(offer) or {}), **_when(ledger, offer.note_id, now)} if offer else None,
+        "approval": approval,
+        "skipped": [
+            {"note_id": s.note_id, "kind": s.kind, "reason": s.reason} for s in ledger.skipped
+        ],
+        "breaks": [{"note_id": b.note_id, "reason": b.reason} for b in ledger.breaks],
+        "edited": list(ledger.edited),
+        "freezes": [freeze_doc(read.iid, w, now) for w in ledger.freezes],
+        "error": read.error,
+    }
 
 
-def thaw(**_: Any) -> int:
-    raise not_yet("thaw", "the board issue")
+def board_doc(
+    config: Config, reads: list[IssueRead], mrs: dict[MrRef, MrState], now: float, closed: bool
+) -> dict[str, Any]:
+    issues = [issue_doc(r, mrs, now) for r in reads]
+    return {
+        "tracker_project": config["tracker_project"],
+        "now": render.iso(now),
+        "closed_included": closed,
+        "live_freezes": [f for i in issues for f in i["freezes"] if f["live"]],
+        "issues": issues,
+    }
 
 
-def identity(**_: Any) -> int:
-    raise not_yet("identity", "the board issue")
+def read_board(ctx: Context, config: Config, *, closed: bool, verbose: bool) -> dict[str, Any]:
+    client = gitlab_from_env(config, ctx.env)
+    if verbose:
+        print(client.describe(), file=ctx.stderr)
+    reads = fold_issues(client, config, list_labelled(client, config, closed=closed))
+    mrs = read_mr_states(client, latest_approval_refs(reads))
+    return board_doc(config, reads, mrs, ctx.now(), closed)
 
 
-def impose(**_: Any) -> int:
-    raise not_yet("impose", "the board issue")
+# -- the terminal -----------------------------------------------------------------------------
 
 
-def lift_check(**_: Any) -> int:
-    raise not_yet("lift-check", "the board issue")
+def _holder(doc: dict[str, Any]) -> Cell:
+    if doc["error"]:
+        return ("unreadable", "red")
+    return f"{doc['holder']} ({doc['role']})" if doc["holder"] else ("nobody", "dim")
 
 
-def graph(**_: Any) -> int:
-    raise not_yet("graph", "the board issue")
+def _offer_cell(offer: dict[str, Any] | None) -> Cell:
+    if offer is None:
+        return ("-", "dim")
+    age = render.duration(offer["age_seconds"] or 0)
+    if offer["kind"] == "approve":
+        return (f"approval back to {offer['to']}, {age}", "blue")
+    return (f"-> {offer['to']} as {offer['role']}, {age}", "blue")
+
+
+_APPROVAL_COLOUR = {"at-head": "green", "stale": "yellow", "self": "red", "unknown": "yellow"}
+
+
+def _approval_cell(approval: dict[str, Any] | None) -> Cell:
+    if approval is None:
+        return ("-", "dim")
+    status, who = approval["status"], approval["approver"]
+    text = {
+        "at-head": f"{who} @{render.short(approval['sha'])} at head",
+        "stale": f"{who} @{render.short(approval['sha'])} STALE (head "
+        f"{render.short(approval['mr_head'])})",
+        "self": f"{who} @{render.short(approval['sha'])} SELF-APPROVAL",
+        "unknown": f"{who} @{render.short(approval['sha'])} (head unknown)",
+    }[status]
+    return (text, _APPROVAL_COLOUR[status])
+
+
+def _ledger_cell(doc: dict[str, Any]) -> Cell:
+    if doc["error"]:
+        return ("unreadable", "red")
+    problems = []
+    kinds: dict[str, int] = {}
+    for s in doc["skipped"]:
+        kinds[s["kind"]] = kinds.get(s["kind"], 0) + 1
+    problems += [f"{n} {kind}" for kind, n in sorted(kinds.items())]
+    if doc["breaks"]:
+        problems.append(f"{len(doc['breaks'])} break{'s' * (len(doc['breaks']) > 1)}")
+    severe = bool(problems)
+    if doc["edited"]:
+        problems.append(f"{len(doc['edited'])} edited")
+    if not doc["label"]["in_step"]:
+        problems.append("label drift")
+    if any(f["live"] for f in doc["freezes"]):
+        problems.append("frozen")
+    if not problems:
+        return ("ok", "green")
+    return (", ".join(problems), "red" if severe else "yellow")
+
+
+def board_text(doc: dict[str, Any], style: Style) -> str:
+    lines = []
+    for f in doc["live_freezes"]:
+        lines.append(
+            style(f"FROZEN {f['scope']} by {f['agent']} until {f['until']}", "red")
+            + f" (another {render.duration(f['remaining_seconds'] or 0)}): "
+            + render.clip(f["reason"], 80)
+            + f" (note {f['note_id']} on #{f['issue']})"
+        )
+    issues = doc["issues"]
+    if not issues:
+        lines.append(f"No labelled issues in {doc['tracker_project']}.")
+        return "\n".join(lines)
+    rows = []
+    for i in issues:
+        since = i["holder_since"]
+        rows.append(
+            [
+                f"#{i['issue']}" + ("" if i["state"] == "opened" else f" ({i['state']})"),
+                _holder(i),
+                render.duration(since["age_seconds"])
+                if since and since["age_seconds"] is not None
+                else "-",
+                _offer_cell(i["offer"]),
+                _approval_cell(i["approval"]),
+                _ledger_cell(i),
+                render.clip(i["title"], 50),
+            ]
+        )
+    headers = ["ISSUE", "HOLDER", "SINCE", "OFFER", "APPROVAL", "LEDGER", "TITLE"]
+    lines.append(render.table(headers, rows, style))
+    details = []
+    for i in issues:
+        n = i["issue"]
+        if i["error"]:
+            details.append(f"#{n}: could not be read: {i['error']}")
+        details += [
+            f"#{n}: note {s['note_id']} skipped ({s['kind']}): {s['reason']}" for s in i["skipped"]
+        ]
+        details += [
+            f"#{n}: note {b['note_id']} breaks the chain: {b['reason']}" for b in i["breaks"]
+        ]
+        if not i["label"]["in_step"] and not i["error"]:
+            actual = ", ".join(i["label"]["actual"]) or "none"
+            details.append(
+                f"#{n}: label {actual}, but the notes say {i['label']['expected'] or 'none'}"
+            )
+    if details:
+        lines += ["", style("Ledger problems:", "bold"), *(f"  {d}" for d in details)]
+    return "\n".join(lines)
+
+
+def board(*, ctx: Context, config: Config, json: bool, closed: bool, verbose: bool) -> int:
+    doc = read_board(ctx, config, closed=closed, verbose=verbose)
+    if json:
+        render.dump(doc, ctx.stdout)
+    else:
+        print(board_text(doc, Style(render.use_colour(ctx.stdout, ctx.env))), file=ctx.stdout)
+    unreadable = [i["issue"] for i in doc["issues"] if i["error"]]
+    if unreadable:
+        listed = ", ".join(f"#{n}" for n in unreadable)
+        print(
+            f"{config.cli} board: could not read {listed}; the board is incomplete", file=ctx.stderr
+        )
+        return Exit.ERROR
+    return Exit.OK

@@ -1,0 +1,170 @@
+"""The cost of ``pairgate board`` on a big board: wall time and requests. Prints; asserts nothing.
+
+    python3 -B benchmarks/board.py [--issues 500] [--notes 20] [--latency-ms 20]
+
+It starts a sandbox in a process of its own (GitLab is another machine: its CPU is not the
+client's), files ``--issues`` issues labelled agent::lead, each with ``--notes`` ledger
+records (a claim, then offers declined in turn: a valid chain the fold reads in full), injects
+``--latency-ms`` of latency on every API request, and runs ``board`` in-process. Targets: under
+3 s of wall time at the defaults, and never more than one notes listing per page of 100 notes
+on an issue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from pairgate.main import main  # noqa: E402
+from pairgate.ownership import Context, compose_note, fresh_id  # noqa: E402
+
+CONFIG = ROOT / "tests" / "fixtures" / "pairgate-config.json"
+TRACKER = "/projects/acme%2Ftracker/issues"
+SHA = "a" * 40
+
+
+class Sandbox:
+    """``pairgate sandbox`` as a separate process: its ready line, and its control endpoints."""
+
+    def __init__(self, info: dict[str, Any]) -> None:
+        self.info = info
+        self.url, self.api_url = info["url"], info["api_url"]
+        self.control = info["sandbox_api"]
+
+    def token(self, user: str) -> str:
+        return str(self.info["users"][user]["token"])
+
+    def fault(self, **spec: Any) -> None:
+        requests.post(f"{self.control}/faults", json=spec, timeout=10).raise_for_status()
+
+    def clear_requests(self) -> None:
+        requests.delete(f"{self.control}/requests", timeout=10).raise_for_status()
+
+    def requests(self) -> list[dict[str, Any]]:
+        return list(requests.get(f"{self.control}/requests", timeout=60).json())
+
+
+@contextlib.contextmanager
+def sandbox_process() -> Iterator[Sandbox]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-B", "-m", "pairgate", "sandbox"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    try:
+        assert proc.stdout is not None
+        yield Sandbox(json.loads(proc.stdout.readline()))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def records(count: int) -> list[tuple[str, dict[str, object]]]:
+    """``count`` ledger events: a claim, then handoffs each declined, ending on a live offer."""
+    out: list[tuple[str, dict[str, object]]] = [("claim", {"role": "lead"})]
+    while len(out) < count:
+        if out[-1][0] == "handoff":
+            out.append(("decline", {"from": "acme-lead"}))
+        else:
+            mr = {"project": "acme/app", "iid": 1}
+            fields = {"to": "acme-review", "role": "review", "sha": SHA, "mr": mr}
+            out.append(("handoff", {**fields, "reason": None, "supersedes": None}))
+    return out
+
+
+def file_issue(sandbox: Sandbox, session: requests.Session, n: int, notes: int) -> None:
+    headers = {"PRIVATE-TOKEN": sandbox.token("agents")}
+    issue = session.post(
+        f"{sandbox.api_url}{TRACKER}",
+        json={"title": f"issue {n}", "labels": "agent::lead"},
+        headers=headers,
+    ).json()["iid"]
+    prev, offer = None, None
+    for event, fields in records(notes):
+        agent = "acme-review" if event == "decline" else "acme-lead"
+        record = {"event": event, "agent": agent, "write_id": fresh_id()}
+        record |= {"session": "bench", "prev": prev, **fields}
+        if event == "decline":
+            record["offer"] = offer
+        body, sealed = compose_note("ownership", record, f"{agent} {event}")
+        note = session.post(
+            f"{sandbox.api_url}{TRACKER}/{issue}/notes", json={"body": body}, headers=headers
+        ).json()
+        prev, offer = sealed["digest"], note["id"] if event == "handoff" else offer
+
+
+def build(sandbox: Sandbox, issues: int, notes: int) -> float:
+    start = time.perf_counter()
+    sessions = [requests.Session() for _ in range(8)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(lambda n: file_issue(sandbox, sessions[n % 8], n, notes), range(issues)))
+    return time.perf_counter() - start
+
+
+def run_board(sandbox: Sandbox) -> tuple[int, float, float, str]:
+    env = {
+        "PAIRGATE_CONFIG": str(CONFIG),
+        "PAIRGATE_TEST_GITLAB_URL": sandbox.url,
+        "PAIRGATE_TEST_TASK_API_TOKEN": sandbox.token("agents"),
+        "PAIRGATE_TEST_TASK_WRITE_TOKEN": sandbox.token("agents"),
+    }
+    out, err = io.StringIO(), io.StringIO()
+    start, cpu = time.perf_counter(), time.process_time()
+    code = main(["board"], ctx=Context(env=env, stdout=out, stderr=err))
+    return code, time.perf_counter() - start, time.process_time() - cpu, out.getvalue()
+
+
+def main_(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--issues", type=int, default=500)
+    parser.add_argument("--notes", type=int, default=20)
+    parser.add_argument("--latency-ms", type=int, default=20)
+    args = parser.parse_args(argv)
+    with sandbox_process() as sandbox:
+        built = build(sandbox, args.issues, args.notes)
+        print(f"world: {args.issues} labelled issues x {args.notes} notes, built in {built:.1f}s")
+        sandbox.clear_requests()
+        sandbox.fault(path="^/api/v4/", delay_ms=args.latency_ms, count=10**9)
+        code, wall, cpu, out = run_board(sandbox)
+        log = sandbox.requests()
+    rows = len(out.splitlines()) - 1
+    notes_per_issue = Counter(r["path"] for r in log if r["path"].endswith("/notes"))
+    kinds = Counter(
+        "notes listing" if r["path"].endswith("/notes")
+        else "issue listing" if r["path"].endswith("/issues")
+        else "other"
+        for r in log
+    )  # fmt: skip
+    pages = math.ceil(args.notes / 100)
+    worst = max(notes_per_issue.values(), default=0)
+    print(
+        f"board: exit {code}, {rows} rows, {wall:.2f}s wall with {args.latency_ms} ms per "
+        f"request ({cpu:.2f}s of the client's CPU; load average {os.getloadavg()[0]:.1f} on "
+        f"{os.cpu_count()} CPUs)"
+    )
+    print(f"requests: {len(log)} ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})")
+    print(f"notes listings per issue: at most {worst} (pages of 100 notes per issue: {pages})")
+    print(
+        f"targets: wall under 3 s: {'met' if wall < 3 else 'MISSED'}; "
+        f"one notes listing per page: {'met' if worst <= pages else 'MISSED'}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_(sys.argv[1:]))

@@ -1,0 +1,118 @@
+"""identity: does anyone else answer to my name?
+
+Every record carries the ``session`` that wrote it. identity reads every tracker issue updated in
+the last RECENT_HOURS (one listing, then each issue's notes through the board's pool), and lists
+each session that wrote a record under the caller's agent name in that time. Another session
+than the caller's own is exit 1: two sessions running one identity cannot be told apart by the
+gate, which compares names only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pairgate.commands import render
+from pairgate.commands.boardread import IssueRead, fold_issues, issues_path
+from pairgate.commands.render import Cell, Style
+from pairgate.ownership import Config, Context, Exit, Refusal, gitlab_from_env
+from pairgate.turn import identity as agent_identity
+from pairgate.turn import session_id
+
+RECENT_HOURS = 24
+
+
+def sessions_doc(
+    reads: list[IssueRead], *, agent: str, mine: str, now: float, since: float
+) -> dict[str, Any]:
+    """Each session that wrote under ``agent`` since ``since``, latest first. Pure."""
+    found: dict[str, dict[str, Any]] = {}
+    for read in reads:
+        for event in read.ledger.trail if read.ledger else ():
+            at = render.epoch(event.created_at)
+            if event.agent != agent or at is None or at < since:
+                continue
+            session = str(event.record.get("session", ""))
+            entry = found.setdefault(
+                session,
+                {"session": session, "mine": session == mine, "records": 0, "issues": []},
+            )
+            entry["records"] += 1
+            if read.iid not in entry["issues"]:
+                entry["issues"].append(read.iid)
+            if at >= entry.get("_last", 0):
+                entry.update(_last=at, last_at=event.created_at, last_issue=read.iid)
+                entry["last_note"] = event.note_id
+    sessions = sorted(found.values(), key=lambda e: -e["_last"])
+    for entry in sessions:
+        del entry["_last"]
+        entry["issues"].sort()
+        entry["age_seconds"] = render.age_seconds(entry["last_at"], now)
+    return {
+        "agent": agent,
+        "session": mine,
+        "window_hours": RECENT_HOURS,
+        "since": render.iso(since),
+        "sessions": sessions,
+        "others": [e["session"] for e in sessions if not e["mine"]],
+        "unreadable": [r.iid for r in reads if r.ledger is None],
+    }
+
+
+def identity_text(doc: dict[str, Any], style: Style) -> str:
+    head = f"Sessions that wrote as {doc['agent']} in the last {doc['window_hours']}h:"
+    if not doc["sessions"]:
+        return f"{head} none. This session is {doc['session']}."
+    rows: list[list[Cell]] = [
+        [
+            (e["session"] + " (this one)", "green") if e["mine"] else (e["session"], "red"),
+            str(e["records"]),
+            ", ".join(f"#{n}" for n in e["issues"]),
+            f"note {e['last_note']} on #{e['last_issue']}, {render.duration(e['age_seconds'] or 0)} ago",
+        ]
+        for e in doc["sessions"]
+    ]
+    table = render.table(["SESSION", "RECORDS", "ISSUES", "LAST WROTE"], rows, style)
+    return f"{head}\n{table}"
+
+
+def identity(
+    *, ctx: Context, config: Config, as_agent: str | None, json: bool, verbose: bool
+) -> int:
+    agent = agent_identity(ctx, config, as_agent)
+    mine = session_id(ctx, config)
+    client = gitlab_from_env(config, ctx.env)
+    if verbose:
+        print(client.describe(), file=ctx.stderr)
+    now = ctx.now()
+    since = now - RECENT_HOURS * 3600
+    listed = client.get_all(
+        issues_path(config),
+        state="all",
+        updated_after=render.iso(since),
+        order_by="updated_at",
+        sort="desc",
+    )
+    # Filtered here as well: updated_after is a filter this client cannot check GitLab applied.
+    recent = [i for i in listed if (render.epoch(i.get("updated_at")) or now) >= since]
+    doc = sessions_doc(
+        fold_issues(client, config, recent), agent=agent, mine=mine, now=now, since=since
+    )
+    if json:
+        render.dump(doc, ctx.stdout)
+    else:
+        print(identity_text(doc, Style(render.use_colour(ctx.stdout, ctx.env))), file=ctx.stdout)
+    if doc["others"]:
+        other = next(e for e in doc["sessions"] if not e["mine"])
+        raise Refusal(
+            f"{config.cli} identity: another session answers to {agent}: {other['session']} "
+            f"wrote note {other['last_note']} on #{other['last_issue']} "
+            f"{render.duration(other['age_seconds'] or 0)} ago, and this session is {mine}.\n"
+            f"Two sessions under one name look like one agent to the gate. Stop one of them, or "
+            f"give each its own identity (--as, {config.env_name('AGENT_ID')}); if this is the "
+            f"same session under a new id, set {config.env_name('SESSION_ID')} to keep it stable."
+        )
+    if doc["unreadable"]:
+        listed_issues = ", ".join(f"#{n}" for n in doc["unreadable"])
+        print(f"{config.cli} identity: could not read {listed_issues}", file=ctx.stderr)
+        return Exit.ERROR
+    return Exit.OK

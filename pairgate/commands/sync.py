@@ -1,0 +1,156 @@
+"""sync: close the issues whose merge request merged at a head an independent approval named.
+
+A dry run unless --apply. For each issue it says why it was (or would be) closed, or why not.
+The merge request is the one an approval on the issue names (the approval is the stronger tie:
+it names the MR and the commit), read again now for its state and head.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pairgate.commands import render
+from pairgate.commands.boardread import (
+    IssueRead,
+    MrState,
+    fold_issues,
+    list_labelled,
+    read_mr_states,
+)
+from pairgate.commands.boardread import read_issues as read_named
+from pairgate.merge_requests import cites, project_of
+from pairgate.ownership import (
+    ROLE_LABELS,
+    Config,
+    Context,
+    Exit,
+    Ledger,
+    MrRef,
+    Refusal,
+    gitlab_from_env,
+)
+from pairgate.turn import begin, identity, issue_path, refuse_void, write
+
+
+def decide(
+    ledger: Ledger, state: str, mrs: dict[MrRef, MrState], open_citing: list[str]
+) -> tuple[bool, str]:
+    """(close it?, why). Pure."""
+    if state != "opened":
+        return False, f"it is already {state}"
+    independent = [a for a in ledger.approvals if not a.self_approval]
+    if not ledger.approvals:
+        return False, "no approval is recorded on it"
+    if not independent:
+        return False, "its only approvals are self-approvals, and a self-approval never counts"
+    unread = [(a, mrs[a.mr]) for a in independent if mrs[a.mr].error]
+    if unread:
+        return False, f"{unread[0][0].mr} could not be read: {unread[0][1].error}"
+    merged = [(a, mrs[a.mr]) for a in reversed(independent) if mrs[a.mr].state == "merged"]
+    if not merged:
+        named = ", ".join(sorted({str(a.mr) for a in independent}))
+        return False, f"no merge request an independent approval names has merged ({named})"
+    found = next(((a, m) for a, m in merged if m.head == a.sha), None)
+    if found is None:
+        a, m = merged[0]
+        return False, (
+            f"{a.mr} merged at {render.short(m.head)}, but the independent approval (note "
+            f"{a.note_id}) names {render.short(a.sha)}: what merged is not what was approved"
+        )
+    approval, mr = found
+    what = (
+        f"{approval.mr} merged at {render.short(mr.head)}, which {approval.approver} approved "
+        f"independently (note {approval.note_id})"
+    )
+    if ledger.offer is not None:
+        offer = ledger.offer
+        return (
+            False,
+            f"{what}, but an offer is pending (note {offer.note_id}): {offer.to} answers it first",
+        )
+    if open_citing:
+        return False, f"{what}, but {', '.join(open_citing)} citing it is still open"
+    return True, what
+
+
+def _open_citing(mrs: list[dict[str, Any]], issue: int, config: Config) -> list[str]:
+    return [
+        f"{project_of(m)}!{m['iid']}"
+        for m in mrs
+        if cites(
+            f"{m.get('title', '')}\n{m.get('description') or ''}",
+            issue,
+            mr_project=project_of(m),
+            config=config,
+        )
+    ]
+
+
+def sync(
+    *,
+    ctx: Context,
+    config: Config,
+    issues: list[int],
+    apply: bool,
+    as_agent: str | None,
+    verbose: bool,
+) -> int:
+    cli = config.cli
+    if apply:
+        identity(ctx, config, as_agent)  # never an anonymous write: fail before any read
+    client = gitlab_from_env(config, ctx.env)
+    if verbose:
+        print(client.describe(), file=ctx.stderr)
+    listed = (
+        read_named(client, config, issues)
+        if issues
+        else list_labelled(client, config, closed=False, labels=ROLE_LABELS)
+    )
+    reads: list[IssueRead] = fold_issues(client, config, listed)
+    mrs = read_mr_states(client, (a.mr for r in reads if r.ledger for a in r.ledger.approvals))
+    open_mrs = client.get_all(f"groups/{config['group_id']}/merge_requests", state="opened")
+    closable, refused, unreadable = [], 0, 0
+    for read in reads:
+        if read.ledger is None:
+            print(f"#{read.iid}: not closed: could not be read: {read.error}", file=ctx.stdout)
+            unreadable += 1
+            continue
+        close, why = decide(read.ledger, read.state, mrs, _open_citing(open_mrs, read.iid, config))
+        if not close:
+            print(f"#{read.iid}: not closed: {why}", file=ctx.stdout)
+        elif not apply:
+            print(f"#{read.iid}: would close: {why}", file=ctx.stdout)
+            closable.append(read.iid)
+        else:
+            try:
+                note = _close(ctx, config, read.iid, why, as_agent, verbose)
+            except Refusal as exc:
+                print(f"#{read.iid}: not closed: {exc.message}", file=ctx.stdout)
+                refused += 1
+                continue
+            print(f"#{read.iid}: closed (note {note}): {why}", file=ctx.stdout)
+    if not reads:
+        print("No open labelled issues to sync.", file=ctx.stdout)
+    if closable:
+        numbers = " ".join(str(n) for n in closable)
+        print(
+            f"Dry run: nothing was closed. To close them: {cli} sync {numbers} --apply",
+            file=ctx.stdout,
+        )
+    if unreadable:
+        return Exit.ERROR
+    return Exit.REFUSED if refused else Exit.OK
+
+
+def _close(
+    ctx: Context, config: Config, issue: int, why: str, as_agent: str | None, verbose: bool
+) -> int:
+    """One close, as a turn: the freeze check, the record, the label, then the issue's state."""
+    turn = begin(ctx, config, issue, as_agent, verbose)
+    if turn.ledger.offer is not None:  # an offer landed since the board was read
+        raise Refusal(f"an offer is pending now (note {turn.ledger.offer.note_id})")
+    text = f"**{turn.agent}** closes this issue (`{config.cli} sync`): {why}."
+    event = write(turn, "ownership", "close", {}, human=text)
+    refuse_void(turn, event)
+    turn.client.write("PUT", issue_path(config, issue), {"state_event": "close"})
+    return event.note_id

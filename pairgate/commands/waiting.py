@@ -1,0 +1,112 @@
+"""waiting: who owes the next move on each labelled issue, and for how long.
+
+The receiver of a pending offer owes an answer (a lead whose approval came back owes taking
+it); otherwise the holder owes the next step; on an issue nobody holds, nobody owes anything.
+The wait is counted from the record that made it that agent's move.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pairgate.commands import render
+from pairgate.commands.boardread import IssueRead, fold_issues, list_labelled
+from pairgate.commands.render import Style
+from pairgate.ownership import Config, Context, Exit, Ledger, gitlab_from_env
+
+
+def next_move(ledger: Ledger) -> tuple[str | None, str, str, int | None]:
+    """(who owes it, the ``owes`` code, what to do, the note it dates from). Pure."""
+    offer = ledger.offer
+    if offer is not None:
+        if offer.event == "approve":
+            what = f"take the approval {offer.sender} sent back (note {offer.note_id})"
+            return offer.to, "take-approval", what, offer.note_id
+        what = f"accept or decline {offer.sender}'s offer as {offer.role} (note {offer.note_id})"
+        return offer.to, "answer-offer", what, offer.note_id
+    last = next((e for e in reversed(ledger.trail) if e.void is None), None)
+    since = last.note_id if last else None
+    if ledger.holder is not None:
+        return ledger.holder, "next-step", f"the next step as {ledger.role}", since
+    released = last is not None and last.event in ("release", "close")
+    what = "nothing: it was released" if released else "nothing: nobody holds it"
+    return None, "nobody", what, since
+
+
+def waiting_doc(reads: list[IssueRead], *, agent: str | None, now: float) -> dict[str, Any]:
+    """The waiting list, longest wait first (unknown waits last). Pure."""
+    rows: list[dict[str, Any]] = []
+    for read in reads:
+        if read.ledger is None:
+            rows.append(
+                {
+                    "issue": read.iid,
+                    "title": read.title,
+                    "agent": None,
+                    "owes": "unreadable",
+                    "what": f"could not be read: {read.error}",
+                    "note_id": None,
+                    "since": None,
+                    "age_seconds": None,
+                }
+            )
+            continue
+        who, owes, what, note_id = next_move(read.ledger)
+        since = next((e.created_at for e in read.ledger.trail if e.note_id == note_id), None)
+        rows.append(
+            {
+                "issue": read.iid,
+                "title": read.title,
+                "agent": who,
+                "owes": owes,
+                "what": what,
+                "note_id": note_id,
+                "since": since,
+                "age_seconds": render.age_seconds(since, now),
+            }
+        )
+    if agent is not None:
+        rows = [r for r in rows if r["agent"] == agent or r["owes"] == "unreadable"]
+    rows.sort(key=lambda r: (r["age_seconds"] is None, -(r["age_seconds"] or 0), r["issue"]))
+    return {"now": render.iso(now), "agent": agent, "waiting": rows}
+
+
+_OWES_COLOUR = {
+    "answer-offer": "blue",
+    "take-approval": "green",
+    "nobody": "dim",
+    "unreadable": "red",
+}
+
+
+def waiting_text(doc: dict[str, Any], style: Style) -> str:
+    if not doc["waiting"]:
+        who = f" on {doc['agent']}" if doc["agent"] else ""
+        return f"Nothing is waiting{who}."
+    rows = [
+        [
+            render.duration(r["age_seconds"]) if r["age_seconds"] is not None else "?",
+            r["agent"] or ("nobody", "dim"),
+            (r["what"], _OWES_COLOUR.get(r["owes"])),
+            f"#{r['issue']}",
+            render.clip(r["title"], 50),
+        ]
+        for r in doc["waiting"]
+    ]
+    return render.table(["WAITING", "AGENT", "OWES", "ISSUE", "TITLE"], rows, style)
+
+
+def waiting(*, ctx: Context, config: Config, agent: str | None, json: bool, verbose: bool) -> int:
+    client = gitlab_from_env(config, ctx.env)
+    if verbose:
+        print(client.describe(), file=ctx.stderr)
+    reads = fold_issues(client, config, list_labelled(client, config, closed=False))
+    doc = waiting_doc(reads, agent=agent, now=ctx.now())
+    if json:
+        render.dump(doc, ctx.stdout)
+    else:
+        print(waiting_text(doc, Style(render.use_colour(ctx.stdout, ctx.env))), file=ctx.stdout)
+    if any(r["owes"] == "unreadable" for r in doc["waiting"]):
+        print(f"{config.cli} waiting: some issues could not be read", file=ctx.stderr)
+        return Exit.ERROR
+    return Exit.OK

@@ -1,0 +1,220 @@
+"""freeze and thaw against the sandbox: windows that refuse other agents' writes, found
+board-wide through the pairgate::frozen label, and lifted only by whoever declared them."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from pairgate.ownership import FROZEN_LABEL, MrRef, gitlab_from_env, load_config, read_freezes
+from pairgate.sandbox.testing import RunningSandbox
+from tests.boardkit import LEAD, REVIEW, labels, new_round, ok, run_at
+from tests.conftest import FIXTURE_CONFIG, agent_env
+
+
+def freeze(sandbox: RunningSandbox, issue: int, scope: str, *, agent: str = REVIEW, **kw: str):
+    argv = ["freeze", str(issue), "--scope", scope, "--reason", kw.pop("reason", "release cut")]
+    if "minutes" in kw:
+        argv += ["--minutes", kw.pop("minutes")]
+    return run_at(argv, agent_env(sandbox, agent))
+
+
+def test_a_board_freeze_refuses_other_agents_and_not_its_own(sandbox: RunningSandbox) -> None:
+    holder = int(sandbox.create_issue("holds the window")["iid"])
+    other = new_round(sandbox)
+    result = freeze(sandbox, holder, "board", reason="cutting 2.0 --> do not touch")
+    assert result.code == 0, result.err
+    assert f"{REVIEW} froze the board until" in result.out and "pairgate thaw" in result.out
+    assert FROZEN_LABEL in labels(sandbox, holder)
+    refused = run_at(["claim", str(other.issue), "--role", "lead"], other.lead)
+    assert refused.code == 1
+    assert f"pairgate: refused on #{other.issue}: {REVIEW} froze the board until" in refused.err
+    assert "cutting 2.0 --> do not touch" in refused.err  # the reason round-trips intact
+    assert f"ask {REVIEW} to run `pairgate thaw`" in refused.err
+    assert labels(sandbox, other.issue) == []  # refused before anything was written
+    ok(["claim", str(other.issue), "--role", "review"], other.review)  # its own agent writes
+    head = ok(["board"], other.lead, now=time.time() + 600).out.splitlines()[0]
+    assert head.startswith(f"FROZEN board by {REVIEW} until ") and "(another 19m): cutting" in head
+    (window,) = json.loads(ok(["board", "--json"], other.lead).out)["live_freezes"]
+    assert 1700 < window["remaining_seconds"] <= 1800 and window["live"] is True
+
+
+def test_an_issue_freeze_binds_only_that_issue(sandbox: RunningSandbox) -> None:
+    frozen, free = new_round(sandbox), new_round(sandbox)
+    holder = int(sandbox.create_issue("notes")["iid"])
+    assert freeze(sandbox, holder, f"issue:{frozen.issue}").code == 0
+    assert run_at(["claim", str(frozen.issue), "--role", "lead"], frozen.lead).code == 1
+    ok(["claim", str(free.issue), "--role", "lead"], free.lead)
+
+
+def test_scope_issue_means_the_issue_it_is_recorded_on(sandbox: RunningSandbox) -> None:
+    r = new_round(sandbox)
+    assert freeze(sandbox, r.issue, "issue").code == 0
+    (window,) = json.loads(ok(["board", "--json"], r.lead).out)["live_freezes"]
+    assert window["scope"] == f"issue:{r.issue}" and window["issue"] == r.issue
+
+
+def test_an_mr_freeze_refuses_records_about_that_mr(sandbox: RunningSandbox) -> None:
+    r = new_round(sandbox).claim()
+    result = freeze(sandbox, r.issue, f"mr:{r.mr}", agent=REVIEW)
+    assert result.code == 0, result.err
+    assert "merge-check fails" in result.out
+    (window,) = json.loads(ok(["board", "--json"], r.lead).out)["live_freezes"]
+    assert window["scope"] == f"mr:acme/app!{r.mr}"  # a bare iid: the MR citing the issue
+    argv = ["handoff", str(r.issue), "--to", REVIEW, "--role", "review", "--sha", r.sha]
+    refused = run_at(argv, r.lead)
+    assert refused.code == 1 and f"froze mr:acme/app!{r.mr} until" in refused.err
+    other = new_round(sandbox)
+    ok(["claim", str(other.issue), "--role", "lead"], other.lead)  # other work goes on
+
+
+def test_an_expired_window_is_shown_as_expired_and_binds_nobody(sandbox: RunningSandbox) -> None:
+    r = new_round(sandbox)
+    assert freeze(sandbox, r.issue, "board", minutes="1").code == 0
+    later = time.time() + 120
+    doc = json.loads(ok(["board", "--json"], r.lead, now=later).out)
+    assert doc["live_freezes"] == []
+    (window,) = doc["issues"][0]["freezes"]
+    assert window["live"] is False and window["minutes"] == 1
+    ok(["claim", str(r.issue), "--role", "lead"], r.lead, now=later)
+    assert run_at(["thaw"], r.review, now=later).code == 1  # nothing live left to thaw
+
+
+def test_thaw_lifts_only_the_callers_windows(sandbox: RunningSandbox) -> None:
+    a, b = new_round(sandbox), new_round(sandbox)
+    assert freeze(sandbox, a.issue, "board", agent=REVIEW).code == 0
+    assert freeze(sandbox, b.issue, f"issue:{b.issue}", agent=REVIEW).code == 0
+    refused = run_at(["thaw"], a.lead)
+    assert refused.code == 1
+    assert f"{LEAD} has declared no live freeze window" in refused.err
+    assert (
+        f"{REVIEW} froze the board" in refused.err
+        and f"{REVIEW} froze issue:{b.issue}" in refused.err
+    )
+    result = run_at(["thaw"], a.review)
+    assert result.code == 0, result.err
+    assert result.out.count("thawed") == 2
+    assert FROZEN_LABEL not in labels(sandbox, a.issue)
+    assert FROZEN_LABEL not in labels(sandbox, b.issue)
+    ok(["claim", str(a.issue), "--role", "lead"], a.lead)
+
+
+def test_readers_find_live_windows_through_the_label_alone(sandbox: RunningSandbox) -> None:
+    rounds = [new_round(sandbox) for _ in range(4)]
+    assert freeze(sandbox, rounds[2].issue, "board").code == 0
+    config = load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
+    client = gitlab_from_env(config, agent_env(sandbox, LEAD))
+    sandbox.clear_requests()
+    (found,) = read_freezes(client, config)
+    assert found[0] == rounds[2].issue and found[1].agent == REVIEW
+    paths = [r["path"] for r in sandbox.requests()]
+    assert len(paths) == 2 and paths[1].endswith(f"/issues/{rounds[2].issue}/notes")
+    assert found[1].covers(mr=MrRef("acme/app", 1))
+
+
+@pytest.mark.parametrize(
+    ("scope", "message"),
+    [
+        ("everything", "--scope 'everything' is not one of board, issue, issue:<iid>"),
+        ("issue:0", "is not one of"),
+        ("mr:", "is not one of"),
+        ("issue:999", "acme/tracker#999 does not exist"),
+        ("mr:acme/app!999", "acme/app!999 does not exist"),
+    ],
+)
+def test_a_scope_that_names_nothing_is_a_usage_error(
+    sandbox: RunningSandbox, scope: str, message: str
+) -> None:
+    r = new_round(sandbox)
+    result = freeze(sandbox, r.issue, scope)
+    assert result.code == 2 and message in result.err
+    assert FROZEN_LABEL not in labels(sandbox, r.issue)
+
+
+def test_an_ambiguous_mr_iid_asks_for_the_project(sandbox: RunningSandbox) -> None:
+    r = new_round(sandbox)  # acme/app!1 cites it
+    sandbox.commit("x", {"x.txt": "x"}, project="acme/tracker")
+    sandbox.create_mr("x", project="acme/tracker", description=f"#{r.issue}")
+    result = freeze(sandbox, r.issue, "mr:1")
+    assert result.code == 2
+    assert "mr:acme/app!1, mr:acme/tracker!1" in result.err
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--minutes", "0"], "--minutes 0 is outside 1..10080"),
+        (["--minutes", "10081"], "--minutes 10081 is outside"),
+        (["--reason", "  "], "--reason is empty"),
+    ],
+)
+def test_bad_minutes_and_empty_reasons_are_usage_errors(
+    sandbox: RunningSandbox, flags: list[str], message: str
+) -> None:
+    r = new_round(sandbox)
+    argv = ["freeze", str(r.issue), "--scope", "board", "--reason", "why", *flags]
+    result = run_at(argv, r.review)
+    assert result.code == 2 and message in result.err
+
+
+def test_freeze_and_thaw_need_an_identity(sandbox: RunningSandbox) -> None:
+    r = new_round(sandbox)
+    env = agent_env(sandbox, None)
+    assert (
+        "no agent identity"
+        in run_at(["freeze", str(r.issue), "--scope", "board", "--reason", "x"], env).err
+    )
+    result = run_at(["thaw"], env)
+    assert result.code == 2 and "no agent identity" in result.err
+
+
+def test_a_freeze_inside_another_agents_window_is_refused(sandbox: RunningSandbox) -> None:
+    r = new_round(sandbox)
+    assert freeze(sandbox, r.issue, "board", agent=REVIEW).code == 0
+    result = freeze(sandbox, r.issue, "board", agent=LEAD)
+    assert result.code == 1 and f"{REVIEW} froze the board" in result.err
+
+
+def test_merge_check_fails_while_an_mr_window_binds(sandbox: RunningSandbox) -> None:
+    r = new_round(sandbox).approved()
+    check = ["merge-check", "--mr", str(r.mr), "--mr-project", "acme/app"]
+    ok(check, r.lead)
+    assert freeze(sandbox, r.issue, f"mr:{r.mr}", agent=REVIEW, minutes="10").code == 0
+    for agent_env_of in (r.lead, r.review):  # the gate is bound whoever asks
+        refused = run_at(check, agent_env_of)
+        assert refused.code == 1
+        assert f"acme/app!{r.mr} is frozen: {REVIEW} froze mr:acme/app!{r.mr} until" in refused.err
+    doc = json.loads(run_at([*check, "--json"], r.lead).out)
+    assert (doc["allowed"], doc["verdict"]) == (False, "frozen")
+    ok(check, r.lead, now=time.time() + 11 * 60)  # expired: binds nobody
+    other = new_round(sandbox).approved()
+    ok(["merge-check", "--mr", str(other.mr), "--mr-project", "acme/app"], other.lead)
+
+
+def test_a_board_window_holds_back_writes_not_merges(sandbox: RunningSandbox) -> None:
+    r = new_round(sandbox).approved()
+    assert freeze(sandbox, r.issue, "board", agent=REVIEW).code == 0
+    ok(["merge-check", "--mr", str(r.mr), "--mr-project", "acme/app"], r.lead)
+
+
+def test_thaw_goes_on_past_a_closed_issue_and_says_so(sandbox: RunningSandbox) -> None:
+    a, b = new_round(sandbox), new_round(sandbox)
+    assert freeze(sandbox, a.issue, "board").code == 0
+    assert freeze(sandbox, b.issue, f"issue:{b.issue}").code == 0
+    sandbox.api("PUT", f"/projects/acme%2Ftracker/issues/{a.issue}", json={"state_event": "close"})
+    result = run_at(["thaw"], a.review)
+    assert result.code == 1
+    assert f"#{a.issue}: not thawed: pairgate: #{a.issue} is closed" in result.err
+    assert f"thawed issue:{b.issue}" in result.out
+    assert FROZEN_LABEL not in labels(sandbox, b.issue)
+
+
+def test_thaw_with_an_unreadable_frozen_issue_is_exit_2(sandbox: RunningSandbox) -> None:
+    r = new_round(sandbox)
+    assert freeze(sandbox, r.issue, "board").code == 0
+    sandbox.fault(method="GET", path=rf"/issues/{r.issue}/notes", status=500, count=100)
+    result = run_at(["thaw"], r.review)
+    sandbox.clear_faults()
+    assert result.code == 2 and f"could not read #{r.issue}" in result.err

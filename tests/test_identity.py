@@ -1,0 +1,64 @@
+"""identity against the sandbox: every session that wrote under the caller's name recently."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from pairgate.sandbox.testing import RunningSandbox
+from tests.boardkit import LEAD, new_round, ok, run_at
+from tests.conftest import agent_env
+
+
+def test_one_session_is_fine(sandbox: RunningSandbox) -> None:
+    new_round(sandbox).claim()
+    new_round(sandbox).claim()
+    result = ok(["identity"], agent_env(sandbox, LEAD))
+    assert "session-acme-lead (this one)  2" in result.out
+    doc = json.loads(ok(["identity", "--json"], agent_env(sandbox, LEAD)).out)
+    assert set(doc) == {
+        "agent",
+        "session",
+        "window_hours",
+        "since",
+        "sessions",
+        "others",
+        "unreadable",
+    }
+    (entry,) = doc["sessions"]
+    assert set(entry) == {
+        "session", "mine", "records", "issues", "last_at", "last_issue", "last_note", "age_seconds",
+    }  # fmt: skip
+    assert (entry["session"], entry["mine"], entry["records"]) == ("session-acme-lead", True, 2)
+    assert doc["others"] == [] and doc["window_hours"] == 24
+
+
+def test_two_sessions_under_one_name_exit_1(sandbox: RunningSandbox) -> None:
+    first = new_round(sandbox).claim()
+    other = agent_env(sandbox, LEAD, PAIRGATE_TEST_SESSION_ID="laptop-2")
+    ok(["release", str(first.issue)], other)
+    result = run_at(["identity"], agent_env(sandbox, LEAD))
+    assert result.code == 1
+    assert "another session answers to acme-lead: laptop-2 wrote note" in result.err
+    assert "this session is session-acme-lead" in result.err
+    assert "laptop-2" in result.out and "session-acme-lead (this one)" in result.out
+    doc = json.loads(run_at(["identity", "--json"], other).out)
+    assert doc["others"] == ["session-acme-lead"] and doc["session"] == "laptop-2"
+
+
+def test_only_the_callers_name_counts(sandbox: RunningSandbox) -> None:
+    new_round(sandbox).claim()
+    result = ok(["identity", "--as", "acme-review"], agent_env(sandbox, LEAD))
+    assert "Sessions that wrote as acme-review in the last 24h: none." in result.out
+
+
+def test_old_records_are_not_recent(sandbox: RunningSandbox) -> None:
+    new_round(sandbox).claim()
+    other = agent_env(sandbox, LEAD, PAIRGATE_TEST_SESSION_ID="yesterday")
+    assert run_at(["identity"], other).code == 1
+    assert run_at(["identity"], other, now=time.time() + 25 * 3600).code == 0
+
+
+def test_identity_needs_a_name(sandbox: RunningSandbox) -> None:
+    result = run_at(["identity"], agent_env(sandbox, None))
+    assert result.code == 2 and "no agent identity" in result.err
