@@ -307,6 +307,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_names() -> list[str]:
+    """Every registered command, in the order --help lists them."""
+    parser = build_parser()
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return list(action.choices)
+
+
 def _resolve(handler: str) -> Callable[..., int]:
     module, _, func = handler.partition(":")
     handler_func: Callable[..., int] = getattr(importlib.import_module(f"pairgate.{module}"), func)

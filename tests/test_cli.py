@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 import pytest
 
 from pairgate.main import build_parser
 from pairgate.sandbox.testing import RunningSandbox
-from tests.conftest import PAIRGATE, agent_env, run_cli, run_program
+from tests.conftest import PAIRGATE, ROOT, agent_env, run_cli, run_program
 
 # The specification's Commands section (plus sandbox and demo, DESIGN.md section 8).
 COMMANDS = {
@@ -161,3 +162,16 @@ def test_main_refuses_a_blank_or_relative_origin(origin: str) -> None:
 def test_main_refuses_a_non_path_origin() -> None:
     with pytest.raises(TypeError):
         run_cli(["--help"], origin=42)
+
+
+def test_the_command_reference_is_rendered_from_the_current_help() -> None:
+    result = run_program(
+        [sys.executable, "-B", str(ROOT / "scripts" / "render-cli-reference.py"), "--check"]
+    )
+    assert result.code == 0, result.err
+
+
+def test_the_readme_names_every_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    missing = [name for name in COMMANDS if f"pairgate {name}" not in readme]
+    assert missing == []
