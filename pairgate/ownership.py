@@ -2148,7 +2148,1199 @@ def _ci_token(env: Mapping[str, str], variable: str) -> str:
 # 7. The command reader (for the merge hook)
 # ---------------------------------------------------------------------------------------------
 
-# (built by the merge hook issue)
+# A merge hook decides on every Bash command the agent runs, so this section reads the command the
+# way bash would and says which merges it would make. It is pure: text in, a CommandReading out;
+# the verdicts are asked for by the hook's entry point (section 8). tree-sitter is imported lazily
+# so that nothing else pays for it. Its imports sit here, not at the top, to keep the sections
+# independent of each other.
+import urllib.parse  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+# The hook's fast test. A command can run a glab merge only if its text says glab, merge or accept,
+# or if it has a character through which bash could build a word the text does not spell
+# (quotes, backslashes, expansions, globs, braces). Anything else is allowed without reading it;
+# block-unapproved-merge.sh applies the same test in bash before starting Python.
+_FAST_WORDS = ("glab", "merge", "accept")
+_FAST_CHARS = frozenset("$`\\'\"*?[{")
+
+# Text that names a glab merge: `mr merge` / `mr accept`, the REST merge endpoint, a merge train,
+# the GraphQL mutation. It counts only where "glab" is in the same text too.
+_MERGE_MENTION = re.compile(
+    r"(?<![a-z0-9])mr[\W_]{1,8}(?:merge|accept)(?![a-z0-9])"
+    r"|merge_requests\S*?merge(?![a-z0-9])|merge_trains|mergerequestaccept",
+    re.IGNORECASE,
+)
+_WORDISH = frozenset(
+    {
+        "word",
+        "string",
+        "raw_string",
+        "ansi_c_string",
+        "concatenation",
+        "number",
+        "translated_string",
+    }
+)
+
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh"})
+
+# glab's top-level commands and their aliases. A word outside this list may be a glab alias
+# (`glab alias set`), which could expand to a merge, so it is read as unknown.
+_GLAB_COMMANDS = frozenset(
+    """alias api attestation auth changelog check-update update ci pipe pipeline cluster
+    completion config conf deploy-key duo gpg-key help incident issue issues iteration job
+    label mcp milestone mr opentofu tofu release repo project runner schedule sched skd
+    securefile snippet snip ssh-key stack token user variable var version workitems
+    work-items""".split()  # noqa: SIM905 (a word list reads better as text)
+)
+
+_MAX_DEPTH = 8  # nested re-reads (bash -c "eval '...'") before the reader gives up
+
+
+def could_name_glab_merge(command: str) -> bool:
+    """False only when no reading of ``command`` can run a glab merge (the hook's fast path)."""
+    lowered = command.lower()
+    return any(w in lowered for w in _FAST_WORDS) or not _FAST_CHARS.isdisjoint(command)
+
+
+def _mentions_merge(text: str) -> bool:
+    return "glab" in text.lower() and _MERGE_MENTION.search(text) is not None
+
+
+@dataclass(frozen=True)
+class MergeFound:
+    """One merge the command would make. ``problem`` says why it cannot be attributed to one
+    project and one merge request; it is empty when ``project`` and ``iid`` are both known.
+    ``project`` is a full path, or a numeric project id as the command spelled it."""
+
+    words: str
+    project: str | None
+    iid: int | None
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class CommandReading:
+    """What a command would merge, what the reader could not read, and which texts name a glab
+    merge without being one. The hook allows the command only when ``unknown`` and
+    ``mentions`` are empty and every merge is attributable and passes the gate."""
+
+    merges: tuple[MergeFound, ...] = ()
+    unknown: tuple[str, ...] = ()
+    mentions: tuple[str, ...] = ()
+
+    def problems(self) -> list[str]:
+        """Every reason the reading alone blocks the command, before any verdict is asked."""
+        found = [f"{m.words}: {m.problem}" for m in self.merges if m.problem]
+        found += list(self.unknown)
+        found += [
+            f"{text}: this names a glab merge that the command does not run; if it is a "
+            "message, pass it from a file (--reason-file) instead"
+            for text in self.mentions
+        ]
+        return found
+
+
+class _Dyn:
+    """A part of a word that bash computes when it runs: an expansion, a glob, a brace."""
+
+    def __repr__(self) -> str:
+        return "<dynamic>"
+
+
+DYNAMIC = _Dyn()
+_Part = str | _Dyn
+
+
+@dataclass(frozen=True)
+class _Word:
+    """One shell word after quote removal: literal parts and dynamic ones."""
+
+    parts: tuple[_Part, ...]
+    span: tuple[int, int] | None  # byte range in its layer, None for words the reader made up
+    raw: str
+
+    @property
+    def value(self) -> str | None:
+        if any(isinstance(p, _Dyn) for p in self.parts):
+            return None
+        return "".join(p for p in self.parts if isinstance(p, str))
+
+    @property
+    def tail(self) -> str | None:
+        """The literal text after the last '/': a program's name even under ``$HOME/bin/``."""
+        text = ""
+        for part in reversed(self.parts):
+            if isinstance(part, _Dyn):
+                return None
+            if "/" in part:
+                return part.rsplit("/", 1)[1] + text
+            text = part + text
+        return text
+
+    @property
+    def loose(self) -> str:
+        """The literal parts only, for the mention test (an expansion reads as nothing)."""
+        return "".join(p for p in self.parts if isinstance(p, str))
+
+
+def _literal_word(text: str) -> _Word:
+    return _Word((text,), None, text)
+
+
+# --- unquoting ---------------------------------------------------------------------------------
+
+_ANSI_SIMPLE = {
+    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r",
+    "t": "\t", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
+
+
+def _ansi_c(body: str) -> str:
+    """The value of ``$'...'`` (bash's ANSI-C quoting)."""
+    out, i = [], 0
+    while i < len(body):
+        ch = body[i]
+        if ch != "\\" or i + 1 == len(body):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = body[i + 1]
+        if nxt in _ANSI_SIMPLE:
+            out.append(_ANSI_SIMPLE[nxt])
+            i += 2
+        elif nxt in "xuU":
+            width = {"x": 2, "u": 4, "U": 8}[nxt]
+            m = re.match(rf"[0-9A-Fa-f]{{1,{width}}}", body[i + 2 :])
+            if m:
+                out.append(chr(int(m.group(), 16)))
+                i += 2 + len(m.group())
+            else:
+                out.append("\\" + nxt)
+                i += 2
+        elif nxt in "01234567":
+            m = re.match(r"[0-7]{1,3}", body[i + 1 :])
+            assert m is not None
+            out.append(chr(int(m.group(), 8) & 0xFF))
+            i += 1 + len(m.group())
+        elif nxt == "c" and i + 2 < len(body):
+            out.append(chr(ord(body[i + 2]) & 0x1F))
+            i += 3
+        else:
+            out.append("\\" + nxt)
+            i += 2
+    return "".join(out)
+
+
+# Brace expansion needs a comma or a sequence inside braces; a lone {} (find -exec) is literal.
+_BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+
+
+def _unquoted_word_parts(text: str) -> list[_Part]:
+    """An unquoted word: backslashes escape one character; an unescaped glob or brace character
+    makes the word something bash computes; so does a leading tilde."""
+    parts: list[_Part] = []
+    literal: list[str] = []
+    i = 0
+    if text.startswith("~"):
+        parts.append(DYNAMIC)
+        i = 1
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            if i + 1 < len(text) and text[i + 1] != "\n":
+                literal.append(text[i + 1])
+            i += 2
+            continue
+        if ch in "*?[]" or (ch in "{}" and _BRACES.search(text)):
+            if literal:
+                parts.append("".join(literal))
+                literal = []
+            parts.append(DYNAMIC)
+        else:
+            literal.append(ch)
+        i += 1
+    if literal:
+        parts.append("".join(literal))
+    return parts
+
+
+def _double_quoted(text: str) -> str:
+    """Inside "...", a backslash escapes only $ ` " \\ and a newline."""
+    return re.sub(r"\\([$`\"\\\n])", lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+
+
+def _parts(node: Any, src: bytes) -> list[_Part]:
+    kind = node.type
+    text = src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+    if kind == "word":
+        return _unquoted_word_parts(text)
+    if kind == "number":
+        return [text]
+    if kind == "raw_string":
+        return [text[1:-1]]
+    if kind == "ansi_c_string":
+        return [_ansi_c(text[2:-1])]
+    if kind == "string":
+        parts: list[_Part] = []
+        pos = node.start_byte + 1  # after the opening quote
+        for child in node.children:
+            if child.type == '"':
+                continue
+            if child.start_byte > pos:
+                parts.append(_double_quoted(src[pos : child.start_byte].decode("utf-8", "replace")))
+            if child.type == "string_content":
+                parts.append(_double_quoted(child.text.decode("utf-8", "replace")))
+            else:
+                parts.append(DYNAMIC)
+            pos = child.end_byte
+        end = node.end_byte - 1
+        if end > pos:
+            parts.append(_double_quoted(src[pos:end].decode("utf-8", "replace")))
+        return parts
+    if kind == "command_name":
+        return [p for child in node.children for p in _parts(child, src)]
+    if kind == "concatenation":
+        unquoted = "".join(
+            c.text.decode("utf-8", "replace") if c.type == "word" else "Q" for c in node.children
+        )
+        if _BRACES.search(unquoted):
+            return [DYNAMIC]
+        return [p for child in node.children for p in _parts(child, src)]
+    return [DYNAMIC]  # expansions, substitutions, arithmetic, anything not yet seen
+
+
+def _word(node: Any, src: bytes) -> _Word:
+    raw = src[node.start_byte : node.end_byte].decode("utf-8", "replace")
+    return _Word(tuple(_parts(node, src)), (node.start_byte, node.end_byte), raw)
+
+
+# --- what a command's standard input is ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Stdin:
+    """A command's standard input as far as the reader can tell: ``text`` when the command line
+    spells it (a heredoc, a here-string, echo piped in), else ``None``; ``dynamic`` when it
+    is built from expansions. ``spans`` are the words that carry the text."""
+
+    text: str | None
+    dynamic: bool = False
+    spans: tuple[tuple[int, int], ...] = ()
+
+
+_OPAQUE = _Stdin(None)  # a file or another program's output: not read (the docs say so)
+_DYNAMIC_STDIN = _Stdin(None, dynamic=True)
+
+
+# --- the reader -------------------------------------------------------------------------------
+
+
+@dataclass
+class _Layer:
+    """One text the reader parses: the command itself, or a string a shell would run."""
+
+    src: bytes
+    depth: int
+    consumed: set[tuple[int, int]] = field(default_factory=set)
+
+
+def _short(text: str, limit: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_PARSER: Any = None
+
+
+def _parse(src: bytes) -> Any:
+    global _PARSER
+    if _PARSER is None:
+        import tree_sitter
+        import tree_sitter_bash
+
+        _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+    return _PARSER.parse(src)
+
+
+class _Reader:
+    def __init__(self) -> None:
+        self.merges: list[MergeFound] = []
+        self.unknown: list[str] = []
+        self.mentions: list[str] = []
+
+    # layers
+
+    def read(self, text: str, depth: int = 0) -> None:
+        if depth > _MAX_DEPTH:
+            self.unknown.append(f"{_short(text)}: shells nested too deep to read")
+            return
+        layer = _Layer(text.encode("utf-8", "surrogatepass"), depth)
+        tree = _parse(layer.src)
+        if tree.root_node.has_error:
+            self.unknown.append(f"{_short(text)}: bash would not parse this cleanly")
+        self._visit(tree.root_node, layer)
+        self._check_mentions(layer, tree.root_node)
+
+    def _check_mentions(self, layer: _Layer, root: Any) -> None:
+        """Text that names a glab merge, once the words read as glab's own and the text re-read
+        as a script are taken out: the raw text (quotes and all), and the same words unquoted."""
+        masked = bytearray(layer.src)
+        for start, end in layer.consumed:
+            masked[start:end] = b" " * (end - start)
+        raw = masked.decode("utf-8", "replace")
+        unquoted = " ".join(self._free_words(root, layer))
+        for text in (raw, unquoted):
+            if _mentions_merge(text):
+                self.mentions.append(_short(text))
+                return
+
+    def _free_words(self, node: Any, layer: _Layer) -> Iterator[str]:
+        if (node.start_byte, node.end_byte) in layer.consumed:
+            return
+        if node.type in _WORDISH:
+            yield _word(node, layer.src).loose
+        elif node.type in ("heredoc_body", "comment"):
+            text = bytearray(layer.src[node.start_byte : node.end_byte])
+            for child in node.children:  # its substitutions are read below, as commands
+                start, end = child.start_byte - node.start_byte, child.end_byte - node.start_byte
+                text[start:end] = b" " * (end - start)
+            yield text.decode("utf-8", "replace")
+        for child in node.children:  # substitutions inside words are words too
+            yield from self._free_words(child, layer)
+
+    # the tree
+
+    def _visit(self, node: Any, layer: _Layer, stdin: _Stdin | None = None) -> None:
+        kind = node.type
+        if kind == "command":
+            self._command(node, layer, stdin)
+        elif kind == "redirected_statement":
+            self._redirected(node, layer, stdin)
+        elif kind == "pipeline":
+            self._pipeline(node.children, layer, stdin)
+        else:
+            for child in node.children:
+                self._visit(child, layer)
+
+    def _pipeline(self, children: list[Any], layer: _Layer, stdin: _Stdin | None) -> None:
+        for child in children:
+            if child.type in ("|", "|&"):
+                continue
+            self._visit(child, layer, stdin)
+            stdin = self._output_of(child, layer, stdin)
+
+    def _redirected(self, node: Any, layer: _Layer, stdin: _Stdin | None) -> None:
+        body = node.child_by_field_name("body")
+        tails: list[Any] = []
+        for child in node.children:
+            if body is not None and child.id == body.id:
+                continue
+            if child.type == "heredoc_redirect":
+                stdin = self._heredoc(child, layer)
+                for sub in child.children:
+                    if sub.type == "pipeline":
+                        tails.append(sub)
+                    elif sub.type == "heredoc_body":
+                        for expansion in sub.children:
+                            self._visit(expansion, layer)
+                    elif sub.type not in ("<<", "<<-", "heredoc_start", "heredoc_end"):
+                        self._visit(sub, layer)
+            elif child.type == "herestring_redirect":
+                stdin = self._herestring(child, layer)
+            elif child.type == "file_redirect":
+                if any(c.type in ("<", "<&") for c in child.children):
+                    stdin = _OPAQUE
+                self._visit(child, layer)
+            else:
+                self._visit(child, layer)
+        if body is not None:
+            self._visit(body, layer, stdin)
+            out = self._output_of(body, layer, stdin)
+        else:
+            out = _OPAQUE
+        for tail in tails:
+            self._pipeline(tail.children, layer, out)
+
+    def _heredoc(self, node: Any, layer: _Layer) -> _Stdin:
+        """A heredoc's text as the shell it feeds would read it. An unquoted body's expansions
+        stay in the text: re-read, they are the expansions they are (its substitutions run in
+        the outer shell and are read there too)."""
+        body = next((c for c in node.children if c.type == "heredoc_body"), None)
+        if body is None:
+            return _Stdin("")
+        text = layer.src[body.start_byte : body.end_byte].decode("utf-8", "replace")
+        if any(c.type == "<<-" for c in node.children):
+            text = "\n".join(line.lstrip("\t") for line in text.split("\n"))
+        return _Stdin(text, spans=((body.start_byte, body.end_byte),))
+
+    def _herestring(self, node: Any, layer: _Layer) -> _Stdin:
+        target = next((c for c in node.children if c.type != "<<<"), None)
+        if target is None:
+            return _Stdin("")
+        self._visit(target, layer)
+        word = _word(target, layer.src)
+        if word.value is None:
+            return _Stdin(None, dynamic=True)
+        return _Stdin(word.value + "\n", spans=(word.span,) if word.span else ())
+
+    def _output_of(self, node: Any, layer: _Layer, stdin: _Stdin | None) -> _Stdin:
+        """What a pipeline stage writes, when the command line spells it: echo, printf, cat."""
+        if node.type == "redirected_statement":
+            body = node.child_by_field_name("body")
+            return self._output_of(body, layer, stdin) if body is not None else _OPAQUE
+        if node.type != "command":
+            return _OPAQUE
+        name = node.child_by_field_name("name")
+        if name is None:
+            return _OPAQUE
+        args = [_word(a, layer.src) for a in node.children_by_field_name("argument")]
+        program = _word(name, layer.src).tail
+        spans = tuple(a.span for a in args if a.span)
+        if program == "echo":
+            escapes = False
+            while args and args[0].value in ("-n", "-e", "-E", "-ne", "-en"):
+                escapes = escapes or "e" in (args[0].value or "")
+                args = args[1:]
+            values = [a.value for a in args]
+            if any(v is None for v in values) or (escapes and any("\\" in v for v in values if v)):
+                return _DYNAMIC_STDIN
+            return _Stdin(" ".join(v for v in values if v is not None) + "\n", spans=spans)
+        if program == "printf":
+            values = [a.value for a in args]
+            if len(values) != 1 or values[0] is None or "%" in values[0]:
+                return _DYNAMIC_STDIN
+            return _Stdin(_ansi_c(values[0]), spans=spans)
+        if program == "cat" and all(a.value == "-" for a in args):
+            return stdin or _OPAQUE
+        return _OPAQUE
+
+    # one simple command
+
+    def _command(self, node: Any, layer: _Layer, stdin: _Stdin | None) -> None:
+        env: dict[str, _Word] = {}
+        argv: list[_Word] = []
+        for index, child in enumerate(node.children):
+            field_name = node.field_name_for_child(index)
+            if child.type == "variable_assignment":
+                name = child.child_by_field_name("name")
+                value = child.child_by_field_name("value")
+                if name is not None:
+                    env[name.text.decode()] = (
+                        _word(value, layer.src) if value is not None else _literal_word("")
+                    )
+                self._visit(child, layer)
+            elif field_name in ("name", "argument"):
+                argv.append(_word(child, layer.src))
+                self._visit(child, layer)
+            elif child.type == "herestring_redirect":
+                stdin = self._herestring(child, layer)
+            else:
+                self._visit(child, layer)
+        if argv:
+            self._argv(argv, env, stdin, layer, open_args=False)
+
+    def _argv(
+        self,
+        argv: list[_Word],
+        env: dict[str, _Word],
+        stdin: _Stdin | None,
+        layer: _Layer,
+        *,
+        open_args: bool,
+    ) -> None:
+        """Look through wrappers to the program that runs, then read it."""
+        while argv:
+            program = argv[0].tail
+            if program is None:
+                self._dynamic_program(argv)
+                return
+            unwrapped = _unwrap(program, argv, env)
+            if unwrapped is not None:
+                argv, more_open = unwrapped
+                open_args = open_args or more_open
+                continue
+            if program == "env" and _env_split(argv) is not None:
+                self._reread_words(argv, _env_split(argv) or [], layer, "env -S")
+                return
+            if program == "busybox" and len(argv) > 1:
+                argv = argv[1:]
+                continue
+            if program in _SHELLS:
+                self._shell(argv, stdin, layer, open_args)
+                return
+            if program == "eval":
+                self._reread_words(argv, argv[1:], layer, "eval")
+                return
+            if program == "trap":
+                operands = [w for w in argv[1:] if w.value != "--"]
+                if len(operands) >= 2 and (operands[0].value or "x")[:1] != "-":
+                    self._reread_words(argv, operands[:1], layer, "trap")
+                return
+            if program == "watch":
+                self._watch(argv, env, stdin, layer)
+                return
+            if program in ("su", "runuser", "script"):
+                self._dash_c(argv, layer)
+                return
+            if program == "glab":
+                self._glab(argv, env, layer, open_args)
+                return
+            self._other(argv, env, stdin, layer)
+            return
+
+    def _dynamic_program(self, argv: list[_Word]) -> None:
+        """A program whose name bash computes could be glab, with any subcommand split out of
+        the same expansion: it is unknown, whatever follows it."""
+        self.unknown.append(
+            f"{_short(' '.join(w.raw for w in argv))}: bash computes the program's name (a "
+            "variable, a substitution, a glob or a brace), so the hook cannot tell whether it is "
+            "glab; spell the program out"
+        )
+
+    def _reread_words(self, argv: list[_Word], words: list[_Word], layer: _Layer, how: str) -> None:
+        values = [w.value for w in words]
+        if any(v is None for v in values):
+            self.unknown.append(
+                f"{_short(' '.join(w.raw for w in argv))}: {how} runs text built from variables "
+                "or substitutions, which the hook cannot read"
+            )
+            return
+        for w in words:
+            if w.span:
+                layer.consumed.add(w.span)
+        self.read(" ".join(v for v in values if v is not None), layer.depth + 1)
+
+    def _shell(
+        self, argv: list[_Word], stdin: _Stdin | None, layer: _Layer, open_args: bool
+    ) -> None:
+        """sh/bash/zsh: re-read what ``-c`` runs, or a script fed on standard input."""
+        i, command_mode = 1, False
+        while i < len(argv):
+            value = argv[i].value
+            if value is None and command_mode:
+                break  # the text -c runs, read below
+            if value is None:
+                self.unknown.append(
+                    f"{_short(' '.join(w.raw for w in argv))}: a shell argument built from "
+                    "variables or substitutions (it could be -c)"
+                )
+                return
+            if value in ("-", "--"):
+                i += 1
+                break
+            if value.startswith("--"):
+                i += 2 if value in ("--rcfile", "--init-file") else 1
+                continue
+            if len(value) > 1 and value[0] in "-+":
+                letters = value[1:]
+                command_mode = command_mode or "c" in letters
+                i += 1 + sum(1 for ch in letters if ch in "oO")
+                continue
+            break
+        operands = argv[i:]
+        if command_mode:
+            if operands:
+                self._reread_words(argv, operands[:1], layer, f"{argv[0].raw} -c")
+            elif open_args:
+                self.unknown.append(f"{_short(' '.join(w.raw for w in argv))}: xargs feeds -c")
+            return
+        if operands or stdin is None:
+            return  # a script file, or the session's own (empty) input: not read
+        if stdin.text is not None:
+            layer.consumed.update(stdin.spans)
+            self.read(stdin.text, layer.depth + 1)
+        elif stdin.dynamic:
+            self.unknown.append(
+                f"{_short(' '.join(w.raw for w in argv))}: a shell reads commands built from "
+                "variables or substitutions"
+            )
+
+    def _watch(
+        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
+    ) -> None:
+        i, direct = 1, False
+        while i < len(argv) and (argv[i].value or "").startswith("-"):
+            value = argv[i].value or ""
+            if value == "--":
+                i += 1
+                break
+            direct = direct or value in ("-x", "--exec")
+            takes = value in ("-n", "--interval", "-q", "--equexit") or re.fullmatch(
+                r"-[a-z]*[nq]", value
+            )
+            i += 2 if takes else 1
+        rest = argv[i:]
+        if direct:
+            self._argv(rest, env, stdin, layer, open_args=False)
+        elif rest:
+            self._reread_words(argv, rest, layer, "watch")
+
+    def _dash_c(self, argv: list[_Word], layer: _Layer) -> None:
+        for i, word in enumerate(argv[1:], start=1):
+            if word.value in ("-c", "--command") and i + 1 < len(argv):
+                self._reread_words(argv, [argv[i + 1]], layer, f"{argv[0].raw} -c")
+            elif (word.value or "").startswith("--command="):
+                text = (word.value or "")[len("--command=") :]
+                self.read(text, layer.depth + 1)
+
+    def _other(
+        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
+    ) -> None:
+        """Any other program. It may still run one of its arguments (find -exec, flock, ssh,
+        parallel, a renamed copy of glab): read from any argument that names glab, a shell or
+        eval, and read `<program> mr merge ...` and `<program> api ...` as glab would."""
+        values = [w.value for w in argv]
+        if len(argv) >= 3 and values[1] == "mr" and _is_merge_word(values[2]):
+            self._glab(argv, env, layer, open_args=False)
+            return
+        for i in range(1, len(argv)):
+            tail = argv[i].tail
+            if tail in _SHELLS or tail in ("glab", "eval"):
+                self._argv(argv[i:], env, None, layer, open_args=False)
+
+    # glab itself
+
+    def _glab(
+        self, argv: list[_Word], env: dict[str, _Word], layer: _Layer, open_args: bool
+    ) -> None:
+        call = _GlabCall(_short(" ".join(w.raw for w in argv)), [argv[0]], None, env, open_args)
+        args = argv[1:]
+        path: list[str] = []
+        i = 0
+        while i < len(args):
+            value = args[i].value
+            if value is None:
+                self.unknown.append(
+                    f"{call.words}: a glab command word built from variables or substitutions"
+                )
+                return
+            if value in ("-R", "--repo") and i + 1 < len(args):
+                call.repo = args[i + 1]
+                call.structural += args[i : i + 2]
+                i += 2
+                continue
+            if value.startswith("--repo="):
+                call.repo = _literal_word(value[len("--repo=") :])
+                call.structural.append(args[i])
+            elif value.startswith("-R") and len(value) > 2 and not value.startswith("--"):
+                call.repo = _literal_word(value[2:])
+                call.structural.append(args[i])
+            elif value in ("-h", "--help", "-v", "--version") and not path:
+                return  # glab prints help or its version
+            elif not value.startswith("-"):
+                call.structural.append(args[i])
+                path.append(value)
+                if len(path) == 2 or path[0] != "mr":
+                    break
+            i += 1
+        rest = args[i + 1 :]
+        if not path or (path == ["mr"]):
+            if open_args:
+                self.unknown.append(f"{call.words}: glab's command comes from xargs' input")
+            return
+        top = path[0]
+        if top == "api":
+            self._glab_api(call, rest, layer)
+        elif top not in _GLAB_COMMANDS:
+            self.unknown.append(
+                f"{call.words}: `glab {top}` is not a glab command the hook knows; an alias "
+                "could expand to a merge"
+            )
+        elif top == "mr" and _is_merge_word(path[1]):
+            self._glab_merge(call, rest, layer)
+        else:
+            self._consume(layer, call.structural)
+
+    def _consume(self, layer: _Layer, words: list[_Word]) -> None:
+        layer.consumed.update(w.span for w in words if w.span)
+
+    def _glab_merge(self, call: _GlabCall, args: list[_Word], layer: _Layer) -> None:
+        """``glab mr merge|accept [<id> | <branch> | <url>] [flags]``."""
+        flags = _cobra(args, _MERGE_FLAGS)
+        call.structural += flags.spelled.get("--repo", [])
+        self._consume(layer, call.structural)
+        if flags.help:
+            return  # cobra prints the help and merges nothing
+        repo = flags.last("--repo", call.repo)
+        project, iid, problem = _attribute(
+            flags.positionals, flags.unclear, repo, call.env, call.open_args
+        )
+        self.merges.append(MergeFound(call.words, project, iid, problem))
+
+    def _glab_api(self, call: _GlabCall, args: list[_Word], layer: _Layer) -> None:
+        """``glab api <endpoint> [flags]``: a merge when it is not a GET or HEAD to a merge
+        request's merge endpoint (or a merge train), or a GraphQL mergeRequestAccept."""
+        flags = _cobra(args, _API_FLAGS)
+        if flags.help:
+            return
+        endpoint = flags.positionals[0][1] if flags.positionals else None
+        for name in ("--method", "--repo"):
+            call.structural += flags.spelled.get(name, [])
+        if endpoint is not None:
+            call.structural.append(endpoint)
+        fields = [f or _literal_word("") for f in flags.values.get("--raw-field", [])]
+        for f in flags.values.get("--field", []):  # -F key=@file reads a file
+            if f is None or (f.value or "").partition("=")[2].startswith("@"):
+                f = _Word((DYNAMIC,), None, "-F")
+            fields.append(f)
+        if "--input" in flags.values:
+            fields.append(_Word((DYNAMIC,), None, "--input"))
+        if endpoint is None:
+            if call.open_args:
+                self.unknown.append(f"{call.words}: the endpoint comes from xargs' input")
+            return
+        target = endpoint.value
+        if target is not None and target.strip("/").lower() == "graphql":
+            self._consume(layer, call.structural)
+            self._graphql(call, [f.value for f in fields])
+            return
+        method = flags.last("--method", None)
+        if method is None:
+            verb: str | None = "POST" if fields else "GET"  # glab's default
+        else:
+            verb = method.value.upper() if method.value is not None else None
+        if verb is None:
+            self.unknown.append(f"{call.words}: the HTTP method is built from variables")
+            return
+        if verb in ("GET", "HEAD"):
+            self._consume(layer, call.structural)
+            return  # a read merges nothing
+        if target is None:
+            self.unknown.append(
+                f"{call.words}: a {verb} to an endpoint built from variables or substitutions"
+            )
+            return
+        self._consume(layer, call.structural)
+        found = _merge_endpoint(target)
+        if found is not None:
+            repo = flags.last("--repo", call.repo)
+            self.merges.append(MergeFound(call.words, *_attribute_endpoint(*found, repo, call.env)))
+
+    def _graphql(self, call: _GlabCall, bodies: list[str | None]) -> None:
+        if any(b is None for b in bodies):
+            self.unknown.append(
+                f"{call.words}: a GraphQL request whose body the hook cannot read (a file, "
+                "standard input or an expansion)"
+            )
+        elif any("mergerequestaccept" in (b or "").lower() for b in bodies):
+            self.merges.append(
+                MergeFound(
+                    call.words,
+                    None,
+                    None,
+                    "a GraphQL mergeRequestAccept cannot be attributed to one project and one "
+                    "merge request by this hook; merge with glab mr merge <iid> -R <project>",
+                )
+            )
+
+
+@dataclass
+class _GlabCall:
+    """One glab invocation as it is read: its text, the words read as glab's own, the project
+    -R named before the subcommand, the command's assignments, and whether xargs adds more."""
+
+    words: str
+    structural: list[_Word]
+    repo: _Word | None
+    env: dict[str, _Word]
+    open_args: bool
+
+
+# Every spelling of the flags glab accepts, as (long name, takes a value).
+_MERGE_FLAGS: dict[str, tuple[str, bool]] = {
+    "--sha": ("--sha", True),
+    "-m": ("--message", True),
+    "--message": ("--message", True),
+    "--squash-message": ("--squash-message", True),
+    "-R": ("--repo", True),
+    "--repo": ("--repo", True),
+    "-d": ("--remove-source-branch", False),
+    "--remove-source-branch": ("--remove-source-branch", False),
+    "--auto-merge": ("--auto-merge", False),
+    "--when-pipeline-succeeds": ("--when-pipeline-succeeds", False),
+    "-s": ("--squash", False),
+    "--squash": ("--squash", False),
+    "-r": ("--rebase", False),
+    "--rebase": ("--rebase", False),
+    "-y": ("--yes", False),
+    "--yes": ("--yes", False),
+    "-h": ("--help", False),
+    "--help": ("--help", False),
+}
+_API_FLAGS: dict[str, tuple[str, bool]] = {
+    "-X": ("--method", True),
+    "--method": ("--method", True),
+    "-F": ("--field", True),
+    "--field": ("--field", True),
+    "-f": ("--raw-field", True),
+    "--raw-field": ("--raw-field", True),
+    "-H": ("--header", True),
+    "--header": ("--header", True),
+    "--input": ("--input", True),
+    "--hostname": ("--hostname", True),
+    "-R": ("--repo", True),
+    "--repo": ("--repo", True),
+    "-i": ("--include", False),
+    "--include": ("--include", False),
+    "--paginate": ("--paginate", False),
+    "--silent": ("--silent", False),
+    "-h": ("--help", False),
+    "--help": ("--help", False),
+}
+
+
+@dataclass
+class _Flags:
+    """Arguments read with cobra's rules. ``values`` and ``spelled`` are keyed by long name;
+    ``unclear`` holds the indexes of words an unknown flag might take as its value."""
+
+    values: dict[str, list[_Word | None]] = field(default_factory=dict)
+    spelled: dict[str, list[_Word]] = field(default_factory=dict)
+    positionals: list[tuple[int, _Word]] = field(default_factory=list)
+    unclear: set[int] = field(default_factory=set)
+    help: bool = False
+
+    def last(self, name: str, default: _Word | None) -> _Word | None:
+        """The flag's value (the last one given wins, as in pflag), else ``default``."""
+        given = self.values.get(name)
+        return given[-1] if given else default
+
+
+def _cobra(args: list[_Word], spec: Mapping[str, tuple[str, bool]]) -> _Flags:
+    """Flags anywhere among the arguments, ``--`` ending them, ``--name=value``, ``-Xvalue``
+    and clusters of short flags (``-dsy``, ``-ym msg``)."""
+    flags = _Flags()
+    i, done = 0, False
+    while i < len(args):
+        word, value = args[i], args[i].value
+        if done or value is None or not value.startswith("-") or value == "-":
+            flags.positionals.append((i, word))
+            i += 1
+            continue
+        if value == "--":
+            done, i = True, i + 1
+            continue
+        items: list[tuple[str, str | None]] = []
+        if value.startswith("--"):
+            name, eq, rest = value.partition("=")
+            items.append((name, rest if eq else None))
+        else:
+            letters = value[1:]
+            for k, ch in enumerate(letters):
+                takes = spec.get("-" + ch, ("", False))[1]
+                if takes and k + 1 < len(letters):
+                    items.append(("-" + ch, letters[k + 1 :]))
+                    break
+                items.append(("-" + ch, None))
+        step = 1
+        for spelled, attached in items:
+            long, takes = spec.get(spelled, ("", False))
+            if not long:
+                if attached is None:
+                    flags.unclear.add(i + 1)  # an unknown flag: it might take the next word
+                continue
+            flags.help = flags.help or long == "--help"
+            if not takes:
+                flags.spelled.setdefault(long, []).append(word)
+                continue
+            if attached is not None:
+                taken: _Word | None = _literal_word(attached)
+                flags.spelled.setdefault(long, []).append(word)
+            else:
+                taken = args[i + 1] if i + 1 < len(args) else None
+                flags.spelled.setdefault(long, []).extend(args[i : i + 2])
+                step = 2
+            flags.values.setdefault(long, []).append(taken)
+        i += step
+    return flags
+
+
+def _attribute_endpoint(
+    project_text: str, iid_text: str, repo: _Word | None, env: dict[str, _Word]
+) -> tuple[str | None, int | None, str]:
+    """(project, iid, problem) for a REST merge endpoint; a placeholder project is -R's."""
+    project: str | None = project_text
+    problem = ""
+    if re.search(r":(fullpath|id|repo|namespace|group|user|username)\b", project_text):
+        project = _repo_project(repo, env)
+        if project is None:
+            problem = (
+                f"{project_text} is the current directory's project, which the hook does not "
+                "guess; spell the project in the path, or pass -R <group/project>"
+            )
+    iid = int(iid_text) if iid_text.isdigit() and int(iid_text) > 0 else None
+    if iid is None and not problem:
+        problem = f"{iid_text!r} is not a merge request iid"
+    return project, iid, problem
+
+
+def _is_merge_word(value: str | None) -> bool:
+    """merge, accept, and what cobra could complete to them if prefix matching were on."""
+    if not value:
+        return False
+    v = value.lower()
+    return "merge".startswith(v) or (len(v) >= 2 and "accept".startswith(v))
+
+
+def _merge_endpoint(endpoint: str) -> tuple[str, str] | None:
+    """(project, iid) when a REST endpoint is a merge request's merge or adds it to a train."""
+    path = endpoint.split("?", 1)[0].split("#", 1)[0]
+    path = re.sub(r"^[a-z][a-z0-9+.-]*://[^/]+", "", path, flags=re.IGNORECASE)
+    segments = [urllib.parse.unquote(s) for s in path.split("/") if s not in ("", ".")]
+    if segments[:2] == ["api", "v4"]:
+        segments = segments[2:]
+    lowered = [s.lower() for s in segments]
+    if not lowered or lowered[0] != "projects":
+        return None
+    for k in range(2, len(lowered)):
+        if lowered[k] != "merge_requests":
+            continue
+        project = "/".join(segments[1:k])
+        if k >= 3 and lowered[k - 1] == "merge_trains":
+            project = "/".join(segments[1 : k - 1])
+            if len(lowered) == k + 2:
+                return project, segments[k + 1]
+        if len(lowered) == k + 3 and lowered[k + 2] == "merge":
+            return project, segments[k + 1]
+    return None
+
+
+def _normalise_repo(text: str) -> str | None:
+    """-R takes OWNER/REPO, GROUP/NAMESPACE/REPO, a URL or a Git URL; the project's full path."""
+    text = text.strip()
+    m = re.match(r"^[\w.+-]+@[^:/]+:(.+)$", text)  # git@host:group/proj.git
+    if m:
+        text = m.group(1)
+    else:
+        text = re.sub(r"^[a-z][a-z0-9+.-]*://[^/]+/", "", text, flags=re.IGNORECASE)
+    text = text.strip("/")
+    text = text[:-4] if text.endswith(".git") else text
+    text = text.split("/-/", 1)[0]
+    if re.fullmatch(r"[\w.-]+(/[\w.-]+)+", text):
+        return text
+    return None
+
+
+def _repo_project(repo: _Word | None, env: dict[str, _Word]) -> str | None:
+    """The project -R names, else GITLAB_REPO set on the command itself (glab reads both)."""
+    source = repo if repo is not None else env.get("GITLAB_REPO")
+    if source is None or source.value is None:
+        return None
+    return _normalise_repo(source.value)
+
+
+_MR_URL = re.compile(
+    r"^(?:[a-z][a-z0-9+.-]*://[^/]+/)?(?P<project>.+?)/-/merge_requests/(?P<iid>\d+)"
+)
+
+
+def _attribute(
+    positionals: list[tuple[int, _Word]],
+    unclear: set[int],
+    repo: _Word | None,
+    env: dict[str, _Word],
+    open_args: bool,
+) -> tuple[str | None, int | None, str]:
+    """(project, iid, problem) for ``glab mr merge``'s arguments."""
+    if repo is not None and repo.value is None:
+        return None, None, "the project (-R) is built from variables or substitutions"
+    project = _repo_project(repo, env)
+    if repo is not None and project is None:
+        return None, None, f"-R {repo.raw} is not a project path the hook can read"
+    if open_args:
+        return project, None, "xargs appends arguments the hook cannot see"
+    if any(index in unclear for index, _ in positionals):
+        return project, None, "an unknown flag makes it unclear which word is the merge request"
+    if len(positionals) > 1:
+        return project, None, "more than one merge request argument"
+    if not positionals:
+        return (
+            project,
+            None,
+            (
+                "no merge request named: glab would merge the current branch's merge request, which "
+                "the hook does not guess; name it by its iid"
+            ),
+        )
+    value = positionals[0][1].value
+    if value is None:
+        return project, None, "the merge request is built from variables or substitutions"
+    m = _MR_URL.match(value)
+    if m:
+        from_url = m.group("project")
+        if project is not None and project != from_url:
+            return None, None, f"-R names {project} but the URL names {from_url}"
+        return from_url, int(m.group("iid")), ""
+    digits = value[1:] if value.startswith("!") else value
+    if not digits.isdigit() or int(digits) == 0:
+        return (
+            project,
+            None,
+            (f"{value!r} names a branch, not a merge request; name the merge request by its iid"),
+        )
+    if project is None:
+        return (
+            None,
+            int(digits),
+            (
+                "no project named: glab would use the current directory's repository (or "
+                "GITLAB_REPO), which the hook does not guess; pass -R <group/project>"
+            ),
+        )
+    return project, int(digits), ""
+
+
+# --- wrappers -----------------------------------------------------------------------------------
+
+# For each wrapper: the options that take a value (the next word, or attached), and how many
+# operands come before the command (timeout's duration).
+_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+    "command": (frozenset(), 0),
+    "builtin": (frozenset(), 0),
+    "exec": (frozenset({"-a"}), 0),
+    "nohup": (frozenset(), 0),
+    "time": (frozenset({"-f", "--format", "-o", "--output"}), 0),
+    "nice": (frozenset({"-n", "--adjustment"}), 0),
+    "ionice": (frozenset({"-c", "--class", "-n", "--classdata", "-p", "--pid"}), 0),
+    "timeout": (frozenset({"-s", "--signal", "-k", "--kill-after"}), 1),
+    "stdbuf": (frozenset({"-i", "--input", "-o", "--output", "-e", "--error"}), 0),
+    "setsid": (frozenset(), 0),
+    "coproc": (frozenset(), 0),
+    "sudo": (
+        frozenset(
+            {
+                "-u",
+                "--user",
+                "-g",
+                "--group",
+                "-h",
+                "--host",
+                "-p",
+                "--prompt",
+                "-r",
+                "--role",
+                "-t",
+                "--type",
+                "-U",
+                "--other-user",
+                "-C",
+                "--close-from",
+                "-D",
+                "--chdir",
+                "-T",
+                "--command-timeout",
+                "-R",
+                "--chroot",
+            }
+        ),
+        0,
+    ),
+    "doas": (frozenset({"-u", "-C"}), 0),
+    "env": (frozenset({"-u", "--unset", "-C", "--chdir", "-P"}), 0),
+    "xargs": (
+        frozenset(
+            {
+                "-a",
+                "--arg-file",
+                "-d",
+                "--delimiter",
+                "-E",
+                "-I",
+                "-L",
+                "--max-lines",
+                "-n",
+                "--max-args",
+                "-P",
+                "--max-procs",
+                "-s",
+                "--max-chars",
+                "--process-slot-var",
+            }
+        ),
+        0,
+    ),
+}
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _unwrap(
+    program: str, argv: list[_Word], env: dict[str, _Word]
+) -> tuple[list[_Word], bool] | None:
+    """(the wrapped command, whether more arguments may be appended) when ``argv`` is a wrapper,
+    else None. ``env`` gains the assignments env and sudo make."""
+    if program not in _WRAPPERS:
+        return None
+    if program == "env" and _env_split(argv) is not None:
+        return None
+    takes_value, operands = _WRAPPERS[program]
+    i = 1
+    while i < len(argv):
+        value = argv[i].value
+        if value is None:
+            break
+        if value == "--":
+            i += 1
+            break
+        if program in ("env", "sudo") and _ASSIGNMENT.match(value):
+            name, _, rest = value.partition("=")
+            env[name] = _literal_word(rest)
+            i += 1
+            continue
+        if not value.startswith("-") or value == "-":
+            if program == "env" and value == "-":
+                i += 1
+                continue
+            break
+        if program == "nice" and re.fullmatch(r"-\d+", value):
+            i += 1
+            continue
+        name = value.split("=", 1)[0]
+        if name in takes_value and "=" not in value:
+            i += 2
+            continue
+        if not value.startswith("--") and value[:2] in takes_value:
+            i += 1  # -n10, -uNAME: the value is attached
+            continue
+        i += 1
+    i += operands
+    return argv[i:], program == "xargs"
+
+
+def _env_split(argv: list[_Word]) -> list[_Word] | None:
+    """``env -S STRING``: env splits the string into the command line itself."""
+    for i, word in enumerate(argv[1:], start=1):
+        value = word.value or ""
+        if value in ("-S", "--split-string") and i + 1 < len(argv):
+            return argv[i + 1 :]
+        if value.startswith("--split-string="):
+            return [_literal_word(value.split("=", 1)[1]), *argv[i + 1 :]]
+        if value.startswith("-S") and len(value) > 2:
+            return [_literal_word(value[2:]), *argv[i + 1 :]]
+        if not value.startswith("-") and not _ASSIGNMENT.match(value):
+            return None
+    return None
+
+
+def read_command(command: str) -> CommandReading:
+    """Every merge ``command`` would make, with its project and merge request when the text
+    says them; what could not be read; and text that names a glab merge without running one.
+
+    Pure and fast: no I/O, no configuration. See docs/agent-handoff-reference.md for exactly
+    what it recognises.
+    """
+    reader = _Reader()
+    reader.read(command)
+    seen: set[tuple[str | None, int | None, str]] = set()
+    merges = []
+    for m in reader.merges:
+        key = (m.project, m.iid, m.problem)
+        if key not in seen:
+            seen.add(key)
+            merges.append(m)
+    return CommandReading(
+        tuple(merges), tuple(dict.fromkeys(reader.unknown)), tuple(dict.fromkeys(reader.mentions))
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2156,14 +3348,160 @@ def _ci_token(env: Mapping[str, str], variable: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+# The merge hook's Python half. block-unapproved-merge.sh allows what cannot name a glab merge
+# without starting Python, and runs ``python3 ownership.py hook`` for the rest, with the hook
+# JSON on stdin. Exit 0 lets the command through (no decision: Claude Code's own permission
+# flow goes on); exit 2 blocks it, and Claude Code shows stderr to the agent. Every failure
+# blocks, because Claude Code lets a command through on any other exit.
+
+HOOK_SCRIPT = "block-unapproved-merge.sh"
+# The seven files of the specification: the four deploy-hooks copies, the three the deployment
+# supplies. All but deployed_currency.py must be there for the hook to allow a merge.
+HOOK_REQUIRED = (
+    HOOK_SCRIPT,
+    "ownership.py",
+    "validate-mr-carries-ownership-record.py",
+    CONFIG_FILENAME,
+    "_hooklib.sh",
+    ROSTER_FILENAME,
+)
+HOOK_CURRENCY = "deployed_currency.py"
+# The hook's own GitLab budget: one attempt, short timeouts (a merge is decided in well under a
+# second on a reachable GitLab; an unreachable one blocks quickly rather than hanging the agent).
+HOOK_TIMEOUT: tuple[float, float] = (3.0, 10.0)
+
+
+class HookDenied(PairgateError):
+    """The hook blocks the command: its message says why and what to run."""
+
+
+def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
+    """Decide one PreToolUse call. Returns 0 (allow) or raises HookDenied / PairgateError."""
+    try:
+        payload = json.loads(raw)
+    except ValueError as exc:
+        raise HookDenied(f"the hook input is not JSON ({exc})") from None
+    if not isinstance(payload, dict):
+        raise HookDenied("the hook input is not a JSON object")
+    if payload.get("tool_name", "Bash") != "Bash":
+        return Exit.OK  # registered more widely than matcher Bash: other tools merge nothing
+    tool_input = payload.get("tool_input")
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if not isinstance(command, str):
+        raise HookDenied("the hook input has no tool_input.command string")
+    if not could_name_glab_merge(command):
+        return Exit.OK
+    reading = read_command(command)
+    problems = reading.problems()
+    if not problems and not reading.merges:
+        return Exit.OK  # it merges nothing: the gate has nothing to say
+    here = here or Path(__file__).resolve().parent
+    env = {**ctx.env, CONFIG_ENV: str(here / CONFIG_FILENAME)}  # never the session's
+    _hook_files_present(here, env)
+    config = load_config(env)
+    if problems:
+        raise HookDenied(_hook_message(config, problems, reading.merges))
+    _hook_currency_note(ctx, here, config)
+    client = gitlab_from_env(config, ctx.env, retry=read_retry(attempts=0), timeout=HOOK_TIMEOUT)
+    refused = []
+    for merge in reading.merges:
+        assert merge.project is not None and merge.iid is not None
+        verdict = gate_merge(client, config, merge.project, merge.iid)
+        if not verdict.allowed:
+            refused.append(verdict.message)
+    if refused:
+        raise HookDenied(_hook_message(config, refused, reading.merges))
+    return Exit.OK
+
+
+def _hook_files_present(here: Path, env: Mapping[str, str]) -> None:
+    missing = [name for name in HOOK_REQUIRED if not (here / name).is_file()]
+    if not missing:
+        return
+    names = ", ".join(missing)
+    if CONFIG_FILENAME in missing:
+        remedy = (
+            f"{CONFIG_FILENAME} is the deployment's own configuration, so the hook cannot read "
+            f"which command reinstalls it: put the deployment's {CONFIG_FILENAME} back in "
+            f"{here}, then reinstall the hooks with the deployment's hooks install command "
+            f"(the hooks_install_command key of that file; for pairgate itself, "
+            f"pairgate deploy-hooks --target {here})"
+        )
+    else:
+        try:
+            remedy = f"reinstall them: {load_config(env)['hooks_install_command']}"
+        except PairgateError as exc:
+            remedy = f"reinstall them; the configuration cannot say how: {exc.message}"
+    raise HookDenied(
+        f"the merge hook runs beside files that are missing from {here}: {names}. Until they "
+        f"are there it cannot check a merge, so it blocks every command that could make one; "
+        f"{remedy}"
+    )
+
+
+def _hook_currency_note(ctx: Context, here: Path, config: Config) -> None:
+    """The hook's currency check is never fatal: it only ever prints a note."""
+    if not (here / HOOK_CURRENCY).is_file():
+        print(
+            f"pairgate merge hook: note: {HOOK_CURRENCY} is missing beside the hook, so its own "
+            f"currency was not established",
+            file=ctx.stderr,
+        )
+        return
+    try:
+        import deployed_currency  # type: ignore[import-not-found,unused-ignore]
+
+        currency = deployed_currency.measure(here, config["deployed_paths"], env=ctx.env)
+        if currency.state != deployed_currency.CURRENT:
+            print(
+                f"pairgate merge hook: note: {deployed_currency.describe(currency)}",
+                file=ctx.stderr,
+            )
+    except Exception as exc:  # never fatal, by the specification
+        print(f"pairgate merge hook: note: currency not established: {exc}", file=ctx.stderr)
+
+
+def _hook_message(config: Config, problems: Sequence[str], merges: Sequence[MergeFound]) -> str:
+    lines = ["the merge hook blocked this command:"]
+    lines += [f"- {p}" for p in problems]
+    cli = config.cli
+    checks = [
+        f"{cli} merge-check --mr {m.iid} --mr-project {m.project}" for m in merges if not m.problem
+    ]
+    if checks:
+        lines.append("Check before merging: " + "; ".join(checks))
+    lines.append(
+        "Merge one reviewed merge request per command, spelled so the hook can read it: "
+        "glab mr merge <iid> -R <group/project> --sha <approved head>"
+    )
+    lines.append(f"Background: {config['handoff_doc']}.")
+    return "\n".join(lines)
+
+
+def hook_main(ctx: Context, stdin: TextIO) -> int:
+    """``python3 ownership.py hook``: 0 allows the command, 2 blocks it; nothing else, ever."""
+    try:
+        return run_hook(ctx, stdin.read())
+    except BaseException as exc:  # every failure blocks: Claude Code runs it on any other exit
+        message = exc.message if isinstance(exc, PairgateError) else f"{type(exc).__name__}: {exc}"
+        message = message.removeprefix("pairgate: ")
+        if not isinstance(exc, HookDenied):
+            message = f"the merge hook could not decide, so it blocks: {message}"
+        print(f"pairgate: {message}", file=ctx.stderr)
+        return Exit.ERROR
+
+
 def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
     """The flat deployment's door, with no package installed:
 
     ``python3 ownership.py check-config``  load the configuration a flat deployment sees;
     ``python3 ownership.py merge-check --mr <iid> --mr-project <p> [--json] [--verbose]``
-    the merge gate's verdict, exactly as ``pairgate merge-check`` gives it.
+    the merge gate's verdict, exactly as ``pairgate merge-check`` gives it;
+    ``python3 ownership.py hook``  the merge hook's decision on the hook JSON on stdin.
     """
     ctx = ctx or Context()
+    if argv == ["hook"]:
+        return hook_main(ctx, sys.stdin)
     try:
         if argv[:1] == ["merge-check"]:
             parser = _ArgParser(prog="ownership.py merge-check")
@@ -2184,7 +3522,8 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
             raise UsageError(
                 "usage: python3 ownership.py check-config\n"
                 "       python3 ownership.py merge-check --mr IID --mr-project PROJECT "
-                "[--json] [--verbose]"
+                "[--json] [--verbose]\n"
+                "       python3 ownership.py hook   (the merge hook: hook JSON on stdin)"
             )
         config = load_config(ctx.env)
         print(f"configuration OK: {config.path}", file=ctx.stdout)

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# block-unapproved-merge.sh: pairgate's merge hook, a Claude Code PreToolUse hook (matcher Bash).
+#
+# It reads the hook JSON on stdin and blocks (exit 2, the reason on stderr) any Bash command that
+# would merge a merge request the gate does not pass. Claude Code blocks a call only on exit 2
+# and lets it through on every other failure, so this script exits 0 only when it is sure and
+# turns every failure of its own into exit 2.
+#
+# Fast path, bash alone: a command whose text cannot spell a glab merge is allowed at once. That
+# is a command that says neither glab, merge nor accept (in any case), and has none of the
+# characters through which bash builds a word the text does not spell: $ ` \ ' " * ? [ {.
+# Everything else goes to `python3 ownership.py hook` beside this file, which reads the command
+# as bash would (docs/agent-handoff-reference.md, "The merge hook and its command reader").
+
+# Any exit but 0 and 2 would let the command through: make it a block.
+guard() {
+  trap 'status=$?; if ((status != 0 && status != 2)); then
+    printf "pairgate: the merge hook failed (status %s), so it blocks this command\n" "$status" >&2
+    exit 2; fi' EXIT
+}
+guard
+
+IFS= read -r -d '' input || true
+
+# tool_input.command, still JSON-encoded. The fast path trusts it only when it is the input's one
+# "command" key and carries no \u escape (which could spell anything); each JSON escape that
+# decodes to a backslash or a quote (\\ or \") sends the command to Python like the raw character.
+shopt -s nocasematch
+command_key='"command"[[:space:]]*:[[:space:]]*"(([^"\\]|\\.)*)"'
+if [[ $input != *'\u'* && $input =~ $command_key ]]; then
+  command_json=${BASH_REMATCH[1]}
+  after=${input#*"${BASH_REMATCH[0]}"}
+  if [[ ! $after =~ \"command\"[[:space:]]*: ]]; then
+    case $command_json in
+      *glab* | *merge* | *accept* | *'$'* | *'`'* | *"'"* | *'*'* | *'?'* | *'['* | *'{'* | *"\\\\"* | *"\\\""*) ;;
+      *) exit 0 ;;
+    esac
+  fi
+fi
+shopt -u nocasematch
+
+# Slow path: the command could name a glab merge. Decide in Python, beside this file.
+here=${BASH_SOURCE[0]%/*}
+[[ $here == "${BASH_SOURCE[0]}" ]] && here=.
+config=$here/pairgate-config.json
+
+deny() {
+  printf 'pairgate: %s\n' "$*" >&2
+  exit 2
+}
+
+# What to run when a file is missing: the configuration's hooks_install_command when it can be
+# read without Python, else the same advice in words.
+install_hint() {
+  local key='"hooks_install_command"[[:space:]]*:[[:space:]]*"([^"\\]*)"'
+  local text
+  if [[ -f $config ]] && text=$(<"$config") && [[ $text =~ $key ]]; then
+    printf 'reinstall them: %s' "${BASH_REMATCH[1]}"
+  else
+    printf 'reinstall the hooks with the deployment'\''s hooks install command (the hooks_install_command key of pairgate-config.json; for pairgate itself, pairgate deploy-hooks --target %s)' "$here"
+  fi
+}
+
+if [[ ! -f $here/ownership.py ]]; then
+  deny "the merge hook runs beside files that are missing from $here: ownership.py. Until they are there it cannot check a merge, so it blocks every command that could make one; $(install_hint)"
+fi
+
+# Only _hooklib.sh may set these; a variable of the same name in the environment is dropped.
+unset hooklib_timeout
+if [[ -f $here/_hooklib.sh ]]; then
+  # shellcheck source=_hooklib.sh
+  source "$here/_hooklib.sh" || deny "$here/_hooklib.sh failed to load, so the merge hook blocks"
+  set +euo pipefail # whatever it set, this script's exits stay its own
+  guard
+  if declare -F hooklib_preflight >/dev/null; then
+    preflight=$(hooklib_preflight 2>&1) || deny "the hooks' preflight failed, so the merge hook blocks: $preflight"
+  fi
+fi
+
+command -v python3 >/dev/null 2>&1 ||
+  deny "python3 is not on PATH, so the merge hook cannot check this command and blocks it; install Python 3.11 or later with requests, jsonschema, pyyaml, tree-sitter and tree-sitter-bash"
+
+# Its own time limit (seconds), below the "timeout" the hook is registered with: a hook that
+# Claude Code has to kill lets the command through. _hooklib.sh may lower it.
+limit=${hooklib_timeout:-20}
+runner=()
+command -v timeout >/dev/null 2>&1 && runner=(timeout -k 2 "$limit")
+
+# ownership.py is imported rather than run, so that its compiled form is cached (outside the
+# hooks directory); -E and -P keep the session's PYTHONPATH and working directory out of sys.path.
+cache=()
+if [[ -n ${HOME:-} ]]; then
+  cache=(-X "pycache_prefix=${XDG_CACHE_HOME:-$HOME/.cache}/pairgate/pycache")
+else
+  cache=(-B)
+fi
+run='import sys; sys.path.insert(0, sys.argv[1]); import ownership; sys.exit(ownership.standalone_main(["hook"]))'
+
+status=0
+PAIRGATE_CONFIG=$config "${runner[@]}" python3 -E -P "${cache[@]}" -c "$run" "$here" <<<"$input" || status=$?
+case $status in
+  0) exit 0 ;;
+  2) exit 2 ;;
+  124 | 137) deny "the merge hook timed out after ${limit}s, so it blocks this command" ;;
+  *) deny "the merge hook's check failed (python3 exited $status), so it blocks this command" ;;
+esac
