@@ -52,8 +52,16 @@ def identity(ctx: Context, config: Config, as_agent: str | None) -> str:
             f"pairgate: no agent identity: pass --as <agent> or set {variable}. "
             "pairgate never writes a record without a name."
         )
+    return checked_name(name, "")
+
+
+def checked_name(name: str, flag: str) -> str:
+    """A name a record can carry (the schema's agent pattern). Checked before any read, because
+    no flag (not even --new-identity) can admit a name the record would refuse."""
     if not _NAME.match(name):
-        raise UsageError(f"pairgate: {name!r} cannot be an agent identity (letters, digits, . _ -)")
+        raise UsageError(
+            f"pairgate: {flag}{name!r} cannot be an agent identity (letters, digits, . _ -)"
+        )
     return name
 
 

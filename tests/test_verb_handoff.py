@@ -91,6 +91,35 @@ def test_the_receiver_must_be_an_identity(world: Round, to: str, said: str, fix:
     assert result.code == 1 and said in result.err and fix in result.err
 
 
+@pytest.mark.parametrize("to", ["evil name", "acme-review\n/close", "-x"])
+@pytest.mark.parametrize("verb", ["handoff", "approve"])
+def test_a_receiver_no_identity_can_spell_is_a_usage_error(
+    world: Round, to: str, verb: str
+) -> None:
+    # --new-identity cannot admit it: the record's schema would refuse it after every read, so
+    # the refusal must not print a "fix" that fails.
+    args = (
+        ("--role", "review")
+        if verb == "handoff"
+        else ("--mr", world.mr, "--mr-project", "acme/app")
+    )
+    result = world.run(
+        "acme-lead",
+        verb,
+        world.issue,
+        f"--to={to}",
+        "--sha",
+        world.head,
+        *args,
+        "--new-identity" if verb == "handoff" else "--not-covering=x",
+    )
+    assert result.code == 2, result.err
+    assert (
+        f"pairgate: --to {to!r} cannot be an agent identity (letters, digits, . _ -)" in result.err
+    )
+    assert "--new-identity" not in result.err
+
+
 def test_new_identity_admits_a_name_and_the_trail_remembers_it(world: Round) -> None:
     assert offer(world, "--sha", world.head, "--new-identity", to="bob").code == 0
     assert world.run("bob", "accept", world.issue).code == 0

@@ -25,7 +25,7 @@ from pairgate.ownership import (
     gitlab_with_token,
     self_approval_rule,
 )
-from pairgate.turn import Turn, begin, read_reason, refuse_void, write
+from pairgate.turn import Turn, begin, checked_name, read_reason, refuse_void, write
 
 
 def review_bot(turn: Turn) -> GitLab:
@@ -88,6 +88,7 @@ def approve(
     verbose: bool,
 ) -> int:
     sha = checked_sha(sha)
+    checked_name(to, "--to ")
     text = read_reason(reason, reason_file)
     project = mr_project or config["tracker_project"]
     turn = begin(ctx, config, issue, as_agent, verbose)

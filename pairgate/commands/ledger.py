@@ -22,7 +22,7 @@ from pairgate.commands.checks import (
 from pairgate.commands.status import status
 from pairgate.merge_requests import checked_sha, citing_mrs, head_of, pipeline_problem, project_of
 from pairgate.ownership import Config, Context, Offer, Refusal, is_finder
-from pairgate.turn import Turn, begin, issue_path, read_reason, refuse_void, write
+from pairgate.turn import Turn, begin, checked_name, issue_path, read_reason, refuse_void, write
 
 __all__ = ["accept", "approve", "claim", "close", "decline", "handoff", "release", "status"]
 
@@ -82,6 +82,7 @@ def handoff(
     verbose: bool,
 ) -> int:
     sha = checked_sha(sha)
+    checked_name(to, "--to ")
     text = read_reason(reason, reason_file)
     turn = begin(ctx, config, issue, as_agent, verbose)
     flags: dict[str, Any] = {
