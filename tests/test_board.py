@@ -103,7 +103,9 @@ def test_a_tampered_issue_among_clean_ones(sandbox: RunningSandbox) -> None:
     result = ok(["board"], agent_env(sandbox, LEAD))
     assert f"#{bad.issue}: note {offer_note} skipped (tampered)" in result.out
     row = next(line for line in result.out.splitlines() if line.startswith(f"#{bad.issue} "))
-    assert "1 tampered" in row
+    assert "1 tampered" in row and "1 edited" in row
+    # the row counts the edit, so the problems below it say which note it was
+    assert f"#{bad.issue}: note {offer_note} was edited after it was written" in result.out
     assert sum(" ok " in line for line in result.out.splitlines()) == 3
 
 

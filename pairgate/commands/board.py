@@ -236,6 +236,7 @@ def board_text(doc: dict[str, Any], style: Style) -> str:
         details += [
             f"#{n}: note {b['note_id']} breaks the chain: {b['reason']}" for b in i["breaks"]
         ]
+        details += [f"#{n}: note {e} was edited after it was written" for e in i["edited"]]
         if not i["label"]["in_step"] and not i["error"]:
             actual = ", ".join(i["label"]["actual"]) or "none"
             details.append(
