@@ -1977,6 +1977,15 @@ def gate_merge(
     if project.isdigit():  # a numeric id: the MR says which path it names
         data = client.get(mr_path)
         path = MergeRequestFacts.from_api(data, project).project
+    elif not _under(project, config["group_path"]):
+        # GitLab answers a moved project's old path too: the MR says which project it is in.
+        # One the reader cannot see is judged by the path it was named by.
+        try:
+            data = client.get(mr_path)
+            path = MergeRequestFacts.from_api(data, project).project
+        except GitLabError as exc:
+            if exc.status != 404:
+                raise
     # Outside the group nothing else matters, and the reader may not even see the project.
     if not project_in_group(client, config, path):
         outside = MergeRequestFacts(path, int(iid), "", "", None, "", (), None)
