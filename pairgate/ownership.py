@@ -2885,7 +2885,10 @@ class _Reader:
         parallel, a renamed copy of glab): read from any argument that names glab, a shell or
         eval, and read `<program> mr merge ...` and `<program> api ...` as glab would."""
         values = [w.value for w in argv]
-        if len(argv) >= 3 and values[1] == "mr" and _is_merge_word(values[2]):
+        j = 1  # glab's own -R may come before its subcommand: `g -R group/p mr merge 12`
+        while j < len(values) and (values[j] or "").startswith("-"):
+            j += 2 if values[j] in ("-R", "--repo") else 1
+        if values[j : j + 1] == ["mr"] and j + 1 < len(values) and _is_merge_word(values[j + 1]):
             self._glab(argv, env, layer, open_args=False)
             return
         for i in range(1, len(argv)):

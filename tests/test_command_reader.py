@@ -135,6 +135,8 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ("alias x='bash -c'\nx \"gl''ab mr me''rge 12 -R acme/app\"", APP),
     ("alias s='sudo ' g='glab mr'\ns g merge 12 -R acme/app", APP),
     ("alias ls='ls -l'\nls; glab mr merge 12 -R acme/app", APP),
+    # a program hash -p (or a link) names glab, with -R before the subcommand
+    ("hash -p /usr/bin/gl?b g\ng -R acme/app mr merge 12", APP),
     # glab reads HOST/GROUP/PROJECT when HOST is one it is logged in to: both readings are gated
     (
         "glab mr merge 12 -R gitlab.example.com/acme/app",
