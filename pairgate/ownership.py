@@ -1977,6 +1977,15 @@ def gate_merge(
     if project.isdigit():  # a numeric id: the MR says which path it names
         data = client.get(mr_path)
         path = MergeRequestFacts.from_api(data, project).project
+    elif not _under(project, config["group_path"]):
+        # GitLab answers a moved project's old path too: the MR says which project it is in.
+        # One the reader cannot see is judged by the path it was named by.
+        try:
+            data = client.get(mr_path)
+            path = MergeRequestFacts.from_api(data, project).project
+        except GitLabError as exc:
+            if exc.status != 404:
+                raise
     # Outside the group nothing else matters, and the reader may not even see the project.
     if not project_in_group(client, config, path):
         outside = MergeRequestFacts(path, int(iid), "", "", None, "", (), None)
@@ -2453,6 +2462,42 @@ def _short(text: str, limit: int = 100) -> str:
 _PARSER: Any = None
 
 
+# Where a backslash-newline is text, not a line continuation: single quotes, $'...', comments and
+# heredoc bodies (a shell that reads a body joins its lines itself, and is read as one).
+_LITERAL_NODES = frozenset({"raw_string", "ansi_c_string", "comment", "heredoc_body"})
+
+
+def _join_continued_lines(src: bytes, root: Any) -> bytes:
+    """``src`` without its line continuations. tree-sitter-bash reads ``gl\\<newline>ab`` as
+    two words; bash removes the backslash-newline first and reads one word, ``glab``."""
+    literal: list[tuple[int, int]] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type in _LITERAL_NODES:
+            literal.append((node.start_byte, node.end_byte))
+        else:
+            stack.extend(node.children)
+    literal.sort()
+    out, i, k = bytearray(), 0, 0
+    while i < len(src):
+        while k < len(literal) and literal[k][1] <= i:
+            k += 1
+        if k < len(literal) and literal[k][0] <= i:
+            out += src[i : literal[k][1]]
+            i = literal[k][1]
+            continue
+        if src[i : i + 2] == b"\\\n":
+            i += 2
+        elif src[i : i + 1] == b"\\":
+            out += src[i : i + 2]  # an escaped character, a backslash included
+            i += 2
+        else:
+            out += src[i : i + 1]
+            i += 1
+    return bytes(out)
+
+
 def _parse(src: bytes) -> Any:
     global _PARSER
     if _PARSER is None:
@@ -2468,6 +2513,8 @@ class _Reader:
         self.merges: list[MergeFound] = []
         self.unknown: list[str] = []
         self.mentions: list[str] = []
+        self.aliases: dict[str, str] = {}  # every alias the command defines, wherever
+        self.expanding: set[str] = set()  # bash never expands an alias inside its own expansion
 
     # layers
 
@@ -2475,12 +2522,54 @@ class _Reader:
         if depth > _MAX_DEPTH:
             self.unknown.append(f"{_short(text)}: shells nested too deep to read")
             return
-        layer = _Layer(text.encode("utf-8", "surrogatepass"), depth)
-        tree = _parse(layer.src)
+        src = text.encode("utf-8", "surrogatepass")
+        tree = _parse(src)
+        if b"\\\n" in src:  # bash joins continued lines before it splits words; so does the reader
+            joined = _join_continued_lines(src, tree.root_node)
+            if joined != src:
+                src, tree = joined, _parse(joined)
+        layer = _Layer(src, depth)
+        if b"alias" in src:  # a loop can run a use before the definition: register them first
+            self._find_aliases(tree.root_node, layer)
         if tree.root_node.has_error:
             self.unknown.append(f"{_short(text)}: bash would not parse this cleanly")
         self._visit(tree.root_node, layer)
         self._check_mentions(layer, tree.root_node)
+
+    def _find_aliases(self, node: Any, layer: _Layer) -> None:
+        if node.type == "command":
+            name = node.child_by_field_name("name")
+            if name is not None and _word(name, layer.src).value == "alias":
+                args = [_word(a, layer.src) for a in node.children_by_field_name("argument")]
+                self._alias([_word(name, layer.src), *args])
+        for child in node.children:
+            self._find_aliases(child, layer)
+
+    def _alias(self, argv: list[_Word]) -> None:
+        """``alias name=text``: remember it; one built from expansions cannot be read."""
+        for word in argv[1:]:
+            if word.value is None:
+                self.unknown.append(
+                    f"{_short(' '.join(w.raw for w in argv))}: an alias built from variables "
+                    "or substitutions, which the hook cannot read"
+                )
+            elif "=" in word.value and not word.value.startswith("-"):
+                name, _, text = word.value.partition("=")
+                self.aliases[name] = text
+
+    def _expand_alias(self, argv: list[_Word], layer: _Layer) -> None:
+        """A command word that names an alias is read as its expansion too (bash expands the
+        first word, and the next one after an alias ending in a blank; reading both the word
+        and its expansion, wherever it stands, is the safe side of that rule)."""
+        name = argv[0].raw
+        text = self.aliases.get(name)
+        if text is None or name in self.expanding or argv[0].value != name:
+            return  # not an alias, or quoted (a quoted word is never expanded)
+        self.expanding.add(name)
+        try:
+            self.read(" ".join([text, *(w.raw for w in argv[1:])]), layer.depth + 1)
+        finally:
+            self.expanding.discard(name)
 
     def _check_mentions(self, layer: _Layer, root: Any) -> None:
         """Text that names a glab merge, once the words read as glab's own and the text re-read
@@ -2651,9 +2740,14 @@ class _Reader:
     ) -> None:
         """Look through wrappers to the program that runs, then read it."""
         while argv:
+            if self.aliases:
+                self._expand_alias(argv, layer)
             program = argv[0].tail
             if program is None:
                 self._dynamic_program(argv)
+                return
+            if program == "alias":
+                self._alias(argv)
                 return
             unwrapped = _unwrap(program, argv, env)
             if unwrapped is not None:
@@ -2791,7 +2885,10 @@ class _Reader:
         parallel, a renamed copy of glab): read from any argument that names glab, a shell or
         eval, and read `<program> mr merge ...` and `<program> api ...` as glab would."""
         values = [w.value for w in argv]
-        if len(argv) >= 3 and values[1] == "mr" and _is_merge_word(values[2]):
+        j = 1  # glab's own -R may come before its subcommand: `g -R group/p mr merge 12`
+        while j < len(values) and (values[j] or "").startswith("-"):
+            j += 2 if values[j] in ("-R", "--repo") else 1
+        if values[j : j + 1] == ["mr"] and j + 1 < len(values) and _is_merge_word(values[j + 1]):
             self._glab(argv, env, layer, open_args=False)
             return
         for i in range(1, len(argv)):
@@ -2824,7 +2921,7 @@ class _Reader:
                 call.repo = _literal_word(value[len("--repo=") :])
                 call.structural.append(args[i])
             elif value.startswith("-R") and len(value) > 2 and not value.startswith("--"):
-                call.repo = _literal_word(value[2:])
+                call.repo = _literal_word(value[2:].removeprefix("="))  # -Racme/app, -R=acme/app
                 call.structural.append(args[i])
             elif value in ("-h", "--help", "-v", "--version") and not path:
                 return  # glab prints help or its version
@@ -2866,7 +2963,8 @@ class _Reader:
         project, iid, problem = _attribute(
             flags.positionals, flags.unclear, repo, call.env, call.open_args
         )
-        self.merges.append(MergeFound(call.words, project, iid, problem))
+        for reading in _host_readings(project):
+            self.merges.append(MergeFound(call.words, reading, iid, problem))
 
     def _glab_api(self, call: _GlabCall, args: list[_Word], layer: _Layer) -> None:
         """``glab api <endpoint> [flags]``: a merge when it is not a GET or HEAD to a merge
@@ -2915,7 +3013,10 @@ class _Reader:
         found = _merge_endpoint(target)
         if found is not None:
             repo = flags.last("--repo", call.repo)
-            self.merges.append(MergeFound(call.words, *_attribute_endpoint(*found, repo, call.env)))
+            project, iid, problem = _attribute_endpoint(*found, repo, call.env)
+            readings = _host_readings(project) if project != found[0] else (project,)
+            for reading in readings:  # only a project -R names may start with a host
+                self.merges.append(MergeFound(call.words, reading, iid, problem))
 
     def _graphql(self, call: _GlabCall, bodies: list[str | None]) -> None:
         if any(b is None for b in bodies):
@@ -2990,6 +3091,9 @@ _API_FLAGS: dict[str, tuple[str, bool]] = {
 }
 
 
+_PFLAG_TRUE = frozenset({None, "1", "t", "T", "true", "TRUE", "True"})
+
+
 @dataclass
 class _Flags:
     """Arguments read with cobra's rules. ``values`` and ``spelled`` are keyed by long name;
@@ -3028,6 +3132,9 @@ def _cobra(args: list[_Word], spec: Mapping[str, tuple[str, bool]]) -> _Flags:
         else:
             letters = value[1:]
             for k, ch in enumerate(letters):
+                if letters[k + 1 : k + 2] == "=":  # pflag: -R=acme/app, -h=false
+                    items.append(("-" + ch, letters[k + 2 :]))
+                    break
                 takes = spec.get("-" + ch, ("", False))[1]
                 if takes and k + 1 < len(letters):
                     items.append(("-" + ch, letters[k + 1 :]))
@@ -3040,7 +3147,8 @@ def _cobra(args: list[_Word], spec: Mapping[str, tuple[str, bool]]) -> _Flags:
                 if attached is None:
                     flags.unclear.add(i + 1)  # an unknown flag: it might take the next word
                 continue
-            flags.help = flags.help or long == "--help"
+            # --help=false runs the command: pflag reads a bool's value with strconv.ParseBool
+            flags.help = flags.help or (long == "--help" and attached in _PFLAG_TRUE)
             if not takes:
                 flags.spelled.setdefault(long, []).append(word)
                 continue
@@ -3087,7 +3195,14 @@ def _merge_endpoint(endpoint: str) -> tuple[str, str] | None:
     """(project, iid) when a REST endpoint is a merge request's merge or adds it to a train."""
     path = endpoint.split("?", 1)[0].split("#", 1)[0]
     path = re.sub(r"^[a-z][a-z0-9+.-]*://[^/]+", "", path, flags=re.IGNORECASE)
-    segments = [urllib.parse.unquote(s) for s in path.split("/") if s not in ("", ".")]
+    segments: list[str] = []
+    for segment in (urllib.parse.unquote(s) for s in path.split("/")):
+        if segment == "..":  # resolved as a URL is, before it reaches the router
+            segments = segments[:-1]
+        elif segment not in ("", "."):
+            segments.append(segment)
+    if segments:  # Grape routes answer with a format suffix too: .../merge.json
+        segments[-1] = re.sub(r"\.\w+$", "", segments[-1])
     if segments[:2] == ["api", "v4"]:
         segments = segments[2:]
     lowered = [s.lower() for s in segments]
@@ -3128,6 +3243,15 @@ def _repo_project(repo: _Word | None, env: dict[str, _Word]) -> str | None:
     if source is None or source.value is None:
         return None
     return _normalise_repo(source.value)
+
+
+def _host_readings(project: str | None) -> tuple[str | None, ...]:
+    """The projects glab may take ``a/b/c`` for: the group path a/b/c, or project b/c on host a
+    (glab's choice depends on the hosts it is logged in to, which the hook cannot see), so a
+    merge named so is gated as both."""
+    if project is not None and project.count("/") >= 2:
+        return (project, project.split("/", 1)[1])
+    return (project,)
 
 
 _MR_URL = re.compile(

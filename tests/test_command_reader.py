@@ -118,6 +118,30 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ("glab api -X POST projects/acme%2Fapp/merge_trains/merge_requests/12", APP),
     ("glab api -X PUT projects/42/merge_requests/12/merge", {("42", 12)}),
     ("glab -R acme/app mr merge 12 -R other/app", {("other/app", 12)}),  # the last -R wins
+    # glab runs a merge when --help is false; pflag reads -R=acme/app as acme/app
+    ("glab mr merge 12 -R acme/app --help=false", APP),
+    ("glab mr merge 12 -R acme/app -h=0", APP),
+    ("glab mr merge 12 -R=acme/app", APP),
+    ("glab -R=acme/app mr merge 12", APP),
+    # a line continuation inside a word joins it, as bash joins it before reading words
+    ("gl\\\nab mr merge 12 -R acme/app", APP),
+    ("glab mr me\\\nrge 12 -R acme/\\\napp", APP),
+    ("echo gl\\\nab mr merge 12 -R acme/app | bash", APP),
+    # Grape answers the merge endpoint with a format suffix too; a dot segment is resolved
+    ("glab api -X PUT projects/acme%2Fapp/merge_requests/12/merge.json", APP),
+    ("glab api -X PUT projects/acme%2Fapp/merge_requests/x/../12/merge", APP),
+    # an alias defined in the command is read as what it expands to
+    ("shopt -s expand_aliases\nalias g='glab mr'\ng merge 12 -R acme/app", APP),
+    ("alias x='bash -c'\nx \"gl''ab mr me''rge 12 -R acme/app\"", APP),
+    ("alias s='sudo ' g='glab mr'\ns g merge 12 -R acme/app", APP),
+    ("alias ls='ls -l'\nls; glab mr merge 12 -R acme/app", APP),
+    # a program hash -p (or a link) names glab, with -R before the subcommand
+    ("hash -p /usr/bin/gl?b g\ng -R acme/app mr merge 12", APP),
+    # glab reads HOST/GROUP/PROJECT when HOST is one it is logged in to: both readings are gated
+    (
+        "glab mr merge 12 -R gitlab.example.com/acme/app",
+        {("gitlab.example.com/acme/app", 12), ("acme/app", 12)},
+    ),
     ("GITLAB_REPO=acme/app glab mr merge 12 -R other/app", {("other/app", 12)}),
     (
         "glab mr merge 12 -R acme/app && glab mr merge 13 -R acme/app",
@@ -167,6 +191,8 @@ BLOCKED: list[tuple[str, str]] = [
     ("glab api graphql -F query=@mutation.graphql", "body the hook cannot read"),
     ("glab api graphql --input mutation.json", "body the hook cannot read"),
     ("glab mm 12", "alias could expand"),
+    ('a=gl; alias m="${a}ab mr merge"\nm 12 -R acme/app', "alias built from variables"),
+    ("alias $NAME", "alias built from variables"),
     ('echo "$CMD" | bash', "shell reads commands built from variables"),
     ('bash -c "$CMD"', "runs text built from variables"),
     ('bash $OPTS "glab mr merge 12 -R acme/app"', "it could be -c"),

@@ -212,3 +212,47 @@ def test_the_json_keys_are_stable(config: ownership.Config) -> None:
         "verdict",
         "warnings",
     ]
+
+
+class _MovedProject:
+    """GitLab as the gate reads it after acme/app moved there from oldgroup/app: the old path
+    still answers (GitLab follows the redirect), and the MR names its real project."""
+
+    def __init__(self) -> None:
+        self.mr = {
+            "iid": 3,
+            "title": "Unreviewed",
+            "description": "",
+            "author": {"id": 10},
+            "source_branch": "x",
+            "labels": [],
+            "sha": HEAD,
+            "references": {"full": "acme/app!3"},
+        }
+
+    def get(self, path: str) -> object:
+        if path in (
+            "projects/oldgroup%2Fapp/merge_requests/3",
+            "projects/acme%2Fapp/merge_requests/3",
+        ):
+            return self.mr
+        raise ownership.GitLabError(f"GET {path}: HTTP 404", status=404)
+
+    def get_all(self, path: str, **params: object) -> list[object]:
+        return []  # no project shared into the group, no freezes
+
+
+def test_a_path_gitlab_redirects_into_the_group_is_gated_as_the_project_it_names(
+    config: ownership.Config,
+) -> None:
+    client = _MovedProject()
+    result = ownership.gate_merge(client, config, "oldgroup/app", 3, families=())  # type: ignore[arg-type]
+    assert (result.allowed, result.in_scope, result.project) == (False, True, "acme/app")
+
+
+def test_a_merge_request_the_reader_cannot_see_outside_the_group_stays_outside(
+    config: ownership.Config,
+) -> None:
+    client = _MovedProject()
+    result = ownership.gate_merge(client, config, "outside/app", 3, families=())  # type: ignore[arg-type]
+    assert (result.allowed, result.scope) == (True, "outside-group")

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,7 +15,7 @@ import pytest
 from pairgate import ownership
 from pairgate.ownership import Context
 from pairgate.sandbox.testing import RunningSandbox
-from tests.conftest import FIXTURE_CONFIG, run_cli
+from tests.conftest import FIXTURE_CONFIG, ROOT, run_cli
 from tests.gate_world import (
     World,
     approved_at_head,
@@ -155,3 +159,20 @@ def test_standalone_usage_errors_exit_2() -> None:
     ctx = Context(env={}, stdout=io.StringIO(), stderr=err)
     assert ownership.standalone_main(["merge-check", "--mr", "x"], ctx) == 2
     assert "--mr: invalid int value" in err.getvalue()
+
+
+@pytest.mark.parametrize("name", [RECORD, APPROVAL])
+def test_a_validator_finds_ownership_beside_it_under_a_safe_path_python(
+    tmp_path: Path, name: str
+) -> None:
+    # An image may set PYTHONSAFEPATH, which keeps a script's own directory off sys.path: the
+    # validator still imports the ownership.py beside it, and fails closed with exit 2, not 1.
+    shutil.copy(ROOT / "pairgate" / "ownership.py", tmp_path)
+    shutil.copy(ROOT / "validators" / f"{name}.py", tmp_path)
+    environment = {"PATH": os.environ["PATH"], "PYTHONSAFEPATH": "1"}
+    script = str(tmp_path / f"{name}.py")
+    result = subprocess.run(
+        [sys.executable, "-B", script], env=environment, cwd="/", capture_output=True, text=True
+    )
+    assert result.returncode == 2, result.stderr
+    assert "PAIRGATE_CONFIG is not set" in result.stderr

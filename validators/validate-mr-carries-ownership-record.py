@@ -9,8 +9,12 @@ the pipeline's CI_MERGE_REQUEST_PROJECT_PATH and CI_MERGE_REQUEST_IID. Exit 0 pa
 (the message ends with "Background: <handoff_doc>."), 2 could not decide.
 """
 
+import os
 import sys
 
+# The ownership.py beside this file, even where PYTHONSAFEPATH keeps the script's
+# directory off sys.path (python resolves a symlinked script the same way).
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 import ownership
 
 if __name__ == "__main__":
