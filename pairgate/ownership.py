@@ -1851,6 +1851,20 @@ def _approve_command(cli: str, issue: object, mr: MergeRequestFacts, lead: str |
     )
 
 
+def _review_steps(
+    cli: str, issue: object, mr: MergeRequestFacts, reviewer: str | None, lead: str | None
+) -> str:
+    """The way to a review of the current head. Only the holder in the review role may approve,
+    and after a round the lead holds the issue, so the head is offered for review first."""
+    sha = mr.head_sha or "<head>"
+    return (
+        f"The lead offers the head for review: {cli} handoff {issue} --to "
+        f"{reviewer or '<reviewer>'} --role review --sha {sha} --mr {mr.iid} --mr-project "
+        f"{mr.project}; the reviewer accepts ({cli} accept {issue}) and approves it: "
+        f"{_approve_command(cli, issue, mr, lead)}"
+    )
+
+
 def _lead_of(ledger: Ledger) -> str | None:
     """The lead an approval would offer the issue back to, when the ledger says who it is."""
     return ledger.holder if ledger.role == "lead" else ledger.accepted_from
@@ -1909,8 +1923,8 @@ def _approval_check(
         return Check(
             True,
             "never-approved",
-            f"no approval in {issues} names {mr.ref}. The reviewer approves its head: "
-            f"{_approve_command(cli, first or 'NN', mr, lead)}",
+            f"no approval in {issues} names {mr.ref}. "
+            f"{_review_steps(cli, first or 'NN', mr, None, lead)}",
         ), None
     if at_head:
         issue, approval = at_head[-1]
@@ -1931,8 +1945,8 @@ def _approval_check(
         "not-at-head",
         f"the approval of {mr.ref} by {approval.approver} ({tracker}#{issue}, note "
         f"{approval.note_id}) names {approval.sha}, but the head is now {head}: a push after "
-        f"an approval voids it. The reviewer approves the new head: "
-        f"{_approve_command(cli, issue, mr, approval.to)}",
+        f"an approval voids it, and the new head needs its own review. "
+        f"{_review_steps(cli, issue, mr, approval.approver, approval.to)}",
     ), None
 
 
