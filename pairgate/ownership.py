@@ -1068,6 +1068,8 @@ class _Fold:
         self.accepted_from: str | None = None
         self.offer: Offer | None = None
         self.approvals: list[Approval] = []
+        # (digest, note id) of the last record before the one being applied
+        self.seen: tuple[str | None, int | None] = (None, None)
 
     def apply(self, note_id: int, record: Mapping[str, Any]) -> str | None:
         """Apply one record; return why it is void, or None when it took effect."""
@@ -1175,6 +1177,13 @@ class _Fold:
         return void
 
     def _close(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        # A close ends the issue for whoever holds it, so it counts only over the state its
+        # writer saw: otherwise a claim racing a close of an unheld issue would be wiped out.
+        if r["prev"] != self.seen[0]:
+            return (
+                f"its writer had not seen note {self.seen[1]}: a close acts only on the state "
+                f"it saw"
+            )
         if self.offer is not None:
             return f"an offer is pending (note {self.offer.note_id})"
         self.holder = self.role = self.holder_since = self.accepted_from = None
@@ -1205,6 +1214,7 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
     write_ids: dict[str, int] = {}
     by_prev: dict[str | None, list[int]] = {}
     head: str | None = None
+    head_note: int | None = None
     for note in sorted(notes, key=lambda n: n.id):
         if note.system or MARKER_OPEN not in note.body:
             continue
@@ -1246,7 +1256,8 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
             breaks.append(Break(note.id, prev, reason))
         by_prev.setdefault(prev, []).append(note.id)
         digests[record["digest"]] = note.id
-        head = record["digest"]
+        state.seen = (head, head_note)
+        head, head_note = record["digest"], note.id
         void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note.id, record)
         trail.append(
             Event(note.id, kind, record["event"], record["agent"], record, note.created_at, void)

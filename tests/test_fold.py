@@ -286,6 +286,25 @@ def test_close_clears_the_holder_unless_an_offer_is_pending(trail: Trail) -> Non
     assert trail.fold().holder is None
 
 
+def test_a_close_that_did_not_see_a_racing_claim_closes_nothing(trail: Trail) -> None:
+    # Both writers read an unheld issue (prev None); the claim lands first. The close acts only
+    # on the state its writer saw, so it is void and the claim stands.
+    claim = trail.claim(LEAD, prev=None)
+    trail.record("ownership", "close", REVIEW, prev=None)
+    ledger = trail.fold()
+    assert ledger.holder == LEAD
+    assert ledger.trail[-1].void == (
+        f"its writer had not seen note {claim.id}: a close acts only on the state it saw"
+    )
+
+
+def test_a_close_that_saw_the_latest_record_applies(trail: Trail) -> None:
+    trail.claim(LEAD)
+    trail.release(LEAD)
+    trail.record("ownership", "close", REVIEW)
+    assert trail.fold().trail[-1].void is None
+
+
 @pytest.mark.parametrize(
     ("name", "grammar", "finder"),
     [
