@@ -142,12 +142,14 @@ def test_closed_issues_only_with_closed(sandbox: RunningSandbox) -> None:
 def test_an_unreadable_issue_is_shown_and_exits_2(sandbox: RunningSandbox) -> None:
     r = new_round(sandbox).claim()
     other = new_round(sandbox).claim()
-    sandbox.fault(method="GET", path=rf"/issues/{r.issue}/notes", status=500, count=100)
+    # A 403, not a 5xx: the reader retries 5xx with real backoff (tests/test_gitlab_client.py covers
+    # that with a zero backoff); here only "unreadable" matters.
+    sandbox.fault(method="GET", path=rf"/issues/{r.issue}/notes", status=403, count=100)
     result = run_at(["board", "--json"], agent_env(sandbox, LEAD))
     sandbox.clear_faults()
     assert result.code == 2
     by = {i["issue"]: i for i in json.loads(result.out)["issues"]}
-    assert "HTTP 500" in by[r.issue]["error"] and by[other.issue]["error"] is None
+    assert "HTTP 403" in by[r.issue]["error"] and by[other.issue]["error"] is None
     assert f"could not read #{r.issue}" in result.err
 
 

@@ -111,7 +111,9 @@ def test_an_unreadable_issue_is_exit_2(sandbox: RunningSandbox) -> None:
     r = new_round(sandbox).approved()
     r.merge()
     other = new_round(sandbox).claim()
-    sandbox.fault(method="GET", path=rf"/issues/{other.issue}/notes", status=500, count=100)
+    # A 403, not a 5xx: the reader retries 5xx with real backoff (tests/test_gitlab_client.py covers
+    # that with a zero backoff); here only "unreadable" matters.
+    sandbox.fault(method="GET", path=rf"/issues/{other.issue}/notes", status=403, count=100)
     result = run_at(["sync"], r.lead)
     sandbox.clear_faults()
     assert result.code == 2
