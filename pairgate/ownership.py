@@ -30,7 +30,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -447,17 +447,16 @@ class _Https:
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
         return _decoded(self._call("GET", f"{self.api_url}/{path}", params=_query(params)))
 
-    def get_all(self, path: str, params: Mapping[str, Any]) -> list[Any]:
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         url: str | None = f"{self.api_url}/{path}"
         query: dict[str, str] | None = _query({**params, "per_page": PER_PAGE})
-        items: list[Any] = []
         seen: set[str] = set()
         while url:
             response = self._call("GET", url, params=query)
             page = _decoded(response)
             if not isinstance(page, list):
                 raise GitLabError(f"pairgate: GitLab GET {path}: expected a list, got {page!r:.80}")
-            items.extend(page)
+            yield page
             # Follow rel="next" until it is absent: a page may be short, even empty, while more
             # exist. The link carries every parameter, and must stay on this instance (it is
             # sent our token).
@@ -466,7 +465,6 @@ class _Https:
                 raise GitLabError(f"pairgate: GitLab GET {path}: refusing next-page link {url}")
             seen.add(url or "")
             query = None
-        return items
 
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         return _decoded(self._call(method, f"{self.api_url}/{path}", body=dict(data)))
@@ -547,9 +545,10 @@ class _Glab:
         out = self._run("GET", self.argv(_with_query(path, params)))
         return json.loads(out) if out.strip() else None
 
-    def get_all(self, path: str, params: Mapping[str, Any]) -> list[Any]:
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        # glab prints every page before it exits: they arrive as one.
         endpoint = _with_query(path, {**params, "per_page": PER_PAGE})
-        return decode_pages(self._run("GET", self.argv(endpoint, "--paginate")))
+        yield decode_pages(self._run("GET", self.argv(endpoint, "--paginate")))
 
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         flags = ("-X", method, "--input", "-", "-H", "Content-Type: application/json")
@@ -582,7 +581,12 @@ class GitLab:
 
     def get_all(self, path: str, **params: Any) -> list[Any]:
         """Every page of a list, following the next-page link until there is none."""
-        return self._reader.get_all(path, params)
+        return [item for page in self._reader.pages(path, params) for item in page]
+
+    def pages(self, path: str, **params: Any) -> Iterator[list[Any]]:
+        """The pages of a list as they arrive, so a reader can start on the first while the
+        next is read."""
+        return self._reader.pages(path, params)
 
     def write(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         """ONE attempt at a write. Raises WriteUncertain when it may have landed, GitLabError
@@ -2196,7 +2200,6 @@ def _ci_token(env: Mapping[str, str], variable: str) -> str:
 # so that nothing else pays for it. Its imports sit here, not at the top, to keep the sections
 # independent of each other.
 import urllib.parse  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
 
 # The hook's fast test. A command can run a glab merge only if its text says glab, merge or accept,
 # or if it has a character through which bash could build a word the text does not spell
