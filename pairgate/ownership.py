@@ -30,17 +30,28 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote, urlencode, urlsplit
 
-import jsonschema
-import requests
-from requests.adapters import HTTPAdapter
-from urllib3.util.retry import Retry
+# requests (the HTTPS transport) and jsonschema (every schema check) are imported where they are
+# used: together they are most of the merge hook's start-up, and a command the hook reads without
+# deciding a merge needs neither. Every path that validates still validates with jsonschema.
+if TYPE_CHECKING:
+    import requests
+    from urllib3.util.retry import Retry
+
+
+def _draft_validator(schema: Mapping[str, Any]) -> Any:
+    """A jsonschema validator for one of this file's schemas (all draft 2020-12). Formats are
+    not asserted (jsonschema's default): no schema here uses ``format``."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema)
+
 
 # ---------------------------------------------------------------------------------------------
 # 1. Exit codes, errors and the run context
@@ -288,8 +299,9 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
             f"pairgate: malformed configuration {source}: missing key {missing[0]!r} "
             f"(the file holds exactly ownership.CONFIG_KEYS)"
         )
-    validator = jsonschema.Draft202012Validator(CONFIG_SCHEMA)
-    errors = sorted(validator.iter_errors(values), key=lambda e: (list(e.path), e.message))
+    errors = sorted(
+        _draft_validator(CONFIG_SCHEMA).iter_errors(values), key=lambda e: (list(e.path), e.message)
+    )
     if errors:
         err = errors[0]
         key = str(err.path[0]) if err.path else "?"
@@ -337,21 +349,28 @@ def encode_project(project: str) -> str:
     return quote(str(project), safe="")
 
 
-class _Retry(Retry):
-    """urllib3's Retry with Retry-After capped, so one answer cannot park a reader for hours."""
+@functools.cache
+def _retry_class() -> type[Retry]:
+    from urllib3.util.retry import Retry
 
-    MAX_RETRY_AFTER = 60.0
+    class _Retry(Retry):
+        """urllib3's Retry with Retry-After capped, so one answer cannot park a reader for
+        hours."""
 
-    def get_retry_after(self, response: Any) -> float | None:
-        seconds = super().get_retry_after(response)
-        return None if seconds is None else min(seconds, self.MAX_RETRY_AFTER)
+        MAX_RETRY_AFTER = 60.0
+
+        def get_retry_after(self, response: Any) -> float | None:
+            seconds = super().get_retry_after(response)
+            return None if seconds is None else min(seconds, self.MAX_RETRY_AFTER)
+
+    return _Retry
 
 
 def read_retry(*, attempts: int = 4, backoff_factor: float = 0.5) -> Retry:
     """The retry policy: GET is retried on connection errors, 429 and 5xx (Retry-After honoured
     on 429 and 503, exponential backoff otherwise). Other methods are retried only when the
     connection was never made, because then nothing was sent."""
-    return _Retry(
+    return _retry_class()(
         total=attempts,
         other=0,
         allowed_methods=frozenset({"GET", "HEAD"}),
@@ -394,6 +413,9 @@ class _Https:
     name = "HTTPS"
 
     def __init__(self, api_url: str, token: str, *, retry: Retry, timeout: Any) -> None:
+        import requests
+        from requests.adapters import HTTPAdapter
+
         self.api_url = api_url.rstrip("/")
         self._origin = urlsplit(self.api_url)[:2]
         self._timeout = timeout
@@ -409,6 +431,8 @@ class _Https:
     def _call(
         self, method: str, url: str, *, params: Any = None, body: Any = None
     ) -> requests.Response:
+        import requests
+
         what = urlsplit(url).path.removeprefix(urlsplit(self.api_url).path)
         try:
             response = self._session.request(
@@ -423,17 +447,16 @@ class _Https:
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
         return _decoded(self._call("GET", f"{self.api_url}/{path}", params=_query(params)))
 
-    def get_all(self, path: str, params: Mapping[str, Any]) -> list[Any]:
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         url: str | None = f"{self.api_url}/{path}"
         query: dict[str, str] | None = _query({**params, "per_page": PER_PAGE})
-        items: list[Any] = []
         seen: set[str] = set()
         while url:
             response = self._call("GET", url, params=query)
             page = _decoded(response)
             if not isinstance(page, list):
                 raise GitLabError(f"pairgate: GitLab GET {path}: expected a list, got {page!r:.80}")
-            items.extend(page)
+            yield page
             # Follow rel="next" until it is absent: a page may be short, even empty, while more
             # exist. The link carries every parameter, and must stay on this instance (it is
             # sent our token).
@@ -442,7 +465,6 @@ class _Https:
                 raise GitLabError(f"pairgate: GitLab GET {path}: refusing next-page link {url}")
             seen.add(url or "")
             query = None
-        return items
 
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         return _decoded(self._call(method, f"{self.api_url}/{path}", body=dict(data)))
@@ -523,9 +545,10 @@ class _Glab:
         out = self._run("GET", self.argv(_with_query(path, params)))
         return json.loads(out) if out.strip() else None
 
-    def get_all(self, path: str, params: Mapping[str, Any]) -> list[Any]:
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        # glab prints every page before it exits: they arrive as one.
         endpoint = _with_query(path, {**params, "per_page": PER_PAGE})
-        return decode_pages(self._run("GET", self.argv(endpoint, "--paginate")))
+        yield decode_pages(self._run("GET", self.argv(endpoint, "--paginate")))
 
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         flags = ("-X", method, "--input", "-", "-H", "Content-Type: application/json")
@@ -558,7 +581,12 @@ class GitLab:
 
     def get_all(self, path: str, **params: Any) -> list[Any]:
         """Every page of a list, following the next-page link until there is none."""
-        return self._reader.get_all(path, params)
+        return [item for page in self._reader.pages(path, params) for item in page]
+
+    def pages(self, path: str, **params: Any) -> Iterator[list[Any]]:
+        """The pages of a list as they arrive, so a reader can start on the first while the
+        next is read."""
+        return self._reader.pages(path, params)
 
     def write(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         """ONE attempt at a write. Raises WriteUncertain when it may have landed, GitLabError
@@ -635,11 +663,10 @@ def gitlab_from_env(
         api_url = _checked_url(api_url, origin)
     hostname = urlsplit(api_url).netloc if api_url and origin != "glab's configured host" else None
     glab = _Glab(hostname, env)
-    retry = retry or read_retry()
 
     def https(token: str) -> _Https:
         assert api_url is not None
-        return _Https(api_url, token, retry=retry, timeout=timeout)
+        return _Https(api_url, token, retry=retry or read_retry(), timeout=timeout)
 
     return GitLab(
         reader=https(read_token) if read_token else glab,
@@ -792,13 +819,15 @@ RECORD_SCHEMAS: dict[str, dict[str, Any]] = {
     }
     for kind, events in EVENT_FIELDS.items()
 }
-# One compiled validator per event: the fold checks thousands of records.
-_VALIDATORS = {
-    (kind, event): jsonschema.Draft202012Validator(_event_schema(event, fields))
-    for kind, events in EVENT_FIELDS.items()
-    for event, fields in events.items()
-}
 KIND_OF_EVENT = {event: kind for kind, events in EVENT_FIELDS.items() for event in events}
+
+
+@functools.cache
+def _event_validator(kind: str, event: str) -> Any:
+    # One validator per event, built once and reused: the fold checks thousands of records.
+    # RECORD_SCHEMAS[kind] is this schema under an if/then on ``event``, so checking the
+    # event's own schema directly gives the same verdict without re-testing every branch.
+    return _draft_validator(_event_schema(event, EVENT_FIELDS[kind][event]))
 
 
 class MalformedRecord(Exception):
@@ -812,9 +841,9 @@ def schema_problem(kind: str, record: Any) -> str | None:
     if not isinstance(record, dict):
         return "the marker JSON is not an object"
     event = record.get("event")
-    validator = _VALIDATORS.get((kind, event)) if isinstance(event, str) else None
-    if validator is None:
+    if not isinstance(event, str) or event not in EVENT_FIELDS[kind]:
         return f"unknown {kind} event {event!r}"
+    validator = _event_validator(kind, event)
     if validator.is_valid(record):
         return None
     error = min(validator.iter_errors(record), key=lambda e: (len(e.path), e.message))
@@ -827,13 +856,16 @@ def canonical_text(text: str) -> str:
     return " ".join(text.split())
 
 
+# json.dumps with these options builds a new encoder per call; the digest is computed for every
+# record read, so one encoder serves them all (its output is json.dumps's, byte for byte).
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
 def record_digest(kind: str, record: Mapping[str, Any], human: str) -> str:
-    content = {k: v for k, v in record.items() if k != "digest"}
-    canonical = json.dumps(
-        {"kind": kind, "record": content, "text": canonical_text(human)},
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=True,
+    content = dict(record)
+    content.pop("digest", None)
+    canonical = _CANONICAL_JSON.encode(
+        {"kind": kind, "record": content, "text": canonical_text(human)}
     )
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
@@ -869,31 +901,45 @@ def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str,
     return f"{text}\n\n{marker(kind, sealed)}\n", sealed
 
 
-@functools.lru_cache(maxsize=65536)
-def _cached_problem(kind: str, raw: str) -> str | None:
-    # Schema checks dominate the fold's cost, and every reader folds the same notes again
-    # (a verb reads before and after it writes; the board folds many issues): remember the
-    # verdict per marker text. The text decides the record, so the verdict cannot go stale.
-    return schema_problem(kind, json.loads(raw))
+# Schema checks dominate the fold's cost, and readers fold the same notes again (a verb reads
+# before and after it writes): remember the verdict per marker text. The text decides the
+# record, so a verdict cannot go stale; the memory is bounded by starting afresh when full.
+_PROBLEMS: dict[tuple[str, str], str | None] = {}
+_PROBLEMS_MAX = 65536
+
+
+def _cached_problem(kind: str, raw: str, record: dict[str, Any]) -> str | None:
+    """schema_problem of ``record``, the parse of the marker JSON ``raw``, remembered."""
+    key = (kind, raw)
+    try:
+        return _PROBLEMS[key]
+    except KeyError:
+        problem = schema_problem(kind, record)
+    if len(_PROBLEMS) >= _PROBLEMS_MAX:
+        _PROBLEMS.clear()
+    _PROBLEMS[key] = problem
+    return problem
 
 
 def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
     """(kind, record, human text) of a note that carries a marker; MalformedRecord otherwise."""
-    found = list(_MARKER_LINE.finditer(body.replace("\r\n", "\n")))
-    if not found:
+    text = body.replace("\r\n", "\n")
+    found = _MARKER_LINE.finditer(text)
+    first = next(found, None)
+    if first is None:
         raise MalformedRecord("a mochi-task marker that is not one well-formed line")
-    if len(found) > 1:
-        raise MalformedRecord(f"{len(found)} markers in one note (a note carries one)")
-    kind, raw = found[0].group(1), found[0].group(2)
+    more = sum(1 for _ in found)
+    if more:
+        raise MalformedRecord(f"{1 + more} markers in one note (a note carries one)")
+    kind, raw = first.group(1), first.group(2)
     try:
         record = json.loads(raw)
     except ValueError as exc:
         raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
-    problem = _cached_problem(kind, raw) if isinstance(record, dict) else "not an object"
+    problem = _cached_problem(kind, raw, record) if isinstance(record, dict) else "not an object"
     if problem:
         raise MalformedRecord(problem)
-    text = body.replace("\r\n", "\n")
-    return kind, record, text[: found[0].start()] + text[found[0].end() :]
+    return kind, record, text[: first.start()] + text[first.end() :]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1544,7 +1590,7 @@ def load_automation_families(path: Path | None) -> tuple[AutomationFamily, ...]:
     if value is None:
         raise ConfigError(f"pairgate: malformed automation roster {path}: no FAMILIES = [...]")
     errors = sorted(
-        jsonschema.Draft202012Validator(ROSTER_SCHEMA).iter_errors(value),
+        _draft_validator(ROSTER_SCHEMA).iter_errors(value),
         key=lambda e: list(e.path),
     )
     if errors:
@@ -2188,7 +2234,6 @@ def _ci_token(env: Mapping[str, str], variable: str) -> str:
 # so that nothing else pays for it. Its imports sit here, not at the top, to keep the sections
 # independent of each other.
 import urllib.parse  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
 
 # The hook's fast test. A command can run a glab merge only if its text says glab, merge or accept,
 # or if it has a character through which bash could build a word the text does not spell

@@ -13,9 +13,8 @@ from pairgate.commands import render
 from pairgate.commands.boardread import (
     IssueRead,
     MrState,
-    fold_issues,
     latest_approval_refs,
-    list_labelled,
+    read_labelled,
     read_mr_states,
 )
 from pairgate.commands.render import Cell, Style
@@ -132,7 +131,7 @@ def read_board(ctx: Context, config: Config, *, closed: bool, verbose: bool) -> 
     client = gitlab_from_env(config, ctx.env)
     if verbose:
         print(client.describe(), file=ctx.stderr)
-    reads = fold_issues(client, config, list_labelled(client, config, closed=closed))
+    reads = read_labelled(client, config, closed=closed)
     mrs = read_mr_states(client, latest_approval_refs(reads))
     return board_doc(config, reads, mrs, ctx.now(), closed)
 

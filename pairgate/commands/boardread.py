@@ -1,5 +1,6 @@
-"""Reading the whole board in one pass: the issue listings by label, then every issue's notes
-through a bounded thread pool, each folded. The I/O edge of board, waiting, sync and identity.
+"""Reading the whole board in one pass: the issue listings by label and every issue's notes
+through a bounded thread pool, each folded (an issue's notes are read as soon as a listing page
+names it). The I/O edge of board, waiting, sync, thaw and identity.
 
 Cost: one listing per label (a page per 100 issues), one notes listing per issue (a page per 100
 notes), and one read per distinct merge request an approval names. Nothing is read twice.
@@ -7,8 +8,9 @@ notes), and one read per distinct merge request an approval names. Nothing is re
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -76,17 +78,38 @@ def issues_path(config: Config) -> str:
     return f"projects/{encode_project(config['tracker_project'])}/issues"
 
 
-def list_labelled(
+def read_labelled(
     client: GitLab, config: Config, *, closed: bool, labels: Sequence[str] = BOARD_LABELS
-) -> list[dict[str, Any]]:
+) -> list[IssueRead]:
     """Every issue carrying one of ``labels`` (GitLab ANDs a label list, so one listing per
-    label), open ones only unless ``closed``; once each, by iid."""
+    label), open ones only unless ``closed``, once each, in iid order, with its notes read and
+    folded. An issue's notes are read as soon as a listing page names it, not after the last
+    page of every listing (five pages of 100 issues are five round trips in a row)."""
     state = "all" if closed else "opened"
-    listings = pooled(
-        lambda label: client.get_all(issues_path(config), labels=label, state=state), labels
-    )
-    found = {int(issue["iid"]): issue for listing in listings for issue in listing}
-    return [found[iid] for iid in sorted(found)]
+    listings: list[dict[int, dict[str, Any]]] = [{} for _ in labels]
+    ledgers: dict[int, Future[tuple[Ledger | None, str | None]]] = {}
+    lock = threading.Lock()
+
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+
+        def list_label(n: int) -> None:
+            for page in client.pages(issues_path(config), labels=labels[n], state=state):
+                for issue in page:
+                    iid = int(issue["iid"])
+                    listings[n][iid] = issue
+                    with lock:
+                        if iid not in ledgers:
+                            ledgers[iid] = pool.submit(_ledger_or_error, client, config, iid)
+
+        try:
+            for listing in [pool.submit(list_label, n) for n in range(len(labels))]:
+                listing.result()
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+        # An issue listed under two labels: the later label's copy, as read.
+        found = {iid: issue for listing in listings for iid, issue in listing.items()}
+        return [IssueRead.of(found[iid], *ledgers[iid].result()) for iid in sorted(found)]
 
 
 def read_issues(client: GitLab, config: Config, iids: Sequence[int]) -> list[dict[str, Any]]:
@@ -101,12 +124,16 @@ def fold_issues(
     with the reason, so the board says what it could not see instead of leaving it out."""
 
     def one(issue: dict[str, Any]) -> IssueRead:
-        try:
-            return IssueRead.of(issue, read_ledger(client, config, int(issue["iid"])), None)
-        except PairgateError as exc:
-            return IssueRead.of(issue, None, exc.message)
+        return IssueRead.of(issue, *_ledger_or_error(client, config, int(issue["iid"])))
 
     return pooled(one, issues)
+
+
+def _ledger_or_error(client: GitLab, config: Config, iid: int) -> tuple[Ledger | None, str | None]:
+    try:
+        return read_ledger(client, config, iid), None
+    except PairgateError as exc:
+        return None, exc.message
 
 
 @dataclass(frozen=True)

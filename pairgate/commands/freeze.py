@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import time
 
-from pairgate.commands.boardread import IssueRead, fold_issues, list_labelled
+from pairgate.commands.boardread import IssueRead, read_labelled
 from pairgate.merge_requests import citing_mrs, project_of, read_mr
 from pairgate.note_text import quoted
 from pairgate.ownership import (
@@ -129,8 +129,7 @@ def thaw(*, ctx: Context, config: Config, as_agent: str | None, verbose: bool) -
     if verbose:
         print(client.describe(), file=ctx.stderr)
     now, cli = ctx.now(), config.cli
-    labelled = list_labelled(client, config, closed=True, labels=(FROZEN_LABEL,))
-    reads = fold_issues(client, config, labelled)
+    reads = read_labelled(client, config, closed=True, labels=(FROZEN_LABEL,))
     mine = {
         r.iid: [w for w in r.ledger.freezes if w.agent == agent and w.live(now)]
         for r in reads

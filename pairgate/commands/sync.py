@@ -14,7 +14,7 @@ from pairgate.commands.boardread import (
     IssueRead,
     MrState,
     fold_issues,
-    list_labelled,
+    read_labelled,
     read_mr_states,
 )
 from pairgate.commands.boardread import read_issues as read_named
@@ -101,12 +101,11 @@ def sync(
     client = gitlab_from_env(config, ctx.env)
     if verbose:
         print(client.describe(), file=ctx.stderr)
-    listed = (
-        read_named(client, config, issues)
+    reads: list[IssueRead] = (
+        fold_issues(client, config, read_named(client, config, issues))
         if issues
-        else list_labelled(client, config, closed=False, labels=ROLE_LABELS)
+        else read_labelled(client, config, closed=False, labels=ROLE_LABELS)
     )
-    reads: list[IssueRead] = fold_issues(client, config, listed)
     mrs = read_mr_states(client, (a.mr for r in reads if r.ledger for a in r.ledger.approvals))
     open_mrs = client.get_all(f"groups/{config['group_id']}/merge_requests", state="opened")
     closable, refused, unreadable = [], 0, 0

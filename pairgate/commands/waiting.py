@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from pairgate.commands import render
-from pairgate.commands.boardread import IssueRead, fold_issues, list_labelled
+from pairgate.commands.boardread import IssueRead, read_labelled
 from pairgate.commands.render import Style
 from pairgate.ownership import Config, Context, Exit, Ledger, gitlab_from_env
 
@@ -100,7 +100,7 @@ def waiting(*, ctx: Context, config: Config, agent: str | None, json: bool, verb
     client = gitlab_from_env(config, ctx.env)
     if verbose:
         print(client.describe(), file=ctx.stderr)
-    reads = fold_issues(client, config, list_labelled(client, config, closed=False))
+    reads = read_labelled(client, config, closed=False)
     doc = waiting_doc(reads, agent=agent, now=ctx.now())
     if json:
         render.dump(doc, ctx.stdout)
