@@ -123,6 +123,24 @@ def test_without_python_a_command_that_could_merge_is_blocked(hooks: Path, tmp_p
     assert "python3 is not on PATH" in result.stderr
 
 
+@pytest.mark.parametrize("tail", [" && ls", " && glab mr merge 3 -R acme/app"])
+def test_a_long_command_is_read_whole_and_decided_in_time(
+    hooks: Path, tmp_path: Path, tail: str
+) -> None:
+    # The script reads stdin in 64 KiB chunks, and leaves long input to the reader: bash's own
+    # regex matching is quadratic, and a hook that outlives Claude Code's timeout lets the
+    # command through (run_hook's 60 s limit fails this test first).
+    command = "echo " + "x" * 200_000 + tail
+    result = run_hook(hooks, hook_input(command), path=bash_only_path(tmp_path))
+    assert result.returncode == 2
+    assert "python3 is not on PATH" in result.stderr
+
+
+def test_a_long_harmless_command_is_allowed_by_the_reader(hooks: Path) -> None:
+    result = run_hook(hooks, hook_input("echo " + "x " * 100_000 + "&& ls"))
+    assert (result.returncode, result.stderr) == (0, "")
+
+
 @pytest.mark.parametrize(
     "stdin",
     [
