@@ -94,10 +94,6 @@ class Refusal(PairgateError):
     exit_code = Exit.REFUSED
 
 
-class NotImplementedYet(PairgateError):
-    """A registered command whose behaviour is not built yet. It never pretends to succeed."""
-
-
 def fresh_id() -> str:
     """A fresh random id (a record's write_id)."""
     return uuid.uuid4().hex
