@@ -15,7 +15,7 @@ list_payload() {
   if [[ "$(git rev-parse --show-toplevel 2>/dev/null)" == "$PWD" ]]; then
     git ls-files -z --cached --others --exclude-standard -- "${payload[@]}"
   else
-    find "${payload[@]}" -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 2>/dev/null || true
+    find "${payload[@]}" \( -type f -o -type l \) ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 2>/dev/null || true
   fi
 }
 
@@ -23,8 +23,9 @@ if command -v sha256sum >/dev/null; then sha256() { sha256sum "$@"; }; else sha2
 
 files=()
 while IFS= read -r -d '' path; do
-  # A tracked file deleted from the work tree is not shipped; nor is a symlink.
-  [[ -f $path && ! -L $path ]] && files+=("$path")
+  # A tracked file deleted from the work tree is not shipped. A symlink to a file ships as its
+  # target's bytes and mode (so -f, -x and sha256sum follow it); one to a directory does not ship.
+  [[ -f $path ]] && files+=("$path")
 done < <(list_payload | sort -zu)
 
 if ((${#files[@]} == 0)); then

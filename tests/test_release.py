@@ -188,6 +188,23 @@ def test_the_content_hash_is_the_same_in_a_checkout_and_out_of_one(tmp_path: Pat
     assert content_hash(checkout) == content_hash(plain)
 
 
+@pytest.mark.parametrize("checkout", [False, True], ids=["plain", "checkout"])
+def test_a_symlinked_file_counts_as_the_file_the_wheel_ships(
+    tmp_path: Path, checkout: bool
+) -> None:
+    # hatchling ships a symlink to a file as its target's bytes, so the hash must see them: else
+    # two different payloads would share a version.
+    linked = copy_project(tmp_path / "linked")
+    copied = copy_project(tmp_path / "copied")
+    if checkout:
+        git(linked, "init", "-q")
+        git(copied, "init", "-q")
+    before = content_hash(linked)
+    (linked / "pairgate" / "extra.py").symlink_to("main.py")
+    shutil.copy2(copied / "pairgate" / "main.py", copied / "pairgate" / "extra.py")
+    assert content_hash(linked) == content_hash(copied) != before
+
+
 def build(project: Path, out: Path) -> str:
     result = run(
         [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), "."],
