@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pairgate.ownership import Config, GitLab, UsageError, encode_project
+from pairgate.ownership import Config, GitLab, UsageError, cited_issues, encode_project
 from pairgate.turn import read_found
 
 # The one job whose failure does not block an offer: it fails BECAUSE the approval is not at
@@ -63,13 +63,9 @@ def pipeline_problem(client: GitLab, project: str, mr: dict[str, Any], head: str
 
 
 def cites(text: str, issue: int, *, mr_project: str, config: Config) -> bool:
-    """Does an MR's title or description cite tracker issue ``issue``? ``#N`` counts only in
-    the tracker project itself; elsewhere ``group/tracker#N`` or the issue's URL."""
-    tracker = re.escape(config["tracker_project"])
-    forms = [rf"(?<![\w/.-]){tracker}#{issue}(?!\d)", rf"/{tracker}/-/issues/{issue}(?!\d)"]
-    if mr_project == config["tracker_project"]:
-        forms.append(rf"(?<![\w/.&#-])#{issue}(?!\d)")
-    return any(re.search(form, text) for form in forms)
+    """Does an MR's title or description cite tracker issue ``issue``? The gate's own reading
+    (ownership.cited_issues), so an offer and the merge gate agree on what an MR cites."""
+    return issue in cited_issues(text, mr_project=mr_project, tracker=config["tracker_project"])
 
 
 def project_of(mr: dict[str, Any]) -> str:
