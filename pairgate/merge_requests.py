@@ -73,9 +73,8 @@ def project_of(mr: dict[str, Any]) -> str:
     return full.rsplit("!", 1)[0]
 
 
-def citing_mrs(client: GitLab, config: Config, issue: int) -> list[dict[str, Any]]:
-    """The open merge requests in the group that cite the issue: one group-wide read."""
-    mrs = client.get_all(f"groups/{config['group_id']}/merge_requests", state="opened")
+def citing(mrs: list[dict[str, Any]], issue: int, config: Config) -> list[dict[str, Any]]:
+    """The merge requests among ``mrs`` whose title or description cites the issue. Pure."""
     return [
         mr
         for mr in mrs
@@ -86,3 +85,9 @@ def citing_mrs(client: GitLab, config: Config, issue: int) -> list[dict[str, Any
             config=config,
         )
     ]
+
+
+def citing_mrs(client: GitLab, config: Config, issue: int) -> list[dict[str, Any]]:
+    """The open merge requests in the group that cite the issue: one group-wide read."""
+    mrs = client.get_all(f"groups/{config['group_id']}/merge_requests", state="opened")
+    return citing(mrs, issue, config)

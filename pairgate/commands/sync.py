@@ -18,7 +18,7 @@ from pairgate.commands.boardread import (
     read_mr_states,
 )
 from pairgate.commands.boardread import read_issues as read_named
-from pairgate.merge_requests import cites, project_of
+from pairgate.merge_requests import citing, project_of
 from pairgate.ownership import (
     ROLE_LABELS,
     Config,
@@ -74,16 +74,7 @@ def decide(
 
 
 def _open_citing(mrs: list[dict[str, Any]], issue: int, config: Config) -> list[str]:
-    return [
-        f"{project_of(m)}!{m['iid']}"
-        for m in mrs
-        if cites(
-            f"{m.get('title', '')}\n{m.get('description') or ''}",
-            issue,
-            mr_project=project_of(m),
-            config=config,
-        )
-    ]
+    return [f"{project_of(m)}!{m['iid']}" for m in citing(mrs, issue, config)]
 
 
 def sync(
