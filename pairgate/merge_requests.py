@@ -87,7 +87,11 @@ def citing(mrs: list[dict[str, Any]], issue: int, config: Config) -> list[dict[s
     ]
 
 
+def open_group_mrs(client: GitLab, config: Config) -> list[dict[str, Any]]:
+    """Every open merge request in the group: one group-wide read."""
+    return client.get_all(f"groups/{config['group_id']}/merge_requests", state="opened")
+
+
 def citing_mrs(client: GitLab, config: Config, issue: int) -> list[dict[str, Any]]:
-    """The open merge requests in the group that cite the issue: one group-wide read."""
-    mrs = client.get_all(f"groups/{config['group_id']}/merge_requests", state="opened")
-    return citing(mrs, issue, config)
+    """The open merge requests in the group that cite the issue."""
+    return citing(open_group_mrs(client, config), issue, config)

@@ -18,7 +18,7 @@ from pairgate.commands.boardread import (
     read_mr_states,
 )
 from pairgate.commands.boardread import read_issues as read_named
-from pairgate.merge_requests import citing, project_of
+from pairgate.merge_requests import citing, open_group_mrs, project_of
 from pairgate.ownership import (
     ROLE_LABELS,
     Config,
@@ -98,7 +98,7 @@ def sync(
         else read_labelled(client, config, closed=False, labels=ROLE_LABELS)
     )
     mrs = read_mr_states(client, (a.mr for r in reads if r.ledger for a in r.ledger.approvals))
-    open_mrs = client.get_all(f"groups/{config['group_id']}/merge_requests", state="opened")
+    open_mrs = open_group_mrs(client, config)
     closable, refused, unreadable = [], 0, 0
     for read in reads:
         if read.ledger is None:
