@@ -18,10 +18,9 @@ from pairgate.commands.boardread import (
     read_mr_states,
 )
 from pairgate.commands.render import Cell, Style
-from pairgate.commands.status import _mr, _offer
+from pairgate.commands.status import approval_status, mr_doc, offer_doc
 from pairgate.ownership import (
     ROLE_LABELS,
-    Approval,
     Config,
     Context,
     Exit,
@@ -36,15 +35,6 @@ def _when(ledger: Ledger, note_id: int | None, now: float) -> dict[str, Any]:
     """``at`` and ``age_seconds`` of a note on the trail."""
     at = next((e.created_at for e in ledger.trail if e.note_id == note_id), None)
     return {"at": at, "age_seconds": render.age_seconds(at, now)}
-
-
-def approval_status(approval: Approval, head: str | None) -> str:
-    """self | unknown (the head could not be read) | at-head | stale."""
-    if approval.self_approval:
-        return "self"
-    if head is None:
-        return "unknown"
-    return "at-head" if head == approval.sha else "stale"
 
 
 def freeze_doc(issue: int, window: Freeze, now: float) -> dict[str, Any]:
@@ -77,7 +67,7 @@ def issue_doc(read: IssueRead, mrs: dict[MrRef, MrState], now: float) -> dict[st
             "note_id": last.note_id,
             "approver": last.approver,
             "to": last.to,
-            "mr": _mr(last.mr),
+            "mr": mr_doc(last.mr),
             "sha": last.sha,
             "mr_head": head,
             "status": approval_status(last, head),
@@ -102,7 +92,9 @@ def issue_doc(read: IssueRead, mrs: dict[MrRef, MrState], now: float) -> dict[st
             "actual": labels,
             "in_step": labels == ([ledger.label] if ledger.label else []),
         },
-        "offer": {**(_offer(offer) or {}), **_when(ledger, offer.note_id, now)} if offer else None,
+        "offer": {**(offer_doc(offer) or {}), **_when(ledger, offer.note_id, now)}
+        if offer
+        else None,
         "approval": approval,
         "skipped": [
             {"note_id": s.note_id, "kind": s.kind, "reason": s.reason} for s in ledger.skipped

@@ -8,15 +8,33 @@ import json as jsonlib
 from typing import Any
 
 from pairgate.merge_requests import citing_mrs, head_of, project_of, read_mr
-from pairgate.ownership import Config, Context, GitLab, Ledger, Offer, gitlab_from_env, read_ledger
+from pairgate.ownership import (
+    Approval,
+    Config,
+    Context,
+    GitLab,
+    Ledger,
+    Offer,
+    gitlab_from_env,
+    read_ledger,
+)
 from pairgate.turn import damage, read_issue
 
 
-def _mr(ref: Any) -> dict[str, Any] | None:
+def approval_status(approval: Approval, head: str | None) -> str:
+    """self | unknown (the head could not be read) | at-head | stale."""
+    if approval.self_approval:
+        return "self"
+    if head is None:
+        return "unknown"
+    return "at-head" if head == approval.sha else "stale"
+
+
+def mr_doc(ref: Any) -> dict[str, Any] | None:
     return {"project": ref.project, "iid": ref.iid} if ref else None
 
 
-def _offer(offer: Offer | None) -> dict[str, Any] | None:
+def offer_doc(offer: Offer | None) -> dict[str, Any] | None:
     if offer is None:
         return None
     return {
@@ -26,7 +44,7 @@ def _offer(offer: Offer | None) -> dict[str, Any] | None:
         "to": offer.to,
         "role": offer.role,
         "sha": offer.sha,
-        "mr": _mr(offer.mr),
+        "mr": mr_doc(offer.mr),
         "reason": offer.reason,
         "supersedes": offer.supersedes,
     }
@@ -50,18 +68,10 @@ def report(
                 "note_id": a.note_id,
                 "approver": a.approver,
                 "to": a.to,
-                "mr": _mr(a.mr),
+                "mr": mr_doc(a.mr),
                 "sha": a.sha,
                 "mr_head": head,
-                "status": (
-                    "self"
-                    if a.self_approval
-                    else "unknown"
-                    if head is None
-                    else "at-head"
-                    if head == a.sha
-                    else "stale"
-                ),
+                "status": approval_status(a, head),
                 "self_approval": a.self_approval,
                 "self_because": a.self_because,
                 "not_covering": list(a.not_covering),
@@ -80,7 +90,7 @@ def report(
             "actual": labels,
             "in_step": labels == ([ledger.label] if ledger.label else []),
         },
-        "offer": _offer(ledger.offer),
+        "offer": offer_doc(ledger.offer),
         "approvals": approvals,
         "merge_requests": [
             {
