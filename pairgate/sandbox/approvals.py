@@ -123,9 +123,7 @@ def merge(req: Request, project_id: str, iid: str) -> Any:
             raise ApiError(405, {"message": "405 Method Not Allowed"})
     if detailed_status(world, r, mr) != "mergeable":
         raise ApiError(405, {"message": "405 Method Not Allowed"})
-    target = (
-        project.default_branch if mr.target_branch not in project.branches else (mr.target_branch)
-    )
+    target = mr.target_branch if mr.target_branch in project.branches else project.default_branch
     source = world.commits[head]
     message = req.text("merge_commit_message") or (
         f"Merge branch '{mr.source_branch}' into '{target}'\n\n{mr.title}\n\n"

@@ -7,6 +7,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from pairgate.sandbox import pipelines
+from pairgate.sandbox.access import renderer
 from pairgate.sandbox.faults import Fault
 from pairgate.sandbox.httpd import ApiError, Reply, Request, Router, not_found
 
@@ -65,9 +66,7 @@ def update_pipeline(app: App, req: Request, pipeline_id: str) -> Any:
 
 
 def _pipeline_reply(app: App, req: Request, pipeline: pipelines.Pipeline) -> Any:
-    from pairgate.sandbox.entities import Renderer
-
-    render = Renderer(app.world, req.base)
+    render = renderer(req)
     jobs = [j for j in app.world.jobs.values() if j.pipeline_id == pipeline.id]
     return render.pipeline(pipeline) | {"jobs": [render.job(j) | {"token": j.token} for j in jobs]}
 

@@ -8,7 +8,6 @@ from pairgate.sandbox.model import (
     Commit,
     Issue,
     Job,
-    MergeRequest,
     Note,
     Pipeline,
     Project,
@@ -315,15 +314,6 @@ class Renderer:
             "source": pipeline.source,
             "tag_list": [],
         } | ({"failure_reason": "script_failure"} if job.status == "failed" else {})
-
-    # -- merge requests -----------------------------------------------------------------------
-
-    def merge_request(
-        self, mr: MergeRequest, viewer: User | None, *, basic: bool = False
-    ) -> dict[str, Any]:
-        from pairgate.sandbox.mr_entity import render  # MR rules live beside the MR entity
-
-        return render(self, mr, viewer, basic=basic)
 
 
 def composite_status(jobs: list[Job]) -> str:

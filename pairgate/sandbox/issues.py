@@ -14,6 +14,7 @@ from pairgate.sandbox.httpd import (
     record_not_found,
 )
 from pairgate.sandbox.model import REPORTER, Issue, MergeRequest, Project, User, World
+from pairgate.sandbox.mr_entity import render
 
 EDITABLE = (
     "assignee_id", "assignee_ids", "confidential", "created_at", "description",
@@ -220,5 +221,5 @@ def related_merge_requests(req: Request, project_id: str, iid: str) -> Any:
         text = f"{mr.title}\n{mr.description or ''}"
         if anywhere.search(text) or (mr.project_id == project.id and local.search(text)):
             found.append(mr)
-    render = renderer(req)
-    return paginate(req, found, lambda m: render.merge_request(m, req.user, basic=True))
+    r = renderer(req)
+    return paginate(req, found, lambda m: render(r, m, req.user, basic=True))

@@ -33,7 +33,7 @@ class Options:
     countless_above: int = 10_000  # above this many rows X-Total/X-Total-Pages are omitted
 
     def update(self, values: dict[str, Any]) -> None:
-        known = {f.name: f.type for f in dataclasses.fields(self)}
+        known = {f.name for f in dataclasses.fields(self)}
         for key, value in values.items():
             if key not in known:
                 raise KeyError(key)
@@ -219,8 +219,8 @@ class World:
     def stamp(self) -> str:
         return iso(self.now())
 
-    def next_id(self, kind: str, start: int = 1) -> int:
-        value = self.counters.get(kind, start)
+    def next_id(self, kind: str) -> int:
+        value = self.counters.get(kind, 1)
         self.counters[kind] = value + 1
         return value
 
@@ -231,7 +231,7 @@ class World:
 
     def label_id(self, title: str) -> int:
         if title not in self.labels:
-            self.labels[title] = self.next_id("label", 1)
+            self.labels[title] = self.next_id("label")
         return self.labels[title]
 
     # -- lookups ------------------------------------------------------------------------------

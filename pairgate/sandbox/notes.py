@@ -9,6 +9,7 @@ from pairgate.sandbox.access import API, current_user, project_for, renderer
 from pairgate.sandbox.httpd import Reply, Request, bad_request, forbidden, paginate
 from pairgate.sandbox.httpd import record_not_found as note_not_found
 from pairgate.sandbox.issues import apply_labels, can_update, issue_for, set_state
+from pairgate.sandbox.merge_requests import mr_for
 from pairgate.sandbox.model import MAINTAINER, REPORTER, Issue, MergeRequest, Note, Project, User
 from pairgate.sandbox.model import World as _World
 
@@ -53,12 +54,7 @@ def _store(
 
 
 def _noteable(req: Request, project: Project, kind: str, iid: str) -> Issue | MergeRequest:
-    if kind == "issues":
-        return issue_for(req, project, iid)
-    mr = req.world.merge_request(project, int(iid)) if iid.isdigit() else None
-    if mr is None:
-        raise note_not_found()
-    return mr
+    return issue_for(req, project, iid) if kind == "issues" else mr_for(req, project, iid)
 
 
 def _notes_of(world: _World, noteable: Issue | MergeRequest) -> list[Note]:

@@ -65,9 +65,7 @@ def create(
 
 
 def add_job(world: World, pipeline: Pipeline, spec: dict[str, Any]) -> Job:
-    status = spec.get("status", "success")
-    if status not in STATUSES:
-        raise ValueError(f"job status {status!r} is not one of {', '.join(STATUSES)}")
+    status = _checked_status(spec.get("status", "success"))
     if not spec.get("name"):
         raise ValueError("each job needs a name")
     job_id = world.next_id("job")
@@ -99,12 +97,15 @@ def update_jobs(world: World, pipeline: Pipeline, jobs: list[dict[str, Any]]) ->
         if job is None:
             add_job(world, pipeline, spec)
             continue
-        status = spec.get("status", job.status)
-        if status not in STATUSES:
-            raise ValueError(f"job status {status!r} is not one of {', '.join(STATUSES)}")
-        job.status = status
+        job.status = _checked_status(spec.get("status", job.status))
         job.allow_failure = bool(spec.get("allow_failure", job.allow_failure))
     pipeline.updated_at = world.stamp()
+
+
+def _checked_status(status: Any) -> str:
+    if status not in STATUSES:
+        raise ValueError(f"job status {status!r} is not one of {', '.join(STATUSES)}")
+    return str(status)
 
 
 def _pipeline_for(req: Request, project: Project, pipeline_id: str) -> Pipeline:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import deque
 from typing import Any
 
 from pairgate.sandbox.model import Commit, MergeRequest, Project, User, World
@@ -58,15 +59,15 @@ def resolve(world: World, project: Project, ref: str) -> Commit | None:
 
 def ancestry(world: World, sha: str) -> list[str]:
     """Every commit reachable from ``sha``, newest first (breadth first over parents)."""
-    seen: list[str] = []
-    queue = [sha]
+    seen: dict[str, None] = {}  # insertion-ordered, with set lookups
+    queue = deque([sha])
     while queue:
-        current = queue.pop(0)
+        current = queue.popleft()
         if current in seen or current not in world.commits:
             continue
-        seen.append(current)
+        seen[current] = None
         queue.extend(world.commits[current].parent_ids)
-    return seen
+    return list(seen)
 
 
 def apply_actions(tree: dict[str, str], actions: list[dict[str, Any]]) -> dict[str, str]:
@@ -119,15 +120,15 @@ def move_branch(world: World, project: Project, branch: str, sha: str, actor: Us
     """Point ``branch`` at ``sha`` and tell the open MRs whose head it is."""
     from pairgate.sandbox import notes  # the system note lives with the other notes
 
-    before = project.branches.get(branch)
+    old = set(ancestry(world, project.branches.get(branch, "")))
     project.branches[branch] = sha
+    added = sum(1 for s in ancestry(world, sha) if s not in old)
     for mr in world.merge_requests.values():
         if (mr.source_project_id, mr.source_branch, mr.state) != (project.id, branch, "opened"):
             continue
-        added = [s for s in ancestry(world, sha) if s not in ancestry(world, before or "")]
         mr.updated_at = world.stamp()
         if added:
-            word = "commit" if len(added) == 1 else "commits"
-            notes.add_system(world, mr, actor, f"added {len(added)} {word}")
+            word = "commit" if added == 1 else "commits"
+            notes.add_system(world, mr, actor, f"added {added} {word}")
         if world.options.reset_approvals_on_push:
             mr.approvals.clear()

@@ -155,16 +155,10 @@ class RunningSandbox:
         """Commit ``files`` (a None content deletes the file) to ``branch``, creating it from
         ``start_branch`` if needed. Pushes to main go as the maintainer (main is protected)."""
         project_id = _id(project)
-        head = (
-            self.api(
-                "GET",
-                f"/projects/{project_id}/repository/branches/{quote(branch, '')}",
-                as_user="maintainer",
-            )
-            if self._has_branch(project_id, branch)
-            else None
+        head = self.request(
+            "GET", f"/projects/{project_id}/repository/branches/{_id(branch)}", "maintainer"
         )
-        ref = head["commit"]["id"] if head else start_branch
+        ref = head.json()["commit"]["id"] if head.ok else start_branch
         actions = []
         for path, content in files.items():
             exists = self._has_file(project_id, path, ref)
@@ -209,16 +203,9 @@ class RunningSandbox:
             )
         )
 
-    def _has_branch(self, project_id: str, branch: str) -> bool:
-        url = f"{self.api_url}/projects/{project_id}/repository/branches/{quote(branch, '')}"
-        return self.http.get(url, headers={"PRIVATE-TOKEN": self.token("maintainer")}).ok
-
     def _has_file(self, project_id: str, path: str, ref: str) -> bool:
-        url = f"{self.api_url}/projects/{project_id}/repository/files/{quote(path, '')}/raw"
-        response = self.http.get(
-            url, params={"ref": ref}, headers={"PRIVATE-TOKEN": self.token("maintainer")}
-        )
-        return response.ok
+        raw = f"/projects/{project_id}/repository/files/{_id(path)}/raw"
+        return self.request("GET", raw, "maintainer", params={"ref": ref}).ok
 
 
 def _id(project: str | int) -> str:
