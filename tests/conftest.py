@@ -36,15 +36,19 @@ def run_cli(argv: list[str], env: dict[str, str] | None = None, **kw: object) ->
     return Result(int(code), out.getvalue(), err.getvalue())
 
 
+def clean_env(**extra: str) -> dict[str, str]:
+    """A real program's environment: PATH and HOME only, then ``extra`` (no PYTHONPATH unless
+    given, so a flat copy does not find the package)."""
+    return {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), **extra}
+
+
 def run_program(
     args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None, stdin: str = ""
 ) -> Result:
     """Run a real program (python -m pairgate, a validator, the hook) with a clean environment."""
-    base = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp")}
-    base["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run(
         args,
-        env={**base, **(env or {})},
+        env=clean_env(**{"PYTHONPATH": str(ROOT), **(env or {})}),
         cwd=cwd,
         input=stdin,
         capture_output=True,

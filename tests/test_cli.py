@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -141,16 +143,46 @@ def test_python_dash_m_runs_the_cli() -> None:
     assert "merge-check" in result.out
 
 
-def test_version_refuses_when_the_running_copy_is_not_installed() -> None:
-    # PYTHONPATH points at this checkout; whatever is installed (nothing, or a copy elsewhere,
-    # or this very checkout in editable mode) decides the answer, and none of them is a guess.
-    result = run_program([*PAIRGATE, "--version"])
-    if result.code == 0:
-        assert result.out.startswith("pairgate ")
-    else:
-        assert result.code == 2
-        assert "pairgate --version:" in result.err
-        assert "not the installed one" in result.err or "no copy of pairgate" in result.err
+def fake_install(site: Path, *, editable_checkout: Path | None = None) -> None:
+    """Put an installed pairgate 9.9.9 in ``site``: editable from ``editable_checkout``, else a
+    plain install whose package sits in ``site`` itself (so not the copy that runs)."""
+    info = site / "pairgate-9.9.9.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pairgate\nVersion: 9.9.9\n")
+    (info / "RECORD").write_text("pairgate/__init__.py,,\n")
+    if editable_checkout is not None:
+        url = {"url": editable_checkout.as_uri(), "dir_info": {"editable": True}}
+        (info / "direct_url.json").write_text(json.dumps(url))
+
+
+def test_version_prints_the_installed_version_of_the_running_copy(tmp_path: Path) -> None:
+    fake_install(tmp_path, editable_checkout=ROOT)
+    result = run_program([*PAIRGATE, "--version"], env={"PYTHONPATH": f"{tmp_path}:{ROOT}"})
+    assert (result.code, result.out, result.err) == (0, "pairgate 9.9.9\n", "")
+
+
+def test_version_refuses_when_the_running_copy_is_not_the_installed_one(tmp_path: Path) -> None:
+    fake_install(tmp_path)
+    result = run_program([*PAIRGATE, "--version"], env={"PYTHONPATH": f"{tmp_path}:{ROOT}"})
+    assert result.code == 2 and result.out == ""
+    assert (
+        f"pairgate --version: the copy running ({ROOT / 'pairgate'}) is not the installed one "
+        f"({tmp_path / 'pairgate'})"
+    ) in result.err
+
+
+def test_version_refuses_when_no_copy_is_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pairgate.version  # noqa: F401  (imported while it can still be found)
+
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])  # a search path with no distribution
+    result = run_cli(["--version"])
+    assert result.code == 2 and result.out == ""
+    assert (
+        f"pairgate --version: no copy of pairgate is installed (this one runs from "
+        f"{ROOT / 'pairgate'})"
+    ) in result.err
 
 
 @pytest.mark.parametrize("origin", ["", "  ", "relative/path"])

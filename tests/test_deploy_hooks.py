@@ -5,7 +5,6 @@ PARTIAL install with no temporary file left behind. Exit 0 done / in line / list
 
 from __future__ import annotations
 
-import os
 import resource
 import shutil
 import stat
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURE_CONFIG, PAIRGATE, ROOT, run_cli
+from tests.conftest import FIXTURE_CONFIG, PAIRGATE, ROOT, clean_env, run_cli
 
 FOUR = {
     "block-unapproved-merge.sh": ROOT / "hooks" / "block-unapproved-merge.sh",
@@ -164,11 +163,7 @@ def test_a_failed_write_is_partial_and_leaves_no_temporary_file(target: Path) ->
 
     result = subprocess.run(
         [*PAIRGATE, "deploy-hooks", "--target", str(target)],
-        env={
-            "PATH": os.environ["PATH"],
-            "PYTHONPATH": str(ROOT),
-            "PAIRGATE_CONFIG": str(FIXTURE_CONFIG),
-        },
+        env=clean_env(PYTHONPATH=str(ROOT), PAIRGATE_CONFIG=str(FIXTURE_CONFIG)),
         preexec_fn=small_files,
         capture_output=True,
         text=True,
@@ -190,11 +185,7 @@ def test_a_missing_source_is_refused_before_any_write(target: Path, tmp_path: Pa
     for part in ("pairgate", "hooks", "validators", "agents"):
         shutil.copytree(ROOT / part, install / part, ignore=shutil.ignore_patterns("__pycache__"))
     (install / "validators" / "validate-mr-carries-ownership-record.py").unlink()
-    env = {
-        "PATH": os.environ["PATH"],
-        "PYTHONPATH": str(install),
-        "PAIRGATE_CONFIG": str(FIXTURE_CONFIG),
-    }
+    env = clean_env(PYTHONPATH=str(install), PAIRGATE_CONFIG=str(FIXTURE_CONFIG))
     for args in (["--target", str(target)], ["--target", str(target), "--check"], ["--list"]):
         result = subprocess.run(
             [*PAIRGATE, "deploy-hooks", *args],
@@ -214,7 +205,7 @@ def test_the_deployed_hook_runs_flat(target: Path, config_env: dict[str, str]) -
     deploy(config_env, "--target", str(target))
     result = subprocess.run(
         [sys.executable, "-B", str(target / "ownership.py"), "check-config"],
-        env={"PATH": os.environ["PATH"], "PAIRGATE_CONFIG": str(FIXTURE_CONFIG)},
+        env=clean_env(PAIRGATE_CONFIG=str(FIXTURE_CONFIG)),
         capture_output=True,
         text=True,
         check=False,

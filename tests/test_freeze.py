@@ -139,7 +139,7 @@ def test_an_ambiguous_mr_iid_asks_for_the_project(sandbox: RunningSandbox) -> No
     sandbox.create_mr("x", project="acme/tracker", description=f"#{r.issue}")
     result = freeze(sandbox, r.issue, "mr:1")
     assert result.code == 2
-    assert "mr:acme/app!1, mr:acme/tracker!1" in result.err
+    assert "--scope mr:1 is ambiguous; name one: mr:acme/app!1, mr:acme/tracker!1" in result.err
 
 
 @pytest.mark.parametrize(

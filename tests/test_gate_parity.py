@@ -5,7 +5,6 @@ directory, no package importable) give the same verdict against the sandbox."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
-from tests.conftest import FIXTURE_CONFIG, FIXTURES, ROOT, run_cli
+from tests.conftest import FIXTURE_CONFIG, FIXTURES, ROOT, clean_env, run_cli
 from tests.gate_world import CASES, GateCase, World
 
 pytestmark = pytest.mark.slow
@@ -33,11 +32,6 @@ def flat(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copy(FIXTURE_CONFIG, directory / "pairgate-config.json")
     shutil.copy(FIXTURES / "automation_mr_families.py", directory)
     return directory
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """No PYTHONPATH: the flat files must not find the package."""
-    return {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), **extra}
 
 
 def flat_runs(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
+import time
 from typing import Any
 
 import pytest
-from conftest import PAIRGATE, ROOT, agent_env
+from conftest import PAIRGATE, ROOT, agent_env, clean_env
 from ledgerkit import Round
 
 from pairgate import ownership as o
@@ -104,15 +104,10 @@ def test_eight_racing_claims_leave_one_holder_and_tell_every_loser(
     # Hold every claim's POST back so that all eight read the empty ledger before any lands:
     # a real race, not eight turns in a row.
     sandbox.fault(method="POST", path="/issues/\\d+/notes$", delay_ms=2500, count=8)
-    base = {
-        "PATH": os.environ["PATH"],
-        "HOME": os.environ.get("HOME", "/tmp"),
-        "PYTHONPATH": str(ROOT),
-    }
     procs = [
         subprocess.Popen(
             [*PAIRGATE, "claim", str(world.issue), "--role", "lead"],
-            env={**base, **agent_env(sandbox, f"acme-lead-{i}")},
+            env={**clean_env(PYTHONPATH=str(ROOT)), **agent_env(sandbox, f"acme-lead-{i}")},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -138,6 +133,34 @@ def test_eight_racing_claims_leave_one_holder_and_tell_every_loser(
     assert len(ledger.trail) > 1  # several claims landed, and the fold chose one
     assert all(e.void == told[0] for e in ledger.trail if e.agent != winner)
     assert world.issue_state()["labels"] == ["agent::lead"]
+
+
+@pytest.mark.slow
+def test_a_claim_overtaken_between_its_read_and_its_write_is_told_it_has_no_effect(
+    world: Round, sandbox: Any
+) -> None:
+    # Hold the first claim's POST back; once it is held (the fault is spent), a second claim
+    # runs start to finish, so the first lands behind it and the fold voids it.
+    sandbox.fault(method="POST", path="/issues/\\d+/notes$", delay_ms=2500)
+    first = subprocess.Popen(
+        [*PAIRGATE, "claim", str(world.issue), "--role", "lead"],
+        env={**clean_env(PYTHONPATH=str(ROOT)), **agent_env(sandbox, "acme-lead")},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while sandbox.control("GET", "faults") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert world.run("acme-lead-2", "claim", world.issue, "--role", "lead").code == 0
+    code, _, err = first.wait(timeout=60), *first.communicate()
+    assert code == 1, err
+    assert (
+        f"pairgate claim: your claim (note {int(world.notes()[1]['id'])}) has no effect: "
+        f"acme-lead-2 already holds the issue (note {int(world.notes()[0]['id'])}). Another "
+        f"writer got there first."
+    ) in err
+    assert f"See who holds #{world.issue} now: pairgate status {world.issue}" in err
 
 
 def test_a_write_whose_answer_is_lost_is_not_repeated(world: Round, sandbox: Any) -> None:

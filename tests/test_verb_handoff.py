@@ -52,6 +52,18 @@ def test_nobody_holds_it(sandbox: Any) -> None:
     assert f"Nobody holds it; take it first: pairgate claim {world.issue} --role lead" in result.err
 
 
+def test_supersede_with_no_pending_offer_is_refused(world: Round) -> None:
+    before = world.notes()
+    result = offer(world, "--sha", world.head, "--supersede", "7")
+    assert result.code == 1
+    assert (
+        f"pairgate handoff: --supersede 7: no offer is pending on #{world.issue}, so there is "
+        f"nothing to replace."
+    ) in result.err
+    assert "Run it without --supersede: pairgate handoff" in result.err
+    assert world.notes() == before
+
+
 def test_one_live_offer_and_supersede(world: Round, config: o.Config) -> None:
     offer(world, "--sha", world.head)
     first = world.ledger(config).offer.note_id

@@ -4,7 +4,6 @@ python-gitlab script that knows nothing but that line."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pairgate import ownership
-from tests.conftest import PAIRGATE, ROOT
+from tests.conftest import PAIRGATE, ROOT, clean_env
 
 pytestmark = pytest.mark.slow
 
@@ -48,14 +47,9 @@ print("ok")
 
 
 def start(*args: str) -> subprocess.Popen[str]:
-    env = {
-        "PATH": os.environ["PATH"],
-        "HOME": os.environ.get("HOME", "/tmp"),
-        "PYTHONPATH": str(ROOT),
-    }
     return subprocess.Popen(
         [*PAIRGATE, "sandbox", "--port", "0", *args],
-        env=env,
+        env=clean_env(PYTHONPATH=str(ROOT)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
