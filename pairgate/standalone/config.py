@@ -1,0 +1,200 @@
+"""The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pairgate.standalone.errors import ConfigError, reader_dir
+from pairgate.standalone.schema_check import _draft_validator
+
+CONFIG_ENV = "PAIRGATE_CONFIG"
+CONFIG_FILENAME = "pairgate-config.json"
+
+# The specification's seventeen keys, plus ledger_author_user_ids (DESIGN.md section 5).
+CONFIG_KEYS: tuple[str, ...] = (
+    "tracker_project",
+    "group_path",
+    "group_id",
+    "env_prefix",
+    "agent_identity_prefix",
+    "review_bot_token_file",
+    "deployed_paths",
+    "generic_tracking_issue",
+    "liveness_oracle_file",
+    "cli_command",
+    "renovate_bot_user_id",
+    "renovate_branch_prefix",
+    "renovate_exempt_namespaces",
+    "cli_install_command",
+    "hooks_install_command",
+    "agent_text_dir",
+    "handoff_doc",
+    "ledger_author_user_ids",
+)
+
+# A configuration older than the Renovate namespaces key exempts nothing (the specification:
+# "a gate newer than its configuration fails toward review rather than toward exemption").
+OPTIONAL_CONFIG_KEYS = frozenset({"renovate_exempt_namespaces"})
+
+_PATH_SEGMENT = r"[A-Za-z0-9_.][A-Za-z0-9_.-]*"
+_NON_EMPTY = {"type": "string", "minLength": 1, "pattern": r"\S"}
+# A path the specification reads relative to the configuration file: never absolute.
+_RELATIVE_PATH = {"type": "string", "minLength": 1, "pattern": r"^[^/~]"}
+
+CONFIG_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "pairgate configuration",
+    "type": "object",
+    "additionalProperties": False,
+    "required": sorted(set(CONFIG_KEYS) - OPTIONAL_CONFIG_KEYS),
+    "properties": {
+        "tracker_project": {
+            "type": "string",
+            "pattern": rf"^{_PATH_SEGMENT}(/{_PATH_SEGMENT})+$",
+            "description": "group/project of the issues that hold the ledger",
+        },
+        "group_path": {"type": "string", "pattern": rf"^{_PATH_SEGMENT}(/{_PATH_SEGMENT})*$"},
+        "group_id": {"type": "string", "pattern": r"^[0-9]+$"},
+        "env_prefix": {"type": "string", "pattern": r"^[A-Z][A-Z0-9_]*$"},
+        "agent_identity_prefix": {"type": "string", "pattern": r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"},
+        "review_bot_token_file": _NON_EMPTY,
+        "deployed_paths": {"type": "array", "minItems": 1, "items": _NON_EMPTY},
+        "generic_tracking_issue": {"type": ["integer", "null"], "minimum": 1},
+        "liveness_oracle_file": _RELATIVE_PATH,
+        "cli_command": {"type": "string", "pattern": r"^[a-z0-9][a-z0-9._-]*$"},
+        "renovate_bot_user_id": {"type": "integer", "minimum": 1},
+        "renovate_branch_prefix": {"type": "string", "minLength": 1},
+        "renovate_exempt_namespaces": {
+            "type": "array",
+            "items": {"type": "string", "pattern": rf"^{_PATH_SEGMENT}(/{_PATH_SEGMENT})*$"},
+        },
+        "cli_install_command": _NON_EMPTY,
+        "hooks_install_command": _NON_EMPTY,
+        "agent_text_dir": _RELATIVE_PATH,
+        "handoff_doc": _NON_EMPTY,
+        "ledger_author_user_ids": {
+            "type": "array",
+            "minItems": 1,
+            "uniqueItems": True,
+            "items": {"type": "integer", "minimum": 1},
+        },
+    },
+}
+
+_KEY_GRAMMAR_HINTS = {
+    "tracker_project": "a full project path such as group/project",
+    "group_path": "a group path such as group or group/subgroup",
+    "group_id": 'the group\'s numeric id as a string of digits, such as "42"',
+    "env_prefix": "upper case letters, digits and underscores, starting with a letter",
+    "agent_identity_prefix": "lower case letters and digits in hyphen-separated words",
+    "cli_command": "lower case letters, digits, '.', '_' and '-', starting with a letter or digit",
+    "liveness_oracle_file": "a path relative to the configuration file",
+    "agent_text_dir": "a path relative to the configuration file",
+    "generic_tracking_issue": "an issue number, or null for none",
+    "renovate_bot_user_id": "a GitLab user id (an integer)",
+    "ledger_author_user_ids": "a non-empty list of distinct GitLab user ids (integers)",
+    "deployed_paths": "a non-empty list of repository paths",
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """A loaded, validated configuration. ``values`` holds exactly the file's keys."""
+
+    path: Path
+    values: Mapping[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "renovate_exempt_namespaces":
+            return self.values.get(key, [])
+        return self.values[key]
+
+    def relative(self, key: str) -> Path:
+        """A path-valued key resolved against the configuration file's directory."""
+        return (self.path.parent / self.values[key]).resolve()
+
+    @property
+    def cli(self) -> str:
+        return str(self.values["cli_command"])
+
+    def env_name(self, suffix: str) -> str:
+        """``<env_prefix>_<suffix>``: every variable the tool reads is named through this."""
+        return f"{self.values['env_prefix']}_{suffix}"
+
+
+def config_path(env: Mapping[str, str]) -> Path:
+    """Which file configures this run: PAIRGATE_CONFIG when set, else the file beside this one.
+
+    A set variable is used or is an error; it never falls through to the file beside.
+    """
+    if CONFIG_ENV in env:
+        named = env[CONFIG_ENV]
+        if not named.strip():
+            raise ConfigError(
+                f"{CONFIG_ENV} is set but empty: name a configuration file, or unset it to use "
+                f"the {CONFIG_FILENAME} beside ownership.py"
+            )
+        return Path(named).expanduser()
+    return reader_dir() / CONFIG_FILENAME
+
+
+def load_config(env: Mapping[str, str]) -> Config:
+    """Read and validate the configuration. Every error names the file, and the key if one."""
+    path = config_path(env)
+    source = f"{CONFIG_ENV}={path}" if CONFIG_ENV in env else str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"pairgate: missing configuration: {source} does not exist. "
+            f"Set {CONFIG_ENV} to a configuration file, or put {CONFIG_FILENAME} beside "
+            f"ownership.py. There are no built-in values; see the README's Configuration section."
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"pairgate: cannot read the configuration {source}: {exc}") from None
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"pairgate: malformed configuration {source}: not JSON "
+            f"(line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from None
+    return Config(path=path.resolve(), values=validate_config(values, source=source))
+
+
+def validate_config(values: Any, *, source: str) -> dict[str, Any]:
+    """Check a decoded configuration against CONFIG_SCHEMA and the rules a schema cannot say."""
+    if not isinstance(values, dict):
+        raise ConfigError(f"pairgate: malformed configuration {source}: not a JSON object")
+    extra = sorted(set(values) - set(CONFIG_KEYS))
+    if extra:
+        raise ConfigError(
+            f"pairgate: malformed configuration {source}: unknown key {extra[0]!r} "
+            f"(the file holds exactly ownership.CONFIG_KEYS)"
+        )
+    missing = [k for k in CONFIG_KEYS if k not in values and k not in OPTIONAL_CONFIG_KEYS]
+    if missing:
+        raise ConfigError(
+            f"pairgate: malformed configuration {source}: missing key {missing[0]!r} "
+            f"(the file holds exactly ownership.CONFIG_KEYS)"
+        )
+    errors = sorted(
+        _draft_validator(CONFIG_SCHEMA).iter_errors(values), key=lambda e: (list(e.path), e.message)
+    )
+    if errors:
+        err = errors[0]
+        key = str(err.path[0]) if err.path else "?"
+        hint = _KEY_GRAMMAR_HINTS.get(key)
+        detail = f"{err.message}" + (f"; expected {hint}" if hint else "")
+        raise ConfigError(f"pairgate: malformed configuration {source}: key {key!r}: {detail}")
+    group, tracker = values["group_path"], values["tracker_project"]
+    if not tracker.startswith(group + "/"):
+        raise ConfigError(
+            f"pairgate: malformed configuration {source}: key 'tracker_project': "
+            f"{tracker!r} is not a project in group_path {group!r}"
+        )
+    return values

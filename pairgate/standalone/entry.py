@@ -1,0 +1,55 @@
+"""The flat deployment's door: python3 ownership.py check-config | merge-check | hook."""
+
+from __future__ import annotations
+
+import sys
+
+from pairgate.standalone.config import load_config
+from pairgate.standalone.doors import _ArgParser, run_merge_check
+from pairgate.standalone.errors import Context, Exit, UsageError, report
+from pairgate.standalone.hook import hook_main
+
+
+def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
+    """The flat deployment's door, with no package installed:
+
+    ``python3 ownership.py check-config``  load the configuration a flat deployment sees;
+    ``python3 ownership.py merge-check --mr <iid> --mr-project <p> [--json] [--verbose]``
+    the merge gate's verdict, exactly as ``pairgate merge-check`` gives it;
+    ``python3 ownership.py hook``  the merge hook's decision on the hook JSON on stdin.
+    """
+    ctx = ctx or Context()
+    if argv == ["hook"]:
+        return hook_main(ctx, sys.stdin)
+    try:
+        if argv[:1] == ["merge-check"]:
+            parser = _ArgParser(prog="ownership.py merge-check")
+            parser.add_argument("--mr", required=True, type=int, metavar="IID")
+            parser.add_argument("--mr-project", required=True, metavar="PROJECT")
+            parser.add_argument("--json", action="store_true")
+            parser.add_argument("--verbose", action="store_true")
+            args = parser.parse_args(argv[1:])
+            return run_merge_check(
+                ctx,
+                load_config(ctx.env),
+                mr=args.mr,
+                mr_project=args.mr_project,
+                json_out=args.json,
+                verbose=args.verbose,
+            )
+        if argv[:1] != ["check-config"] or len(argv) != 1:
+            raise UsageError(
+                "usage: python3 ownership.py check-config\n"
+                "       python3 ownership.py merge-check --mr IID --mr-project PROJECT "
+                "[--json] [--verbose]\n"
+                "       python3 ownership.py hook   (the merge hook: hook JSON on stdin)"
+            )
+        config = load_config(ctx.env)
+        print(f"configuration OK: {config.path}", file=ctx.stdout)
+        return Exit.OK
+    except Exception as exc:  # the one translation point for the standalone door
+        return report(exc, ctx.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(standalone_main(sys.argv[1:]))

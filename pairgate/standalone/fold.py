@@ -1,0 +1,341 @@
+"""The fold: notes to state. Pure: no I/O, no clock, no environment."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from pairgate.standalone.config import Config
+from pairgate.standalone.ledger import (
+    Approval,
+    Break,
+    Constraint,
+    Event,
+    Freeze,
+    Ledger,
+    MrRef,
+    Note,
+    Offer,
+    Skipped,
+)
+from pairgate.standalone.records import (
+    BOARD_KINDS,
+    KIND_OF_EVENT,
+    MARKER_OPEN,
+    MalformedRecord,
+    constraint_id,
+    parse_marker,
+    record_digest,
+)
+
+
+def identity_pattern(config: Config) -> re.Pattern[str]:
+    """<agent_identity_prefix>-lead|-review|-solo|-finder, optionally with a suffix (-42)."""
+    prefix = re.escape(str(config["agent_identity_prefix"]))
+    return re.compile(rf"^{prefix}-(lead|review|solo|finder)(-[a-z0-9]+)*$")
+
+
+def is_finder(agent: str, config: Config) -> bool:
+    match = identity_pattern(config).match(agent)
+    return bool(match and match.group(1) == "finder")
+
+
+def _edited(note: Note) -> bool:
+    if note.updated_at == note.created_at:
+        return False
+    try:
+        created = datetime.fromisoformat(note.created_at)
+        updated = datetime.fromisoformat(note.updated_at)
+    except ValueError:
+        return note.updated_at != note.created_at
+    return updated > created
+
+
+class _Fold:
+    """The fold's working state: mutable here, frozen into a Ledger at the end."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.holder: str | None = None
+        self.role: str | None = None
+        self.holder_since: int | None = None
+        self.accepted_from: str | None = None
+        self.offer: Offer | None = None
+        self.approvals: list[Approval] = []
+        # (digest, note id) of the last record before the one being applied
+        self.seen: tuple[str | None, int | None] = (None, None)
+
+    def apply(self, note_id: int, record: Mapping[str, Any]) -> str | None:
+        """Apply one record; return why it is void, or None when it took effect."""
+        return getattr(self, f"_{record['event']}")(note_id, record)
+
+    def _not_holder(self, agent: str) -> str | None:
+        if agent == self.holder:
+            return None
+        who = f"{self.holder} holds it" if self.holder else "nobody holds it"
+        return f"{agent} does not hold the issue ({who})"
+
+    def _offer_blocked(self, record: Mapping[str, Any]) -> str | None:
+        supersedes = record["supersedes"]
+        if self.offer is not None and supersedes != self.offer.note_id:
+            return f"an offer is already pending (note {self.offer.note_id})"
+        if self.offer is None and supersedes is not None:
+            return f"it supersedes note {supersedes}, which is not a pending offer"
+        return None
+
+    def _take(self, note_id: int, agent: str, role: str, sender: str | None) -> None:
+        self.holder, self.role, self.holder_since, self.accepted_from = agent, role, note_id, sender
+
+    def _claim(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        if is_finder(r["agent"], self.config):
+            return "a finder never claims"
+        if self.holder is not None:
+            return f"{self.holder} already holds the issue (note {self.holder_since})"
+        self._take(note_id, r["agent"], r["role"], None)
+        return None
+
+    def _new_offer(self, note_id: int, r: Mapping[str, Any]) -> Offer:
+        return Offer(
+            note_id=note_id,
+            sender=r["agent"],
+            to=r["to"],
+            role=r["role"],
+            sha=r["sha"],
+            mr=MrRef(r["mr"]["project"], r["mr"]["iid"]),
+            reason=r["reason"],
+            event=r["event"],
+            supersedes=r["supersedes"],
+        )
+
+    def _handoff(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        void = self._not_holder(r["agent"]) or self._offer_blocked(r)
+        if void is None:
+            self.offer = self._new_offer(note_id, r)
+        return void
+
+    def _approve(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        void = self._not_holder(r["agent"])
+        if void is None and self.role != "review":
+            void = f"{r['agent']} holds the issue as {self.role}, and only a review approves"
+        void = void or self._offer_blocked(r)
+        if void is not None:
+            return void
+        because = self_approval_rule(r["agent"], r["to"], self.accepted_from)
+        offer = self._new_offer(note_id, r)
+        assert offer.mr is not None
+        self.approvals.append(
+            Approval(
+                note_id=note_id,
+                approver=r["agent"],
+                to=r["to"],
+                mr=offer.mr,
+                sha=r["sha"],
+                self_approval=because is not None or bool(r["self_approval"]),
+                not_covering=tuple(r["not_covering"]),
+                reason=r["reason"],
+                self_because=because
+                or ("recorded so by its writer" if r["self_approval"] else None),
+            )
+        )
+        self.offer = offer
+        return None
+
+    def _answerable(self, r: Mapping[str, Any]) -> str | None:
+        if self.offer is None or self.offer.note_id != r["offer"]:
+            pending = f"note {self.offer.note_id} is" if self.offer else "no offer is"
+            return f"note {r['offer']} is not the pending offer ({pending} pending)"
+        if self.offer.to != r["agent"]:
+            return f"the offer is to {self.offer.to}, not {r['agent']}"
+        return None
+
+    def _accept(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        void = self._answerable(r)
+        if void is None:
+            assert self.offer is not None
+            self._take(note_id, r["agent"], self.offer.role, self.offer.sender)
+            self.offer = None
+        return void
+
+    def _decline(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        void = self._answerable(r)
+        if void is None:
+            self.offer = None
+        return void
+
+    def _release(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        void = self._not_holder(r["agent"])
+        if void is None and self.offer is not None:
+            void = f"an offer is pending (note {self.offer.note_id})"
+        if void is None:
+            self.holder = self.role = self.holder_since = self.accepted_from = None
+        return void
+
+    def _close(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        # A close ends the issue for whoever holds it, so it counts only over the state its
+        # writer saw: otherwise a claim racing a close of an unheld issue would be wiped out.
+        if r["prev"] != self.seen[0]:
+            return (
+                f"its writer had not seen note {self.seen[1]}: a close acts only on the state "
+                f"it saw"
+            )
+        if self.offer is not None:
+            return f"an offer is pending (note {self.offer.note_id})"
+        self.holder = self.role = self.holder_since = self.accepted_from = None
+        return None
+
+
+def self_approval_rule(approver: str, to: str, accepted_from: str | None) -> str | None:
+    """Why an approval is a self-approval, or None. Both rules of DESIGN.md section 5."""
+    if approver == to:
+        return f"{approver} offers the work back to itself"
+    if accepted_from == approver:
+        return f"{approver} reviewed an offer it sent itself"
+    return None
+
+
+def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
+    """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
+    markers. Notes are taken in id order (GitLab's creation order)."""
+    authors = frozenset(config["ledger_author_user_ids"])
+    state = _Fold(config)
+    board = _BoardFold()
+    skipped: list[Skipped] = []
+    breaks: list[Break] = []
+    trail: list[Event] = []
+    edited: list[int] = []
+    digests: dict[str, int] = {}  # digest of every record read so far -> its note
+    rejected: dict[str, tuple[int, str]] = {}  # digest a skipped record claims -> (note, why)
+    write_ids: dict[str, int] = {}
+    by_prev: dict[str | None, list[int]] = {}
+    head: str | None = None
+    head_note: int | None = None
+    for note in sorted(notes, key=lambda n: n.id):
+        if note.system or MARKER_OPEN not in note.body:
+            continue
+        author = f"{note.author_username} (user {note.author_id})"
+        if note.author_id not in authors:
+            skipped.append(
+                Skipped(note.id, "forged", f"a marker in a note by {author}, not a ledger author")
+            )
+            continue
+        if _edited(note):
+            edited.append(note.id)
+        try:
+            kind, record, human = parse_marker(note.body)
+        except MalformedRecord as exc:
+            skipped.append(Skipped(note.id, "malformed", str(exc), author))
+            continue
+        if record_digest(kind, record, human) != record["digest"]:
+            rejected[record["digest"]] = (note.id, "tampered")
+            reason = "its digest does not match its content: the note was changed after writing"
+            skipped.append(Skipped(note.id, "tampered", reason, author))
+            continue
+        if KIND_OF_EVENT[record["event"]] != kind:
+            skipped.append(Skipped(note.id, "malformed", "event of another kind", author))
+            continue
+        first = write_ids.get(record["write_id"])
+        if first is not None:
+            reason = f"repeats the write_id of note {first} (a retried write); ignored"
+            skipped.append(Skipped(note.id, "duplicate", reason, author))
+            continue
+        write_ids[record["write_id"]] = note.id
+        prev = record["prev"]
+        if prev is not None and prev not in digests:
+            where = rejected.get(prev)
+            reason = (
+                f"its prev names note {where[0]}, which was skipped as {where[1]}"
+                if where
+                else "its prev names no earlier record: an earlier note was deleted or rewritten"
+            )
+            breaks.append(Break(note.id, prev, reason))
+        by_prev.setdefault(prev, []).append(note.id)
+        digests[record["digest"]] = note.id
+        state.seen = (head, head_note)
+        head, head_note = record["digest"], note.id
+        void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note.id, record)
+        trail.append(
+            Event(note.id, kind, record["event"], record["agent"], record, note.created_at, void)
+        )
+    return Ledger(
+        holder=state.holder,
+        role=state.role,
+        offer=state.offer,
+        approvals=tuple(state.approvals),
+        skipped=tuple(skipped),
+        breaks=tuple(breaks),
+        trail=tuple(trail),
+        edited=tuple(edited),
+        concurrent=tuple(tuple(ids) for ids in by_prev.values() if len(ids) > 1),
+        head=head,
+        holder_since=state.holder_since,
+        accepted_from=state.accepted_from,
+        freezes=tuple(board.freezes.values()),
+        constraints=tuple(board.constraints),
+    )
+
+
+class _BoardFold:
+    """The fold's state for the board-wide kinds; ``apply`` returns why a record is void."""
+
+    def __init__(self) -> None:
+        self.freezes: dict[int, Freeze] = {}
+        self.constraints: list[Constraint] = []
+
+    def apply(self, note: Note, r: Mapping[str, Any]) -> str | None:
+        if r["event"] == "freeze":
+            self.freezes[note.id] = Freeze(
+                note.id, r["agent"], r["scope"], r["reason"], r["minutes"], note.created_at
+            )
+            return None
+        if r["event"] == "thaw":
+            window = self.freezes.get(r["freeze"])
+            if window is None:
+                return f"note {r['freeze']} is not a freeze recorded on this issue"
+            if window.agent != r["agent"]:
+                return f"the freeze of note {window.note_id} is {window.agent}'s to thaw"
+            if window.thawed_by is not None:
+                return f"note {window.thawed_by} already thawed it"
+            self.freezes[window.note_id] = replace(window, thawed_by=note.id)
+            return None
+        if constraint_id(r["text"]) != r["id"]:
+            return f"its id {r['id']} is not the hash of its text ({constraint_id(r['text'])})"
+        self.constraints.append(Constraint(note.id, r["id"], r["text"], r["agent"]))
+        return None
+
+
+def binding_freeze(
+    windows: Iterable[tuple[int, Freeze]],
+    *,
+    now: float,
+    agent: str | None = None,
+    issue: int | None = None,
+    mr: MrRef | None = None,
+) -> tuple[int, Freeze] | None:
+    """The first live window that binds ``agent`` writing on ``issue`` (or about ``mr``), as
+    (the issue holding it, the window). A window never binds the agent that declared it;
+    ``agent=None`` is bound by every window covering what it names. Pure."""
+    for holder, window in windows:
+        if window.live(now) and agent != window.agent and window.covers(issue=issue, mr=mr):
+            return holder, window
+    return None
+
+
+def freeze_refusal(holder: int, window: Freeze, *, now: float, config: Config) -> str:
+    """Who froze what, why and until when; a refusal (a writer's, the gate's) starts with it."""
+    until = window.until
+    when = (
+        "until further notice (its time does not parse)"
+        if until is None
+        else f"until {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(until))} "
+        f"(another {max(1, round((until - now) / 60))} min)"
+    )
+    scope = "the board" if window.scope == "board" else window.scope
+    return (
+        f"{window.agent} froze {scope} {when}: {window.reason}\n"
+        f"(note {window.note_id} on {config['tracker_project']}#{holder}). Wait for it to "
+        f"expire, or ask {window.agent} to run `{config.cli} thaw`."
+    )

@@ -1,0 +1,382 @@
+"""The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import subprocess
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlencode, urlsplit
+
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import PairgateError
+
+if TYPE_CHECKING:
+    import requests
+    from urllib3.util.retry import Retry
+
+
+# Every call has a timeout: (connect, read) seconds for HTTPS, one bound for a glab process.
+TIMEOUT: tuple[float, float] = (5.0, 30.0)
+GLAB_TIMEOUT = 120.0
+PER_PAGE = 100  # GitLab's maximum; it clamps larger values rather than refusing them
+# A read is retried on these. A write never is: see GitLab.write.
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class GitLabError(PairgateError):
+    """A GitLab call failed: ``status`` is the HTTP status, or None when no answer came back."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class WriteUncertain(GitLabError):
+    """A write whose outcome is unknown (no answer, 429 or 5xx): it may have landed. Whoever
+    wrote re-reads before writing again; nothing repeats a write blindly."""
+
+
+def encode_project(project: str) -> str:
+    """``group/proj`` -> ``group%2Fproj``: GitLab takes a project path as ONE URL segment, and an
+    unencoded slash matches no route at all (404 ``{"error": ...}``)."""
+    return quote(str(project), safe="")
+
+
+@functools.cache
+def _retry_class() -> type[Retry]:
+    from urllib3.util.retry import Retry
+
+    class _Retry(Retry):
+        """urllib3's Retry with Retry-After capped, so one answer cannot park a reader for
+        hours."""
+
+        MAX_RETRY_AFTER = 60.0
+
+        def get_retry_after(self, response: Any) -> float | None:
+            seconds = super().get_retry_after(response)
+            return None if seconds is None else min(seconds, self.MAX_RETRY_AFTER)
+
+    return _Retry
+
+
+def read_retry(*, attempts: int = 4, backoff_factor: float = 0.5) -> Retry:
+    """The retry policy: GET is retried on connection errors, 429 and 5xx (Retry-After honoured
+    on 429 and 503, exponential backoff otherwise). Other methods are retried only when the
+    connection was never made, because then nothing was sent."""
+    return _retry_class()(
+        total=attempts,
+        other=0,
+        allowed_methods=frozenset({"GET", "HEAD"}),
+        status_forcelist=RETRY_STATUSES,
+        backoff_factor=backoff_factor,
+        backoff_max=30.0,
+        respect_retry_after_header=True,
+        raise_on_status=False,
+    )
+
+
+def _query(params: Mapping[str, Any]) -> dict[str, str]:
+    # GitLab wants true/false; requests would send True/False.
+    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in params.items()}
+
+
+def _uncertain(status: int | None) -> bool:
+    return status is None or status == 429 or status >= 500
+
+
+def _error(method: str, what: str, status: int | None, detail: str) -> GitLabError:
+    cls = WriteUncertain if method != "GET" and _uncertain(status) else GitLabError
+    answer = f"HTTP {status}" if status is not None else "no answer"
+    return cls(f"pairgate: GitLab {method} {what}: {answer}: {detail}".rstrip(": "), status=status)
+
+
+def _error_detail(response: requests.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:200]
+    if isinstance(body, dict):
+        return str(body.get("message", body.get("error", body)))[:200]
+    return str(body)[:200]
+
+
+class _Https:
+    """One token, one session: requests with urllib3 Retry and a timeout on every call."""
+
+    name = "HTTPS"
+
+    def __init__(self, api_url: str, token: str, *, retry: Retry, timeout: Any) -> None:
+        import requests
+        from requests.adapters import HTTPAdapter
+
+        self.api_url = api_url.rstrip("/")
+        self._origin = urlsplit(self.api_url)[:2]
+        self._timeout = timeout
+        self._session = requests.Session()
+        self._session.headers.update({"PRIVATE-TOKEN": token, "User-Agent": "pairgate"})
+        adapter = HTTPAdapter(max_retries=retry)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+
+    def __repr__(self) -> str:  # the token never appears in a repr or a traceback
+        return f"_Https({self.api_url!r}, token=<hidden>)"
+
+    def _call(
+        self, method: str, url: str, *, params: Any = None, body: Any = None
+    ) -> requests.Response:
+        import requests
+
+        what = urlsplit(url).path.removeprefix(urlsplit(self.api_url).path)
+        try:
+            response = self._session.request(
+                method, url, params=params, json=body, timeout=self._timeout
+            )
+        except requests.RequestException as exc:
+            raise _error(method, what, None, type(exc).__name__) from None
+        if response.status_code >= 400:
+            raise _error(method, what, response.status_code, _error_detail(response))
+        return response
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        return _decoded(self._call("GET", f"{self.api_url}/{path}", params=_query(params)))
+
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        url: str | None = f"{self.api_url}/{path}"
+        query: dict[str, str] | None = _query({**params, "per_page": PER_PAGE})
+        seen: set[str] = set()
+        while url:
+            response = self._call("GET", url, params=query)
+            page = _decoded(response)
+            if not isinstance(page, list):
+                raise GitLabError(f"pairgate: GitLab GET {path}: expected a list, got {page!r:.80}")
+            yield page
+            # Follow rel="next" until it is absent: a page may be short, even empty, while more
+            # exist. The link carries every parameter, and must stay on this instance (it is
+            # sent our token).
+            url = response.links.get("next", {}).get("url")
+            if url and (urlsplit(url)[:2] != self._origin or url in seen):
+                raise GitLabError(f"pairgate: GitLab GET {path}: refusing next-page link {url}")
+            seen.add(url or "")
+            query = None
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        return _decoded(self._call(method, f"{self.api_url}/{path}", body=dict(data)))
+
+
+def _decoded(response: requests.Response) -> Any:
+    if response.status_code in (202, 204, 304) and not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        raise GitLabError(f"pairgate: GitLab answered {response.url} with non-JSON") from None
+
+
+def decode_pages(text: str) -> list[Any]:
+    """Parse ``glab api --paginate`` output: each page's JSON array printed back to back
+    (``[..][..]``), with no separator."""
+    decoder = json.JSONDecoder()
+    items: list[Any] = []
+    at = 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return items
+        page, at = decoder.raw_decode(text, at)
+        if not isinstance(page, list):
+            raise GitLabError(
+                f"pairgate: glab api --paginate printed a non-list page: {page!r:.80}"
+            )
+        items.extend(page)
+
+
+class _Glab:
+    """``glab api``, as the account glab is logged in as. Fields travel as a JSON body on
+    stdin (``--input -``), because glab turns a -f value that looks like ``[a, b]`` into an
+    array."""
+
+    name = "glab api"
+
+    def __init__(self, hostname: str | None, env: Mapping[str, str]) -> None:
+        self.hostname = hostname
+        self._env = {"PATH": os.environ.get("PATH", os.defpath), **env}
+
+    def __repr__(self) -> str:
+        return f"_Glab(hostname={self.hostname!r})"
+
+    def argv(self, endpoint: str, *flags: str) -> list[str]:
+        host = ["--hostname", self.hostname] if self.hostname else []
+        return ["glab", "api", endpoint, *flags, *host]
+
+    def _run(self, method: str, argv: list[str], stdin: str | None = None) -> str:
+        try:
+            proc = subprocess.run(
+                argv,
+                input=stdin,
+                capture_output=True,
+                text=True,
+                env=self._env,
+                timeout=GLAB_TIMEOUT,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise GitLabError(
+                "pairgate: glab is not installed. Install and log in to glab, or set the token "
+                "variables for HTTPS (see docs/agent-handoff-reference.md, The GitLab client)"
+            ) from None
+        except subprocess.TimeoutExpired:
+            raise _error(method, argv[2], None, f"glab ran past {GLAB_TIMEOUT:.0f}s") from None
+        if proc.returncode != 0:
+            match = re.search(r"\(HTTP (\d{3})\)|HTTP (\d{3})", proc.stderr)
+            status = int(match.group(1) or match.group(2)) if match else None
+            detail = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else "glab failed"
+            raise _error(method, argv[2], status, detail)
+        return proc.stdout
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        out = self._run("GET", self.argv(_with_query(path, params)))
+        return json.loads(out) if out.strip() else None
+
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        # glab prints every page before it exits: they arrive as one.
+        endpoint = _with_query(path, {**params, "per_page": PER_PAGE})
+        yield decode_pages(self._run("GET", self.argv(endpoint, "--paginate")))
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        flags = ("-X", method, "--input", "-", "-H", "Content-Type: application/json")
+        out = self._run(method, self.argv(path, *flags), stdin=json.dumps(dict(data)))
+        return json.loads(out) if out.strip() else None
+
+
+def _with_query(path: str, params: Mapping[str, Any]) -> str:
+    return f"{path}?{urlencode(_query(params))}" if params else path
+
+
+class GitLab:
+    """The narrow door to GitLab: reads through one transport, writes through another.
+
+    Paths are relative to ``/api/v4`` (``projects/acme%2Ftracker/issues/4/notes``).
+    """
+
+    def __init__(self, *, reader: Any, writer: Any, api_url: str | None, origin: str) -> None:
+        self._reader = reader
+        self._writer = writer
+        self.api_url = api_url
+        self.origin = origin  # where api_url came from, for --verbose
+
+    def __repr__(self) -> str:
+        return f"GitLab(api_url={self.api_url!r}, reader={self._reader!r}, writer={self._writer!r})"
+
+    def get(self, path: str, **params: Any) -> Any:
+        """One GET. Retried on 429/5xx/dropped connections (HTTPS); raises GitLabError."""
+        return self._reader.get(path, params)
+
+    def get_all(self, path: str, **params: Any) -> list[Any]:
+        """Every page of a list, following the next-page link until there is none."""
+        return [item for page in self._reader.pages(path, params) for item in page]
+
+    def pages(self, path: str, **params: Any) -> Iterator[list[Any]]:
+        """The pages of a list as they arrive, so a reader can start on the first while the
+        next is read."""
+        return self._reader.pages(path, params)
+
+    def write(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        """ONE attempt at a write. Raises WriteUncertain when it may have landed, GitLabError
+        when GitLab refused it. It is never retried here: a retry could post twice."""
+        return self._writer.send(method, path, data)
+
+    def describe(self) -> str:
+        where = self.api_url or "glab's configured host"
+        return (
+            f"GitLab API {where} (from {self.origin}); reads via {self._reader.name}, "
+            f"writes via {self._writer.name}"
+        )
+
+
+def api_url_from_env(config: Config, env: Mapping[str, str]) -> tuple[str | None, str]:
+    """The API root and where it came from: <env_prefix>_GITLAB_URL (the instance URL), else
+    CI_API_V4_URL, else None (glab's configured host)."""
+    name = config.env_name("GITLAB_URL")
+    if env.get(name, "").strip():
+        url = env[name].strip().rstrip("/")
+        return (url if url.endswith("/api/v4") else f"{url}/api/v4"), name
+    if env.get("CI_API_V4_URL", "").strip():
+        return env["CI_API_V4_URL"].strip().rstrip("/"), "CI_API_V4_URL"
+    return None, "glab's configured host"
+
+
+def _glab_host(env: Mapping[str, str], url_variable: str) -> str:
+    try:
+        proc = subprocess.run(
+            ["glab", "config", "get", "host"],
+            capture_output=True,
+            text=True,
+            env={"PATH": os.environ.get("PATH", os.defpath), **env},
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        proc = None
+    if proc is None or proc.returncode != 0 or not proc.stdout.strip():
+        raise PairgateError(
+            f"pairgate: no GitLab URL: set {url_variable} to the instance URL (such as "
+            "https://gitlab.example.com), or run in GitLab CI, or configure glab's host"
+        )
+    return proc.stdout.strip()
+
+
+def _checked_url(url: str, origin: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PairgateError(f"pairgate: {origin}={url!r} is not an http(s) URL")
+    if parts.scheme == "http" and parts.hostname not in _LOOPBACK:
+        raise PairgateError(
+            f"pairgate: {origin}={url!r}: refusing to send a token over plain http to a host "
+            "that is not loopback; use https"
+        )
+    return url
+
+
+def gitlab_from_env(
+    config: Config,
+    env: Mapping[str, str],
+    *,
+    retry: Retry | None = None,
+    timeout: Any = TIMEOUT,
+) -> GitLab:
+    """The client a run uses: HTTPS with <env_prefix>_TASK_API_TOKEN for reads and
+    <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set."""
+    read_token = env.get(config.env_name("TASK_API_TOKEN"), "").strip()
+    write_token = env.get(config.env_name("TASK_WRITE_TOKEN"), "").strip()
+    api_url, origin = api_url_from_env(config, env)
+    if api_url is None and (read_token or write_token):
+        api_url = f"https://{_glab_host(env, config.env_name('GITLAB_URL'))}/api/v4"
+    if api_url is not None:
+        api_url = _checked_url(api_url, origin)
+    hostname = urlsplit(api_url).netloc if api_url and origin != "glab's configured host" else None
+    glab = _Glab(hostname, env)
+
+    def https(token: str) -> _Https:
+        assert api_url is not None
+        return _Https(api_url, token, retry=retry or read_retry(), timeout=timeout)
+
+    return GitLab(
+        reader=https(read_token) if read_token else glab,
+        writer=https(write_token) if write_token else glab,
+        api_url=api_url,
+        origin=origin,
+    )
+
+
+def gitlab_with_token(client: GitLab, token: str, *, retry: Retry | None = None) -> GitLab:
+    """The same instance as another account (the review bot), over HTTPS with its token."""
+    if client.api_url is None:
+        raise PairgateError("pairgate: the GitLab URL is unknown; set <env_prefix>_GITLAB_URL")
+    transport = _Https(client.api_url, token, retry=retry or read_retry(), timeout=TIMEOUT)
+    return GitLab(reader=transport, writer=transport, api_url=client.api_url, origin=client.origin)

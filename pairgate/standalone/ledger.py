@@ -1,0 +1,204 @@
+"""The fold's output: notes as read, and the typed state they fold into."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pairgate.standalone.records import ROLES
+
+
+@dataclass(frozen=True)
+class Note:
+    """One GitLab note, as read."""
+
+    id: int
+    author_id: int
+    author_username: str
+    body: str
+    created_at: str
+    updated_at: str
+    system: bool = False
+
+    @classmethod
+    def from_api(cls, note: Mapping[str, Any]) -> Note:
+        author = note.get("author") or {}
+        return cls(
+            id=int(note["id"]),
+            author_id=int(author.get("id", 0)),
+            author_username=str(author.get("username", "?")),
+            body=str(note.get("body") or ""),
+            created_at=str(note.get("created_at", "")),
+            updated_at=str(note.get("updated_at", "")),
+            system=bool(note.get("system", False)),
+        )
+
+
+@dataclass(frozen=True)
+class MrRef:
+    project: str  # the full path
+    iid: int
+
+    def __str__(self) -> str:
+        return f"{self.project}!{self.iid}"
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A pending offer: a handoff, or the offer back that an approval carries."""
+
+    note_id: int
+    sender: str
+    to: str
+    role: str
+    sha: str
+    mr: MrRef | None
+    reason: str | None
+    event: str = "handoff"  # or "approve"
+    supersedes: int | None = None
+
+
+@dataclass(frozen=True)
+class Approval:
+    note_id: int
+    approver: str
+    to: str
+    mr: MrRef
+    sha: str
+    self_approval: bool
+    not_covering: tuple[str, ...]
+    reason: str | None = None
+    self_because: str | None = None  # which self-approval rule, said in words
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A note whose marker is not part of the state, and why."""
+
+    note_id: int
+    kind: str  # forged | malformed | tampered | duplicate
+    reason: str
+    author: str = ""
+
+
+@dataclass(frozen=True)
+class Break:
+    """A record whose ``prev`` names no earlier record: something before it was deleted or
+    rewritten."""
+
+    note_id: int
+    prev: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Event:
+    """One authentic, well-formed record on the trail. ``void`` says why the fold gave it no
+    effect (a claim while held, an accept of a stale offer, ...); None when it took effect."""
+
+    note_id: int
+    kind: str
+    event: str
+    agent: str
+    record: Mapping[str, Any]
+    created_at: str
+    void: str | None = None
+
+
+@dataclass(frozen=True)
+class Ledger:
+    holder: str | None = None
+    role: str | None = None
+    offer: Offer | None = None
+    approvals: tuple[Approval, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    breaks: tuple[Break, ...] = ()
+    trail: tuple[Event, ...] = ()
+    edited: tuple[int, ...] = ()  # note ids whose updated_at is later than created_at
+    concurrent: tuple[tuple[int, ...], ...] = ()  # notes that name the same prev
+    head: str | None = None  # the digest of the latest record: the next writer's prev
+    holder_since: int | None = None  # the note that made the holder the holder
+    accepted_from: str | None = None  # who sent the offer the holder accepted
+    freezes: tuple[Freeze, ...] = ()  # every freeze window recorded here (see section 5b)
+    constraints: tuple[Constraint, ...] = ()  # every standing constraint recorded here
+
+    @property
+    def label(self) -> str | None:
+        """The role label the notes call for."""
+        return f"agent::{self.role}" if self.role else None
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every identity the trail names, as writer or receiver."""
+        named = {e.agent for e in self.trail}
+        named |= {str(e.record["to"]) for e in self.trail if "to" in e.record}
+        return frozenset(named)
+
+    def written(self, write_id: str) -> Event | None:
+        """The trail's record carrying this write_id (the first, if a retry posted it twice)."""
+        return next((e for e in self.trail if e.record.get("write_id") == write_id), None)
+
+
+ROLE_LABELS = tuple(f"agent::{role}" for role in ROLES)
+# -- 5b. Board-wide records: freeze windows and standing constraints (the board issue) ---------
+# The fold hands freeze and constraint records to _BoardFold; they never touch ownership.
+# Freeze windows are found board-wide through FROZEN_LABEL: every issue that holds a freeze
+# record carries it (freeze adds it; thaw removes it when no window there is still live), so a
+# reader lists issues by that one label instead of scanning every issue. The label is an index
+# only: the records decide, and an expired window binds nobody whatever the label says.
+
+FROZEN_LABEL = "pairgate::frozen"
+
+
+def stamp_epoch(stamp: str) -> float | None:
+    """A GitLab ISO 8601 timestamp as epoch seconds; None when it does not parse."""
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Freeze:
+    """One recorded freeze window. ``until`` is the note's server time plus ``minutes``."""
+
+    note_id: int
+    agent: str
+    scope: str  # "board" | "issue:<iid>" | "mr:<project>!<iid>"
+    reason: str
+    minutes: int
+    created_at: str
+    thawed_by: int | None = None  # the note that lifted it early
+
+    @property
+    def until(self) -> float | None:
+        """Epoch seconds the window ends at; None when GitLab's timestamp does not parse."""
+        start = stamp_epoch(self.created_at)
+        return None if start is None else start + self.minutes * 60
+
+    def live(self, now: float) -> bool:
+        """Does it bind at ``now``? A window whose end cannot be read binds (fail closed)."""
+        until = self.until
+        return self.thawed_by is None and (until is None or now < until)
+
+    def covers(self, *, issue: int | None = None, mr: MrRef | None = None) -> bool:
+        """Is ``issue`` (a write on it) or ``mr`` inside this window's scope?"""
+        if self.scope == "board":
+            return True
+        kind, _, target = self.scope.partition(":")
+        if kind == "issue":
+            return issue is not None and int(target) == issue
+        project, _, iid = target.rpartition("!")
+        return mr is not None and mr.iid == int(iid) and mr.project.casefold() == project.casefold()
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """A standing constraint recorded on the issue: only ``imposer`` may lift it."""
+
+    note_id: int
+    id: str
+    text: str
+    imposer: str
