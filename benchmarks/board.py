@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pairgate.main import main  # noqa: E402
-from pairgate.ownership import Context, compose_note, fresh_id  # noqa: E402
+from pairgate.standalone.errors import Context, fresh_id  # noqa: E402
+from pairgate.standalone.records import compose_note  # noqa: E402
 
 CONFIG = ROOT / "tests" / "fixtures" / "pairgate-config.json"
 TRACKER = "/projects/acme%2Ftracker/issues"

@@ -19,14 +19,15 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from ledgerkit import Trail  # noqa: E402
 
-from pairgate import ownership as o  # noqa: E402
+from pairgate.standalone.config import load_config  # noqa: E402
+from pairgate.standalone.fold import fold  # noqa: E402
+from pairgate.standalone.ledger import Note  # noqa: E402
+from pairgate.standalone.records import _PROBLEMS, MARKER_OPEN  # noqa: E402
 
-CONFIG = o.load_config(
-    {"PAIRGATE_CONFIG": str(ROOT / "tests" / "fixtures" / "pairgate-config.json")}
-)
+CONFIG = load_config({"PAIRGATE_CONFIG": str(ROOT / "tests" / "fixtures" / "pairgate-config.json")})
 
 
-def notes(count: int, every: int) -> list[o.Note]:
+def notes(count: int, every: int) -> list[Note]:
     trail = Trail(CONFIG)
     trail.claim("acme-lead")
     held_by, other = "acme-lead", "acme-review"
@@ -40,9 +41,9 @@ def notes(count: int, every: int) -> list[o.Note]:
     return trail.notes[:count]
 
 
-def timed(batch: list[o.Note]) -> float:
+def timed(batch: list[Note]) -> float:
     start = time.perf_counter()
-    o.fold(batch, config=CONFIG)
+    fold(batch, config=CONFIG)
     return (time.perf_counter() - start) * 1000
 
 
@@ -51,10 +52,10 @@ def main() -> None:
     for count in (1_000, 10_000):
         for every in (1, 10):
             batch = notes(count, every)
-            o._PROBLEMS.clear()
+            _PROBLEMS.clear()
             cold = timed(batch)
             warm = statistics.median(timed(batch) for _ in range(5))
-            records = sum(o.MARKER_OPEN in n.body for n in batch)
+            records = sum(MARKER_OPEN in n.body for n in batch)
             print(f"{count:>7} {records:>8} {cold:>9.1f} {warm:>22.1f}")
 
 

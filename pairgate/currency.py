@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TextIO
 
 from pairgate import deployed_currency
-from pairgate.ownership import Config, Refusal
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Refusal
 
 # A long list of missing commits says nothing a short one does not.
 SHOWN = 10

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from pairgate.main import _META, build_parser
-from pairgate.ownership import Context, MalformedRecord, load_config, parse_marker, report
 from pairgate.sandbox.defaults import pairgate_config
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox
+from pairgate.standalone.config import load_config
+from pairgate.standalone.errors import Context, report
+from pairgate.standalone.records import MalformedRecord, parse_marker
 
 PREFIX = "PAIRGATE_DEMO"
 LEAD, REVIEW = "acme-lead", "acme-review"

@@ -24,8 +24,9 @@ from urllib.parse import quote
 
 import yaml
 
-from pairgate.ownership import Config, Context, Exit, PairgateError
 from pairgate.resources import resource_dir
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, Exit, PairgateError
 
 ROLES = ("lead", "review", "solo", "finder")
 ORACLE_ROLE = "finder"

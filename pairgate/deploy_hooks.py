@@ -18,8 +18,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from pairgate.ownership import Config, Context, Exit, PairgateError, UsageError
 from pairgate.resources import package_file, resource_dir
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, Exit, PairgateError, UsageError
 
 MODE = 0o755
 COMMAND = "pairgate deploy-hooks"

@@ -6,17 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pairgate.ownership import (
-    Config,
-    Freeze,
-    GitLab,
-    Ledger,
-    MrRef,
-    Refusal,
-    binding_freeze,
-    freeze_refusal,
-    read_freezes,
-)
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Refusal
+from pairgate.standalone.fold import binding_freeze, freeze_refusal
+from pairgate.standalone.gitlab import GitLab
+from pairgate.standalone.ledger import Freeze, Ledger, MrRef
+from pairgate.standalone.reads import read_freezes
 
 if TYPE_CHECKING:
     from pairgate.turn import Turn

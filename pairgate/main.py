@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pairgate import ownership
 from pairgate.currency import check_currency
-from pairgate.ownership import Context, Exit, UsageError
+from pairgate.standalone.config import load_config
+from pairgate.standalone.errors import Context, Exit, UsageError, report
 
 # Values a deployment configures are spelled as the key they come from, because --help reads no
 # configuration (the specification: it works in a fresh install).
@@ -348,7 +348,7 @@ def main(
             return Exit.ERROR
         kwargs = {k: v for k, v in vars(args).items() if k not in (*_META, "version")}
         if args.reads_config:
-            kwargs["config"] = config = ownership.load_config(ctx.env)
+            kwargs["config"] = config = load_config(ctx.env)
             check_currency(
                 measured,
                 config,
@@ -359,7 +359,7 @@ def main(
             )
         return int(_resolve(args.handler)(ctx=ctx, **kwargs))
     except Exception as exc:
-        return ownership.report(exc, ctx.stderr)
+        return report(exc, ctx.stderr)
 
 
 def _checked_origin(origin: object) -> Path:

@@ -6,7 +6,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pairgate.ownership import Config, GitLab, UsageError, cited_issues, encode_project
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import UsageError
+from pairgate.standalone.gitlab import GitLab, encode_project
+from pairgate.standalone.scope import cited_issues
 from pairgate.turn import read_found
 
 # The one job whose failure does not block an offer: it fails BECAUSE the approval is not at

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pairgate.ownership import PairgateError
+from pairgate.standalone.errors import PairgateError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 

@@ -16,28 +16,19 @@ from typing import Any
 
 from pairgate.freezes import refuse_if_frozen, windows_for
 from pairgate.note_text import note_text
-from pairgate.ownership import (
-    ROLE_LABELS,
-    Config,
-    Context,
-    Event,
-    Freeze,
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, PairgateError, Refusal, UsageError
+from pairgate.standalone.fold import fold, identity_pattern
+from pairgate.standalone.gitlab import (
     GitLab,
     GitLabError,
-    Ledger,
-    MrRef,
-    PairgateError,
-    Refusal,
-    UsageError,
     WriteUncertain,
-    compose_note,
     encode_project,
-    fold,
     gitlab_from_env,
-    identity_pattern,
-    notes_path,
-    read_notes,
 )
+from pairgate.standalone.ledger import ROLE_LABELS, Event, Freeze, Ledger, MrRef
+from pairgate.standalone.reads import notes_path, read_notes
+from pairgate.standalone.records import compose_note
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 WRITE_ATTEMPTS = 3

@@ -7,7 +7,7 @@ from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from pairgate.ownership import PairgateError
+from pairgate.standalone.errors import PairgateError
 
 DISTRIBUTION = "pairgate"
 RUNNING = Path(__file__).resolve().parent

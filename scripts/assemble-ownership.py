@@ -225,7 +225,9 @@ def assemble(sources_dir: Path = SOURCES, order: tuple[str, ...] = MODULES) -> s
     try:
         compile(text, str(TARGET), "exec")
     except SyntaxError as exc:
-        raise AssemblyError(f"the assembled file does not compile: line {exc.lineno}: {exc.msg}")
+        raise AssemblyError(
+            f"the assembled file does not compile: line {exc.lineno}: {exc.msg}"
+        ) from None
     return text
 
 

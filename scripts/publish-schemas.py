@@ -13,7 +13,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pairgate.ownership import CONFIG_SCHEMA, RECORD_SCHEMAS  # noqa: E402
+from pairgate.standalone.config import CONFIG_SCHEMA  # noqa: E402
+from pairgate.standalone.records import RECORD_SCHEMAS  # noqa: E402
 
 OUT = ROOT / "docs" / "schemas"
 

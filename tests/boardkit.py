@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pairgate.main import main
-from pairgate.ownership import Context
 from pairgate.sandbox.testing import RunningSandbox
+from pairgate.standalone.errors import Context
 from tests.conftest import Result, agent_env
 
 LEAD, REVIEW = "acme-lead", "acme-review"

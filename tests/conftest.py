@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from pairgate.main import main
-from pairgate.ownership import Config, Context, load_config
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox
+from pairgate.standalone.config import Config, load_config
+from pairgate.standalone.errors import Context
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

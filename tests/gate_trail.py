@@ -10,7 +10,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from pairgate.ownership import Note, compose_note
+from pairgate.standalone.ledger import Note
+from pairgate.standalone.records import compose_note
 
 AGENTS_USER_ID = 10  # the sandbox's agents account, the suite's ledger author
 

@@ -9,7 +9,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pairgate.ownership import Config, Ledger, Note, compose_note, fold, fresh_id
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import fresh_id
+from pairgate.standalone.fold import fold
+from pairgate.standalone.ledger import Ledger, Note
+from pairgate.standalone.records import compose_note
 
 AGENTS_USER = 10  # the suite configuration's ledger_author_user_ids
 MAINTAINER = 13

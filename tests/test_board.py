@@ -9,8 +9,8 @@ import time
 
 from pairgate.commands.render import Style, duration, table, use_colour
 from pairgate.main import main
-from pairgate.ownership import Context
 from pairgate.sandbox.testing import RunningSandbox
+from pairgate.standalone.errors import Context
 from tests.boardkit import LEAD, REVIEW, labels, new_round, ok, run_at, tamper
 from tests.conftest import agent_env
 

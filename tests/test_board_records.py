@@ -5,15 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from pairgate.ownership import (
-    Config,
-    Freeze,
-    MrRef,
-    binding_freeze,
-    constraint_id,
-    freeze_refusal,
-    schema_problem,
-)
+from pairgate.standalone.config import Config
+from pairgate.standalone.fold import binding_freeze, freeze_refusal
+from pairgate.standalone.ledger import Freeze, MrRef
+from pairgate.standalone.records import constraint_id, schema_problem
 from tests.ledgerkit import STAMP, Trail
 
 START = 1767225600.0  # STAMP, 2026-01-01T00:00:00Z, as epoch seconds

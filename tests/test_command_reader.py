@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from pairgate.ownership import CommandReading, could_name_glab_merge, read_command
+from pairgate.standalone.command_reader.read import read_command
+from pairgate.standalone.command_reader.words import CommandReading, could_name_glab_merge
 
 APP = {("acme/app", 12)}
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pairgate import ownership
+from pairgate.standalone.config import CONFIG_KEYS, CONFIG_SCHEMA, load_config
 from tests.conftest import FIXTURE_CONFIG, PAIRGATE, ROOT, run_cli, run_program
 
 
@@ -24,14 +24,14 @@ def write_config(tmp_path: Path, values: dict, name: str = "cfg.json") -> dict[s
 
 def test_fixture_and_example_configurations_load() -> None:
     for path in (FIXTURE_CONFIG, ROOT / "examples" / "pairgate-config.json"):
-        config = ownership.load_config({"PAIRGATE_CONFIG": str(path)})
-        assert set(config.values) == set(ownership.CONFIG_KEYS)
+        config = load_config({"PAIRGATE_CONFIG": str(path)})
+        assert set(config.values) == set(CONFIG_KEYS)
 
 
 def test_config_keys_are_the_seventeen_of_the_specification_plus_ledger_authors() -> None:
-    assert len(ownership.CONFIG_KEYS) == 18
-    assert "ledger_author_user_ids" in ownership.CONFIG_KEYS
-    assert set(ownership.CONFIG_SCHEMA["properties"]) == set(ownership.CONFIG_KEYS)
+    assert len(CONFIG_KEYS) == 18
+    assert "ledger_author_user_ids" in CONFIG_KEYS
+    assert set(CONFIG_SCHEMA["properties"]) == set(CONFIG_KEYS)
 
 
 def test_no_configuration_is_a_missing_configuration_error() -> None:
@@ -120,7 +120,7 @@ def test_one_extra_key_exits_2_naming_it(tmp_path: Path) -> None:
     assert env["PAIRGATE_CONFIG"] in result.err
 
 
-@pytest.mark.parametrize("key", sorted(set(ownership.CONFIG_KEYS) - {"renovate_exempt_namespaces"}))
+@pytest.mark.parametrize("key", sorted(set(CONFIG_KEYS) - {"renovate_exempt_namespaces"}))
 def test_each_missing_key_exits_2_naming_it(tmp_path: Path, key: str) -> None:
     values = fixture_values()
     del values[key]
@@ -132,7 +132,7 @@ def test_each_missing_key_exits_2_naming_it(tmp_path: Path, key: str) -> None:
 def test_renovate_exempt_namespaces_may_be_absent_and_then_exempts_nothing(tmp_path: Path) -> None:
     values = fixture_values()
     del values["renovate_exempt_namespaces"]
-    config = ownership.load_config(write_config(tmp_path, values))
+    config = load_config(write_config(tmp_path, values))
     assert config["renovate_exempt_namespaces"] == []
 
 
@@ -193,7 +193,7 @@ def test_group_prefix_is_matched_on_a_path_segment(tmp_path: Path) -> None:
 
 def test_relative_paths_resolve_against_the_configuration_file(tmp_path: Path) -> None:
     env = write_config(tmp_path, fixture_values())
-    config = ownership.load_config(env)
+    config = load_config(env)
     assert config.relative("agent_text_dir") == tmp_path / "agent-text"
     assert config.env_name("AGENT_ID") == "PAIRGATE_TEST_AGENT_ID"
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pairgate.ownership import constraint_id, fold, parse_marker
+from pairgate.standalone.fold import fold
+from pairgate.standalone.records import constraint_id, parse_marker
 from tests.boardkit import LEAD, REVIEW, run_at
 from tests.conftest import FIXTURE_CONFIG
 from tests.ledgerkit import Trail

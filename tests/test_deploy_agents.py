@@ -11,7 +11,8 @@ import pytest
 
 from pairgate import deploy_agents
 from pairgate.deploy_agents import ORACLE_BEGIN, ORACLE_END, ROLES, atomic_write, install
-from pairgate.ownership import Context, PairgateError, load_config, report
+from pairgate.standalone.config import load_config
+from pairgate.standalone.errors import Context, PairgateError, report
 from tests.conftest import FIXTURE_CONFIG, ROOT, Result, run_cli
 
 GOLDEN = ROOT / "tests" / "golden" / "agents"

@@ -7,18 +7,21 @@ import json
 import pytest
 from ledgerkit import MAINTAINER, SHA2, STAMP, Trail
 
-from pairgate import ownership as o
+from pairgate.standalone.config import Config
+from pairgate.standalone.fold import fold, identity_pattern, is_finder
+from pairgate.standalone.ledger import Ledger, MrRef, Note
+from pairgate.standalone.records import compose_note
 
 LEAD, REVIEW, SOLO = "acme-lead", "acme-review", "acme-solo"
 
 
 @pytest.fixture
-def trail(config: o.Config) -> Trail:
+def trail(config: Config) -> Trail:
     return Trail(config)
 
 
 def test_no_notes_no_holder(trail: Trail) -> None:
-    assert trail.fold() == o.Ledger()
+    assert trail.fold() == Ledger()
 
 
 def test_the_round(trail: Trail) -> None:
@@ -38,7 +41,7 @@ def test_the_round(trail: Trail) -> None:
         REVIEW,
         LEAD,
         "a" * 40,
-        o.MrRef("acme/app", 7),
+        MrRef("acme/app", 7),
     )
     assert not approval.self_approval and approval.not_covering == ("docs",)
     assert (ledger.holder, ledger.offer.note_id, ledger.offer.to, ledger.offer.role) == (
@@ -127,7 +130,7 @@ def test_eight_racing_claims_leave_the_earliest(trail: Trail) -> None:
 def test_notes_are_folded_in_id_order(trail: Trail) -> None:
     a = trail.claim(LEAD, prev=None)
     b = trail.claim(REVIEW, prev=None)
-    ledger = o.fold(list(reversed(trail.notes)), config=trail.config)
+    ledger = fold(list(reversed(trail.notes)), config=trail.config)
     assert ledger.holder == LEAD and [e.note_id for e in ledger.trail] == [a.id, b.id]
 
 
@@ -192,7 +195,7 @@ def test_system_notes_and_plain_comments_are_not_records(trail: Trail) -> None:
     trail.note("mentioned in merge request acme/app!7", system=True)
     trail.note('changed <!-- mochi-task:ownership {"event":"claim"} -->', system=True)
     trail.note("LGTM, see mochi-task docs", author=MAINTAINER)
-    assert trail.fold() == o.Ledger()
+    assert trail.fold() == Ledger()
 
 
 def test_an_edited_record_is_tampered_and_reported_as_edited(trail: Trail) -> None:
@@ -237,7 +240,7 @@ def test_a_deleted_note_breaks_the_chain(trail: Trail) -> None:
 
 def test_malformed_and_schema_invalid_records_are_skipped_with_a_reason(trail: Trail) -> None:
     bad_json = trail.note("x\n<!-- mochi-task:ownership {oops} -->")
-    _, record = o.compose_note(
+    _, record = compose_note(
         "ownership",
         {
             "event": "claim",
@@ -264,7 +267,7 @@ def test_malformed_and_schema_invalid_records_are_skipped_with_a_reason(trail: T
 
 def test_a_second_note_with_a_seen_write_id_is_ignored(trail: Trail) -> None:
     first = trail.claim(LEAD, write_id="f" * 32)
-    trail.notes.append(o.Note(first.id + 1, 10, "agents", first.body, STAMP, STAMP))
+    trail.notes.append(Note(first.id + 1, 10, "agents", first.body, STAMP, STAMP))
     ledger = trail.fold()
     assert ledger.holder == LEAD and len(ledger.trail) == 1
     assert ledger.skipped[0].kind == "duplicate"
@@ -317,6 +320,6 @@ def test_a_close_that_saw_the_latest_record_applies(trail: Trail) -> None:
         ("acme-lead-", False, False),
     ],
 )
-def test_the_identity_grammar(config: o.Config, name: str, grammar: bool, finder: bool) -> None:
-    assert bool(o.identity_pattern(config).match(name)) is grammar
-    assert o.is_finder(name, config) is finder
+def test_the_identity_grammar(config: Config, name: str, grammar: bool, finder: bool) -> None:
+    assert bool(identity_pattern(config).match(name)) is grammar
+    assert is_finder(name, config) is finder

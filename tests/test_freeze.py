@@ -8,8 +8,11 @@ import time
 
 import pytest
 
-from pairgate.ownership import FROZEN_LABEL, MrRef, gitlab_from_env, load_config, read_freezes
 from pairgate.sandbox.testing import RunningSandbox
+from pairgate.standalone.config import load_config
+from pairgate.standalone.gitlab import gitlab_from_env
+from pairgate.standalone.ledger import FROZEN_LABEL, MrRef
+from pairgate.standalone.reads import read_freezes
 from tests.boardkit import LEAD, REVIEW, labels, new_round, ok, run_at
 from tests.conftest import FIXTURE_CONFIG, agent_env
 

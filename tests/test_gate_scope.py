@@ -7,15 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from pairgate import ownership
-from pairgate.ownership import (
+from pairgate.standalone.config import Config, load_config
+from pairgate.standalone.errors import ConfigError
+from pairgate.standalone.scope import (
     AutomationFamily,
-    ConfigError,
     MergeRequestFacts,
+    Scope,
     cited_issues,
     decide_scope,
     load_automation_families,
     renovate_exemption_gaps,
+    roster_path,
 )
 from tests.conftest import FIXTURE_CONFIG, FIXTURES
 
@@ -23,8 +25,8 @@ TRACKER = "acme/tracker"
 
 
 @pytest.fixture
-def config() -> ownership.Config:
-    return ownership.load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
+def config() -> Config:
+    return load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
 
 
 def cites(text: str, mr_project: str = "acme/app") -> tuple[int, ...]:
@@ -68,7 +70,7 @@ MR = MergeRequestFacts(
 )
 
 
-def scope(mr: MergeRequestFacts, config: ownership.Config, **kw: object) -> ownership.Scope:
+def scope(mr: MergeRequestFacts, config: Config, **kw: object) -> Scope:
     cited = kw.pop("cited", ())
     in_group = kw.pop("in_group", True)
     families = kw.pop("families", ())
@@ -81,7 +83,7 @@ def scope(mr: MergeRequestFacts, config: ownership.Config, **kw: object) -> owne
     )
 
 
-def test_renovate_with_all_four_conditions_is_exempt(config: ownership.Config) -> None:
+def test_renovate_with_all_four_conditions_is_exempt(config: Config) -> None:
     assert renovate_exemption_gaps(MR, config) == []
     assert scope(MR, config).code == "renovate"
 
@@ -96,7 +98,7 @@ def test_renovate_with_all_four_conditions_is_exempt(config: ownership.Config) -
     ],
 )
 def test_renovate_missing_any_one_condition_stays_in_scope(
-    config: ownership.Config, change: dict[str, object], gap: str
+    config: Config, change: dict[str, object], gap: str
 ) -> None:
     mr = replace(MR, **change)  # type: ignore[arg-type]
     gaps = renovate_exemption_gaps(mr, config)
@@ -107,26 +109,26 @@ def test_renovate_missing_any_one_condition_stays_in_scope(
         assert gap in result.detail  # the label was there, so the detail says why it counts
 
 
-def test_renovate_namespace_must_be_followed_by_a_slash(config: ownership.Config) -> None:
+def test_renovate_namespace_must_be_followed_by_a_slash(config: Config) -> None:
     assert scope(replace(MR, project="acme-evil/app"), config, in_group=True).in_scope
     assert scope(replace(MR, project="acme/sub/app"), config).code == "renovate"
 
 
 def test_a_configuration_without_the_namespaces_key_exempts_nothing(
-    config: ownership.Config,
+    config: Config,
 ) -> None:
     values = {k: v for k, v in config.values.items() if k != "renovate_exempt_namespaces"}
     older = replace(config, values=values)
     assert scope(MR, older).in_scope
 
 
-def test_outside_the_group_is_not_gated_and_comes_first(config: ownership.Config) -> None:
+def test_outside_the_group_is_not_gated_and_comes_first(config: Config) -> None:
     result = scope(replace(MR, project="outside/app"), config, in_group=False, cited=(5,))
     assert (result.in_scope, result.code) == (False, "outside-group")
 
 
 def test_generic_issue_only_is_out_of_scope_but_not_with_another(
-    config: ownership.Config,
+    config: Config,
 ) -> None:
     plain = replace(MR, labels=())
     assert scope(plain, config, cited=(1,)).code == "generic-issue-only"
@@ -134,7 +136,7 @@ def test_generic_issue_only_is_out_of_scope_but_not_with_another(
     assert scope(plain, config, cited=()).in_scope
 
 
-def test_generic_issue_null_means_none(config: ownership.Config) -> None:
+def test_generic_issue_null_means_none(config: Config) -> None:
     none = replace(config, values={**config.values, "generic_tracking_issue": None})
     assert scope(replace(MR, labels=()), none, cited=(1,)).in_scope
 
@@ -157,7 +159,7 @@ CITING = AutomationFamily("mirror", author_id=13, branch_prefix="automation/m/",
     ],
 )
 def test_automation_families(
-    config: ownership.Config,
+    config: Config,
     author: int,
     branch: str,
     cited: tuple[int, ...],
@@ -179,9 +181,9 @@ def test_the_shipped_rosters_load() -> None:
     assert fixture[0] == AutomationFamily("nightly-lockfiles", 13, "automation/lockfiles/", None)
 
 
-def test_the_roster_is_found_beside_the_configuration(config: ownership.Config) -> None:
-    assert ownership.roster_path(config) == FIXTURES / "automation_mr_families.py"
-    assert ownership.roster_path(config, Path("/x/r.py")) == Path("/x/r.py")
+def test_the_roster_is_found_beside_the_configuration(config: Config) -> None:
+    assert roster_path(config) == FIXTURES / "automation_mr_families.py"
+    assert roster_path(config, Path("/x/r.py")) == Path("/x/r.py")
     assert load_automation_families(None) == ()
 
 

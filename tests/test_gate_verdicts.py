@@ -6,8 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from pairgate import ownership
-from pairgate.ownership import MergeRequestFacts, Note, decide, decide_scope, fold
+from pairgate.standalone.config import Config, load_config
+from pairgate.standalone.fold import fold
+from pairgate.standalone.gate import gate_merge
+from pairgate.standalone.gitlab import GitLabError
+from pairgate.standalone.ledger import Note
+from pairgate.standalone.scope import MergeRequestFacts, decide_scope
+from pairgate.standalone.verdict import GateVerdict, decide
 from tests.conftest import FIXTURE_CONFIG
 from tests.gate_trail import Trail
 
@@ -26,13 +31,11 @@ MR = MergeRequestFacts(
 
 
 @pytest.fixture(scope="module")
-def config() -> ownership.Config:
-    return ownership.load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
+def config() -> Config:
+    return load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
 
 
-def verdict(
-    config: ownership.Config, trails: dict[int, Trail], mr: MergeRequestFacts = MR
-) -> ownership.GateVerdict:
+def verdict(config: Config, trails: dict[int, Trail], mr: MergeRequestFacts = MR) -> GateVerdict:
     ledgers = {issue: fold(trail.notes, config=config) for issue, trail in trails.items()}
     cited = tuple(trails)
     scope = decide_scope(mr, cited=cited, in_group=True, config=config, families=())
@@ -46,7 +49,7 @@ def reviewed(sha: str = HEAD, mr: tuple[str, int] = APP) -> Trail:
 
 
 def test_an_independent_approval_at_head_passes_and_says_how_to_merge(
-    config: ownership.Config,
+    config: Config,
 ) -> None:
     result = verdict(config, {5: reviewed()})
     assert (result.allowed, result.code, result.record.ok, result.approval.ok) == (
@@ -64,7 +67,7 @@ def test_an_independent_approval_at_head_passes_and_says_how_to_merge(
 
 
 def test_never_approved_is_refused_by_merge_check_but_not_by_the_approval_job(
-    config: ownership.Config,
+    config: Config,
 ) -> None:
     trail = Trail.local()
     trail.claim("acme-lead")
@@ -75,7 +78,7 @@ def test_never_approved_is_refused_by_merge_check_but_not_by_the_approval_job(
     assert approve in result.message
 
 
-def test_a_self_approval_only_is_refused_by_both(config: ownership.Config) -> None:
+def test_a_self_approval_only_is_refused_by_both(config: Config) -> None:
     trail = Trail.local()
     trail.solo(HEAD, APP)
     result = verdict(config, {5: trail})
@@ -86,7 +89,7 @@ def test_a_self_approval_only_is_refused_by_both(config: ownership.Config) -> No
 
 
 def test_an_approval_one_push_behind_is_refused_naming_both_commits(
-    config: ownership.Config,
+    config: Config,
 ) -> None:
     result = verdict(config, {5: reviewed(sha=OLD)})
     assert (result.allowed, result.code, result.approval.ok) == (False, "not-at-head", False)
@@ -96,7 +99,7 @@ def test_an_approval_one_push_behind_is_refused_naming_both_commits(
 
 
 def test_a_self_approval_at_head_does_not_hide_an_independent_one(
-    config: ownership.Config,
+    config: Config,
 ) -> None:
     trail = reviewed()
     solo = Trail.local()
@@ -104,14 +107,14 @@ def test_a_self_approval_at_head_does_not_hide_an_independent_one(
     assert verdict(config, {5: trail, 6: solo}).allowed
 
 
-def test_an_unclaimed_cited_issue_fails_the_record(config: ownership.Config) -> None:
+def test_an_unclaimed_cited_issue_fails_the_record(config: Config) -> None:
     result = verdict(config, {5: Trail.local()})
     assert (result.allowed, result.code, result.record.ok) == (False, "unclaimed", False)
     assert "acme/tracker#5" in result.message and "pairgate claim 5 --role lead" in result.message
 
 
 def test_two_cited_issues_pass_on_either_approval_but_each_must_be_claimed(
-    config: ownership.Config,
+    config: Config,
 ) -> None:
     claimed = Trail.local()
     claimed.claim("acme-lead-9")
@@ -125,12 +128,12 @@ def test_two_cited_issues_pass_on_either_approval_but_each_must_be_claimed(
 
 @pytest.mark.parametrize("other", [("acme/app", 4), ("acme/other", 3)])
 def test_an_approval_of_another_merge_request_does_not_count(
-    config: ownership.Config, other: tuple[str, int]
+    config: Config, other: tuple[str, int]
 ) -> None:
     assert verdict(config, {5: reviewed(mr=other)}).code == "never-approved"
 
 
-def test_the_project_is_compared_as_gitlab_does_without_case(config: ownership.Config) -> None:
+def test_the_project_is_compared_as_gitlab_does_without_case(config: Config) -> None:
     assert verdict(config, {5: reviewed(mr=("Acme/App", 3))}).allowed
 
 
@@ -139,7 +142,7 @@ def _tamper(note: Note, old: str, new: str) -> Note:
     return replace(note, body=note.body.replace(old, new))
 
 
-def test_a_tampered_approval_never_counts_and_is_reported(config: ownership.Config) -> None:
+def test_a_tampered_approval_never_counts_and_is_reported(config: Config) -> None:
     trail = reviewed(sha=OLD)
     # Someone edits the approval note to name the current head.
     trail.notes[-1] = _tamper(trail.notes[-1], OLD, HEAD)
@@ -148,7 +151,7 @@ def test_a_tampered_approval_never_counts_and_is_reported(config: ownership.Conf
     assert any("note 1003 skipped (tampered)" in w for w in result.warnings)
 
 
-def test_a_forged_approval_never_counts_and_is_reported(config: ownership.Config) -> None:
+def test_a_forged_approval_never_counts_and_is_reported(config: Config) -> None:
     trail = Trail.local()
     trail.claim("acme-lead")
     forger = Trail.local(author_id=14)
@@ -160,7 +163,7 @@ def test_a_forged_approval_never_counts_and_is_reported(config: ownership.Config
     assert any("skipped (forged)" in w for w in result.warnings)
 
 
-def test_a_break_in_the_chain_is_reported(config: ownership.Config) -> None:
+def test_a_break_in_the_chain_is_reported(config: Config) -> None:
     trail = reviewed()
     del trail.notes[1]  # the offer, deleted
     result = verdict(config, {5: trail})
@@ -168,7 +171,7 @@ def test_a_break_in_the_chain_is_reported(config: ownership.Config) -> None:
 
 
 def test_an_mr_that_cites_no_tracker_issue_passes_the_jobs_but_not_merge_check(
-    config: ownership.Config,
+    config: Config,
 ) -> None:
     result = verdict(config, {}, replace(MR, description="no reference"))
     assert (result.allowed, result.code) == (False, "no-citation")
@@ -176,13 +179,13 @@ def test_an_mr_that_cites_no_tracker_issue_passes_the_jobs_but_not_merge_check(
     assert "cites no issue of acme/tracker" in result.message
 
 
-def test_an_mr_without_commits_has_no_head_to_approve(config: ownership.Config) -> None:
+def test_an_mr_without_commits_has_no_head_to_approve(config: Config) -> None:
     result = verdict(config, {5: reviewed()}, replace(MR, head_sha=None))
     assert (result.allowed, result.code) == (False, "not-at-head")
     assert "the merge request has no commits" in result.message
 
 
-def test_out_of_scope_passes_everywhere(config: ownership.Config) -> None:
+def test_out_of_scope_passes_everywhere(config: Config) -> None:
     scope = decide_scope(MR, cited=(5,), in_group=False, config=config, families=())
     result = decide(MR, scope=scope, cited=(5,), ledgers={}, config=config)
     assert (result.allowed, result.in_scope, result.record.ok, result.approval.ok) == (
@@ -194,7 +197,7 @@ def test_out_of_scope_passes_everywhere(config: ownership.Config) -> None:
     assert "not gated" in result.message
 
 
-def test_the_json_keys_are_stable(config: ownership.Config) -> None:
+def test_the_json_keys_are_stable(config: Config) -> None:
     assert sorted(verdict(config, {5: reviewed()}).as_json()) == [
         "allowed",
         "approval",
@@ -236,23 +239,23 @@ class _MovedProject:
             "projects/acme%2Fapp/merge_requests/3",
         ):
             return self.mr
-        raise ownership.GitLabError(f"GET {path}: HTTP 404", status=404)
+        raise GitLabError(f"GET {path}: HTTP 404", status=404)
 
     def get_all(self, path: str, **params: object) -> list[object]:
         return []  # no project shared into the group, no freezes
 
 
 def test_a_path_gitlab_redirects_into_the_group_is_gated_as_the_project_it_names(
-    config: ownership.Config,
+    config: Config,
 ) -> None:
     client = _MovedProject()
-    result = ownership.gate_merge(client, config, "oldgroup/app", 3, families=())  # type: ignore[arg-type]
+    result = gate_merge(client, config, "oldgroup/app", 3, families=())  # type: ignore[arg-type]
     assert (result.allowed, result.in_scope, result.project) == (False, True, "acme/app")
 
 
 def test_a_merge_request_the_reader_cannot_see_outside_the_group_stays_outside(
-    config: ownership.Config,
+    config: Config,
 ) -> None:
     client = _MovedProject()
-    result = ownership.gate_merge(client, config, "outside/app", 3, families=())  # type: ignore[arg-type]
+    result = gate_merge(client, config, "outside/app", 3, families=())  # type: ignore[arg-type]
     assert (result.allowed, result.scope) == (True, "outside-group")

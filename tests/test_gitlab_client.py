@@ -10,14 +10,24 @@ from typing import Any
 import pytest
 from conftest import agent_env
 
-from pairgate import ownership as o
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import PairgateError
+from pairgate.standalone.gitlab import (
+    GitLab,
+    GitLabError,
+    WriteUncertain,
+    api_url_from_env,
+    encode_project,
+    gitlab_from_env,
+    read_retry,
+)
 
 NOTES = "projects/acme%2Ftracker/issues/1/notes"
-FAST = o.read_retry(backoff_factor=0)
+FAST = read_retry(backoff_factor=0)
 
 
-def client_for(sandbox: Any, config: o.Config, **env: str) -> o.GitLab:
-    return o.gitlab_from_env(config, agent_env(sandbox, **env), retry=FAST)
+def client_for(sandbox: Any, config: Config, **env: str) -> GitLab:
+    return gitlab_from_env(config, agent_env(sandbox, **env), retry=FAST)
 
 
 def posts(sandbox: Any) -> list[dict[str, Any]]:
@@ -25,10 +35,10 @@ def posts(sandbox: Any) -> list[dict[str, Any]]:
 
 
 def test_encode_project() -> None:
-    assert o.encode_project("acme/sub/app") == "acme%2Fsub%2Fapp"
+    assert encode_project("acme/sub/app") == "acme%2Fsub%2Fapp"
 
 
-def test_get_all_follows_every_page_in_order(sandbox: Any, config: o.Config) -> None:
+def test_get_all_follows_every_page_in_order(sandbox: Any, config: Config) -> None:
     client = client_for(sandbox, config)
     for i in range(250):
         sandbox.note(1, f"note {i}")
@@ -47,14 +57,14 @@ def test_get_all_follows_every_page_in_order(sandbox: Any, config: o.Config) -> 
         {"drop": True},
     ],
 )
-def test_a_read_is_retried(sandbox: Any, config: o.Config, fault: dict[str, Any]) -> None:
+def test_a_read_is_retried(sandbox: Any, config: Config, fault: dict[str, Any]) -> None:
     client = client_for(sandbox, config)
     sandbox.fault(method="GET", path="/issues/1$", count=2, **fault)
     assert client.get("projects/acme%2Ftracker/issues/1")["iid"] == 1
     assert len(sandbox.requests()) == 3
 
 
-def test_retry_after_is_honoured(sandbox: Any, config: o.Config) -> None:
+def test_retry_after_is_honoured(sandbox: Any, config: Config) -> None:
     client = client_for(sandbox, config)
     sandbox.fault(method="GET", path="/issues/1$", status=429, retry_after=1)
     started = time.monotonic()
@@ -62,36 +72,36 @@ def test_retry_after_is_honoured(sandbox: Any, config: o.Config) -> None:
     assert time.monotonic() - started >= 0.9
 
 
-def test_a_read_that_keeps_failing_says_so(sandbox: Any, config: o.Config) -> None:
+def test_a_read_that_keeps_failing_says_so(sandbox: Any, config: Config) -> None:
     client = client_for(sandbox, config)
     sandbox.fault(method="GET", path="/issues/1$", status=500, count=10)
-    with pytest.raises(o.GitLabError, match=r"GET /projects/acme%2Ftracker/issues/1: HTTP 500"):
+    with pytest.raises(GitLabError, match=r"GET /projects/acme%2Ftracker/issues/1: HTTP 500"):
         client.get("projects/acme%2Ftracker/issues/1")
 
 
 @pytest.mark.parametrize("fault", [{"status": 500}, {"drop": True}, {"status": 429}])
-def test_a_write_is_never_retried(sandbox: Any, config: o.Config, fault: dict[str, Any]) -> None:
+def test_a_write_is_never_retried(sandbox: Any, config: Config, fault: dict[str, Any]) -> None:
     client = client_for(sandbox, config)
     sandbox.fault(method="POST", path="/notes$", **fault)
-    with pytest.raises(o.WriteUncertain):
+    with pytest.raises(WriteUncertain):
         client.write("POST", NOTES, {"body": "hello"})
     assert len(posts(sandbox)) == 1
 
 
-def test_a_refused_write_is_certain(sandbox: Any, config: o.Config) -> None:
+def test_a_refused_write_is_certain(sandbox: Any, config: Config) -> None:
     client = client_for(sandbox, config)
-    with pytest.raises(o.GitLabError) as refused:
+    with pytest.raises(GitLabError) as refused:
         client.write("POST", "projects/acme%2Ftracker/issues/999/notes", {"body": "x"})
-    assert refused.value.status == 404 and not isinstance(refused.value, o.WriteUncertain)
+    assert refused.value.status == 404 and not isinstance(refused.value, WriteUncertain)
 
 
-def test_the_token_never_appears_in_a_repr(sandbox: Any, config: o.Config) -> None:
+def test_the_token_never_appears_in_a_repr(sandbox: Any, config: Config) -> None:
     client = client_for(sandbox, config)
     assert sandbox.token("agents") not in repr(client)
     assert "<hidden>" in repr(client)
 
 
-def test_describe_says_where_the_url_came_from(sandbox: Any, config: o.Config) -> None:
+def test_describe_says_where_the_url_came_from(sandbox: Any, config: Config) -> None:
     text = client_for(sandbox, config).describe()
     assert text == (
         f"GitLab API {sandbox.url}/api/v4 (from PAIRGATE_TEST_GITLAB_URL); "
@@ -99,8 +109,8 @@ def test_describe_says_where_the_url_came_from(sandbox: Any, config: o.Config) -
     )
 
 
-def test_the_api_url_sources(config: o.Config) -> None:
-    url = o.api_url_from_env
+def test_the_api_url_sources(config: Config) -> None:
+    url = api_url_from_env
     assert url(config, {"PAIRGATE_TEST_GITLAB_URL": "https://gl.example/"}) == (
         "https://gl.example/api/v4",
         "PAIRGATE_TEST_GITLAB_URL",
@@ -112,28 +122,28 @@ def test_the_api_url_sources(config: o.Config) -> None:
     assert url(config, {}) == (None, "glab's configured host")
 
 
-def test_glab_host_is_asked_when_https_has_no_url(config: o.Config, fp: Any) -> None:
+def test_glab_host_is_asked_when_https_has_no_url(config: Config, fp: Any) -> None:
     fp.register(["glab", "config", "get", "host"], stdout="gitlab.example.com\n")
-    client = o.gitlab_from_env(config, {"PAIRGATE_TEST_TASK_API_TOKEN": "t"})
+    client = gitlab_from_env(config, {"PAIRGATE_TEST_TASK_API_TOKEN": "t"})
     assert client.api_url == "https://gitlab.example.com/api/v4"
 
 
-def test_plain_http_is_refused_off_loopback(config: o.Config) -> None:
+def test_plain_http_is_refused_off_loopback(config: Config) -> None:
     env = {"PAIRGATE_TEST_GITLAB_URL": "http://gl.example", "PAIRGATE_TEST_TASK_API_TOKEN": "t"}
-    with pytest.raises(o.PairgateError, match="refusing to send a token over plain http"):
-        o.gitlab_from_env(config, env)
+    with pytest.raises(PairgateError, match="refusing to send a token over plain http"):
+        gitlab_from_env(config, env)
 
 
 # -- glab api ------------------------------------------------------------------------------
 
 
 @pytest.fixture
-def glab(config: o.Config) -> o.GitLab:
+def glab(config: Config) -> GitLab:
     """Reads and writes through glab, pointed at an instance by URL."""
-    return o.gitlab_from_env(config, {"PAIRGATE_TEST_GITLAB_URL": "https://gl.example"})
+    return gitlab_from_env(config, {"PAIRGATE_TEST_GITLAB_URL": "https://gl.example"})
 
 
-def test_glab_get(glab: o.GitLab, fp: Any) -> None:
+def test_glab_get(glab: GitLab, fp: Any) -> None:
     fp.register(
         ["glab", "api", "projects/a%2Fb/issues/1?with_x=true", "--hostname", "gl.example"],
         stdout='{"iid": 1}',
@@ -141,13 +151,13 @@ def test_glab_get(glab: o.GitLab, fp: Any) -> None:
     assert glab.get("projects/a%2Fb/issues/1", with_x=True) == {"iid": 1}
 
 
-def test_glab_paginate_prints_pages_back_to_back(glab: o.GitLab, fp: Any) -> None:
+def test_glab_paginate_prints_pages_back_to_back(glab: GitLab, fp: Any) -> None:
     argv = ["glab", "api", f"{NOTES}?sort=asc&per_page=100", "--paginate"]
     fp.register([*argv, "--hostname", "gl.example"], stdout='[{"id": 1}][]\n[{"id": 2},{"id": 3}]')
     assert [n["id"] for n in glab.get_all(NOTES, sort="asc")] == [1, 2, 3]
 
 
-def test_glab_write_sends_json_on_stdin(glab: o.GitLab, fp: Any) -> None:
+def test_glab_write_sends_json_on_stdin(glab: GitLab, fp: Any) -> None:
     seen: list[Any] = []
     argv = ["glab", "api", NOTES, "-X", "POST", "--input", "-"]
     fp.register(
@@ -160,29 +170,29 @@ def test_glab_write_sends_json_on_stdin(glab: o.GitLab, fp: Any) -> None:
     assert json.loads(seen[0]) == {"body": body}
 
 
-def test_glab_http_errors(glab: o.GitLab, fp: Any) -> None:
+def test_glab_http_errors(glab: GitLab, fp: Any) -> None:
     fp.register(
         ["glab", fp.any()],
         stdout='{"message":"404 Not found"}',
         stderr="glab: 404 Not found (HTTP 404)\n",
         returncode=1,
     )
-    with pytest.raises(o.GitLabError) as failed:
+    with pytest.raises(GitLabError) as failed:
         glab.get("projects/a%2Fb/issues/9")
     assert failed.value.status == 404 and "HTTP 404" in failed.value.message
 
 
 @pytest.mark.parametrize("stderr", ["glab: HTTP 502\n", "dial tcp: connection refused\n"])
-def test_glab_write_without_a_certain_answer(glab: o.GitLab, fp: Any, stderr: str) -> None:
+def test_glab_write_without_a_certain_answer(glab: GitLab, fp: Any, stderr: str) -> None:
     fp.register(["glab", fp.any()], stderr=stderr, returncode=1)
-    with pytest.raises(o.WriteUncertain):
+    with pytest.raises(WriteUncertain):
         glab.write("POST", NOTES, {"body": "x"})
 
 
-def test_glab_missing(glab: o.GitLab, fp: Any) -> None:
+def test_glab_missing(glab: GitLab, fp: Any) -> None:
     def missing(process: Any) -> None:
         raise FileNotFoundError("glab")
 
     fp.register(["glab", fp.any()], callback=missing)
-    with pytest.raises(o.GitLabError, match="glab is not installed"):
+    with pytest.raises(GitLabError, match="glab is not installed"):
         glab.get("user")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pairgate.commands.boardread import MrState
 from pairgate.commands.graph import dot, mermaid, steps
-from pairgate.ownership import Config, MrRef
 from pairgate.sandbox.testing import RunningSandbox
+from pairgate.standalone.config import Config
+from pairgate.standalone.ledger import MrRef
 from tests.boardkit import LEAD, REVIEW, new_round, ok, run_at, tamper
 from tests.conftest import agent_env
 from tests.ledgerkit import MR, SHA, SHA2, Trail

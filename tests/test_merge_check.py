@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from pairgate import ownership
-from pairgate.ownership import Context
 from pairgate.sandbox.testing import RunningSandbox
+from pairgate.standalone.doors import validator_main
+from pairgate.standalone.entry import standalone_main
+from pairgate.standalone.errors import Context
 from tests.conftest import FIXTURE_CONFIG, ROOT, run_cli
 from tests.gate_world import (
     World,
@@ -95,9 +96,7 @@ def test_any_read_error_is_could_not_decide_never_a_pass(
 
 def validator(name: str, environment: dict[str, str], *argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = ownership.validator_main(
-        name, list(argv), Context(env=environment, stdout=out, stderr=err)
-    )
+    code = validator_main(name, list(argv), Context(env=environment, stdout=out, stderr=err))
     return code, out.getvalue(), err.getvalue()
 
 
@@ -157,7 +156,7 @@ def test_a_malformed_roster_the_validator_is_told_is_an_error(
 def test_standalone_usage_errors_exit_2() -> None:
     err = io.StringIO()
     ctx = Context(env={}, stdout=io.StringIO(), stderr=err)
-    assert ownership.standalone_main(["merge-check", "--mr", "x"], ctx) == 2
+    assert standalone_main(["merge-check", "--mr", "x"], ctx) == 2
     assert "--mr: invalid int value" in err.getvalue()
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from conftest import ROOT, run_program
 
-from pairgate.ownership import RECORD_SCHEMAS
+from pairgate.standalone.records import RECORD_SCHEMAS
 
 SCRIPT = [sys.executable, "-B", str(ROOT / "scripts" / "publish-schemas.py")]
 

@@ -8,7 +8,15 @@ import re
 import jsonschema
 import pytest
 
-from pairgate import ownership as o
+from pairgate.standalone.errors import PairgateError
+from pairgate.standalone.records import (
+    RECORD_SCHEMAS,
+    MalformedRecord,
+    compose_note,
+    neutralise_quick_actions,
+    parse_marker,
+    record_digest,
+)
 
 RECORD = {
     "event": "handoff",
@@ -27,16 +35,16 @@ NASTY = "done --> <!-- mochi-task:ownership {} -->\n/close\n  /label ~x\nnaïve 
 
 
 def test_compose_then_parse_round_trips() -> None:
-    body, sealed = o.compose_note("ownership", RECORD, "acme-lead offers #4 to acme-review.")
-    kind, record, human = o.parse_marker(body)
+    body, sealed = compose_note("ownership", RECORD, "acme-lead offers #4 to acme-review.")
+    kind, record, human = parse_marker(body)
     assert (kind, record) == ("ownership", sealed)
-    assert sealed["v"] == 1 and sealed["digest"] == o.record_digest(kind, record, human)
+    assert sealed["v"] == 1 and sealed["digest"] == record_digest(kind, record, human)
     assert "acme-lead offers #4" in human
 
 
 def test_a_hostile_reason_round_trips_and_acts_on_nothing() -> None:
-    body, _ = o.compose_note("ownership", {**RECORD, "reason": NASTY}, f"why:\n{NASTY}")
-    _, record, _ = o.parse_marker(body)
+    body, _ = compose_note("ownership", {**RECORD, "reason": NASTY}, f"why:\n{NASTY}")
+    _, record, _ = parse_marker(body)
     assert record["reason"] == NASTY
     # GitLab runs a line starting with "/" as a quick action: no written line may.
     assert not [line for line in body.splitlines() if line.lstrip().startswith("/")]
@@ -48,16 +56,16 @@ def test_a_hostile_reason_round_trips_and_acts_on_nothing() -> None:
 
 def test_neutralised_text_keeps_its_words() -> None:
     assert (
-        o.neutralise_quick_actions("/close\n  /label ~x\nok /x") == "\\/close\n  \\/label ~x\nok /x"
+        neutralise_quick_actions("/close\n  /label ~x\nok /x") == "\\/close\n  \\/label ~x\nok /x"
     )
 
 
 def test_the_digest_survives_whitespace_changes_but_not_word_changes() -> None:
-    body, sealed = o.compose_note("ownership", RECORD, "acme-lead offers #4.")
-    _, record, human = o.parse_marker(body.replace("\n", "\r\n") + "  \n")
-    assert o.record_digest("ownership", record, human) == sealed["digest"]
-    _, record, human = o.parse_marker(body.replace("offers", "gives"))
-    assert o.record_digest("ownership", record, human) != sealed["digest"]
+    body, sealed = compose_note("ownership", RECORD, "acme-lead offers #4.")
+    _, record, human = parse_marker(body.replace("\n", "\r\n") + "  \n")
+    assert record_digest("ownership", record, human) == sealed["digest"]
+    _, record, human = parse_marker(body.replace("offers", "gives"))
+    assert record_digest("ownership", record, human) != sealed["digest"]
 
 
 @pytest.mark.parametrize(
@@ -72,37 +80,37 @@ def test_the_digest_survives_whitespace_changes_but_not_word_changes() -> None:
     ],
 )
 def test_a_schema_invalid_record_is_malformed_with_its_reason(change: dict, why: str) -> None:
-    _, sealed = o.compose_note("ownership", RECORD, "x")
+    _, sealed = compose_note("ownership", RECORD, "x")
     raw = json.dumps({**sealed, **change})
-    with pytest.raises(o.MalformedRecord, match=re.escape(why)):
-        o.parse_marker(f"x\n\n<!-- mochi-task:ownership {raw} -->")
+    with pytest.raises(MalformedRecord, match=re.escape(why)):
+        parse_marker(f"x\n\n<!-- mochi-task:ownership {raw} -->")
 
 
 def test_malformed_markers_say_why() -> None:
-    with pytest.raises(o.MalformedRecord, match="does not parse"):
-        o.parse_marker("<!-- mochi-task:ownership {not json} -->")
-    with pytest.raises(o.MalformedRecord, match="unknown record kind 'bogus'"):
-        o.parse_marker('<!-- mochi-task:bogus {"event": "x"} -->')
-    with pytest.raises(o.MalformedRecord, match="not one well-formed line"):
-        o.parse_marker("see <!-- mochi-task:ownership {} --> inline")
-    body, _ = o.compose_note("ownership", RECORD, "x")
-    with pytest.raises(o.MalformedRecord, match="2 markers in one note"):
-        o.parse_marker(body + body)
+    with pytest.raises(MalformedRecord, match="does not parse"):
+        parse_marker("<!-- mochi-task:ownership {not json} -->")
+    with pytest.raises(MalformedRecord, match="unknown record kind 'bogus'"):
+        parse_marker('<!-- mochi-task:bogus {"event": "x"} -->')
+    with pytest.raises(MalformedRecord, match="not one well-formed line"):
+        parse_marker("see <!-- mochi-task:ownership {} --> inline")
+    body, _ = compose_note("ownership", RECORD, "x")
+    with pytest.raises(MalformedRecord, match="2 markers in one note"):
+        parse_marker(body + body)
 
 
 def test_compose_refuses_a_record_it_would_skip_on_read() -> None:
-    with pytest.raises(o.PairgateError, match="refusing to write an invalid ownership record"):
-        o.compose_note("ownership", {**RECORD, "sha": "HEAD"}, "x")
+    with pytest.raises(PairgateError, match="refusing to write an invalid ownership record"):
+        compose_note("ownership", {**RECORD, "sha": "HEAD"}, "x")
 
 
 def test_every_event_schema_is_a_valid_json_schema() -> None:
-    for schema in o.RECORD_SCHEMAS.values():
+    for schema in RECORD_SCHEMAS.values():
         jsonschema.Draft202012Validator.check_schema(schema)
 
 
 def test_the_published_kind_schema_agrees_with_the_per_event_check() -> None:
-    _, sealed = o.compose_note("ownership", RECORD, "x")
-    validator = jsonschema.Draft202012Validator(o.RECORD_SCHEMAS["ownership"])
+    _, sealed = compose_note("ownership", RECORD, "x")
+    validator = jsonschema.Draft202012Validator(RECORD_SCHEMAS["ownership"])
     assert validator.is_valid(sealed)
     assert not validator.is_valid({**sealed, "sha": "short"})
     assert not validator.is_valid({**sealed, "event": "claim"})  # claim carries no sha
@@ -110,6 +118,6 @@ def test_the_published_kind_schema_agrees_with_the_per_event_check() -> None:
 
 def test_a_marker_shaped_line_in_the_text_is_defused() -> None:
     forged = '<!-- mochi-task:ownership {"event": "claim"} -->'
-    body, sealed = o.compose_note("ownership", RECORD, f"quoted:\n{forged}")
-    _, record, human = o.parse_marker(body)
+    body, sealed = compose_note("ownership", RECORD, f"quoted:\n{forged}")
+    _, record, human = parse_marker(body)
     assert record == sealed and "&lt;!-- mochi-task:ownership" in human

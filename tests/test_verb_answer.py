@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from ledgerkit import Round
 
-from pairgate import ownership as o
+from pairgate.standalone.config import Config
 
 
 @pytest.fixture
@@ -17,7 +17,7 @@ def world(sandbox: Any) -> Round:
     return w
 
 
-def test_accept_moves_ownership_and_the_label(world: Round, config: o.Config) -> None:
+def test_accept_moves_ownership_and_the_label(world: Round, config: Config) -> None:
     world.offered()
     result = world.run("acme-review", "accept", world.issue)
     assert result.code == 0, result.err
@@ -43,7 +43,7 @@ def test_only_the_receiver_answers(world: Round, verb: str) -> None:
     assert f"pairgate {verb} {world.issue} --as acme-review" in result.err
 
 
-def test_accept_refuses_when_the_head_moved(world: Round, config: o.Config) -> None:
+def test_accept_refuses_when_the_head_moved(world: Round, config: Config) -> None:
     world.offered()
     old = world.head
     offer = world.ledger(config).offer.note_id
@@ -68,7 +68,7 @@ def test_accept_refuses_when_the_pipeline_failed_since(world: Round, sandbox: An
     assert result.code == 1 and "failed (failed: unit)" in result.err
 
 
-def test_decline_returns_the_offer(world: Round, config: o.Config) -> None:
+def test_decline_returns_the_offer(world: Round, config: Config) -> None:
     world.offered()
     result = world.run("acme-review", "decline", world.issue)
     assert result.code == 0 and f"acme-lead keeps #{world.issue}" in result.out
@@ -76,7 +76,7 @@ def test_decline_returns_the_offer(world: Round, config: o.Config) -> None:
     assert (ledger.holder, ledger.offer) == ("acme-lead", None)
 
 
-def test_release_drops_the_issue_and_its_label(world: Round, config: o.Config) -> None:
+def test_release_drops_the_issue_and_its_label(world: Round, config: Config) -> None:
     result = world.run("acme-lead", "release", world.issue)
     assert result.code == 0 and "nobody holds it now" in result.out
     assert world.ledger(config).holder is None and world.issue_state()["labels"] == []
@@ -88,7 +88,7 @@ def test_release_by_someone_else(world: Round) -> None:
     assert f"pairgate release: acme-review does not hold #{world.issue}" in result.err
 
 
-def test_release_with_an_offer_out(world: Round, config: o.Config) -> None:
+def test_release_with_an_offer_out(world: Round, config: Config) -> None:
     world.offered()
     offer = world.ledger(config).offer.note_id
     result = world.run("acme-lead", "release", world.issue)

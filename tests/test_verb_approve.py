@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from ledgerkit import Round
 
-from pairgate import ownership as o
+from pairgate.standalone.config import Config
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def approvers(world: Round) -> list[str]:
     return [a["user"]["username"] for a in body["approved_by"]]
 
 
-def test_approve_records_approves_on_gitlab_and_offers_back(world: Round, config: o.Config) -> None:
+def test_approve_records_approves_on_gitlab_and_offers_back(world: Round, config: Config) -> None:
     result = approve(world, "--sha", world.head, "--not-covering", "the docs", "--reason", "LGTM")
     assert result.code == 0, result.err
     ledger = world.ledger(config)
@@ -93,7 +93,7 @@ def test_to_must_be_a_known_name(world: Round) -> None:
     )
 
 
-def test_a_self_approval_is_recorded_and_said(world: Round, config: o.Config) -> None:
+def test_a_self_approval_is_recorded_and_said(world: Round, config: Config) -> None:
     result = approve(world, "--sha", world.head, to="acme-review")
     assert result.code == 0
     assert (
@@ -104,7 +104,7 @@ def test_a_self_approval_is_recorded_and_said(world: Round, config: o.Config) ->
     assert "**This is a self-approval.**" in world.notes()[-1]["body"]
 
 
-def test_a_second_approval_needs_supersede(world: Round, config: o.Config) -> None:
+def test_a_second_approval_needs_supersede(world: Round, config: Config) -> None:
     approve(world, "--sha", world.head)
     pending = world.ledger(config).offer.note_id
     result = approve(world, "--sha", world.head)
@@ -133,7 +133,7 @@ def test_server_approval_only_needs_a_ledger_approval(world: Round) -> None:
 
 
 @pytest.mark.parametrize("legacy", [False, True])  # 304, or older GitLab's 401
-def test_approving_twice_on_gitlab_is_fine(world: Round, config: o.Config, legacy: bool) -> None:
+def test_approving_twice_on_gitlab_is_fine(world: Round, config: Config, legacy: bool) -> None:
     world.sb.set_options(legacy_approval_statuses=legacy)
     approve(world, "--sha", world.head)
     pending = world.ledger(config).offer.note_id
@@ -180,7 +180,7 @@ def test_approving_a_merged_request(world: Round) -> None:
     )
 
 
-def test_gitlab_refusing_the_sha_is_a_refusal(world: Round, config: o.Config) -> None:
+def test_gitlab_refusing_the_sha_is_a_refusal(world: Round, config: Config) -> None:
     # The head moved between approve's own check and GitLab's: GitLab answers 409.
     world.sb.fault(method="POST", path="/approve$", status=409)
     result = approve(world, "--sha", world.head)

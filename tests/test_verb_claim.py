@@ -10,7 +10,7 @@ import pytest
 from conftest import PAIRGATE, ROOT, agent_env, clean_env
 from ledgerkit import Round
 
-from pairgate import ownership as o
+from pairgate.standalone.config import Config
 
 
 @pytest.fixture
@@ -18,7 +18,7 @@ def world(sandbox: Any) -> Round:
     return Round(sandbox)
 
 
-def test_claim_takes_an_unowned_issue_and_sets_the_label(world: Round, config: o.Config) -> None:
+def test_claim_takes_an_unowned_issue_and_sets_the_label(world: Round, config: Config) -> None:
     result = world.run("acme-lead", "claim", world.issue, "--role", "lead")
     assert (result.code, result.out.split(" (note")[0]) == (
         0,
@@ -79,7 +79,7 @@ def test_an_identity_outside_the_grammar_is_exit_2(world: Round) -> None:
     assert "'mallory' is neither an identity of this deployment" in result.err
 
 
-def test_as_wins_over_the_environment(world: Round, config: o.Config) -> None:
+def test_as_wins_over_the_environment(world: Round, config: Config) -> None:
     assert (
         world.run("acme-lead", "claim", world.issue, "--role", "lead", "--as", "acme-solo").code
         == 0
@@ -99,7 +99,7 @@ def test_verbose_says_which_gitlab(world: Round, sandbox: Any) -> None:
 
 @pytest.mark.slow
 def test_eight_racing_claims_leave_one_holder_and_tell_every_loser(
-    world: Round, sandbox: Any, config: o.Config
+    world: Round, sandbox: Any, config: Config
 ) -> None:
     # Hold every claim's POST back so that all eight read the empty ledger before any lands:
     # a real race, not eight turns in a row.

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from ledgerkit import Round
 
-from pairgate import ownership as o
+from pairgate.standalone.config import Config
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def merge(world: Round) -> None:
     )
 
 
-def test_close_with_nothing_outstanding(world: Round, config: o.Config) -> None:
+def test_close_with_nothing_outstanding(world: Round, config: Config) -> None:
     merge(world)
     result = world.run("acme-lead", "close", world.issue)
     assert result.code == 0, result.err

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from ledgerkit import Round
 
-from pairgate import ownership as o
 from pairgate.merge_requests import APPROVAL_JOB
+from pairgate.standalone.config import Config
+from pairgate.standalone.ledger import MrRef
 
 
 @pytest.fixture
@@ -23,14 +24,14 @@ def offer(world: Round, *extra: Any, to: str = "acme-review", agent: str = "acme
     return world.run(agent, "handoff", world.issue, "--to", to, "--role", "review", *extra)
 
 
-def test_a_handoff_is_an_offer(world: Round, config: o.Config) -> None:
+def test_a_handoff_is_an_offer(world: Round, config: Config) -> None:
     result = offer(world, "--sha", world.head)  # --mr defaults to the one MR citing the issue
     assert result.code == 0, result.err
     ledger = world.ledger(config)
     assert (ledger.holder, ledger.offer.to, ledger.offer.mr) == (
         "acme-lead",
         "acme-review",
-        o.MrRef("acme/app", world.mr),
+        MrRef("acme/app", world.mr),
     )
     assert world.issue_state()["labels"] == ["agent::lead"]  # ownership did not move
 
@@ -64,7 +65,7 @@ def test_supersede_with_no_pending_offer_is_refused(world: Round) -> None:
     assert world.notes() == before
 
 
-def test_one_live_offer_and_supersede(world: Round, config: o.Config) -> None:
+def test_one_live_offer_and_supersede(world: Round, config: Config) -> None:
     offer(world, "--sha", world.head)
     first = world.ledger(config).offer.note_id
     result = offer(world, "--sha", world.head, to="acme-review-2")
@@ -224,7 +225,7 @@ def test_two_merge_requests_cite_the_issue(world: Round, sandbox: Any) -> None:
 
 
 def test_a_hostile_reason_round_trips_and_closes_nothing(
-    world: Round, config: o.Config, tmp_path: Path
+    world: Round, config: Config, tmp_path: Path
 ) -> None:
     reason = "ready --> <!-- x -->\n/close\n/label ~agent::review\nnaïve ✓ 日本語"
     path = tmp_path / "reason.md"

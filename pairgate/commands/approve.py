@@ -13,18 +13,11 @@ from pairgate.commands.checks import (
     must_hold,
 )
 from pairgate.merge_requests import checked_sha, head_of, mr_path, read_mr
-from pairgate.ownership import (
-    Config,
-    Context,
-    GitLab,
-    GitLabError,
-    MrRef,
-    PairgateError,
-    Refusal,
-    WriteUncertain,
-    gitlab_with_token,
-    self_approval_rule,
-)
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, PairgateError, Refusal
+from pairgate.standalone.fold import self_approval_rule
+from pairgate.standalone.gitlab import GitLab, GitLabError, WriteUncertain, gitlab_with_token
+from pairgate.standalone.ledger import MrRef
 from pairgate.turn import Turn, begin, checked_name, read_reason, refuse_void, write
 
 

@@ -19,16 +19,10 @@ from pairgate.commands.boardread import (
 )
 from pairgate.commands.render import Cell, Style
 from pairgate.commands.status import approval_status, mr_doc, offer_doc
-from pairgate.ownership import (
-    ROLE_LABELS,
-    Config,
-    Context,
-    Exit,
-    Freeze,
-    Ledger,
-    MrRef,
-    gitlab_from_env,
-)
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, Exit
+from pairgate.standalone.gitlab import gitlab_from_env
+from pairgate.standalone.ledger import ROLE_LABELS, Freeze, Ledger, MrRef
 
 
 def _when(ledger: Ledger, note_id: int | None, now: float) -> dict[str, Any]:

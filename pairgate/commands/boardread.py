@@ -15,17 +15,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pairgate.merge_requests import head_of, mr_path
-from pairgate.ownership import (
-    FROZEN_LABEL,
-    ROLE_LABELS,
-    Config,
-    GitLab,
-    Ledger,
-    MrRef,
-    PairgateError,
-    encode_project,
-    read_ledger,
-)
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import PairgateError
+from pairgate.standalone.gitlab import GitLab, encode_project
+from pairgate.standalone.ledger import FROZEN_LABEL, ROLE_LABELS, Ledger, MrRef
+from pairgate.standalone.reads import read_ledger
 from pairgate.turn import read_issue
 
 # requests keeps ten connections per host; more workers than that would open and drop

@@ -9,7 +9,10 @@ from typing import Any
 
 from pairgate.merge_requests import citing_mrs, has_commits, head_of, pipeline_problem, project_of
 from pairgate.merge_requests import read_mr as _read_mr
-from pairgate.ownership import ROLES, Offer, Refusal, is_finder
+from pairgate.standalone.errors import Refusal
+from pairgate.standalone.fold import is_finder
+from pairgate.standalone.ledger import Offer
+from pairgate.standalone.records import ROLES
 from pairgate.turn import Turn
 
 # A command line with some flags changed: again(sha="...") -> "pairgate handoff 4 ... --sha ..."

@@ -16,18 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from pairgate.note_text import quoted
-from pairgate.ownership import (
-    Config,
-    Context,
-    Exit,
-    MalformedRecord,
-    PairgateError,
-    Refusal,
-    UsageError,
-    compose_note,
-    constraint_id,
-    parse_marker,
-)
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, Exit, PairgateError, Refusal, UsageError
+from pairgate.standalone.records import MalformedRecord, compose_note, constraint_id, parse_marker
 from pairgate.turn import identity, session_id
 
 

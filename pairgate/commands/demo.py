@@ -6,7 +6,7 @@ import shlex
 import textwrap
 
 from pairgate.demo_round import Step, sandboxed_round
-from pairgate.ownership import Context
+from pairgate.standalone.errors import Context
 
 
 def show(step: Step, n: int) -> str:

@@ -16,19 +16,12 @@ import time
 from pairgate.commands.boardread import IssueRead, read_labelled
 from pairgate.merge_requests import citing_mrs, project_of, read_mr
 from pairgate.note_text import quoted
-from pairgate.ownership import (
-    FREEZE_MAX_MINUTES,
-    FROZEN_LABEL,
-    Config,
-    Context,
-    Exit,
-    Freeze,
-    GitLab,
-    Refusal,
-    UsageError,
-    freeze_refusal,
-    gitlab_from_env,
-)
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, Exit, Refusal, UsageError
+from pairgate.standalone.fold import freeze_refusal
+from pairgate.standalone.gitlab import GitLab, gitlab_from_env
+from pairgate.standalone.ledger import FROZEN_LABEL, Freeze
+from pairgate.standalone.records import FREEZE_MAX_MINUTES
 from pairgate.turn import begin, identity, issue_path, read_issue, refuse_void, write
 
 _SCOPE = re.compile(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pairgate.ownership import Config, Context, run_merge_check
+from pairgate.standalone.config import Config
+from pairgate.standalone.doors import run_merge_check
+from pairgate.standalone.errors import Context
 
 
 def merge_check(

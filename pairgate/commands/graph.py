@@ -12,16 +12,11 @@ from dataclasses import dataclass
 
 from pairgate.commands.boardread import MrState, read_mr_states
 from pairgate.commands.render import clip, short
-from pairgate.ownership import (
-    Config,
-    Context,
-    Event,
-    Exit,
-    Ledger,
-    MrRef,
-    gitlab_from_env,
-    read_ledger,
-)
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, Exit
+from pairgate.standalone.gitlab import gitlab_from_env
+from pairgate.standalone.ledger import Event, Ledger, MrRef
+from pairgate.standalone.reads import read_ledger
 from pairgate.turn import read_issue
 
 

@@ -14,7 +14,9 @@ from typing import Any
 from pairgate.commands import render
 from pairgate.commands.boardread import IssueRead, fold_issues, issues_path
 from pairgate.commands.render import Cell, Style
-from pairgate.ownership import Config, Context, Exit, Refusal, gitlab_from_env
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, Exit, Refusal
+from pairgate.standalone.gitlab import gitlab_from_env
 from pairgate.turn import identity as agent_identity
 from pairgate.turn import session_id
 

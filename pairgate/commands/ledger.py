@@ -21,7 +21,10 @@ from pairgate.commands.checks import (
 )
 from pairgate.commands.status import status
 from pairgate.merge_requests import checked_sha, citing_mrs, head_of, pipeline_problem, project_of
-from pairgate.ownership import Config, Context, Offer, Refusal, is_finder
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, Refusal
+from pairgate.standalone.fold import is_finder
+from pairgate.standalone.ledger import Offer
 from pairgate.turn import Turn, begin, checked_name, issue_path, read_reason, refuse_void, write
 
 __all__ = ["accept", "approve", "claim", "close", "decline", "handoff", "release", "status"]

@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from pairgate.ownership import stamp_epoch
+from pairgate.standalone.ledger import stamp_epoch
 
 # A cell is its text, or its text and a colour name (applied after padding, so escapes never
 # count towards a column's width).

@@ -8,16 +8,11 @@ import json as jsonlib
 from typing import Any
 
 from pairgate.merge_requests import citing_mrs, head_of, project_of, read_mr
-from pairgate.ownership import (
-    Approval,
-    Config,
-    Context,
-    GitLab,
-    Ledger,
-    Offer,
-    gitlab_from_env,
-    read_ledger,
-)
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context
+from pairgate.standalone.gitlab import GitLab, gitlab_from_env
+from pairgate.standalone.ledger import Approval, Ledger, Offer
+from pairgate.standalone.reads import read_ledger
 from pairgate.turn import damage, read_issue
 
 

@@ -19,16 +19,10 @@ from pairgate.commands.boardread import (
 )
 from pairgate.commands.boardread import read_issues as read_named
 from pairgate.merge_requests import citing, open_group_mrs, project_of
-from pairgate.ownership import (
-    ROLE_LABELS,
-    Config,
-    Context,
-    Exit,
-    Ledger,
-    MrRef,
-    Refusal,
-    gitlab_from_env,
-)
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, Exit, Refusal
+from pairgate.standalone.gitlab import gitlab_from_env
+from pairgate.standalone.ledger import ROLE_LABELS, Ledger, MrRef
 from pairgate.turn import begin, identity, issue_path, refuse_void, write
 
 

@@ -12,7 +12,10 @@ from typing import Any
 from pairgate.commands import render
 from pairgate.commands.boardread import IssueRead, read_labelled
 from pairgate.commands.render import Style
-from pairgate.ownership import Config, Context, Exit, Ledger, gitlab_from_env
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, Exit
+from pairgate.standalone.gitlab import gitlab_from_env
+from pairgate.standalone.ledger import Ledger
 
 
 def next_move(ledger: Ledger) -> tuple[str | None, str, str, int | None]:

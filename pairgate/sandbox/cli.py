@@ -8,10 +8,10 @@ import signal
 import threading
 from pathlib import Path
 
-from pairgate import ownership
-from pairgate.ownership import Context, PairgateError
 from pairgate.sandbox import defaults
 from pairgate.sandbox.server import Sandbox
+from pairgate.standalone.config import validate_config
+from pairgate.standalone.errors import Context, PairgateError
 
 
 def serve(
@@ -34,7 +34,7 @@ def serve(
         sandbox.start()
         if config_out is not None:
             config = defaults.pairgate_config(sandbox.app.world)
-            ownership.validate_config(config, source=str(config_out))
+            validate_config(config, source=str(config_out))
             config_out.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         print(json.dumps(sandbox.info()), file=ctx.stdout, flush=True)
         while not stop.wait(0.5):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pairgate import ownership
+from pairgate.standalone.config import CONFIG_KEYS, validate_config
 from tests.conftest import PAIRGATE, ROOT, clean_env
 
 pytestmark = pytest.mark.slow
@@ -83,8 +83,8 @@ def test_ready_line_within_a_second_then_sigterm_exits_0(tmp_path: Path) -> None
             "reporter": 14,
         }
         written = json.loads(config.read_text())
-        assert set(written) == set(ownership.CONFIG_KEYS)
-        ownership.validate_config(written, source=str(config))
+        assert set(written) == set(CONFIG_KEYS)
+        validate_config(written, source=str(config))
         assert (
             written["group_id"],
             written["renovate_bot_user_id"],
