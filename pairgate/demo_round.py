@@ -4,7 +4,6 @@ the same round give the same notes."""
 
 from __future__ import annotations
 
-import importlib
 import io
 import itertools
 import json
@@ -14,11 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pairgate.main import _META, build_parser
+from pairgate.main import run
 from pairgate.sandbox.defaults import pairgate_config
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox
-from pairgate.standalone.config import load_config
-from pairgate.standalone.errors import Context, report
+from pairgate.standalone.errors import Context
 from pairgate.standalone.records import MalformedRecord, parse_marker
 
 PREFIX = "PAIRGATE_DEMO"
@@ -104,17 +102,10 @@ class _Player:
 
 
 def run_command(argv: list[str], ctx: Context) -> int:
-    """The CLI's own parser and handlers, without main's currency check: the round writes only
-    to its own sandbox, so whether this copy is current is beside the point (and its note would
-    make the rendered trail depend on the machine)."""
-    try:
-        args = build_parser().parse_args(argv)
-        module, _, name = args.handler.partition(":")
-        handler = getattr(importlib.import_module(f"pairgate.{module}"), name)
-        flags = {k: v for k, v in vars(args).items() if k not in (*_META, "version")}
-        return int(handler(ctx=ctx, config=load_config(ctx.env), **flags))
-    except Exception as exc:  # the same translation point main uses
-        return report(exc, ctx.stderr)
+    """The CLI's own dispatcher, without main's currency check: the round writes only to its
+    own sandbox, so whether this copy is current is beside the point (and its note would make
+    the rendered trail depend on the machine)."""
+    return run(argv, ctx, measured=None)
 
 
 def _not_built(step: Step) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,7 +26,7 @@ TRACKER = "<tracker_project>"
 CLI = "<cli_command>"
 
 # argparse's own dests that are not handler arguments.
-_META = ("command", "handler", "reads_config", "writes")
+_META = ("command", "reads_config", "writes")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -82,7 +81,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     def command(
         name: str,
-        handler: str,
         help_text: str,
         *,
         parents: Sequence[_Parser] = (),
@@ -90,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         writes: bool = False,
     ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text, parents=list(parents))
-        p.set_defaults(handler=handler, reads_config=reads_config, writes=writes)
+        p.set_defaults(reads_config=reads_config, writes=writes)
         return p
 
     def reason(p: argparse.ArgumentParser) -> None:
@@ -105,15 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     verb = (as_agent, verbose)
 
-    p = command(
-        "claim", "commands.ledger:claim", "take an unowned issue", parents=verb, writes=True
-    )
+    p = command("claim", "take an unowned issue", parents=verb, writes=True)
     p.add_argument("issue", type=_issue)
     p.add_argument("--role", required=True, choices=["lead", "review"])
 
     p = command(
         "handoff",
-        "commands.ledger:handoff",
         "OFFER the issue to another agent, bound to the merge request's head commit",
         parents=verb,
         writes=True,
@@ -137,12 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
         ("decline", "return an offer to its sender"),
         ("release", "drop the issue, with no successor"),
     ):
-        p = command(name, f"commands.ledger:{name}", text, parents=verb, writes=True)
+        p = command(name, text, parents=verb, writes=True)
         p.add_argument("issue", type=_issue)
 
     p = command(
         "approve",
-        "commands.ledger:approve",
         "approve the merge request at its exact head, and offer the issue back to the lead",
         parents=verb,
         writes=True,
@@ -169,7 +163,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "merge-check",
-        "commands.gate:merge_check",
         "is the merge request's head the commit an independent approval named?",
         parents=(verbose, json_out),
     )
@@ -183,7 +176,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "status",
-        "commands.ledger:status",
         "holder, role, pending offer, approvals and MRs",
         parents=(verbose, json_out),
     )
@@ -191,20 +183,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "board",
-        "commands.board:board",
         "every labelled issue in one pass",
         parents=(verbose, json_out),
     )
     p.add_argument("--closed", action="store_true", help="include closed issues")
 
-    p = command(
-        "waiting", "commands.waiting:waiting", "who owes the next move", parents=(verbose, json_out)
-    )
+    p = command("waiting", "who owes the next move", parents=(verbose, json_out))
     p.add_argument("--agent", metavar="AGENT", help="only this agent's moves")
 
     p = command(
         "close",
-        "commands.ledger:close",
         "close the issue, if nothing is outstanding",
         parents=verb,
         writes=True,
@@ -213,7 +201,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "sync",
-        "commands.sync:sync",
         "close what an independent approval merged (a dry run unless --apply)",
         parents=verb,
         writes=True,
@@ -223,7 +210,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "freeze",
-        "commands.freeze:freeze",
         "declare a window in which other agents' writes inside the scope are refused",
         parents=verb,
         writes=True,
@@ -235,27 +221,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reason", required=True, metavar="TEXT")
     p.add_argument("--minutes", type=int, default=30, metavar="N", help="default: 30")
 
-    command(
-        "thaw", "commands.freeze:thaw", "lift the window you declared", parents=verb, writes=True
-    )
+    command("thaw", "lift the window you declared", parents=verb, writes=True)
     command(
         "identity",
-        "commands.identity:identity",
         "does anyone else answer to my name?",
         parents=(as_agent, verbose, json_out),
     )
 
     p = command(
         "impose",
-        "commands.constraints:impose",
         "render a standing constraint's clause (imposed by --as, or the agent identity)",
         parents=(as_agent,),
     )
     p.add_argument("--text", required=True, metavar="TEXT")
 
-    p = command(
-        "lift-check", "commands.constraints:lift_check", "may a relayed lift of a constraint stand?"
-    )
+    p = command("lift-check", "may a relayed lift of a constraint stand?")
     p.add_argument("--lift-from", required=True, metavar="AGENT")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--constraint-file", metavar="F", type=Path)
@@ -263,7 +243,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "deploy-agents",
-        "deploy_agents:deploy_agents",
         "render the agent definitions into a directory as <agent_identity_prefix>-<role>.md",
     )
     p.add_argument("--target", required=True, type=Path, metavar="DIR")
@@ -271,7 +250,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(
         "deploy-hooks",
-        "deploy_hooks:deploy_hooks",
         "copy the merge hook and the files it runs into a hooks directory",
     )
     mode = p.add_mutually_exclusive_group(required=True)
@@ -281,13 +259,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 on drift")
 
-    p = command("graph", "commands.graph:graph", "draw the issue's round (Mermaid by default)")
+    p = command("graph", "draw the issue's round (Mermaid by default)")
     p.add_argument("issue", type=_issue)
     p.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
 
     p = command(
         "sandbox",
-        "sandbox.cli:serve",
         "serve a GitLab stand-in on loopback until SIGINT or SIGTERM",
         reads_config=False,
     )
@@ -300,7 +277,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     command(
         "demo",
-        "commands.demo:demo",
         "play one whole round against an embedded sandbox",
         reads_config=False,
     )
@@ -314,28 +290,106 @@ def command_names() -> list[str]:
     return list(action.choices)
 
 
-def _resolve(handler: str) -> Callable[..., int]:
-    module, _, func = handler.partition(":")
-    handler_func: Callable[..., int] = getattr(importlib.import_module(f"pairgate.{module}"), func)
-    return handler_func
+Handler = Callable[..., int]
+
+# The commands whose handler is given the GitLab client main builds (``client=``).
+_READS_GITLAB = frozenset(
+    {"claim", "handoff", "accept", "decline", "release", "approve", "merge-check", "status"}
+    | {"board", "waiting", "close", "sync", "freeze", "thaw", "identity", "graph"}
+)
+# The one handler that uses --verbose beyond the client line main prints.
+_KEEPS_VERBOSE = frozenset({"merge-check"})
 
 
-def main(
-    argv: Sequence[str] | None = None,
-    *,
-    origin: str | Path | None = None,
-    ctx: Context | None = None,
-) -> int:
-    """Run one command. ``origin`` names the checkout the currency check measures (see the
-    README: "Which checkout the currency check measures"); without it, the checkout this file
-    is in. The check runs before every command that reads the configuration."""
-    ctx = ctx or Context()
-    measured = Path(__file__).resolve() if origin is None else _checked_origin(origin)
+def handler_for(command: str) -> Handler:
+    """The handler of ``command``, imported on demand: a run pays for the one module it uses,
+    and --help for none."""
+    if command in ("claim", "handoff", "accept", "decline", "release", "close"):
+        from pairgate.commands import ledger
+
+        verbs: dict[str, Handler] = {
+            "claim": ledger.claim,
+            "handoff": ledger.handoff,
+            "accept": ledger.accept,
+            "decline": ledger.decline,
+            "release": ledger.release,
+            "close": ledger.close,
+        }
+        return verbs[command]
+    if command == "approve":
+        from pairgate.commands.approve import approve
+
+        return approve
+    if command == "merge-check":
+        from pairgate.commands.gate import merge_check
+
+        return merge_check
+    if command == "status":
+        from pairgate.commands.status import status
+
+        return status
+    if command == "board":
+        from pairgate.commands.board import board
+
+        return board
+    if command == "waiting":
+        from pairgate.commands.waiting import waiting
+
+        return waiting
+    if command == "sync":
+        from pairgate.commands.sync import sync
+
+        return sync
+    if command in ("freeze", "thaw"):
+        from pairgate.commands.freeze import freeze, thaw
+
+        return freeze if command == "freeze" else thaw
+    if command == "identity":
+        from pairgate.commands.identity import identity
+
+        return identity
+    if command in ("impose", "lift-check"):
+        from pairgate.commands.constraints import impose, lift_check
+
+        return impose if command == "impose" else lift_check
+    if command == "graph":
+        from pairgate.commands.graph import graph
+
+        return graph
+    if command == "deploy-agents":
+        from pairgate.commands.deploy_agents import deploy_agents
+
+        return deploy_agents
+    if command == "deploy-hooks":
+        from pairgate.commands.deploy_hooks import deploy_hooks
+
+        return deploy_hooks
+    if command == "sandbox":
+        from pairgate.sandbox.cli import serve
+
+        return serve
+    if command == "demo":
+        from pairgate.commands.demo import demo
+
+        return demo
+    raise UsageError(f"pairgate: no handler for {command!r}")  # a registration bug
+
+
+def _writes(args: argparse.Namespace) -> bool:
+    """Does this run write? The deploy commands write unless they only compare or list."""
+    if args.command in ("deploy-agents", "deploy-hooks"):
+        return not args.check and not getattr(args, "list", False)
+    return bool(args.writes)
+
+
+def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
+    """Parse ``argv`` and run its command; the one dispatcher (the demo calls it too).
+    ``measured`` is the checkout the currency check measures, None for no check."""
     try:
         try:
             # --help prints and exits inside argparse; keep it on the injected stream.
             with contextlib.redirect_stdout(ctx.stdout):
-                args = build_parser().parse_args(list(sys.argv[1:] if argv is None else argv))
+                args = build_parser().parse_args(list(argv))
         except SystemExit as done:
             return int(done.code or 0)
         if args.version:
@@ -349,17 +403,40 @@ def main(
         kwargs = {k: v for k, v in vars(args).items() if k not in (*_META, "version")}
         if args.reads_config:
             kwargs["config"] = config = load_config(ctx.env)
-            check_currency(
-                measured,
-                config,
-                command=args.command,
-                writes=args.writes,
-                env=ctx.env,
-                stderr=ctx.stderr,
-            )
-        return int(_resolve(args.handler)(ctx=ctx, **kwargs))
+            if measured is not None:
+                check_currency(
+                    measured,
+                    config,
+                    command=args.command,
+                    writes=_writes(args),
+                    env=ctx.env,
+                    stderr=ctx.stderr,
+                )
+            if args.command in _READS_GITLAB:
+                from pairgate.standalone.gitlab import gitlab_from_env
+
+                kwargs["client"] = client = gitlab_from_env(config, ctx.env)
+                if kwargs.get("verbose"):
+                    print(client.describe(), file=ctx.stderr)
+        if args.command not in _KEEPS_VERBOSE:
+            kwargs.pop("verbose", None)
+        return int(handler_for(args.command)(ctx=ctx, **kwargs))
     except Exception as exc:
         return report(exc, ctx.stderr)
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    origin: str | Path | None = None,
+    ctx: Context | None = None,
+) -> int:
+    """Run one command. ``origin`` names the checkout the currency check measures (see the
+    README: "Which checkout the currency check measures"); without it, the checkout this file
+    is in. The check runs before every command that reads the configuration."""
+    ctx = ctx or Context()
+    measured = Path(__file__).resolve() if origin is None else _checked_origin(origin)
+    return run(sys.argv[1:] if argv is None else argv, ctx, measured=measured)
 
 
 def _checked_origin(origin: object) -> Path:

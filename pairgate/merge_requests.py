@@ -4,26 +4,18 @@ open merge requests cite an issue."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import UsageError
 from pairgate.standalone.gitlab import GitLab, encode_project
+from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import cited_issues
-from pairgate.turn import read_found
+from pairgate.tracker import mr_path
 
 # The one job whose failure does not block an offer: it fails BECAUSE the approval is not at
 # the head yet, which is what the offer is asking someone to fix.
 APPROVAL_JOB = "validate-mr-approval-at-head"
 SHA = re.compile(r"^[0-9a-f]{40}$")
-
-
-def mr_path(project: str, iid: int) -> str:
-    return f"projects/{encode_project(project)}/merge_requests/{iid}"
-
-
-def read_mr(client: GitLab, project: str, iid: int) -> dict[str, Any]:
-    return read_found(client, mr_path(project, iid), f"{project}!{iid}")
 
 
 def checked_sha(sha: str) -> str:
@@ -35,25 +27,21 @@ def checked_sha(sha: str) -> str:
     return sha
 
 
-def head_of(mr: dict[str, Any]) -> str | None:
-    return mr.get("sha") or (mr.get("diff_refs") or {}).get("head_sha")
-
-
 def has_commits(client: GitLab, project: str, iid: int) -> bool:
     return bool(client.get(f"{mr_path(project, iid)}/commits", per_page=1))
 
 
-def pipeline_problem(client: GitLab, project: str, mr: dict[str, Any], head: str) -> str | None:
+def pipeline_problem(client: GitLab, mr: MergeRequestFacts, head: str) -> str | None:
     """Why the head's pipeline blocks an offer, or None. Only a failed pipeline blocks, and not
     when its only blocking failures are the approval-at-head job."""
-    pipeline = mr.get("head_pipeline")
+    pipeline = mr.head_pipeline
     if not pipeline or pipeline.get("sha") != head:  # absent, or stale (an older commit's)
-        listed = client.get(f"{mr_path(project, mr['iid'])}/pipelines")
+        listed = client.get(f"{mr_path(mr.project, mr.iid)}/pipelines")
         pipeline = next((p for p in listed or [] if p.get("sha") == head), None)
     if not pipeline or pipeline.get("status") != "failed":
         return None
     jobs = client.get_all(
-        f"projects/{pipeline.get('project_id') or encode_project(project)}"
+        f"projects/{pipeline.get('project_id') or encode_project(mr.project)}"
         f"/pipelines/{pipeline['id']}/jobs"
     )
     blocking = sorted(
@@ -65,36 +53,19 @@ def pipeline_problem(client: GitLab, project: str, mr: dict[str, Any], head: str
     return f"its head pipeline {pipeline['id']} failed{failed}"
 
 
-def cites(text: str, issue: int, *, mr_project: str, config: Config) -> bool:
-    """Does an MR's title or description cite tracker issue ``issue``? The gate's own reading
-    (ownership.cited_issues), so an offer and the merge gate agree on what an MR cites."""
-    return issue in cited_issues(text, mr_project=mr_project, tracker=config["tracker_project"])
+def citing(mrs: list[MergeRequestFacts], issue: int, config: Config) -> list[MergeRequestFacts]:
+    """The merge requests among ``mrs`` whose title or description cites the issue: the gate's
+    own reading (cited_issues), so an offer and the merge gate agree on what an MR cites."""
+    tracker = config["tracker_project"]
+    return [m for m in mrs if issue in cited_issues(m.text, mr_project=m.project, tracker=tracker)]
 
 
-def project_of(mr: dict[str, Any]) -> str:
-    full = str((mr.get("references") or {}).get("full", ""))
-    return full.rsplit("!", 1)[0]
-
-
-def citing(mrs: list[dict[str, Any]], issue: int, config: Config) -> list[dict[str, Any]]:
-    """The merge requests among ``mrs`` whose title or description cites the issue. Pure."""
-    return [
-        mr
-        for mr in mrs
-        if cites(
-            f"{mr.get('title', '')}\n{mr.get('description') or ''}",
-            issue,
-            mr_project=project_of(mr),
-            config=config,
-        )
-    ]
-
-
-def open_group_mrs(client: GitLab, config: Config) -> list[dict[str, Any]]:
+def open_group_mrs(client: GitLab, config: Config) -> list[MergeRequestFacts]:
     """Every open merge request in the group: one group-wide read."""
-    return client.get_all(f"groups/{config['group_id']}/merge_requests", state="opened")
+    listed = client.get_all(f"groups/{config['group_id']}/merge_requests", state="opened")
+    return [MergeRequestFacts.from_api(m) for m in listed]
 
 
-def citing_mrs(client: GitLab, config: Config, issue: int) -> list[dict[str, Any]]:
+def citing_mrs(client: GitLab, config: Config, issue: int) -> list[MergeRequestFacts]:
     """The open merge requests in the group that cite the issue."""
     return citing(open_group_mrs(client, config), issue, config)

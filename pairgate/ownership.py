@@ -8,25 +8,26 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    60  errors.py: Exit codes, the error family and the run context every door is given.
-  line   139  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   155  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   352  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line   723  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line   985  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1187  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1503  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1554  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  1822  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2079  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2158  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  2312  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  2603  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  2890  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3029  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  3631  command_reader/read.py: read_command: the command reader's one entry point.
-  line  3660  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  3811  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line    61  errors.py: Exit codes, the error family and the run context every door is given.
+  line   140  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   156  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   353  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line   724  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line   986  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1188  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1504  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1555  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  1629  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  1864  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2121  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
+  line  2200  doors.py: The gate's doors that print: merge-check and the two CI validators.
+  line  2357  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  2648  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  2935  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3074  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  3676  command_reader/read.py: read_command: the command reader's one entry point.
+  line  3705  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  3856  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
 
 
 class Exit(enum.IntEnum):
-    """Every pairgate program exits with one of these (DESIGN.md section 9)."""
+    """Every pairgate program exits with one of these: 0 done or pass, 1 refused, 2 could not."""
 
     OK = 0  # done, pass, in line
     REFUSED = 1  # refused by the protocol, or drift for --check
@@ -159,7 +160,7 @@ def _draft_validator(schema: Mapping[str, Any]) -> Any:
 CONFIG_ENV = "PAIRGATE_CONFIG"
 CONFIG_FILENAME = "pairgate-config.json"
 
-# The specification's seventeen keys, plus ledger_author_user_ids (DESIGN.md section 5).
+# The specification's seventeen keys, plus ledger_author_user_ids (docs/agent-handoff-reference.md, "The fold": the accounts whose notes count).
 CONFIG_KEYS: tuple[str, ...] = (
     "tracker_project",
     "group_path",
@@ -1344,7 +1345,7 @@ class _Fold:
 
 
 def self_approval_rule(approver: str, to: str, accepted_from: str | None) -> str | None:
-    """Why an approval is a self-approval, or None. Both rules of DESIGN.md section 5."""
+    """Why an approval is a self-approval, or None. Both rules are in docs/agent-handoff-reference.md, "The fold"."""
     if approver == to:
         return f"{approver} offers the work back to itself"
     if accepted_from == approver:
@@ -1551,13 +1552,87 @@ def mr_freeze(
 
 
 # =============================================================================================
+# begin pairgate/standalone/merge_request.py
+# =============================================================================================
+
+
+def _project_of(data: Mapping[str, Any], fallback: str) -> str:
+    """The full path of the project the MR is in: ``references.full`` (``group/p!7``), else the
+    path of its ``web_url`` (``https://host/group/p/-/merge_requests/7``), else ``fallback``
+    (the path or id it was asked for by)."""
+    full = str((data.get("references") or {}).get("full") or "")
+    if "!" in full:
+        return full.rpartition("!")[0]
+    url = str(data.get("web_url") or "")
+    if "/-/merge_requests/" in url and "://" in url:
+        path = url.split("://", 1)[1].partition("/")[2]
+        return path.rpartition("/-/merge_requests/")[0] or fallback
+    return fallback
+
+
+@dataclass(frozen=True)
+class MergeRequestFacts:
+    """What pairgate needs to know about one merge request, as GitLab reported it."""
+
+    project: str  # the full path of the project the MR merges into
+    iid: int
+    title: str
+    description: str
+    author_id: int | None
+    source_branch: str
+    labels: tuple[str, ...]
+    head_sha: str | None  # None while the MR has no commits
+    state: str = ""  # opened, closed, locked, merged
+    target_branch: str = ""
+    base_sha: str | None = None  # diff_refs: the merge base the diff is taken from
+    start_sha: str | None = None  # diff_refs: the target branch's head when the diff was made
+    web_url: str = ""
+    head_pipeline: Mapping[str, Any] | None = field(default=None, compare=False)
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any], project: str = "") -> MergeRequestFacts:
+        """``project`` is what the merge request was asked for by; GitLab's own answer wins.
+        The head is ``sha``, else ``diff_refs.head_sha`` (GitLab fills both for an MR with
+        commits; either alone still names the head)."""
+        refs = data.get("diff_refs") or {}
+        return cls(
+            project=_project_of(data, project),
+            iid=int(data["iid"]),
+            title=data.get("title") or "",
+            description=data.get("description") or "",
+            author_id=(data.get("author") or {}).get("id"),
+            source_branch=data.get("source_branch") or "",
+            labels=tuple(data.get("labels") or ()),
+            head_sha=data.get("sha") or refs.get("head_sha") or None,
+            state=str(data.get("state") or ""),
+            target_branch=str(data.get("target_branch") or ""),
+            base_sha=refs.get("base_sha") or None,
+            start_sha=refs.get("start_sha") or None,
+            web_url=str(data.get("web_url") or ""),
+            head_pipeline=data.get("head_pipeline") or None,
+        )
+
+    @property
+    def ref(self) -> str:
+        return f"{self.project}!{self.iid}"
+
+    @property
+    def text(self) -> str:
+        """Title and description: where an MR cites its issues."""
+        return f"{self.title}\n{self.description}"
+
+
+# end pairgate/standalone/merge_request.py
+
+
+# =============================================================================================
 # begin pairgate/standalone/scope.py
 # =============================================================================================
 
 
 # CONTRACT (the merge gate issue builds it; merge-check, both validators and the hook call it):
 #   @dataclass(frozen=True) class GateVerdict:  allowed: bool, in_scope: bool, message: str, ...
-#   def gate_merge(client: GitLab, config: Config, project: str, iid: int) -> GateVerdict
+#   def gate_merge(client: GitLab, config: Config, project: str, iid: int, *, now) -> GateVerdict
 #       reads the MR, the group listing and the cited issues' ledgers, then decides with pure
 #       functions; any read error raises PairgateError (fail closed: never a pass).
 #
@@ -1662,39 +1737,6 @@ def load_automation_families(path: Path | None) -> tuple[AutomationFamily, ...]:
             f"pairgate: malformed automation roster {path}: family {duplicate!r} is named twice"
         )
     return tuple(AutomationFamily(**family) for family in value)
-
-
-@dataclass(frozen=True)
-class MergeRequestFacts:
-    """What the gate needs to know about one merge request, as GitLab reported it."""
-
-    project: str  # the full path of the project the MR merges into
-    iid: int
-    title: str
-    description: str
-    author_id: int | None
-    source_branch: str
-    labels: tuple[str, ...]
-    head_sha: str | None  # None while the MR has no commits
-
-    @classmethod
-    def from_api(cls, data: Mapping[str, Any], project: str) -> MergeRequestFacts:
-        full = (data.get("references") or {}).get("full") or ""
-        canonical = full.rpartition("!")[0] if "!" in full else project
-        return cls(
-            project=canonical,
-            iid=int(data["iid"]),
-            title=data.get("title") or "",
-            description=data.get("description") or "",
-            author_id=(data.get("author") or {}).get("id"),
-            source_branch=data.get("source_branch") or "",
-            labels=tuple(data.get("labels") or ()),
-            head_sha=data.get("sha") or None,
-        )
-
-    @property
-    def ref(self) -> str:
-        return f"{self.project}!{self.iid}"
 
 
 # A project path may hold letters, digits, '_', '.', '-' and '/'. A reference counts only when
@@ -2104,14 +2146,15 @@ def gate_merge(
     iid: int,
     *,
     families: Sequence[AutomationFamily] | None = None,
-    now: float | None = None,
+    now: float,
 ) -> GateVerdict:
     """The merge gate's one verdict for ``project!iid``: reads, then decides.
 
     Reads the group listing when the path alone does not settle it, then (in the group) the MR
     and the ledger of every cited tracker issue. Any read error propagates as a PairgateError:
-    the gate fails closed, it never passes what it could not read. ``families`` defaults to the roster found
-    beside ownership.py or the configuration.
+    the gate fails closed, it never passes what it could not read. ``families`` defaults to the
+    roster found beside ownership.py or the configuration; ``now`` is the run context's clock
+    (freeze windows end by it).
     """
     if families is None:
         families = load_automation_families(roster_path(config))
@@ -2137,7 +2180,7 @@ def gate_merge(
         return decide(outside, scope=scope, cited=(), ledgers={}, config=config)
     mr = MergeRequestFacts.from_api(data or client.get(mr_path), project)
     tracker = config["tracker_project"]
-    cited = cited_issues(f"{mr.title}\n{mr.description}", mr_project=mr.project, tracker=tracker)
+    cited = cited_issues(mr.text, mr_project=mr.project, tracker=tracker)
     scope = decide_scope(mr, cited=cited, in_group=True, config=config, families=families)
     ledgers: dict[int, Ledger] = {}
     frozen = None
@@ -2146,8 +2189,7 @@ def gate_merge(
         for issue in cited:
             if issue != generic:
                 ledgers[issue] = read_ledger(client, config, issue)
-        at = time.time() if now is None else now
-        frozen = mr_freeze(client, config, MrRef(mr.project, mr.iid), known=ledgers, now=at)
+        frozen = mr_freeze(client, config, MrRef(mr.project, mr.iid), known=ledgers, now=now)
     return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config, frozen=frozen)
 
 
@@ -2181,7 +2223,6 @@ def print_verdict(
     *,
     json_out: bool,
     verbose: bool,
-    client: GitLab | None = None,
 ) -> int:
     """merge-check's output and exit code: 0 pass (or not gated), 1 refused."""
     if json_out:
@@ -2191,12 +2232,12 @@ def print_verdict(
         for warning in verdict.warnings:
             print(f"warning: {warning}", file=ctx.stderr)
     if verbose:
-        for line in _verbose_lines(verdict, client):
+        for line in _verbose_lines(verdict):
             print(line, file=ctx.stderr)
     return Exit.OK if verdict.allowed else Exit.REFUSED
 
 
-def _verbose_lines(verdict: GateVerdict, client: GitLab | None) -> list[str]:
+def _verbose_lines(verdict: GateVerdict) -> list[str]:
     cited = ", ".join(f"#{i}" for i in verdict.cited_issues) or "none"
     lines = [
         f"merge request: {verdict.project}!{verdict.iid}, head {verdict.head_sha}",
@@ -2205,21 +2246,25 @@ def _verbose_lines(verdict: GateVerdict, client: GitLab | None) -> list[str]:
         f"ownership record: {verdict.record.code}: {verdict.record.message}",
         f"approval at head: {verdict.approval.code}: {verdict.approval.message}",
     ]
-    if client is not None:
-        lines.append(client.describe())
     return lines
 
 
 def run_merge_check(
-    ctx: Context, config: Config, *, mr: int, mr_project: str, json_out: bool, verbose: bool
+    ctx: Context,
+    config: Config,
+    client: GitLab,
+    *,
+    mr: int,
+    mr_project: str,
+    json_out: bool,
+    verbose: bool,
 ) -> int:
     """``merge-check --mr <iid> --mr-project <p>``: the gate's verdict, as a command."""
-    client = gitlab_from_env(config, ctx.env)
     try:
         verdict = gate_merge(client, config, mr_project, mr, now=ctx.now())
     except PairgateError as exc:
         raise PairgateError(f"merge-check: could not decide, so no pass: {exc.message}") from exc
-    return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose, client=client)
+    return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose)
 
 
 def validator_main(name: str, argv: Sequence[str] | None = None, ctx: Context | None = None) -> int:
@@ -2257,7 +2302,7 @@ def validator_main(name: str, argv: Sequence[str] | None = None, ctx: Context | 
             env[config.env_name("TASK_API_TOKEN")] = _ci_token(ctx.env, args.read_token_variable)
         client = gitlab_from_env(config, env)
         families = load_automation_families(roster_path(config, args.automation_families))
-        verdict = gate_merge(client, config, project, iid, families=families)
+        verdict = gate_merge(client, config, project, iid, families=families, now=ctx.now())
     except Exception as exc:  # the validators' one translation point: never a pass
         print(f"{name}: could not decide; this job fails closed.", file=ctx.stderr)
         return report(exc, ctx.stderr)
@@ -3719,7 +3764,7 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
     refused = []
     for merge in reading.merges:
         assert merge.project is not None and merge.iid is not None
-        verdict = gate_merge(client, config, merge.project, merge.iid)
+        verdict = gate_merge(client, config, merge.project, merge.iid, now=ctx.now())
         if not verdict.allowed:
             refused.append(verdict.message)
     if refused:
@@ -3831,9 +3876,14 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
             parser.add_argument("--json", action="store_true")
             parser.add_argument("--verbose", action="store_true")
             args = parser.parse_args(argv[1:])
+            config = load_config(ctx.env)
+            client = gitlab_from_env(config, ctx.env)
+            if args.verbose:
+                print(client.describe(), file=ctx.stderr)
             return run_merge_check(
                 ctx,
-                load_config(ctx.env),
+                config,
+                client,
                 mr=args.mr,
                 mr_project=args.mr_project,
                 json_out=args.json,

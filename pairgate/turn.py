@@ -14,21 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pairgate.freezes import refuse_if_frozen, windows_for
 from pairgate.note_text import note_text
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError, Refusal, UsageError
-from pairgate.standalone.fold import fold, identity_pattern
+from pairgate.standalone.fold import binding_freeze, fold, freeze_refusal, identity_pattern
 from pairgate.standalone.gitlab import (
     GitLab,
     GitLabError,
     WriteUncertain,
-    encode_project,
-    gitlab_from_env,
 )
 from pairgate.standalone.ledger import ROLE_LABELS, Event, Freeze, Ledger, MrRef
-from pairgate.standalone.reads import notes_path, read_notes
+from pairgate.standalone.reads import notes_path, read_freezes, read_notes
 from pairgate.standalone.records import compose_note
+from pairgate.tracker import issue_path, read_issue
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 WRITE_ATTEMPTS = 3
@@ -102,39 +100,16 @@ class Turn:
         return bool(identity_pattern(self.config).match(name)) or name in self.ledger.names
 
 
-def issue_path(config: Config, issue: int) -> str:
-    return f"projects/{encode_project(config['tracker_project'])}/issues/{issue}"
-
-
-def read_found(client: GitLab, path: str, what: str) -> dict[str, Any]:
-    """One GET of something the user named: a 404 is a usage error naming it."""
-    try:
-        return dict(client.get(path))
-    except GitLabError as exc:
-        if exc.status == 404:
-            raise UsageError(
-                f"pairgate: {what} does not exist (or the read token cannot see it)"
-            ) from None
-        raise
-
-
-def read_issue(client: GitLab, config: Config, issue: int) -> dict[str, Any]:
-    return read_found(client, issue_path(config, issue), f"{config['tracker_project']}#{issue}")
-
-
 def begin(
     ctx: Context,
     config: Config,
+    client: GitLab,
     issue: int,
     as_agent: str | None,
-    verbose: bool,
     *,
     check_freezes: bool = True,
 ) -> Turn:
     agent = identity(ctx, config, as_agent)
-    client = gitlab_from_env(config, ctx.env)
-    if verbose:
-        print(client.describe(), file=ctx.stderr)
     state = read_issue(client, config, issue)
     ledger = fold(read_notes(client, config, issue), config=config)
     turn = Turn(ctx, config, client, issue, agent, session_id(ctx, config), state, ledger, ledger)
@@ -251,3 +226,28 @@ def refuse_void(turn: Turn, event: Event) -> None:
         f"{event.void}. Another writer got there first.\n"
         f"See who holds #{turn.issue} now: {turn.cli} status {turn.issue}"
     )
+
+
+# Freeze windows as the writing commands meet them: read once per turn, checked before anything
+# is written. The records and the pure rules are the reader's (pairgate/standalone/fold.py), where
+# the merge gate reads them too.
+
+
+def windows_for(
+    client: GitLab, config: Config, issue: int, ledger: Ledger
+) -> list[tuple[int, Freeze]]:
+    """Every window that can bind a write on ``issue``: its own (already folded) and those on
+    the issues labelled as holding one."""
+    return read_freezes(client, config, known={issue: ledger})
+
+
+def refuse_if_frozen(turn: Turn, *, mr: MrRef | None) -> None:
+    """Refuse the turn when another agent's live window covers its issue (or ``mr``)."""
+    now = turn.ctx.now()
+    found = binding_freeze(turn.freezes, now=now, agent=turn.agent, issue=turn.issue, mr=mr)
+    if found is not None:
+        holder, window = found
+        raise Refusal(
+            f"{turn.cli}: refused on #{turn.issue}: "
+            + freeze_refusal(holder, window, now=now, config=turn.config)
+        )

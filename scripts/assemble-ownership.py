@@ -38,6 +38,7 @@ MODULES = (
     "ledger.py",
     "fold.py",
     "reads.py",
+    "merge_request.py",
     "scope.py",
     "verdict.py",
     "gate.py",

@@ -7,8 +7,8 @@ import io
 import json
 import time
 
-from pairgate.commands.render import Style, duration, table, use_colour
 from pairgate.main import main
+from pairgate.output import Style, duration, table, use_colour
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.errors import Context
 from tests.boardkit import LEAD, REVIEW, labels, new_round, ok, run_at, tamper

@@ -13,7 +13,7 @@ from pairgate.main import build_parser
 from pairgate.sandbox.testing import RunningSandbox
 from tests.conftest import PAIRGATE, ROOT, agent_env, run_cli, run_program
 
-# The specification's Commands section (plus sandbox and demo, DESIGN.md section 8).
+# The specification's Commands section (plus sandbox and demo, docs/sandbox.md).
 COMMANDS = {
     "claim": ({"--role"}, {"--as", "--verbose"}),
     "handoff": (

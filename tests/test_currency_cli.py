@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from pairgate import main as main_module
-from tests.conftest import FIXTURE_CONFIG, Result, run_cli
+from tests.conftest import FIXTURE_CONFIG, FIXTURES, Result, run_cli
 from tests.gitrepos import GIT_ENV, World, make_world
 
 INSTALL = "pip install --upgrade 'acme-pairgate @ git+https://example.invalid/acme/pairgate'"
@@ -130,3 +131,40 @@ def test_commands_that_read_no_configuration_are_not_measured(
     make_stale(world)
     result = run_cli(["claim", "--help"], env=env, origin=str(world.deployed))
     assert (result.code, result.err) == (0, "")
+
+
+@pytest.mark.parametrize("command", ["deploy-hooks", "deploy-agents"])
+def test_a_deploy_that_writes_on_a_stale_copy_is_refused_and_writes_nothing(
+    world: World, env: dict[str, str], tmp_path: Path, command: str
+) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    sha = make_stale(world)
+    result = run_cli([command, "--target", str(target)], env=env, origin=str(world.deployed))
+    assert result.code == 1
+    assert result.err.startswith(f"pairgate {command}: refused: this copy is STALE")
+    assert f"  {sha} Tighten the hook\n" in result.err
+    assert result.err.rstrip("\n").endswith(f"Update it: {INSTALL}")
+    assert list(target.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["deploy-hooks", "--target", "{t}", "--check"],
+        ["deploy-agents", "--target", "{t}", "--check"],
+    ],
+)
+def test_a_deploy_check_on_a_stale_copy_warns_and_compares(
+    world: World, env: dict[str, str], tmp_path: Path, argv: list[str]
+) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    # deploy-agents renders before it compares: the deployment's texts beside the configuration.
+    shutil.copytree(FIXTURES / "agent-text", tmp_path / "agent-text")
+    shutil.copy(FIXTURES / "liveness-oracle.md", tmp_path)
+    make_stale(world)
+    words = [w.format(t=target) for w in argv]
+    result = run_cli(words, env=env, origin=str(world.deployed))
+    assert "pairgate: warning: this copy is STALE" in result.err
+    assert result.code == 1 and "missing: " in result.out  # it compared, and said what differs

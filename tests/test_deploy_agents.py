@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pairgate import deploy_agents
-from pairgate.deploy_agents import ORACLE_BEGIN, ORACLE_END, ROLES, atomic_write, install
+from pairgate.commands import deploy_agents
+from pairgate.commands.deploy_agents import ORACLE_BEGIN, ORACLE_END, ROLES
+from pairgate.install import atomic_write, install
 from pairgate.standalone.config import load_config
 from pairgate.standalone.errors import Context, PairgateError, report
 from tests.conftest import FIXTURE_CONFIG, ROOT, Result, run_cli
@@ -72,8 +73,8 @@ def render_with(env: dict[str, str], templates: Path, target: Path, check: bool 
     ctx = Context(env=env, stdout=out, stderr=err)
     config = load_config(env)
     try:
-        code = deploy_agents.run(
-            ctx=ctx, config=config, target=target, check_only=check, templates=templates
+        code = deploy_agents.deploy_agents(
+            ctx=ctx, config=config, target=target, check=check, templates=templates
         )
     except Exception as exc:
         code = report(exc, err)
@@ -203,11 +204,18 @@ def test_a_failed_write_is_partial_and_names_what_it_had_replaced(target: Path) 
         atomic_write(dest, data)
 
     with pytest.raises(PairgateError) as raised:
-        install(target, rendered, write=third_destination_turns_into_a_directory)
+        install(
+            "pairgate deploy-agents",
+            target,
+            rendered,
+            mode=0o644,
+            again="pairgate deploy-agents",
+            write=third_destination_turns_into_a_directory,
+        )
     message = raised.value.message
     assert "PARTIAL" in message
-    assert f"Already replaced: {target / 'acme-lead.md'}, {target / 'acme-review.md'}." in message
-    assert f"Not written: {target / 'acme-solo.md'}, {target / 'acme-finder.md'}." in message
+    assert "Already replaced: acme-lead.md, acme-review.md." in message
+    assert "Not written: acme-solo.md, acme-finder.md." in message
     assert raised.value.exit_code == 2
     assert sorted(p.name for p in target.iterdir()) == [
         "acme-lead.md",
@@ -353,7 +361,12 @@ def test_a_target_that_is_not_a_directory_refuses(
             target.write_text("x")
         for check in ((), ("--check",)):
             result = deploy(config_env, target, *check)
-            assert result.code == 2 and "is not a directory; nothing was written" in result.err
+            said = (
+                f"does not exist; create it first (mkdir -p {target}). Nothing was written."
+                if target.name == "absent"
+                else "is not a directory. Nothing was written."
+            )
+            assert result.code == 2 and said in result.err
     assert not (tmp_path / "absent").exists() and (tmp_path / "a-file").read_text() == "x"
 
 

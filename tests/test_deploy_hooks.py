@@ -129,7 +129,13 @@ def test_a_target_that_is_not_a_directory_is_refused(
     for extra in ([], ["--check"]):
         code, out, err = deploy(config_env, "--target", str(target), *extra)
         assert code == 2
-        assert f"the target {target} is not a directory. Nothing was written." in err
+        if kind == "missing":
+            assert (
+                f"the target {target} does not exist; create it first (mkdir -p {target}). "
+                "Nothing was written." in err
+            )
+        else:
+            assert f"the target {target} is not a directory. Nothing was written." in err
         assert out == ""
 
 

@@ -9,9 +9,9 @@ import pytest
 
 from pairgate.standalone.config import Config, load_config
 from pairgate.standalone.errors import ConfigError
+from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import (
     AutomationFamily,
-    MergeRequestFacts,
     Scope,
     cited_issues,
     decide_scope,

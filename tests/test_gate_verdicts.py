@@ -11,7 +11,8 @@ from pairgate.standalone.fold import fold
 from pairgate.standalone.gate import gate_merge
 from pairgate.standalone.gitlab import GitLabError
 from pairgate.standalone.ledger import Note
-from pairgate.standalone.scope import MergeRequestFacts, decide_scope
+from pairgate.standalone.merge_request import MergeRequestFacts
+from pairgate.standalone.scope import decide_scope
 from pairgate.standalone.verdict import GateVerdict, decide
 from tests.conftest import FIXTURE_CONFIG
 from tests.gate_trail import Trail
@@ -249,7 +250,7 @@ def test_a_path_gitlab_redirects_into_the_group_is_gated_as_the_project_it_names
     config: Config,
 ) -> None:
     client = _MovedProject()
-    result = gate_merge(client, config, "oldgroup/app", 3, families=())  # type: ignore[arg-type]
+    result = gate_merge(client, config, "oldgroup/app", 3, families=(), now=0.0)  # type: ignore[arg-type]
     assert (result.allowed, result.in_scope, result.project) == (False, True, "acme/app")
 
 
@@ -257,5 +258,5 @@ def test_a_merge_request_the_reader_cannot_see_outside_the_group_stays_outside(
     config: Config,
 ) -> None:
     client = _MovedProject()
-    result = gate_merge(client, config, "outside/app", 3, families=())  # type: ignore[arg-type]
+    result = gate_merge(client, config, "outside/app", 3, families=(), now=0.0)  # type: ignore[arg-type]
     assert (result.allowed, result.scope) == (True, "outside-group")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pairgate.commands.boardread import MrState
 from pairgate.commands.graph import dot, mermaid, steps
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import MrRef
+from pairgate.tracker import MrState
 from tests.boardkit import LEAD, REVIEW, new_round, ok, run_at, tamper
 from tests.conftest import agent_env
 from tests.ledgerkit import MR, SHA, SHA2, Trail

@@ -6,18 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pairgate.commands.checks import (
+from pairgate.merge_requests import checked_sha
+from pairgate.preconditions import (
     check_offer_slot,
     check_receiver,
     command,
     must_hold,
 )
-from pairgate.merge_requests import checked_sha, head_of, mr_path, read_mr
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError, Refusal
 from pairgate.standalone.fold import self_approval_rule
 from pairgate.standalone.gitlab import GitLab, GitLabError, WriteUncertain, gitlab_with_token
 from pairgate.standalone.ledger import MrRef
+from pairgate.tracker import mr_path, read_mr
 from pairgate.turn import Turn, begin, checked_name, read_reason, refuse_void, write
 
 
@@ -78,13 +79,13 @@ def approve(
     server_approval_only: bool,
     supersede: int | None,
     as_agent: str | None,
-    verbose: bool,
+    client: GitLab,
 ) -> int:
     sha = checked_sha(sha)
     checked_name(to, "--to ")
     text = read_reason(reason, reason_file)
     project = mr_project or config["tracker_project"]
-    turn = begin(ctx, config, issue, as_agent, verbose)
+    turn = begin(ctx, config, client, issue, as_agent)
     bot = review_bot(turn)  # before anything is written: no half-done approval
     cli, ledger = turn.cli, turn.ledger
     flags: dict[str, Any] = {
@@ -124,10 +125,10 @@ def approve(
     check_receiver(turn, "approve", to, again, new_identity=None)
     check_offer_slot(turn, "approve", supersede, again)
     found = read_mr(turn.client, project, mr)
-    head = head_of(found)
-    if found.get("state") != "opened":
+    head = found.head_sha
+    if found.state != "opened":
         raise Refusal(
-            f"{cli} approve: {project}!{mr} is {found.get('state')}; an approval binds to an "
+            f"{cli} approve: {project}!{mr} is {found.state}; an approval binds to an "
             "open merge request's head."
         )
     if head != sha:

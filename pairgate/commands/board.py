@@ -9,26 +9,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from pairgate.commands import render
-from pairgate.commands.boardread import (
+from pairgate import output
+from pairgate.commands.status import approval_status, mr_doc, offer_doc
+from pairgate.output import Cell, Style
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, Exit
+from pairgate.standalone.gitlab import GitLab
+from pairgate.standalone.ledger import ROLE_LABELS, Freeze, Ledger, MrRef
+from pairgate.tracker import (
     IssueRead,
     MrState,
     latest_approval_refs,
     read_labelled,
     read_mr_states,
 )
-from pairgate.commands.render import Cell, Style
-from pairgate.commands.status import approval_status, mr_doc, offer_doc
-from pairgate.standalone.config import Config
-from pairgate.standalone.errors import Context, Exit
-from pairgate.standalone.gitlab import gitlab_from_env
-from pairgate.standalone.ledger import ROLE_LABELS, Freeze, Ledger, MrRef
 
 
 def _when(ledger: Ledger, note_id: int | None, now: float) -> dict[str, Any]:
     """``at`` and ``age_seconds`` of a note on the trail."""
     at = next((e.created_at for e in ledger.trail if e.note_id == note_id), None)
-    return {"at": at, "age_seconds": render.age_seconds(at, now)}
+    return {"at": at, "age_seconds": output.age_seconds(at, now)}
 
 
 def freeze_doc(issue: int, window: Freeze, now: float) -> dict[str, Any]:
@@ -40,7 +40,7 @@ def freeze_doc(issue: int, window: Freeze, now: float) -> dict[str, Any]:
         "reason": window.reason,
         "minutes": window.minutes,
         "at": window.created_at,
-        "until": render.iso(window.until),
+        "until": output.iso(window.until),
         "live": window.live(now),
         "remaining_seconds": (
             max(0, int(window.until - now)) if window.live(now) and window.until else None
@@ -106,17 +106,14 @@ def board_doc(
     issues = [issue_doc(r, mrs, now) for r in reads]
     return {
         "tracker_project": config["tracker_project"],
-        "now": render.iso(now),
+        "now": output.iso(now),
         "closed_included": closed,
         "live_freezes": [f for i in issues for f in i["freezes"] if f["live"]],
         "issues": issues,
     }
 
 
-def read_board(ctx: Context, config: Config, *, closed: bool, verbose: bool) -> dict[str, Any]:
-    client = gitlab_from_env(config, ctx.env)
-    if verbose:
-        print(client.describe(), file=ctx.stderr)
+def read_board(ctx: Context, config: Config, client: GitLab, *, closed: bool) -> dict[str, Any]:
     reads = read_labelled(client, config, closed=closed)
     mrs = read_mr_states(client, latest_approval_refs(reads))
     return board_doc(config, reads, mrs, ctx.now(), closed)
@@ -134,7 +131,7 @@ def _holder(doc: dict[str, Any]) -> Cell:
 def _offer_cell(offer: dict[str, Any] | None) -> Cell:
     if offer is None:
         return ("-", "dim")
-    age = render.duration(offer["age_seconds"] or 0)
+    age = output.duration(offer["age_seconds"] or 0)
     if offer["kind"] == "approve":
         return (f"approval back to {offer['to']}, {age}", "blue")
     return (f"-> {offer['to']} as {offer['role']}, {age}", "blue")
@@ -148,11 +145,11 @@ def _approval_cell(approval: dict[str, Any] | None) -> Cell:
         return ("-", "dim")
     status, who = approval["status"], approval["approver"]
     text = {
-        "at-head": f"{who} @{render.short(approval['sha'])} at head",
-        "stale": f"{who} @{render.short(approval['sha'])} STALE (head "
-        f"{render.short(approval['mr_head'])})",
-        "self": f"{who} @{render.short(approval['sha'])} SELF-APPROVAL",
-        "unknown": f"{who} @{render.short(approval['sha'])} (head unknown)",
+        "at-head": f"{who} @{output.short(approval['sha'])} at head",
+        "stale": f"{who} @{output.short(approval['sha'])} STALE (head "
+        f"{output.short(approval['mr_head'])})",
+        "self": f"{who} @{output.short(approval['sha'])} SELF-APPROVAL",
+        "unknown": f"{who} @{output.short(approval['sha'])} (head unknown)",
     }[status]
     return (text, _APPROVAL_COLOUR[status])
 
@@ -184,8 +181,8 @@ def board_text(doc: dict[str, Any], style: Style) -> str:
     for f in doc["live_freezes"]:
         lines.append(
             style(f"FROZEN {f['scope']} by {f['agent']} until {f['until']}", "red")
-            + f" (another {render.duration(f['remaining_seconds'] or 0)}): "
-            + render.clip(f["reason"], 80)
+            + f" (another {output.duration(f['remaining_seconds'] or 0)}): "
+            + output.clip(f["reason"], 80)
             + f" (note {f['note_id']} on #{f['issue']})"
         )
     issues = doc["issues"]
@@ -199,17 +196,17 @@ def board_text(doc: dict[str, Any], style: Style) -> str:
             [
                 f"#{i['issue']}" + ("" if i["state"] == "opened" else f" ({i['state']})"),
                 _holder(i),
-                render.duration(since["age_seconds"])
+                output.duration(since["age_seconds"])
                 if since and since["age_seconds"] is not None
                 else "-",
                 _offer_cell(i["offer"]),
                 _approval_cell(i["approval"]),
                 _ledger_cell(i),
-                render.clip(i["title"], 50),
+                output.clip(i["title"], 50),
             ]
         )
     headers = ["ISSUE", "HOLDER", "SINCE", "OFFER", "APPROVAL", "LEDGER", "TITLE"]
-    lines.append(render.table(headers, rows, style))
+    lines.append(output.table(headers, rows, style))
     details = []
     for i in issues:
         n = i["issue"]
@@ -232,12 +229,12 @@ def board_text(doc: dict[str, Any], style: Style) -> str:
     return "\n".join(lines)
 
 
-def board(*, ctx: Context, config: Config, json: bool, closed: bool, verbose: bool) -> int:
-    doc = read_board(ctx, config, closed=closed, verbose=verbose)
+def board(*, ctx: Context, config: Config, json: bool, closed: bool, client: GitLab) -> int:
+    doc = read_board(ctx, config, client, closed=closed)
     if json:
-        render.dump(doc, ctx.stdout)
+        output.dump(doc, ctx.stdout)
     else:
-        print(board_text(doc, Style(render.use_colour(ctx.stdout, ctx.env))), file=ctx.stdout)
+        print(board_text(doc, Style(output.use_colour(ctx.stdout, ctx.env))), file=ctx.stdout)
     unreadable = [i["issue"] for i in doc["issues"] if i["error"]]
     if unreadable:
         listed = ", ".join(f"#{n}" for n in unreadable)

@@ -13,16 +13,16 @@ from __future__ import annotations
 import re
 import time
 
-from pairgate.commands.boardread import IssueRead, read_labelled
-from pairgate.merge_requests import citing_mrs, project_of, read_mr
+from pairgate.merge_requests import citing_mrs
 from pairgate.note_text import quoted
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, Refusal, UsageError
 from pairgate.standalone.fold import freeze_refusal
-from pairgate.standalone.gitlab import GitLab, gitlab_from_env
+from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import FROZEN_LABEL, Freeze
 from pairgate.standalone.records import FREEZE_MAX_MINUTES
-from pairgate.turn import begin, identity, issue_path, read_issue, refuse_void, write
+from pairgate.tracker import IssueRead, issue_path, read_issue, read_labelled, read_mr
+from pairgate.turn import begin, identity, refuse_void, write
 
 _SCOPE = re.compile(
     r"^(board|issue|issue:(?P<issue>[1-9]\d{0,9})|mr:((?P<project>[^!\s]+)!)?(?P<mr>[1-9]\d{0,9}))$"
@@ -51,9 +51,7 @@ def resolve_scope(client: GitLab, config: Config, issue: int, scope: str, cli: s
         return f"issue:{target}"
     iid, project = int(match.group("mr")), match.group("project")
     if project is None:
-        found = sorted(
-            {project_of(m) for m in citing_mrs(client, config, issue) if m["iid"] == iid}
-        )
+        found = sorted({m.project for m in citing_mrs(client, config, issue) if m.iid == iid})
         if len(found) > 1:
             names = ", ".join(f"mr:{p}!{iid}" for p in found)
             raise UsageError(f"{cli} freeze: --scope mr:{iid} is ambiguous; name one: {names}")
@@ -87,7 +85,7 @@ def freeze(
     reason: str,
     minutes: int,
     as_agent: str | None,
-    verbose: bool,
+    client: GitLab,
 ) -> int:
     cli = config.cli
     if not 1 <= minutes <= FREEZE_MAX_MINUTES:
@@ -96,7 +94,7 @@ def freeze(
         )
     if not reason.strip():
         raise UsageError(f"{cli} freeze: --reason is empty; say why others must wait")
-    turn = begin(ctx, config, issue, as_agent, verbose)
+    turn = begin(ctx, config, client, issue, as_agent)
     resolved = resolve_scope(turn.client, config, issue, scope, cli)
     if FROZEN_LABEL not in turn.state.get("labels", []):
         turn.state = dict(
@@ -116,11 +114,8 @@ def freeze(
     return Exit.OK
 
 
-def thaw(*, ctx: Context, config: Config, as_agent: str | None, verbose: bool) -> int:
+def thaw(*, ctx: Context, config: Config, as_agent: str | None, client: GitLab) -> int:
     agent = identity(ctx, config, as_agent)
-    client = gitlab_from_env(config, ctx.env)
-    if verbose:
-        print(client.describe(), file=ctx.stderr)
     now, cli = ctx.now(), config.cli
     reads = read_labelled(client, config, closed=True, labels=(FROZEN_LABEL,))
     mine = {
@@ -152,7 +147,7 @@ def thaw(*, ctx: Context, config: Config, as_agent: str | None, verbose: bool) -
     failed = 0
     for iid, windows in sorted(mine.items()):
         try:
-            _thaw_on(ctx, config, iid, windows, as_agent, verbose, now)
+            _thaw_on(ctx, config, client, iid, windows, as_agent, now)
         except Refusal as exc:  # a closed issue, say: the other windows are still lifted
             print(f"#{iid}: not thawed: {exc.message}", file=ctx.stderr)
             failed += 1
@@ -162,14 +157,14 @@ def thaw(*, ctx: Context, config: Config, as_agent: str | None, verbose: bool) -
 def _thaw_on(
     ctx: Context,
     config: Config,
+    client: GitLab,
     iid: int,
     windows: list[Freeze],
     as_agent: str | None,
-    verbose: bool,
     now: float,
 ) -> None:
     """Thaw each window on one issue, then drop its label when nothing live is left there."""
-    turn = begin(ctx, config, iid, as_agent, verbose, check_freezes=False)
+    turn = begin(ctx, config, client, iid, as_agent, check_freezes=False)
     for window in windows:
         text = (
             f"**{turn.agent}** thaws the freeze of note {window.note_id} "

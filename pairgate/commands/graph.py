@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pairgate.commands.boardread import MrState, read_mr_states
-from pairgate.commands.render import clip, short
+from pairgate.output import clip, short
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit
-from pairgate.standalone.gitlab import gitlab_from_env
+from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Event, Ledger, MrRef
 from pairgate.standalone.reads import read_ledger
-from pairgate.turn import read_issue
+from pairgate.tracker import MrState, read_issue, read_mr_states
 
 
 @dataclass(frozen=True)
@@ -148,8 +147,7 @@ def dot(title: str, lines: list[Step]) -> str:
     return "\n".join(out)
 
 
-def graph(*, ctx: Context, config: Config, issue: int, format: str) -> int:
-    client = gitlab_from_env(config, ctx.env)
+def graph(*, ctx: Context, config: Config, client: GitLab, issue: int, format: str) -> int:
     read_issue(client, config, issue)  # a missing issue is an error, not an empty diagram
     ledger = read_ledger(client, config, issue)
     mrs = read_mr_states(client, (a.mr for a in ledger.approvals))

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pairgate.commands import render
-from pairgate.commands.boardread import IssueRead, fold_issues, issues_path
-from pairgate.commands.render import Cell, Style
+from pairgate import output
+from pairgate.output import Cell, Style
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, Refusal
-from pairgate.standalone.gitlab import gitlab_from_env
+from pairgate.standalone.gitlab import GitLab
+from pairgate.tracker import IssueRead, fold_issues, issues_path
 from pairgate.turn import identity as agent_identity
 from pairgate.turn import session_id
 
@@ -30,7 +30,7 @@ def sessions_doc(
     found: dict[str, dict[str, Any]] = {}
     for read in reads:
         for event in read.ledger.trail if read.ledger else ():
-            at = render.epoch(event.created_at)
+            at = output.epoch(event.created_at)
             if event.agent != agent or at is None or at < since:
                 continue
             session = str(event.record.get("session", ""))
@@ -48,12 +48,12 @@ def sessions_doc(
     for entry in sessions:
         del entry["_last"]
         entry["issues"].sort()
-        entry["age_seconds"] = render.age_seconds(entry["last_at"], now)
+        entry["age_seconds"] = output.age_seconds(entry["last_at"], now)
     return {
         "agent": agent,
         "session": mine,
         "window_hours": RECENT_HOURS,
-        "since": render.iso(since),
+        "since": output.iso(since),
         "sessions": sessions,
         "others": [e["session"] for e in sessions if not e["mine"]],
         "unreadable": [r.iid for r in reads if r.ledger is None],
@@ -69,46 +69,43 @@ def identity_text(doc: dict[str, Any], style: Style) -> str:
             (e["session"] + " (this one)", "green") if e["mine"] else (e["session"], "red"),
             str(e["records"]),
             ", ".join(f"#{n}" for n in e["issues"]),
-            f"note {e['last_note']} on #{e['last_issue']}, {render.duration(e['age_seconds'] or 0)} ago",
+            f"note {e['last_note']} on #{e['last_issue']}, {output.duration(e['age_seconds'] or 0)} ago",
         ]
         for e in doc["sessions"]
     ]
-    table = render.table(["SESSION", "RECORDS", "ISSUES", "LAST WROTE"], rows, style)
+    table = output.table(["SESSION", "RECORDS", "ISSUES", "LAST WROTE"], rows, style)
     return f"{head}\n{table}"
 
 
 def identity(
-    *, ctx: Context, config: Config, as_agent: str | None, json: bool, verbose: bool
+    *, ctx: Context, config: Config, as_agent: str | None, json: bool, client: GitLab
 ) -> int:
     agent = agent_identity(ctx, config, as_agent)
     mine = session_id(ctx, config)
-    client = gitlab_from_env(config, ctx.env)
-    if verbose:
-        print(client.describe(), file=ctx.stderr)
     now = ctx.now()
     since = now - RECENT_HOURS * 3600
     listed = client.get_all(
         issues_path(config),
         state="all",
-        updated_after=render.iso(since),
+        updated_after=output.iso(since),
         order_by="updated_at",
         sort="desc",
     )
     # Filtered here as well: updated_after is a filter this client cannot check GitLab applied.
-    recent = [i for i in listed if (render.epoch(i.get("updated_at")) or now) >= since]
+    recent = [i for i in listed if (output.epoch(i.get("updated_at")) or now) >= since]
     doc = sessions_doc(
         fold_issues(client, config, recent), agent=agent, mine=mine, now=now, since=since
     )
     if json:
-        render.dump(doc, ctx.stdout)
+        output.dump(doc, ctx.stdout)
     else:
-        print(identity_text(doc, Style(render.use_colour(ctx.stdout, ctx.env))), file=ctx.stdout)
+        print(identity_text(doc, Style(output.use_colour(ctx.stdout, ctx.env))), file=ctx.stdout)
     if doc["others"]:
         other = next(e for e in doc["sessions"] if not e["mine"])
         raise Refusal(
             f"{config.cli} identity: another session answers to {agent}: {other['session']} "
             f"wrote note {other['last_note']} on #{other['last_issue']} "
-            f"{render.duration(other['age_seconds'] or 0)} ago, and this session is {mine}.\n"
+            f"{output.duration(other['age_seconds'] or 0)} ago, and this session is {mine}.\n"
             f"Two sessions under one name look like one agent to the gate. Stop one of them, or "
             f"give each its own identity (--as, {config.env_name('AGENT_ID')}); if this is the "
             f"same session under a new id, set {config.env_name('SESSION_ID')} to keep it stable."

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from pairgate.commands.approve import approve
-from pairgate.commands.checks import (
+from pairgate.commands.status import status
+from pairgate.merge_requests import checked_sha, citing_mrs, pipeline_problem
+from pairgate.preconditions import (
     check_offer_slot,
     check_offerable,
     check_receiver,
@@ -19,21 +21,21 @@ from pairgate.commands.checks import (
     read_mr_of,
     resolve_mr,
 )
-from pairgate.commands.status import status
-from pairgate.merge_requests import checked_sha, citing_mrs, head_of, pipeline_problem, project_of
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Refusal
 from pairgate.standalone.fold import is_finder
+from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Offer
-from pairgate.turn import Turn, begin, checked_name, issue_path, read_reason, refuse_void, write
+from pairgate.tracker import issue_path
+from pairgate.turn import Turn, begin, checked_name, read_reason, refuse_void, write
 
 __all__ = ["accept", "approve", "claim", "close", "decline", "handoff", "release", "status"]
 
 
 def claim(
-    *, ctx: Context, config: Config, issue: int, role: str, as_agent: str | None, verbose: bool
+    *, ctx: Context, config: Config, issue: int, role: str, as_agent: str | None, client: GitLab
 ) -> int:
-    turn = begin(ctx, config, issue, as_agent, verbose)
+    turn = begin(ctx, config, client, issue, as_agent)
     ledger, cli, agent = turn.ledger, turn.cli, turn.agent
     if is_finder(agent, config):
         raise Refusal(
@@ -82,12 +84,12 @@ def handoff(
     supersede: int | None,
     new_identity: bool,
     as_agent: str | None,
-    verbose: bool,
+    client: GitLab,
 ) -> int:
     sha = checked_sha(sha)
     checked_name(to, "--to ")
     text = read_reason(reason, reason_file)
-    turn = begin(ctx, config, issue, as_agent, verbose)
+    turn = begin(ctx, config, client, issue, as_agent)
     flags: dict[str, Any] = {
         "to": to,
         "role": role,
@@ -116,14 +118,14 @@ def handoff(
             "to": to,
             "role": role,
             "sha": sha,
-            "mr": {"project": project, "iid": int(found["iid"])},
+            "mr": {"project": project, "iid": found.iid},
             "reason": text,
             "supersedes": supersede,
         },
     )
     refuse_void(turn, event)
     turn.say(
-        f"{turn.agent} offers #{issue} to {to} as {role} at {sha[:12]} of {project}!{found['iid']}"
+        f"{turn.agent} offers #{issue} to {to} as {role} at {sha[:12]} of {project}!{found.iid}"
         f" (note {event.note_id}). {turn.agent} holds it until {to} runs: "
         f"{command(turn.cli, 'accept', issue)}"
     )
@@ -147,12 +149,14 @@ def _answerable(turn: Turn, verb: str) -> Offer:
     return offer
 
 
-def accept(*, ctx: Context, config: Config, issue: int, as_agent: str | None, verbose: bool) -> int:
-    turn = begin(ctx, config, issue, as_agent, verbose)
+def accept(
+    *, ctx: Context, config: Config, issue: int, as_agent: str | None, client: GitLab
+) -> int:
+    turn = begin(ctx, config, client, issue, as_agent)
     offer = _answerable(turn, "accept")
     assert offer.mr is not None
     mr = read_mr_of(turn, offer)
-    head = head_of(mr)
+    head = mr.head_sha
     again = partial(_offer_again, turn, offer)
     if head != offer.sha:
         raise Refusal(
@@ -161,7 +165,7 @@ def accept(*, ctx: Context, config: Config, issue: int, as_agent: str | None, ve
             f"something other than what was offered.\n{offer.sender} offers again at the new "
             f"head:\n  {again(sha=str(head))}\nor you decline: {command(turn.cli, 'decline', issue)}"
         )
-    problem = pipeline_problem(turn.client, offer.mr.project, mr, head)
+    problem = pipeline_problem(turn.client, mr, str(head))
     if problem:
         raise Refusal(
             f"{turn.cli} accept: {offer.mr} {problem}. {offer.sender} fixes it, pushes and "
@@ -194,9 +198,9 @@ def _offer_again(turn: Turn, offer: Offer, *, sha: str) -> str:
 
 
 def decline(
-    *, ctx: Context, config: Config, issue: int, as_agent: str | None, verbose: bool
+    *, ctx: Context, config: Config, issue: int, as_agent: str | None, client: GitLab
 ) -> int:
-    turn = begin(ctx, config, issue, as_agent, verbose)
+    turn = begin(ctx, config, client, issue, as_agent)
     offer = _answerable(turn, "decline")
     event = write(turn, "ownership", "decline", {"offer": offer.note_id, "from": offer.sender})
     refuse_void(turn, event)
@@ -208,9 +212,9 @@ def decline(
 
 
 def release(
-    *, ctx: Context, config: Config, issue: int, as_agent: str | None, verbose: bool
+    *, ctx: Context, config: Config, issue: int, as_agent: str | None, client: GitLab
 ) -> int:
-    turn = begin(ctx, config, issue, as_agent, verbose)
+    turn = begin(ctx, config, client, issue, as_agent)
     must_hold(turn, "release")
     offer, cli = turn.ledger.offer, turn.cli
     if offer is not None:
@@ -227,8 +231,8 @@ def release(
     return 0
 
 
-def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, verbose: bool) -> int:
-    turn = begin(ctx, config, issue, as_agent, verbose)
+def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, client: GitLab) -> int:
+    turn = begin(ctx, config, client, issue, as_agent)
     ledger, cli = turn.ledger, turn.cli
     if ledger.offer is not None:
         offer = ledger.offer
@@ -245,8 +249,7 @@ def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, ver
     open_mrs = citing_mrs(turn.client, config, issue)
     if open_mrs:
         listing = "".join(
-            f"\n  {project_of(m)}!{m['iid']}: "
-            f"{command(cli, 'merge-check', None, mr=m['iid'], mr_project=project_of(m))}"
+            f"\n  {m.ref}: {command(cli, 'merge-check', None, mr=m.iid, mr_project=m.project)}"
             for m in open_mrs
         )
         raise Refusal(

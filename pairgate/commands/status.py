@@ -7,13 +7,15 @@ from __future__ import annotations
 import json as jsonlib
 from typing import Any
 
-from pairgate.merge_requests import citing_mrs, head_of, project_of, read_mr
+from pairgate.merge_requests import citing_mrs
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context
-from pairgate.standalone.gitlab import GitLab, gitlab_from_env
+from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Approval, Ledger, Offer
+from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import read_ledger
-from pairgate.turn import damage, read_issue
+from pairgate.tracker import read_issue, read_mr
+from pairgate.turn import damage
 
 
 def approval_status(approval: Approval, head: str | None) -> str:
@@ -51,7 +53,7 @@ def report(
     state: dict[str, Any],
     ledger: Ledger,
     heads: dict[tuple[str, int], str | None],
-    mrs: list[dict[str, Any]],
+    mrs: list[MergeRequestFacts],
 ) -> dict[str, Any]:
     """The status of one issue as plain data (the --json document). Pure."""
     labels = sorted(label for label in state.get("labels", []) if label.startswith("agent::"))
@@ -89,12 +91,12 @@ def report(
         "approvals": approvals,
         "merge_requests": [
             {
-                "project": project_of(m),
-                "iid": m["iid"],
-                "title": m.get("title"),
-                "state": m.get("state"),
-                "head": head_of(m),
-                "web_url": m.get("web_url"),
+                "project": m.project,
+                "iid": m.iid,
+                "title": m.title,
+                "state": m.state,
+                "head": m.head_sha,
+                "web_url": m.web_url,
             }
             for m in mrs
         ],
@@ -121,15 +123,15 @@ def report(
 
 
 def mr_heads(
-    client: GitLab, ledger: Ledger, mrs: list[dict[str, Any]]
+    client: GitLab, ledger: Ledger, mrs: list[MergeRequestFacts]
 ) -> dict[tuple[str, int], str | None]:
     """The head of every MR an approval names: from the citing MRs already read, and one read
     for each approved MR that is not among them."""
-    heads: dict[tuple[str, int], str | None] = {(project_of(m), m["iid"]): head_of(m) for m in mrs}
+    heads: dict[tuple[str, int], str | None] = {(m.project, m.iid): m.head_sha for m in mrs}
     for approval in ledger.approvals:
         key = (approval.mr.project, approval.mr.iid)
         if key not in heads:
-            heads[key] = head_of(read_mr(client, *key))
+            heads[key] = read_mr(client, *key).head_sha
     return heads
 
 
@@ -182,10 +184,7 @@ def render(doc: dict[str, Any], cli: str) -> str:
     return "\n".join(lines)
 
 
-def status(*, ctx: Context, config: Config, issue: int, json: bool, verbose: bool) -> int:
-    client = gitlab_from_env(config, ctx.env)
-    if verbose:
-        print(client.describe(), file=ctx.stderr)
+def status(*, ctx: Context, config: Config, issue: int, json: bool, client: GitLab) -> int:
     state = read_issue(client, config, issue)
     ledger = read_ledger(client, config, issue)
     mrs = citing_mrs(client, config, issue)

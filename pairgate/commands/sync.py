@@ -7,23 +7,23 @@ it names the MR and the commit), read again now for its state and head.
 
 from __future__ import annotations
 
-from typing import Any
-
-from pairgate.commands import render
-from pairgate.commands.boardread import (
+from pairgate import output
+from pairgate.merge_requests import citing, open_group_mrs
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, Exit, Refusal
+from pairgate.standalone.gitlab import GitLab
+from pairgate.standalone.ledger import ROLE_LABELS, Ledger, MrRef
+from pairgate.standalone.merge_request import MergeRequestFacts
+from pairgate.tracker import (
     IssueRead,
     MrState,
     fold_issues,
+    issue_path,
     read_labelled,
     read_mr_states,
 )
-from pairgate.commands.boardread import read_issues as read_named
-from pairgate.merge_requests import citing, open_group_mrs, project_of
-from pairgate.standalone.config import Config
-from pairgate.standalone.errors import Context, Exit, Refusal
-from pairgate.standalone.gitlab import gitlab_from_env
-from pairgate.standalone.ledger import ROLE_LABELS, Ledger, MrRef
-from pairgate.turn import begin, identity, issue_path, refuse_void, write
+from pairgate.tracker import read_issues as read_named
+from pairgate.turn import begin, identity, refuse_void, write
 
 
 def decide(
@@ -48,12 +48,12 @@ def decide(
     if found is None:
         a, m = merged[0]
         return False, (
-            f"{a.mr} merged at {render.short(m.head)}, but the independent approval (note "
-            f"{a.note_id}) names {render.short(a.sha)}: what merged is not what was approved"
+            f"{a.mr} merged at {output.short(m.head)}, but the independent approval (note "
+            f"{a.note_id}) names {output.short(a.sha)}: what merged is not what was approved"
         )
     approval, mr = found
     what = (
-        f"{approval.mr} merged at {render.short(mr.head)}, which {approval.approver} approved "
+        f"{approval.mr} merged at {output.short(mr.head)}, which {approval.approver} approved "
         f"independently (note {approval.note_id})"
     )
     if ledger.offer is not None:
@@ -67,8 +67,8 @@ def decide(
     return True, what
 
 
-def _open_citing(mrs: list[dict[str, Any]], issue: int, config: Config) -> list[str]:
-    return [f"{project_of(m)}!{m['iid']}" for m in citing(mrs, issue, config)]
+def _open_citing(mrs: list[MergeRequestFacts], issue: int, config: Config) -> list[str]:
+    return [m.ref for m in citing(mrs, issue, config)]
 
 
 def sync(
@@ -78,14 +78,11 @@ def sync(
     issues: list[int],
     apply: bool,
     as_agent: str | None,
-    verbose: bool,
+    client: GitLab,
 ) -> int:
     cli = config.cli
     if apply:
         identity(ctx, config, as_agent)  # never an anonymous write: fail before any read
-    client = gitlab_from_env(config, ctx.env)
-    if verbose:
-        print(client.describe(), file=ctx.stderr)
     reads: list[IssueRead] = (
         fold_issues(client, config, read_named(client, config, issues))
         if issues
@@ -107,7 +104,7 @@ def sync(
             closable.append(read.iid)
         else:
             try:
-                note = _close(ctx, config, read.iid, why, as_agent, verbose)
+                note = _close(ctx, config, client, read.iid, why, as_agent)
             except Refusal as exc:
                 print(f"#{read.iid}: not closed: {exc.message}", file=ctx.stdout)
                 refused += 1
@@ -127,10 +124,10 @@ def sync(
 
 
 def _close(
-    ctx: Context, config: Config, issue: int, why: str, as_agent: str | None, verbose: bool
+    ctx: Context, config: Config, client: GitLab, issue: int, why: str, as_agent: str | None
 ) -> int:
     """One close, as a turn: the freeze check, the record, the label, then the issue's state."""
-    turn = begin(ctx, config, issue, as_agent, verbose)
+    turn = begin(ctx, config, client, issue, as_agent)
     if turn.ledger.offer is not None:  # an offer landed since the board was read
         raise Refusal(f"an offer is pending now (note {turn.ledger.offer.note_id})")
     text = f"**{turn.agent}** closes this issue (`{config.cli} sync`): {why}."

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pairgate.commands import render
-from pairgate.commands.boardread import IssueRead, read_labelled
-from pairgate.commands.render import Style
+from pairgate import output
+from pairgate.output import Style
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit
-from pairgate.standalone.gitlab import gitlab_from_env
+from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Ledger
+from pairgate.tracker import IssueRead, read_labelled
 
 
 def next_move(ledger: Ledger) -> tuple[str | None, str, str, int | None]:
@@ -65,13 +65,13 @@ def waiting_doc(reads: list[IssueRead], *, agent: str | None, now: float) -> dic
                 "what": what,
                 "note_id": note_id,
                 "since": since,
-                "age_seconds": render.age_seconds(since, now),
+                "age_seconds": output.age_seconds(since, now),
             }
         )
     if agent is not None:
         rows = [r for r in rows if r["agent"] == agent or r["owes"] == "unreadable"]
     rows.sort(key=lambda r: (r["age_seconds"] is None, -(r["age_seconds"] or 0), r["issue"]))
-    return {"now": render.iso(now), "agent": agent, "waiting": rows}
+    return {"now": output.iso(now), "agent": agent, "waiting": rows}
 
 
 _OWES_COLOUR = {
@@ -88,27 +88,24 @@ def waiting_text(doc: dict[str, Any], style: Style) -> str:
         return f"Nothing is waiting{who}."
     rows = [
         [
-            render.duration(r["age_seconds"]) if r["age_seconds"] is not None else "?",
+            output.duration(r["age_seconds"]) if r["age_seconds"] is not None else "?",
             r["agent"] or ("nobody", "dim"),
             (r["what"], _OWES_COLOUR.get(r["owes"])),
             f"#{r['issue']}",
-            render.clip(r["title"], 50),
+            output.clip(r["title"], 50),
         ]
         for r in doc["waiting"]
     ]
-    return render.table(["WAITING", "AGENT", "OWES", "ISSUE", "TITLE"], rows, style)
+    return output.table(["WAITING", "AGENT", "OWES", "ISSUE", "TITLE"], rows, style)
 
 
-def waiting(*, ctx: Context, config: Config, agent: str | None, json: bool, verbose: bool) -> int:
-    client = gitlab_from_env(config, ctx.env)
-    if verbose:
-        print(client.describe(), file=ctx.stderr)
+def waiting(*, ctx: Context, config: Config, agent: str | None, json: bool, client: GitLab) -> int:
     reads = read_labelled(client, config, closed=False)
     doc = waiting_doc(reads, agent=agent, now=ctx.now())
     if json:
-        render.dump(doc, ctx.stdout)
+        output.dump(doc, ctx.stdout)
     else:
-        print(waiting_text(doc, Style(render.use_colour(ctx.stdout, ctx.env))), file=ctx.stdout)
+        print(waiting_text(doc, Style(output.use_colour(ctx.stdout, ctx.env))), file=ctx.stdout)
     if any(r["owes"] == "unreadable" for r in doc["waiting"]):
         print(f"{config.cli} waiting: some issues could not be read", file=ctx.stderr)
         return Exit.ERROR

@@ -96,7 +96,7 @@ def build(options: Options | None = None) -> World:
 
 
 def ready_line(url: str, world: World) -> dict[str, Any]:
-    """The JSON line ``pairgate sandbox`` prints when ready (DESIGN.md section 8)."""
+    """The JSON line ``pairgate sandbox`` prints when ready (docs/sandbox.md, "Running it")."""
     users = {}
     for key, (uid, _, _, _) in USERS.items():
         user = world.users[uid]

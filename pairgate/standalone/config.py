@@ -14,7 +14,7 @@ from pairgate.standalone.schema_check import _draft_validator
 CONFIG_ENV = "PAIRGATE_CONFIG"
 CONFIG_FILENAME = "pairgate-config.json"
 
-# The specification's seventeen keys, plus ledger_author_user_ids (DESIGN.md section 5).
+# The specification's seventeen keys, plus ledger_author_user_ids (docs/agent-handoff-reference.md, "The fold": the accounts whose notes count).
 CONFIG_KEYS: tuple[str, ...] = (
     "tracker_project",
     "group_path",

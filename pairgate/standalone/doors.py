@@ -38,7 +38,6 @@ def print_verdict(
     *,
     json_out: bool,
     verbose: bool,
-    client: GitLab | None = None,
 ) -> int:
     """merge-check's output and exit code: 0 pass (or not gated), 1 refused."""
     if json_out:
@@ -48,12 +47,12 @@ def print_verdict(
         for warning in verdict.warnings:
             print(f"warning: {warning}", file=ctx.stderr)
     if verbose:
-        for line in _verbose_lines(verdict, client):
+        for line in _verbose_lines(verdict):
             print(line, file=ctx.stderr)
     return Exit.OK if verdict.allowed else Exit.REFUSED
 
 
-def _verbose_lines(verdict: GateVerdict, client: GitLab | None) -> list[str]:
+def _verbose_lines(verdict: GateVerdict) -> list[str]:
     cited = ", ".join(f"#{i}" for i in verdict.cited_issues) or "none"
     lines = [
         f"merge request: {verdict.project}!{verdict.iid}, head {verdict.head_sha}",
@@ -62,21 +61,25 @@ def _verbose_lines(verdict: GateVerdict, client: GitLab | None) -> list[str]:
         f"ownership record: {verdict.record.code}: {verdict.record.message}",
         f"approval at head: {verdict.approval.code}: {verdict.approval.message}",
     ]
-    if client is not None:
-        lines.append(client.describe())
     return lines
 
 
 def run_merge_check(
-    ctx: Context, config: Config, *, mr: int, mr_project: str, json_out: bool, verbose: bool
+    ctx: Context,
+    config: Config,
+    client: GitLab,
+    *,
+    mr: int,
+    mr_project: str,
+    json_out: bool,
+    verbose: bool,
 ) -> int:
     """``merge-check --mr <iid> --mr-project <p>``: the gate's verdict, as a command."""
-    client = gitlab_from_env(config, ctx.env)
     try:
         verdict = gate_merge(client, config, mr_project, mr, now=ctx.now())
     except PairgateError as exc:
         raise PairgateError(f"merge-check: could not decide, so no pass: {exc.message}") from exc
-    return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose, client=client)
+    return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose)
 
 
 def validator_main(name: str, argv: Sequence[str] | None = None, ctx: Context | None = None) -> int:
@@ -114,7 +117,7 @@ def validator_main(name: str, argv: Sequence[str] | None = None, ctx: Context | 
             env[config.env_name("TASK_API_TOKEN")] = _ci_token(ctx.env, args.read_token_variable)
         client = gitlab_from_env(config, env)
         families = load_automation_families(roster_path(config, args.automation_families))
-        verdict = gate_merge(client, config, project, iid, families=families)
+        verdict = gate_merge(client, config, project, iid, families=families, now=ctx.now())
     except Exception as exc:  # the validators' one translation point: never a pass
         print(f"{name}: could not decide; this job fails closed.", file=ctx.stderr)
         return report(exc, ctx.stderr)

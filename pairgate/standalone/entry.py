@@ -7,6 +7,7 @@ import sys
 from pairgate.standalone.config import load_config
 from pairgate.standalone.doors import _ArgParser, run_merge_check
 from pairgate.standalone.errors import Context, Exit, UsageError, report
+from pairgate.standalone.gitlab import gitlab_from_env
 from pairgate.standalone.hook import hook_main
 
 
@@ -29,9 +30,14 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
             parser.add_argument("--json", action="store_true")
             parser.add_argument("--verbose", action="store_true")
             args = parser.parse_args(argv[1:])
+            config = load_config(ctx.env)
+            client = gitlab_from_env(config, ctx.env)
+            if args.verbose:
+                print(client.describe(), file=ctx.stderr)
             return run_merge_check(
                 ctx,
-                load_config(ctx.env),
+                config,
+                client,
                 mr=args.mr,
                 mr_project=args.mr_project,
                 json_out=args.json,

@@ -14,7 +14,7 @@ from typing import TextIO
 
 
 class Exit(enum.IntEnum):
-    """Every pairgate program exits with one of these (DESIGN.md section 9)."""
+    """Every pairgate program exits with one of these: 0 done or pass, 1 refused, 2 could not."""
 
     OK = 0  # done, pass, in line
     REFUSED = 1  # refused by the protocol, or drift for --check

@@ -189,7 +189,7 @@ class _Fold:
 
 
 def self_approval_rule(approver: str, to: str, accepted_from: str | None) -> str | None:
-    """Why an approval is a self-approval, or None. Both rules of DESIGN.md section 5."""
+    """Why an approval is a self-approval, or None. Both rules are in docs/agent-handoff-reference.md, "The fold"."""
     if approver == to:
         return f"{approver} offers the work back to itself"
     if accepted_from == approver:

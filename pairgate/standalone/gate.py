@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
 from pairgate.standalone.ledger import Ledger, MrRef
+from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import mr_freeze, read_ledger
 from pairgate.standalone.scope import (
     AutomationFamily,
-    MergeRequestFacts,
     _under,
     cited_issues,
     decide_scope,
@@ -46,14 +45,15 @@ def gate_merge(
     iid: int,
     *,
     families: Sequence[AutomationFamily] | None = None,
-    now: float | None = None,
+    now: float,
 ) -> GateVerdict:
     """The merge gate's one verdict for ``project!iid``: reads, then decides.
 
     Reads the group listing when the path alone does not settle it, then (in the group) the MR
     and the ledger of every cited tracker issue. Any read error propagates as a PairgateError:
-    the gate fails closed, it never passes what it could not read. ``families`` defaults to the roster found
-    beside ownership.py or the configuration.
+    the gate fails closed, it never passes what it could not read. ``families`` defaults to the
+    roster found beside ownership.py or the configuration; ``now`` is the run context's clock
+    (freeze windows end by it).
     """
     if families is None:
         families = load_automation_families(roster_path(config))
@@ -79,7 +79,7 @@ def gate_merge(
         return decide(outside, scope=scope, cited=(), ledgers={}, config=config)
     mr = MergeRequestFacts.from_api(data or client.get(mr_path), project)
     tracker = config["tracker_project"]
-    cited = cited_issues(f"{mr.title}\n{mr.description}", mr_project=mr.project, tracker=tracker)
+    cited = cited_issues(mr.text, mr_project=mr.project, tracker=tracker)
     scope = decide_scope(mr, cited=cited, in_group=True, config=config, families=families)
     ledgers: dict[int, Ledger] = {}
     frozen = None
@@ -88,6 +88,5 @@ def gate_merge(
         for issue in cited:
             if issue != generic:
                 ledgers[issue] = read_ledger(client, config, issue)
-        at = time.time() if now is None else now
-        frozen = mr_freeze(client, config, MrRef(mr.project, mr.iid), known=ledgers, now=at)
+        frozen = mr_freeze(client, config, MrRef(mr.project, mr.iid), known=ledgers, now=now)
     return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config, frozen=frozen)

@@ -73,7 +73,7 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
     refused = []
     for merge in reading.merges:
         assert merge.project is not None and merge.iid is not None
-        verdict = gate_merge(client, config, merge.project, merge.iid)
+        verdict = gate_merge(client, config, merge.project, merge.iid, now=ctx.now())
         if not verdict.allowed:
             refused.append(verdict.message)
     if refused:

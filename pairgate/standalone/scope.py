@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import ConfigError, reader_dir
+from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.schema_check import _draft_validator
 
 # CONTRACT (the merge gate issue builds it; merge-check, both validators and the hook call it):
 #   @dataclass(frozen=True) class GateVerdict:  allowed: bool, in_scope: bool, message: str, ...
-#   def gate_merge(client: GitLab, config: Config, project: str, iid: int) -> GateVerdict
+#   def gate_merge(client: GitLab, config: Config, project: str, iid: int, *, now) -> GateVerdict
 #       reads the MR, the group listing and the cited issues' ledgers, then decides with pure
 #       functions; any read error raises PairgateError (fail closed: never a pass).
 #
@@ -120,39 +121,6 @@ def load_automation_families(path: Path | None) -> tuple[AutomationFamily, ...]:
             f"pairgate: malformed automation roster {path}: family {duplicate!r} is named twice"
         )
     return tuple(AutomationFamily(**family) for family in value)
-
-
-@dataclass(frozen=True)
-class MergeRequestFacts:
-    """What the gate needs to know about one merge request, as GitLab reported it."""
-
-    project: str  # the full path of the project the MR merges into
-    iid: int
-    title: str
-    description: str
-    author_id: int | None
-    source_branch: str
-    labels: tuple[str, ...]
-    head_sha: str | None  # None while the MR has no commits
-
-    @classmethod
-    def from_api(cls, data: Mapping[str, Any], project: str) -> MergeRequestFacts:
-        full = (data.get("references") or {}).get("full") or ""
-        canonical = full.rpartition("!")[0] if "!" in full else project
-        return cls(
-            project=canonical,
-            iid=int(data["iid"]),
-            title=data.get("title") or "",
-            description=data.get("description") or "",
-            author_id=(data.get("author") or {}).get("id"),
-            source_branch=data.get("source_branch") or "",
-            labels=tuple(data.get("labels") or ()),
-            head_sha=data.get("sha") or None,
-        )
-
-    @property
-    def ref(self) -> str:
-        return f"{self.project}!{self.iid}"
 
 
 # A project path may hold letters, digits, '_', '.', '-' and '/'. A reference counts only when

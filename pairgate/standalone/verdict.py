@@ -8,7 +8,8 @@ from typing import Any
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import Approval, Ledger, MrRef
-from pairgate.standalone.scope import MergeRequestFacts, Scope
+from pairgate.standalone.merge_request import MergeRequestFacts
+from pairgate.standalone.scope import Scope
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,13 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from pairgate.merge_requests import citing_mrs, has_commits, head_of, pipeline_problem, project_of
-from pairgate.merge_requests import read_mr as _read_mr
+from pairgate.merge_requests import citing_mrs, has_commits, pipeline_problem
 from pairgate.standalone.errors import Refusal
 from pairgate.standalone.fold import is_finder
 from pairgate.standalone.ledger import Offer
+from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.records import ROLES
+from pairgate.tracker import read_mr
 from pairgate.turn import Turn
 
 # A command line with some flags changed: again(sha="...") -> "pairgate handoff 4 ... --sha ..."
@@ -119,15 +120,15 @@ def check_offer_slot(turn: Turn, verb: str, supersede: int | None, again: Again)
 
 def resolve_mr(
     turn: Turn, verb: str, mr: int | None, mr_project: str | None, again: Again
-) -> tuple[str, dict[str, Any]]:
+) -> tuple[str, MergeRequestFacts]:
     """--mr (in --mr-project, default the tracker), else the one open MR citing the issue."""
     cli, issue = turn.cli, turn.issue
     if mr is None:
         found = citing_mrs(turn.client, turn.config, issue)
         if mr_project:
-            found = [m for m in found if project_of(m) == mr_project]
+            found = [m for m in found if m.project == mr_project]
         if len(found) != 1:
-            listing = "".join(f"\n  {again(mr=m['iid'], mr_project=project_of(m))}" for m in found)
+            listing = "".join(f"\n  {again(mr=m.iid, mr_project=m.project)}" for m in found)
             if not found:
                 tracker = turn.config["tracker_project"]
                 raise Refusal(
@@ -139,34 +140,34 @@ def resolve_mr(
             raise Refusal(
                 f"{cli} {verb}: {len(found)} open merge requests cite #{issue}; name one:{listing}"
             )
-        return project_of(found[0]), found[0]
+        return found[0].project, found[0]
     project = mr_project or turn.config["tracker_project"]
-    return project, _read_mr(turn.client, project, mr)
+    return project, read_mr(turn.client, project, mr)
 
 
 def check_offerable(
-    turn: Turn, verb: str, project: str, mr: dict[str, Any], sha: str, again: Again
+    turn: Turn, verb: str, project: str, mr: MergeRequestFacts, sha: str, again: Again
 ) -> None:
     """The MR is open, has commits, --sha is its head, and its head pipeline did not fail
     (except for the approval-at-head job)."""
-    cli, name = turn.cli, f"{project}!{mr['iid']}"
-    if mr.get("state") != "opened":
+    cli, name = turn.cli, mr.ref
+    if mr.state != "opened":
         raise Refusal(
-            f"{cli} {verb}: {name} is {mr.get('state')}; an offer binds to an open merge "
+            f"{cli} {verb}: {name} is {mr.state}; an offer binds to an open merge "
             f"request's head.\nName an open one: {again(mr='<iid>')}"
         )
-    if not has_commits(turn.client, project, mr["iid"]):
+    if not has_commits(turn.client, mr.project, mr.iid):
         raise Refusal(
             f"{cli} {verb}: {name} has no commits, so there is nothing to offer. Push the work, "
             f"then offer its head:\n  {again(sha='<head>')}"
         )
-    head = head_of(mr)
+    head = mr.head_sha
     if sha != head:
         raise Refusal(
             f"{cli} {verb}: --sha {sha} is not the head of {name}; its head is {head}.\n"
             f"If {str(head)[:12]} is what you mean to offer: {again(sha=head)}"
         )
-    problem = pipeline_problem(turn.client, project, mr, sha)
+    problem = pipeline_problem(turn.client, mr, sha)
     if problem:
         raise Refusal(
             f"{cli} {verb}: {name} cannot be offered: {problem}. Fix it, push, and offer the "
@@ -174,6 +175,6 @@ def check_offerable(
         )
 
 
-def read_mr_of(turn: Turn, offer: Offer) -> dict[str, Any]:
+def read_mr_of(turn: Turn, offer: Offer) -> MergeRequestFacts:
     assert offer.mr is not None
-    return _read_mr(turn.client, offer.mr.project, offer.mr.iid)
+    return read_mr(turn.client, offer.mr.project, offer.mr.iid)

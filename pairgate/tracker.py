@@ -1,6 +1,7 @@
-"""Reading the whole board in one pass: the issue listings by label and every issue's notes
-through a bounded thread pool, each folded (an issue's notes are read as soon as a listing page
-names it). The I/O edge of board, waiting, sync, thaw and identity.
+"""The tracker's reads: one issue or merge request a user named, and the whole board in one
+pass: the issue listings by label and every issue's notes through a bounded thread pool, each
+folded (an issue's notes are read as soon as a listing page names it). The I/O edge of the
+verbs, board, waiting, sync, thaw and identity.
 
 Cost: one listing per label (a page per 100 issues), one notes listing per issue (a page per 100
 notes), and one read per distinct merge request an approval names. Nothing is read twice.
@@ -14,13 +15,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pairgate.merge_requests import head_of, mr_path
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import PairgateError
-from pairgate.standalone.gitlab import GitLab, encode_project
+from pairgate.standalone.errors import PairgateError, UsageError
+from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
 from pairgate.standalone.ledger import FROZEN_LABEL, ROLE_LABELS, Ledger, MrRef
+from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import read_ledger
-from pairgate.turn import read_issue
 
 # requests keeps ten connections per host; more workers than that would open and drop
 # connections instead of reusing them.
@@ -66,6 +66,37 @@ class IssueRead:
             ledger=ledger,
             error=error,
         )
+
+
+def issue_path(config: Config, issue: int) -> str:
+    return f"projects/{encode_project(config['tracker_project'])}/issues/{issue}"
+
+
+def read_found(client: GitLab, path: str, what: str) -> dict[str, Any]:
+    """One GET of something the user named: a 404 is a usage error naming it."""
+    try:
+        return dict(client.get(path))
+    except GitLabError as exc:
+        if exc.status == 404:
+            raise UsageError(
+                f"pairgate: {what} does not exist (or the read token cannot see it)"
+            ) from None
+        raise
+
+
+def read_issue(client: GitLab, config: Config, issue: int) -> dict[str, Any]:
+    return read_found(client, issue_path(config, issue), f"{config['tracker_project']}#{issue}")
+
+
+def mr_path(project: str, iid: int) -> str:
+    return f"projects/{encode_project(project)}/merge_requests/{iid}"
+
+
+def read_mr(client: GitLab, project: str, iid: int) -> MergeRequestFacts:
+    """One merge request the user named, as the one record the gate reads too."""
+    return MergeRequestFacts.from_api(
+        read_found(client, mr_path(project, iid), f"{project}!{iid}"), project
+    )
 
 
 def issues_path(config: Config) -> str:
@@ -144,10 +175,10 @@ def read_mr_states(client: GitLab, refs: Iterable[MrRef]) -> dict[MrRef, MrState
 
     def one(ref: MrRef) -> MrState:
         try:
-            mr = client.get(mr_path(ref.project, ref.iid))
+            mr = MergeRequestFacts.from_api(client.get(mr_path(ref.project, ref.iid)), ref.project)
         except PairgateError as exc:
             return MrState(None, None, exc.message)
-        return MrState(head_of(mr), mr.get("state"))
+        return MrState(mr.head_sha, mr.state)
 
     unique = sorted(set(refs), key=lambda r: (r.project, r.iid))
     return dict(zip(unique, pooled(one, unique), strict=True))

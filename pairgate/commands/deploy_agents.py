@@ -13,17 +13,14 @@ a CRLF, and ``--check`` compares bytes. This module is the only parser of the or
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import tempfile
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import quote
 
 import yaml
 
+from pairgate import install
 from pairgate.resources import resource_dir
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError
@@ -59,9 +56,9 @@ _FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n", re.DOTALL)
 class RenderError(PairgateError):
     """The templates, texts or oracle cannot be rendered; every problem is listed."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, cli: str, problems: list[str]) -> None:
         listed = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"pairgate deploy-agents: cannot render; nothing was written:\n{listed}")
+        super().__init__(f"{cli} deploy-agents: cannot render; nothing was written:\n{listed}")
         self.problems = problems
 
 
@@ -260,98 +257,29 @@ def render(config: Config, templates: Path) -> dict[str, bytes]:
         _check_front_matter(role, text, name, problems)
         rendered[f"{name}.md"] = text.encode("utf-8")
     if problems:
-        raise RenderError(problems)
+        raise RenderError(config.cli, problems)
     return rendered
 
 
-# --- writing ---------------------------------------------------------------------------------
-
-
-def atomic_write(dest: Path, data: bytes) -> None:
-    """Write beside the destination, then rename over it; on failure remove the temporary."""
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-@dataclass(frozen=True)
-class Outcome:
-    code: Exit
-    lines: list[str]
-
-
-def _destinations(target: Path, rendered: Mapping[str, bytes]) -> dict[Path, bytes]:
-    if not target.is_dir():
-        raise PairgateError(
-            f"pairgate deploy-agents: the target {target} is not a directory; nothing was written"
-        )
-    files = {target / name: data for name, data in rendered.items()}
-    for dest in files:
-        if dest.is_symlink() or (dest.exists() and not dest.is_file()):
-            raise PairgateError(
-                f"pairgate deploy-agents: {dest} exists and is not a regular file; "
-                f"remove it first. Nothing was written"
-            )
-    return files
-
-
-def check_target(target: Path, rendered: Mapping[str, bytes]) -> Outcome:
-    lines = []
-    for dest, data in _destinations(target, rendered).items():
-        if not dest.exists():
-            lines.append(f"missing: {dest}")
-        elif dest.read_bytes() != data:
-            lines.append(f"differs: {dest}")
-    if lines:
-        return Outcome(Exit.REFUSED, [*lines, "run deploy-agents without --check to update them"])
-    return Outcome(Exit.OK, [f"in line: {len(rendered)} agent definitions in {target}"])
-
-
-def install(
-    target: Path,
-    rendered: Mapping[str, bytes],
+def deploy_agents(
     *,
-    write: Callable[[Path, bytes], None] = atomic_write,
-) -> Outcome:
-    files = _destinations(target, rendered)
-    lines: list[str] = []
-    written: list[Path] = []
-    order = list(files)
-    for index, (dest, data) in enumerate(files.items()):
-        if dest.exists() and dest.read_bytes() == data:
-            lines.append(f"in line: {dest}")
-            continue
-        try:
-            write(dest, data)
-        except OSError as exc:
-            done = ", ".join(str(p) for p in written) or "nothing"
-            rest = ", ".join(str(p) for p in order[index:])
-            raise PairgateError(
-                f"pairgate deploy-agents: PARTIAL install in {target}: writing {dest} failed "
-                f"({exc.strerror or exc}). Already replaced: {done}. Not written: {rest}. "
-                f"Fix the cause and run deploy-agents again."
-            ) from None
-        written.append(dest)
-        lines.append(f"wrote: {dest}")
-    return Outcome(Exit.OK, lines)
-
-
-def run(*, ctx: Context, config: Config, target: Path, check_only: bool, templates: Path) -> int:
-    rendered = render(config, templates)
-    outcome = check_target(target, rendered) if check_only else install(target, rendered)
-    for line in outcome.lines:
+    ctx: Context,
+    config: Config,
+    target: Path,
+    check: bool,
+    templates: Path | None = None,
+    write: install.Writer | None = None,
+) -> int:
+    """``deploy-agents --target DIR [--check]``: render everything, then write or compare."""
+    command = f"{config.cli} deploy-agents"
+    rendered = render(config, templates or resource_dir("agents"))
+    if check:
+        drift = install.check(command, target, rendered)
+        lines = [*drift, f"run {command} --target {target} to update them"] if drift else []
+        for line in lines or [f"in line: {len(rendered)} agent definitions in {target}"]:
+            print(line, file=ctx.stdout)
+        return Exit.REFUSED if drift else Exit.OK
+    again = f"{command} --target {target}"
+    for line in install.install(command, target, rendered, mode=0o644, again=again, write=write):
         print(line, file=ctx.stdout)
-    return outcome.code
-
-
-def deploy_agents(*, ctx: Context, config: Config, target: Path, check: bool) -> int:
-    return run(
-        ctx=ctx, config=config, target=target, check_only=check, templates=resource_dir("agents")
-    )
+    return Exit.OK
