@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pairgate.demo_round import Step, sandboxed_round  # noqa: E402
+from pairgate.main import run  # noqa: E402
 
 TRAIL = ROOT / "examples" / "ledger-trail.md"
 
@@ -57,7 +58,12 @@ def section(step: Step, n: int) -> str:
 
 
 def render() -> str:
-    steps = [section(step, n) for n, step in enumerate(sandboxed_round(), start=1)]
+    steps = [
+        section(step, n)
+        for n, step in enumerate(
+            sandboxed_round(lambda argv, ctx: run(argv, ctx, measured=None)), start=1
+        )
+    ]
     return HEADER + "\n" + "\n\n".join(steps) + "\n"
 
 

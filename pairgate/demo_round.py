@@ -8,12 +8,11 @@ import io
 import itertools
 import json
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pairgate.main import run
 from pairgate.sandbox.defaults import pairgate_config
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox
 from pairgate.standalone.errors import Context
@@ -44,10 +43,17 @@ class Step:
     aside: str = ""  # for a step that is not a pairgate command
 
 
+# The CLI's dispatcher, given by the caller (main.run without its currency check): the round
+# writes only to its own sandbox, so whether this copy is current is beside the point, and its
+# note would make the rendered trail depend on the machine.
+Dispatch = Callable[[list[str], Context], int]
+
+
 class _Player:
-    def __init__(self, sb: RunningSandbox, config: Path) -> None:
+    def __init__(self, sb: RunningSandbox, config: Path, dispatch: Dispatch) -> None:
         self.sb = sb
         self.config = config
+        self.dispatch = dispatch
         self.ids = (f"{n:032x}" for n in itertools.count(1))
         self.issue = 0
         self.seen = 0
@@ -69,7 +75,7 @@ class _Player:
         words = [str(a) for a in argv]
         out = io.StringIO()
         ctx = Context(env=self.env(agent), stdout=out, stderr=out, new_id=lambda: next(self.ids))
-        code = run_command(words, ctx)
+        code = self.dispatch(words, ctx)
         step = Step(title, agent, words, code, out.getvalue().rstrip())
         step.notes = self.new_notes()
         step.labels = self.labels()
@@ -101,20 +107,13 @@ class _Player:
         return str(self.sb.api("GET", f"/projects/acme%2Fapp/merge_requests/{mr}")["sha"])
 
 
-def run_command(argv: list[str], ctx: Context) -> int:
-    """The CLI's own dispatcher, without main's currency check: the round writes only to its
-    own sandbox, so whether this copy is current is beside the point (and its note would make
-    the rendered trail depend on the machine)."""
-    return run(argv, ctx, measured=None)
-
-
 def _not_built(step: Step) -> bool:
     return step.code == 2 and "not implemented yet" in step.output
 
 
-def play(sb: RunningSandbox, config: Path) -> Iterator[Step]:
+def play(sb: RunningSandbox, config: Path, dispatch: Dispatch) -> Iterator[Step]:
     """The round, one step at a time."""
-    p = _Player(sb, config)
+    p = _Player(sb, config, dispatch)
     p.issue = int(sb.create_issue("Round prices half-up in the widget")["iid"])
     issue = p.issue
     sb.commit(
@@ -206,10 +205,10 @@ def play(sb: RunningSandbox, config: Path) -> Iterator[Step]:
     yield p.run("status", None, "status", issue)
 
 
-def sandboxed_round() -> Iterator[Step]:
+def sandboxed_round(dispatch: Dispatch) -> Iterator[Step]:
     """Start a sandbox, write its configuration, play the round, stop it."""
     with tempfile.TemporaryDirectory(prefix="pairgate-demo-") as tmp, running_sandbox() as sb:
         config = Path(tmp) / "pairgate-config.json"
         values = pairgate_config(sb.server.app.world, env_prefix=PREFIX)
         config.write_text(json.dumps(values, indent=2), encoding="utf-8")
-        yield from play(sb, config)
+        yield from play(sb, config, dispatch)

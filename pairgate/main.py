@@ -420,6 +420,8 @@ def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
                     print(client.describe(), file=ctx.stderr)
         if args.command not in _KEEPS_VERBOSE:
             kwargs.pop("verbose", None)
+        if args.command == "demo":  # it plays a round through this same dispatcher
+            kwargs["dispatch"] = lambda words, inner: run(words, inner, measured=None)
         return int(handler_for(args.command)(ctx=ctx, **kwargs))
     except Exception as exc:
         return report(exc, ctx.stderr)

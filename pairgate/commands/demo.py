@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import textwrap
 
-from pairgate.demo_round import Step, sandboxed_round
+from pairgate.demo_round import Dispatch, Step, sandboxed_round
 from pairgate.standalone.errors import Context
 
 
@@ -27,8 +27,9 @@ def show(step: Step, n: int) -> str:
     return "\n".join(lines)
 
 
-def demo(*, ctx: Context) -> int:
+def demo(*, ctx: Context, dispatch: Dispatch) -> int:
+    """``dispatch`` runs one pairgate command line (main gives its own dispatcher)."""
     print("pairgate demo: one round against a GitLab sandbox on loopback\n", file=ctx.stdout)
-    for n, step in enumerate(sandboxed_round(), start=1):
+    for n, step in enumerate(sandboxed_round(dispatch), start=1):
         print(show(step, n) + "\n", file=ctx.stdout, flush=True)
     return 0
