@@ -7,6 +7,9 @@ on stderr and never fatal. The measuring itself is ``deployed_currency``, which 
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
@@ -27,11 +30,24 @@ def check_currency(
     writes: bool,
     env: Mapping[str, str],
     stderr: TextIO,
+    now: float,
+    verbose: bool = False,
 ) -> deployed_currency.Currency:
     """Measure ``checkout``; refuse a writing ``command`` when it is STALE, else say what was
-    found (nothing when it is CURRENT)."""
+    found (nothing when it is CURRENT). A copy in no checkout at all (an installed copy nobody
+    pointed at its checkout) says so once a day, and under ``verbose`` every time."""
     currency = deployed_currency.measure(checkout, config["deployed_paths"], env=env)
-    if currency.state == deployed_currency.UNVERIFIABLE:
+    if currency.state == deployed_currency.UNVERIFIABLE and _in_no_checkout(currency, checkout):
+        if verbose or _first_today(env, str(checkout), now):
+            print(
+                f"{config.cli}: note: this copy ({checkout}) is in no git checkout, so whether "
+                f"it is current cannot be measured ({' '.join(currency.reason.split())}). If "
+                f"it is installed from a checkout of the deployment, name that checkout: "
+                f"{config.env_name('CHECKOUT')}=<a path inside it>. This note comes once a "
+                f"day; --verbose shows it every time.",
+                file=stderr,
+            )
+    elif currency.state == deployed_currency.UNVERIFIABLE:
         where = f" ({currency.checkout})" if currency.checkout else ""
         reason = " ".join(currency.reason.split())
         print(
@@ -53,6 +69,32 @@ def check_currency(
             file=stderr,
         )
     return currency
+
+
+def _in_no_checkout(currency: deployed_currency.Currency, checkout: Path) -> bool:
+    """The copy exists, but git finds no checkout around it: an installed copy."""
+    return currency.checkout is None and checkout.exists()
+
+
+def _first_today(env: Mapping[str, str], copy: str, now: float) -> bool:
+    """True once per UTC day per copy: a stamp under the user's state directory says when the
+    note was last given. With no state directory to keep it in, every time."""
+    base = env.get("XDG_STATE_HOME", "").strip() or (
+        f"{env['HOME']}/.local/state" if env.get("HOME", "").strip() else ""
+    )
+    if not base:
+        return True
+    stamp = Path(base) / "pairgate" / "currency-notes" / hashlib.sha256(copy.encode()).hexdigest()
+    today = time.strftime("%Y-%m-%d", time.gmtime(now))
+    try:
+        if stamp.read_text(encoding="utf-8").strip() == today:
+            return False
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):  # a note is never worth failing a command over
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(today + "\n", encoding="utf-8")
+    return True
 
 
 def _listing(currency: deployed_currency.Currency) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ from pairgate.standalone.errors import Context, Exit, UsageError, report
 # Values a deployment configures are spelled as the key they come from, because --help reads no
 # configuration (the specification: it works in a fresh install).
 AGENT_ENV = "<env_prefix>_AGENT_ID"
+ISSUE_HELP = "the tracker issue's number (its iid, as in #12)"
 TRACKER = "<tracker_project>"
 CLI = "<cli_command>"
 
@@ -91,8 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(reads_config=reads_config, writes=writes)
         return p
 
-    def reason(p: argparse.ArgumentParser) -> None:
-        group = p.add_mutually_exclusive_group()
+    def reason(p: argparse.ArgumentParser, *, required: bool = False) -> None:
+        group = p.add_mutually_exclusive_group(required=required)
         group.add_argument("--reason", metavar="TEXT", help="why, in the note")
         group.add_argument(
             "--reason-file",
@@ -104,8 +106,10 @@ def build_parser() -> argparse.ArgumentParser:
     verb = (as_agent, verbose)
 
     p = command("claim", "take an unowned issue", parents=verb, writes=True)
-    p.add_argument("issue", type=_issue)
-    p.add_argument("--role", required=True, choices=["lead", "review"])
+    p.add_argument("issue", type=_issue, metavar="ISSUE", help=ISSUE_HELP)
+    p.add_argument(
+        "--role", required=True, choices=["lead", "review"], help="the role you take it in"
+    )
 
     p = command(
         "handoff",
@@ -113,13 +117,22 @@ def build_parser() -> argparse.ArgumentParser:
         parents=verb,
         writes=True,
     )
-    p.add_argument("issue", type=_issue)
+    p.add_argument("issue", type=_issue, metavar="ISSUE", help=ISSUE_HELP)
     p.add_argument("--to", required=True, metavar="AGENT", help="the identity the receiver runs as")
-    p.add_argument("--role", required=True, choices=["lead", "review"])
+    p.add_argument(
+        "--role", required=True, choices=["lead", "review"], help="the role the receiver takes"
+    )
     p.add_argument("--sha", required=True, help="the merge request's full head SHA")
     reason(p)
-    p.add_argument("--mr", type=int, metavar="IID", help="default: the one open MR citing it")
-    p.add_argument("--mr-project", metavar="PROJECT", help=f"default: {TRACKER}")
+    p.add_argument(
+        "--mr",
+        type=int,
+        metavar="IID",
+        help="the merge request's iid (default: the one open MR in the group citing the issue)",
+    )
+    p.add_argument(
+        "--mr-project", metavar="PROJECT", help=f"the merge request's project (default: {TRACKER})"
+    )
     p.add_argument("--supersede", type=int, metavar="NOTE_ID", help="replace this pending offer")
     p.add_argument(
         "--new-identity",
@@ -133,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("release", "drop the issue, with no successor"),
     ):
         p = command(name, text, parents=verb, writes=True)
-        p.add_argument("issue", type=_issue)
+        p.add_argument("issue", type=_issue, metavar="ISSUE", help=ISSUE_HELP)
 
     p = command(
         "approve",
@@ -141,11 +154,13 @@ def build_parser() -> argparse.ArgumentParser:
         parents=verb,
         writes=True,
     )
-    p.add_argument("issue", type=_issue)
-    p.add_argument("--mr", required=True, type=int, metavar="IID")
+    p.add_argument("issue", type=_issue, metavar="ISSUE", help=ISSUE_HELP)
+    p.add_argument("--mr", required=True, type=int, metavar="IID", help="the merge request's iid")
     p.add_argument("--sha", required=True, help="the full head SHA you reviewed")
     p.add_argument("--to", required=True, metavar="LEAD", help="the lead the issue goes back to")
-    p.add_argument("--mr-project", metavar="PROJECT", help=f"default: {TRACKER}")
+    p.add_argument(
+        "--mr-project", metavar="PROJECT", help=f"the merge request's project (default: {TRACKER})"
+    )
     reason(p)
     p.add_argument(
         "--not-covering",
@@ -166,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         "is the merge request's head the commit an independent approval named?",
         parents=(verbose, json_out),
     )
-    p.add_argument("--mr", required=True, type=int, metavar="IID")
+    p.add_argument("--mr", required=True, type=int, metavar="IID", help="the merge request's iid")
     p.add_argument(
         "--mr-project",
         required=True,
@@ -179,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
         "holder, role, pending offer, approvals and MRs",
         parents=(verbose, json_out),
     )
-    p.add_argument("issue", type=_issue)
+    p.add_argument("issue", type=_issue, metavar="ISSUE", help=ISSUE_HELP)
 
     p = command(
         "board",
@@ -189,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--closed", action="store_true", help="include closed issues")
 
     p = command("waiting", "who owes the next move", parents=(verbose, json_out))
-    p.add_argument("--agent", metavar="AGENT", help="only this agent's moves")
+    p.add_argument("--agent", metavar="AGENT", help="only this agent's moves (default: everyone's)")
 
     p = command(
         "close",
@@ -197,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=verb,
         writes=True,
     )
-    p.add_argument("issue", type=_issue)
+    p.add_argument("issue", type=_issue, metavar="ISSUE", help=ISSUE_HELP)
 
     p = command(
         "sync",
@@ -205,7 +220,13 @@ def build_parser() -> argparse.ArgumentParser:
         parents=verb,
         writes=True,
     )
-    p.add_argument("issues", nargs="*", type=_issue, metavar="ISSUE")
+    p.add_argument(
+        "issues",
+        nargs="*",
+        type=_issue,
+        metavar="ISSUE",
+        help="only these (default: every labelled issue)",
+    )
     p.add_argument("--apply", action="store_true", help="close them; without it, only say which")
 
     p = command(
@@ -214,12 +235,14 @@ def build_parser() -> argparse.ArgumentParser:
         parents=verb,
         writes=True,
     )
-    p.add_argument("issue", type=_issue)
+    p.add_argument("issue", type=_issue, metavar="ISSUE", help=ISSUE_HELP)
     p.add_argument(
         "--scope", required=True, metavar="board|issue|issue:<iid>|mr:<iid>", help="what to freeze"
     )
-    p.add_argument("--reason", required=True, metavar="TEXT")
-    p.add_argument("--minutes", type=int, default=30, metavar="N", help="default: 30")
+    reason(p, required=True)
+    p.add_argument(
+        "--minutes", type=int, default=30, metavar="N", help="how long it lasts (default: 30)"
+    )
 
     command("thaw", "lift the window you declared", parents=verb, writes=True)
     command(
@@ -233,19 +256,36 @@ def build_parser() -> argparse.ArgumentParser:
         "render a standing constraint's clause (imposed by --as, or the agent identity)",
         parents=(as_agent,),
     )
-    p.add_argument("--text", required=True, metavar="TEXT")
+    clause = p.add_mutually_exclusive_group(required=True)
+    clause.add_argument("--text", metavar="TEXT", help="the constraint's clause")
+    clause.add_argument(
+        "--text-file",
+        metavar="PATH",
+        type=Path,
+        help="read the clause from a file (use this for text that quotes commands)",
+    )
 
     p = command("lift-check", "may a relayed lift of a constraint stand?")
-    p.add_argument("--lift-from", required=True, metavar="AGENT")
+    p.add_argument(
+        "--lift-from", required=True, metavar="AGENT", help="who the relayed lift came from"
+    )
     group = p.add_mutually_exclusive_group()
-    group.add_argument("--constraint-file", metavar="F", type=Path)
-    group.add_argument("--constraint-text", metavar="T")
+    group.add_argument(
+        "--constraint-file", metavar="F", type=Path, help="the constraint's clause, from a file"
+    )
+    group.add_argument("--constraint-text", metavar="T", help="the constraint's clause")
 
     p = command(
         "deploy-agents",
         "render the agent definitions into a directory as <agent_identity_prefix>-<role>.md",
     )
-    p.add_argument("--target", required=True, type=Path, metavar="DIR")
+    p.add_argument(
+        "--target",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="the deployment's agents directory",
+    )
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 on drift")
 
     p = command(
@@ -253,15 +293,22 @@ def build_parser() -> argparse.ArgumentParser:
         "copy the merge hook and the files it runs into a hooks directory",
     )
     mode = p.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--target", type=Path, metavar="DIR")
+    mode.add_argument(
+        "--target", type=Path, metavar="DIR", help="the hooks directory to install into"
+    )
     mode.add_argument(
         "--list", action="store_true", help="print <deployed name><TAB><source path> per file"
     )
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 on drift")
 
     p = command("graph", "draw the issue's round (Mermaid by default)")
-    p.add_argument("issue", type=_issue)
-    p.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
+    p.add_argument("issue", type=_issue, metavar="ISSUE", help=ISSUE_HELP)
+    p.add_argument(
+        "--format",
+        choices=["mermaid", "dot"],
+        default="mermaid",
+        help="Mermaid (GitLab renders it; the default) or Graphviz dot",
+    )
 
     p = command(
         "sandbox",
@@ -291,6 +338,10 @@ def command_names() -> list[str]:
 
 
 Handler = Callable[..., int]
+
+# The copy main measures when it is given no origin: the checkout this file is in, unless
+# <env_prefix>_CHECKOUT names the deployment's checkout (an installed copy is in none).
+_OWN_FILE = Path(__file__).resolve()
 
 # The commands whose handler is given the GitLab client main builds (``client=``).
 _READS_GITLAB = frozenset(
@@ -404,6 +455,9 @@ def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
         if args.reads_config:
             kwargs["config"] = config = load_config(ctx.env)
             if measured is not None:
+                named = ctx.env.get(config.env_name("CHECKOUT"), "").strip()
+                if measured == _OWN_FILE and named:  # an explicit origin= always wins
+                    measured = _checked_origin(named)
                 check_currency(
                     measured,
                     config,
@@ -411,6 +465,8 @@ def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
                     writes=_writes(args),
                     env=ctx.env,
                     stderr=ctx.stderr,
+                    now=ctx.now(),
+                    verbose=bool(kwargs.get("verbose")),
                 )
             if args.command in _READS_GITLAB:
                 from pairgate.standalone.gitlab import gitlab_from_env
@@ -423,6 +479,10 @@ def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
         if args.command == "demo":  # it plays a round through this same dispatcher
             kwargs["dispatch"] = lambda words, inner: run(words, inner, measured=None)
         return int(handler_for(args.command)(ctx=ctx, **kwargs))
+    except BrokenPipeError:
+        # The reader of our output went away (``pairgate board | head``): its choice, not
+        # an error, so no message and no traceback.
+        return Exit.OK
     except Exception as exc:
         return report(exc, ctx.stderr)
 
@@ -437,7 +497,7 @@ def main(
     README: "Which checkout the currency check measures"); without it, the checkout this file
     is in. The check runs before every command that reads the configuration."""
     ctx = ctx or Context()
-    measured = Path(__file__).resolve() if origin is None else _checked_origin(origin)
+    measured = _OWN_FILE if origin is None else _checked_origin(origin)
     return run(sys.argv[1:] if argv is None else argv, ctx, measured=measured)
 
 
@@ -454,7 +514,15 @@ def _checked_origin(origin: object) -> Path:
 
 
 def console_main() -> None:
-    sys.exit(main())
+    code = main()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # What is left in the buffer has nowhere to go; point stdout at /dev/null so the
+        # interpreter's own last flush does not complain about it either.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -8,32 +8,33 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    61  errors.py: Exit codes, the error family and the run context every door is given.
-  line   140  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   156  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   353  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line   724  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line   986  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1188  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1504  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1555  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  1629  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  1864  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2121  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2200  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  2357  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  2648  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  2935  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3074  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  3676  command_reader/read.py: read_command: the command reader's one entry point.
-  line  3705  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  3856  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line    62  errors.py: Exit codes, the error family and the run context every door is given.
+  line   141  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   157  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   377  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line   818  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1080  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1282  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1598  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1649  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  1723  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  1958  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2215  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
+  line  2294  doors.py: The gate's doors that print: merge-check and the two CI validators.
+  line  2461  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  2752  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3039  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3178  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  3780  command_reader/read.py: read_command: the command reader's one entry point.
+  line  3809  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  3960  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import difflib
 import enum
 import functools
 import hashlib
@@ -295,10 +296,21 @@ def load_config(env: Mapping[str, str]) -> Config:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if CONFIG_ENV not in env and _installed(path.parent):
+            # An installed copy: the file beside ownership.py is a flat deployment's form, and
+            # nobody should be told to write into site-packages.
+            remedy = (
+                f"Set {CONFIG_ENV} to your deployment's configuration file (`pairgate init` "
+                f"writes one from what GitLab says)."
+            )
+        else:
+            remedy = (
+                f"Set {CONFIG_ENV} to a configuration file, or put {CONFIG_FILENAME} beside "
+                f"ownership.py."
+            )
         raise ConfigError(
-            f"pairgate: missing configuration: {source} does not exist. "
-            f"Set {CONFIG_ENV} to a configuration file, or put {CONFIG_FILENAME} beside "
-            f"ownership.py. There are no built-in values; see the README's Configuration section."
+            f"pairgate: missing configuration: {source} does not exist. {remedy} There are no "
+            f"built-in values; see the README's Configuration section."
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"pairgate: cannot read the configuration {source}: {exc}") from None
@@ -312,21 +324,33 @@ def load_config(env: Mapping[str, str]) -> Config:
     return Config(path=path.resolve(), values=validate_config(values, source=source))
 
 
+def _installed(directory: Path) -> bool:
+    """Is this the directory of an installed copy (inside a Python installation's packages)?"""
+    return any(part in ("site-packages", "dist-packages") for part in directory.parts)
+
+
+def _unknown(key: str, missing: list[str]) -> str:
+    """An unknown key, with the known key it most likely misspells (a missing one first)."""
+    near = difflib.get_close_matches(key, missing, n=1, cutoff=0.6) or difflib.get_close_matches(
+        key, CONFIG_KEYS, n=1, cutoff=0.6
+    )
+    return f"unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+
+
 def validate_config(values: Any, *, source: str) -> dict[str, Any]:
     """Check a decoded configuration against CONFIG_SCHEMA and the rules a schema cannot say."""
     if not isinstance(values, dict):
         raise ConfigError(f"pairgate: malformed configuration {source}: not a JSON object")
     extra = sorted(set(values) - set(CONFIG_KEYS))
-    if extra:
-        raise ConfigError(
-            f"pairgate: malformed configuration {source}: unknown key {extra[0]!r} "
-            f"(the file holds exactly ownership.CONFIG_KEYS)"
-        )
     missing = [k for k in CONFIG_KEYS if k not in values and k not in OPTIONAL_CONFIG_KEYS]
+    problems = [_unknown(key, missing) for key in extra]
     if missing:
+        keys = ", ".join(repr(k) for k in missing)
+        problems.append(f"missing key{'s' if len(missing) > 1 else ''} {keys}")
+    if problems:
         raise ConfigError(
-            f"pairgate: malformed configuration {source}: missing key {missing[0]!r} "
-            f"(the file holds exactly ownership.CONFIG_KEYS)"
+            f"pairgate: malformed configuration {source}: {'; '.join(problems)}. The file holds "
+            f"exactly the keys the README's Configuration section lists, no more and no fewer."
         )
     errors = sorted(
         _draft_validator(CONFIG_SCHEMA).iter_errors(values), key=lambda e: (list(e.path), e.message)
@@ -400,14 +424,15 @@ def _retry_class() -> type[Retry]:
 
 
 def read_retry(*, attempts: int = 4, backoff_factor: float = 0.5) -> Retry:
-    """The retry policy: GET is retried on connection errors, 429 and 5xx (Retry-After honoured
-    on 429 and 503, exponential backoff otherwise). Other methods are retried only when the
-    connection was never made, because then nothing was sent."""
+    """The retry policy: GET is retried on a dropped answer, 429 and 5xx (Retry-After honoured
+    on 429 and 503, exponential backoff otherwise). A connection that cannot be made is not
+    retried (it fails within the connect timeout), and no other method is retried."""
     return _retry_class()(
         total=attempts,
         other=0,
         allowed_methods=frozenset({"GET", "HEAD"}),
         status_forcelist=RETRY_STATUSES,
+        connect=0,  # a refused connection fails at once: nothing answers, waiting cannot help
         backoff_factor=backoff_factor,
         backoff_max=30.0,
         respect_retry_after_header=True,
@@ -445,11 +470,24 @@ class _Https:
 
     name = "HTTPS"
 
-    def __init__(self, api_url: str, token: str, *, retry: Retry, timeout: Any) -> None:
+    def __init__(
+        self,
+        api_url: str,
+        token: str,
+        *,
+        retry: Retry,
+        timeout: Any,
+        token_source: str = "the token",
+        url_source: str = "the GitLab URL",
+        scope: str = "read_api",
+    ) -> None:
         import requests
         from requests.adapters import HTTPAdapter
 
         self.api_url = api_url.rstrip("/")
+        # Named in errors: which variable gave the token and the URL, so a refusal says what
+        # to set rather than only that something was refused.
+        self.token_source, self.url_source, self.scope = token_source, url_source, scope
         self._origin = urlsplit(self.api_url)[:2]
         self._timeout = timeout
         self._session = requests.Session()
@@ -471,11 +509,33 @@ class _Https:
             response = self._session.request(
                 method, url, params=params, json=body, timeout=self._timeout
             )
+        except requests.ConnectionError as exc:
+            raise _error(method, what, None, self._unreachable(exc)) from None
         except requests.RequestException as exc:
             raise _error(method, what, None, type(exc).__name__) from None
         if response.status_code >= 400:
-            raise _error(method, what, response.status_code, _error_detail(response))
+            detail = _error_detail(response)
+            if response.status_code in (401, 403):
+                detail += self._refused_token(response.status_code)
+            raise _error(method, what, response.status_code, detail)
         return response
+
+    def _unreachable(self, exc: Exception) -> str:
+        # A refused or unresolvable connection is not retried (only 429, 5xx and a dropped
+        # answer are): say where the URL came from, since that is what to fix.
+        cause = " ".join(str(exc).split())
+        reason = "connection refused" if "refused" in cause.lower() else type(exc).__name__
+        return (
+            f"cannot reach GitLab at {self.api_url} ({reason}; the URL is from "
+            f"{self.url_source}): check that variable, or that GitLab is up"
+        )
+
+    def _refused_token(self, status: int) -> str:
+        what = "was refused" if status == 401 else "may not do this"
+        return (
+            f". The token in {self.token_source} {what}: set {self.token_source} to a token of "
+            f"an account that can read the tracker and the merge requests (scope {self.scope})"
+        )
 
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
         return _decoded(self._call("GET", f"{self.api_url}/{path}", params=_query(params)))
@@ -538,9 +598,10 @@ class _Glab:
 
     name = "glab api"
 
-    def __init__(self, hostname: str | None, env: Mapping[str, str]) -> None:
+    def __init__(self, hostname: str | None, env: Mapping[str, str], *, instead: str = "") -> None:
         self.hostname = hostname
         self._env = {"PATH": os.environ.get("PATH", os.defpath), **env}
+        self._instead = instead  # the token variable(s) that would replace glab, for errors
 
     def __repr__(self) -> str:
         return f"_Glab(hostname={self.hostname!r})"
@@ -562,8 +623,10 @@ class _Glab:
             )
         except FileNotFoundError:
             raise GitLabError(
-                "pairgate: glab is not installed. Install and log in to glab, or set the token "
-                "variables for HTTPS (see docs/agent-handoff-reference.md, The GitLab client)"
+                f"pairgate: glab is not installed, and it is how pairgate reaches GitLab when "
+                f"no token is set: set {self._instead or 'the token variables'} (and the "
+                f"GitLab URL), or install glab and log in (see docs/agent-handoff-reference.md, "
+                f"The GitLab client)"
             ) from None
         except subprocess.TimeoutExpired:
             raise _error(method, argv[2], None, f"glab ran past {GLAB_TIMEOUT:.0f}s") from None
@@ -695,25 +758,56 @@ def gitlab_from_env(
     if api_url is not None:
         api_url = _checked_url(api_url, origin)
     hostname = urlsplit(api_url).netloc if api_url and origin != "glab's configured host" else None
-    glab = _Glab(hostname, env)
+    missing = [
+        config.env_name(f"TASK_{kind}_TOKEN") + f" ({scope} token)"
+        for kind, scope, given in (
+            ("API", "a read_api", read_token),
+            ("WRITE", "an api", write_token),
+        )
+        if not given
+    ]
+    glab = _Glab(hostname, env, instead=" and ".join(missing))
 
-    def https(token: str) -> _Https:
+    def https(token: str, variable: str, scope: str) -> _Https:
         assert api_url is not None
-        return _Https(api_url, token, retry=retry or read_retry(), timeout=timeout)
+        return _Https(
+            api_url,
+            token,
+            retry=retry or read_retry(),
+            timeout=timeout,
+            token_source=variable,
+            url_source=origin,
+            scope=scope,
+        )
 
     return GitLab(
-        reader=https(read_token) if read_token else glab,
-        writer=https(write_token) if write_token else glab,
+        reader=https(read_token, config.env_name("TASK_API_TOKEN"), "read_api")
+        if read_token
+        else glab,
+        writer=https(write_token, config.env_name("TASK_WRITE_TOKEN"), "api")
+        if write_token
+        else glab,
         api_url=api_url,
         origin=origin,
     )
 
 
-def gitlab_with_token(client: GitLab, token: str, *, retry: Retry | None = None) -> GitLab:
-    """The same instance as another account (the review bot), over HTTPS with its token."""
+def gitlab_with_token(
+    client: GitLab, token: str, *, retry: Retry | None = None, source: str = "the token"
+) -> GitLab:
+    """The same instance as another account (the review bot), over HTTPS with its token;
+    ``source`` says where the token came from, for errors."""
     if client.api_url is None:
         raise PairgateError("pairgate: the GitLab URL is unknown; set <env_prefix>_GITLAB_URL")
-    transport = _Https(client.api_url, token, retry=retry or read_retry(), timeout=TIMEOUT)
+    transport = _Https(
+        client.api_url,
+        token,
+        retry=retry or read_retry(),
+        timeout=TIMEOUT,
+        token_source=source,
+        url_source=client.origin,
+        scope="api",
+    )
     return GitLab(reader=transport, writer=transport, api_url=client.api_url, origin=client.origin)
 
 
@@ -2263,7 +2357,17 @@ def run_merge_check(
     try:
         verdict = gate_merge(client, config, mr_project, mr, now=ctx.now())
     except PairgateError as exc:
-        raise PairgateError(f"merge-check: could not decide, so no pass: {exc.message}") from exc
+        message = f"merge-check: could not decide, so no pass: {exc.message}"
+        if json_out:  # a machine reading --json gets a verdict on every exit code
+            undecided = {
+                "allowed": False,
+                "in_scope": None,
+                "verdict": "undecided",
+                "message": message,
+                "mr": {"project": mr_project, "iid": mr},
+            }
+            print(json.dumps(undecided, indent=2), file=ctx.stdout)
+        raise PairgateError(message) from exc
     return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose)
 
 

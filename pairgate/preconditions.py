@@ -142,7 +142,7 @@ def resolve_mr(
             )
         return found[0].project, found[0]
     project = mr_project or turn.config["tracker_project"]
-    return project, read_mr(turn.client, project, mr)
+    return project, read_mr(turn.client, project, mr, defaulted=not mr_project)
 
 
 def check_offerable(

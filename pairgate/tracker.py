@@ -26,6 +26,9 @@ from pairgate.standalone.reads import read_ledger
 # connections instead of reusing them.
 WORKERS = 10
 BOARD_LABELS = (*ROLE_LABELS, FROZEN_LABEL)
+# close and sync take the role label off; this one goes on instead, so `board --closed` can
+# still find what the ledger closed. An index only, like the others: the notes decide.
+CLOSED_LABEL = "pairgate::closed"
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -92,11 +95,21 @@ def mr_path(project: str, iid: int) -> str:
     return f"projects/{encode_project(project)}/merge_requests/{iid}"
 
 
-def read_mr(client: GitLab, project: str, iid: int) -> MergeRequestFacts:
-    """One merge request the user named, as the one record the gate reads too."""
-    return MergeRequestFacts.from_api(
-        read_found(client, mr_path(project, iid), f"{project}!{iid}"), project
-    )
+def read_mr(
+    client: GitLab, project: str, iid: int, *, defaulted: bool = False
+) -> MergeRequestFacts:
+    """One merge request the user named, as the one record the gate reads too. ``defaulted``:
+    the project was not given but defaulted to the tracker, which a 404 then says."""
+    what = f"{project}!{iid}"
+    try:
+        return MergeRequestFacts.from_api(read_found(client, mr_path(project, iid), what), project)
+    except UsageError as exc:
+        if not defaulted:
+            raise
+        raise UsageError(
+            f"{exc.message}. --mr-project was not given, so the project defaulted to the "
+            f"tracker, {project}: name the merge request's project with --mr-project"
+        ) from None
 
 
 def issues_path(config: Config) -> str:

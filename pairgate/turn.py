@@ -68,7 +68,7 @@ def read_reason(reason: str | None, reason_file: Path | None) -> str | None:
         try:
             reason = reason_file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"pairgate: cannot read --reason-file {reason_file}: {exc}") from None
+            raise UsageError(f"cannot read --reason-file {reason_file}: {exc}") from None
     return reason.strip() or None if reason is not None else None
 
 

@@ -255,3 +255,15 @@ def test_the_board_is_coloured_on_a_terminal_unless_no_color(sandbox: RunningSan
         ctx = Context(env={**agent_env(sandbox, LEAD), **env}, stdout=out, stderr=io.StringIO())
         assert main(["board"], ctx=ctx) == 0
         assert ("\033[32mok" in out.getvalue()) is coloured
+
+
+def test_closed_shows_an_issue_the_close_verb_closed(sandbox: RunningSandbox) -> None:
+    # close takes the role label off, which is what board lists by: it leaves pairgate::closed.
+    r = new_round(sandbox).approved()
+    r.merge()
+    ok(["close", str(r.issue)], agent_env(sandbox, LEAD))
+    labels = sandbox.api("GET", f"/projects/acme%2Ftracker/issues/{r.issue}")["labels"]
+    assert labels == ["pairgate::closed"]
+    assert board_json(sandbox)["issues"] == []
+    (issue,) = board_json(sandbox, "--closed")["issues"]
+    assert issue["issue"] == r.issue and issue["state"] == "closed"

@@ -40,10 +40,11 @@ COMMANDS = {
     "waiting": (set(), {"--agent", "--json"}),
     "close": (set(), set()),
     "sync": (set(), {"--apply"}),
-    "freeze": ({"--scope", "--reason"}, {"--minutes"}),
+    # One of --reason / --reason-file (and of --text / --text-file) is required: a required group.
+    "freeze": ({"--scope"}, {"--reason", "--reason-file", "--minutes"}),
     "thaw": (set(), set()),
     "identity": (set(), {"--json"}),
-    "impose": ({"--text"}, {"--as"}),
+    "impose": (set(), {"--text", "--text-file", "--as"}),
     "lift-check": ({"--lift-from"}, {"--constraint-file", "--constraint-text"}),
     "deploy-agents": ({"--target"}, {"--check"}),
     "deploy-hooks": (set(), {"--target", "--check", "--list"}),

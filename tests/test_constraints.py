@@ -114,6 +114,22 @@ def test_lift_check_needs_a_clause_and_a_readable_file(tmp_path: Path) -> None:
 
 def test_impose_refuses_an_empty_text_and_an_unset_identity() -> None:
     result = run_at(["impose", "--text", "  ", "--as", LEAD], ENV)
-    assert result.code == 2 and "--text is empty" in result.err
+    assert result.code == 2 and "the text is empty" in result.err
     result = run_at(["impose", "--text", TEXT], ENV)
     assert result.code == 2 and "no agent identity" in result.err
+
+
+def test_impose_reads_the_clause_from_a_file(tmp_path: Path) -> None:
+    clause = tmp_path / "clause.txt"
+    clause.write_text(TEXT + "\n")
+    from_file = run_at(["impose", "--text-file", str(clause), "--as", LEAD], ENV)
+    from_text = run_at(["impose", "--text", TEXT, "--as", LEAD], ENV)
+    assert from_file.code == 0 and from_text.code == 0
+    # The same clause and id; only the write id in the marker differs.
+    assert from_file.out.split("<!--")[0] == from_text.out.split("<!--")[0]
+    neither = run_at(["impose", "--as", LEAD], ENV)
+    assert (
+        neither.code == 2 and "one of the arguments --text --text-file is required" in neither.err
+    )
+    missing = run_at(["impose", "--text-file", str(tmp_path / "none"), "--as", LEAD], ENV)
+    assert missing.code == 2 and "cannot read --text-file" in missing.err

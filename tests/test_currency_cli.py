@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pairgate import main as main_module
+from pairgate.standalone.errors import Context
 from tests.conftest import FIXTURE_CONFIG, FIXTURES, Result, run_cli
 from tests.gitrepos import GIT_ENV, World, make_world
 
@@ -168,3 +170,41 @@ def test_a_deploy_check_on_a_stale_copy_warns_and_compares(
     result = run_cli(words, env=env, origin=str(world.deployed))
     assert "pairgate: warning: this copy is STALE" in result.err
     assert result.code == 1 and "missing: " in result.out  # it compared, and said what differs
+
+
+def test_a_copy_in_no_checkout_says_what_to_set_once_a_day(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    installed = tmp_path / "site-packages" / "pairgate"
+    installed.mkdir(parents=True)
+    (installed / "main.py").write_text("# an installed copy, in no git checkout\n")
+    state = {**env, "XDG_STATE_HOME": str(tmp_path / "state")}
+    day = 1_800_000_000.0
+
+    def note(when: float, *extra: str) -> str:
+        ctx = Context(env=state, stdout=io.StringIO(), stderr=io.StringIO(), now=lambda: when)
+        main_module.main([*READING, *extra], origin=str(installed / "main.py"), ctx=ctx)
+        return ctx.stderr.getvalue()  # type: ignore[attr-defined,no-any-return]
+
+    first = note(day)
+    assert "is in no git checkout, so whether it is current cannot be measured" in first
+    assert "name that checkout: PAIRGATE_TEST_CHECKOUT=<a path inside it>" in first
+    assert "no git checkout" not in note(day + 60)  # the same day: said already
+    assert "no git checkout" in note(day + 86_400)  # the next day: said again
+    # --verbose says it every time (GitLab is not reachable here; the note comes first).
+    state["PAIRGATE_TEST_GITLAB_URL"] = "http://127.0.0.1:9"
+    state["PAIRGATE_TEST_TASK_API_TOKEN"] = "t"
+    for _ in range(2):
+        ctx = Context(env=state, stdout=io.StringIO(), stderr=io.StringIO(), now=lambda: day)
+        main_module.main(["waiting", "--verbose"], origin=str(installed / "main.py"), ctx=ctx)
+        assert "no git checkout" in ctx.stderr.getvalue()  # type: ignore[attr-defined]
+
+
+def test_the_checkout_variable_names_what_is_measured(world: World, env: dict[str, str]) -> None:
+    sha = make_stale(world)
+    named = {**env, "PAIRGATE_TEST_CHECKOUT": str(world.deployed)}
+    result = run_cli(WRITING, env=named)  # no origin: the variable names the checkout
+    assert result.code == 1
+    assert f"this copy is STALE ({world.deployed})" in result.err and sha in result.err
+    # An explicit origin still wins over the variable.
+    assert "STALE" not in run_cli(WRITING, env=named, origin=str(world.upstream)).err

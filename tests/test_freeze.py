@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -150,7 +151,7 @@ def test_an_ambiguous_mr_iid_asks_for_the_project(sandbox: RunningSandbox) -> No
     [
         (["--minutes", "0"], "--minutes 0 is outside 1..10080"),
         (["--minutes", "10081"], "--minutes 10081 is outside"),
-        (["--reason", "  "], "--reason is empty"),
+        (["--reason", "  "], "the reason is empty"),
     ],
 )
 def test_bad_minutes_and_empty_reasons_are_usage_errors(
@@ -223,3 +224,24 @@ def test_thaw_with_an_unreadable_frozen_issue_is_exit_2(sandbox: RunningSandbox)
     result = run_at(["thaw"], r.review)
     sandbox.clear_faults()
     assert result.code == 2 and f"could not read #{r.issue}" in result.err
+
+
+def test_the_reason_can_come_from_a_file_so_merge_text_need_not_be_on_the_command_line(
+    sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    r = new_round(sandbox)
+    why = tmp_path / "why.txt"
+    why.write_text("Hold it: do not run glab mr merge 1 -R acme/app until 2.0 ships.\n")
+    argv = ["freeze", str(r.issue), "--scope", "board", "--reason-file", str(why)]
+    ok(argv, r.review)
+    bodies = [
+        n["body"] for n in sandbox.api("GET", f"/projects/acme%2Ftracker/issues/{r.issue}/notes")
+    ]
+    assert any("do not run glab mr merge 1 -R acme/app until 2.0 ships." in b for b in bodies)
+    both = run_at([*argv, "--reason", "x"], r.review)
+    assert both.code == 2 and "not allowed with argument" in both.err
+    missing = run_at(
+        ["freeze", str(r.issue), "--scope", "board", "--reason-file", str(tmp_path / "no")],
+        r.review,
+    )
+    assert missing.code == 2 and "cannot read --reason-file" in missing.err

@@ -27,6 +27,7 @@ def review_bot(turn: Turn) -> GitLab:
     (a relative path is read beside the configuration file)."""
     variable = turn.config.env_name("REVIEW_BOT_TOKEN")
     token = turn.ctx.env.get(variable, "").strip()
+    source = variable
     if not token:
         path = Path(turn.config["review_bot_token_file"]).expanduser()
         path = path if path.is_absolute() else turn.config.path.parent / path
@@ -34,13 +35,14 @@ def review_bot(turn: Turn) -> GitLab:
             token = path.read_text(encoding="utf-8").strip()
         except OSError:
             token = ""
+        source = f"{path} (review_bot_token_file)"
         if not token:
             raise PairgateError(
                 f"pairgate: approve needs the review-bot credential to approve on GitLab: set "
                 f"{variable}, or put the token in {path} (review_bot_token_file). Nothing was "
                 "written."
             )
-    return gitlab_with_token(turn.client, token)
+    return gitlab_with_token(turn.client, token, source=source)
 
 
 def approve_on_gitlab(turn: Turn, bot: GitLab, project: str, iid: int, sha: str) -> None:
@@ -124,7 +126,7 @@ def approve(
         )
     check_receiver(turn, "approve", to, again, new_identity=None)
     check_offer_slot(turn, "approve", supersede, again)
-    found = read_mr(turn.client, project, mr)
+    found = read_mr(turn.client, project, mr, defaulted=not mr_project)
     head = found.head_sha
     if found.state != "opened":
         raise Refusal(

@@ -17,6 +17,8 @@ from pairgate.standalone.errors import Context, Exit
 from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import ROLE_LABELS, Freeze, Ledger, MrRef
 from pairgate.tracker import (
+    BOARD_LABELS,
+    CLOSED_LABEL,
     IssueRead,
     MrState,
     latest_approval_refs,
@@ -114,7 +116,8 @@ def board_doc(
 
 
 def read_board(ctx: Context, config: Config, client: GitLab, *, closed: bool) -> dict[str, Any]:
-    reads = read_labelled(client, config, closed=closed)
+    labels = (*BOARD_LABELS, CLOSED_LABEL) if closed else BOARD_LABELS
+    reads = read_labelled(client, config, closed=closed, labels=labels)
     mrs = read_mr_states(client, latest_approval_refs(reads))
     return board_doc(config, reads, mrs, ctx.now(), closed)
 

@@ -34,11 +34,25 @@ def clause_text(record: Mapping[str, Any]) -> str:
     )
 
 
-def impose(*, ctx: Context, config: Config, text: str, as_agent: str | None) -> int:
+def impose(
+    *,
+    ctx: Context,
+    config: Config,
+    text: str | None,
+    text_file: Path | None,
+    as_agent: str | None,
+) -> int:
     agent = identity(ctx, config, as_agent)
-    clause = text.strip()
+    if text_file is not None:
+        try:
+            text = text_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UsageError(
+                f"{config.cli} impose: cannot read --text-file {text_file}: {exc}"
+            ) from None
+    clause = (text or "").strip()
     if not clause:
-        raise UsageError(f"{config.cli} impose: --text is empty; a constraint says something")
+        raise UsageError(f"{config.cli} impose: the text is empty; a constraint says something")
     record = {
         "event": "impose",
         "agent": agent,

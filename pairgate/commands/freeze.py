@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 from pairgate.merge_requests import citing_mrs
 from pairgate.note_text import quoted
@@ -22,7 +23,7 @@ from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import FROZEN_LABEL, Freeze
 from pairgate.standalone.records import FREEZE_MAX_MINUTES
 from pairgate.tracker import IssueRead, issue_path, read_issue, read_labelled, read_mr
-from pairgate.turn import begin, identity, refuse_void, write
+from pairgate.turn import begin, identity, read_reason, refuse_void, write
 
 _SCOPE = re.compile(
     r"^(board|issue|issue:(?P<issue>[1-9]\d{0,9})|mr:((?P<project>[^!\s]+)!)?(?P<mr>[1-9]\d{0,9}))$"
@@ -82,18 +83,20 @@ def freeze(
     config: Config,
     issue: int,
     scope: str,
-    reason: str,
+    reason: str | None,
+    reason_file: Path | None,
     minutes: int,
     as_agent: str | None,
     client: GitLab,
 ) -> int:
     cli = config.cli
+    reason = read_reason(reason, reason_file) or ""
     if not 1 <= minutes <= FREEZE_MAX_MINUTES:
         raise UsageError(
             f"{cli} freeze: --minutes {minutes} is outside 1..{FREEZE_MAX_MINUTES} (one week)"
         )
     if not reason.strip():
-        raise UsageError(f"{cli} freeze: --reason is empty; say why others must wait")
+        raise UsageError(f"{cli} freeze: the reason is empty; say why others must wait")
     turn = begin(ctx, config, client, issue, as_agent)
     resolved = resolve_scope(turn.client, config, issue, scope, cli)
     if FROZEN_LABEL not in turn.state.get("labels", []):

@@ -26,7 +26,7 @@ from pairgate.standalone.errors import Context, Refusal
 from pairgate.standalone.fold import is_finder
 from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Offer
-from pairgate.tracker import issue_path
+from pairgate.tracker import CLOSED_LABEL, issue_path
 from pairgate.turn import Turn, begin, checked_name, read_reason, refuse_void, write
 
 __all__ = ["accept", "approve", "claim", "close", "decline", "handoff", "release", "status"]
@@ -258,6 +258,8 @@ def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, cli
         )
     event = write(turn, "ownership", "close", {})
     refuse_void(turn, event)
-    turn.client.write("PUT", issue_path(config, issue), {"state_event": "close"})
+    turn.client.write(
+        "PUT", issue_path(config, issue), {"state_event": "close", "add_labels": CLOSED_LABEL}
+    )
     turn.say(f"{turn.agent} closed #{issue} (note {event.note_id}).")
     return 0

@@ -140,8 +140,10 @@ def render(doc: dict[str, Any], cli: str) -> str:
     lines = [f"{doc['project']}#{issue} ({doc['state']})"]
     if doc["holder"]:
         lines.append(f"holder: {doc['holder']} as {doc['role']} (since note {doc['holder_since']})")
-    else:
+    elif doc["state"] == "opened":
         lines.append(f"holder: nobody (take it: {cli} claim {issue} --role lead)")
+    else:  # a claim of a closed issue is refused: do not suggest one
+        lines.append("holder: nobody (the issue is closed)")
     label = doc["label"]
     actual = ", ".join(label["actual"]) or "none"
     lines.append(

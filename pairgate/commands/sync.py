@@ -15,6 +15,7 @@ from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import ROLE_LABELS, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.tracker import (
+    CLOSED_LABEL,
     IssueRead,
     MrState,
     fold_issues,
@@ -133,5 +134,7 @@ def _close(
     text = f"**{turn.agent}** closes this issue (`{config.cli} sync`): {why}."
     event = write(turn, "ownership", "close", {}, human=text)
     refuse_void(turn, event)
-    turn.client.write("PUT", issue_path(config, issue), {"state_event": "close"})
+    turn.client.write(
+        "PUT", issue_path(config, issue), {"state_event": "close", "add_labels": CLOSED_LABEL}
+    )
     return event.note_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -149,10 +150,21 @@ def load_config(env: Mapping[str, str]) -> Config:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if CONFIG_ENV not in env and _installed(path.parent):
+            # An installed copy: the file beside ownership.py is a flat deployment's form, and
+            # nobody should be told to write into site-packages.
+            remedy = (
+                f"Set {CONFIG_ENV} to your deployment's configuration file (`pairgate init` "
+                f"writes one from what GitLab says)."
+            )
+        else:
+            remedy = (
+                f"Set {CONFIG_ENV} to a configuration file, or put {CONFIG_FILENAME} beside "
+                f"ownership.py."
+            )
         raise ConfigError(
-            f"pairgate: missing configuration: {source} does not exist. "
-            f"Set {CONFIG_ENV} to a configuration file, or put {CONFIG_FILENAME} beside "
-            f"ownership.py. There are no built-in values; see the README's Configuration section."
+            f"pairgate: missing configuration: {source} does not exist. {remedy} There are no "
+            f"built-in values; see the README's Configuration section."
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"pairgate: cannot read the configuration {source}: {exc}") from None
@@ -166,21 +178,33 @@ def load_config(env: Mapping[str, str]) -> Config:
     return Config(path=path.resolve(), values=validate_config(values, source=source))
 
 
+def _installed(directory: Path) -> bool:
+    """Is this the directory of an installed copy (inside a Python installation's packages)?"""
+    return any(part in ("site-packages", "dist-packages") for part in directory.parts)
+
+
+def _unknown(key: str, missing: list[str]) -> str:
+    """An unknown key, with the known key it most likely misspells (a missing one first)."""
+    near = difflib.get_close_matches(key, missing, n=1, cutoff=0.6) or difflib.get_close_matches(
+        key, CONFIG_KEYS, n=1, cutoff=0.6
+    )
+    return f"unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+
+
 def validate_config(values: Any, *, source: str) -> dict[str, Any]:
     """Check a decoded configuration against CONFIG_SCHEMA and the rules a schema cannot say."""
     if not isinstance(values, dict):
         raise ConfigError(f"pairgate: malformed configuration {source}: not a JSON object")
     extra = sorted(set(values) - set(CONFIG_KEYS))
-    if extra:
-        raise ConfigError(
-            f"pairgate: malformed configuration {source}: unknown key {extra[0]!r} "
-            f"(the file holds exactly ownership.CONFIG_KEYS)"
-        )
     missing = [k for k in CONFIG_KEYS if k not in values and k not in OPTIONAL_CONFIG_KEYS]
+    problems = [_unknown(key, missing) for key in extra]
     if missing:
+        keys = ", ".join(repr(k) for k in missing)
+        problems.append(f"missing key{'s' if len(missing) > 1 else ''} {keys}")
+    if problems:
         raise ConfigError(
-            f"pairgate: malformed configuration {source}: missing key {missing[0]!r} "
-            f"(the file holds exactly ownership.CONFIG_KEYS)"
+            f"pairgate: malformed configuration {source}: {'; '.join(problems)}. The file holds "
+            f"exactly the keys the README's Configuration section lists, no more and no fewer."
         )
     errors = sorted(
         _draft_validator(CONFIG_SCHEMA).iter_errors(values), key=lambda e: (list(e.path), e.message)

@@ -78,7 +78,17 @@ def run_merge_check(
     try:
         verdict = gate_merge(client, config, mr_project, mr, now=ctx.now())
     except PairgateError as exc:
-        raise PairgateError(f"merge-check: could not decide, so no pass: {exc.message}") from exc
+        message = f"merge-check: could not decide, so no pass: {exc.message}"
+        if json_out:  # a machine reading --json gets a verdict on every exit code
+            undecided = {
+                "allowed": False,
+                "in_scope": None,
+                "verdict": "undecided",
+                "message": message,
+                "mr": {"project": mr_project, "iid": mr},
+            }
+            print(json.dumps(undecided, indent=2), file=ctx.stdout)
+        raise PairgateError(message) from exc
     return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose)
 
 

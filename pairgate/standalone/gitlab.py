@@ -65,14 +65,15 @@ def _retry_class() -> type[Retry]:
 
 
 def read_retry(*, attempts: int = 4, backoff_factor: float = 0.5) -> Retry:
-    """The retry policy: GET is retried on connection errors, 429 and 5xx (Retry-After honoured
-    on 429 and 503, exponential backoff otherwise). Other methods are retried only when the
-    connection was never made, because then nothing was sent."""
+    """The retry policy: GET is retried on a dropped answer, 429 and 5xx (Retry-After honoured
+    on 429 and 503, exponential backoff otherwise). A connection that cannot be made is not
+    retried (it fails within the connect timeout), and no other method is retried."""
     return _retry_class()(
         total=attempts,
         other=0,
         allowed_methods=frozenset({"GET", "HEAD"}),
         status_forcelist=RETRY_STATUSES,
+        connect=0,  # a refused connection fails at once: nothing answers, waiting cannot help
         backoff_factor=backoff_factor,
         backoff_max=30.0,
         respect_retry_after_header=True,
@@ -110,11 +111,24 @@ class _Https:
 
     name = "HTTPS"
 
-    def __init__(self, api_url: str, token: str, *, retry: Retry, timeout: Any) -> None:
+    def __init__(
+        self,
+        api_url: str,
+        token: str,
+        *,
+        retry: Retry,
+        timeout: Any,
+        token_source: str = "the token",
+        url_source: str = "the GitLab URL",
+        scope: str = "read_api",
+    ) -> None:
         import requests
         from requests.adapters import HTTPAdapter
 
         self.api_url = api_url.rstrip("/")
+        # Named in errors: which variable gave the token and the URL, so a refusal says what
+        # to set rather than only that something was refused.
+        self.token_source, self.url_source, self.scope = token_source, url_source, scope
         self._origin = urlsplit(self.api_url)[:2]
         self._timeout = timeout
         self._session = requests.Session()
@@ -136,11 +150,33 @@ class _Https:
             response = self._session.request(
                 method, url, params=params, json=body, timeout=self._timeout
             )
+        except requests.ConnectionError as exc:
+            raise _error(method, what, None, self._unreachable(exc)) from None
         except requests.RequestException as exc:
             raise _error(method, what, None, type(exc).__name__) from None
         if response.status_code >= 400:
-            raise _error(method, what, response.status_code, _error_detail(response))
+            detail = _error_detail(response)
+            if response.status_code in (401, 403):
+                detail += self._refused_token(response.status_code)
+            raise _error(method, what, response.status_code, detail)
         return response
+
+    def _unreachable(self, exc: Exception) -> str:
+        # A refused or unresolvable connection is not retried (only 429, 5xx and a dropped
+        # answer are): say where the URL came from, since that is what to fix.
+        cause = " ".join(str(exc).split())
+        reason = "connection refused" if "refused" in cause.lower() else type(exc).__name__
+        return (
+            f"cannot reach GitLab at {self.api_url} ({reason}; the URL is from "
+            f"{self.url_source}): check that variable, or that GitLab is up"
+        )
+
+    def _refused_token(self, status: int) -> str:
+        what = "was refused" if status == 401 else "may not do this"
+        return (
+            f". The token in {self.token_source} {what}: set {self.token_source} to a token of "
+            f"an account that can read the tracker and the merge requests (scope {self.scope})"
+        )
 
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
         return _decoded(self._call("GET", f"{self.api_url}/{path}", params=_query(params)))
@@ -203,9 +239,10 @@ class _Glab:
 
     name = "glab api"
 
-    def __init__(self, hostname: str | None, env: Mapping[str, str]) -> None:
+    def __init__(self, hostname: str | None, env: Mapping[str, str], *, instead: str = "") -> None:
         self.hostname = hostname
         self._env = {"PATH": os.environ.get("PATH", os.defpath), **env}
+        self._instead = instead  # the token variable(s) that would replace glab, for errors
 
     def __repr__(self) -> str:
         return f"_Glab(hostname={self.hostname!r})"
@@ -227,8 +264,10 @@ class _Glab:
             )
         except FileNotFoundError:
             raise GitLabError(
-                "pairgate: glab is not installed. Install and log in to glab, or set the token "
-                "variables for HTTPS (see docs/agent-handoff-reference.md, The GitLab client)"
+                f"pairgate: glab is not installed, and it is how pairgate reaches GitLab when "
+                f"no token is set: set {self._instead or 'the token variables'} (and the "
+                f"GitLab URL), or install glab and log in (see docs/agent-handoff-reference.md, "
+                f"The GitLab client)"
             ) from None
         except subprocess.TimeoutExpired:
             raise _error(method, argv[2], None, f"glab ran past {GLAB_TIMEOUT:.0f}s") from None
@@ -360,23 +399,54 @@ def gitlab_from_env(
     if api_url is not None:
         api_url = _checked_url(api_url, origin)
     hostname = urlsplit(api_url).netloc if api_url and origin != "glab's configured host" else None
-    glab = _Glab(hostname, env)
+    missing = [
+        config.env_name(f"TASK_{kind}_TOKEN") + f" ({scope} token)"
+        for kind, scope, given in (
+            ("API", "a read_api", read_token),
+            ("WRITE", "an api", write_token),
+        )
+        if not given
+    ]
+    glab = _Glab(hostname, env, instead=" and ".join(missing))
 
-    def https(token: str) -> _Https:
+    def https(token: str, variable: str, scope: str) -> _Https:
         assert api_url is not None
-        return _Https(api_url, token, retry=retry or read_retry(), timeout=timeout)
+        return _Https(
+            api_url,
+            token,
+            retry=retry or read_retry(),
+            timeout=timeout,
+            token_source=variable,
+            url_source=origin,
+            scope=scope,
+        )
 
     return GitLab(
-        reader=https(read_token) if read_token else glab,
-        writer=https(write_token) if write_token else glab,
+        reader=https(read_token, config.env_name("TASK_API_TOKEN"), "read_api")
+        if read_token
+        else glab,
+        writer=https(write_token, config.env_name("TASK_WRITE_TOKEN"), "api")
+        if write_token
+        else glab,
         api_url=api_url,
         origin=origin,
     )
 
 
-def gitlab_with_token(client: GitLab, token: str, *, retry: Retry | None = None) -> GitLab:
-    """The same instance as another account (the review bot), over HTTPS with its token."""
+def gitlab_with_token(
+    client: GitLab, token: str, *, retry: Retry | None = None, source: str = "the token"
+) -> GitLab:
+    """The same instance as another account (the review bot), over HTTPS with its token;
+    ``source`` says where the token came from, for errors."""
     if client.api_url is None:
         raise PairgateError("pairgate: the GitLab URL is unknown; set <env_prefix>_GITLAB_URL")
-    transport = _Https(client.api_url, token, retry=retry or read_retry(), timeout=TIMEOUT)
+    transport = _Https(
+        client.api_url,
+        token,
+        retry=retry or read_retry(),
+        timeout=TIMEOUT,
+        token_source=source,
+        url_source=client.origin,
+        scope="api",
+    )
     return GitLab(reader=transport, writer=transport, api_url=client.api_url, origin=client.origin)
