@@ -31,7 +31,7 @@ def test_apply_closes_with_a_record_and_drops_the_role_label(sandbox: RunningSan
     result = ok(["sync", "--apply"], r.lead)
     assert f"#{r.issue}: closed (note " in result.out
     assert issue_state(sandbox, r.issue) == "closed"
-    assert labels(sandbox, r.issue) == []
+    assert labels(sandbox, r.issue) == ["pairgate::closed"]  # the role label is gone
     last = notes(sandbox, r.issue)[-1]["body"]
     assert "pairgate sync" in last and '"event":"close"' in last
 

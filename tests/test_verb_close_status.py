@@ -29,7 +29,7 @@ def test_close_with_nothing_outstanding(world: Round, config: Config) -> None:
     result = world.run("acme-lead", "close", world.issue)
     assert result.code == 0, result.err
     state = world.issue_state()
-    assert (state["state"], state["labels"]) == ("closed", [])
+    assert (state["state"], state["labels"]) == ("closed", ["pairgate::closed"])
     assert world.ledger(config).holder is None
 
 
