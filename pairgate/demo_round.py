@@ -7,15 +7,21 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pairgate.resources import resource_dir
 from pairgate.sandbox.defaults import pairgate_config
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox
-from pairgate.standalone.errors import Context
+from pairgate.standalone.errors import Context, PairgateError
 from pairgate.standalone.records import MalformedRecord, parse_marker
 
 PREFIX = "PAIRGATE_DEMO"
@@ -41,6 +47,15 @@ class Step:
     notes: list[Note] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
     aside: str = ""  # for a step that is not a pairgate command
+    hook: bool = False  # argv is one Bash command the merge hook decided on, not pairgate's
+
+    @property
+    def command_line(self) -> str:
+        """How the step's command is shown: a pairgate command line, or the Bash command the
+        agent asked for and the hook decided on."""
+        if self.hook:
+            return f"{self.argv[0]}   (the agent's Bash tool; the merge hook decides)"
+        return f"pairgate {shlex.join(self.argv)}"
 
 
 # The CLI's dispatcher, given by the caller (main.run without its currency check): the round
@@ -103,12 +118,39 @@ class _Player:
         issue = self.sb.api("GET", f"/projects/acme%2Ftracker/issues/{self.issue}")
         return list(issue["labels"])
 
+    def hook(self, title: str, command: str) -> Step:
+        """The real merge hook, deployed flat beside the deployment's files, deciding on one Bash
+        command as Claude Code would hand it over."""
+        hooks = self.config.parent / "hooks"
+        if not hooks.is_dir():
+            hooks.mkdir()
+            out = io.StringIO()
+            ctx = Context(env=self.env(None), stdout=out, stderr=out)
+            if self.dispatch(["deploy-hooks", "--target", str(hooks)], ctx) != 0:
+                raise PairgateError(f"pairgate demo: deploy-hooks failed: {out.getvalue()}")
+            shutil.copy(self.config, hooks / "pairgate-config.json")
+            shutil.copy(resource_dir("hooks") / "_hooklib.sh", hooks / "_hooklib.sh")
+            (hooks / "automation_mr_families.py").write_text("FAMILIES = []\n", encoding="utf-8")
+        payload = json.dumps({"tool_name": "Bash", "tool_input": {"command": command}})
+        # The hook runs python3 from PATH: this interpreter, which has pairgate's dependencies.
+        path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
+        done = subprocess.run(
+            ["bash", str(hooks / "block-unapproved-merge.sh")],
+            input=payload,
+            capture_output=True,
+            text=True,
+            env={**self.env(None), "PATH": path, "HOME": str(self.config.parent)},
+            timeout=60,
+            check=False,
+        )
+        # Its currency note says only that the demo's hooks directory is in no checkout.
+        said = [line for line in done.stderr.splitlines() if "merge hook: note:" not in line]
+        verdict = "allowed: the gate passes it" if done.returncode == 0 else "blocked"
+        output = "\n".join(said).strip() or f"merge hook: {verdict}"
+        return Step(title, None, [command], done.returncode, output, hook=True)
+
     def head(self, mr: int) -> str:
         return str(self.sb.api("GET", f"/projects/acme%2Fapp/merge_requests/{mr}")["sha"])
-
-
-def _not_built(step: Step) -> bool:
-    return step.code == 2 and "not implemented yet" in step.output
 
 
 def play(sb: RunningSandbox, config: Path, dispatch: Dispatch) -> Iterator[Step]:
@@ -178,31 +220,73 @@ def play(sb: RunningSandbox, config: Path, dispatch: Dispatch) -> Iterator[Step]
     check = p.run(
         "merge-check at the approved head", None, "merge-check", "--mr", mr, "--mr-project", PROJECT
     )
-    if _not_built(check):
-        yield Step(
-            "What comes next",
-            aside=(
-                "merge-check is not built yet (the merge gate issue). When it is, the round "
-                "goes on: merge-check passes at the approved head, one more push lands, and "
-                "merge-check refuses the new head until it has its own review."
-            ),
-        )
-    else:
-        yield check
-        sb.commit(
-            "fix-rounding",
-            {"widget.py": "def price(x):\n    # half-up\n    return round(x + 0.0)\n"},
-            project=PROJECT,
-            message="Comment the rounding",
-        )
-        yield Step(
-            "One more push: a comment, nothing else",
-            aside=f"The head of {PROJECT}!{mr} is now {p.head(mr)[:12]}.",
-        )
-        yield p.run(
-            "merge-check after the push", None, "merge-check", "--mr", mr, "--mr-project", PROJECT
-        )
+    yield check
+    merge = f"glab mr merge {mr} -R {PROJECT} --sha {head}"
+    yield p.hook("The merge hook allows the approved merge, bound to the head", merge)
+    sb.commit(
+        "fix-rounding",
+        {"widget.py": "def price(x):\n    # half-up\n    return round(x + 0.0)\n"},
+        project=PROJECT,
+        message="Comment the rounding",
+    )
+    pushed = p.head(mr)
+    yield Step(
+        "One more push: a comment, nothing else",
+        aside=f"The head of {PROJECT}!{mr} is now {pushed[:12]}.",
+    )
+    yield p.run(
+        "merge-check after the push", None, "merge-check", "--mr", mr, "--mr-project", PROJECT
+    )
+    yield p.hook(
+        "The merge hook blocks the merge of the unreviewed head",
+        f"glab mr merge {mr} -R {PROJECT} --sha {pushed}",
+    )
     yield p.run("status", None, "status", issue)
+    # The new head gets its own review; then the merge, and the issue is closed.
+    yield p.run(
+        f"{LEAD} offers the new head for review",
+        LEAD,
+        "handoff",
+        issue,
+        "--to",
+        REVIEW,
+        "--role",
+        "review",
+        "--sha",
+        pushed,
+        "--reason",
+        "Only a comment changed.",
+    )
+    yield p.run(f"{REVIEW} accepts the offer", REVIEW, "accept", issue)
+    yield p.run(
+        f"{REVIEW} approves the new head",
+        REVIEW,
+        "approve",
+        issue,
+        "--mr",
+        mr,
+        "--mr-project",
+        PROJECT,
+        "--sha",
+        pushed,
+        "--to",
+        LEAD,
+    )
+    yield p.run(f"{LEAD} accepts the issue back", LEAD, "accept", issue)
+    sb.api(
+        "PUT",
+        f"/projects/acme%2Fapp/merge_requests/{mr}/merge",
+        as_user="agents",
+        json={"sha": pushed},
+    )
+    yield Step(
+        "The merge",
+        aside=(
+            f"{PROJECT}!{mr} merges at {pushed[:12]}, exactly the approved head (what "
+            f"`glab mr merge {mr} -R {PROJECT} --sha {pushed[:12]}...` asks GitLab for)."
+        ),
+    )
+    yield p.run(f"{LEAD} closes the issue", LEAD, "close", issue)
 
 
 def sandboxed_round(dispatch: Dispatch) -> Iterator[Step]:

@@ -21,9 +21,22 @@ def test_demo_plays_a_round_with_no_configuration() -> None:
         "acme/app!1 may merge: acme-review approved its head",
         "a push after an approval voids it",
         ": stale",
+        "merge hook: allowed: the gate passes it",
+        "pairgate: the merge hook blocked this command:",
+        "acme-lead closed #2",
+        "-- labels: pairgate::closed",
     ):
         assert line in result.out
     assert "[exit 1]" not in result.out.split("merge-check after the push")[0]
+    blocked = result.out.split("The merge hook blocks the merge of the unreviewed head")[1]
+    assert blocked.split("\n== ")[0].rstrip().endswith("[exit 2]")
+    # Long lines fold at spaces, never inside an identity.
+    assert all(
+        len(line) <= 96 or " " not in line.strip()
+        for line in result.out.splitlines()
+        if not line.startswith(("$ ", "   | "))
+    )
+    assert "acme-\n" not in result.out
 
 
 @pytest.mark.slow

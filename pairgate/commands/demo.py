@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
-import shlex
 import textwrap
 
 from pairgate.demo_round import Dispatch, Step, sandboxed_round
 from pairgate.standalone.errors import Context
 
+WIDTH = 96
+
+
+def wrap(text: str, *, indent: str = "") -> str:
+    """Long lines folded at spaces only: an identity (acme-lead) or a path is never broken."""
+    if len(text) <= WIDTH:
+        return text
+    return textwrap.fill(
+        text, WIDTH, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False
+    )
+
 
 def show(step: Step, n: int) -> str:
     lines = [f"== {n}. {step.title}"]
     if step.aside:
-        lines.append(textwrap.fill(step.aside, 96))
+        lines.append(wrap(step.aside))
     if step.argv:
         who = f"   (as {step.agent})" if step.agent else ""
-        lines.append(f"$ pairgate {shlex.join(step.argv)}{who}")
+        lines.append(f"$ {step.command_line}{who}")
         if step.output:
-            lines.append(step.output)
+            lines.append("\n".join(wrap(line, indent="    ") for line in step.output.splitlines()))
         lines.append(f"[exit {step.code}]")
     for note in step.notes:
         lines.append(f"-- on the issue, note {note.id} by {note.author}:")
