@@ -79,10 +79,11 @@ def _in_no_checkout(currency: deployed_currency.Currency, checkout: Path) -> boo
 def _first_today(env: Mapping[str, str], copy: str, now: float) -> bool:
     """True once per UTC day per copy: a stamp under the user's state directory says when the
     note was last given. With no state directory to keep it in, every time."""
+    home = env.get("HOME", "").strip()
     base = env.get("XDG_STATE_HOME", "").strip() or (
-        f"{env['HOME']}/.local/state" if env.get("HOME", "").strip() else ""
+        f"{home}/.local/state" if home and Path(home).is_dir() else ""
     )
-    if not base:
+    if not base:  # never make a home directory that is not there
         return True
     stamp = Path(base) / "pairgate" / "currency-notes" / hashlib.sha256(copy.encode()).hexdigest()
     today = time.strftime("%Y-%m-%d", time.gmtime(now))

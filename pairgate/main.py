@@ -322,6 +322,70 @@ def build_parser() -> argparse.ArgumentParser:
         "--config-out", type=Path, metavar="FILE", help="write a pairgate configuration for it"
     )
 
+    p = command(
+        "init",
+        "ask GitLab what a configuration needs and write a deployment's files into a directory",
+        parents=(json_out,),
+        reads_config=False,
+    )
+    p.add_argument(
+        "--target", required=True, type=Path, metavar="DIR", help="where to write (made if absent)"
+    )
+    p.add_argument(
+        "--tracker-project",
+        required=True,
+        metavar="GROUP/PROJECT",
+        help="the project whose issues hold the ledger; its group is the gated group",
+    )
+    p.add_argument(
+        "--review-bot-user",
+        required=True,
+        metavar="USERNAME",
+        help="the second account, which approves on GitLab",
+    )
+    p.add_argument(
+        "--renovate-user",
+        required=True,
+        metavar="USERNAME",
+        help="the account Renovate opens merge requests as",
+    )
+    p.add_argument(
+        "--agents-user",
+        metavar="USERNAME",
+        help="the account the agents post as (default: the token's own account)",
+    )
+    p.add_argument(
+        "--env-prefix",
+        default="PAIRGATE",
+        metavar="PREFIX",
+        help="the prefix of every variable pairgate reads; also how init reads GitLab now "
+        "(<PREFIX>_TASK_API_TOKEN, <PREFIX>_GITLAB_URL; default: PAIRGATE)",
+    )
+    p.add_argument(
+        "--identity-prefix",
+        metavar="PREFIX",
+        help="agent identities are <PREFIX>-lead and so on (default: from the group's name)",
+    )
+    p.add_argument("--cli-command", default="pairgate", metavar="NAME", help="default: pairgate")
+    p.add_argument(
+        "--generic-issue",
+        type=_issue,
+        metavar="ISSUE",
+        help="the tracker issue unattended automation cites (default: none)",
+    )
+    p.add_argument(
+        "--handoff-doc",
+        default="docs/agent-handoff.md",
+        metavar="PATH_OR_URL",
+        help="where the protocol doc is (default: docs/agent-handoff.md)",
+    )
+    p.add_argument(
+        "--hooks-dir",
+        default=".claude/hooks",
+        metavar="DIR",
+        help="where the merge hook will be deployed (default: .claude/hooks)",
+    )
+
     command(
         "demo",
         "play one whole round against an embedded sandbox",
@@ -419,6 +483,10 @@ def handler_for(command: str) -> Handler:
         from pairgate.sandbox.cli import serve
 
         return serve
+    if command == "init":
+        from pairgate.commands.init import init
+
+        return init
     if command == "demo":
         from pairgate.commands.demo import demo
 

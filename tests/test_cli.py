@@ -51,6 +51,11 @@ COMMANDS = {
     "graph": (set(), {"--format"}),
     "sandbox": (set(), {"--host", "--port", "--state", "--config-out"}),
     "demo": (set(), set()),
+    "init": (
+        {"--target", "--tracker-project", "--review-bot-user", "--renovate-user"},
+        {"--agents-user", "--env-prefix", "--identity-prefix", "--cli-command"}
+        | {"--generic-issue", "--handoff-doc", "--hooks-dir", "--json"},
+    ),
 }
 
 

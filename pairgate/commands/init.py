@@ -1,0 +1,165 @@
+"""pairgate init: ask GitLab what a configuration needs, and write a deployment's whole set.
+
+Everything init would derive has a flag. It reads GitLab the way every command does (the
+``<env_prefix>_TASK_API_TOKEN`` and ``<env_prefix>_GITLAB_URL`` variables, else glab), with the
+prefix it is given (default PAIRGATE), since there is no configuration yet to name one.
+"""
+
+from __future__ import annotations
+
+import json as jsonlib
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from pairgate.deployment import write_set
+from pairgate.standalone.config import CONFIG_FILENAME, Config, validate_config
+from pairgate.standalone.errors import Context, Exit, UsageError
+from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project, gitlab_from_env
+
+
+def _one_user(client: GitLab, username: str, flag: str) -> dict[str, Any]:
+    found = [
+        u for u in client.get("users", username=username) or [] if u.get("username") == username
+    ]
+    if not found:
+        raise UsageError(
+            f"pairgate init: GitLab has no user {username!r} ({flag}): name the account with "
+            f"{flag} <username>"
+        )
+    return dict(found[0])
+
+
+def _tracker(client: GitLab, tracker: str) -> dict[str, Any]:
+    try:
+        project = client.get(f"projects/{encode_project(tracker)}")
+    except GitLabError as exc:
+        if exc.status == 404:
+            raise UsageError(
+                f"pairgate init: the tracker project {tracker} does not exist, or the token "
+                f"cannot see it (--tracker-project)"
+            ) from None
+        raise
+    namespace = project.get("namespace") or {}
+    if namespace.get("kind") != "group":
+        raise UsageError(
+            f"pairgate init: {tracker} is in the personal namespace {namespace.get('full_path')}; "
+            f"pairgate gates the projects of a group, so the tracker must be in one"
+        )
+    return dict(project)
+
+
+def derived_prefix(group_path: str) -> str:
+    """An identity prefix from the group's last segment: lower case letters and digits."""
+    words = re.findall(r"[a-z0-9]+", group_path.rsplit("/", 1)[-1].lower())
+    prefix = "-".join(words)
+    return prefix if re.match(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$", prefix) else "agent"
+
+
+def init(
+    *,
+    ctx: Context,
+    target: Path,
+    tracker_project: str,
+    env_prefix: str,
+    agents_user: str | None,
+    review_bot_user: str,
+    renovate_user: str,
+    identity_prefix: str | None,
+    cli_command: str,
+    generic_issue: int | None,
+    handoff_doc: str,
+    hooks_dir: str,
+    json: bool,
+) -> int:
+    """``init --target DIR --tracker-project G/P --review-bot-user U --renovate-user U``."""
+    if not re.fullmatch(r"[A-Z][A-Z0-9_]*", env_prefix):
+        raise UsageError(
+            f"pairgate init: --env-prefix {env_prefix!r}: upper case letters, digits and "
+            f"underscores, starting with a letter"
+        )
+    provisional = Config(path=target / CONFIG_FILENAME, values={"env_prefix": env_prefix})
+    client = gitlab_from_env(provisional, ctx.env)
+    tracker = _tracker(client, tracker_project)
+    namespace = tracker["namespace"]
+    agents = (
+        _one_user(client, agents_user, "--agents-user") if agents_user else dict(client.get("user"))
+    )
+    bot = _one_user(client, review_bot_user, "--review-bot-user")
+    renovate = _one_user(client, renovate_user, "--renovate-user")
+    if bot["id"] == agents["id"]:
+        raise UsageError(
+            f"pairgate init: the review bot and the agents are both {agents['username']!r}: the "
+            f"review bot approves on GitLab as a second account, so name another with "
+            f"--review-bot-user"
+        )
+    group_path = str(namespace["full_path"])
+    values: dict[str, Any] = {
+        "tracker_project": str(tracker["path_with_namespace"]),
+        "group_path": group_path,
+        "group_id": str(namespace["id"]),
+        "env_prefix": env_prefix,
+        "agent_identity_prefix": identity_prefix or derived_prefix(group_path),
+        "review_bot_token_file": "review-bot-token",
+        "deployed_paths": ["pairgate"],
+        "generic_tracking_issue": generic_issue,
+        "liveness_oracle_file": "liveness-oracle.md",
+        "cli_command": cli_command,
+        "renovate_bot_user_id": int(renovate["id"]),
+        "renovate_branch_prefix": "renovate/",
+        "renovate_exempt_namespaces": [],
+        "cli_install_command": f"{sys.executable} -m pip install --upgrade pairgate",
+        "hooks_install_command": f"{cli_command} deploy-hooks --target {hooks_dir}",
+        "agent_text_dir": "agent-text",
+        "handoff_doc": handoff_doc,
+        "ledger_author_user_ids": [int(agents["id"])],
+    }
+    validate_config(values, source="the configuration init would write")
+    config = write_set(target, values)
+    doc = {
+        "directory": str(target),
+        "configuration": str(config.path),
+        "values": values,
+        "next": next_commands(config, target, hooks_dir),
+    }
+    if json:
+        print(jsonlib.dumps(doc, indent=2), file=ctx.stdout)
+        return Exit.OK
+    print(f"wrote a deployment for {values['tracker_project']} into {target}:", file=ctx.stdout)
+    print(
+        f"  {CONFIG_FILENAME}: agents {agents['username']} (id {agents['id']}), review bot "
+        f"{bot['username']} (id {bot['id']}), renovate {renovate['username']} "
+        f"(id {renovate['id']})",
+        file=ctx.stdout,
+    )
+    print("next:", file=ctx.stdout)
+    for step in doc["next"]:
+        print(f"  {step}", file=ctx.stdout)
+    return Exit.OK
+
+
+def next_commands(config: Config, target: Path, hooks_dir: str) -> list[str]:
+    """What to run after init, in order, spelled with the deployment's own command."""
+    cli, conf = config.cli, config.path
+    hook = f"{hooks_dir}/block-unapproved-merge.sh"
+    settings = {
+        "hooks": {
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": f"bash {hook}"}]}
+            ]
+        }
+    }
+    return [
+        f"export PAIRGATE_CONFIG={conf}",
+        f"put the review bot's token in {target / 'review-bot-token'} "
+        f"(or set {config.env_name('REVIEW_BOT_TOKEN')})",
+        f"mkdir -p {hooks_dir} && {cli} deploy-hooks --target {hooks_dir} && cp "
+        f"{conf} {target / 'automation_mr_families.py'} {target / '_hooklib.sh'} {hooks_dir}/",
+        f"mkdir -p .claude/agents && {cli} deploy-agents --target .claude/agents",
+        f"{cli} deploy-pipeline --target <the tracker's pipeline file>  (then point each gated "
+        f"project's CI/CD configuration file at it)",
+        "add to the Claude Code settings the agents run with: "
+        + jsonlib.dumps(settings, separators=(",", ":")),
+        f"{cli} doctor",
+    ]

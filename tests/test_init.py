@@ -1,0 +1,195 @@
+"""pairgate init against the sandbox: what it asks GitLab, the set it writes, and a whole round
+and the merge hook working from nothing but what it wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pairgate.sandbox.testing import RunningSandbox
+from tests.conftest import PAIRGATE, Result, clean_env, run_cli, run_program
+
+FLAGS = ["--tracker-project", "acme/tracker", "--review-bot-user", "review-bot"]
+FLAGS += ["--renovate-user", "renovate-bot"]
+
+
+def reach(sandbox: RunningSandbox, user: str = "agents") -> dict[str, str]:
+    """How init reads GitLab before there is a configuration: the PAIRGATE_ prefix."""
+    return {"PAIRGATE_GITLAB_URL": sandbox.url, "PAIRGATE_TASK_API_TOKEN": sandbox.token(user)}
+
+
+def init(sandbox: RunningSandbox, target: Path, *extra: str) -> Result:
+    return run_cli(["init", "--target", str(target), *FLAGS, *extra], env=reach(sandbox))
+
+
+def test_init_writes_a_complete_set_from_what_gitlab_says(
+    sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    target = tmp_path / "deployment"
+    result = run_cli(
+        ["init", "--target", str(target), *FLAGS, "--generic-issue", "1", "--json"],
+        env=reach(sandbox),
+    )
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    values = doc["values"]
+    assert values["group_path"] == "acme" and values["group_id"] == "100"
+    assert values["ledger_author_user_ids"] == [10]  # the token's own account
+    assert values["renovate_bot_user_id"] == 12
+    assert values["agent_identity_prefix"] == "acme"
+    assert values["generic_tracking_issue"] == 1
+    names = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file())
+    assert names == [
+        "_hooklib.sh",
+        "agent-text/escalation.md",
+        "agent-text/session.md",
+        "agent-text/testing.md",
+        "automation_mr_families.py",
+        "liveness-oracle.md",
+        "pairgate-config.json",
+    ]
+    hooklib = (target / "_hooklib.sh").read_text()
+    assert f"PAIRGATE_HOOK_PYTHON={sys.executable}" in hooklib
+    steps = "\n".join(doc["next"])
+    for expected in (
+        "deploy-hooks --target",
+        "deploy-agents --target",
+        "deploy-pipeline",
+        "doctor",
+    ):
+        assert expected in steps
+    assert '"matcher":"Bash"' in steps and "bash .claude/hooks/block-unapproved-merge.sh" in steps
+
+
+def test_init_refuses_to_overwrite_naming_what_exists(
+    sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    target = tmp_path / "deployment"
+    (target / "agent-text").mkdir(parents=True)
+    (target / "agent-text" / "session.md").write_text("ours\n")
+    (target / "pairgate-config.json").write_text("{}\n")
+    result = init(sandbox, target)
+    assert result.code == 2
+    assert "already holds agent-text/session.md, pairgate-config.json" in result.err
+    assert "nothing was written" in result.err
+    assert sorted(p.name for p in target.rglob("*")) == [
+        "agent-text",
+        "pairgate-config.json",
+        "session.md",
+    ]
+    assert (target / "agent-text" / "session.md").read_text() == "ours\n"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--review-bot-user", "nobody-here"],
+            "GitLab has no user 'nobody-here' (--review-bot-user)",
+        ),
+        (["--renovate-user", "ghost"], "GitLab has no user 'ghost' (--renovate-user)"),
+        (["--tracker-project", "acme/nothing"], "the tracker project acme/nothing does not exist"),
+        (["--review-bot-user", "agents"], "the review bot and the agents are both 'agents'"),
+        (["--env-prefix", "lower"], "--env-prefix 'lower': upper case letters"),
+    ],
+)
+def test_init_refusals_name_the_flag(
+    sandbox: RunningSandbox, tmp_path: Path, extra: list[str], message: str
+) -> None:
+    result = init(sandbox, tmp_path / "d", *extra)
+    assert result.code == 2
+    assert message in result.err
+    assert not (tmp_path / "d").exists()
+
+
+def test_a_round_and_the_hook_work_from_what_init_wrote(
+    sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    target = tmp_path / "deployment"
+    assert init(sandbox, target).code == 0
+    config = target / "pairgate-config.json"
+    env: dict[str, Any] = {
+        "PAIRGATE_CONFIG": str(config),
+        "PAIRGATE_GITLAB_URL": sandbox.url,
+        "PAIRGATE_TASK_API_TOKEN": sandbox.token("agents"),
+        "PAIRGATE_TASK_WRITE_TOKEN": sandbox.token("agents"),
+        "PAIRGATE_REVIEW_BOT_TOKEN": sandbox.token("review_bot"),
+    }
+    hooks, agents = tmp_path / "hooks", tmp_path / "agents"
+    hooks.mkdir()
+    agents.mkdir()
+    assert run_cli(["deploy-hooks", "--target", str(hooks)], env=env).code == 0
+    for name in ("pairgate-config.json", "automation_mr_families.py", "_hooklib.sh"):
+        shutil.copy(target / name, hooks / name)
+    rendered = run_cli(["deploy-agents", "--target", str(agents)], env=env)
+    assert rendered.code == 0, rendered.err
+    assert sorted(p.name for p in agents.iterdir()) == [
+        "acme-finder.md",
+        "acme-lead.md",
+        "acme-review.md",
+        "acme-solo.md",
+    ]
+
+    issue = str(sandbox.create_issue("Work from an init'd deployment")["iid"])
+    sha = sandbox.commit("init-round", {"x.txt": "x\n"}, project="acme/app")["id"]
+    mr = str(
+        sandbox.create_mr("init-round", project="acme/app", description=f"acme/tracker#{issue}")[
+            "iid"
+        ]
+    )
+
+    def as_agent(agent: str, *argv: str) -> None:
+        result = run_cli(list(argv), env={**env, "PAIRGATE_AGENT_ID": agent})
+        assert result.code == 0, f"{argv}: {result.err}"
+
+    merge = f"glab mr merge {mr} -R acme/app --sha {sha}"
+    assert hook(hooks, merge, env).returncode == 2  # never approved: blocked
+    as_agent("acme-lead", "claim", issue, "--role", "lead")
+    as_agent("acme-lead", "handoff", issue, "--to", "acme-review", "--role", "review", "--sha", sha)
+    as_agent("acme-review", "accept", issue)
+    as_agent(
+        "acme-review",
+        "approve",
+        issue,
+        "--mr",
+        mr,
+        "--mr-project",
+        "acme/app",
+        "--sha",
+        sha,
+        "--to",
+        "acme-lead",
+    )
+    as_agent("acme-lead", "accept", issue)
+    check = run_cli(["merge-check", "--mr", mr, "--mr-project", "acme/app"], env=env)
+    assert check.code == 0, check.err
+    allowed = hook(hooks, merge, env)
+    assert allowed.returncode == 0, allowed.stderr
+
+
+def hook(hooks: Path, command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    payload = json.dumps({"tool_name": "Bash", "tool_input": {"command": command}})
+    gitlab = {k: v for k, v in env.items() if k != "PAIRGATE_CONFIG"}
+    return subprocess.run(
+        ["bash", str(hooks / "block-unapproved-merge.sh")],
+        input=payload,
+        capture_output=True,
+        text=True,
+        env=clean_env(
+            **gitlab, PATH=os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
+        ),
+        timeout=60,
+        check=False,
+    )
+
+
+def test_init_help_reads_no_configuration() -> None:
+    result = run_program([*PAIRGATE, "init", "--help"], env={"PAIRGATE_CONFIG": "/nonexistent"})
+    assert result.code == 0 and "--tracker-project" in result.out
