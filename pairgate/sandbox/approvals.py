@@ -25,8 +25,6 @@ def _sha_conflict(sha: str) -> ApiError:
 def record_approval(world: World, mr: MergeRequest, user: User, *, approve: bool) -> bool:
     """Add or remove ``user``'s approval (bound to the user, not to a commit, as on GitLab);
     False when there was nothing to change."""
-    from pairgate.sandbox.notes import add_system
-
     has = any(a[0] == user.id for a in mr.approvals)
     if has == approve:
         return False
@@ -34,7 +32,8 @@ def record_approval(world: World, mr: MergeRequest, user: User, *, approve: bool
         mr.approvals.append([user.id, world.stamp()])
     else:
         mr.approvals = [a for a in mr.approvals if a[0] != user.id]
-    add_system(world, mr, user, f"{'approved' if approve else 'unapproved'} this merge request")
+    word = "approved" if approve else "unapproved"
+    world.add_note(mr, user, f"{word} this merge request", system=True)
     mr.updated_at = world.stamp()
     return True
 

@@ -93,16 +93,15 @@ def user_ids(req: Request, name: str) -> list[int]:
 def edit_common(req: Request, thing: Issue | MergeRequest, user: User) -> None:
     """The edits issues and MRs share: title and description (each leaving a system note),
     labels and assignees."""
-    from pairgate.sandbox.notes import add_system
-
     world = req.world
     if req.has("title") and req.text("title") != thing.title:
         title = req.required("title")
-        add_system(world, thing, user, f"changed title from **{thing.title}** to **{title}**")
+        note = f"changed title from **{thing.title}** to **{title}**"
+        world.add_note(thing, user, note, system=True)
         thing.title = title
     if req.has("description") and req.text("description") != thing.description:
         thing.description = req.text("description")
-        add_system(world, thing, user, "changed the description")
+        world.add_note(thing, user, "changed the description", system=True)
     if any(req.has(n) for n in ("labels", "add_labels", "remove_labels")):
         thing.labels = apply_labels(
             world,

@@ -229,6 +229,35 @@ class World:
         project.next_iid[kind] = value + 1
         return value
 
+    def add_note(
+        self,
+        noteable: Issue | MergeRequest,
+        author: User,
+        body: str,
+        *,
+        system: bool = False,
+        internal: bool = False,
+    ) -> Note:
+        """Store a note on an issue or MR. ``system`` notes are GitLab's own (title and
+        description edits, pushes, approvals) and never editable."""
+        now = self.stamp()
+        kind = "Issue" if isinstance(noteable, Issue) else "MergeRequest"
+        note = Note(
+            self.next_id("note"),
+            noteable.project_id,
+            kind,
+            noteable.id,
+            noteable.iid,
+            body,
+            author.id,
+            now,
+            now,
+            system=system,
+            internal=internal,
+        )
+        self.notes[note.id] = note
+        return note
+
     def label_id(self, title: str) -> int:
         if title not in self.labels:
             self.labels[title] = self.next_id("label")

@@ -118,8 +118,6 @@ def mr_commits(world: World, mr: MergeRequest) -> list[Commit]:
 
 def move_branch(world: World, project: Project, branch: str, sha: str, actor: User) -> None:
     """Point ``branch`` at ``sha`` and tell the open MRs whose head it is."""
-    from pairgate.sandbox import notes  # the system note lives with the other notes
-
     old = set(ancestry(world, project.branches.get(branch, "")))
     project.branches[branch] = sha
     added = sum(1 for s in ancestry(world, sha) if s not in old)
@@ -129,6 +127,6 @@ def move_branch(world: World, project: Project, branch: str, sha: str, actor: Us
         mr.updated_at = world.stamp()
         if added:
             word = "commit" if added == 1 else "commits"
-            notes.add_system(world, mr, actor, f"added {added} {word}")
+            world.add_note(mr, actor, f"added {added} {word}", system=True)
         if world.options.reset_approvals_on_push:
             mr.approvals.clear()
