@@ -113,6 +113,17 @@ def clear_requests(app: App, req: Request) -> Any:
     return Reply(204)
 
 
+@ROUTER.route("GET", "/unserved")
+def list_unserved(app: App, req: Request) -> Any:
+    return list(app.unserved)
+
+
+@ROUTER.route("DELETE", "/unserved")
+def clear_unserved(app: App, req: Request) -> Any:
+    app.unserved.clear()
+    return Reply(204)
+
+
 @ROUTER.route("GET", "/options")
 def get_options(app: App, req: Request) -> Any:
     return dataclasses.asdict(app.world.options)

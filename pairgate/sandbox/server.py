@@ -59,6 +59,10 @@ class App:
         self.lock = threading.RLock()
         self.faults = Faults()
         self.log: list[dict[str, Any]] = []
+        # Requests to routes the sandbox does not serve (it answers them as GitLab answers an
+        # unmatched route). Kept across resets, so a test's reset cannot hide one; the suite
+        # fails a test that made one unless the test expects it (tests/conftest.py).
+        self.unserved: list[dict[str, Any]] = []
 
     def reset(self) -> None:
         with self.lock:
@@ -126,6 +130,20 @@ class App:
     def record(self, method: str, path: str, query: str, status: int) -> None:
         with self.lock:
             self.log.append({"method": method, "path": path, "query": query, "status": status})
+            if not _served(method, path):
+                self.unserved.append({"method": method, "path": path, "query": query})
+
+
+def _served(method: str, path: str) -> bool:
+    """Does a route of the API serve this request? (The answer to one that no route serves is
+    GitLab's catch-all 404, whether or not GitLab itself serves it.)"""
+    if not path.startswith("/api/v4/"):
+        return False
+    try:
+        API.match(method, path[len("/api/v4") :])
+    except ApiError:
+        return False
+    return True
 
 
 class _Server(ThreadingHTTPServer):
