@@ -67,7 +67,7 @@ def update_pipeline(app: App, req: Request, pipeline_id: str) -> Any:
 
 def _pipeline_reply(app: App, req: Request, pipeline: pipelines.Pipeline) -> Any:
     render = renderer(req)
-    jobs = [j for j in app.world.jobs.values() if j.pipeline_id == pipeline.id]
+    jobs = app.world.jobs_of(pipeline)
     return render.pipeline(pipeline) | {"jobs": [render.job(j) | {"token": j.token} for j in jobs]}
 
 

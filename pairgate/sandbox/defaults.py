@@ -82,15 +82,17 @@ def build(options: Options | None = None) -> World:
     now = world.stamp()
     issue_id = world.next_id("issue")
     tracker = world.projects[1]
-    world.issues[issue_id] = Issue(
-        issue_id,
-        world.next_iid(tracker, "issue"),
-        tracker.id,
-        TRACKING_ISSUE_TITLE,
-        "Work that no other issue owns is claimed here.",
-        ids["maintainer"],
-        now,
-        now,
+    world.add_issue(
+        Issue(
+            issue_id,
+            world.next_iid(tracker, "issue"),
+            tracker.id,
+            TRACKING_ISSUE_TITLE,
+            "Work that no other issue owns is claimed here.",
+            ids["maintainer"],
+            now,
+            now,
+        )
     )
     return world
 

@@ -119,11 +119,7 @@ class Renderer:
         project = world.projects[issue.project_id]
         full = world.full_path(project)
         assignees = [self.user_by_id(a) for a in issue.assignee_ids]
-        notes = [
-            n
-            for n in world.notes.values()
-            if n.noteable_type == "Issue" and n.noteable_id == issue.id and not n.system
-        ]
+        notes = [n for n in world.notes_on(issue) if not n.system]
         return {
             "id": issue.id,
             "iid": issue.iid,
@@ -238,8 +234,7 @@ class Renderer:
     # -- CI -----------------------------------------------------------------------------------
 
     def pipeline_status(self, pipeline: Pipeline) -> str:
-        jobs = [j for j in self.world.jobs.values() if j.pipeline_id == pipeline.id]
-        return composite_status(jobs)
+        return composite_status(self.world.jobs_of(pipeline))
 
     def pipeline(self, pipeline: Pipeline, *, basic: bool = False) -> dict[str, Any]:
         full = self.world.full_path(self.world.projects[pipeline.project_id])

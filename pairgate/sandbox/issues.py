@@ -178,7 +178,7 @@ def create_issue(req: Request, project_id: str) -> Any:
     )
     issue.labels = apply_labels(world, [], labels=req.csv("labels") or [])
     issue.assignee_ids = user_ids(req, "assignee_ids")
-    world.issues[issue_id] = issue
+    world.add_issue(issue)
     return renderer(req).issue(issue)
 
 

@@ -149,7 +149,7 @@ def create_merge_request(req: Request, project_id: str) -> Any:
     mr.labels = apply_labels(world, [], labels=req.csv("labels") or [])
     mr.assignee_ids = user_ids(req, "assignee_ids")
     mr.reviewer_ids = user_ids(req, "reviewer_ids")
-    world.merge_requests[mr.id] = mr
+    world.add_merge_request(mr)
     return render(renderer(req), mr, user, basic=False)
 
 

@@ -48,11 +48,7 @@ def render(r: Renderer, mr: MergeRequest, viewer: User | None, *, basic: bool) -
     full = world.full_path(project)
     sha = repo.current_sha(world, mr)
     assignees = [r.user_by_id(a) for a in mr.assignee_ids]
-    user_notes = [
-        n
-        for n in world.notes.values()
-        if n.noteable_type == "MergeRequest" and n.noteable_id == mr.id and not n.system
-    ]
+    user_notes = [n for n in world.notes_on(mr) if not n.system]
     status = detailed_status(world, r, mr)
     out: dict[str, Any] = {
         "id": mr.id, "iid": mr.iid, "project_id": mr.project_id,

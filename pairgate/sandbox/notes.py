@@ -19,7 +19,6 @@ from pairgate.sandbox.model import (
     Note,
     Project,
     User,
-    World,
 )
 
 KINDS = {"issues": "Issue", "merge_requests": "MergeRequest"}
@@ -33,16 +32,10 @@ def _noteable(req: Request, project: Project, kind: str, iid: str) -> Issue | Me
     return issue_for(req, project, iid) if kind == "issues" else mr_for(req, project, iid)
 
 
-def _notes_of(world: World, noteable: Issue | MergeRequest) -> list[Note]:
-    kind = "Issue" if isinstance(noteable, Issue) else "MergeRequest"
-    return [
-        n for n in world.notes.values() if n.noteable_type == kind and n.noteable_id == noteable.id
-    ]
-
-
 def _note_for(req: Request, noteable: Issue | MergeRequest, note_id: str) -> Note:
     note = req.world.notes.get(int(note_id)) if note_id.isdigit() else None
-    if note is None or note not in _notes_of(req.world, noteable):
+    kind = "Issue" if isinstance(noteable, Issue) else "MergeRequest"
+    if note is None or (note.noteable_type, note.noteable_id) != (kind, noteable.id):
         raise note_not_found()
     return note
 
@@ -59,7 +52,7 @@ for _kind in KINDS:
         activity = req.choice(
             "activity_filter", ("all_notes", "only_comments", "only_activity"), "all_notes"
         )
-        found = _notes_of(req.world, noteable)
+        found = req.world.notes_on(noteable)
         if activity != "all_notes":
             found = [n for n in found if n.system == (activity == "only_activity")]
         # created_at orders by id, as GitLab's tie-breaker does
@@ -117,7 +110,7 @@ for _kind in KINDS:
         project = project_for(req, project_id)
         note = _note_for(req, _noteable(req, project, _kind, iid), note_id)
         _may_change(req, project, note, user)
-        del req.world.notes[note.id]
+        req.world.delete_note(note)
         return Reply(204)
 
 

@@ -79,21 +79,13 @@ def add_job(world: World, pipeline: Pipeline, spec: dict[str, Any]) -> Job:
         world.stamp(),
         f"sandbox-job-{job_id}-token",
     )
-    world.jobs[job_id] = job
-    return job
+    return world.add_job(job)
 
 
 def update_jobs(world: World, pipeline: Pipeline, jobs: list[dict[str, Any]]) -> None:
     """Move jobs (by name) to new statuses; a name the pipeline lacks becomes a new job."""
     for spec in jobs:
-        job = next(
-            (
-                j
-                for j in world.jobs.values()
-                if j.pipeline_id == pipeline.id and j.name == spec.get("name")
-            ),
-            None,
-        )
+        job = next((j for j in world.jobs_of(pipeline) if j.name == spec.get("name")), None)
         if job is None:
             add_job(world, pipeline, spec)
             continue
@@ -141,7 +133,7 @@ def get_pipeline(req: Request, project_id: str, pipeline_id: str) -> Any:
 def list_jobs(req: Request, project_id: str, pipeline_id: str) -> Any:
     project = project_for(req, project_id)
     pipeline = _pipeline_for(req, project, pipeline_id)
-    found = [j for j in req.world.jobs.values() if j.pipeline_id == pipeline.id]
+    found = req.world.jobs_of(pipeline)
     scope = req.csv("scope")
     if scope:
         unknown = set(scope) - set(STATUSES)

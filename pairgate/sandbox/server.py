@@ -117,7 +117,7 @@ class App:
             if req.scope == "read_api" and req.method not in ("GET", "HEAD"):
                 raise INSUFFICIENT_SCOPE
         elif job_token:
-            job = next((j for j in self.world.jobs.values() if j.token == job_token), None)
+            job = self.world.job_by_token(str(job_token))
             if job is None:
                 raise unauthorized()
             if job_token_allowed:  # elsewhere a job token counts as no credentials at all

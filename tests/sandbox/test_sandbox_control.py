@@ -141,10 +141,22 @@ def test_state_file_round_trip(tmp_path: Path) -> None:
         headers={"PRIVATE-TOKEN": "sandbox-agents-token"},
         timeout=5,
     )
+    requests.post(
+        first.url + "/api/v4/projects/1/issues/2/notes",
+        json={"body": "a note"},
+        headers={"PRIVATE-TOKEN": "sandbox-agents-token"},
+        timeout=5,
+    )
     first.stop()
     assert World.load(state).issues[502].title == "kept"
     second = Sandbox(state=state).start()
     try:
+        notes = requests.get(
+            second.url + "/api/v4/projects/1/issues/2/notes",
+            headers={"PRIVATE-TOKEN": "sandbox-agents-token"},
+            timeout=5,
+        ).json()
+        assert [n["body"] for n in notes] == ["a note"]  # the index is rebuilt on load
         titles = [
             i["title"]
             for i in requests.get(
@@ -237,3 +249,22 @@ def test_the_suite_fails_a_test_that_reached_no_route(tmp_path: Path) -> None:
     )
     assert errors == ["test_marked_for_another_path", "test_own_sandbox_unmarked", "test_unmarked"]
     assert "GET /api/v4/nowhere" in out and "mark the test sandbox_unserved_ok" in out
+
+
+def test_the_index_follows_the_tables() -> None:
+    """Lookups go through World's index; it follows adds and deletes and a save and load."""
+    from pairgate.sandbox import defaults
+
+    world = defaults.build()
+    tracker, agents = world.projects[1], world.users[10]
+    issue = world.issue(tracker, 1)
+    assert issue is not None and world.issue(world.projects[2], 1) is None
+    first = world.add_note(issue, agents, "one")
+    second = world.add_note(issue, agents, "two", internal=True)
+    assert [n.body for n in world.notes_on(issue)] == ["one", "two"]
+    world.delete_note(first)
+    assert world.notes_on(issue) == [second] and first.id not in world.notes
+    loaded = World.from_json(world.to_json())
+    again = loaded.issue(loaded.projects[1], 1)
+    assert again is not None and [n.body for n in loaded.notes_on(again)] == ["two"]
+    assert "index" not in world.to_json()
