@@ -248,8 +248,13 @@ class Sandbox:
         return defaults.ready_line(self.url, self.app.world)
 
     def start(self) -> Sandbox:
+        # shutdown() waits for the serving loop's next poll: 50 ms, not the default 500, so
+        # `pairgate sandbox` ends well within half a second of SIGTERM.
         self._thread = threading.Thread(
-            target=self._server.serve_forever, daemon=True, name="pairgate-sandbox"
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            daemon=True,
+            name="pairgate-sandbox",
         )
         self._thread.start()
         return self
