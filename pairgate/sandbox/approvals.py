@@ -8,7 +8,7 @@ from pairgate.sandbox import repo
 from pairgate.sandbox.access import API, current_user, project_for, renderer
 from pairgate.sandbox.httpd import ApiError, Reply, Request, forbidden, unauthorized
 from pairgate.sandbox.merge_requests import mr_for
-from pairgate.sandbox.model import DEVELOPER, MergeRequest, User, World
+from pairgate.sandbox.model import World
 from pairgate.sandbox.mr_entity import (
     can_merge,
     detailed_status,
@@ -16,6 +16,7 @@ from pairgate.sandbox.mr_entity import (
     may_approve,
     render,
 )
+from pairgate.sandbox.records import DEVELOPER, MergeRequest, User
 
 
 def _sha_conflict(sha: str) -> ApiError:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from pairgate.sandbox import repo
-from pairgate.sandbox.model import (
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import (
     DEVELOPER,
     MAINTAINER,
     REPORTER,
@@ -15,7 +16,6 @@ from pairgate.sandbox.model import (
     Options,
     Project,
     User,
-    World,
 )
 
 # key in the ready line -> (id, username, display name, bot)

@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pairgate.sandbox.model import (
-    Commit,
-    Issue,
-    Job,
-    Note,
-    Pipeline,
-    Project,
-    User,
-    World,
-)
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import Commit, Issue, Job, Note, Pipeline, Project, User
 
 TERMINAL = {"success", "failed", "canceled", "skipped"}
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode
 
-from pairgate.sandbox.model import User, World
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import User
 
 
 class ApiError(Exception):

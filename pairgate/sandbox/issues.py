@@ -13,8 +13,9 @@ from pairgate.sandbox.httpd import (
     param_error,
     record_not_found,
 )
-from pairgate.sandbox.model import REPORTER, Issue, MergeRequest, Project, User, World
+from pairgate.sandbox.model import World
 from pairgate.sandbox.mr_entity import render
+from pairgate.sandbox.records import REPORTER, Issue, MergeRequest, Project, User
 
 EDITABLE = (
     "assignee_id", "assignee_ids", "confidential", "created_at", "description",

@@ -22,8 +22,8 @@ from pairgate.sandbox.issues import (
     set_state,
     user_ids,
 )
-from pairgate.sandbox.model import DEVELOPER, MergeRequest, Project
 from pairgate.sandbox.mr_entity import render
+from pairgate.sandbox.records import DEVELOPER, MergeRequest, Project
 
 EDITABLE = (
     "add_labels", "allow_collaboration", "allow_maintainer_to_push", "assignee_id",

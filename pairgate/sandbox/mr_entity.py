@@ -7,15 +7,8 @@ from typing import Any
 
 from pairgate.sandbox import repo
 from pairgate.sandbox.entities import Renderer
-from pairgate.sandbox.model import (
-    DEVELOPER,
-    MAINTAINER,
-    REPORTER,
-    MergeRequest,
-    Project,
-    User,
-    World,
-)
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import DEVELOPER, MAINTAINER, REPORTER, MergeRequest, Project, User
 
 DRAFT = re.compile(r"^\s*(\[draft\]|\(draft\)|draft:|draft\s-\s|draft\s|\[wip\]|wip:)", re.I)
 

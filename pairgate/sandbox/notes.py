@@ -11,15 +11,7 @@ from pairgate.sandbox.httpd import Reply, Request, bad_request, forbidden, pagin
 from pairgate.sandbox.httpd import record_not_found as note_not_found
 from pairgate.sandbox.issues import apply_labels, can_update, issue_for, set_state
 from pairgate.sandbox.merge_requests import mr_for
-from pairgate.sandbox.model import (
-    MAINTAINER,
-    REPORTER,
-    Issue,
-    MergeRequest,
-    Note,
-    Project,
-    User,
-)
+from pairgate.sandbox.records import MAINTAINER, REPORTER, Issue, MergeRequest, Note, Project, User
 
 KINDS = {"issues": "Issue", "merge_requests": "MergeRequest"}
 ISSUE_COMMANDS = {"close", "reopen", "label", "unlabel", "relabel", "title", "assign", "unassign"}

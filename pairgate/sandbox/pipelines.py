@@ -10,7 +10,8 @@ from typing import Any
 from pairgate.sandbox import repo
 from pairgate.sandbox.access import API, project_for, renderer
 from pairgate.sandbox.httpd import Request, not_found, paginate, param_error
-from pairgate.sandbox.model import Job, Pipeline, Project, World
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import Job, Pipeline, Project
 
 STATUSES = (
     "created", "waiting_for_resource", "preparing", "pending", "running", "success", "failed",

@@ -11,7 +11,8 @@ import json
 from collections import deque
 from typing import Any
 
-from pairgate.sandbox.model import Commit, MergeRequest, Project, User, World
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import Commit, MergeRequest, Project, User
 
 COMMIT_DATE = "2024-01-01T00:00:00.000+00:00"
 

@@ -25,7 +25,8 @@ from pairgate.sandbox.httpd import (
     parse_params,
     unauthorized,
 )
-from pairgate.sandbox.model import Options, World
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import Options
 
 # The resource modules register their routes on API when imported.
 from pairgate.sandbox import (  # noqa: F401  isort: skip

@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import requests
 
-from pairgate.sandbox.model import Options
+from pairgate.sandbox.records import Options
 from pairgate.sandbox.server import Sandbox
 
 
