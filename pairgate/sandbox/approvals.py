@@ -17,6 +17,7 @@ from pairgate.sandbox.mr_entity import (
     render,
 )
 from pairgate.sandbox.records import DEVELOPER, MergeRequest, User
+from pairgate.sandbox.settings import setting
 
 
 def _sha_conflict(sha: str) -> ApiError:
@@ -124,23 +125,27 @@ def merge(req: Request, project_id: str, iid: str) -> Any:
     if detailed_status(world, r, mr) != "mergeable":
         raise ApiError(405, {"message": "405 Method Not Allowed"})
     target = mr.target_branch if mr.target_branch in project.branches else project.default_branch
-    source = world.commits[head]
-    message = req.text("merge_commit_message") or (
-        f"Merge branch '{mr.source_branch}' into '{target}'\n\n{mr.title}\n\n"
-        f"See merge request {world.full_path(project)}!{mr.iid}"
-    )
-    commit = repo.make_commit(
-        world,
-        project,
-        parents=[project.branches[target], head],
-        tree=source.tree,
-        message=message,
-        author=user,
-    )
-    mr.state, mr.final_sha, mr.merge_commit_sha = "merged", head, commit.id
+    if setting(project, "merge_method") == "ff":
+        # the target moves to the head; GitLab's merge_commit_sha here is UNCONFIRMED (null)
+        new_head, mr.merge_commit_sha = head, None
+    else:
+        message = req.text("merge_commit_message") or (
+            f"Merge branch '{mr.source_branch}' into '{target}'\n\n{mr.title}\n\n"
+            f"See merge request {world.full_path(project)}!{mr.iid}"
+        )
+        commit = repo.make_commit(
+            world,
+            project,
+            parents=[project.branches[target], head],
+            tree=world.commits[head].tree,
+            message=message,
+            author=user,
+        )
+        new_head = mr.merge_commit_sha = commit.id
+    mr.state, mr.final_sha = "merged", head
     mr.merged_at = mr.updated_at = world.stamp()
     mr.merged_by_id = user.id
-    repo.move_branch(world, project, target, commit.id, user)
+    repo.move_branch(world, project, target, new_head, user)
     if req.flag("should_remove_source_branch"):
         project.branches.pop(mr.source_branch, None)
     return render(r, mr, user, basic=False)

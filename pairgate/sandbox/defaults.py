@@ -77,6 +77,7 @@ def build(options: Options | None = None) -> World:
         )
         project.branches["main"] = first.id
     world.projects[3].shared_with[GROUP_ID] = DEVELOPER
+    apply_switches(world)
     for kind, first_id in FIRST_IDS.items():
         world.counters[kind] = first_id
     now = world.stamp()
@@ -95,6 +96,14 @@ def build(options: Options | None = None) -> World:
         )
     )
     return world
+
+
+def apply_switches(world: World) -> None:
+    """The switches that stand for project settings (``pipelines_must_succeed``) seed every
+    project's setting; a PUT /projects/:id changes one project's afterwards."""
+    for project in world.projects.values():
+        succeeds = world.options.pipelines_must_succeed
+        project.settings["only_allow_merge_if_pipeline_succeeds"] = succeeds
 
 
 def ready_line(url: str, world: World) -> dict[str, Any]:

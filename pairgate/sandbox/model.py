@@ -175,9 +175,10 @@ class World:
         self.index.jobs_of.setdefault(job.pipeline_id, {})[job.id] = job
         self.index.job_by_token[job.token] = job
 
-    def jobs_of(self, pipeline: Pipeline) -> list[Job]:
-        """A pipeline's jobs, oldest first."""
-        return list(self.index.jobs_of.get(pipeline.id, {}).values())
+    def jobs_of(self, pipeline: Pipeline, *, retried: bool = False) -> list[Job]:
+        """A pipeline's jobs, oldest first; those a retry replaced only with ``retried``."""
+        jobs = self.index.jobs_of.get(pipeline.id, {}).values()
+        return [j for j in jobs if retried or not j.retried]
 
     def job_by_token(self, token: str) -> Job | None:
         return self.index.job_by_token.get(token)

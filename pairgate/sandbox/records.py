@@ -66,6 +66,10 @@ class Project:
     shared_with: dict[int, int] = field(default_factory=dict)  # group id -> max access level
     members: dict[int, int] = field(default_factory=dict)  # direct members
     next_iid: dict[str, int] = field(default_factory=dict)  # "issue"/"mr"/"pipeline" -> next
+    settings: dict[str, Any] = field(default_factory=dict)  # set by PUT; see settings.py
+    # What the project's CI configuration would make of a merge request pipeline: the jobs it
+    # creates ({name, stage, allow_failure}); None when the project has no CI configuration.
+    ci_jobs: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -154,6 +158,7 @@ class Pipeline:
     user_id: int | None
     created_at: str
     updated_at: str
+    source_sha: str | None = None  # the MR head a merged-results pipeline was made for
 
 
 @dataclass
@@ -165,4 +170,7 @@ class Job:
     status: str
     allow_failure: bool
     created_at: str
-    token: str
+    token: str  # valid (as CI_JOB_TOKEN) only while the job is running, as on GitLab
+    started_at: str | None = None
+    finished_at: str | None = None
+    retried: bool = False  # replaced by a retry: hidden from job lists and the status

@@ -71,6 +71,11 @@ def ancestry(world: World, sha: str) -> list[str]:
     return list(seen)
 
 
+def contains(world: World, head: str, sha: str) -> bool:
+    """Is ``sha`` in the history of ``head``?"""
+    return sha in ancestry(world, head)
+
+
 def apply_actions(tree: dict[str, str], actions: list[dict[str, Any]]) -> dict[str, str]:
     """GitLab's commit actions (create, update, delete, move) on a copy of ``tree``."""
     result = dict(tree)

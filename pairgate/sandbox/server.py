@@ -33,6 +33,7 @@ from pairgate.sandbox import (  # noqa: F401  isort: skip
     approvals,
     control,
     issues,
+    jobs,
     merge_requests,
     notes,
     pipelines,
@@ -102,29 +103,31 @@ class App:
         return Reply(DEFAULT_STATUS.get(req.method, 200), result)
 
     def _authenticate(self, req: Request, *, job_token_allowed: bool) -> None:
+        """GitLab's API guard: a personal access token (header, Bearer or parameter), else
+        on the routes that allow one a CI job token (JOB-TOKEN, ``job_token``, or a Bearer
+        token that is a job's), valid only while its job runs. Elsewhere a job token counts
+        as no credentials at all."""
         headers, params = req.headers, req.params
-        bearer = headers.get("authorization", "")
-        token = (
-            headers.get("private-token")
-            or (bearer[7:].strip() if bearer.lower().startswith("bearer ") else None)
-            or params.get("private_token")
-        )
+        authorization = headers.get("authorization", "")
+        bearer = authorization[7:].strip() if authorization.lower().startswith("bearer ") else ""
+        token = headers.get("private-token") or bearer or params.get("private_token")
         job_token = headers.get("job-token") or params.get("job_token")
-        if token:
-            grant = self.world.tokens.get(str(token))
+        grant = self.world.tokens.get(str(token)) if token else None
+        if token and grant is None and token == bearer and job_token_allowed:
+            job_token = bearer  # GET /job documents `Authorization: Bearer $CI_JOB_TOKEN`
+        elif token:
             if grant is None:
                 raise unauthorized()
             req.user, req.scope = self.world.users[grant[0]], grant[1]
             if req.scope == "read_api" and req.method not in ("GET", "HEAD"):
                 raise INSUFFICIENT_SCOPE
-        elif job_token:
+        if req.user is None and job_token and job_token_allowed:
             job = self.world.job_by_token(str(job_token))
-            if job is None:
+            if job is None or job.status != "running":
                 raise unauthorized()
-            if job_token_allowed:  # elsewhere a job token counts as no credentials at all
-                pipeline = self.world.pipelines[job.pipeline_id]
-                req.user = self.world.users.get(pipeline.user_id or 0)
-                req.scope, req.job_project_id = "job", pipeline.project_id
+            pipeline = self.world.pipelines[job.pipeline_id]
+            req.user = self.world.users.get(pipeline.user_id or 0)
+            req.scope, req.job_project_id, req.job = "job", pipeline.project_id, job
         if req.user is None and req.method != "GET":
             raise unauthorized()
 

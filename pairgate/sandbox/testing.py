@@ -108,6 +108,14 @@ class RunningSandbox:
             body["sha"] = sha
         return dict(self.control("POST", "pipelines", json=body))
 
+    def set_ci(self, project: str, jobs: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """The jobs a merge request pipeline of ``project`` gets (None: no CI configuration)."""
+        return dict(self.control("POST", "ci", json={"project": project, "jobs": jobs}))
+
+    def set_job(self, job_id: int, status: str) -> dict[str, Any]:
+        """Move a job to ``status`` as its runner would; returns the job with its token."""
+        return dict(self.control("POST", f"jobs/{job_id}", json={"status": status}))
+
     # -- the world ----------------------------------------------------------------------------
 
     def create_issue(
