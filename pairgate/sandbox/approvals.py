@@ -108,7 +108,7 @@ def merge(req: Request, project_id: str, iid: str) -> Any:
     project = project_for(req, project_id)
     world = req.world
     mr = mr_for(req, project, iid)
-    if not can_merge(world, user, project):
+    if not can_merge(world, user, project, mr.target_branch):
         raise unauthorized()  # before the sha check, as on GitLab
     head = repo.current_sha(world, mr)
     if req.has("sha") and req.text("sha") != head:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from pairgate.sandbox import defaults, pipelines
+from pairgate.sandbox import defaults, pipelines, tokens
 from pairgate.sandbox import jobs as ci_jobs
 from pairgate.sandbox.access import renderer
 from pairgate.sandbox.faults import Fault
@@ -17,7 +17,10 @@ if TYPE_CHECKING:
     from pairgate.sandbox.server import App
 
 ROUTER = Router()
-SEEDING_SWITCHES = {"pipelines_must_succeed"}  # switches that seed project settings
+SEEDING_SWITCHES = {
+    "pipelines_must_succeed",
+    "developers_can_merge",
+}  # switches that seed project settings
 
 
 def _bad(text: str) -> ApiError:
@@ -123,6 +126,21 @@ def set_job(app: App, req: Request, job_id: str) -> Any:
     except ValueError as error:
         raise _bad(str(error)) from None
     return renderer(req).job(job) | {"token": job.token}
+
+
+@ROUTER.route("POST", "/tokens")
+def add_token(app: App, req: Request) -> Any:
+    """Issue a personal access token: ``{user, scopes, name, expires_at, revoked}``."""
+    world = app.world
+    wanted = req.params.get("user")
+    user = next((u for u in world.users.values() if wanted in (u.id, u.username)), None)
+    if user is None:
+        raise not_found("User")
+    try:
+        secret, token = tokens.issue(world, user, req.params)
+    except ValueError as error:
+        raise _bad(str(error)) from None
+    return tokens.entity(world, token) | {"token": secret}
 
 
 @ROUTER.route("POST", "/faults")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pairgate.sandbox import settings
+from pairgate.sandbox import protection, repo, settings
 from pairgate.sandbox.model import World
 from pairgate.sandbox.records import Commit, Issue, Job, Note, Pipeline, Project, User
 
@@ -208,16 +208,19 @@ class Renderer:
             }
         return out
 
-    def branch(self, project: Project, name: str) -> dict[str, Any]:
-        full = self.world.full_path(project)
+    def branch(self, project: Project, name: str, viewer: User | None) -> dict[str, Any]:
+        world = self.world
+        full = world.full_path(project)
+        head = project.branches[name]
+        default_head = project.branches.get(project.default_branch, "")
         return {
             "name": name,
-            "merged": False,
-            "protected": name == project.default_branch,
+            "merged": name != project.default_branch and repo.contains(world, default_head, head),
+            "protected": bool(protection.matching(project, name)),
             "default": name == project.default_branch,
-            "developers_can_push": name != project.default_branch,
-            "developers_can_merge": self.world.options.developers_can_merge,
-            "can_push": True,
+            "developers_can_push": protection.developers_can(project, name, "push"),
+            "developers_can_merge": protection.developers_can(project, name, "merge"),
+            "can_push": protection.may(world, viewer, project, name, "push"),
             "web_url": f"{self.base}/{full}/-/tree/{name}",
             "commit": self.commit(self.world.commits[project.branches[name]]),
         }

@@ -24,6 +24,7 @@ from pairgate.sandbox.records import (
     Options,
     Pipeline,
     Project,
+    Token,
     User,
 )
 
@@ -37,7 +38,9 @@ TABLES: dict[str, type] = {
     "merge_requests": MergeRequest,
     "pipelines": Pipeline,
     "jobs": Job,
+    "tokens": Token,
 }
+_STR_KEYED = {"commits", "tokens"}
 _INT_KEYED = {"members", "shared_with"}
 
 
@@ -73,7 +76,7 @@ class World:
     merge_requests: dict[int, MergeRequest] = field(default_factory=dict)
     pipelines: dict[int, Pipeline] = field(default_factory=dict)
     jobs: dict[int, Job] = field(default_factory=dict)
-    tokens: dict[str, list[Any]] = field(default_factory=dict)  # token -> [user id, scope]
+    tokens: dict[str, Token] = field(default_factory=dict)  # the secret -> its record
     labels: dict[str, int] = field(default_factory=dict)  # title -> label id
     counters: dict[str, int] = field(default_factory=dict)
     clock_offset: float = 0.0
@@ -247,7 +250,6 @@ class World:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> World:
         world = cls(
-            tokens=data["tokens"],
             labels=data["labels"],
             counters=data["counters"],
             clock_offset=data["clock_offset"],
@@ -255,10 +257,10 @@ class World:
         )
         for name, record_type in TABLES.items():
             table = getattr(world, name)
-            for key, row in data[name].items():
+            for key, row in data.get(name, {}).items():
                 for sub in _INT_KEYED & set(row):
                     row[sub] = {int(k): v for k, v in row[sub].items()}
-                table[key if name == "commits" else int(key)] = record_type(**row)
+                table[key if name in _STR_KEYED else int(key)] = record_type(**row)
         world.reindex()
         return world
 

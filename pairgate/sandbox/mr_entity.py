@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pairgate.sandbox import repo
+from pairgate.sandbox import protection, repo
 from pairgate.sandbox.entities import Renderer
 from pairgate.sandbox.model import World
-from pairgate.sandbox.records import DEVELOPER, MAINTAINER, REPORTER, MergeRequest, Project, User
+from pairgate.sandbox.records import DEVELOPER, REPORTER, MergeRequest, Project, User
 from pairgate.sandbox.settings import setting
 
 DRAFT = re.compile(r"^\s*(\[draft\]|\(draft\)|draft:|draft\s-\s|draft\s|\[wip\]|wip:)", re.I)
@@ -94,7 +94,9 @@ def render(r: Renderer, mr: MergeRequest, viewer: User | None, *, basic: bool) -
         "diff_refs": {"base_sha": mr.base_sha, "head_sha": sha, "start_sha": mr.base_sha},
         "merge_error": None,
         "first_contribution": False,
-        "user": {"can_merge": viewer is not None and can_merge(world, viewer, project)},
+        "user": {
+            "can_merge": viewer is not None and can_merge(world, viewer, project, mr.target_branch)
+        },
     }
     if world.access_level(viewer, project) >= REPORTER:  # key absent if pipelines unreadable
         head = world.pipelines.get(mr.head_pipeline_id or 0)
@@ -108,9 +110,10 @@ def _changed_files(world: World, base: str, head: str) -> int:
     return sum(1 for p in before.keys() | after.keys() if before.get(p) != after.get(p))
 
 
-def can_merge(world: World, user: User, project: Project) -> bool:
-    needed = DEVELOPER if world.options.developers_can_merge else MAINTAINER
-    return world.access_level(user, project) >= needed
+def can_merge(world: World, user: User, project: Project, branch: str) -> bool:
+    """May ``user`` merge into ``branch`` (GitLab's can_be_merged_by?: the protected branch's
+    merge access level, Developer when unprotected)?"""
+    return protection.may(world, user, project, branch, "merge")
 
 
 def may_approve(world: World, mr: MergeRequest, user: User) -> bool:

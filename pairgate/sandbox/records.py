@@ -46,6 +46,21 @@ class User:
 
 
 @dataclass
+class Token:
+    """A personal access token (GET /personal_access_tokens/self shows it)."""
+
+    id: int
+    user_id: int
+    name: str
+    scopes: list[str]  # "api" (read and write) or "read_api" (GET and HEAD only)
+    created_at: str
+    expires_at: str | None = None  # a date, YYYY-MM-DD; expired from that day on
+    last_used_at: str | None = None
+    revoked: bool = False
+    description: str | None = None
+
+
+@dataclass
 class Group:
     id: int
     path: str
@@ -67,6 +82,7 @@ class Project:
     members: dict[int, int] = field(default_factory=dict)  # direct members
     next_iid: dict[str, int] = field(default_factory=dict)  # "issue"/"mr"/"pipeline" -> next
     settings: dict[str, Any] = field(default_factory=dict)  # set by PUT; see settings.py
+    protected_branches: list[dict[str, Any]] = field(default_factory=list)  # protection.py
     # What the project's CI configuration would make of a merge request pipeline: the jobs it
     # creates ({name, stage, allow_failure}); None when the project has no CI configuration.
     ci_jobs: list[dict[str, Any]] | None = None

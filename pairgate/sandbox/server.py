@@ -26,7 +26,7 @@ from pairgate.sandbox.httpd import (
     unauthorized,
 )
 from pairgate.sandbox.model import World
-from pairgate.sandbox.records import Options
+from pairgate.sandbox.records import Options, Token
 
 # The resource modules register their routes on API when imported.
 from pairgate.sandbox import (  # noqa: F401  isort: skip
@@ -34,14 +34,28 @@ from pairgate.sandbox import (  # noqa: F401  isort: skip
     control,
     issues,
     jobs,
+    members,
     merge_requests,
     notes,
     pipelines,
     projects,
+    protected_branches,
     repository,
+    tokens,
 )
 
 DEFAULT_STATUS = {"GET": 200, "POST": 201, "PUT": 200, "DELETE": 204}
+
+
+def invalid_token(description: str) -> ApiError:
+    return ApiError(
+        401,
+        {"error": "invalid_token", "error_description": description},
+        {"WWW-Authenticate": f'Bearer realm="The API", error="invalid_token", '
+                             f'error_description="{description}"'},
+    )  # fmt: skip
+
+
 INSUFFICIENT_SCOPE = ApiError(
     403,
     {
@@ -118,9 +132,12 @@ class App:
         elif token:
             if grant is None:
                 raise unauthorized()
-            req.user, req.scope = self.world.users[grant[0]], grant[1]
+            self._check_token(grant)
+            req.user, req.token = self.world.users[grant.user_id], grant
+            req.scope = "api" if "api" in grant.scopes else "read_api"
             if req.scope == "read_api" and req.method not in ("GET", "HEAD"):
                 raise INSUFFICIENT_SCOPE
+            grant.last_used_at = self.world.stamp()
         if req.user is None and job_token and job_token_allowed:
             job = self.world.job_by_token(str(job_token))
             if job is None or job.status != "running":
@@ -130,6 +147,15 @@ class App:
             req.scope, req.job_project_id, req.job = "job", pipeline.project_id, job
         if req.user is None and req.method != "GET":
             raise unauthorized()
+
+    def _check_token(self, grant: Token) -> None:
+        """A revoked or expired token: GitLab's OAuth-layer 401 (reference section 1.4)."""
+        if grant.revoked:
+            raise invalid_token("Token was revoked. You have to re-authorize from the user.")
+        if grant.expires_at and grant.expires_at <= self.world.stamp()[:10]:
+            raise invalid_token(
+                "Token is expired. You can either do re-authorization or token refresh."
+            )
 
     def record(self, method: str, path: str, query: str, status: int) -> None:
         with self.lock:

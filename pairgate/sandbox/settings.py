@@ -1,8 +1,8 @@
 """Project settings: the fields of ``GET /projects/:id`` that ``PUT /projects/:id`` sets
 (projects.py serves both).
 
-Each is checked against GitLab's Projects API (gitlab-round2 reference, section 6); where the
-reference does not give a default or a rule, docs/sandbox.md says UNCONFIRMED.
+Each is checked against GitLab's Projects API documentation (doc/api/projects.md) and its
+Project entity; where those do not give a default or a rule, docs/sandbox.md says UNCONFIRMED.
 """
 
 from __future__ import annotations
