@@ -118,7 +118,7 @@ def merge(req: Request, project_id: str, iid: str) -> Any:
         status = head_pipeline_status(world, r, mr)
         if mr.state == "opened" and status in ("created", "pending", "running"):
             mr.merge_when_pipeline_succeeds = True
-            mr.merged_by_id = user.id
+            mr.merge_user_id = user.id
             return render(r, mr, user, basic=False)
         if status not in (None, "success"):
             raise ApiError(405, {"message": "405 Method Not Allowed"})
@@ -144,7 +144,8 @@ def merge(req: Request, project_id: str, iid: str) -> Any:
         new_head = mr.merge_commit_sha = commit.id
     mr.state, mr.final_sha = "merged", head
     mr.merged_at = mr.updated_at = world.stamp()
-    mr.merged_by_id = user.id
+    mr.merged_by_id = mr.merge_user_id = user.id
+    mr.merge_when_pipeline_succeeds = False
     repo.move_branch(world, project, target, new_head, user)
     if req.flag("should_remove_source_branch"):
         project.branches.pop(mr.source_branch, None)

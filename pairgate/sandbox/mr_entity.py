@@ -56,7 +56,8 @@ def render(r: Renderer, mr: MergeRequest, viewer: User | None, *, basic: bool) -
         "id": mr.id, "iid": mr.iid, "project_id": mr.project_id,
         "title": mr.title, "description": mr.description, "state": mr.state,
         "created_at": mr.created_at, "updated_at": mr.updated_at,
-        "merged_by": r.user_by_id(mr.merged_by_id), "merge_user": r.user_by_id(mr.merged_by_id),
+        "merged_by": r.user_by_id(mr.merged_by_id),
+        "merge_user": r.user_by_id(mr.merge_user_id or mr.merged_by_id),
         "merged_at": mr.merged_at, "closed_by": r.user_by_id(mr.closed_by_id),
         "closed_at": mr.closed_at, "target_branch": mr.target_branch,
         "source_branch": mr.source_branch, "user_notes_count": len(user_notes),
@@ -91,7 +92,11 @@ def render(r: Renderer, mr: MergeRequest, viewer: User | None, *, basic: bool) -
         "latest_build_started_at": None,
         "latest_build_finished_at": None,
         "first_deployed_to_production_at": None,
-        "diff_refs": {"base_sha": mr.base_sha, "head_sha": sha, "start_sha": mr.base_sha},
+        "diff_refs": {
+            "base_sha": mr.base_sha,
+            "head_sha": sha,
+            "start_sha": mr.start_sha or mr.base_sha,
+        },
         "merge_error": None,
         "first_contribution": False,
         "user": {

@@ -27,6 +27,7 @@ class Options:
     pipelines_must_succeed: bool = False  # project setting only_allow_merge_if_pipeline_succeeds
     raw_file_ref_required: bool = False  # older servers: GET .../raw without ref -> 400
     countless_above: int = 10_000  # above this many rows X-Total/X-Total-Pages are omitted
+    merged_time_filters: bool = True  # MR lists take merged_after/merged_before (newest GitLab)
 
     def update(self, values: dict[str, Any]) -> None:
         known = {f.name for f in dataclasses.fields(self)}
@@ -158,6 +159,8 @@ class MergeRequest:
     merge_commit_sha: str | None = None
     merged_at: str | None = None
     merged_by_id: int | None = None
+    merge_user_id: int | None = None  # who merged, or who set auto-merge
+    start_sha: str | None = None  # the target head of the latest diff version (None: base_sha)
     closed_at: str | None = None
     closed_by_id: int | None = None
     merge_when_pipeline_succeeds: bool = False

@@ -71,6 +71,22 @@ def ancestry(world: World, sha: str) -> list[str]:
     return list(seen)
 
 
+def merge_base(world: World, one: str, other: str) -> str | None:
+    """The nearest commit both histories share (breadth first from ``one``)."""
+    theirs = set(ancestry(world, other))
+    return next((sha for sha in ancestry(world, one) if sha in theirs), None)
+
+
+def refresh_diff(world: World, mr: MergeRequest) -> None:
+    """A new diff version (GitLab makes one on each push and on retarget): ``start_sha`` the
+    target head now, ``base_sha`` the merge base of it and the MR head."""
+    target = world.projects[mr.project_id].branches.get(mr.target_branch)
+    if target is None or mr.state != "opened":
+        return
+    mr.start_sha = target
+    mr.base_sha = merge_base(world, current_sha(world, mr), target) or target
+
+
 def contains(world: World, head: str, sha: str) -> bool:
     """Is ``sha`` in the history of ``head``?"""
     return sha in ancestry(world, head)
@@ -131,6 +147,8 @@ def move_branch(world: World, project: Project, branch: str, sha: str, actor: Us
         if (mr.source_project_id, mr.source_branch, mr.state) != (project.id, branch, "opened"):
             continue
         mr.updated_at = world.stamp()
+        mr.merge_when_pipeline_succeeds = False  # a push cancels auto-merge
+        refresh_diff(world, mr)
         if added:
             word = "commit" if added == 1 else "commits"
             world.add_note(mr, actor, f"added {added} {word}", system=True)
