@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pairgate.sandbox import repo
-from pairgate.sandbox.model import (
+from pairgate.sandbox import protection, repo
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import (
     DEVELOPER,
     MAINTAINER,
     REPORTER,
@@ -14,8 +15,8 @@ from pairgate.sandbox.model import (
     Issue,
     Options,
     Project,
+    Token,
     User,
-    World,
 )
 
 # key in the ready line -> (id, username, display name, bot)
@@ -32,7 +33,10 @@ TRACKING_ISSUE_TITLE = "Automation tracking issue"
 CREATED = "2024-01-01T00:00:00.000Z"
 
 # First ids per table: distinct ranges make an id passed where an iid belongs fail loudly.
-FIRST_IDS = {"issue": 501, "merge_request": 701, "pipeline": 901, "note": 1001, "job": 5001}
+FIRST_IDS = {
+    "issue": 501, "merge_request": 701, "pipeline": 901, "note": 1001, "job": 5001,
+    "protected_branch": 301, "protected_access": 8001,
+}  # fmt: skip
 
 
 def token(key: str) -> str:
@@ -49,8 +53,9 @@ def build(options: Options | None = None) -> World:
     world = World(options=options or Options())
     for key, (uid, username, name, bot) in USERS.items():
         world.users[uid] = User(uid, username, name, bot=bot)
-        world.tokens[token(key)] = [uid, "api"]
-        world.tokens[read_token(key)] = [uid, "read_api"]
+        for secret, scope in ((token(key), "api"), (read_token(key), "read_api")):
+            name = secret.removesuffix("-token")
+            world.tokens[secret] = Token(len(world.tokens) + 1, uid, name, [scope], CREATED)
     ids = {key: spec[0] for key, spec in USERS.items()}
     acme_members = {ids[k]: DEVELOPER for k in ("agents", "review_bot", "renovate_bot")}
     acme_members |= {ids["maintainer"]: MAINTAINER, ids["reporter"]: REPORTER}
@@ -79,20 +84,39 @@ def build(options: Options | None = None) -> World:
     world.projects[3].shared_with[GROUP_ID] = DEVELOPER
     for kind, first_id in FIRST_IDS.items():
         world.counters[kind] = first_id
+    for project in world.projects.values():  # GitLab's default: Maintainers push, Developers merge
+        rule = protection.new_rule(world, project.default_branch, {"merge": DEVELOPER})
+        project.protected_branches.append(rule)
+    apply_switches(world)
     now = world.stamp()
     issue_id = world.next_id("issue")
     tracker = world.projects[1]
-    world.issues[issue_id] = Issue(
-        issue_id,
-        world.next_iid(tracker, "issue"),
-        tracker.id,
-        TRACKING_ISSUE_TITLE,
-        "Work that no other issue owns is claimed here.",
-        ids["maintainer"],
-        now,
-        now,
+    world.add_issue(
+        Issue(
+            issue_id,
+            world.next_iid(tracker, "issue"),
+            tracker.id,
+            TRACKING_ISSUE_TITLE,
+            "Work that no other issue owns is claimed here.",
+            ids["maintainer"],
+            now,
+            now,
+        )
     )
     return world
+
+
+def apply_switches(world: World) -> None:
+    """The switches that stand for project settings seed every project: ``pipelines_must_succeed``
+    its setting, ``developers_can_merge`` its default branch's merge access level. The API
+    (PUT /projects/:id, the protected branches endpoints) changes one project's afterwards."""
+    options = world.options
+    for project in world.projects.values():
+        succeeds = options.pipelines_must_succeed
+        project.settings["only_allow_merge_if_pipeline_succeeds"] = succeeds
+        rule = protection.rule_named(project, project.default_branch)
+        if rule is not None:
+            rule["merge_access_level"] = DEVELOPER if options.developers_can_merge else MAINTAINER
 
 
 def ready_line(url: str, world: World) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from pairgate.sandbox import repo
@@ -22,8 +23,8 @@ from pairgate.sandbox.issues import (
     set_state,
     user_ids,
 )
-from pairgate.sandbox.model import DEVELOPER, MergeRequest, Project
 from pairgate.sandbox.mr_entity import render
+from pairgate.sandbox.records import DEVELOPER, MergeRequest, Project, User
 
 EDITABLE = (
     "add_labels", "allow_collaboration", "allow_maintainer_to_push", "assignee_id",
@@ -40,8 +41,50 @@ def mr_for(req: Request, project: Project, iid: str) -> MergeRequest:
     return mr
 
 
-def _filtered(req: Request, found: list[MergeRequest]) -> Reply:
-    state = req.choice("state", ("opened", "closed", "locked", "merged", "all"), "all")
+TIME_FILTERS = {  # parameter -> (record field, is it a lower bound); both ends inclusive
+    "created_after": ("created_at", True),
+    "created_before": ("created_at", False),
+    "updated_after": ("updated_at", True),
+    "updated_before": ("updated_at", False),
+    "merged_after": ("merged_at", True),  # newest GitLab only: the merged_time_filters switch
+    "merged_before": ("merged_at", False),
+}
+
+
+def _moment(req: Request, name: str) -> datetime | None:
+    """An ISO 8601 time parameter (Grape's DateTime: a date alone is its midnight, UTC)."""
+    value = req.text(name)
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise param_error(f"{name} is invalid") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _checked_filters(req: Request) -> dict[str, Any]:
+    """The list parameters, checked as Grape checks them: before the handler looks anything
+    up, so a bad value is 400 even for an unknown project."""
+    merged = req.world.options.merged_time_filters
+    return {
+        "state": req.choice("state", ("opened", "closed", "locked", "merged", "all"), "all"),
+        "order": req.choice(
+            "order_by", ("created_at", "updated_at", "title", "merged_at"), "created_at"
+        ),
+        "desc": req.choice("sort", ("asc", "desc"), "desc") == "desc",
+        "author": req.integer("author_id"),
+        "merge_user": req.integer("merge_user_id"),
+        "times": {
+            name: moment
+            for name in TIME_FILTERS
+            if (merged or not name.startswith("merged_")) and (moment := _moment(req, name))
+        },
+    }
+
+
+def _filtered(req: Request, found: list[MergeRequest], checked: dict[str, Any]) -> Reply:
+    state = checked["state"]
     if state != "all":
         found = [m for m in found if m.state == state]
     for name in ("source_branch", "target_branch"):
@@ -57,34 +100,52 @@ def _filtered(req: Request, found: list[MergeRequest]) -> Reply:
     iids = req.csv("iids")
     if iids:
         found = [m for m in found if str(m.iid) in iids]
-    author = req.integer("author_id")
-    if author is not None:
-        found = [m for m in found if m.author_id == author]
-    order = req.choice("order_by", ("created_at", "updated_at", "title", "merged_at"), "created_at")
-    desc = req.choice("sort", ("asc", "desc"), "desc") == "desc"
+    if checked["author"] is not None:
+        found = [m for m in found if m.author_id == checked["author"]]
+    merge_user = checked["merge_user"]
+    username = req.text("merge_user_username")
+    if username:
+        named = [u.id for u in req.world.users.values() if u.username == username]
+        merge_user = named[0] if named else 0
+    if merge_user is not None:
+        found = [m for m in found if (m.merge_user_id or m.merged_by_id) == merge_user]
+    for name, moment in checked["times"].items():
+        field, lower = TIME_FILTERS[name]
+        found = [m for m in found if _within(getattr(m, field), moment, lower=lower)]
+    order, desc = checked["order"], checked["desc"]
     keys = {
         "updated_at": lambda m: (m.updated_at, m.id),
         "title": lambda m: (m.title, m.id),
         "merged_at": lambda m: (m.merged_at or "", m.id),
     }
     found.sort(key=keys.get(order, lambda m: (m.id,)), reverse=desc)
+    if order == "merged_at":  # unmerged ones last either way (nulls last)
+        found = [m for m in found if m.merged_at] + [m for m in found if not m.merged_at]
     r = renderer(req)
     return paginate(req, found, lambda m: render(r, m, req.user, basic=True))
 
 
+def _within(stamp: str | None, moment: datetime, *, lower: bool) -> bool:
+    if stamp is None:
+        return False
+    when = datetime.fromisoformat(stamp)
+    return when >= moment if lower else when <= moment
+
+
 @API.route("GET", "/projects/{project_id}/merge_requests", job_token=True)
 def list_merge_requests(req: Request, project_id: str) -> Any:
+    checked = _checked_filters(req)
     project = project_for(req, project_id)
-    return _filtered(
-        req, [m for m in req.world.merge_requests.values() if m.project_id == project.id]
-    )
+    found = [m for m in req.world.merge_requests.values() if m.project_id == project.id]
+    return _filtered(req, found, checked)
 
 
 @API.route("GET", "/groups/{group_id}/merge_requests")
 def list_group_merge_requests(req: Request, group_id: str) -> Any:
+    checked = _checked_filters(req)
     group = group_for(req, group_id)
     world = req.world
-    return _filtered(req, [
+    return _filtered(req, checked=checked, found=[
         m for m in world.merge_requests.values()
         if world.projects[m.project_id].namespace_id == group.id
         and world.can_read(req.user, world.projects[m.project_id])
@@ -149,7 +210,7 @@ def create_merge_request(req: Request, project_id: str) -> Any:
     mr.labels = apply_labels(world, [], labels=req.csv("labels") or [])
     mr.assignee_ids = user_ids(req, "assignee_ids")
     mr.reviewer_ids = user_ids(req, "reviewer_ids")
-    world.merge_requests[mr.id] = mr
+    world.add_merge_request(mr)
     return render(renderer(req), mr, user, basic=False)
 
 
@@ -169,10 +230,25 @@ def edit_merge_request(req: Request, project_id: str, iid: str) -> Any:
         set_state(world, mr, event, user)
     if req.has("reviewer_ids"):
         mr.reviewer_ids = user_ids(req, "reviewer_ids")
-    if req.has("target_branch") and req.text("target_branch") in project.branches:
-        mr.target_branch = req.required("target_branch")
+    target = req.text("target_branch")
+    if target and target != mr.target_branch and target in project.branches:
+        _retarget(req, mr, user, target)
     mr.updated_at = world.stamp()
     return render(renderer(req), mr, user, basic=False)
+
+
+def _retarget(req: Request, mr: MergeRequest, user: User, target: str) -> None:
+    """Changing the target makes a new diff version (base and start follow the new target, the
+    head stays), notes it, aborts auto-merge, and on Premium with "remove approvals when
+    commits are added" drops the approvals; Free keeps them."""
+    world = req.world
+    note = f"changed target branch from `{mr.target_branch}` to `{target}`"
+    world.add_note(mr, user, note, system=True)
+    mr.target_branch = target
+    repo.refresh_diff(world, mr)
+    mr.merge_when_pipeline_succeeds = False
+    if world.options.reset_approvals_on_push:
+        mr.approvals.clear()
 
 
 @API.route("GET", "/projects/{project_id}/merge_requests/{iid}/commits")

@@ -5,25 +5,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pairgate.sandbox import repo
+from pairgate.sandbox import protection, repo
 from pairgate.sandbox.entities import Renderer
-from pairgate.sandbox.model import (
-    DEVELOPER,
-    MAINTAINER,
-    REPORTER,
-    MergeRequest,
-    Project,
-    User,
-    World,
-)
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import DEVELOPER, REPORTER, MergeRequest, Project, User
+from pairgate.sandbox.settings import setting
 
 DRAFT = re.compile(r"^\s*(\[draft\]|\(draft\)|draft:|draft\s-\s|draft\s|\[wip\]|wip:)", re.I)
 
 
 def head_pipeline_status(world: World, r: Renderer, mr: MergeRequest) -> str | None:
-    """The status of head_pipeline when it is for the current head; None when stale or absent."""
+    """The status of head_pipeline when it is for the current head (a merged results pipeline
+    counts for the head it merged); None when stale or absent."""
     pipeline = world.pipelines.get(mr.head_pipeline_id or 0)
-    if pipeline is None or pipeline.sha != repo.current_sha(world, mr):
+    head = repo.current_sha(world, mr)
+    if pipeline is None or head not in (pipeline.sha, pipeline.source_sha):
         return None
     return r.pipeline_status(pipeline)
 
@@ -33,11 +29,17 @@ def detailed_status(world: World, r: Renderer, mr: MergeRequest) -> str:
         return "not_open"
     if DRAFT.match(mr.title):
         return "draft_status"
-    if world.options.pipelines_must_succeed:
+    project = world.projects[mr.project_id]
+    if setting(project, "merge_method") != "merge" and not repo.contains(
+        world, repo.current_sha(world, mr), project.branches.get(mr.target_branch, "")
+    ):
+        return "need_rebase"  # ff and rebase_merge need the target head in the MR's history
+    if setting(project, "only_allow_merge_if_pipeline_succeeds"):
         status = head_pipeline_status(world, r, mr)
         if status in ("created", "pending", "running", "preparing", "waiting_for_resource"):
             return "ci_still_running"
-        if status != "success":
+        skipped_ok = status == "skipped" and setting(project, "allow_merge_on_skipped_pipeline")
+        if status != "success" and not skipped_ok:
             return "ci_must_pass"
     return "mergeable"
 
@@ -48,17 +50,14 @@ def render(r: Renderer, mr: MergeRequest, viewer: User | None, *, basic: bool) -
     full = world.full_path(project)
     sha = repo.current_sha(world, mr)
     assignees = [r.user_by_id(a) for a in mr.assignee_ids]
-    user_notes = [
-        n
-        for n in world.notes.values()
-        if n.noteable_type == "MergeRequest" and n.noteable_id == mr.id and not n.system
-    ]
+    user_notes = [n for n in world.notes_on(mr) if not n.system]
     status = detailed_status(world, r, mr)
     out: dict[str, Any] = {
         "id": mr.id, "iid": mr.iid, "project_id": mr.project_id,
         "title": mr.title, "description": mr.description, "state": mr.state,
         "created_at": mr.created_at, "updated_at": mr.updated_at,
-        "merged_by": r.user_by_id(mr.merged_by_id), "merge_user": r.user_by_id(mr.merged_by_id),
+        "merged_by": r.user_by_id(mr.merged_by_id),
+        "merge_user": r.user_by_id(mr.merge_user_id or mr.merged_by_id),
         "merged_at": mr.merged_at, "closed_by": r.user_by_id(mr.closed_by_id),
         "closed_at": mr.closed_at, "target_branch": mr.target_branch,
         "source_branch": mr.source_branch, "user_notes_count": len(user_notes),
@@ -93,10 +92,16 @@ def render(r: Renderer, mr: MergeRequest, viewer: User | None, *, basic: bool) -
         "latest_build_started_at": None,
         "latest_build_finished_at": None,
         "first_deployed_to_production_at": None,
-        "diff_refs": {"base_sha": mr.base_sha, "head_sha": sha, "start_sha": mr.base_sha},
+        "diff_refs": {
+            "base_sha": mr.base_sha,
+            "head_sha": sha,
+            "start_sha": mr.start_sha or mr.base_sha,
+        },
         "merge_error": None,
         "first_contribution": False,
-        "user": {"can_merge": viewer is not None and can_merge(world, viewer, project)},
+        "user": {
+            "can_merge": viewer is not None and can_merge(world, viewer, project, mr.target_branch)
+        },
     }
     if world.access_level(viewer, project) >= REPORTER:  # key absent if pipelines unreadable
         head = world.pipelines.get(mr.head_pipeline_id or 0)
@@ -110,9 +115,10 @@ def _changed_files(world: World, base: str, head: str) -> int:
     return sum(1 for p in before.keys() | after.keys() if before.get(p) != after.get(p))
 
 
-def can_merge(world: World, user: User, project: Project) -> bool:
-    needed = DEVELOPER if world.options.developers_can_merge else MAINTAINER
-    return world.access_level(user, project) >= needed
+def can_merge(world: World, user: User, project: Project, branch: str) -> bool:
+    """May ``user`` merge into ``branch`` (GitLab's can_be_merged_by?: the protected branch's
+    merge access level, Developer when unprotected)?"""
+    return protection.may(world, user, project, branch, "merge")
 
 
 def may_approve(world: World, mr: MergeRequest, user: User) -> bool:

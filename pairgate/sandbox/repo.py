@@ -11,7 +11,8 @@ import json
 from collections import deque
 from typing import Any
 
-from pairgate.sandbox.model import Commit, MergeRequest, Project, User, World
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import Commit, MergeRequest, Project, User
 
 COMMIT_DATE = "2024-01-01T00:00:00.000+00:00"
 
@@ -70,6 +71,27 @@ def ancestry(world: World, sha: str) -> list[str]:
     return list(seen)
 
 
+def merge_base(world: World, one: str, other: str) -> str | None:
+    """The nearest commit both histories share (breadth first from ``one``)."""
+    theirs = set(ancestry(world, other))
+    return next((sha for sha in ancestry(world, one) if sha in theirs), None)
+
+
+def refresh_diff(world: World, mr: MergeRequest) -> None:
+    """A new diff version (GitLab makes one on each push and on retarget): ``start_sha`` the
+    target head now, ``base_sha`` the merge base of it and the MR head."""
+    target = world.projects[mr.project_id].branches.get(mr.target_branch)
+    if target is None or mr.state != "opened":
+        return
+    mr.start_sha = target
+    mr.base_sha = merge_base(world, current_sha(world, mr), target) or target
+
+
+def contains(world: World, head: str, sha: str) -> bool:
+    """Is ``sha`` in the history of ``head``?"""
+    return sha in ancestry(world, head)
+
+
 def apply_actions(tree: dict[str, str], actions: list[dict[str, Any]]) -> dict[str, str]:
     """GitLab's commit actions (create, update, delete, move) on a copy of ``tree``."""
     result = dict(tree)
@@ -118,8 +140,6 @@ def mr_commits(world: World, mr: MergeRequest) -> list[Commit]:
 
 def move_branch(world: World, project: Project, branch: str, sha: str, actor: User) -> None:
     """Point ``branch`` at ``sha`` and tell the open MRs whose head it is."""
-    from pairgate.sandbox import notes  # the system note lives with the other notes
-
     old = set(ancestry(world, project.branches.get(branch, "")))
     project.branches[branch] = sha
     added = sum(1 for s in ancestry(world, sha) if s not in old)
@@ -127,8 +147,10 @@ def move_branch(world: World, project: Project, branch: str, sha: str, actor: Us
         if (mr.source_project_id, mr.source_branch, mr.state) != (project.id, branch, "opened"):
             continue
         mr.updated_at = world.stamp()
+        mr.merge_when_pipeline_succeeds = False  # a push cancels auto-merge
+        refresh_diff(world, mr)
         if added:
             word = "commit" if added == 1 else "commits"
-            notes.add_system(world, mr, actor, f"added {added} {word}")
+            world.add_note(mr, actor, f"added {added} {word}", system=True)
         if world.options.reset_approvals_on_push:
             mr.approvals.clear()

@@ -7,11 +7,11 @@ import hashlib
 import posixpath
 from typing import Any
 
-from pairgate.sandbox import repo
+from pairgate.sandbox import protection, repo
 from pairgate.sandbox.access import API, current_user, project_for, renderer
 from pairgate.sandbox.httpd import ApiError, Reply, Request, forbidden, not_found, paginate
 from pairgate.sandbox.httpd import param_error as grape_error
-from pairgate.sandbox.model import DEVELOPER, MAINTAINER, Commit, Project, User
+from pairgate.sandbox.records import DEVELOPER, Commit, Project, User
 
 
 def _message(status: int, text: str) -> ApiError:
@@ -19,12 +19,10 @@ def _message(status: int, text: str) -> ApiError:
 
 
 def _may_push(req: Request, project: Project, branch: str, user: User) -> None:
-    """Developers push to any branch but the protected default one, which needs Maintainer."""
-    level = req.world.access_level(user, project)
-    needed = MAINTAINER if branch == project.default_branch else DEVELOPER
-    if level < DEVELOPER:
+    """Developers push to any branch no protection rule keeps from them (protection.py)."""
+    if req.world.access_level(user, project) < DEVELOPER:
         raise forbidden()
-    if level < needed:
+    if not protection.may(req.world, user, project, branch, "push"):
         raise forbidden("You are not allowed to push into this branch")
 
 
@@ -75,7 +73,7 @@ def commit_actions(
 def list_branches(req: Request, project_id: str) -> Any:
     project = project_for(req, project_id)
     render = renderer(req)
-    return paginate(req, sorted(project.branches), lambda b: render.branch(project, b))
+    return paginate(req, sorted(project.branches), lambda b: render.branch(project, b, req.user))
 
 
 @API.route("GET", "/projects/{project_id}/repository/branches/{branch}")
@@ -83,7 +81,7 @@ def get_branch(req: Request, project_id: str, branch: str) -> Any:
     project = project_for(req, project_id)
     if branch not in project.branches:
         raise not_found("Branch")
-    return renderer(req).branch(project, branch)
+    return renderer(req).branch(project, branch, req.user)
 
 
 @API.route("POST", "/projects/{project_id}/repository/branches")
@@ -100,7 +98,7 @@ def create_branch(req: Request, project_id: str) -> Any:
     if commit is None:
         raise _message(400, "Invalid reference name: " + ref)
     repo.move_branch(req.world, project, name, commit.id, user)
-    return renderer(req).branch(project, name)
+    return renderer(req).branch(project, name, req.user)
 
 
 @API.route("DELETE", "/projects/{project_id}/repository/branches/{branch}")
