@@ -14,6 +14,7 @@ from pairgate.sandbox.httpd import (
     paginate,
     param_error,
     record_not_found,
+    updated_window,
 )
 from pairgate.sandbox.issues import (
     apply_labels,
@@ -60,6 +61,7 @@ def _filtered(req: Request, found: list[MergeRequest]) -> Reply:
     author = req.integer("author_id")
     if author is not None:
         found = [m for m in found if m.author_id == author]
+    found = updated_window(req, found)
     order = req.choice("order_by", ("created_at", "updated_at", "title", "merged_at"), "created_at")
     desc = req.choice("sort", ("asc", "desc"), "desc") == "desc"
     keys = {

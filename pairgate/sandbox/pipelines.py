@@ -9,7 +9,7 @@ from typing import Any
 
 from pairgate.sandbox import repo
 from pairgate.sandbox.access import API, project_for, renderer
-from pairgate.sandbox.httpd import Request, not_found, paginate, param_error
+from pairgate.sandbox.httpd import Request, not_found, paginate, param_error, updated_window
 from pairgate.sandbox.model import Job, Pipeline, Project, World
 
 STATUSES = (
@@ -127,7 +127,16 @@ def list_pipelines(req: Request, project_id: str) -> Any:
     status = req.text("status")
     if status:
         found = [p for p in found if render.pipeline_status(p) == status]
-    found.sort(key=lambda p: p.id, reverse=req.choice("sort", ("asc", "desc"), "desc") == "desc")
+    found = updated_window(req, found)
+    order = req.choice("order_by", ("id", "status", "ref", "updated_at", "user_id"), "id")
+    keys = {
+        "status": lambda p: (render.pipeline_status(p), p.id),
+        "ref": lambda p: (p.ref, p.id),
+        "updated_at": lambda p: (p.updated_at, p.id),
+        "user_id": lambda p: (p.user_id or 0, p.id),
+    }
+    desc = req.choice("sort", ("asc", "desc"), "desc") == "desc"
+    found.sort(key=keys.get(order, lambda p: (p.id,)), reverse=desc)
     return paginate(req, found, lambda p: render.pipeline(p, basic=True))
 
 
