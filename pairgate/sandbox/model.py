@@ -116,6 +116,8 @@ class Note:
     updated_at: str
     system: bool = False
     internal: bool = False
+    note_type: str | None = None  # None for a lone note; "DiscussionNote" in a thread
+    discussion_id: str = ""  # 40 hex, shared by a thread's notes ("" in older saved worlds)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Any
 
@@ -22,10 +23,10 @@ _LABEL = re.compile(r'~"([^"]+)"|~(\S+)|(\S+)')
 
 def add_system(world: _World, noteable: Issue | MergeRequest, actor: User, body: str) -> Note:
     """A system note (GitLab writes them for title edits, pushes, approvals); never editable."""
-    return _store(world, noteable, actor, body, system=True)
+    return store_note(world, noteable, actor, body, system=True)
 
 
-def _store(
+def store_note(
     world: _World,
     noteable: Issue | MergeRequest,
     author: User,
@@ -33,11 +34,14 @@ def _store(
     *,
     system: bool = False,
     internal: bool = False,
+    note_type: str | None = None,
+    discussion_id: str | None = None,
 ) -> Note:
     now = world.stamp()
     kind = "Issue" if isinstance(noteable, Issue) else "MergeRequest"
+    note_id = world.next_id("note")
     note = Note(
-        world.next_id("note"),
+        note_id,
         noteable.project_id,
         kind,
         noteable.id,
@@ -48,9 +52,22 @@ def _store(
         now,
         system=system,
         internal=internal,
+        note_type=note_type,
+        discussion_id=discussion_id or new_discussion_id(kind, noteable.id, note_id),
     )
     world.notes[note.id] = note
     return note
+
+
+def new_discussion_id(kind: str, noteable_id: int, note_id: int) -> str:
+    """GitLab's discussion ids are 40 hex characters (a SHA-1); the sandbox derives its own from
+    the first note, so the same steps always give the same ids."""
+    return hashlib.sha1(f"{kind}-{noteable_id}-{note_id}".encode()).hexdigest()
+
+
+def discussion_of(note: Note) -> str:
+    """The note's discussion id (worlds saved before discussions derive it from the note)."""
+    return note.discussion_id or new_discussion_id(note.noteable_type, note.noteable_id, note.id)
 
 
 def _noteable(req: Request, project: Project, kind: str, iid: str) -> Issue | MergeRequest:
@@ -119,7 +136,7 @@ for _kind in KINDS:
         if changes and not text.strip():
             return Reply(202, {"commands_changes": changes, "summary": summary})
         internal = req.flag("internal", req.flag("confidential"))
-        note = _store(world, noteable, user, text if changes else body, internal=internal)
+        note = store_note(world, noteable, user, text if changes else body, internal=internal)
         noteable.updated_at = note.created_at
         return renderer(req).note(note) | {"commands_changes": changes}
 
@@ -127,10 +144,13 @@ for _kind in KINDS:
     def edit_note(req: Request, project_id: str, iid: str, note_id: str, _kind: str = _kind) -> Any:
         user = current_user(req)
         project = project_for(req, project_id)
-        note = _note_for(req, _noteable(req, project, _kind, iid), note_id)
+        noteable = _noteable(req, project, _kind, iid)
+        note = _note_for(req, noteable, note_id)
         _may_change(req, project, note, user)
         note.body = req.required("body")
-        note.updated_at = req.world.stamp()
+        # Saving a note touches what it is on (GitLab's Note after_save :touch_noteable); a
+        # delete does not, so a removed comment leaves the MR's updated_at where it was.
+        note.updated_at = noteable.updated_at = req.world.stamp()
         return renderer(req).note(note)
 
     @API.route("DELETE", _base + "/{note_id}")

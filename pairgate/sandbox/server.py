@@ -31,6 +31,7 @@ from pairgate.sandbox.model import Options, World
 from pairgate.sandbox import (  # noqa: F401  isort: skip
     approvals,
     control,
+    discussions,
     issues,
     merge_requests,
     notes,
