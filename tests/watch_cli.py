@@ -20,7 +20,9 @@ from pairgate.ownership import Context
 
 def build_parser() -> pairgate_main._Parser:
     parser = pairgate_main._Parser(prog="pairgate")
-    sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=pairgate_main._Parser)
+    sub = parser.add_subparsers(
+        dest="command", metavar="<command>", parser_class=pairgate_main._Parser
+    )
     add_parser(sub)
     return parser
 

@@ -78,7 +78,9 @@ def _what(event: Event) -> tuple[str, list[str]]:
         return f"head moved from {short(d.get('from'))} to {short(event.sha)}", []
     if event.kind == r.PIPELINE:
         status, word = d.get("status"), d.get("gitlab_status")
-        head = f"pipeline {d.get('pipeline_id')} {status}" + (f" ({word})" if word != status else "")
+        head = f"pipeline {d.get('pipeline_id')} {status}" + (
+            f" ({word})" if word != status else ""
+        )
         extra = []
         if d.get("failed_jobs"):
             extra.append(f"   failed jobs: {', '.join(d['failed_jobs'])}")

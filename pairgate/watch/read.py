@@ -20,29 +20,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pairgate.commands.boardread import IssueRead, fold_issues, issues_path, pooled, read_labelled
+from pairgate.commands.boardread import pooled
 from pairgate.commands.render import epoch, iso
 from pairgate.merge_requests import head_of, mr_path, project_of
 from pairgate.ownership import (
-    ROLE_LABELS,
     Config,
     GitLab,
     PairgateError,
     cited_issues,
     encode_project,
 )
-from pairgate.turn import read_issue
 from pairgate.watch.diff import pipeline_commit
 from pairgate.watch.records import (
     IssueSnap,
     MrSnap,
     NoteSnap,
-    OfferSnap,
     PipelineSnap,
-    issue_subject,
     mr_subject,
 )
-from pairgate.watch.routing import ledger_route
 
 OVERLAP = 120.0  # seconds a listing looks back before the newest change the last one saw
 SWEEP = 1800.0  # seconds between full listings of the open merge requests
@@ -68,12 +63,12 @@ class Reading:
     errors: list[str] = field(default_factory=list)
 
 
-def _after(mark: str) -> str:
+def look_back(mark: str) -> str:
     seconds = epoch(mark)
     return mark if seconds is None else str(iso(seconds - OVERLAP))
 
 
-def _newest(mark: str | None, stamps: Sequence[str], held: Sequence[str]) -> str | None:
+def next_mark(mark: str | None, stamps: Sequence[str], held: Sequence[str]) -> str | None:
     """The next mark: the newest stamp listed, but no later than the oldest one whose read
     failed (so it is listed again)."""
     pool = [s for s in (mark, *stamps) if s and epoch(s) is not None]
@@ -179,7 +174,7 @@ def read_mr(client: GitLab, config: Config, listed: Mapping[str, Any]) -> MrSnap
     )
 
 
-def _guarded(func: Any, *args: Any) -> tuple[Any, str | None]:
+def guarded(func: Any, *args: Any) -> tuple[Any, str | None]:
     try:
         return func(*args), None
     except PairgateError as exc:
@@ -205,7 +200,7 @@ def read_mrs(
             listed = client.get_all(group, state="opened")
         else:
             assert marks.mrs is not None
-            listed = client.get_all(group, state="all", updated_after=_after(marks.mrs))
+            listed = client.get_all(group, state="all", updated_after=look_back(marks.mrs))
     except PairgateError as exc:
         reading.errors.append(exc.message)
         return marks
@@ -225,7 +220,7 @@ def read_mrs(
                     "iid": snap.iid,
                     "references": {"full": f"{snap.project}!{snap.iid}"},
                 }
-    results = pooled(lambda item: _guarded(read_mr, client, config, item), list(todo.values()))
+    results = pooled(lambda item: guarded(read_mr, client, config, item), list(todo.values()))
     held = []
     for (subject, item), (snap, error) in zip(todo.items(), results, strict=True):
         if snap is None:
@@ -236,7 +231,7 @@ def read_mrs(
     stamps = [str(i.get("updated_at") or "") for i in listed]
     reading.swept = sweep
     return Marks(
-        mrs=_newest(marks.mrs, stamps, [h for h in held if h]),
+        mrs=next_mark(marks.mrs, stamps, [h for h in held if h]),
         issues=marks.issues,
         pipelines=marks.pipelines,
         swept_at=now if sweep else marks.swept_at,
@@ -256,10 +251,10 @@ def read_pipelines(
         mark = marks.pipelines.get(pid)
         if mark is None:  # the first time: the newest page is enough to start from
             return list(next(iter(client.pages(path, order_by="updated_at", sort="desc")), []))
-        return client.get_all(path, updated_after=_after(mark), order_by="updated_at")
+        return client.get_all(path, updated_after=look_back(mark), order_by="updated_at")
 
     out = dict(marks.pipelines)
-    answers = pooled(lambda p: _guarded(one, p), projects)
+    answers = pooled(lambda p: guarded(one, p), projects)
     for pid, (listed, error) in zip(projects, answers, strict=True):
         if listed is None:
             reading.errors.append(f"pipelines of project {pid}: {error}")
@@ -278,110 +273,7 @@ def read_pipelines(
         except PairgateError as exc:
             reading.errors.append(f"pipelines of project {pid}: {exc.message}")
             continue
-        newest = _newest(out.get(pid), [str(p.get("updated_at") or "") for p in listed], [])
+        newest = next_mark(out.get(pid), [str(p.get("updated_at") or "") for p in listed], [])
         if newest:
             out[pid] = newest
     return out
-
-
-def issue_snap(read: IssueRead, tracker: str) -> IssueSnap:
-    assert read.ledger is not None
-    offer = read.ledger.offer
-    created = None
-    if offer is not None:
-        created = next(
-            (e.created_at for e in read.ledger.trail if e.note_id == offer.note_id), None
-        )
-    return IssueSnap(
-        iid=read.iid,
-        title=read.title,
-        state=read.state,
-        updated_at=read.updated_at,
-        labels=read.labels,
-        route=ledger_route(tracker, read.iid, read.ledger),
-        offer=None
-        if offer is None
-        else OfferSnap(
-            offer.note_id,
-            offer.sender,
-            offer.to,
-            offer.role,
-            offer.sha,
-            str(offer.mr) if offer.mr else None,
-            offer.event,
-            offer.reason,
-            created,
-        ),
-    )
-
-
-def read_issues(
-    client: GitLab,
-    config: Config,
-    *,
-    marks: Marks,
-    known: Mapping[str, tuple[str | None, int | None, str | None]],
-    cited: set[int],
-    sweep: bool,
-    reading: Reading,
-) -> str | None:
-    """The ledgers that changed: every role-labelled issue on a sweep, else the issues changed
-    since the mark that carry a role label, are watched, or are cited by a watched MR; and any
-    cited issue never read. Returns the issue mark to keep."""
-    tracker = config["tracker_project"]
-    known_iids = {int(s.rsplit("#", 1)[1]) for s in known if s.startswith("issue:")}
-    known_open = {
-        int(s.rsplit("#", 1)[1])
-        for s, k in known.items()
-        if s.startswith("issue:") and k[2] == "opened"
-    }
-    try:
-        if sweep or marks.issues is None:
-            reads = read_labelled(client, config, closed=False, labels=ROLE_LABELS)
-            listed_iids = {r.iid for r in reads}
-            # An issue no longer listed (released, closed) is read once more to see why.
-            stale = sorted((known_open | cited) - listed_iids)
-            reads += fold_issues(client, config, _issues(client, config, stale, reading))
-            stamps = [r.updated_at for r in reads]
-        else:
-            listed = client.get_all(
-                issues_path(config), state="all", updated_after=_after(marks.issues)
-            )
-            stamps = [str(i.get("updated_at") or "") for i in listed]
-            changed = []
-            for issue in listed:
-                iid, subject = int(issue["iid"]), issue_subject(tracker, int(issue["iid"]))
-                interesting = (
-                    iid in known_iids
-                    or iid in cited
-                    or set(issue.get("labels") or ()) & set(ROLE_LABELS)
-                )
-                if interesting and (known.get(subject) or (None,))[0] != issue.get("updated_at"):
-                    changed.append(issue)
-            unread = sorted(cited - known_iids - {int(i["iid"]) for i in changed})
-            reads = fold_issues(
-                client, config, [*changed, *_issues(client, config, unread, reading)]
-            )
-    except PairgateError as exc:
-        reading.errors.append(exc.message)
-        return marks.issues
-    held = []
-    for read in reads:
-        if read.ledger is None:
-            reading.errors.append(f"{tracker}#{read.iid}: {read.error}")
-            held.append(read.updated_at)
-        else:
-            reading.issues[issue_subject(tracker, read.iid)] = issue_snap(read, tracker)
-    return _newest(marks.issues, stamps, [h for h in held if h])
-
-
-def _issues(
-    client: GitLab, config: Config, iids: Sequence[int], reading: Reading
-) -> list[dict[str, Any]]:
-    found = []
-    for issue, error in pooled(lambda i: _guarded(read_issue, client, config, i), list(iids)):
-        if issue is None:
-            reading.errors.append(str(error))
-        else:
-            found.append(issue)
-    return found

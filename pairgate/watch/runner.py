@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass, field
 from pairgate.ownership import Config, GitLab
 from pairgate.watch import batches, routing
 from pairgate.watch.diff import issue_changes, mr_changes, pipeline_changes
-from pairgate.watch.read import Marks, Reading, read_issues, read_mrs, read_pipelines
+from pairgate.watch.read import Marks, Reading, read_mrs, read_pipelines
+from pairgate.watch.read_ledgers import read_issues
 from pairgate.watch.records import Event, IssueSnap, MrSnap, issue_subject
 from pairgate.watch.store import Store
 
