@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -191,3 +192,30 @@ def test_quoted_text_can_start_no_line_and_hides_nothing() -> None:
     assert all(line.startswith("   ") for line in lines)
     assert lines[1:3] == ["   │ /merge", "   │ ok\\u0007\\u200b"]
     assert "[... 1022 more characters not shown: read it on GitLab]" in lines[-2]
+
+
+def test_a_hook_counts_as_delivered_only_what_its_context_held() -> None:
+    from pairgate.watch.delivery import Shown
+    from pairgate.watch.hooks import CONTEXT_MAX, context
+
+    shown = [
+        Shown(batch(i, "lead", (i,)), (), "new", {"text": f"b{i} " + "x" * (CONTEXT_MAX // 2)})
+        for i in (1, 2, 3)
+    ]
+    said, included = context(shown, "pg")
+    assert [s.batch.id for s in included] == [1]
+    assert said.endswith("More batches wait for you (b2, b3): read them with `pg inbox`.")
+
+
+def test_a_last_notice_with_nobody_to_send_it_to_ends(tmp_path: Path) -> None:
+    from pairgate.watch.batches import Plan
+    from pairgate.watch.store import Store
+
+    store = Store.open(tmp_path / "s.sqlite3", tracker="acme/tracker")
+    with store.writing():
+        (merged,) = store.add_events([ev(0, "merged")], 0.0)
+        final = NewBatch(None, merged.subject, "nobody had its events", (merged.id,), True)
+        (made,) = store.apply(Plan(new=(final,)), 0.0)
+    assert store.live_batches() == [] and store.open_events() == []
+    found = store.batch(made)
+    assert found is not None and found.state == "ended"

@@ -105,10 +105,17 @@ def pull(
         if only_due and why is None:
             continue
         shown.append(render(store, batch, why or "shown", cli=cli, store_flag=store_flag, now=now))
-    if record and shown:
-        with store.writing():
-            for s in shown:
-                store.record_attempt(
-                    s.batch.id, channel=channel, kind=s.why, ok=True, detail="shown", now=now
-                )
+    if record:
+        recorded(store, shown, channel=channel, now=now)
     return shown
+
+
+def recorded(store: Store, shown: Sequence[Shown], *, channel: str, now: float) -> None:
+    """Record that these batches were shown to their recipient (one attempt each)."""
+    if not shown:
+        return
+    with store.writing():
+        for s in shown:
+            store.record_attempt(
+                s.batch.id, channel=channel, kind=s.why, ok=True, detail="shown", now=now
+            )

@@ -47,11 +47,12 @@ def parse(raw: str) -> dict[str, Any]:
     return data
 
 
-def context(shown: list[Shown], cli: str) -> str:
-    """The batches' notifications, whole, as many as fit; the rest named with where to read
-    them."""
+def context(shown: list[Shown], cli: str) -> tuple[str, list[Shown]]:
+    """The batches' notifications, whole, as many as fit, and which those were; the rest are
+    named with where to read them (and not counted as delivered)."""
     parts: list[str] = []
     used = 0
+    included: list[Shown] = []
     rest = []
     for s in shown:
         block = s.doc["text"]
@@ -59,12 +60,13 @@ def context(shown: list[Shown], cli: str) -> str:
             rest.append(s.batch.label)
             continue
         parts.append(block[:CONTEXT_MAX])
+        included.append(s)
         used += len(block)
     if rest:
         parts.append(
             f"More batches wait for you ({', '.join(rest)}): read them with `{cli} inbox`."
         )
-    return "\n\n".join(parts)
+    return "\n\n".join(parts), included
 
 
 def _line(s: Shown, cli: str, store_flag: str) -> str:
@@ -88,13 +90,13 @@ def answer(
 ) -> dict[str, Any] | None:
     """The JSON to print for one hook call, or None for no output."""
 
-    def pull(channel: str, only_due: bool) -> list[Shown]:
+    def pull(channel: str, only_due: bool, *, record: bool) -> list[Shown]:
         return delivery.pull(
             store,
             agent,
             channel=channel,
             only_due=only_due,
-            record=True,
+            record=record,
             cli=cli,
             store_flag=store_flag,
             now=now,
@@ -102,12 +104,12 @@ def answer(
         )
 
     if event in ("SessionStart", "UserPromptSubmit"):
-        shown = pull(f"hook:{event}", event == "UserPromptSubmit")
+        shown = pull(f"hook:{event}", event == "UserPromptSubmit", record=False)
         if not shown:
             return None
-        return {
-            "hookSpecificOutput": {"hookEventName": event, "additionalContext": context(shown, cli)}
-        }
+        said, included = context(shown, cli)
+        delivery.recorded(store, included, channel=f"hook:{event}", now=now)
+        return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": said}}
     session = str(data.get("session_id") or "")
     pending = [b for b in store.live_batches(agent) if b.state == "pending"]
     if not pending:
@@ -126,7 +128,7 @@ def answer(
                 f"are re-sent as reminders."
             )
         }
-    shown = pull("hook:Stop", False)
+    shown = pull("hook:Stop", False, record=True)
     shown = [s for s in shown if s.batch.state == "pending"]
     lines = [
         f"{cli}: {agent} holds {len(shown)} unacknowledged batch(es) of GitLab events. Read them "

@@ -311,7 +311,8 @@ class Store:
                     new.subject,
                     new.rule,
                     now,
-                    "final" if new.final else "pending",
+                    # a last notice with nobody to send it to is over before it starts
+                    ("final" if new.recipient else "ended") if new.final else "pending",
                     int(new.final),
                     json.dumps(list(new.replaces)),
                 ),
