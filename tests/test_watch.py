@@ -387,7 +387,9 @@ def test_a_read_that_fails_marks_nothing_seen_and_is_read_again(world: World) ->
     world.comment("behind a failing read")
     world.sb.advance_clock(OVERLAP + 60)
     world.sb.commit("unrelated", {"u.txt": "u\n"})
-    world.sb.create_mr("unrelated", title="Cites nothing")  # newer: the listing's mark would pass it
+    world.sb.create_mr(
+        "unrelated", title="Cites nothing"
+    )  # newer: the listing's mark would pass it
     world.sb.fault(path=f"{APP}/merge_requests/{world.mr}/discussions", status=403, count=1)
     result = world.watch("--once")
     assert result.code == 2
@@ -486,3 +488,66 @@ def test_default_store_follows_xdg(tmp_path: Path) -> None:
     )
     with pytest.raises(Exception, match="set XDG_STATE_HOME or HOME"):
         default_path({}, "a/b")
+
+
+def test_an_approval_offered_back_goes_to_the_lead(world: World) -> None:
+    world.offer()
+    world.verb(REVIEW, "accept", world.issue)
+    world.poll()
+    ack_all(world, REVIEW)
+    world.verb(
+        REVIEW, "approve", world.issue, "--mr", world.mr, "--mr-project", "acme/app",
+        "--sha", world.sha, "--to", LEAD,
+    )  # fmt: skip
+    world.poll()
+    batches = world.batches(LEAD)
+    assert sorted(k for b in batches for k in kinds(b)) == ["approved", "offer"]
+    offer = next(b for b in batches if kinds(b) == ["offer"])
+    assert offer["events"][0]["detail"]["event"] == "approve"
+    assert "the receiver of the approval's offer back" in offer["rule"]
+    assert world.batches(REVIEW) == []
+
+
+def test_ack_needs_a_name_and_a_store(world: World, tmp_path: Path) -> None:
+    world.comment("x")
+    world.poll()
+    nameless = world.run(["inbox", "ack", "b1"], None)
+    assert nameless.code == 2
+    assert nameless.err.startswith(
+        "pairgate: no agent identity: pass --as <agent> or set PAIRGATE_TEST_AGENT_ID"
+    )
+    missing = tmp_path / "none.sqlite3"
+    result = world.run(["inbox", "ack", "b1", "--store", str(missing)], LEAD)
+    assert (result.code, result.err) == (
+        2,
+        f"pairgate inbox ack: there is no watch store at {missing}: the watcher has not run there "
+        "(start it: pairgate watch)\n",
+    )
+    assert world.run(["inbox", "ack", "b1", "--as", LEAD], None).code == 0
+
+
+def test_a_store_of_another_schema_is_refused(world: World) -> None:
+    store = world.store()
+    with store.writing():
+        store.set_meta("schema", "0")
+    store.close()
+    result = world.watch("--status")
+    assert result.code == 2 and "has schema '0'; this pairgate reads schema 1" in result.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["watch", "--once", "--deliver-command", ""],
+            "pairgate watch: --deliver-command is empty\n",
+        ),
+        (
+            ["watch", "--interval", "0"],
+            "argument --interval: '0' is not a positive number of seconds",
+        ),
+    ],
+)
+def test_watch_usage_errors(world: World, argv: list[str], message: str) -> None:
+    result = world.run(argv, None)
+    assert result.code == 2 and message in result.err
