@@ -551,3 +551,22 @@ def test_a_store_of_another_schema_is_refused(world: World) -> None:
 def test_watch_usage_errors(world: World, argv: list[str], message: str) -> None:
     result = world.run(argv, None)
     assert result.code == 2 and message in result.err
+
+
+def test_the_loop_polls_then_sleeps_and_ends_on_ctrl_c(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    naps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        naps.append(seconds)
+        if len(naps) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr("pairgate.commands.watch.time.sleep", sleep)
+    world.comment("x")
+    result = world.watch("--interval", "7")
+    assert (result.code, naps) == (0, [7.0, 7.0])
+    assert result.out.count("pairgate watch: ") == 2 and kinds(only_batch(world)) == [
+        "comment-added"
+    ]

@@ -150,16 +150,16 @@ def watch(
             print(client.describe(), file=ctx.stderr)
         with db.writing():
             db.set_meta("remind_after", str(remind_after))
-        while True:
-            code = _round(
-                ctx, config, db, client, argv, store=store, remind_after=remind_after, json=json
-            )
-            if once:
-                return code
-            try:
+        try:
+            while True:
+                code = _round(
+                    ctx, config, db, client, argv, store=store, remind_after=remind_after, json=json
+                )
+                if once:
+                    return code
                 time.sleep(interval)
-            except KeyboardInterrupt:
-                return Exit.OK
+        except KeyboardInterrupt:  # the store's transactions are atomic: an interrupt loses nothing
+            return Exit.OK
     finally:
         db.close()
 
