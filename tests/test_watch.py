@@ -563,7 +563,7 @@ def test_the_loop_polls_then_sleeps_and_ends_on_ctrl_c(
         if len(naps) == 2:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr("pairgate.commands.watch.time.sleep", sleep)
+    monkeypatch.setattr("pairgate.commands.watcher.time.sleep", sleep)
     world.comment("x")
     result = world.watch("--interval", "7")
     assert (result.code, naps) == (0, [7.0, 7.0])

@@ -25,10 +25,10 @@ from typing import Any
 from pairgate.ownership import UsageError
 from pairgate.watch import delivery
 from pairgate.watch.delivery import Shown
-from pairgate.watch.records import subject_name
+from pairgate.watch.records import HOOK_EVENTS, subject_name
 from pairgate.watch.store import Store
 
-EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+EVENTS = HOOK_EVENTS
 STOP_LIMIT = 3
 CONTEXT_MAX = 9000  # Claude Code caps a hook's output string at 10,000 characters
 
