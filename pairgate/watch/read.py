@@ -87,24 +87,29 @@ def cites(mr: Mapping[str, Any], config: Config) -> tuple[int, ...]:
     return tuple(i for i in found if i != config["generic_tracking_issue"])
 
 
-def _pipeline(client: GitLab, p: Mapping[str, Any], sha: str, jobs: dict[int, Any]) -> PipelineSnap:
-    failed: tuple[str, ...] = ()
-    allowed: tuple[str, ...] = ()
-    if p.get("status") == "failed":
-        pid = int(p["id"])
-        if pid not in jobs:
-            path = f"projects/{p.get('project_id')}/pipelines/{pid}/jobs"
-            jobs[pid] = client.get_all(path, **{"scope[]": "failed"})
-        failed = tuple(sorted({j["name"] for j in jobs[pid] if not j.get("allow_failure")}))
-        allowed = tuple(sorted({j["name"] for j in jobs[pid] if j.get("allow_failure")}))
+def _jobs_path(p: Mapping[str, Any]) -> str:
+    return f"projects/{p.get('project_id')}/pipelines/{p['id']}/jobs"
+
+
+def failed_jobs(client: GitLab, pipelines: Sequence[Mapping[str, Any]]) -> dict[int, list[Any]]:
+    """The failed jobs of each failed pipeline, read concurrently (one request each)."""
+    failed = {int(p["id"]): p for p in pipelines if p.get("status") == "failed"}
+    answers = pooled(
+        lambda p: client.get_all(_jobs_path(p), **{"scope[]": "failed"}), list(failed.values())
+    )
+    return dict(zip(failed, answers, strict=True))
+
+
+def _pipeline(p: Mapping[str, Any], sha: str, jobs: Mapping[int, list[Any]]) -> PipelineSnap:
+    found = jobs.get(int(p["id"]), [])
     return PipelineSnap(
         int(p["id"]),
         sha,
         str(p.get("status") or ""),
         str(p.get("updated_at") or ""),
         str(p.get("web_url") or ""),
-        failed,
-        allowed,
+        tuple(sorted({j["name"] for j in found if not j.get("allow_failure")})),
+        tuple(sorted({j["name"] for j in found if j.get("allow_failure")})),
     )
 
 
@@ -168,7 +173,8 @@ def read_mr(client: GitLab, config: Config, listed: Mapping[str, Any]) -> MrSnap
     head = mr.get("head_pipeline")
     sha = pipeline_commit(head, snap) if head else None
     if head and sha:
-        pipelines = (_pipeline(client, head, sha, {}),)
+        head = {"project_id": snap.project_id, **head}
+        pipelines = (_pipeline(head, sha, failed_jobs(client, [head])),)
     return dataclasses.replace(
         snap, notes=_notes(discussions), approved_by=approved, pipelines=pipelines
     )
@@ -244,7 +250,6 @@ def read_pipelines(
     """Each watched project's pipelines changed since its mark (the first time: the newest
     page), matched to the merge requests' commits. Returns the pipeline marks to keep."""
     projects = sorted({str(p) for m in mrs.values() for p in (m.project_id, m.source_project_id)})
-    jobs: dict[int, Any] = {}
 
     def one(pid: str) -> list[Any]:
         path = f"projects/{encode_project(pid)}/pipelines"
@@ -259,20 +264,21 @@ def read_pipelines(
         if listed is None:
             reading.errors.append(f"pipelines of project {pid}: {error}")
             continue
-        try:
-            for item in sorted(listed, key=lambda p: int(p["id"])):
-                for subject, mr in mrs.items():
-                    sha = pipeline_commit(item, mr) if mr.state == "opened" else None
-                    have = mr.pipeline_for(sha) if sha else None
-                    if have and (have.id, have.updated_at) == (item["id"], item.get("updated_at")):
-                        continue  # seen as it is (the listing looks back OVERLAP seconds)
-                    if sha:
-                        reading.pipelines.setdefault(subject, []).append(
-                            _pipeline(client, item, sha, jobs)
-                        )
-        except PairgateError as exc:
-            reading.errors.append(f"pipelines of project {pid}: {exc.message}")
+        found = []
+        for item in sorted(listed, key=lambda p: int(p["id"])):
+            for subject, mr in mrs.items():
+                sha = pipeline_commit(item, mr) if mr.state == "opened" else None
+                have = mr.pipeline_for(sha) if sha else None
+                if have and (have.id, have.updated_at) == (item["id"], item.get("updated_at")):
+                    continue  # seen as it is (the listing looks back OVERLAP seconds)
+                if sha:
+                    found.append((subject, item, sha))
+        jobs, error = guarded(failed_jobs, client, [item for _, item, _ in found])
+        if jobs is None:
+            reading.errors.append(f"pipelines of project {pid}: {error}")
             continue
+        for subject, item, sha in found:
+            reading.pipelines.setdefault(subject, []).append(_pipeline(item, sha, jobs))
         newest = next_mark(out.get(pid), [str(p.get("updated_at") or "") for p in listed], [])
         if newest:
             out[pid] = newest
