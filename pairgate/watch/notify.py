@@ -163,10 +163,12 @@ def text(
         first = f"{cli} watch: batch {batch.label} for {batch.recipient}: {count} on {name}"
     lines = [first, f"Why you: {batch.rule}."]
     if batch.replaces and not batch.final:
+        one = len(batch.replaces) == 1
         lines.append(
             f"Re-issued to you: these events were delivered before as "
             f"{', '.join(f'b{i}' for i in batch.replaces)}, whose recipient no longer owes the "
-            f"move. That batch stays as history; acknowledging it does not acknowledge this one."
+            f"move. {'That batch stays' if one else 'Those batches stay'} as history; "
+            f"acknowledging {'it' if one else 'them'} does not acknowledge this one."
         )
     if batch.first_ok_at is not None and not batch.final:
         lines.append(
