@@ -301,6 +301,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 on drift")
 
+    from pairgate.commands.watch import add_parser as add_watch_parsers
+
+    add_watch_parsers(sub)
+
     p = command("graph", "draw the issue's round (Mermaid by default)")
     p.add_argument("issue", type=_issue, metavar="ISSUE", help=ISSUE_HELP)
     p.add_argument(
@@ -410,7 +414,7 @@ _OWN_FILE = Path(__file__).resolve()
 # The commands whose handler is given the GitLab client main builds (``client=``).
 _READS_GITLAB = frozenset(
     {"claim", "handoff", "accept", "decline", "release", "approve", "merge-check", "status"}
-    | {"board", "waiting", "close", "sync", "freeze", "thaw", "identity", "graph"}
+    | {"board", "waiting", "close", "sync", "freeze", "thaw", "identity", "graph", "watch"}
 )
 # The one handler that uses --verbose beyond the client line main prints.
 _KEEPS_VERBOSE = frozenset({"merge-check"})
@@ -483,6 +487,14 @@ def handler_for(command: str) -> Handler:
         from pairgate.sandbox.cli import serve
 
         return serve
+    if command == "watch":
+        from pairgate.commands.watcher import watch
+
+        return watch
+    if command == "inbox":
+        from pairgate.commands.inbox import inbox
+
+        return inbox
     if command == "init":
         from pairgate.commands.init import init
 

@@ -51,6 +51,12 @@ COMMANDS = {
     "graph": (set(), {"--format"}),
     "sandbox": (set(), {"--host", "--port", "--state", "--config-out"}),
     "demo": (set(), set()),
+    "watch": (
+        set(),
+        {"--once", "--interval", "--store", "--status", "--json", "--deliver-command"}
+        | {"--remind-after", "--verbose"},
+    ),
+    "inbox": (set(), {"--agent", "--json", "--claude-hook", "--store", "--remind-after"}),
     "init": (
         {"--target", "--tracker-project", "--review-bot-user", "--renovate-user"},
         {"--agents-user", "--env-prefix", "--identity-prefix", "--cli-command"}

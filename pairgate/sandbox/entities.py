@@ -152,9 +152,12 @@ class Renderer:
         }
 
     def note(self, note: Note) -> dict[str, Any]:
+        # A thread's notes on a merge request are resolvable; the sandbox never resolves one.
+        resolvable = note.note_type == "DiscussionNote" and note.noteable_type == "MergeRequest"
+        resolution = {"resolved": False, "resolved_by": None, "resolved_at": None}
         return {
             "id": note.id,
-            "type": None,
+            "type": note.note_type,
             "body": note.body,
             "author": self.user_by_id(note.author_id),
             "created_at": note.created_at,
@@ -163,7 +166,8 @@ class Renderer:
             "noteable_id": note.noteable_id,
             "noteable_type": note.noteable_type,
             "project_id": note.project_id,
-            "resolvable": False,
+            "resolvable": resolvable,
+            **(resolution if resolvable else {}),
             "confidential": note.internal,
             "internal": note.internal,
             "imported": False,

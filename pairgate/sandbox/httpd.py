@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode
 
@@ -229,3 +230,35 @@ def paginate(req: Request, items: list[Any], render: Callable[[Any], Any] | None
     headers["Link"] = ", ".join(links)
     body = [render(i) for i in chunk] if render else chunk
     return Reply(200, body, headers)
+
+
+def _moment(text: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def updated_window(req: Request, items: list[Any]) -> list[Any]:
+    """``updated_after`` and ``updated_before`` (ISO 8601): the items whose ``updated_at`` lies
+    inside, both ends included, as GitLab's UpdatedAtFilterable (``gteq`` / ``lteq``). A value
+    that is not a time is Grape's coercion error."""
+    bounds = []
+    for name in ("updated_after", "updated_before"):
+        text = req.text(name)
+        if not text:
+            continue
+        moment = _moment(text)
+        if moment is None:
+            raise param_error(f"{name} is invalid")
+        bounds.append((name, moment))
+    for name, moment in bounds:
+        after = name == "updated_after"
+        items = [
+            i
+            for i in items
+            if (stamp := _moment(i.updated_at)) is not None
+            and (stamp >= moment if after else stamp <= moment)
+        ]
+    return items

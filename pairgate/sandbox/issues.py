@@ -12,6 +12,7 @@ from pairgate.sandbox.httpd import (
     paginate,
     param_error,
     record_not_found,
+    updated_window,
 )
 from pairgate.sandbox.model import World
 from pairgate.sandbox.mr_entity import render
@@ -144,6 +145,7 @@ def list_issues(req: Request, project_id: str) -> Any:
     author = req.integer("author_id")
     if author is not None:
         found = [i for i in found if i.author_id == author]
+    found = updated_window(req, found)
     order = req.choice("order_by", ("created_at", "updated_at"), "created_at")
     desc = req.choice("sort", ("asc", "desc"), "desc") == "desc"
     found.sort(

@@ -26,6 +26,7 @@ from pairgate.sandbox.records import (
     Project,
     Token,
     User,
+    new_discussion_id,
 )
 
 TABLES: dict[str, type] = {
@@ -128,13 +129,17 @@ class World:
         *,
         system: bool = False,
         internal: bool = False,
+        note_type: str | None = None,
+        discussion_id: str | None = None,
     ) -> Note:
         """Store a note on an issue or MR. ``system`` notes are GitLab's own (title and
-        description edits, pushes, approvals) and never editable."""
+        description edits, pushes, approvals) and never editable. A note starts its own
+        discussion unless ``discussion_id`` names the thread it replies in."""
         now = self.stamp()
         kind = "Issue" if isinstance(noteable, Issue) else "MergeRequest"
+        note_id = self.next_id("note")
         note = Note(
-            self.next_id("note"),
+            note_id,
             noteable.project_id,
             kind,
             noteable.id,
@@ -145,6 +150,8 @@ class World:
             now,
             system=system,
             internal=internal,
+            note_type=note_type,
+            discussion_id=discussion_id or new_discussion_id(kind, noteable.id, note_id),
         )
         self.notes[note.id] = note
         self.index.notes_on.setdefault((kind, noteable.id), {})[note.id] = note

@@ -88,10 +88,13 @@ for _kind in KINDS:
     def edit_note(req: Request, project_id: str, iid: str, note_id: str, _kind: str = _kind) -> Any:
         user = current_user(req)
         project = project_for(req, project_id)
-        note = _note_for(req, _noteable(req, project, _kind, iid), note_id)
+        noteable = _noteable(req, project, _kind, iid)
+        note = _note_for(req, noteable, note_id)
         _may_change(req, project, note, user)
         note.body = req.required("body")
-        note.updated_at = req.world.stamp()
+        # Saving a note touches what it is on (GitLab's Note after_save :touch_noteable); a
+        # delete does not, so a removed comment leaves the MR's updated_at where it was.
+        note.updated_at = noteable.updated_at = req.world.stamp()
         return renderer(req).note(note)
 
     @API.route("DELETE", _base + "/{note_id}")

@@ -11,7 +11,15 @@ from typing import Any
 
 from pairgate.sandbox import repo
 from pairgate.sandbox.access import API, current_user, project_for, renderer
-from pairgate.sandbox.httpd import ApiError, Reply, Request, not_found, paginate, param_error
+from pairgate.sandbox.httpd import (
+    ApiError,
+    Reply,
+    Request,
+    not_found,
+    paginate,
+    param_error,
+    updated_window,
+)
 from pairgate.sandbox.jobs import STATUSES, add_job, checked_status, set_status
 from pairgate.sandbox.merge_requests import mr_for
 from pairgate.sandbox.model import World
@@ -135,7 +143,16 @@ def list_pipelines(req: Request, project_id: str) -> Any:
     status = req.text("status")
     if status:
         found = [p for p in found if render.pipeline_status(p) == status]
-    found.sort(key=lambda p: p.id, reverse=req.choice("sort", ("asc", "desc"), "desc") == "desc")
+    found = updated_window(req, found)
+    order = req.choice("order_by", ("id", "status", "ref", "updated_at", "user_id"), "id")
+    keys = {
+        "status": lambda p: (render.pipeline_status(p), p.id),
+        "ref": lambda p: (p.ref, p.id),
+        "updated_at": lambda p: (p.updated_at, p.id),
+        "user_id": lambda p: (p.user_id or 0, p.id),
+    }
+    desc = req.choice("sort", ("asc", "desc"), "desc") == "desc"
+    found.sort(key=keys.get(order, lambda p: (p.id,)), reverse=desc)
     return paginate(req, found, lambda p: render.pipeline(p, basic=True))
 
 

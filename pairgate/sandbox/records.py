@@ -7,6 +7,7 @@ and loads from one JSON file (``--state``) without a serialiser per type.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,6 +134,21 @@ class Note:
     updated_at: str
     system: bool = False
     internal: bool = False
+    note_type: str | None = None  # None for a lone note; "DiscussionNote" in a thread
+    discussion_id: str = ""  # 40 hex, shared by a thread's notes ("" in older saved worlds)
+
+    @property
+    def discussion(self) -> str:
+        """The note's discussion id (worlds saved before discussions derive it from the note)."""
+        return self.discussion_id or new_discussion_id(
+            self.noteable_type, self.noteable_id, self.id
+        )
+
+
+def new_discussion_id(kind: str, noteable_id: int, note_id: int) -> str:
+    """GitLab's discussion ids are 40 hex characters (a SHA-1); the sandbox derives its own from
+    the first note, so the same steps always give the same ids."""
+    return hashlib.sha1(f"{kind}-{noteable_id}-{note_id}".encode()).hexdigest()
 
 
 @dataclass

@@ -1,0 +1,210 @@
+"""``inbox``: an agent reads its pending batches, acknowledges one it has handled, or lets
+Claude Code's hooks do the reading (``--claude-hook``). The store is local: nothing here talks
+to GitLab."""
+
+from __future__ import annotations
+
+import json as jsonlib
+import sys
+from pathlib import Path
+
+from pairgate import output
+from pairgate.commands.watch import store_flag
+from pairgate.standalone.config import Config, load_config
+from pairgate.standalone.errors import Context, Exit, UsageError, report
+from pairgate.turn import identity
+from pairgate.watch import delivery, hooks
+from pairgate.watch.batches import REMIND_AFTER
+from pairgate.watch.records import subject_name
+from pairgate.watch.store import Store, default_path
+
+
+def _batch_id(text: str, cli: str) -> int:
+    digits = text[1:] if text[:1] in ("b", "B") else text
+    if not digits.isdigit():
+        raise UsageError(f"{cli} inbox ack: {text!r} is not a batch id (such as b12)")
+    return int(digits)
+
+
+def inbox(
+    *,
+    ctx: Context,
+    agent: str | None = None,
+    json: bool = False,
+    claude_hook: str | None = None,
+    store: Path | None = None,
+    remind_after: float | None = None,
+    inbox_action: str | None = None,
+    batch: str | None = None,
+    note: str | None = None,
+    as_agent: str | None = None,
+) -> int:
+    """Reads its own configuration (main does not), so that in a hook every failure, a broken
+    configuration included, is exit 1, which Claude Code shows and passes, never exit 2, which
+    would block the prompt or the stop."""
+    if claude_hook is not None:
+        try:
+            return claude(
+                ctx,
+                load_config(ctx.env),
+                event=claude_hook,
+                raw=sys.stdin.read(),
+                agent=agent,
+                store=store,
+                remind_after=remind_after,
+            )
+        except Exception as exc:
+            report(exc, ctx.stderr)
+            return Exit.REFUSED
+    config = load_config(ctx.env)
+    if inbox_action == "ack":
+        assert batch is not None
+        return ack(ctx, config, batch=batch, note=note, as_agent=as_agent, store=store)
+    return listing(ctx, config, agent=agent, json=json, store=store, remind_after=remind_after)
+
+
+def _remind_after(db: Store, given: float | None) -> float:
+    if given is not None:
+        return given
+    saved = db.meta("remind_after")
+    return float(saved) if saved else REMIND_AFTER
+
+
+def listing(
+    ctx: Context,
+    config: Config,
+    *,
+    agent: str | None,
+    json: bool,
+    store: Path | None,
+    remind_after: float | None,
+) -> int:
+    me = ctx.env.get(config.env_name("AGENT_ID"), "").strip() or None
+    who = agent or me
+    if who is None:
+        raise UsageError(
+            f"{config.cli} inbox: whose inbox? Pass --agent <agent> or set "
+            f"{config.env_name('AGENT_ID')}"
+        )
+    path = store or default_path(ctx.env, config["tracker_project"])
+    if not path.exists():
+        shown: list[delivery.Shown] = []
+        where = f" (no watch store at {path} yet: the watcher has not run; {config.cli} watch)"
+    else:
+        db = Store.open(path, tracker=config["tracker_project"])
+        try:
+            shown = delivery.pull(
+                db,
+                who,
+                channel="inbox",
+                only_due=False,
+                record=who == me,
+                cli=config.cli,
+                store_flag=store_flag(store),
+                now=ctx.now(),
+                remind_after=_remind_after(db, remind_after),
+            )
+        finally:
+            db.close()
+        where = ""
+    if json:
+        output.dump(
+            {"agent": who, "store": str(path), "batches": [s.doc for s in shown]}, ctx.stdout
+        )
+    elif not shown:
+        print(f"Nothing is waiting for {who}{where}.", file=ctx.stdout)
+    else:
+        print(("\n\n" + "-" * 72 + "\n\n").join(s.doc["text"] for s in shown), file=ctx.stdout)
+    return Exit.OK
+
+
+def ack(
+    ctx: Context,
+    config: Config,
+    *,
+    batch: str,
+    note: str | None,
+    as_agent: str | None,
+    store: Path | None,
+) -> int:
+    me = identity(ctx, config, as_agent)
+    number = _batch_id(batch, config.cli)
+    path = store or default_path(ctx.env, config["tracker_project"])
+    if not path.exists():
+        raise UsageError(
+            f"{config.cli} inbox ack: there is no watch store at {path}: the watcher has not run "
+            f"there (start it: {config.cli} watch)"
+        )
+    db = Store.open(path, tracker=config["tracker_project"])
+    try:
+        with db.writing():
+            before = db.batch(number)
+            done = db.ack(number, agent=me, note=note, now=ctx.now(), cli=config.cli)
+        name = subject_name(done.subject)
+        if before is not None and before.acked_at is not None:
+            print(
+                f"b{number} was already acknowledged by {before.ack_by} at {output.iso(before.acked_at)}.",
+                file=ctx.stdout,
+            )
+            return Exit.OK
+        print(
+            f"acknowledged b{number} ({name}, {len(done.event_ids)} event(s)) as {me}",
+            file=ctx.stdout,
+        )
+        if done.state == "moved":
+            target = f"b{done.moved_to}" if done.moved_to else "no batch yet (nobody owes a move)"
+            print(
+                f"note: these events had been re-issued as {target}; that batch stays pending for its "
+                f"recipient: your acknowledgement records what you did and clears nothing of theirs.",
+                file=ctx.stdout,
+            )
+    finally:
+        db.close()
+    return Exit.OK
+
+
+def claude(
+    ctx: Context,
+    config: Config,
+    *,
+    event: str,
+    raw: str,
+    agent: str | None,
+    store: Path | None,
+    remind_after: float | None,
+) -> int:
+    """One Claude Code hook call: the hook's JSON in ``raw``, the answer on stdout."""
+    data = hooks.parse(raw)
+    said = data.get("hook_event_name")
+    if said and said != event:
+        print(
+            f"{config.cli} inbox: note: registered for {event}, called for {said}; answering as {event}",
+            file=ctx.stderr,
+        )
+    who = agent or ctx.env.get(config.env_name("AGENT_ID"), "").strip()
+    if not who:
+        print(
+            f"{config.cli} inbox: no agent identity ({config.env_name('AGENT_ID')} is unset): no batches shown",
+            file=ctx.stderr,
+        )
+        return Exit.OK
+    path = store or default_path(ctx.env, config["tracker_project"])
+    if not path.exists():
+        return Exit.OK
+    db = Store.open(path, tracker=config["tracker_project"])
+    try:
+        out = hooks.answer(
+            event,
+            data,
+            store=db,
+            agent=who,
+            cli=config.cli,
+            store_flag=store_flag(store),
+            now=ctx.now(),
+            remind_after=_remind_after(db, remind_after),
+        )
+    finally:
+        db.close()
+    if out is not None:
+        print(jsonlib.dumps(out), file=ctx.stdout)
+    return Exit.OK
