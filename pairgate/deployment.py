@@ -83,17 +83,29 @@ hooklib_preflight() {{
 """
 
 
-def files_of(values: Mapping[str, Any], *, python: str | None = None) -> dict[str, str]:
-    """Every file of the set, by its path relative to the configuration's directory."""
+def files_of(
+    values: Mapping[str, Any],
+    *,
+    python: str | None = None,
+    texts: Mapping[str, str] | None = None,
+    oracle: str = ORACLE,
+    roster: str = ROSTER,
+) -> dict[str, str]:
+    """Every file of the set, by its path relative to the configuration's directory. ``texts``
+    gives some placeholders a text of the caller's own (the sandbox's, say); the others get a
+    starter that says what belongs there."""
     problems: list[str] = []
     names = texts_named(read_templates(resource_dir("agents"), problems))
     if problems:
         raise PairgateError("pairgate: " + "; ".join(problems))
     files = {CONFIG_FILENAME: json.dumps(dict(values), indent=2) + "\n"}
     text_dir = str(values["agent_text_dir"])
-    files.update({f"{text_dir}/{name}.md": starter_text(name) for name in sorted(names)})
-    files[str(values["liveness_oracle_file"])] = ORACLE
-    files[ROSTER_FILENAME] = ROSTER
+    own = texts or {}
+    files.update(
+        {f"{text_dir}/{name}.md": own.get(name) or starter_text(name) for name in sorted(names)}
+    )
+    files[str(values["liveness_oracle_file"])] = oracle
+    files[ROSTER_FILENAME] = roster
     files[HOOKLIB] = hooklib(python or sys.executable)
     return files
 

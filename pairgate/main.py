@@ -323,7 +323,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=0, help="default: 0, a free port")
     p.add_argument("--state", type=Path, metavar="FILE", help="load and save the world here")
     p.add_argument(
-        "--config-out", type=Path, metavar="FILE", help="write a pairgate configuration for it"
+        "--config-out",
+        type=Path,
+        metavar="FILE",
+        help="write a pairgate configuration for it, and beside it the files it names (agent "
+        "texts, liveness oracle, review-bot token, automation roster, _hooklib.sh)",
+    )
+    p.add_argument(
+        "--with-example",
+        action="store_true",
+        help="create a claimable tracker issue and an acme/app MR citing it (ids in the ready "
+        "line)",
     )
 
     p = command(

@@ -14,11 +14,11 @@ from typing import Any
 from conftest import FIXTURE_CONFIG, Result, agent_env
 
 from pairgate.main import main as pairgate_main
+from pairgate.main import main as watch_main
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.config import load_config
 from pairgate.standalone.errors import Context
 from pairgate.watch.store import Store
-from pairgate.main import main as watch_main
 
 LEAD, REVIEW = "acme-lead", "acme-review"
 APP = "/projects/acme%2Fapp"

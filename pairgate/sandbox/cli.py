@@ -8,15 +8,26 @@ import signal
 import threading
 from pathlib import Path
 
-from pairgate.sandbox import defaults
+from pairgate.sandbox import defaults, kit
 from pairgate.sandbox.server import Sandbox
 from pairgate.standalone.config import validate_config
 from pairgate.standalone.errors import Context, PairgateError
 
 
 def serve(
-    *, ctx: Context, host: str, port: int, state: Path | None, config_out: Path | None
+    *,
+    ctx: Context,
+    host: str,
+    port: int,
+    state: Path | None,
+    config_out: Path | None,
+    with_example: bool = False,
 ) -> int:
+    if with_example and state is not None and state.exists():
+        raise PairgateError(
+            f"pairgate sandbox: --with-example builds on the default world, and {state} holds "
+            "a saved one; drop --state, or give a new state file. Nothing was started."
+        )
     try:
         sandbox = Sandbox(host, port, state=state)
     except OSError as error:
@@ -31,11 +42,14 @@ def serve(
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, lambda *_: stop.set())
     try:
+        if with_example:
+            sandbox.app.example = kit.add_example(sandbox.app)
         sandbox.start()
         if config_out is not None:
             config = defaults.pairgate_config(sandbox.app.world)
             validate_config(config, source=str(config_out))
-            config_out.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+            config_out.parent.mkdir(parents=True, exist_ok=True)
+            kit.write_deployment(config_out, config)
         print(json.dumps(sandbox.info()), file=ctx.stdout, flush=True)
         stop.wait()  # the signal handler sets it; the wait wakes at once
     finally:

@@ -80,6 +80,7 @@ class App:
         # unmatched route). Kept across resets, so a test's reset cannot hide one; the suite
         # fails a test that made one unless the test expects it (tests/conftest.py).
         self.unserved: list[dict[str, Any]] = []
+        self.example: dict[str, Any] | None = None  # what --with-example made (kit.py)
 
     def reset(self) -> None:
         with self.lock:
@@ -276,7 +277,10 @@ class Sandbox:
         return f"http://{host!s}:{port}"
 
     def info(self) -> dict[str, Any]:
-        return defaults.ready_line(self.url, self.app.world)
+        line = defaults.ready_line(self.url, self.app.world)
+        if self.app.example is not None:
+            line["example"] = self.app.example
+        return line
 
     def start(self) -> Sandbox:
         # shutdown() waits for the serving loop's next poll: 50 ms, not the default 500, so

@@ -1,0 +1,84 @@
+"""docs/sandbox.md's whole round, run exactly as written: the sandbox block in one process, the
+round block in a shell, against a deployment that only `--config-out` wrote."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.conftest import ROOT, clean_env
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("curl") is None, reason="the round uses curl"),
+]
+DOC = ROOT / "docs" / "sandbox.md"
+DOC_PORT = "8765"
+
+
+def block(marker: str) -> str:
+    """The fenced sh block right after ``<!-- round:<marker> -->``."""
+    found = re.search(rf"<!-- round:{marker} -->\n```sh\n(.*?)\n```", DOC.read_text(), re.S)
+    assert found, f"docs/sandbox.md has no round:{marker} block"
+    return found.group(1)
+
+
+def free_port() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return str(probe.getsockname()[1])
+
+
+def test_the_documented_round_runs(tmp_path: Path) -> None:
+    port = free_port()  # the doc's fixed port may be taken on a shared machine
+    serve, play = (block(m).replace(DOC_PORT, port) for m in ("sandbox", "play"))
+    python = shlex.quote(sys.executable)
+    env = clean_env(PYTHONPATH=str(ROOT), HOME=str(tmp_path))
+    sandbox = subprocess.Popen(
+        ["bash", "-c", f'pairgate() {{ exec {python} -B -m pairgate "$@"; }}\n{serve}'],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert sandbox.stdout is not None
+        line = json.loads(sandbox.stdout.readline())
+        assert line["url"] == f"http://127.0.0.1:{port}"
+        assert line["example"]["merge_request"]["iid"] == 1
+        assert line["example"]["issue"] == {"project": "acme/tracker", "id": 502, "iid": 2}
+        round_ = subprocess.run(
+            ["bash", "-c", f'pairgate() {{ {python} -B -m pairgate "$@"; }}\n{play}'],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        out = round_.stdout
+        assert round_.returncode == 0, out + round_.stderr
+        assert "acme-lead holds #2 as lead (note 1001)." in out
+        assert "acme/app!1 may merge: acme-review approved its head" in out
+        assert "the hook blocks the merge (exit 2)" in out
+        assert "the hook lets the merge through" in out
+        assert re.search(r"^merged [0-9a-f]{40}$", out, re.M), out
+        assert sorted(p.name for p in (tmp_path / "pairgate-sandbox" / "agents").iterdir()) == [
+            "acme-finder.md",
+            "acme-lead.md",
+            "acme-review.md",
+            "acme-solo.md",
+        ]
+        unserved = requests.get(line["sandbox_api"] + "/unserved", timeout=5).json()
+        assert unserved == []  # the round used only routes the sandbox serves
+    finally:
+        sandbox.send_signal(signal.SIGTERM)
+        assert sandbox.wait(timeout=10) == 0
