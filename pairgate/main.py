@@ -254,7 +254,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", required=True, metavar="TEXT")
 
     p = command(
-        "lift-check", "commands.constraints:lift_check", "may a relayed lift of a constraint stand?"
+        "lift-check",
+        "commands.constraints:lift_check",
+        "may a relayed lift of a constraint stand?",
+        parents=(json_out,),
     )
     p.add_argument("--lift-from", required=True, metavar="AGENT")
     group = p.add_mutually_exclusive_group()
@@ -281,7 +284,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 on drift")
 
-    p = command("graph", "commands.graph:graph", "draw the issue's round (Mermaid by default)")
+    p = command(
+        "graph",
+        "commands.graph:graph",
+        "draw the issue's round (Mermaid by default)",
+        parents=(json_out,),
+    )
     p.add_argument("issue", type=_issue)
     p.add_argument("--format", choices=["mermaid", "dot"], default="mermaid")
 
