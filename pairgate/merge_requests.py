@@ -41,8 +41,9 @@ def has_commits(client: GitLab, project: str, iid: int) -> bool:
 
 
 def pipeline_problem(client: GitLab, project: str, mr: dict[str, Any], head: str) -> str | None:
-    """Why the head's pipeline blocks an offer, or None. Only a failed pipeline blocks, and not
-    when its only blocking failures are the approval-at-head job."""
+    """Why the head's pipeline blocks an offer ("head pipeline <id> failed (failed: <jobs>)",
+    to follow "its " or "<mr>'s "), or None. Only a failed pipeline blocks, and not when its only
+    blocking failures are the approval-at-head job."""
     pipeline = mr.get("head_pipeline")
     if not pipeline or pipeline.get("sha") != head:  # absent, or stale (an older commit's)
         listed = client.get(f"{mr_path(project, mr['iid'])}/pipelines")
@@ -59,7 +60,7 @@ def pipeline_problem(client: GitLab, project: str, mr: dict[str, Any], head: str
     if blocking == [APPROVAL_JOB]:
         return None
     failed = f" (failed: {', '.join(blocking)})" if blocking else ""
-    return f"its head pipeline {pipeline['id']} failed{failed}"
+    return f"head pipeline {pipeline['id']} failed{failed}"
 
 
 def cites(text: str, issue: int, *, mr_project: str, config: Config) -> bool:

@@ -178,10 +178,16 @@ def jobs(*failed: str, allow: tuple[str, ...] = ()) -> list[dict[str, Any]]:
 
 
 def test_a_failed_pipeline_blocks_the_offer(world: Round, sandbox: Any) -> None:
-    sandbox.pipeline("acme/app", world.branch, jobs("lint", APPROVAL_JOB), sha=world.head)
+    pipeline = sandbox.pipeline(
+        "acme/app", world.branch, jobs("lint", APPROVAL_JOB), sha=world.head
+    )
     result = offer(world, "--sha", world.head)
     assert result.code == 1
-    assert f"failed (failed: lint, {APPROVAL_JOB})" in result.err
+    assert (
+        f"pairgate handoff: acme/app!{world.mr} cannot be offered: its head pipeline "
+        f"{pipeline['id']} failed (failed: lint, {APPROVAL_JOB}). Fix it, push, and offer the "
+        "new head:\n" in result.err
+    ), result.err
 
 
 @pytest.mark.parametrize("pipeline", [jobs(APPROVAL_JOB), jobs(allow=("flaky",))])

@@ -166,7 +166,7 @@ def check_offerable(
     problem = pipeline_problem(turn.client, project, mr, sha)
     if problem:
         raise Refusal(
-            f"{cli} {verb}: {name} cannot be offered: {problem}. Fix it, push, and offer the "
+            f"{cli} {verb}: {name} cannot be offered: its {problem}. Fix it, push, and offer the "
             f"new head:\n  {again(sha='<new head>')}"
         )
 

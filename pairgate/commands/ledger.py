@@ -161,8 +161,9 @@ def accept(*, ctx: Context, config: Config, issue: int, as_agent: str | None, ve
     problem = pipeline_problem(turn.client, offer.mr.project, mr, head)
     if problem:
         raise Refusal(
-            f"{turn.cli} accept: {offer.mr} {problem}. {offer.sender} fixes it, pushes and "
-            f"offers the new head:\n  {again(sha='<new head>')}\n"
+            f"{turn.cli} accept: the offer cannot be accepted: {offer.mr}'s {problem}. "
+            f"{offer.sender} fixes it, pushes and offers the new head:\n"
+            f"  {again(sha='<new head>')}\n"
             f"or you decline: {command(turn.cli, 'decline', issue)}"
         )
     event = write(
