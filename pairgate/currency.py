@@ -33,18 +33,19 @@ def check_currency(
     if currency.state == deployed_currency.UNVERIFIABLE:
         where = f" ({currency.checkout})" if currency.checkout else ""
         reason = " ".join(currency.reason.split())
-        print(f"pairgate: note: this copy's currency is UNVERIFIABLE{where}: {reason}", file=stderr)
+        note = f"{config.cli}: note: this copy's currency is UNVERIFIABLE{where}: {reason}"
+        print(note, file=stderr)
     elif currency.state == deployed_currency.STALE:
         listing = _listing(currency)
         update = f"Update it: {config['cli_install_command']}"
         if writes:
             raise Refusal(
-                f"pairgate {command}: refused: this copy is STALE ({currency.checkout}): "
+                f"{config.cli} {command}: refused: this copy is STALE ({currency.checkout}): "
                 f"{currency.reason}:\n{listing}\n"
                 f"A writing command does not run on a stale copy. {update}"
             )
         print(
-            f"pairgate: warning: this copy is STALE ({currency.checkout}): "
+            f"{config.cli}: warning: this copy is STALE ({currency.checkout}): "
             f"{currency.reason}:\n{listing}\n{update}",
             file=stderr,
         )

@@ -58,9 +58,9 @@ _FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n", re.DOTALL)
 class RenderError(PairgateError):
     """The templates, texts or oracle cannot be rendered; every problem is listed."""
 
-    def __init__(self, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], *, cli: str) -> None:
         listed = "\n".join(f"  - {p}" for p in problems)
-        super().__init__(f"pairgate deploy-agents: cannot render; nothing was written:\n{listed}")
+        super().__init__(f"{cli} deploy-agents: cannot render; nothing was written:\n{listed}")
         self.problems = problems
 
 
@@ -259,7 +259,7 @@ def render(config: Config, templates: Path) -> dict[str, bytes]:
         _check_front_matter(role, text, name, problems)
         rendered[f"{name}.md"] = text.encode("utf-8")
     if problems:
-        raise RenderError(problems)
+        raise RenderError(problems, cli=config.cli)
     return rendered
 
 
@@ -286,30 +286,31 @@ class Outcome:
     lines: list[str]
 
 
-def _destinations(target: Path, rendered: Mapping[str, bytes]) -> dict[Path, bytes]:
+def _destinations(target: Path, rendered: Mapping[str, bytes], *, cli: str) -> dict[Path, bytes]:
     if not target.is_dir():
         raise PairgateError(
-            f"pairgate deploy-agents: the target {target} is not a directory; nothing was written"
+            f"{cli} deploy-agents: the target {target} is not a directory; nothing was written"
         )
     files = {target / name: data for name, data in rendered.items()}
     for dest in files:
         if dest.is_symlink() or (dest.exists() and not dest.is_file()):
             raise PairgateError(
-                f"pairgate deploy-agents: {dest} exists and is not a regular file; "
+                f"{cli} deploy-agents: {dest} exists and is not a regular file; "
                 f"remove it first. Nothing was written"
             )
     return files
 
 
-def check_target(target: Path, rendered: Mapping[str, bytes]) -> Outcome:
+def check_target(target: Path, rendered: Mapping[str, bytes], *, cli: str) -> Outcome:
     lines = []
-    for dest, data in _destinations(target, rendered).items():
+    for dest, data in _destinations(target, rendered, cli=cli).items():
         if not dest.exists():
             lines.append(f"missing: {dest}")
         elif dest.read_bytes() != data:
             lines.append(f"differs: {dest}")
     if lines:
-        return Outcome(Exit.REFUSED, [*lines, "run deploy-agents without --check to update them"])
+        update = f"run {cli} deploy-agents --target {target} to update them"
+        return Outcome(Exit.REFUSED, [*lines, update])
     return Outcome(Exit.OK, [f"in line: {len(rendered)} agent definitions in {target}"])
 
 
@@ -317,9 +318,10 @@ def install(
     target: Path,
     rendered: Mapping[str, bytes],
     *,
+    cli: str,
     write: Callable[[Path, bytes], None] = atomic_write,
 ) -> Outcome:
-    files = _destinations(target, rendered)
+    files = _destinations(target, rendered, cli=cli)
     lines: list[str] = []
     written: list[Path] = []
     order = list(files)
@@ -333,9 +335,9 @@ def install(
             done = ", ".join(str(p) for p in written) or "nothing"
             rest = ", ".join(str(p) for p in order[index:])
             raise PairgateError(
-                f"pairgate deploy-agents: PARTIAL install in {target}: writing {dest} failed "
+                f"{cli} deploy-agents: PARTIAL install in {target}: writing {dest} failed "
                 f"({exc.strerror or exc}). Already replaced: {done}. Not written: {rest}. "
-                f"Fix the cause and run deploy-agents again."
+                f"Fix the cause and run {cli} deploy-agents --target {target} again."
             ) from None
         written.append(dest)
         lines.append(f"wrote: {dest}")
@@ -344,7 +346,12 @@ def install(
 
 def run(*, ctx: Context, config: Config, target: Path, check_only: bool, templates: Path) -> int:
     rendered = render(config, templates)
-    outcome = check_target(target, rendered) if check_only else install(target, rendered)
+    cli = config.cli
+    outcome = (
+        check_target(target, rendered, cli=cli)
+        if check_only
+        else install(target, rendered, cli=cli)
+    )
     for line in outcome.lines:
         print(line, file=ctx.stdout)
     return outcome.code

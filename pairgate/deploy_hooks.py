@@ -22,7 +22,6 @@ from pairgate.ownership import Config, Context, Exit, PairgateError, UsageError
 from pairgate.resources import package_file, resource_dir
 
 MODE = 0o755
-COMMAND = "pairgate deploy-hooks"
 
 
 def sources() -> dict[str, Path]:
@@ -37,7 +36,7 @@ def sources() -> dict[str, Path]:
     }
 
 
-def read_sources() -> dict[str, bytes]:
+def read_sources(config: Config) -> dict[str, bytes]:
     contents, missing = {}, []
     for name, path in sources().items():
         try:
@@ -46,23 +45,24 @@ def read_sources() -> dict[str, bytes]:
             missing.append(f"{path} ({exc.strerror or exc})")
     if missing:
         raise PairgateError(
-            f"{COMMAND}: this installation lacks files it deploys: {'; '.join(missing)}. "
-            "Reinstall pairgate. Nothing was written."
+            f"{config.cli} deploy-hooks: this installation lacks files it deploys: "
+            f"{'; '.join(missing)}. Reinstall: {config['cli_install_command']}. Nothing was "
+            "written."
         )
     return contents
 
 
-def destinations(target: Path, names: list[str]) -> dict[str, Path]:
+def destinations(target: Path, names: list[str], *, command: str) -> dict[str, Path]:
     """The four destinations, once the target and each destination pass the refusals."""
     if not target.is_dir():
         raise PairgateError(
-            f"{COMMAND}: the target {target} is not a directory. Nothing was written."
+            f"{command}: the target {target} is not a directory. Nothing was written."
         )
     found = {name: target / name for name in names}
     for dest in found.values():
         if dest.is_symlink() or (dest.exists() and not dest.is_file()):
             raise PairgateError(
-                f"{COMMAND}: {dest} exists and is not a regular file; remove it first. "
+                f"{command}: {dest} exists and is not a regular file; remove it first. "
                 "Nothing was written."
             )
     return found
@@ -83,10 +83,10 @@ def atomic_write(dest: Path, data: bytes) -> None:
         raise
 
 
-def check_target(ctx: Context, target: Path, contents: dict[str, bytes]) -> int:
+def check_target(ctx: Context, target: Path, contents: dict[str, bytes], *, command: str) -> int:
     """Compare the four, byte for byte; read nothing else; never compare the mode."""
     drift = []
-    for name, dest in destinations(target, list(contents)).items():
+    for name, dest in destinations(target, list(contents), command=command).items():
         if not dest.exists():
             drift.append(f"missing: {dest}")
         elif dest.read_bytes() != contents[name]:
@@ -94,7 +94,7 @@ def check_target(ctx: Context, target: Path, contents: dict[str, bytes]) -> int:
     if drift:
         for line in drift:
             print(line, file=ctx.stdout)
-        print(f"run {COMMAND} --target {target} to update them", file=ctx.stdout)
+        print(f"run {command} --target {target} to update them", file=ctx.stdout)
         return Exit.REFUSED
     print(f"in line: the {len(contents)} deployed hook files in {target}", file=ctx.stdout)
     return Exit.OK
@@ -105,9 +105,10 @@ def install_target(
     target: Path,
     contents: dict[str, bytes],
     *,
+    command: str,
     write: Callable[[Path, bytes], None] = atomic_write,
 ) -> int:
-    found = destinations(target, list(contents))
+    found = destinations(target, list(contents), command=command)
     replaced: list[str] = []
     for index, (name, dest) in enumerate(found.items()):
         data = contents[name]
@@ -122,9 +123,9 @@ def install_target(
             done = ", ".join(replaced) or "nothing"
             rest = ", ".join(list(found)[index:])
             raise PairgateError(
-                f"{COMMAND}: PARTIAL install in {target}: writing {name} failed "
+                f"{command}: PARTIAL install in {target}: writing {name} failed "
                 f"({exc.strerror or exc}). Already replaced: {done}. Not written: {rest}. "
-                f"Fix the cause and run {COMMAND} --target {target} again."
+                f"Fix the cause and run {command} --target {target} again."
             ) from None
         replaced.append(name)
         print(f"wrote: {dest}", file=ctx.stdout)
@@ -135,15 +136,16 @@ def deploy_hooks(
     *, ctx: Context, config: Config, target: Path | None, list: bool, check: bool
 ) -> int:
     """``deploy-hooks --target DIR [--check] | --list``."""
+    command = f"{config.cli} deploy-hooks"
     if list:
         if check:
-            raise UsageError(f"{COMMAND}: --check compares a --target; it does not go with --list")
-        read_sources()  # a missing source is refused, not listed
+            raise UsageError(f"{command}: --check compares a --target; it does not go with --list")
+        read_sources(config)  # a missing source is refused, not listed
         for name, path in sources().items():
             print(f"{name}\t{path}", file=ctx.stdout)
         return Exit.OK
     assert target is not None  # argparse requires --target or --list
-    contents = read_sources()
+    contents = read_sources(config)
     if check:
-        return check_target(ctx, target, contents)
-    return install_target(ctx, target, contents)
+        return check_target(ctx, target, contents, command=command)
+    return install_target(ctx, target, contents, command=command)

@@ -19,14 +19,14 @@ def mr_path(project: str, iid: int) -> str:
     return f"projects/{encode_project(project)}/merge_requests/{iid}"
 
 
-def read_mr(client: GitLab, project: str, iid: int) -> dict[str, Any]:
-    return read_found(client, mr_path(project, iid), f"{project}!{iid}")
+def read_mr(client: GitLab, project: str, iid: int, *, cli: str) -> dict[str, Any]:
+    return read_found(client, mr_path(project, iid), f"{project}!{iid}", cli=cli)
 
 
-def checked_sha(sha: str) -> str:
+def checked_sha(sha: str, *, cli: str) -> str:
     if not SHA.match(sha):
         raise UsageError(
-            f"pairgate: --sha {sha!r} is not a full commit SHA (40 lower-case hex characters); "
+            f"{cli}: --sha {sha!r} is not a full commit SHA (40 lower-case hex characters); "
             "an offer and an approval name exactly one commit"
         )
     return sha

@@ -82,6 +82,7 @@ def render_with(env: dict[str, str], templates: Path, target: Path, check: bool 
 # --- the renders ---------------------------------------------------------------------------
 
 
+@pytest.mark.one_configuration  # the golden files are the suite configuration's render
 def test_each_template_renders_to_its_golden_file(config_env: dict[str, str], target: Path) -> None:
     result = deploy(config_env, target)
     assert result.code == 0, result.err
@@ -90,6 +91,7 @@ def test_each_template_renders_to_its_golden_file(config_env: dict[str, str], ta
         assert (target / golden.name).read_bytes() == golden.read_bytes(), golden.name
 
 
+@pytest.mark.one_configuration
 def test_the_golden_files_are_in_line(config_env: dict[str, str]) -> None:
     result = deploy(config_env, GOLDEN, "--check")
     assert result.code == 0, result.out + result.err
@@ -202,9 +204,10 @@ def test_a_failed_write_is_partial_and_names_what_it_had_replaced(target: Path) 
         atomic_write(dest, data)
 
     with pytest.raises(PairgateError) as raised:
-        install(target, rendered, write=third_destination_turns_into_a_directory)
+        install(target, rendered, cli="acme-pg", write=third_destination_turns_into_a_directory)
     message = raised.value.message
-    assert "PARTIAL" in message
+    assert message.startswith(f"acme-pg deploy-agents: PARTIAL install in {target}: ")
+    assert message.endswith(f"Fix the cause and run acme-pg deploy-agents --target {target} again.")
     assert f"Already replaced: {target / 'acme-lead.md'}, {target / 'acme-review.md'}." in message
     assert f"Not written: {target / 'acme-solo.md'}, {target / 'acme-finder.md'}." in message
     assert raised.value.exit_code == 2

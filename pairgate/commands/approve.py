@@ -42,7 +42,7 @@ def review_bot(turn: Turn) -> GitLab:
             token = ""
         if not token:
             raise PairgateError(
-                f"pairgate: approve needs the review-bot credential to approve on GitLab: set "
+                f"{turn.cli} approve needs the review-bot credential to approve on GitLab: set "
                 f"{variable}, or put the token in {path} (review_bot_token_file). Nothing was "
                 "written."
             )
@@ -87,9 +87,9 @@ def approve(
     as_agent: str | None,
     verbose: bool,
 ) -> int:
-    sha = checked_sha(sha)
-    checked_name(to, "--to ")
-    text = read_reason(reason, reason_file)
+    sha = checked_sha(sha, cli=config.cli)
+    checked_name(to, "--to ", cli=config.cli)
+    text = read_reason(reason, reason_file, cli=config.cli)
     project = mr_project or config["tracker_project"]
     turn = begin(ctx, config, issue, as_agent, verbose)
     bot = review_bot(turn)  # before anything is written: no half-done approval
@@ -130,7 +130,7 @@ def approve(
         )
     check_receiver(turn, "approve", to, again, new_identity=None)
     check_offer_slot(turn, "approve", supersede, again)
-    found = read_mr(turn.client, project, mr)
+    found = read_mr(turn.client, project, mr, cli=cli)
     head = head_of(found)
     if found.get("state") != "opened":
         raise Refusal(

@@ -138,7 +138,7 @@ def resolve_mr(
             )
         return project_of(found[0]), found[0]
     project = mr_project or turn.config["tracker_project"]
-    return project, _read_mr(turn.client, project, mr)
+    return project, _read_mr(turn.client, project, mr, cli=turn.cli)
 
 
 def check_offerable(
@@ -173,4 +173,4 @@ def check_offerable(
 
 def read_mr_of(turn: Turn, offer: Offer) -> dict[str, Any]:
     assert offer.mr is not None
-    return _read_mr(turn.client, offer.mr.project, offer.mr.iid)
+    return _read_mr(turn.client, offer.mr.project, offer.mr.iid, cli=turn.cli)

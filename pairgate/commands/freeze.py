@@ -65,7 +65,7 @@ def resolve_scope(client: GitLab, config: Config, issue: int, scope: str, cli: s
             names = ", ".join(f"mr:{p}!{iid}" for p in found)
             raise UsageError(f"{cli} freeze: --scope mr:{iid} is ambiguous; name one: {names}")
         project = found[0] if found else config["tracker_project"]
-    read_mr(client, project, iid)  # refuses a merge request that does not exist
+    read_mr(client, project, iid, cli=cli)  # refuses a merge request that does not exist
     return f"mr:{project}!{iid}"
 
 

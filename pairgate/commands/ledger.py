@@ -81,9 +81,9 @@ def handoff(
     as_agent: str | None,
     verbose: bool,
 ) -> int:
-    sha = checked_sha(sha)
-    checked_name(to, "--to ")
-    text = read_reason(reason, reason_file)
+    sha = checked_sha(sha, cli=config.cli)
+    checked_name(to, "--to ", cli=config.cli)
+    text = read_reason(reason, reason_file, cli=config.cli)
     turn = begin(ctx, config, issue, as_agent, verbose)
     flags: dict[str, Any] = {
         "to": to,
