@@ -4,8 +4,9 @@ A hatchling metadata hook (pyproject.toml: ``[tool.hatch.metadata.hooks.custom]`
 version is written once, in that table's ``release-version``. A build is a release when HEAD
 carries the tag ``v<release-version>`` and nothing the wheel ships differs from that commit;
 every other build gets the content hash of what it ships (scripts/content-hash.sh) as its local
-version label, so two different payloads never share a version. A wheel built from an sdist
-keeps the sdist's version (hatchling reads it from PKG-INFO and does not call this hook).
+version label (GitLab's PyPI registry takes it, PyPI does not: RELEASING.md), so two different
+payloads never share a version. A wheel built from an sdist keeps the sdist's version (hatchling
+reads it from PKG-INFO and does not call this hook).
 """
 
 from __future__ import annotations

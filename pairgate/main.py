@@ -265,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="read the clause from a file (use this for text that quotes commands)",
     )
 
-    p = command("lift-check", "may a relayed lift of a constraint stand?")
+    p = command("lift-check", "may a relayed lift of a constraint stand?", parents=(json_out,))
     p.add_argument(
         "--lift-from", required=True, metavar="AGENT", help="who the relayed lift came from"
     )
@@ -305,7 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_watch_parsers(sub)
 
-    p = command("graph", "draw the issue's round (Mermaid by default)")
+    p = command("graph", "draw the issue's round (Mermaid by default)", parents=(json_out,))
     p.add_argument("issue", type=_issue, metavar="ISSUE", help=ISSUE_HELP)
     p.add_argument(
         "--format",

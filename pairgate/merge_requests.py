@@ -18,10 +18,10 @@ APPROVAL_JOB = "validate-mr-approval-at-head"
 SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
-def checked_sha(sha: str) -> str:
+def checked_sha(sha: str, *, cli: str) -> str:
     if not SHA.match(sha):
         raise UsageError(
-            f"pairgate: --sha {sha!r} is not a full commit SHA (40 lower-case hex characters); "
+            f"{cli}: --sha {sha!r} is not a full commit SHA (40 lower-case hex characters); "
             "an offer and an approval name exactly one commit"
         )
     return sha
@@ -50,7 +50,7 @@ def pipeline_problem(client: GitLab, mr: MergeRequestFacts, head: str) -> str | 
     if blocking == [APPROVAL_JOB]:
         return None
     failed = f" (failed: {', '.join(blocking)})" if blocking else ""
-    return f"its head pipeline {pipeline['id']} failed{failed}"
+    return f"head pipeline {pipeline['id']} failed{failed}"
 
 
 def citing(mrs: list[MergeRequestFacts], issue: int, config: Config) -> list[MergeRequestFacts]:

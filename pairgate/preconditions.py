@@ -142,7 +142,7 @@ def resolve_mr(
             )
         return found[0].project, found[0]
     project = mr_project or turn.config["tracker_project"]
-    return project, read_mr(turn.client, project, mr, defaulted=not mr_project)
+    return project, read_mr(turn.client, project, mr, defaulted=not mr_project, cli=turn.cli)
 
 
 def check_offerable(
@@ -170,11 +170,11 @@ def check_offerable(
     problem = pipeline_problem(turn.client, mr, sha)
     if problem:
         raise Refusal(
-            f"{cli} {verb}: {name} cannot be offered: {problem}. Fix it, push, and offer the "
+            f"{cli} {verb}: {name} cannot be offered: its {problem}. Fix it, push, and offer the "
             f"new head:\n  {again(sha='<new head>')}"
         )
 
 
 def read_mr_of(turn: Turn, offer: Offer) -> MergeRequestFacts:
     assert offer.mr is not None
-    return read_mr(turn.client, offer.mr.project, offer.mr.iid)
+    return read_mr(turn.client, offer.mr.project, offer.mr.iid, cli=turn.cli)

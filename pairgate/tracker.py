@@ -75,20 +75,21 @@ def issue_path(config: Config, issue: int) -> str:
     return f"projects/{encode_project(config['tracker_project'])}/issues/{issue}"
 
 
-def read_found(client: GitLab, path: str, what: str) -> dict[str, Any]:
+def read_found(client: GitLab, path: str, what: str, *, cli: str) -> dict[str, Any]:
     """One GET of something the user named: a 404 is a usage error naming it."""
     try:
         return dict(client.get(path))
     except GitLabError as exc:
         if exc.status == 404:
             raise UsageError(
-                f"pairgate: {what} does not exist (or the read token cannot see it)"
+                f"{cli}: {what} does not exist (or the read token cannot see it)"
             ) from None
         raise
 
 
 def read_issue(client: GitLab, config: Config, issue: int) -> dict[str, Any]:
-    return read_found(client, issue_path(config, issue), f"{config['tracker_project']}#{issue}")
+    what = f"{config['tracker_project']}#{issue}"
+    return read_found(client, issue_path(config, issue), what, cli=config.cli)
 
 
 def mr_path(project: str, iid: int) -> str:
@@ -96,13 +97,14 @@ def mr_path(project: str, iid: int) -> str:
 
 
 def read_mr(
-    client: GitLab, project: str, iid: int, *, defaulted: bool = False
+    client: GitLab, project: str, iid: int, *, cli: str, defaulted: bool = False
 ) -> MergeRequestFacts:
     """One merge request the user named, as the one record the gate reads too. ``defaulted``:
     the project was not given but defaulted to the tracker, which a 404 then says."""
     what = f"{project}!{iid}"
     try:
-        return MergeRequestFacts.from_api(read_found(client, mr_path(project, iid), what), project)
+        found = read_found(client, mr_path(project, iid), what, cli=cli)
+        return MergeRequestFacts.from_api(found, project)
     except UsageError as exc:
         if not defaulted:
             raise

@@ -38,18 +38,18 @@ def identity(ctx: Context, config: Config, as_agent: str | None) -> str:
     name = (as_agent if as_agent is not None else ctx.env.get(variable, "")).strip()
     if not name:
         raise PairgateError(
-            f"pairgate: no agent identity: pass --as <agent> or set {variable}. "
-            "pairgate never writes a record without a name."
+            f"{config.cli}: no agent identity: pass --as <agent> or set {variable}. "
+            "No record is ever written without a name."
         )
-    return checked_name(name, "")
+    return checked_name(name, "", cli=config.cli)
 
 
-def checked_name(name: str, flag: str) -> str:
+def checked_name(name: str, flag: str, *, cli: str) -> str:
     """A name a record can carry (the schema's agent pattern). Checked before any read, because
     no flag (not even --new-identity) can admit a name the record would refuse."""
     if not _NAME.match(name):
         raise UsageError(
-            f"pairgate: {flag}{name!r} cannot be an agent identity (letters, digits, . _ -)"
+            f"{cli}: {flag}{name!r} cannot be an agent identity (letters, digits, . _ -)"
         )
     return name
 
@@ -63,12 +63,12 @@ def session_id(ctx: Context, config: Config) -> str:
     return f"{socket.gethostname()}:sid-{os.getsid(0)}"
 
 
-def read_reason(reason: str | None, reason_file: Path | None) -> str | None:
+def read_reason(reason: str | None, reason_file: Path | None, *, cli: str) -> str | None:
     if reason_file is not None:
         try:
             reason = reason_file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read --reason-file {reason_file}: {exc}") from None
+            raise UsageError(f"{cli}: cannot read --reason-file {reason_file}: {exc}") from None
     return reason.strip() or None if reason is not None else None
 
 
@@ -116,7 +116,7 @@ def begin(
     if not turn.known_name(agent):
         prefix = config["agent_identity_prefix"]
         raise UsageError(
-            f"pairgate: {agent!r} is neither an identity of this deployment "
+            f"{config.cli}: {agent!r} is neither an identity of this deployment "
             f"({prefix}-lead, -review, -solo or -finder, optionally with a suffix such as "
             f"{prefix}-lead-{issue}) nor a name on #{issue}'s trail"
         )
@@ -171,7 +171,7 @@ def write(
                 break
             if attempt == WRITE_ATTEMPTS:
                 raise GitLabError(
-                    f"{exc.message}\npairgate: the note is not on #{turn.issue} after "
+                    f"{exc.message}\n{turn.cli}: the note is not on #{turn.issue} after "
                     f"{WRITE_ATTEMPTS} tries; nothing was recorded"
                 ) from None
     notes = read_notes(turn.client, turn.config, turn.issue)
@@ -182,7 +182,7 @@ def write(
         skip = next((s for s in turn.ledger.skipped if mine and s.note_id == mine.id), None)
         why = f"{skip.kind}: {skip.reason}" if skip else "it is not on the issue"
         raise PairgateError(
-            f"pairgate: the {event} record was posted but does not count ({why}). Check that "
+            f"{turn.cli}: the {event} record was posted but does not count ({why}). Check that "
             f"the write token's account is in ledger_author_user_ids."
         )
     sync_label(turn)

@@ -12,6 +12,7 @@ from pairgate.main import main
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.errors import Context
 from tests.conftest import Result, agent_env
+from tests.suite_configuration import read_back, swapped
 
 LEAD, REVIEW = "acme-lead", "acme-review"
 APP = "acme/app"
@@ -22,11 +23,11 @@ TRACKER_ID = "acme%2Ftracker"
 def run_at(argv: list[str], env: dict[str, str], *, now: float | None = None) -> Result:
     """The CLI in-process, with the clock at ``now`` (the real time when None)."""
     out, err = io.StringIO(), io.StringIO()
-    ctx = Context(
-        env=dict(env), now=(lambda: now) if now is not None else time.time, stdout=out, stderr=err
-    )
+    clock = (lambda: now) if now is not None else time.time
+    run_env = swapped(env)
+    ctx = Context(env=run_env, now=clock, stdout=out, stderr=err)
     code = main(argv, ctx=ctx)
-    return Result(int(code), out.getvalue(), err.getvalue())
+    return Result(int(code), *read_back(run_env, out.getvalue(), err.getvalue()))
 
 
 def ok(argv: list[str], env: dict[str, str], **kw: Any) -> Result:

@@ -17,6 +17,7 @@ from pairgate.sandbox import testing as sandbox_testing
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox
 from pairgate.standalone.config import Config, load_config
 from pairgate.standalone.errors import Context
+from tests import suite_configuration
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -31,11 +32,15 @@ class Result:
 
 
 def run_cli(argv: list[str], env: dict[str, str] | None = None, **kw: object) -> Result:
-    """Run pairgate in-process with an injected environment (never the real one)."""
+    """Run pairgate in-process with an injected environment (never the real one), under the
+    configuration the test runs under (tests/suite_configuration.py)."""
     out, err = io.StringIO(), io.StringIO()
-    ctx = Context(env=dict(env or {}), stdout=out, stderr=err)
+    run_env = suite_configuration.swapped(env or {})
+    ctx = Context(env=run_env, stdout=out, stderr=err)
     code = main(argv, ctx=ctx, **kw)  # type: ignore[arg-type]
-    return Result(int(code), out.getvalue(), err.getvalue())
+    return Result(
+        int(code), *suite_configuration.read_back(run_env, out.getvalue(), err.getvalue())
+    )
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -48,16 +53,19 @@ def run_program(
     args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None, stdin: str = ""
 ) -> Result:
     """Run a real program (python -m pairgate, a validator, the hook) with a clean environment."""
+    run_env = suite_configuration.swapped(clean_env(**{"PYTHONPATH": str(ROOT), **(env or {})}))
     proc = subprocess.run(
         args,
-        env=clean_env(**{"PYTHONPATH": str(ROOT), **(env or {})}),
+        env=run_env,
         cwd=cwd,
         input=stdin,
         capture_output=True,
         text=True,
         timeout=120,
     )
-    return Result(proc.returncode, proc.stdout, proc.stderr)
+    return Result(
+        proc.returncode, *suite_configuration.read_back(run_env, proc.stdout, proc.stderr)
+    )
 
 
 PAIRGATE = [sys.executable, "-B", "-m", "pairgate"]
@@ -67,6 +75,65 @@ PAIRGATE = [sys.executable, "-B", "-m", "pairgate"]
 def config_env() -> dict[str, str]:
     """An environment naming the suite's configuration."""
     return {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)}
+
+
+# -- the source repository's wiring tests (tests/source-repository-wiring-tests.txt) -------------
+
+WIRING_TESTS = Path(__file__).resolve().parent / "source-repository-wiring-tests.txt"
+WIRING_ENV = "PAIRGATE_WIRING_TESTS"
+
+
+def wiring_tests() -> list[str]:
+    """The entries of source-repository-wiring-tests.txt: ``tests/<file>.py[::<test>]``."""
+    lines = (line.strip() for line in WIRING_TESTS.read_text(encoding="utf-8").splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def is_wiring_test(path: Path, name: str, entries: list[str]) -> bool:
+    resolved = path.resolve()
+    if not resolved.is_relative_to(ROOT):  # a test file a test wrote elsewhere
+        return False
+    where = resolved.relative_to(ROOT).as_posix()
+    test = f"{where}::{name.split('[', 1)[0]}"
+    return any(entry in (where, test) for entry in entries)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the wiring tests unless PAIRGATE_WIRING_TESTS=run: the source repository's
+    pipeline runs them, every other run of the suite leaves them out."""
+    if os.environ.get(WIRING_ENV) == "run":
+        return
+    entries = wiring_tests()
+    kept, wiring = [], []
+    for item in items:
+        (wiring if is_wiring_test(item.path, item.name, entries) else kept).append(item)
+    if wiring:
+        config.hook.pytest_deselected(items=wiring)
+        items[:] = kept
+
+
+# -- the second configuration (tests/suite_configuration.py) -------------------------------------
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if (
+        "suite_configuration" in metafunc.fixturenames
+        and suite_configuration.runs_twice(str(metafunc.definition.fspath))
+        and metafunc.definition.get_closest_marker("one_configuration") is None
+    ):
+        metafunc.parametrize(
+            "suite_configuration", suite_configuration.CONFIGURATIONS, indirect=True
+        )
+
+
+@pytest.fixture(autouse=True, name="suite_configuration")
+def _suite_configuration(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The cli_command the test runs under: ``pairgate``, or ``acme-pg`` in the second run of a
+    refusal module."""
+    cli = str(getattr(request, "param", "pairgate"))
+    suite_configuration.activate(cli)
+    yield cli
+    suite_configuration.activate("pairgate")
 
 
 # -- the sandbox (docs/sandbox.md) ----------------------------------------------------------------

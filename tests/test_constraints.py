@@ -3,6 +3,7 @@ command reads GitLab."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,40 @@ def test_impose_reads_the_clause_from_a_file(tmp_path: Path) -> None:
     )
     missing = run_at(["impose", "--text-file", str(tmp_path / "none"), "--as", LEAD], ENV)
     assert missing.code == 2 and "cannot read --text-file" in missing.err
+
+
+def lift_json(clause: str, lift_from: str) -> tuple[int, dict[str, object], str]:
+    argv = ["lift-check", "--lift-from", lift_from, "--constraint-text", clause, "--json"]
+    result = run_at(argv, ENV)
+    return result.code, json.loads(result.out), result.err
+
+
+def test_lift_check_json_has_the_documented_keys_for_each_verdict() -> None:
+    clause = impose()
+    cid = constraint_id(TEXT)
+    code, doc, _ = lift_json(clause, LEAD)
+    assert code == 0
+    assert doc == {
+        "stands": True,
+        "verdict": "stands",
+        "constraint": cid,
+        "imposer": LEAD,
+        "lift_from": LEAD,
+        "message": f"the lift stands: {LEAD} imposed constraint {cid} and the lift comes from {LEAD}.",
+    }
+    code, doc, err = lift_json(clause, REVIEW)
+    assert (code, doc["stands"], doc["verdict"]) == (1, False, "not-the-imposer")
+    assert "refused" not in err  # the verdict is in the JSON, once
+    assert (doc["imposer"], doc["lift_from"]) == (LEAD, REVIEW)
+    assert f"a lift relayed from {REVIEW} does not stand" in str(doc["message"])
+    altered = clause.splitlines()[-1].replace("release branch", "main branch")
+    code, doc, _ = lift_json(altered, LEAD)
+    assert (code, doc["stands"], doc["verdict"]) == (1, False, "altered")
+    assert list(doc) == ["stands", "verdict", "constraint", "imposer", "lift_from", "message"]
+
+
+def test_lift_check_json_with_no_clause_is_exit_2_and_prints_no_json() -> None:
+    argv = ["lift-check", "--lift-from", LEAD, "--constraint-text", "no marker", "--json"]
+    result = run_at(argv, ENV)
+    assert (result.code, result.out) == (2, "")
+    assert "cannot read a constraint" in result.err

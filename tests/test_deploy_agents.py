@@ -84,6 +84,7 @@ def render_with(env: dict[str, str], templates: Path, target: Path, check: bool 
 # --- the renders ---------------------------------------------------------------------------
 
 
+@pytest.mark.one_configuration  # the golden files are the suite configuration's render
 def test_each_template_renders_to_its_golden_file(config_env: dict[str, str], target: Path) -> None:
     result = deploy(config_env, target)
     assert result.code == 0, result.err
@@ -92,6 +93,7 @@ def test_each_template_renders_to_its_golden_file(config_env: dict[str, str], ta
         assert (target / golden.name).read_bytes() == golden.read_bytes(), golden.name
 
 
+@pytest.mark.one_configuration
 def test_the_golden_files_are_in_line(config_env: dict[str, str]) -> None:
     result = deploy(config_env, GOLDEN, "--check")
     assert result.code == 0, result.out + result.err
@@ -205,15 +207,16 @@ def test_a_failed_write_is_partial_and_names_what_it_had_replaced(target: Path) 
 
     with pytest.raises(PairgateError) as raised:
         install(
-            "pairgate deploy-agents",
+            "acme-pg deploy-agents",
             target,
             rendered,
             mode=0o644,
-            again="pairgate deploy-agents",
+            again=f"acme-pg deploy-agents --target {target}",
             write=third_destination_turns_into_a_directory,
         )
     message = raised.value.message
-    assert "PARTIAL" in message
+    assert message.startswith(f"acme-pg deploy-agents: PARTIAL install in {target}: ")
+    assert message.endswith(f"Fix the cause and run acme-pg deploy-agents --target {target} again.")
     assert "Already replaced: acme-lead.md, acme-review.md." in message
     assert "Not written: acme-solo.md, acme-finder.md." in message
     assert raised.value.exit_code == 2

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pairgate.commands.graph import dot, mermaid, steps
+import json
+
+from pairgate.commands.graph import dot, graph_doc, mermaid, steps
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import MrRef
@@ -104,3 +106,38 @@ def test_a_tampered_round_is_drawn_with_the_damage(sandbox: RunningSandbox) -> N
     tamper(sandbox, r.issue, offer, "offers this issue", "hands over this issue")
     out = ok(["graph", str(r.issue)], r.lead).out
     assert f"{offer}: skipped (tampered)" in out and "offers as review" not in out
+
+
+def test_graph_json_has_the_documented_keys(sandbox: RunningSandbox) -> None:
+    r = new_round(sandbox).approved()
+    doc = json.loads(ok(["graph", str(r.issue), "--json"], r.lead).out)
+    assert list(doc) == ["issue", "title", "participants", "steps"]
+    assert (doc["issue"], doc["title"], doc["participants"]) == (
+        r.issue,
+        f"acme/tracker#{r.issue}",
+        [LEAD, REVIEW],
+    )
+    first = doc["steps"][0]
+    assert list(first) == ["note_id", "actor", "target", "text", "mark"]
+    assert (first["actor"], first["target"], first["text"], first["mark"]) == (
+        LEAD,
+        None,
+        "claims as lead",
+        None,
+    )
+    approve = next(s for s in doc["steps"] if s["text"].startswith("approves"))
+    assert (approve["actor"], approve["target"]) == (REVIEW, LEAD)
+    assert approve["text"].endswith("independent, at the head; offers back as lead")
+    ids = [s["note_id"] for s in doc["steps"]]
+    assert ids == sorted(ids) and len(ids) == 5  # claim, offer, accept, approve, accept: in order
+
+
+def test_graph_json_marks_what_the_diagram_marks(config: Config) -> None:
+    trail = Trail(config)
+    trail.claim("acme-lead")
+    offer = trail.handoff("acme-lead", "acme-review")
+    trail.accept("acme-review", offer, "acme-lead")
+    trail.approve("acme-review", "acme-review")
+    trail.claim("acme-solo")
+    doc = graph_doc("t", 4, steps(trail.fold(), {REF: MrState(SHA, "opened")}))
+    assert [s["mark"] for s in doc["steps"]] == [None, None, None, "self", "void"]

@@ -20,6 +20,7 @@ import pytest
 from pairgate.sandbox.testing import RunningSandbox
 from tests.conftest import FIXTURE_CONFIG, FIXTURES, PAIRGATE, ROOT, agent_env, run_program
 from tests.gate_world import World, approved_at_head, never_approved, outside_the_group
+from tests.suite_configuration import RENAMED_CONFIG
 from tests.test_command_reader import APP, ATTRIBUTED, HARMLESS
 
 HOOK = "block-unapproved-merge.sh"
@@ -113,6 +114,68 @@ def test_a_command_that_cannot_name_a_merge_is_allowed_by_bash_alone(
 ) -> None:
     result = run_hook(hooks, hook_input(command), path=bash_only_path(tmp_path))
     assert (result.returncode, result.stderr) == (0, "")
+
+
+# Quotes that bash removes: the text names neither glab nor merge, yet bash runs glab mr merge.
+QUOTED_MERGE = "gl''ab mr me''rge {iid} -R {project}"
+
+
+def test_a_quote_keeps_a_command_off_the_fast_path(hooks: Path, tmp_path: Path) -> None:
+    command = QUOTED_MERGE.format(iid=1, project="acme/app")
+    assert not re.search("glab|merge|accept", command, re.IGNORECASE)
+    # With no python3 to go to, a command the fast path let through would exit 0.
+    result = run_hook(hooks, hook_input(command), path=bash_only_path(tmp_path))
+    assert result.returncode == 2
+    assert "python3 is not on PATH" in result.stderr
+
+
+def test_a_quoted_merge_reaches_python_and_is_blocked(hooks: Path, sandbox: RunningSandbox) -> None:
+    project, iid = never_approved(World(sandbox))
+    command = QUOTED_MERGE.format(iid=iid, project=project)
+    result = run_hook(hooks, hook_input(command), env=agent_env(sandbox))
+    assert result.returncode == 2, result.stderr
+    assert f"pairgate merge-check --mr {iid} --mr-project {project}" in result.stderr
+
+
+def test_the_python_half_reads_the_configuration_beside_it_not_the_sessions(
+    hooks: Path, sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    """Run on its own (not through the bash half, which names the file beside it too): the
+    session's PAIRGATE_CONFIG says cli_command pairgate, the file beside says acme-pg."""
+    shutil.copy(RENAMED_CONFIG, hooks / "pairgate-config.json")
+    project, iid = never_approved(World(sandbox))
+    env = {**agent_env(sandbox), "PAIRGATE_CONFIG": str(FIXTURE_CONFIG), "HOME": str(HOME)}
+    env["PATH"] = PYTHON_FIRST
+    proc = subprocess.run(
+        [sys.executable, "-B", str(hooks / "ownership.py"), "hook"],
+        input=hook_input(f"glab mr merge {iid} -R {project}"),
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert f"acme-pg merge-check --mr {iid} --mr-project {project}" in proc.stderr
+    assert "pairgate merge-check" not in proc.stderr
+
+
+@pytest.mark.parametrize("argument", ["--force", "--skip", "--override", "--allow", "allow"])
+def test_no_argument_turns_the_hook_into_a_pass(hooks: Path, argument: str) -> None:
+    """Claude Code starts the hook with no arguments; one given anyway changes nothing."""
+    stdin = hook_input("glab mr merge 3 -R acme/app")
+    proc = subprocess.run(
+        [str(hooks / HOOK), argument],
+        input=stdin,
+        env={"PATH": PYTHON_FIRST, "HOME": str(HOME)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert run_hook(hooks, stdin).stderr == proc.stderr
 
 
 def test_without_python_a_command_that_could_merge_is_blocked(hooks: Path, tmp_path: Path) -> None:

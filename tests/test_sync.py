@@ -25,7 +25,9 @@ def test_a_dry_run_says_what_it_would_close_and_writes_nothing(sandbox: RunningS
     assert issue_state(sandbox, r.issue) == "opened" and len(notes(sandbox, r.issue)) == before
 
 
-def test_apply_closes_with_a_record_and_drops_the_role_label(sandbox: RunningSandbox) -> None:
+def test_apply_closes_with_a_record_and_drops_the_role_label(
+    sandbox: RunningSandbox, suite_configuration: str
+) -> None:
     r = new_round(sandbox).approved()
     r.merge()
     result = ok(["sync", "--apply"], r.lead)
@@ -33,7 +35,8 @@ def test_apply_closes_with_a_record_and_drops_the_role_label(sandbox: RunningSan
     assert issue_state(sandbox, r.issue) == "closed"
     assert labels(sandbox, r.issue) == ["pairgate::closed"]  # the role label is gone
     last = notes(sandbox, r.issue)[-1]["body"]
-    assert "pairgate sync" in last and '"event":"close"' in last
+    # The note GitLab holds names the configured command (it is not read back as "pairgate").
+    assert f"`{suite_configuration} sync`" in last and '"event":"close"' in last
 
 
 def test_each_reason_not_to_close(sandbox: RunningSandbox) -> None:

@@ -59,13 +59,24 @@ def test_accept_refuses_when_the_head_moved(world: Round, config: Config) -> Non
     assert world.ledger(config).holder == "acme-lead"
 
 
-def test_accept_refuses_when_the_pipeline_failed_since(world: Round, sandbox: Any) -> None:
+def test_accept_refuses_when_the_pipeline_failed_since(
+    world: Round, sandbox: Any, config: Config
+) -> None:
     world.offered()
-    sandbox.pipeline(
+    pipeline = sandbox.pipeline(
         "acme/app", world.branch, [{"name": "unit", "status": "failed"}], sha=world.head
     )
     result = world.run("acme-review", "accept", world.issue)
-    assert result.code == 1 and "failed (failed: unit)" in result.err
+    assert result.code == 1
+    offer = world.ledger(config).offer
+    assert offer is not None
+    assert result.err.endswith(
+        f"pairgate accept: the offer cannot be accepted: acme/app!{world.mr}'s head pipeline "
+        f"{pipeline['id']} failed (failed: unit). acme-lead fixes it, pushes and offers the new "
+        f"head:\n  pairgate handoff {world.issue} --to acme-review --role review --sha <new head> "
+        f"--mr {world.mr} --mr-project acme/app --supersede {offer.note_id} --as acme-lead\n"
+        f"or you decline: pairgate decline {world.issue}\n"
+    ), result.err
 
 
 def test_decline_returns_the_offer(world: Round, config: Config) -> None:

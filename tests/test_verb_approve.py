@@ -8,6 +8,7 @@ import pytest
 from ledgerkit import Round
 
 from pairgate.standalone.config import Config
+from pairgate.standalone.ledger import MrRef
 
 
 @pytest.fixture
@@ -205,3 +206,55 @@ def test_an_unknown_merge_request_is_exit_2(world: Round) -> None:
         "acme-lead",
     )
     assert result.code == 2 and "acme/app!99 does not exist" in result.err
+
+
+def test_the_review_bot_variable_wins_over_the_token_file(
+    world: Round, tmp_path: Any, sandbox: Any
+) -> None:
+    import json
+
+    from conftest import FIXTURE_CONFIG
+
+    # The file holds another account's valid token: whichever is used is the approver.
+    (tmp_path / "pairgate-config.json").write_text(FIXTURE_CONFIG.read_text())
+    (tmp_path / "review-bot-token").write_text(sandbox.token("maintainer") + "\n")
+    assert json.loads(FIXTURE_CONFIG.read_text())["review_bot_token_file"] == "review-bot-token"
+    result = approve(
+        world,
+        "--sha",
+        world.head,
+        PAIRGATE_TEST_REVIEW_BOT_TOKEN=sandbox.token("review_bot"),
+        PAIRGATE_CONFIG=str(tmp_path / "pairgate-config.json"),
+    )
+    assert result.code == 0, result.err
+    assert approvers(world) == [sandbox.users["review_bot"]["username"]]
+
+
+def test_mr_project_defaults_to_the_tracker_project(sandbox: Any, config: Config) -> None:
+    decoy = Round(sandbox)  # acme/app!<n>, a merge request of the same iid elsewhere
+    world = Round(sandbox, project="acme/tracker")
+    assert world.mr == decoy.mr
+    world.claimed()
+    world.run(
+        "acme-lead",
+        "handoff",
+        world.issue,
+        "--to",
+        "acme-review",
+        "--role",
+        "review",
+        "--sha",
+        world.head,
+        "--mr",
+        world.mr,
+    )
+    world.accepted()
+    argv = ["--mr", world.mr, "--sha", world.head, "--to", "acme-lead"]
+    result = world.run("acme-review", "approve", world.issue, *argv)
+    assert result.code == 0, result.err
+    (approval,) = world.ledger(config).approvals
+    assert approval.mr == MrRef("acme/tracker", world.mr)
+    body = sandbox.api("GET", f"/projects/acme%2Ftracker/merge_requests/{world.mr}/approvals")
+    assert [a["user"]["username"] for a in body["approved_by"]] == [
+        sandbox.users["review_bot"]["username"]
+    ]

@@ -179,10 +179,16 @@ def jobs(*failed: str, allow: tuple[str, ...] = ()) -> list[dict[str, Any]]:
 
 
 def test_a_failed_pipeline_blocks_the_offer(world: Round, sandbox: Any) -> None:
-    sandbox.pipeline("acme/app", world.branch, jobs("lint", APPROVAL_JOB), sha=world.head)
+    pipeline = sandbox.pipeline(
+        "acme/app", world.branch, jobs("lint", APPROVAL_JOB), sha=world.head
+    )
     result = offer(world, "--sha", world.head)
     assert result.code == 1
-    assert f"failed (failed: lint, {APPROVAL_JOB})" in result.err
+    assert (
+        f"pairgate handoff: acme/app!{world.mr} cannot be offered: its head pipeline "
+        f"{pipeline['id']} failed (failed: lint, {APPROVAL_JOB}). Fix it, push, and offer the "
+        "new head:\n" in result.err
+    ), result.err
 
 
 @pytest.mark.parametrize("pipeline", [jobs(APPROVAL_JOB), jobs(allow=("flaky",))])
@@ -242,3 +248,36 @@ def test_a_hostile_reason_round_trips_and_closes_nothing(
 def test_an_unreadable_reason_file(world: Round, tmp_path: Path) -> None:
     result = offer(world, "--sha", world.head, "--reason-file", tmp_path / "missing")
     assert result.code == 2 and "cannot read --reason-file" in result.err
+
+
+def test_a_stale_head_pipeline_gives_way_to_the_heads_own_pipeline(
+    world: Round, sandbox: Any
+) -> None:
+    # The head's pipeline failed, but an older commit's pipeline, which passed, finished later
+    # and is the one GitLab reports as head_pipeline: stale, so the MR's pipeline list decides.
+    old = world.head
+    new = world.push()
+    failed = sandbox.pipeline("acme/app", world.branch, jobs("lint"), sha=new)
+    sandbox.pipeline("acme/app", world.branch, jobs(), sha=old)
+    mr = sandbox.api("GET", f"/projects/acme%2Fapp/merge_requests/{world.mr}")
+    assert (mr["sha"], mr["head_pipeline"]["sha"], mr["head_pipeline"]["status"]) == (
+        new,
+        old,
+        "success",
+    )
+    # Named, the merge request is read whole, head_pipeline included (a listed one has none).
+    result = offer(world, "--sha", new, "--mr", world.mr, "--mr-project", "acme/app")
+    assert result.code == 1, result.err
+    assert f"its head pipeline {failed['id']} failed (failed: lint)" in result.err
+
+
+def test_mr_project_defaults_to_the_tracker_project(sandbox: Any, config: Config) -> None:
+    decoy = Round(sandbox)  # acme/app!<n>, a merge request of the same iid elsewhere
+    world = Round(sandbox, project="acme/tracker")
+    assert world.mr == decoy.mr
+    world.claimed()
+    argv = ["--to", "acme-review", "--role", "review", "--sha", world.head, "--mr", world.mr]
+    result = world.run("acme-lead", "handoff", world.issue, *argv)
+    assert result.code == 0, result.err
+    offered = world.ledger(config).offer
+    assert offered is not None and offered.mr == MrRef("acme/tracker", world.mr)

@@ -12,10 +12,22 @@ the pipeline's CI_MERGE_REQUEST_PROJECT_PATH and CI_MERGE_REQUEST_IID. Exit 0 pa
 import os
 import sys
 
+NAME = "validate-mr-carries-ownership-record"
+HERE = os.path.dirname(os.path.realpath(__file__))
+
 # The ownership.py beside this file, even where PYTHONSAFEPATH keeps the script's
 # directory off sys.path (python resolves a symlinked script the same way).
-sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-import ownership
+sys.path.insert(0, HERE)
+try:
+    import ownership
+except ImportError as exc:
+    # Without the reader there is no verdict: "could not decide" (2), never "refused" (1).
+    if exc.name == "ownership":
+        why = f"{os.path.join(HERE, 'ownership.py')} is missing; deploy it beside this validator"
+    else:
+        why = f"the ownership.py beside it cannot be imported ({exc})"
+    print(f"{NAME}: could not decide; this job fails closed: {why}.", file=sys.stderr)
+    sys.exit(2)
 
 if __name__ == "__main__":
-    sys.exit(ownership.validator_main("validate-mr-carries-ownership-record"))
+    sys.exit(ownership.validator_main(NAME))

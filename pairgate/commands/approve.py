@@ -38,7 +38,7 @@ def review_bot(turn: Turn) -> GitLab:
         source = f"{path} (review_bot_token_file)"
         if not token:
             raise PairgateError(
-                f"pairgate: approve needs the review-bot credential to approve on GitLab: set "
+                f"{turn.cli} approve needs the review-bot credential to approve on GitLab: set "
                 f"{variable}, or put the token in {path} (review_bot_token_file). Nothing was "
                 "written."
             )
@@ -83,9 +83,9 @@ def approve(
     as_agent: str | None,
     client: GitLab,
 ) -> int:
-    sha = checked_sha(sha)
-    checked_name(to, "--to ")
-    text = read_reason(reason, reason_file)
+    sha = checked_sha(sha, cli=config.cli)
+    checked_name(to, "--to ", cli=config.cli)
+    text = read_reason(reason, reason_file, cli=config.cli)
     project = mr_project or config["tracker_project"]
     turn = begin(ctx, config, client, issue, as_agent)
     bot = review_bot(turn)  # before anything is written: no half-done approval
@@ -126,7 +126,7 @@ def approve(
         )
     check_receiver(turn, "approve", to, again, new_identity=None)
     check_offer_slot(turn, "approve", supersede, again)
-    found = read_mr(turn.client, project, mr, defaulted=not mr_project)
+    found = read_mr(turn.client, project, mr, defaulted=not mr_project, cli=cli)
     head = found.head_sha
     if found.state != "opened":
         raise Refusal(

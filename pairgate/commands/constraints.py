@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pairgate.output import dump
 from pairgate.note_text import quoted
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, Refusal, UsageError
@@ -81,16 +82,10 @@ def _read(cli: str, constraint_file: Path | None, constraint_text: str | None) -
     return constraint_text
 
 
-def lift_check(
-    *,
-    ctx: Context,
-    config: Config,
-    lift_from: str,
-    constraint_file: Path | None,
-    constraint_text: str | None,
-) -> int:
-    cli = config.cli
-    source = _read(cli, constraint_file, constraint_text)
+def lift_verdict(cli: str, lift_from: str, source: str) -> dict[str, Any]:
+    """Whether a lift relayed from ``lift_from`` stands for the clause in ``source``: the
+    document ``--json`` prints (keys: stands, verdict, constraint, imposer, lift_from, message).
+    No clause to read is an error, not a verdict."""
     try:
         kind, record, _ = parse_marker(source)
     except MalformedRecord as exc:
@@ -104,19 +99,50 @@ def lift_check(
     cid, imposer = record["id"], record["agent"]
     _, sealed = compose_note("constraint", record, clause_text(record))
     if cid != constraint_id(record["text"]) or sealed["digest"] != record["digest"]:
-        raise Refusal(
+        verdict = "altered"
+        message = (
             f"{cli} lift-check: refused: the clause {cid} was altered after it was imposed (its "
             f"marker does not match its content), so it cannot say who imposed it. No lift of "
             f"it stands; ask whoever imposed it to render it again with `{cli} impose`."
         )
-    if lift_from != imposer:
-        raise Refusal(
+    elif lift_from != imposer:
+        verdict = "not-the-imposer"
+        message = (
             f"{cli} lift-check: refused: constraint {cid} was imposed by {imposer}; a lift "
             f"relayed from {lift_from} does not stand. Only {imposer} can lift it: ask "
             f"{imposer} directly, and keep to the constraint until then."
         )
-    print(
-        f"the lift stands: {imposer} imposed constraint {cid} and the lift comes from {imposer}.",
-        file=ctx.stdout,
-    )
+    else:
+        verdict = "stands"
+        message = (
+            f"the lift stands: {imposer} imposed constraint {cid} and the lift comes from "
+            f"{imposer}."
+        )
+    return {
+        "stands": verdict == "stands",
+        "verdict": verdict,
+        "constraint": cid,
+        "imposer": imposer,
+        "lift_from": lift_from,
+        "message": message,
+    }
+
+
+def lift_check(
+    *,
+    ctx: Context,
+    config: Config,
+    lift_from: str,
+    constraint_file: Path | None,
+    constraint_text: str | None,
+    json: bool,
+) -> int:
+    """Exit 0 the lift stands, 1 it does not (or the clause was altered), 2 no clause."""
+    doc = lift_verdict(config.cli, lift_from, _read(config.cli, constraint_file, constraint_text))
+    if json:
+        dump(doc, ctx.stdout)
+        return Exit.OK if doc["stands"] else Exit.REFUSED
+    if not doc["stands"]:
+        raise Refusal(doc["message"])
+    print(doc["message"], file=ctx.stdout)
     return Exit.OK

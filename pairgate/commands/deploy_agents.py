@@ -56,7 +56,7 @@ _FRONT_MATTER = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n", re.DOTALL)
 class RenderError(PairgateError):
     """The templates, texts or oracle cannot be rendered; every problem is listed."""
 
-    def __init__(self, cli: str, problems: list[str]) -> None:
+    def __init__(self, problems: list[str], *, cli: str) -> None:
         listed = "\n".join(f"  - {p}" for p in problems)
         super().__init__(f"{cli} deploy-agents: cannot render; nothing was written:\n{listed}")
         self.problems = problems
@@ -257,7 +257,7 @@ def render(config: Config, templates: Path) -> dict[str, bytes]:
         _check_front_matter(role, text, name, problems)
         rendered[f"{name}.md"] = text.encode("utf-8")
     if problems:
-        raise RenderError(config.cli, problems)
+        raise RenderError(problems, cli=config.cli)
     return rendered
 
 

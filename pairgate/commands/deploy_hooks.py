@@ -32,7 +32,7 @@ def sources() -> dict[str, Path]:
     }
 
 
-def read_sources(command: str) -> dict[str, bytes]:
+def read_sources(command: str, install_command: str) -> dict[str, bytes]:
     contents, missing = {}, []
     for name, path in sources().items():
         try:
@@ -42,7 +42,7 @@ def read_sources(command: str) -> dict[str, bytes]:
     if missing:
         raise PairgateError(
             f"{command}: this installation lacks files it deploys: {'; '.join(missing)}. "
-            "Reinstall pairgate. Nothing was written."
+            f"Reinstall: {install_command}. Nothing was written."
         )
     return contents
 
@@ -83,12 +83,14 @@ def deploy_hooks(
     if list:
         if check:
             raise UsageError(f"{command}: --check compares a --target; it does not go with --list")
-        read_sources(command)  # a missing source is refused, not listed
+        read_sources(
+            command, config["cli_install_command"]
+        )  # a missing source is refused, not listed
         for name, path in sources().items():
             print(f"{name}\t{path}", file=ctx.stdout)
         return Exit.OK
     assert target is not None  # argparse requires --target or --list
-    contents = read_sources(command)
+    contents = read_sources(command, config["cli_install_command"])
     if check:
         return check_target(ctx, command, target, contents)
     return install_target(ctx, command, target, contents)

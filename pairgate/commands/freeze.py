@@ -57,7 +57,7 @@ def resolve_scope(client: GitLab, config: Config, issue: int, scope: str, cli: s
             names = ", ".join(f"mr:{p}!{iid}" for p in found)
             raise UsageError(f"{cli} freeze: --scope mr:{iid} is ambiguous; name one: {names}")
         project = found[0] if found else config["tracker_project"]
-    read_mr(client, project, iid)  # refuses a merge request that does not exist
+    read_mr(client, project, iid, cli=cli)  # refuses a merge request that does not exist
     return f"mr:{project}!{iid}"
 
 
@@ -90,7 +90,7 @@ def freeze(
     client: GitLab,
 ) -> int:
     cli = config.cli
-    reason = read_reason(reason, reason_file) or ""
+    reason = read_reason(reason, reason_file, cli=cli) or ""
     if not 1 <= minutes <= FREEZE_MAX_MINUTES:
         raise UsageError(
             f"{cli} freeze: --minutes {minutes} is outside 1..{FREEZE_MAX_MINUTES} (one week)"

@@ -9,8 +9,9 @@ head moved on) and void records marked, and every skipped record and chain break
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from pairgate.output import clip, short
+from pairgate.output import clip, dump, short
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit
 from pairgate.standalone.gitlab import GitLab
@@ -147,11 +148,37 @@ def dot(title: str, lines: list[Step]) -> str:
     return "\n".join(out)
 
 
-def graph(*, ctx: Context, config: Config, client: GitLab, issue: int, format: str) -> int:
+def graph_doc(title: str, issue: int, lines: list[Step]) -> dict[str, Any]:
+    """What ``graph --json`` prints: the diagram's lines as data (keys: issue, title,
+    participants, steps; each step: note_id, actor, target, text, mark)."""
+    actors = [s.actor for s in lines] + [s.target for s in lines if s.target]
+    return {
+        "issue": issue,
+        "title": title,
+        "participants": list(dict.fromkeys(actors)),
+        "steps": [
+            {
+                "note_id": s.note_id,
+                "actor": s.actor,
+                "target": s.target,
+                "text": s.text,
+                "mark": s.mark,
+            }
+            for s in lines
+        ],
+    }
+
+
+def graph(
+    *, ctx: Context, config: Config, client: GitLab, issue: int, format: str, json: bool
+) -> int:
     read_issue(client, config, issue)  # a missing issue is an error, not an empty diagram
     ledger = read_ledger(client, config, issue)
     mrs = read_mr_states(client, (a.mr for a in ledger.approvals))
     lines = steps(ledger, mrs)
     title = f"{config['tracker_project']}#{issue}"
-    print(dot(title, lines) if format == "dot" else mermaid(title, lines), file=ctx.stdout)
+    if json:
+        dump(graph_doc(title, issue, lines), ctx.stdout)
+    else:
+        print(dot(title, lines) if format == "dot" else mermaid(title, lines), file=ctx.stdout)
     return Exit.OK

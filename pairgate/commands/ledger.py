@@ -86,9 +86,9 @@ def handoff(
     as_agent: str | None,
     client: GitLab,
 ) -> int:
-    sha = checked_sha(sha)
-    checked_name(to, "--to ")
-    text = read_reason(reason, reason_file)
+    sha = checked_sha(sha, cli=config.cli)
+    checked_name(to, "--to ", cli=config.cli)
+    text = read_reason(reason, reason_file, cli=config.cli)
     turn = begin(ctx, config, client, issue, as_agent)
     flags: dict[str, Any] = {
         "to": to,
@@ -168,8 +168,9 @@ def accept(
     problem = pipeline_problem(turn.client, mr, str(head))
     if problem:
         raise Refusal(
-            f"{turn.cli} accept: {offer.mr} {problem}. {offer.sender} fixes it, pushes and "
-            f"offers the new head:\n  {again(sha='<new head>')}\n"
+            f"{turn.cli} accept: the offer cannot be accepted: {offer.mr}'s {problem}. "
+            f"{offer.sender} fixes it, pushes and offers the new head:\n"
+            f"  {again(sha='<new head>')}\n"
             f"or you decline: {command(turn.cli, 'decline', issue)}"
         )
     event = write(

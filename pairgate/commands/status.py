@@ -123,7 +123,7 @@ def report(
 
 
 def mr_heads(
-    client: GitLab, ledger: Ledger, mrs: list[MergeRequestFacts]
+    client: GitLab, ledger: Ledger, mrs: list[MergeRequestFacts], *, cli: str
 ) -> dict[tuple[str, int], str | None]:
     """The head of every MR an approval names: from the citing MRs already read, and one read
     for each approved MR that is not among them."""
@@ -131,7 +131,7 @@ def mr_heads(
     for approval in ledger.approvals:
         key = (approval.mr.project, approval.mr.iid)
         if key not in heads:
-            heads[key] = read_mr(client, *key).head_sha
+            heads[key] = read_mr(client, *key, cli=cli).head_sha
     return heads
 
 
@@ -190,7 +190,7 @@ def status(*, ctx: Context, config: Config, issue: int, json: bool, client: GitL
     state = read_issue(client, config, issue)
     ledger = read_ledger(client, config, issue)
     mrs = citing_mrs(client, config, issue)
-    doc = report(config, issue, state, ledger, mr_heads(client, ledger, mrs), mrs)
+    doc = report(config, issue, state, ledger, mr_heads(client, ledger, mrs, cli=config.cli), mrs)
     if json:
         print(jsonlib.dumps(doc, indent=2, ensure_ascii=False), file=ctx.stdout)
     else:
