@@ -1,0 +1,192 @@
+"""evidence run: mutation evidence, run where the agent's session cannot reach into it.
+
+The runner is ``pairgate.evidence``; this module reads the command line's files, prints the
+document (``--json``) or a short table, writes it (``--out``), and says what to do when a mutant
+was not killed. Exit 0 when every mutant was killed, 1 when the baseline failed or a mutant was
+not killed (the document is still printed and written), 2 when it could not be run as asked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pairgate.commands import render
+from pairgate.commands.render import Cell, Style
+from pairgate.evidence.patches import Patch
+from pairgate.evidence.runner import DEFAULT_TIMEOUT, Request, collect
+from pairgate.evidence.schema import write_evidence
+from pairgate.ownership import Config, Context, Exit, Refusal, UsageError
+
+HELP = "mutation evidence: run the tests at a commit, then with each mutant, in a sandbox"
+RUN_HELP = (
+    "in a disposable clone of --repo at --sha, run --test unmutated (it must pass), then with "
+    "each --mutant applied; print the evidence"
+)
+_VERDICT_COLOUR = {"killed": "green", "survived": "red", "error": "red", "refused": "yellow"}
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``evidence`` (and its ``run``) on the CLI's subparsers action."""
+    family = subparsers.add_parser("evidence", help=HELP, description=HELP)
+    sub = family.add_subparsers(metavar="<subcommand>", required=True)
+    p = sub.add_parser("run", help=RUN_HELP, description=RUN_HELP)
+    p.set_defaults(handler="commands.evidence:run_evidence", reads_config=True, writes=False)
+    p.add_argument("--test", required=True, metavar="CMD", help="the test command (run by sh -c)")
+    p.add_argument(
+        "--mutant",
+        dest="mutants",
+        required=True,
+        action="append",
+        type=Path,
+        metavar="PATCH",
+        help="a patch that undoes part of the change (repeatable)",
+    )
+    p.add_argument("--repo", type=Path, default=Path("."), metavar="DIR", help="default: .")
+    p.add_argument("--sha", help="the commit to run at (default: HEAD; never the working tree)")
+    p.add_argument(
+        "--base",
+        metavar="SHA",
+        help="list the files that judge the change changed since here (default: the merge base "
+        "with origin/main, if any)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"seconds per run; the whole process tree is killed then (default: {DEFAULT_TIMEOUT:g})",
+    )
+    p.add_argument(
+        "--jobs", type=int, default=1, metavar="N", help="mutants run at once (default: 1)"
+    )
+    p.add_argument("--network", action="store_true", help="let the runs reach the network")
+    p.add_argument("--out", type=Path, metavar="FILE", help="write the evidence here (atomically)")
+    p.add_argument("--json", action="store_true", help="print the evidence document")
+    return family
+
+
+def _read_patch(path: Path) -> Patch:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"pairgate evidence: cannot read the mutant {path}: {exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(
+            f"pairgate evidence: the mutant {path} is not UTF-8 text (the evidence carries each "
+            "patch's text)"
+        ) from None
+    return Patch(path.name, text)
+
+
+def evidence_text(doc: dict[str, Any], style: Style) -> str:
+    """The short human report."""
+    base = doc["baseline"]
+    lines = [
+        f"Mutation evidence at {doc['sha']} of {doc['repository']['path']}",
+        f"Test: {doc['command']} (timeout {doc['timeout_seconds']:g} s, runner {base['runner']})",
+        f"Isolation: {base['isolation']['description']}",
+        f"Baseline: {base['outcome']} in {base['duration_ms'] / 1000:.1f} s ({base['detail']})",
+    ]
+    rows: list[list[Cell]] = []
+    for m in doc["mutants"]:
+        files = ", ".join(m["patch"]["files"]) or "-"
+        rows.append(
+            [
+                str(m["index"]),
+                m["name"],
+                render.clip(files, 40),
+                (m["verdict"], _VERDICT_COLOUR[m["verdict"]]),
+                render.clip(m["reason"], 100),
+            ]
+        )
+    lines.append(render.table(["#", "MUTANT", "FILES", "VERDICT", "WHY"], rows, style))
+    changes = doc["sensitive_changes"]
+    if changes["base"] is None:
+        lines.append(f"Files that judge the change: not compared ({changes['base_source']})")
+    else:
+        listed = ", ".join(f"{f['path']} ({f['pattern']})" for f in changes["files"]) or "none"
+        lines.append(f"Files that judge the change, changed since {changes['base'][:12]}: {listed}")
+    lines.append(f"Digest: {doc['digest']}")
+    return "\n".join(lines)
+
+
+def _again(cli: str, *, test: str, mutants: Sequence[Path], repo: Path, sha: str) -> str:
+    words = [*shlex.split(cli), "evidence", "run", "--test", test, "--repo", str(repo)]
+    words += ["--sha", sha]
+    for m in mutants:
+        words += ["--mutant", str(m)]
+    return shlex.join(words)
+
+
+def refusal(doc: dict[str, Any], *, cli: str, again: str) -> Refusal | None:
+    """Why this evidence supports no offer (exit 1), or None when every mutant was killed."""
+    base = doc["baseline"]
+    if base["outcome"] != "passed":
+        return Refusal(
+            f"{cli} evidence run: the baseline did not pass at {doc['sha']}, so every mutant is "
+            f"refused: {base['detail']}\nMake the test command pass at that commit (commit the "
+            f"fix), then run again:\n  {again}"
+        )
+    missed = [m for m in doc["mutants"] if m["verdict"] != "killed"]
+    if not missed:
+        return None
+    listed = "\n".join(
+        f"  mutant {m['index']} ({m['name']}): {m['verdict']}: {m['reason']}" for m in missed
+    )
+    return Refusal(
+        f"{cli} evidence run: {len(missed)} of {len(doc['mutants'])} mutants were not killed:\n"
+        f"{listed}\nA survivor needs a test that fails on an assertion with it applied; a mutant "
+        f"in error needs fixing (make it apply at the SHA, fail on an assertion rather than "
+        f"crash, or finish within --timeout). Then run again:\n  {again}"
+    )
+
+
+def run_evidence(
+    *,
+    ctx: Context,
+    config: Config,
+    test: str,
+    mutants: Sequence[Path],
+    repo: Path = Path("."),
+    sha: str | None = None,
+    base: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    jobs: int = 1,
+    network: bool = False,
+    out: Path | None = None,
+    json: bool = False,
+) -> int:
+    request = Request(
+        repo=repo,
+        command=test,
+        patches=tuple(_read_patch(p) for p in mutants),
+        sha=sha,
+        base=base,
+        timeout=timeout,
+        jobs=jobs,
+        network=network,
+    )
+    doc = collect(request, now=ctx.now)
+    if out is not None:
+        try:
+            write_evidence(doc, out)
+        except OSError as exc:
+            raise UsageError(f"{config.cli} evidence run: cannot write {out}: {exc}") from None
+    if json:
+        render.dump(doc, ctx.stdout)
+    else:
+        style = Style(render.use_colour(ctx.stdout, ctx.env))
+        print(evidence_text(doc, style), file=ctx.stdout)
+        if out is not None:
+            print(f"Written to {out}", file=ctx.stdout)
+    again = _again(config.cli, test=test, mutants=mutants, repo=repo, sha=doc["sha"])
+    refused = refusal(doc, cli=config.cli, again=again)
+    if refused is not None:
+        raise refused
+    return Exit.OK
