@@ -57,7 +57,7 @@ def verify_for_handoff(doc: object, *, sha: str) -> list[str]:
 
 def _cell(text: str) -> str:
     """Plain text safe in a markdown table cell: no HTML, no markup, no column break."""
-    text = " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;")
+    text = " ".join(text.split()).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return re.sub(r"([\\`*_\[\]|~#])", r"\\\1", text) or "-"
 
 
