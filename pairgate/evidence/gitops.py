@@ -126,6 +126,23 @@ def clone_run(env: dict[str, str], base: Path, dest: Path, sha: str) -> None:
             raise UsageError(f"pairgate evidence: cannot check out {sha}: {_said(done)}")
 
 
+def copy_checkout(pristine: Path, dest: Path) -> None:
+    """A run's own copy of the pristine checkout (cheaper than checking the SHA out again)."""
+    try:
+        done = subprocess.run(
+            ["cp", "-a", "--reflink=auto", str(pristine), str(dest)],
+            env={"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    except FileNotFoundError:
+        raise UsageError(f"pairgate evidence: cp is not installed on {SYSTEM_PATH}") from None
+    if done.returncode != 0:
+        raise UsageError(f"pairgate evidence: cannot copy the checkout: {_said(done)}")
+
+
 def apply_patch(env: dict[str, str], clone: Path, patch: Path) -> str | None:
     """None when the patch applied; otherwise what git apply said (nothing is changed then)."""
     done = git(env, "-C", str(clone), "apply", "--whitespace=nowarn", str(patch))

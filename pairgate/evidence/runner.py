@@ -1,8 +1,9 @@
 """Collect mutation evidence: the baseline and each mutant, each in its own clean clone.
 
-One disposable copy of the repository's objects is taken (``git clone --local --no-hardlinks``);
-every run (the baseline, then each mutant) gets its own checkout of the SHA from it, so no run
-sees another's files, and the real repository's working tree is never read. The baseline runs
+One disposable copy of the repository's objects is taken (``git clone --local --no-hardlinks``),
+and one checkout of the SHA from it that nothing runs in; every run (the baseline, then each
+mutant) gets its own copy of that checkout, so no run sees another's files, and the real
+repository's working tree is never read. The baseline runs
 first and must pass: otherwise no mutant is run and each is recorded as refused.
 """
 
@@ -81,7 +82,7 @@ class _World:
     request: Request
     sha: str
     work: Path
-    base: Path
+    pristine: Path  # the checkout of the SHA that every run copies
     git_env: dict[str, str]
     isolation: Isolation
     python_dir: str | None
@@ -94,7 +95,7 @@ class _World:
             d.mkdir(parents=True)
         clone = where / "repo"
         try:
-            gitops.clone_run(self.git_env, self.base, clone, self.sha)
+            gitops.copy_checkout(self.pristine, clone)
             if patch is not None:
                 patch_file = where / "mutant.patch"
                 patch_file.write_bytes(patch.text.encode("utf-8"))
@@ -214,7 +215,10 @@ def collect(
             base, base_source = gitops.default_base(genv, gitdir, sha)
         changed = gitops.changed_files(genv, gitdir, base, sha) if base else []
         gitops.clone_base(genv, gitdir, work / "base")
-        world = _World(request, sha, work, work / "base", genv, isolation or probe(), python_dir)
+        gitops.clone_run(genv, work / "base", work / "pristine", sha)
+        world = _World(
+            request, sha, work, work / "pristine", genv, isolation or probe(), python_dir
+        )
         baseline = world.run(0, None)["run"]
         env_names = baseline.pop("_env")
         ran: list[dict[str, Any] | None]
