@@ -200,7 +200,7 @@ def test_a_mutant_file_that_cannot_be_read_is_exit_2(
     code, out, err = run(
         config, "--test", "true", "--mutant", str(make(tmp_path)), "--repo", str(pkg.repo)
     )
-    assert (code, out) == (2, "") and said in err
+    assert (code, out) == (2, "") and err.startswith("acme-gate evidence run: ") and said in err
 
 
 def test_a_sha_that_is_not_a_commit_is_exit_2(pkg: Package, config: Config) -> None:
@@ -216,7 +216,8 @@ def test_a_sha_that_is_not_a_commit_is_exit_2(pkg: Package, config: Config) -> N
         "--sha",
         "HEAD^{tree}",
     )
-    assert code == 2 and "is a tree" in err and "not a commit" in err
+    assert code == 2 and err.startswith("acme-gate evidence run: --sha HEAD^{tree} is a tree in ")
+    assert "not a commit" in err
 
 
 def test_an_unwritable_out_is_exit_2(pkg: Package, config: Config, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from pairgate.commands.render import Cell, Style
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.runner import DEFAULT_TIMEOUT, Request, collect
 from pairgate.evidence.schema import write_evidence
-from pairgate.ownership import Config, Context, Exit, Refusal, UsageError
+from pairgate.ownership import Config, Context, Exit, PairgateError, Refusal, UsageError
 
 HELP = "mutation evidence: run the tests at a commit, then with each mutant, in a sandbox"
 RUN_HELP = (
@@ -69,16 +69,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return family
 
 
-def _read_patch(path: Path) -> Patch:
+def _read_patch(path: Path, cli: str) -> Patch:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise UsageError(f"pairgate evidence: cannot read the mutant {path}: {exc}") from None
+        raise UsageError(f"{cli} evidence run: cannot read the mutant {path}: {exc}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(
-            f"pairgate evidence: the mutant {path} is not UTF-8 text (the evidence carries each "
+            f"{cli} evidence run: the mutant {path} is not UTF-8 text (the evidence carries each "
             "patch's text)"
         ) from None
     return Patch(path.name, text)
@@ -165,14 +165,18 @@ def run_evidence(
     request = Request(
         repo=repo,
         command=test,
-        patches=tuple(_read_patch(p) for p in mutants),
+        patches=tuple(_read_patch(p, config.cli) for p in mutants),
         sha=sha,
         base=base,
         timeout=timeout,
         jobs=jobs,
         network=network,
     )
-    doc = collect(request, now=ctx.now)
+    try:
+        doc = collect(request, now=ctx.now)
+    except PairgateError as exc:
+        # The runner's messages name no program: the configured one is put in front here.
+        raise type(exc)(f"{config.cli} evidence run: {exc.message}") from None
     if out is not None:
         try:
             write_evidence(doc, out)

@@ -37,7 +37,7 @@ def git(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
             timeout=600,
         )
     except FileNotFoundError:
-        raise UsageError(f"pairgate evidence: git is not installed on {SYSTEM_PATH}") from None
+        raise UsageError(f"git is not installed on {SYSTEM_PATH}") from None
 
 
 def _said(done: subprocess.CompletedProcess[str]) -> str:
@@ -48,7 +48,7 @@ def git_dir(env: dict[str, str], repo: Path) -> tuple[Path, Path]:
     """(the path to report, the git directory to clone from) of the repository at ``repo``."""
     done = git(env, "-C", str(repo), "rev-parse", "--absolute-git-dir", "--is-bare-repository")
     if done.returncode != 0:
-        raise UsageError(f"pairgate evidence: {repo} is not a git repository: {_said(done)}")
+        raise UsageError(f"{repo} is not a git repository: {_said(done)}")
     found, bare = done.stdout.split("\n")[:2]
     if bare == "true":
         return Path(found), Path(found)
@@ -59,13 +59,13 @@ def git_dir(env: dict[str, str], repo: Path) -> tuple[Path, Path]:
 def resolve_commit(env: dict[str, str], gitdir: Path, rev: str, *, flag: str) -> str:
     """The full SHA of ``rev``, which must name a commit (not a tree, blob or tag of one)."""
     if not rev or rev.startswith("-") or any(c.isspace() for c in rev):
-        raise UsageError(f"pairgate evidence: {flag} {rev!r} is not a revision")
+        raise UsageError(f"{flag} {rev!r} is not a revision")
     done = git(env, "--git-dir", str(gitdir), "cat-file", "-t", rev)
     kind = done.stdout.strip()
     if done.returncode != 0 or kind != "commit":
         what = f"is a {kind}" if done.returncode == 0 else "names nothing"
         raise UsageError(
-            f"pairgate evidence: {flag} {rev} {what} in {gitdir}, not a commit: evidence is run "
+            f"{flag} {rev} {what} in {gitdir}, not a commit: evidence is run "
             "at a committed SHA (commit the change first; the working tree is never used)"
         )
     return git(env, "--git-dir", str(gitdir), "rev-parse", "--verify", rev).stdout.strip()
@@ -95,7 +95,7 @@ def changed_files(env: dict[str, str], gitdir: Path, base: str, sha: str) -> lis
         env, "--git-dir", str(gitdir), "diff", "--name-only", "--no-renames", "-z", base, sha
     )
     if done.returncode != 0:
-        raise UsageError(f"pairgate evidence: cannot diff {base}..{sha}: {_said(done)}")
+        raise UsageError(f"cannot diff {base}..{sha}: {_said(done)}")
     return [p for p in done.stdout.split("\0") if p]
 
 
@@ -112,7 +112,7 @@ def clone_base(env: dict[str, str], gitdir: Path, dest: Path) -> None:
         str(dest),
     )
     if done.returncode != 0:
-        raise UsageError(f"pairgate evidence: cannot clone {gitdir}: {_said(done)}")
+        raise UsageError(f"cannot clone {gitdir}: {_said(done)}")
 
 
 def clone_run(env: dict[str, str], base: Path, dest: Path, sha: str) -> None:
@@ -123,7 +123,7 @@ def clone_run(env: dict[str, str], base: Path, dest: Path, sha: str) -> None:
     ):
         done = git(env, *args)
         if done.returncode != 0:
-            raise UsageError(f"pairgate evidence: cannot check out {sha}: {_said(done)}")
+            raise UsageError(f"cannot check out {sha}: {_said(done)}")
 
 
 def copy_checkout(pristine: Path, dest: Path) -> None:
@@ -138,9 +138,9 @@ def copy_checkout(pristine: Path, dest: Path) -> None:
             timeout=600,
         )
     except FileNotFoundError:
-        raise UsageError(f"pairgate evidence: cp is not installed on {SYSTEM_PATH}") from None
+        raise UsageError(f"cp is not installed on {SYSTEM_PATH}") from None
     if done.returncode != 0:
-        raise UsageError(f"pairgate evidence: cannot copy the checkout: {_said(done)}")
+        raise UsageError(f"cannot copy the checkout: {_said(done)}")
 
 
 def apply_patch(env: dict[str, str], clone: Path, patch: Path) -> str | None:

@@ -54,21 +54,18 @@ class Isolation:
     def describe(self, *, network: bool) -> dict[str, str]:
         """The ``isolation`` object of a run in the evidence."""
         if self.mode == "namespaces":
-            kinds = (
-                "user, pid and mount namespaces"
-                if network
-                else ("user, pid, mount and network namespaces")
-            )
-            net = (
-                "the network is allowed (--network)"
-                if network
-                else "no network: only the sandbox's own loopback"
-            )
+            if network:
+                what = "user, pid and mount namespaces; the network is allowed (--network)"
+            else:
+                what = (
+                    "user, pid, mount and network namespaces; no network beyond the sandbox's "
+                    "own loopback"
+                )
             return {
                 "mode": "namespaces",
                 "network": "allowed" if network else "blocked",
                 "tree_kill": "pid-namespace",
-                "description": f"{kinds}: {net}; every process dies with the pid namespace",
+                "description": f"{what}; every process dies with the pid namespace",
             }
         net = (
             "the network is allowed (--network)"
@@ -204,7 +201,7 @@ def run_isolated(
                 start_new_session=True,
             )
         except OSError as exc:
-            out.write(f"pairgate evidence: cannot start the command: {exc}\n".encode())
+            out.write(f"cannot start the command: {exc}\n".encode())
             return RawRun(None, False, 0, _tail(log))
         backstop = False
         try:
@@ -213,6 +210,9 @@ def run_isolated(
             backstop = True
             _kill_group(proc.pid)
             code = proc.wait()
+        except BaseException:  # interrupted (Ctrl-C): take the run down with us
+            _kill_group(proc.pid)
+            raise
         # What the command left running dies now (in namespace mode it died with pid 1).
         _kill_group(proc.pid)
     elapsed = clock() - start

@@ -54,13 +54,13 @@ class Request:
 
 def _check(request: Request) -> None:
     if not request.command.strip():
-        raise UsageError("pairgate evidence: --test is empty; name the command that runs the tests")
+        raise UsageError("--test is empty; name the command that runs the tests")
     if not request.patches:
-        raise UsageError("pairgate evidence: give at least one --mutant PATCH")
+        raise UsageError("give at least one --mutant PATCH")
     if not request.timeout > 0:
-        raise UsageError(f"pairgate evidence: --timeout {request.timeout:g} is not a positive time")
+        raise UsageError(f"--timeout {request.timeout:g} is not a positive time")
     if request.jobs < 1:
-        raise UsageError(f"pairgate evidence: --jobs {request.jobs} is not a positive number")
+        raise UsageError(f"--jobs {request.jobs} is not a positive number")
 
 
 def _writable(func: Any, path: str, _exc: Any) -> None:
@@ -268,11 +268,11 @@ def rerun(
     the reviewer's own), run at the offered SHA. The offered patch must be the one the offer
     recorded: its SHA-256 is checked before anything runs."""
     if len(request.patches) != 2:
-        raise UsageError("pairgate evidence: a re-run takes the offer's mutant and one of yours")
+        raise UsageError("a re-run takes the offer's mutant and one of yours")
     offered = request.patches[0]
     if offered.sha256 != offered_sha256.lower():
         raise Refusal(
-            f"pairgate evidence: the offered mutant {offered.name} has SHA-256 {offered.sha256}, "
+            f"the offered mutant {offered.name} has SHA-256 {offered.sha256}, "
             f"but the offer recorded {offered_sha256}: it is not the patch the evidence ran"
         )
     return collect(request, now=now, isolation=isolation, python_dir=python_dir)
