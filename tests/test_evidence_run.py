@@ -334,3 +334,15 @@ def test_a_rerun_takes_the_offered_mutant_only_under_its_recorded_hash(pkg: Pack
     assert raised.value.exit_code == 1
     with pytest.raises(UsageError, match="the offer's mutant and one of yours"):
         rerun(Request(pkg.repo, PYTEST, (offered,)), offered_sha256=offered.sha256)
+
+
+def test_a_linked_worktree_is_run_at_its_own_head(pkg: Package, tmp_path: Path) -> None:
+    """Agents work in worktrees: --repo names one, and its HEAD (not the main checkout's) runs."""
+    worktree = tmp_path / "feature"
+    git(pkg.repo, "worktree", "add", "-q", "-b", "feature", str(worktree))
+    commit(worktree, {"value": "feature\n"}, "on the feature branch")
+    kill = pkg.calc("kill.patch", "a + b", "a - b")
+    doc = collect(Request(worktree, 'test "$(cat value)" = feature', patches(kill)))
+    assert doc["sha"] == git(worktree, "rev-parse", "HEAD") != pkg.sha()
+    assert doc["repository"]["path"] == str(worktree)
+    assert doc["baseline"]["outcome"] == "passed"
