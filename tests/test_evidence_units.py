@@ -453,6 +453,9 @@ def test_the_note_table_escapes_what_the_agent_named() -> None:
     assert "| 1 | a\\|b &lt;!-- x --&gt; \\`c\\` \\*d\\*.patch |" in table
     assert "| calc/\\_\\_init\\_\\_.py | tests.test\\_calc::test\\_add | killed |" in table
     assert "1 of 1 mutants killed" in table
+    odd = make_doc()
+    odd["command"] = "pytest tests/test_x.py -k 'a`b' <x>"
+    assert "(``pytest tests/test_x.py -k 'a`b' <x>``, namespaces" in note_table(odd)
     assert "<!--" not in table
 
 

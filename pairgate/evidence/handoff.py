@@ -61,6 +61,14 @@ def _cell(text: str) -> str:
     return re.sub(r"([\\`*_\[\]|~#])", r"\\\1", text) or "-"
 
 
+def _code(text: str) -> str:
+    """A code span of free text (outside a table): nothing in it renders, not even HTML."""
+    line = " ".join(text.split())
+    ticks = "`" * (max((len(r) for r in re.findall(r"`+", line)), default=0) + 1)
+    pad = " " if line.startswith("`") or line.endswith("`") else ""
+    return f"{ticks}{pad}{line}{pad}{ticks}"
+
+
 def _tests(mutant: Mapping[str, Any], command: str) -> str:
     names = list(mutant["killed_by"])
     if not names:
@@ -79,7 +87,7 @@ def note_table(doc: Mapping[str, Any]) -> str:
     head = (
         f"Mutation evidence at `{doc['sha']}`: {killed} of {len(mutants)} mutants killed; the "
         f"baseline {'passed' if baseline['outcome'] == 'passed' else 'did not pass'} "
-        f"(`{_cell(doc['command'])}`, {iso['mode']}, network {iso['network']}). "
+        f"({_code(doc['command'])}, {iso['mode']}, network {iso['network']}). "
         f"Digest `{doc['digest']}`."
     )
     rows = ["| # | mutant | files | test | verdict |", "| --- | --- | --- | --- | --- |"]
