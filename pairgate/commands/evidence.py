@@ -116,11 +116,25 @@ def evidence_text(doc: dict[str, Any], style: Style) -> str:
     return "\n".join(lines)
 
 
-def _again(cli: str, *, test: str, mutants: Sequence[Path], repo: Path, sha: str) -> str:
-    words = [*shlex.split(cli), "evidence", "run", "--test", test, "--repo", str(repo)]
-    words += ["--sha", sha]
+def _again(cli: str, request: Request, *, mutants: Sequence[Path], sha: str, **flags: Any) -> str:
+    """The same command line, at the SHA that was run, to run once the cause is fixed."""
+    words = [*shlex.split(cli), "evidence", "run", "--test", request.command]
+    words += ["--repo", str(request.repo), "--sha", sha]
     for m in mutants:
         words += ["--mutant", str(m)]
+    if request.base is not None:
+        words += ["--base", request.base]
+    if request.timeout != DEFAULT_TIMEOUT:
+        words += ["--timeout", f"{request.timeout:g}"]
+    if request.jobs != 1:
+        words += ["--jobs", str(request.jobs)]
+    if request.network:
+        words.append("--network")
+    for flag, value in flags.items():
+        if value is True:
+            words.append(f"--{flag}")
+        elif value is not None and value is not False:
+            words += [f"--{flag}", str(value)]
     return shlex.join(words)
 
 
@@ -189,7 +203,7 @@ def run_evidence(
         print(evidence_text(doc, style), file=ctx.stdout)
         if out is not None:
             print(f"Written to {out}", file=ctx.stdout)
-    again = _again(config.cli, test=test, mutants=mutants, repo=repo, sha=doc["sha"])
+    again = _again(config.cli, request, mutants=mutants, sha=doc["sha"], out=out, json=json)
     refused = refusal(doc, cli=config.cli, again=again)
     if refused is not None:
         raise refused
