@@ -146,7 +146,7 @@ def test_in_the_weaker_mode_a_timeout_kills_the_process_group(pkg: Package, tmp_
     pid_file = tmp_path / "grandchild.pid"
     command = f'{sys.executable} -c "{sleeper_code(marker(), pid_file=str(pid_file))}"'
     started = time.monotonic()
-    doc = collect(Request(pkg.repo, command, readme(pkg), timeout=1.5), isolation=env_only("test"))
+    doc = collect(Request(pkg.repo, command, readme(pkg), timeout=2.5), isolation=env_only("test"))
     assert time.monotonic() - started < 10
     base = doc["baseline"]
     assert (base["outcome"], base["timed_out"]) == ("timed-out", True)
@@ -171,7 +171,7 @@ def test_what_the_command_leaves_running_dies_when_it_exits(
         f"while [ ! -e {started} ]; do sleep 0.05; done"
     )
     isolation: Any = None if mode == "namespaces" else env_only("test")
-    doc = collect(Request(pkg.repo, command, readme(pkg)), isolation=isolation)
+    doc = collect(Request(pkg.repo, command, readme(pkg), timeout=30), isolation=isolation)
     assert doc["baseline"]["outcome"] == "passed" and started.exists()
     left = [pid for pid in processes_with(token) if not wait_gone(pid)]
     for pid in left:
