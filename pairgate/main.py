@@ -301,9 +301,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 on drift")
 
+    from pairgate.commands.evidence import add_parser as add_evidence_parser
     from pairgate.commands.watch import add_parser as add_watch_parsers
 
     add_watch_parsers(sub)
+    add_evidence_parser(sub)
 
     p = command("graph", "draw the issue's round (Mermaid by default)", parents=(json_out,))
     p.add_argument("issue", type=_issue, metavar="ISSUE", help=ISSUE_HELP)
@@ -505,6 +507,10 @@ def handler_for(command: str) -> Handler:
         from pairgate.commands.inbox import inbox
 
         return inbox
+    if command == "evidence":
+        from pairgate.commands.evidence_run import evidence
+
+        return evidence
     if command == "init":
         from pairgate.commands.init import init
 

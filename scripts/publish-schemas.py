@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Publish the JSON Schemas that live as data in pairgate/ownership.py under docs/schemas/:
-one per record kind (<kind>.schema.json) and the configuration's (pairgate-config.schema.json).
+"""Publish the JSON Schemas that live as data in the code under docs/schemas/: one per record
+kind (<kind>.schema.json), the configuration's (pairgate-config.schema.json) and the mutation
+evidence document's (evidence.schema.json).
 ``--check`` writes nothing and exits 1 when a published file is missing, differs or is extra."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from pairgate.evidence.schema import EVIDENCE_SCHEMA  # noqa: E402
 from pairgate.standalone.config import CONFIG_SCHEMA  # noqa: E402
 from pairgate.standalone.records import RECORD_SCHEMAS  # noqa: E402
 
@@ -22,6 +24,7 @@ OUT = ROOT / "docs" / "schemas"
 def rendered() -> dict[str, str]:
     schemas = {f"{kind}.schema.json": schema for kind, schema in RECORD_SCHEMAS.items()}
     schemas["pairgate-config.schema.json"] = CONFIG_SCHEMA
+    schemas["evidence.schema.json"] = EVIDENCE_SCHEMA
     return {name: json.dumps(s, indent=2, ensure_ascii=False) + "\n" for name, s in schemas.items()}
 
 

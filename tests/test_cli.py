@@ -56,6 +56,7 @@ COMMANDS = {
         {"--once", "--interval", "--store", "--status", "--json", "--deliver-command"}
         | {"--remind-after", "--verbose"},
     ),
+    "evidence": (set(), set()),
     "inbox": (set(), {"--agent", "--json", "--claude-hook", "--store", "--remind-after"}),
     "init": (
         {"--target", "--tracker-project", "--review-bot-user", "--renovate-user"},

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pairgate.output import dump
 from pairgate.note_text import quoted
+from pairgate.output import dump
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, Refusal, UsageError
 from pairgate.standalone.records import MalformedRecord, compose_note, constraint_id, parse_marker

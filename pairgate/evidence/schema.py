@@ -1,0 +1,202 @@
+"""The evidence document: its JSON Schema (as data), its digest, and reading and writing it.
+
+The schema is checked with jsonschema when a document is written and when one is read, like the
+ledger's records. The digest is the SHA-256 of the document's canonical JSON (sorted keys, no
+spaces, ASCII) without the ``digest`` key, so an edit after the run is visible.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pairgate.standalone.errors import UsageError
+
+SCHEMA_NAME = "pairgate-evidence"
+SCHEMA_VERSION = 1
+VERDICTS = ("killed", "survived", "error", "refused")
+OUTCOMES = ("passed", "assertion-failed", "failed", "crashed", "timed-out", "error")
+
+_SHA = {"type": "string", "pattern": "^[0-9a-f]{40}([0-9a-f]{24})?$"}
+_SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+_TEXT = {"type": "string"}
+_COUNT = {"type": "integer", "minimum": 0}
+_LINE = {"type": "integer", "minimum": 0}
+
+
+def _object(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """An object with exactly these keys: a document that adds or drops one is not this one."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(properties),
+        "properties": dict(properties),
+    }
+
+
+_ISOLATION = _object(
+    {
+        "mode": {"enum": ["namespaces", "env-only"]},
+        "network": {"enum": ["blocked", "allowed", "not-blocked"]},
+        "tree_kill": {"enum": ["pid-namespace", "process-group"]},
+        "description": _TEXT,
+    }
+)
+
+_FAILED_TEST = _object(
+    {"id": _TEXT, "kind": {"enum": ["assertion", "crash", "error"]}, "message": _TEXT}
+)
+
+_RUN = _object(
+    {
+        "command": _TEXT,
+        "runner": {"enum": ["pytest", "exit-code"]},
+        "exit_code": {"type": ["integer", "null"]},
+        "timed_out": {"type": "boolean"},
+        "duration_ms": _COUNT,
+        "isolation": _ISOLATION,
+        "outcome": {"enum": list(OUTCOMES)},
+        "detail": _TEXT,
+        "failed_tests": {"type": "array", "items": _FAILED_TEST},
+        "output_tail": _TEXT,
+    }
+)
+
+_HUNK = _object(
+    {"file": _TEXT, "old_start": _LINE, "old_lines": _LINE, "new_start": _LINE, "new_lines": _LINE}
+)
+
+_MUTANT = _object(
+    {
+        "index": {"type": "integer", "minimum": 1},
+        "name": _TEXT,
+        "patch": _object(
+            {
+                "sha256": _SHA256,
+                "text": _TEXT,
+                "files": {"type": "array", "items": _TEXT},
+                "hunks": {"type": "array", "items": _HUNK},
+            }
+        ),
+        "sensitive_files": {"type": "array", "items": _TEXT},
+        "applied": {"type": "boolean"},
+        "apply_error": {"type": ["string", "null"]},
+        "run": {"oneOf": [{"type": "null"}, _RUN]},
+        "verdict": {"enum": list(VERDICTS)},
+        "reason": _TEXT,
+        "killed_by": {"type": "array", "items": _TEXT},
+    }
+)
+
+EVIDENCE_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "pairgate mutation evidence",
+    **_object(
+        {
+            "schema": {"const": SCHEMA_NAME},
+            "v": {"const": SCHEMA_VERSION},
+            "created_at": _TEXT,
+            "repository": _object({"path": _TEXT, "root_commit": _SHA}),
+            "sha": _SHA,
+            "command": {"type": "string", "minLength": 1},
+            "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+            "network": {"type": "boolean"},
+            "environment": {"type": "array", "items": _TEXT},
+            "baseline": _RUN,
+            "mutants": {"type": "array", "minItems": 1, "items": _MUTANT},
+            "sensitive_changes": _object(
+                {
+                    "base": {"oneOf": [{"type": "null"}, _SHA]},
+                    "base_source": _TEXT,
+                    "patterns": {"type": "array", "items": _TEXT},
+                    "files": {
+                        "type": "array",
+                        "items": _object({"path": _TEXT, "pattern": _TEXT}),
+                    },
+                }
+            ),
+            "summary": _object({v: _COUNT for v in VERDICTS}),
+            "digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
+        }
+    ),
+}
+
+
+@functools.cache
+def _validator() -> Any:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(EVIDENCE_SCHEMA)
+
+
+def check_evidence(doc: object) -> str | None:
+    """None when ``doc`` is an evidence document by the schema, else the first problem (the
+    shallowest, so the message names the outermost thing that is wrong)."""
+    validator = _validator()
+    if validator.is_valid(doc):
+        return None
+    error = min(validator.iter_errors(doc), key=lambda e: (len(e.path), e.message))
+    where = "/".join(str(p) for p in error.path) or "document"
+    return f"schema: {where}: {error.message}"
+
+
+def evidence_digest(doc: Mapping[str, Any]) -> str:
+    """``sha256:<hex>`` over the canonical JSON of everything but the digest."""
+    content = {k: v for k, v in doc.items() if k != "digest"}
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def digest_problem(doc: Mapping[str, Any]) -> str | None:
+    if doc.get("digest") != evidence_digest(doc):
+        return "its digest does not match its content (it was changed after it was run)"
+    return None
+
+
+def sealed(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The document with its digest, checked: a document that would fail on read is never
+    written."""
+    out = {k: v for k, v in doc.items() if k != "digest"}
+    out["digest"] = evidence_digest(out)
+    problem = check_evidence(out)
+    if problem:
+        raise ValueError(f"refusing to write invalid evidence: {problem}")
+    return out
+
+
+def write_evidence(doc: Mapping[str, Any], path: Path) -> None:
+    """Write atomically: a reader sees the old file or the whole new one, never a part."""
+    problem = check_evidence(doc) or digest_problem(doc)
+    if problem:
+        raise ValueError(f"refusing to write invalid evidence: {problem}")
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    target = path.resolve()
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def read_evidence(path: Path) -> dict[str, Any]:
+    """A document read back, schema and digest checked; UsageError (exit 2) naming the file
+    otherwise."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"cannot read the evidence in {path}: {exc}") from None
+    problem = check_evidence(doc) or digest_problem(doc)
+    if problem:
+        raise UsageError(f"{path} is not valid mutation evidence: {problem}")
+    return dict(doc)
