@@ -16,8 +16,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pairgate.currency import check_currency
-from pairgate.standalone.config import load_config
 from pairgate.standalone.errors import Context, Exit, UsageError, report
 
 # Values a deployment configures are spelled as the key they come from, because --help reads no
@@ -549,11 +547,15 @@ def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
             return Exit.ERROR
         kwargs = {k: v for k, v in vars(args).items() if k not in (*_META, "version")}
         if args.reads_config:
+            from pairgate.standalone.config import load_config
+
             kwargs["config"] = config = load_config(ctx.env)
             if measured is not None:
                 named = ctx.env.get(config.env_name("CHECKOUT"), "").strip()
                 if measured == _OWN_FILE and named:  # an explicit origin= always wins
                     measured = _checked_origin(named)
+                from pairgate.currency import check_currency
+
                 check_currency(
                     measured,
                     config,

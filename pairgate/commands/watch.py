@@ -14,8 +14,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from pairgate.watch.batches import REMIND_AFTER
-from pairgate.watch.records import HOOK_EVENTS
+from pairgate.watch import HOOK_EVENTS, REMIND_AFTER
 
 INTERVAL = 180.0
 

@@ -6,3 +6,9 @@ batches for the agent the ledger names (``routing``, ``batches``), and pushes or
 pull them (``delivery``, ``hooks``, ``notify``) until that agent acknowledges each batch.
 ``runner`` joins one poll together; ``pairgate/commands/watch.py`` is the command line.
 """
+
+# What the command line needs without importing the watcher (main builds its parser for every
+# command): the default wait before an unacknowledged batch is re-sent, and the Claude Code
+# hook events inbox speaks.
+REMIND_AFTER = 30 * 60.0
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 
 from pairgate.watch.records import Batch, Event, Route
 
-REMIND_AFTER = 30 * 60.0  # seconds: the default wait before an unacknowledged batch is re-sent
-
 
 @dataclass(frozen=True)
 class NewBatch:

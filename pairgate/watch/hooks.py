@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pairgate.standalone.errors import UsageError
-from pairgate.watch import delivery
+from pairgate.watch import HOOK_EVENTS, delivery
 from pairgate.watch.delivery import Shown
-from pairgate.watch.records import HOOK_EVENTS, subject_name
+from pairgate.watch.records import subject_name
 from pairgate.watch.store import Store
 
 EVENTS = HOOK_EVENTS

@@ -21,7 +21,6 @@ APPROVED, UNAPPROVED = "approved", "unapproved"
 OFFER = "offer"
 MERGED, CLOSED = "merged", "closed"
 FINAL_KINDS = frozenset({MERGED, CLOSED})
-HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")  # the Claude Code hooks inbox speaks
 COMMENT_KINDS = frozenset({COMMENT_ADDED, COMMENT_EDITED, COMMENT_REMOVED})
 
 
