@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pairgate.main import main
+from pairgate.sandbox import testing as sandbox_testing
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox
 from pairgate.standalone.config import Config, load_config
 from pairgate.standalone.errors import Context
@@ -69,6 +70,29 @@ def config_env() -> dict[str, str]:
 
 
 # -- the sandbox (docs/sandbox.md) ----------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _strict_sandbox(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test that sent a sandbox a request no sandbox route serves (the sandbox answered
+    GitLab's catch-all 404, which GitLab itself may not): the test leaned on a gap. A test
+    whose point is such a request says so with ``@pytest.mark.sandbox_unserved_ok`` (optionally
+    with regular expressions for ``METHOD path``: only those are then allowed)."""
+    mark = sandbox_testing.unserved_mark()
+    yield
+    found = sandbox_testing.unserved_since(mark)
+    marker = request.node.get_closest_marker("sandbox_unserved_ok")
+    if marker is not None:
+        found = sandbox_testing.unexpected(found, list(marker.args))
+    if found:
+        lines = "\n".join(
+            f"  {e['method']} {e['path']}" + (f"?{e['query']}" if e["query"] else "") for e in found
+        )
+        pytest.fail(
+            f"the test sent the sandbox requests it does not serve:\n{lines}\n"
+            "serve them in pairgate/sandbox/, or mark the test sandbox_unserved_ok",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(scope="session")

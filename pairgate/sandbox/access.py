@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pairgate.sandbox.entities import Renderer
 from pairgate.sandbox.httpd import Request, Router, forbidden, not_found, unauthorized
-from pairgate.sandbox.model import Group, Project, User
+from pairgate.sandbox.records import Group, Project, User
 
 API = Router()  # routes under /api/v4; the resource modules register on it
 

@@ -8,7 +8,7 @@ from pairgate.sandbox import repo
 from pairgate.sandbox.access import API, current_user, project_for, renderer
 from pairgate.sandbox.httpd import ApiError, Reply, Request, forbidden, unauthorized
 from pairgate.sandbox.merge_requests import mr_for
-from pairgate.sandbox.model import DEVELOPER, MergeRequest, User, World
+from pairgate.sandbox.model import World
 from pairgate.sandbox.mr_entity import (
     can_merge,
     detailed_status,
@@ -16,6 +16,8 @@ from pairgate.sandbox.mr_entity import (
     may_approve,
     render,
 )
+from pairgate.sandbox.records import DEVELOPER, MergeRequest, User
+from pairgate.sandbox.settings import setting
 
 
 def _sha_conflict(sha: str) -> ApiError:
@@ -25,8 +27,6 @@ def _sha_conflict(sha: str) -> ApiError:
 def record_approval(world: World, mr: MergeRequest, user: User, *, approve: bool) -> bool:
     """Add or remove ``user``'s approval (bound to the user, not to a commit, as on GitLab);
     False when there was nothing to change."""
-    from pairgate.sandbox.notes import add_system
-
     has = any(a[0] == user.id for a in mr.approvals)
     if has == approve:
         return False
@@ -34,7 +34,8 @@ def record_approval(world: World, mr: MergeRequest, user: User, *, approve: bool
         mr.approvals.append([user.id, world.stamp()])
     else:
         mr.approvals = [a for a in mr.approvals if a[0] != user.id]
-    add_system(world, mr, user, f"{'approved' if approve else 'unapproved'} this merge request")
+    word = "approved" if approve else "unapproved"
+    world.add_note(mr, user, f"{word} this merge request", system=True)
     mr.updated_at = world.stamp()
     return True
 
@@ -124,23 +125,27 @@ def merge(req: Request, project_id: str, iid: str) -> Any:
     if detailed_status(world, r, mr) != "mergeable":
         raise ApiError(405, {"message": "405 Method Not Allowed"})
     target = mr.target_branch if mr.target_branch in project.branches else project.default_branch
-    source = world.commits[head]
-    message = req.text("merge_commit_message") or (
-        f"Merge branch '{mr.source_branch}' into '{target}'\n\n{mr.title}\n\n"
-        f"See merge request {world.full_path(project)}!{mr.iid}"
-    )
-    commit = repo.make_commit(
-        world,
-        project,
-        parents=[project.branches[target], head],
-        tree=source.tree,
-        message=message,
-        author=user,
-    )
-    mr.state, mr.final_sha, mr.merge_commit_sha = "merged", head, commit.id
+    if setting(project, "merge_method") == "ff":
+        # the target moves to the head; GitLab's merge_commit_sha here is UNCONFIRMED (null)
+        new_head, mr.merge_commit_sha = head, None
+    else:
+        message = req.text("merge_commit_message") or (
+            f"Merge branch '{mr.source_branch}' into '{target}'\n\n{mr.title}\n\n"
+            f"See merge request {world.full_path(project)}!{mr.iid}"
+        )
+        commit = repo.make_commit(
+            world,
+            project,
+            parents=[project.branches[target], head],
+            tree=world.commits[head].tree,
+            message=message,
+            author=user,
+        )
+        new_head = mr.merge_commit_sha = commit.id
+    mr.state, mr.final_sha = "merged", head
     mr.merged_at = mr.updated_at = world.stamp()
     mr.merged_by_id = user.id
-    repo.move_branch(world, project, target, commit.id, user)
+    repo.move_branch(world, project, target, new_head, user)
     if req.flag("should_remove_source_branch"):
         project.branches.pop(mr.source_branch, None)
     return render(r, mr, user, basic=False)

@@ -37,8 +37,7 @@ def serve(
             validate_config(config, source=str(config_out))
             config_out.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         print(json.dumps(sandbox.info()), file=ctx.stdout, flush=True)
-        while not stop.wait(0.5):
-            pass
+        stop.wait()  # the signal handler sets it; the wait wakes at once
     finally:
         sandbox.stop()
         for sig, handler in previous.items():

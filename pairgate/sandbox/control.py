@@ -6,15 +6,18 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from pairgate.sandbox import pipelines
+from pairgate.sandbox import defaults, pipelines
+from pairgate.sandbox import jobs as ci_jobs
 from pairgate.sandbox.access import renderer
 from pairgate.sandbox.faults import Fault
 from pairgate.sandbox.httpd import ApiError, Reply, Request, Router, not_found
+from pairgate.sandbox.records import Project
 
 if TYPE_CHECKING:
     from pairgate.sandbox.server import App
 
 ROUTER = Router()
+SEEDING_SWITCHES = {"pipelines_must_succeed"}  # switches that seed project settings
 
 
 def _bad(text: str) -> ApiError:
@@ -67,8 +70,59 @@ def update_pipeline(app: App, req: Request, pipeline_id: str) -> Any:
 
 def _pipeline_reply(app: App, req: Request, pipeline: pipelines.Pipeline) -> Any:
     render = renderer(req)
-    jobs = [j for j in app.world.jobs.values() if j.pipeline_id == pipeline.id]
+    jobs = app.world.jobs_of(pipeline)
     return render.pipeline(pipeline) | {"jobs": [render.job(j) | {"token": j.token} for j in jobs]}
+
+
+@ROUTER.route("POST", "/ci")
+def set_ci(app: App, req: Request) -> Any:
+    """The project's CI configuration as far as merge request pipelines go: the jobs
+    ``POST .../merge_requests/:iid/pipelines`` creates (null: no CI configuration)."""
+    project = app.world.project_by_ref(str(req.params.get("project", "")))
+    if project is None:
+        raise not_found("Project")
+    jobs = req.params.get("jobs")
+    if jobs is not None:
+        if not isinstance(jobs, list) or not all(
+            isinstance(j, dict) and j.get("name") for j in jobs
+        ):
+            raise _bad("jobs must be a list of {name, allow_failure, stage}")
+        jobs = [
+            {
+                "name": str(j["name"]),
+                "stage": str(j.get("stage") or "test"),
+                "allow_failure": bool(j.get("allow_failure", False)),
+            }
+            for j in jobs
+        ]
+    project.ci_jobs = jobs
+    return _ci_reply(app, project)
+
+
+@ROUTER.route("GET", "/ci")
+def get_ci(app: App, req: Request) -> Any:
+    project = app.world.project_by_ref(str(req.params.get("project", "")))
+    if project is None:
+        raise not_found("Project")
+    return _ci_reply(app, project)
+
+
+def _ci_reply(app: App, project: Project) -> dict[str, Any]:
+    return {"project": app.world.full_path(project), "jobs": project.ci_jobs}
+
+
+@ROUTER.route("POST", "/jobs/{job_id}")
+def set_job(app: App, req: Request, job_id: str) -> Any:
+    """Move a job to a status, as its runner would; the pipeline's status follows."""
+    world = app.world
+    job = world.jobs.get(int(job_id)) if job_id.isdigit() else None
+    if job is None:
+        raise not_found("Job")
+    try:
+        ci_jobs.set_status(world, job, ci_jobs.checked_status(req.params.get("status")))
+    except ValueError as error:
+        raise _bad(str(error)) from None
+    return renderer(req).job(job) | {"token": job.token}
 
 
 @ROUTER.route("POST", "/faults")
@@ -113,6 +167,17 @@ def clear_requests(app: App, req: Request) -> Any:
     return Reply(204)
 
 
+@ROUTER.route("GET", "/unserved")
+def list_unserved(app: App, req: Request) -> Any:
+    return list(app.unserved)
+
+
+@ROUTER.route("DELETE", "/unserved")
+def clear_unserved(app: App, req: Request) -> Any:
+    app.unserved.clear()
+    return Reply(204)
+
+
 @ROUTER.route("GET", "/options")
 def get_options(app: App, req: Request) -> Any:
     return dataclasses.asdict(app.world.options)
@@ -125,4 +190,6 @@ def set_options(app: App, req: Request) -> Any:
         app.world.options.update(req.params)
     except KeyError as error:
         raise _bad(f"unknown option {error.args[0]!r}") from None
+    if SEEDING_SWITCHES & set(req.params):
+        defaults.apply_switches(app.world)
     return dataclasses.asdict(app.world.options)

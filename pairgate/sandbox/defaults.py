@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from pairgate.sandbox import repo
-from pairgate.sandbox.model import (
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import (
     DEVELOPER,
     MAINTAINER,
     REPORTER,
@@ -15,7 +16,6 @@ from pairgate.sandbox.model import (
     Options,
     Project,
     User,
-    World,
 )
 
 # key in the ready line -> (id, username, display name, bot)
@@ -77,22 +77,33 @@ def build(options: Options | None = None) -> World:
         )
         project.branches["main"] = first.id
     world.projects[3].shared_with[GROUP_ID] = DEVELOPER
+    apply_switches(world)
     for kind, first_id in FIRST_IDS.items():
         world.counters[kind] = first_id
     now = world.stamp()
     issue_id = world.next_id("issue")
     tracker = world.projects[1]
-    world.issues[issue_id] = Issue(
-        issue_id,
-        world.next_iid(tracker, "issue"),
-        tracker.id,
-        TRACKING_ISSUE_TITLE,
-        "Work that no other issue owns is claimed here.",
-        ids["maintainer"],
-        now,
-        now,
+    world.add_issue(
+        Issue(
+            issue_id,
+            world.next_iid(tracker, "issue"),
+            tracker.id,
+            TRACKING_ISSUE_TITLE,
+            "Work that no other issue owns is claimed here.",
+            ids["maintainer"],
+            now,
+            now,
+        )
     )
     return world
+
+
+def apply_switches(world: World) -> None:
+    """The switches that stand for project settings (``pipelines_must_succeed``) seed every
+    project's setting; a PUT /projects/:id changes one project's afterwards."""
+    for project in world.projects.values():
+        succeeds = world.options.pipelines_must_succeed
+        project.settings["only_allow_merge_if_pipeline_succeeds"] = succeeds
 
 
 def ready_line(url: str, world: World) -> dict[str, Any]:

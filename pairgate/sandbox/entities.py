@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from pairgate.sandbox.model import (
-    Commit,
-    Issue,
-    Job,
-    Note,
-    Pipeline,
-    Project,
-    User,
-    World,
-)
+from pairgate.sandbox import settings
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import Commit, Issue, Job, Note, Pipeline, Project, User
 
 TERMINAL = {"success", "failed", "canceled", "skipped"}
 
@@ -93,10 +87,6 @@ class Renderer:
             },
             "created_at": project.created_at,
             "last_activity_at": project.created_at,
-            "merge_method": "merge",
-            "only_allow_merge_if_pipeline_succeeds": world.options.pipelines_must_succeed,
-            "only_allow_merge_if_all_discussions_are_resolved": False,
-            "merge_pipelines_enabled": False,
             "shared_with_groups": [
                 {
                     "group_id": gid,
@@ -106,6 +96,7 @@ class Renderer:
                 }
                 for gid, cap in project.shared_with.items()
             ],
+            **settings.shown(project, level),
             "permissions": {
                 "project_access": _access(direct),
                 "group_access": _access(via_group or (level if level and not direct else None)),
@@ -119,11 +110,7 @@ class Renderer:
         project = world.projects[issue.project_id]
         full = world.full_path(project)
         assignees = [self.user_by_id(a) for a in issue.assignee_ids]
-        notes = [
-            n
-            for n in world.notes.values()
-            if n.noteable_type == "Issue" and n.noteable_id == issue.id and not n.system
-        ]
+        notes = [n for n in world.notes_on(issue) if not n.system]
         return {
             "id": issue.id,
             "iid": issue.iid,
@@ -238,8 +225,7 @@ class Renderer:
     # -- CI -----------------------------------------------------------------------------------
 
     def pipeline_status(self, pipeline: Pipeline) -> str:
-        jobs = [j for j in self.world.jobs.values() if j.pipeline_id == pipeline.id]
-        return composite_status(jobs)
+        return composite_status(self.world.jobs_of(pipeline))
 
     def pipeline(self, pipeline: Pipeline, *, basic: bool = False) -> dict[str, Any]:
         full = self.world.full_path(self.world.projects[pipeline.project_id])
@@ -284,9 +270,10 @@ class Renderer:
         }
 
     def job(self, job: Job) -> dict[str, Any]:
+        """API::Entities::Ci::Job (the pipeline's jobs, GET /job, a retry's answer)."""
         pipeline = self.world.pipelines[job.pipeline_id]
         full = self.world.full_path(self.world.projects[pipeline.project_id])
-        done = job.status in TERMINAL
+        user = self.world.users.get(pipeline.user_id or 0)
         return {
             "id": job.id,
             "name": job.name,
@@ -297,19 +284,22 @@ class Renderer:
             "tag": False,
             "coverage": None,
             "created_at": job.created_at,
-            "started_at": job.created_at if job.status != "created" else None,
-            "finished_at": job.created_at if done else None,
+            "started_at": job.started_at,
+            "finished_at": job.finished_at,
             "erased_at": None,
-            "duration": 0.0 if done else None,
-            "queued_duration": 0.0,
-            "user": self.user_by_id(pipeline.user_id),
+            "duration": _seconds(job.started_at, job.finished_at),
+            "queued_duration": _seconds(job.created_at, job.started_at) or 0.0,
+            "user": self.user(user) if user else None,
             "commit": self.commit(self.world.commits[pipeline.sha])
             if pipeline.sha in self.world.commits
             else None,
             "pipeline": self.pipeline(pipeline, basic=True),
             "web_url": f"{self.base}/{full}/-/jobs/{job.id}",
+            "project": {"ci_job_token_scope_enabled": False},
             "artifacts": [],
+            "artifacts_expire_at": None,
             "runner": None,
+            "runner_manager": None,
             "archived": False,
             "source": pipeline.source,
             "tag_list": [],
@@ -330,6 +320,13 @@ def composite_status(jobs: list[Job]) -> str:
         if status in statuses:
             return status
     return "skipped" if statuses == {"skipped"} else "success"
+
+
+def _seconds(start: str | None, end: str | None) -> float | None:
+    if start is None or end is None:
+        return None
+    parse = datetime.fromisoformat
+    return round((parse(end) - parse(start)).total_seconds(), 3)
 
 
 def _access(level: int | None) -> dict[str, int] | None:

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode
 
-from pairgate.sandbox.model import User, World
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import Job, User
 
 
 class ApiError(Exception):
@@ -71,6 +72,7 @@ class Request:
     user: User | None = None
     scope: str | None = None  # "api", "read_api", "job" for CI job tokens, None anonymous
     job_project_id: int | None = None
+    job: Job | None = None  # the running job whose CI_JOB_TOKEN authenticated the request
 
     # -- parameters ---------------------------------------------------------------------------
 

@@ -13,8 +13,9 @@ from pairgate.sandbox.httpd import (
     param_error,
     record_not_found,
 )
-from pairgate.sandbox.model import REPORTER, Issue, MergeRequest, Project, User, World
+from pairgate.sandbox.model import World
 from pairgate.sandbox.mr_entity import render
+from pairgate.sandbox.records import REPORTER, Issue, MergeRequest, Project, User
 
 EDITABLE = (
     "assignee_id", "assignee_ids", "confidential", "created_at", "description",
@@ -93,16 +94,15 @@ def user_ids(req: Request, name: str) -> list[int]:
 def edit_common(req: Request, thing: Issue | MergeRequest, user: User) -> None:
     """The edits issues and MRs share: title and description (each leaving a system note),
     labels and assignees."""
-    from pairgate.sandbox.notes import add_system
-
     world = req.world
     if req.has("title") and req.text("title") != thing.title:
         title = req.required("title")
-        add_system(world, thing, user, f"changed title from **{thing.title}** to **{title}**")
+        note = f"changed title from **{thing.title}** to **{title}**"
+        world.add_note(thing, user, note, system=True)
         thing.title = title
     if req.has("description") and req.text("description") != thing.description:
         thing.description = req.text("description")
-        add_system(world, thing, user, "changed the description")
+        world.add_note(thing, user, "changed the description", system=True)
     if any(req.has(n) for n in ("labels", "add_labels", "remove_labels")):
         thing.labels = apply_labels(
             world,
@@ -179,7 +179,7 @@ def create_issue(req: Request, project_id: str) -> Any:
     )
     issue.labels = apply_labels(world, [], labels=req.csv("labels") or [])
     issue.assignee_ids = user_ids(req, "assignee_ids")
-    world.issues[issue_id] = issue
+    world.add_issue(issue)
     return renderer(req).issue(issue)
 
 

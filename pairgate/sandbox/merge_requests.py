@@ -22,8 +22,8 @@ from pairgate.sandbox.issues import (
     set_state,
     user_ids,
 )
-from pairgate.sandbox.model import DEVELOPER, MergeRequest, Project
 from pairgate.sandbox.mr_entity import render
+from pairgate.sandbox.records import DEVELOPER, MergeRequest, Project
 
 EDITABLE = (
     "add_labels", "allow_collaboration", "allow_maintainer_to_push", "assignee_id",
@@ -149,7 +149,7 @@ def create_merge_request(req: Request, project_id: str) -> Any:
     mr.labels = apply_labels(world, [], labels=req.csv("labels") or [])
     mr.assignee_ids = user_ids(req, "assignee_ids")
     mr.reviewer_ids = user_ids(req, "reviewer_ids")
-    world.merge_requests[mr.id] = mr
+    world.add_merge_request(mr)
     return render(renderer(req), mr, user, basic=False)
 
 

@@ -1,11 +1,11 @@
-"""The sandbox's state: flat tables of plain records, the clock, the switches, access levels.
+"""The sandbox's state: flat tables of the records, the index over them, the clock.
 
-Records hold only JSON-able fields and refer to each other by id, so the whole world saves to
-and loads from one JSON file (``--state``) without a serialiser per type.
+The world saves to and loads from one JSON file (``--state``); the index is derived.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import time
@@ -14,163 +14,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-GUEST, REPORTER, DEVELOPER, MAINTAINER, OWNER = 10, 20, 30, 40, 50
-
-
-@dataclass
-class Options:
-    """Behaviour switches: where GitLab versions or tiers differ, or the reference could not
-    confirm a behaviour, the default is its suggestion and the other answer is one switch away."""
-
-    scoped_labels: str = "free"  # "premium": a newly added key::value drops its siblings
-    approvals_shape: str = "ee"  # "ce": the short FOSS entity of GET .../approvals
-    legacy_approval_statuses: bool = False  # approve twice -> 401, unapprove unapproved -> 404
-    reset_approvals_on_push: bool = False  # Premium's "remove all approvals when commits added"
-    author_can_approve: bool = True  # Free lets the MR author approve their own MR
-    developers_can_merge: bool = True  # protected main: may Developers accept MRs?
-    pipelines_must_succeed: bool = False  # project setting only_allow_merge_if_pipeline_succeeds
-    raw_file_ref_required: bool = False  # older servers: GET .../raw without ref -> 400
-    countless_above: int = 10_000  # above this many rows X-Total/X-Total-Pages are omitted
-
-    def update(self, values: dict[str, Any]) -> None:
-        known = {f.name for f in dataclasses.fields(self)}
-        for key, value in values.items():
-            if key not in known:
-                raise KeyError(key)
-            setattr(self, key, value)
-
-
-@dataclass
-class User:
-    id: int
-    username: str
-    name: str
-    bot: bool = False
-    state: str = "active"
-
-
-@dataclass
-class Group:
-    id: int
-    path: str
-    name: str
-    members: dict[int, int] = field(default_factory=dict)  # user id -> access level
-
-
-@dataclass
-class Project:
-    id: int
-    path: str
-    name: str
-    namespace_id: int
-    created_at: str
-    visibility: str = "private"
-    default_branch: str = "main"
-    branches: dict[str, str] = field(default_factory=dict)  # name -> head sha
-    shared_with: dict[int, int] = field(default_factory=dict)  # group id -> max access level
-    members: dict[int, int] = field(default_factory=dict)  # direct members
-    next_iid: dict[str, int] = field(default_factory=dict)  # "issue"/"mr"/"pipeline" -> next
-
-
-@dataclass
-class Commit:
-    id: str
-    project_id: int
-    parent_ids: list[str]
-    message: str
-    author_name: str
-    author_email: str
-    created_at: str
-    tree: dict[str, str]  # path -> content (the whole snapshot: worlds are small)
-
-
-@dataclass
-class Issue:
-    id: int
-    iid: int
-    project_id: int
-    title: str
-    description: str | None
-    author_id: int
-    created_at: str
-    updated_at: str
-    state: str = "opened"
-    closed_at: str | None = None
-    closed_by_id: int | None = None
-    labels: list[str] = field(default_factory=list)
-    assignee_ids: list[int] = field(default_factory=list)
-    confidential: bool = False
-    discussion_locked: bool = False
-
-
-@dataclass
-class Note:
-    id: int
-    project_id: int
-    noteable_type: str  # "Issue" | "MergeRequest"
-    noteable_id: int
-    noteable_iid: int
-    body: str
-    author_id: int
-    created_at: str
-    updated_at: str
-    system: bool = False
-    internal: bool = False
-
-
-@dataclass
-class MergeRequest:
-    id: int
-    iid: int
-    project_id: int
-    source_project_id: int
-    source_branch: str
-    target_branch: str
-    title: str
-    description: str | None
-    author_id: int
-    created_at: str
-    updated_at: str
-    base_sha: str
-    state: str = "opened"
-    labels: list[str] = field(default_factory=list)
-    assignee_ids: list[int] = field(default_factory=list)
-    reviewer_ids: list[int] = field(default_factory=list)
-    approvals: list[list[Any]] = field(default_factory=list)  # [user id, approved_at], oldest first
-    head_pipeline_id: int | None = None
-    final_sha: str | None = None  # the head when merged or closed; the live branch head before
-    merge_commit_sha: str | None = None
-    merged_at: str | None = None
-    merged_by_id: int | None = None
-    closed_at: str | None = None
-    closed_by_id: int | None = None
-    merge_when_pipeline_succeeds: bool = False
-
-
-@dataclass
-class Pipeline:
-    id: int
-    iid: int
-    project_id: int
-    sha: str
-    ref: str
-    source: str
-    user_id: int | None
-    created_at: str
-    updated_at: str
-
-
-@dataclass
-class Job:
-    id: int
-    pipeline_id: int
-    name: str
-    stage: str
-    status: str
-    allow_failure: bool
-    created_at: str
-    token: str
-
+from pairgate.sandbox.records import (
+    Commit,
+    Group,
+    Issue,
+    Job,
+    MergeRequest,
+    Note,
+    Options,
+    Pipeline,
+    Project,
+    User,
+)
 
 TABLES: dict[str, type] = {
     "users": User,
@@ -192,6 +47,19 @@ def iso(seconds: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+class Index:
+    """The lookups requests make, kept beside the tables so that no request scans a table
+    (a world of 2,000 issues x 20 notes answers as fast as an empty one). Derived, never saved:
+    records enter and leave through World's add_* and delete_* methods."""
+
+    def __init__(self) -> None:
+        self.issue_at: dict[tuple[int, int], Issue] = {}  # (project id, iid)
+        self.mr_at: dict[tuple[int, int], MergeRequest] = {}
+        self.notes_on: dict[tuple[str, int], dict[int, Note]] = {}  # (type, noteable id), by id
+        self.jobs_of: dict[int, dict[int, Job]] = {}  # pipeline id -> its jobs, by id
+        self.job_by_token: dict[str, Job] = {}
+
+
 @dataclass
 class World:
     """Everything the server knows. Callers hold the server's lock while they touch it."""
@@ -210,6 +78,26 @@ class World:
     counters: dict[str, int] = field(default_factory=dict)
     clock_offset: float = 0.0
     options: Options = field(default_factory=Options)
+    index: Index = field(
+        default_factory=Index, init=False, repr=False, compare=False, metadata={"derived": True}
+    )
+
+    def __post_init__(self) -> None:
+        self.reindex()
+
+    def reindex(self) -> None:
+        """Rebuild the index from the tables (after loading them)."""
+        self.index = Index()
+        for issue in self.issues.values():
+            self.index.issue_at[(issue.project_id, issue.iid)] = issue
+        for mr in self.merge_requests.values():
+            self.index.mr_at[(mr.project_id, mr.iid)] = mr
+        for note in sorted(self.notes.values(), key=lambda n: n.id):
+            self.index.notes_on.setdefault((note.noteable_type, note.noteable_id), {})[note.id] = (
+                note
+            )
+        for job in sorted(self.jobs.values(), key=lambda j: j.id):
+            self._index_job(job)
 
     # -- clock and ids ------------------------------------------------------------------------
 
@@ -228,6 +116,72 @@ class World:
         value = project.next_iid.get(kind, 1)
         project.next_iid[kind] = value + 1
         return value
+
+    def add_note(
+        self,
+        noteable: Issue | MergeRequest,
+        author: User,
+        body: str,
+        *,
+        system: bool = False,
+        internal: bool = False,
+    ) -> Note:
+        """Store a note on an issue or MR. ``system`` notes are GitLab's own (title and
+        description edits, pushes, approvals) and never editable."""
+        now = self.stamp()
+        kind = "Issue" if isinstance(noteable, Issue) else "MergeRequest"
+        note = Note(
+            self.next_id("note"),
+            noteable.project_id,
+            kind,
+            noteable.id,
+            noteable.iid,
+            body,
+            author.id,
+            now,
+            now,
+            system=system,
+            internal=internal,
+        )
+        self.notes[note.id] = note
+        self.index.notes_on.setdefault((kind, noteable.id), {})[note.id] = note
+        return note
+
+    def delete_note(self, note: Note) -> None:
+        del self.notes[note.id]
+        del self.index.notes_on[(note.noteable_type, note.noteable_id)][note.id]
+
+    def notes_on(self, noteable: Issue | MergeRequest) -> list[Note]:
+        """The notes of an issue or MR, oldest first."""
+        kind = "Issue" if isinstance(noteable, Issue) else "MergeRequest"
+        return list(self.index.notes_on.get((kind, noteable.id), {}).values())
+
+    def add_issue(self, issue: Issue) -> Issue:
+        self.issues[issue.id] = issue
+        self.index.issue_at[(issue.project_id, issue.iid)] = issue
+        return issue
+
+    def add_merge_request(self, mr: MergeRequest) -> MergeRequest:
+        self.merge_requests[mr.id] = mr
+        self.index.mr_at[(mr.project_id, mr.iid)] = mr
+        return mr
+
+    def add_job(self, job: Job) -> Job:
+        self.jobs[job.id] = job
+        self._index_job(job)
+        return job
+
+    def _index_job(self, job: Job) -> None:
+        self.index.jobs_of.setdefault(job.pipeline_id, {})[job.id] = job
+        self.index.job_by_token[job.token] = job
+
+    def jobs_of(self, pipeline: Pipeline, *, retried: bool = False) -> list[Job]:
+        """A pipeline's jobs, oldest first; those a retry replaced only with ``retried``."""
+        jobs = self.index.jobs_of.get(pipeline.id, {}).values()
+        return [j for j in jobs if retried or not j.retried]
+
+    def job_by_token(self, token: str) -> Job | None:
+        return self.index.job_by_token.get(token)
 
     def label_id(self, title: str) -> int:
         if title not in self.labels:
@@ -269,24 +223,26 @@ class World:
         return project.visibility == "internal" or self.access_level(user, project) > 0
 
     def issue(self, project: Project, iid: int) -> Issue | None:
-        return next(
-            (i for i in self.issues.values() if i.project_id == project.id and i.iid == iid), None
-        )
+        return self.index.issue_at.get((project.id, iid))
 
     def merge_request(self, project: Project, iid: int) -> MergeRequest | None:
-        return next(
-            (
-                m
-                for m in self.merge_requests.values()
-                if m.project_id == project.id and m.iid == iid
-            ),
-            None,
-        )
+        return self.index.mr_at.get((project.id, iid))
 
     # -- persistence --------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.metadata.get("derived"):
+                continue
+            value = getattr(self, f.name)
+            if f.name in TABLES:
+                out[f.name] = {key: dataclasses.asdict(row) for key, row in value.items()}
+            elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+                out[f.name] = dataclasses.asdict(value)
+            else:
+                out[f.name] = copy.deepcopy(value)
+        return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> World:
@@ -303,6 +259,7 @@ class World:
                 for sub in _INT_KEYED & set(row):
                     row[sub] = {int(k): v for k, v in row[sub].items()}
                 table[key if name == "commits" else int(key)] = record_type(**row)
+        world.reindex()
         return world
 
     def save(self, path: Path) -> None:

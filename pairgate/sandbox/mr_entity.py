@@ -7,23 +7,19 @@ from typing import Any
 
 from pairgate.sandbox import repo
 from pairgate.sandbox.entities import Renderer
-from pairgate.sandbox.model import (
-    DEVELOPER,
-    MAINTAINER,
-    REPORTER,
-    MergeRequest,
-    Project,
-    User,
-    World,
-)
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import DEVELOPER, MAINTAINER, REPORTER, MergeRequest, Project, User
+from pairgate.sandbox.settings import setting
 
 DRAFT = re.compile(r"^\s*(\[draft\]|\(draft\)|draft:|draft\s-\s|draft\s|\[wip\]|wip:)", re.I)
 
 
 def head_pipeline_status(world: World, r: Renderer, mr: MergeRequest) -> str | None:
-    """The status of head_pipeline when it is for the current head; None when stale or absent."""
+    """The status of head_pipeline when it is for the current head (a merged results pipeline
+    counts for the head it merged); None when stale or absent."""
     pipeline = world.pipelines.get(mr.head_pipeline_id or 0)
-    if pipeline is None or pipeline.sha != repo.current_sha(world, mr):
+    head = repo.current_sha(world, mr)
+    if pipeline is None or head not in (pipeline.sha, pipeline.source_sha):
         return None
     return r.pipeline_status(pipeline)
 
@@ -33,11 +29,17 @@ def detailed_status(world: World, r: Renderer, mr: MergeRequest) -> str:
         return "not_open"
     if DRAFT.match(mr.title):
         return "draft_status"
-    if world.options.pipelines_must_succeed:
+    project = world.projects[mr.project_id]
+    if setting(project, "merge_method") != "merge" and not repo.contains(
+        world, repo.current_sha(world, mr), project.branches.get(mr.target_branch, "")
+    ):
+        return "need_rebase"  # ff and rebase_merge need the target head in the MR's history
+    if setting(project, "only_allow_merge_if_pipeline_succeeds"):
         status = head_pipeline_status(world, r, mr)
         if status in ("created", "pending", "running", "preparing", "waiting_for_resource"):
             return "ci_still_running"
-        if status != "success":
+        skipped_ok = status == "skipped" and setting(project, "allow_merge_on_skipped_pipeline")
+        if status != "success" and not skipped_ok:
             return "ci_must_pass"
     return "mergeable"
 
@@ -48,11 +50,7 @@ def render(r: Renderer, mr: MergeRequest, viewer: User | None, *, basic: bool) -
     full = world.full_path(project)
     sha = repo.current_sha(world, mr)
     assignees = [r.user_by_id(a) for a in mr.assignee_ids]
-    user_notes = [
-        n
-        for n in world.notes.values()
-        if n.noteable_type == "MergeRequest" and n.noteable_id == mr.id and not n.system
-    ]
+    user_notes = [n for n in world.notes_on(mr) if not n.system]
     status = detailed_status(world, r, mr)
     out: dict[str, Any] = {
         "id": mr.id, "iid": mr.iid, "project_id": mr.project_id,

@@ -6,12 +6,12 @@ import re
 from typing import Any
 
 from pairgate.sandbox.access import API, current_user, project_for, renderer
+from pairgate.sandbox.approvals import record_approval
 from pairgate.sandbox.httpd import Reply, Request, bad_request, forbidden, paginate
 from pairgate.sandbox.httpd import record_not_found as note_not_found
 from pairgate.sandbox.issues import apply_labels, can_update, issue_for, set_state
 from pairgate.sandbox.merge_requests import mr_for
-from pairgate.sandbox.model import MAINTAINER, REPORTER, Issue, MergeRequest, Note, Project, User
-from pairgate.sandbox.model import World as _World
+from pairgate.sandbox.records import MAINTAINER, REPORTER, Issue, MergeRequest, Note, Project, User
 
 KINDS = {"issues": "Issue", "merge_requests": "MergeRequest"}
 ISSUE_COMMANDS = {"close", "reopen", "label", "unlabel", "relabel", "title", "assign", "unassign"}
@@ -20,53 +20,14 @@ _COMMAND_LINE = re.compile(r"^/([a-z_]+)(?:[ \t]+(.*))?$")
 _LABEL = re.compile(r'~"([^"]+)"|~(\S+)|(\S+)')
 
 
-def add_system(world: _World, noteable: Issue | MergeRequest, actor: User, body: str) -> Note:
-    """A system note (GitLab writes them for title edits, pushes, approvals); never editable."""
-    return _store(world, noteable, actor, body, system=True)
-
-
-def _store(
-    world: _World,
-    noteable: Issue | MergeRequest,
-    author: User,
-    body: str,
-    *,
-    system: bool = False,
-    internal: bool = False,
-) -> Note:
-    now = world.stamp()
-    kind = "Issue" if isinstance(noteable, Issue) else "MergeRequest"
-    note = Note(
-        world.next_id("note"),
-        noteable.project_id,
-        kind,
-        noteable.id,
-        noteable.iid,
-        body,
-        author.id,
-        now,
-        now,
-        system=system,
-        internal=internal,
-    )
-    world.notes[note.id] = note
-    return note
-
-
 def _noteable(req: Request, project: Project, kind: str, iid: str) -> Issue | MergeRequest:
     return issue_for(req, project, iid) if kind == "issues" else mr_for(req, project, iid)
 
 
-def _notes_of(world: _World, noteable: Issue | MergeRequest) -> list[Note]:
-    kind = "Issue" if isinstance(noteable, Issue) else "MergeRequest"
-    return [
-        n for n in world.notes.values() if n.noteable_type == kind and n.noteable_id == noteable.id
-    ]
-
-
 def _note_for(req: Request, noteable: Issue | MergeRequest, note_id: str) -> Note:
     note = req.world.notes.get(int(note_id)) if note_id.isdigit() else None
-    if note is None or note not in _notes_of(req.world, noteable):
+    kind = "Issue" if isinstance(noteable, Issue) else "MergeRequest"
+    if note is None or (note.noteable_type, note.noteable_id) != (kind, noteable.id):
         raise note_not_found()
     return note
 
@@ -83,7 +44,7 @@ for _kind in KINDS:
         activity = req.choice(
             "activity_filter", ("all_notes", "only_comments", "only_activity"), "all_notes"
         )
-        found = _notes_of(req.world, noteable)
+        found = req.world.notes_on(noteable)
         if activity != "all_notes":
             found = [n for n in found if n.system == (activity == "only_activity")]
         # created_at orders by id, as GitLab's tie-breaker does
@@ -119,7 +80,7 @@ for _kind in KINDS:
         if changes and not text.strip():
             return Reply(202, {"commands_changes": changes, "summary": summary})
         internal = req.flag("internal", req.flag("confidential"))
-        note = _store(world, noteable, user, text if changes else body, internal=internal)
+        note = world.add_note(noteable, user, text if changes else body, internal=internal)
         noteable.updated_at = note.created_at
         return renderer(req).note(note) | {"commands_changes": changes}
 
@@ -141,7 +102,7 @@ for _kind in KINDS:
         project = project_for(req, project_id)
         note = _note_for(req, _noteable(req, project, _kind, iid), note_id)
         _may_change(req, project, note, user)
-        del req.world.notes[note.id]
+        req.world.delete_note(note)
         return Reply(204)
 
 
@@ -228,8 +189,6 @@ def _execute(
             + "."
         )
     elif command in ("approve", "unapprove") and isinstance(noteable, MergeRequest):
-        from pairgate.sandbox.approvals import record_approval
-
         if record_approval(world, noteable, user, approve=command == "approve"):
             changes[command] = True
             summary.append(f"{command.capitalize()}d the current merge request.")

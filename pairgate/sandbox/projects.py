@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from pairgate.sandbox.access import API, current_user, group_for, project_for, renderer
-from pairgate.sandbox.httpd import Request, not_found, paginate, unauthorized
+from pairgate.sandbox.httpd import Request, not_found, paginate, param_error, unauthorized
+from pairgate.sandbox.records import MAINTAINER
+from pairgate.sandbox.settings import SETTINGS
 
 
 @API.route("GET", "/user")
@@ -37,6 +39,31 @@ def list_users(req: Request) -> Any:
 @API.route("GET", "/projects/{project_id}", job_token=True)
 def get_project(req: Request, project_id: str) -> Any:
     return renderer(req).project(project_for(req, project_id), req.user)
+
+
+def _parsed(req: Request, name: str) -> Any:
+    spec = SETTINGS[name]
+    if spec.text:
+        return req.text(name) or None
+    if spec.values is not None:
+        return req.choice(name, spec.values, "")
+    return req.flag(name)
+
+
+@API.route("PUT", "/projects/{project_id}")
+def edit_project(req: Request, project_id: str) -> Any:
+    """Edit project settings: Maintainer and above. Parameters are checked (Grape, 400)
+    before the project is looked up; unknown parameters are ignored, as Grape ignores them."""
+    user = current_user(req)
+    given = [name for name in SETTINGS if req.has(name)]
+    if not given:
+        raise param_error(
+            ", ".join(SETTINGS) + " are missing, at least one parameter must be provided"
+        )
+    values = {name: _parsed(req, name) for name in given}
+    project = project_for(req, project_id, level=MAINTAINER)
+    project.settings.update(values)
+    return renderer(req).project(project, user)
 
 
 @API.route("GET", "/groups/{group_id}")

@@ -11,7 +11,8 @@ import json
 from collections import deque
 from typing import Any
 
-from pairgate.sandbox.model import Commit, MergeRequest, Project, User, World
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import Commit, MergeRequest, Project, User
 
 COMMIT_DATE = "2024-01-01T00:00:00.000+00:00"
 
@@ -70,6 +71,11 @@ def ancestry(world: World, sha: str) -> list[str]:
     return list(seen)
 
 
+def contains(world: World, head: str, sha: str) -> bool:
+    """Is ``sha`` in the history of ``head``?"""
+    return sha in ancestry(world, head)
+
+
 def apply_actions(tree: dict[str, str], actions: list[dict[str, Any]]) -> dict[str, str]:
     """GitLab's commit actions (create, update, delete, move) on a copy of ``tree``."""
     result = dict(tree)
@@ -118,8 +124,6 @@ def mr_commits(world: World, mr: MergeRequest) -> list[Commit]:
 
 def move_branch(world: World, project: Project, branch: str, sha: str, actor: User) -> None:
     """Point ``branch`` at ``sha`` and tell the open MRs whose head it is."""
-    from pairgate.sandbox import notes  # the system note lives with the other notes
-
     old = set(ancestry(world, project.branches.get(branch, "")))
     project.branches[branch] = sha
     added = sum(1 for s in ancestry(world, sha) if s not in old)
@@ -129,6 +133,6 @@ def move_branch(world: World, project: Project, branch: str, sha: str, actor: Us
         mr.updated_at = world.stamp()
         if added:
             word = "commit" if added == 1 else "commits"
-            notes.add_system(world, mr, actor, f"added {added} {word}")
+            world.add_note(mr, actor, f"added {added} {word}", system=True)
         if world.options.reset_approvals_on_push:
             mr.approvals.clear()

@@ -11,7 +11,7 @@ from pairgate.sandbox import repo
 from pairgate.sandbox.access import API, current_user, project_for, renderer
 from pairgate.sandbox.httpd import ApiError, Reply, Request, forbidden, not_found, paginate
 from pairgate.sandbox.httpd import param_error as grape_error
-from pairgate.sandbox.model import DEVELOPER, MAINTAINER, Commit, Project, User
+from pairgate.sandbox.records import DEVELOPER, MAINTAINER, Commit, Project, User
 
 
 def _message(status: int, text: str) -> ApiError:

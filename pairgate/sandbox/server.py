@@ -25,13 +25,15 @@ from pairgate.sandbox.httpd import (
     parse_params,
     unauthorized,
 )
-from pairgate.sandbox.model import Options, World
+from pairgate.sandbox.model import World
+from pairgate.sandbox.records import Options
 
 # The resource modules register their routes on API when imported.
 from pairgate.sandbox import (  # noqa: F401  isort: skip
     approvals,
     control,
     issues,
+    jobs,
     merge_requests,
     notes,
     pipelines,
@@ -59,6 +61,10 @@ class App:
         self.lock = threading.RLock()
         self.faults = Faults()
         self.log: list[dict[str, Any]] = []
+        # Requests to routes the sandbox does not serve (it answers them as GitLab answers an
+        # unmatched route). Kept across resets, so a test's reset cannot hide one; the suite
+        # fails a test that made one unless the test expects it (tests/conftest.py).
+        self.unserved: list[dict[str, Any]] = []
 
     def reset(self) -> None:
         with self.lock:
@@ -97,35 +103,51 @@ class App:
         return Reply(DEFAULT_STATUS.get(req.method, 200), result)
 
     def _authenticate(self, req: Request, *, job_token_allowed: bool) -> None:
+        """GitLab's API guard: a personal access token (header, Bearer or parameter), else
+        on the routes that allow one a CI job token (JOB-TOKEN, ``job_token``, or a Bearer
+        token that is a job's), valid only while its job runs. Elsewhere a job token counts
+        as no credentials at all."""
         headers, params = req.headers, req.params
-        bearer = headers.get("authorization", "")
-        token = (
-            headers.get("private-token")
-            or (bearer[7:].strip() if bearer.lower().startswith("bearer ") else None)
-            or params.get("private_token")
-        )
+        authorization = headers.get("authorization", "")
+        bearer = authorization[7:].strip() if authorization.lower().startswith("bearer ") else ""
+        token = headers.get("private-token") or bearer or params.get("private_token")
         job_token = headers.get("job-token") or params.get("job_token")
-        if token:
-            grant = self.world.tokens.get(str(token))
+        grant = self.world.tokens.get(str(token)) if token else None
+        if token and grant is None and token == bearer and job_token_allowed:
+            job_token = bearer  # GET /job documents `Authorization: Bearer $CI_JOB_TOKEN`
+        elif token:
             if grant is None:
                 raise unauthorized()
             req.user, req.scope = self.world.users[grant[0]], grant[1]
             if req.scope == "read_api" and req.method not in ("GET", "HEAD"):
                 raise INSUFFICIENT_SCOPE
-        elif job_token:
-            job = next((j for j in self.world.jobs.values() if j.token == job_token), None)
-            if job is None:
+        if req.user is None and job_token and job_token_allowed:
+            job = self.world.job_by_token(str(job_token))
+            if job is None or job.status != "running":
                 raise unauthorized()
-            if job_token_allowed:  # elsewhere a job token counts as no credentials at all
-                pipeline = self.world.pipelines[job.pipeline_id]
-                req.user = self.world.users.get(pipeline.user_id or 0)
-                req.scope, req.job_project_id = "job", pipeline.project_id
+            pipeline = self.world.pipelines[job.pipeline_id]
+            req.user = self.world.users.get(pipeline.user_id or 0)
+            req.scope, req.job_project_id, req.job = "job", pipeline.project_id, job
         if req.user is None and req.method != "GET":
             raise unauthorized()
 
     def record(self, method: str, path: str, query: str, status: int) -> None:
         with self.lock:
             self.log.append({"method": method, "path": path, "query": query, "status": status})
+            if not _served(method, path):
+                self.unserved.append({"method": method, "path": path, "query": query})
+
+
+def _served(method: str, path: str) -> bool:
+    """Does a route of the API serve this request? (The answer to one that no route serves is
+    GitLab's catch-all 404, whether or not GitLab itself serves it.)"""
+    if not path.startswith("/api/v4/"):
+        return False
+    try:
+        API.match(method, path[len("/api/v4") :])
+    except ApiError:
+        return False
+    return True
 
 
 class _Server(ThreadingHTTPServer):
@@ -230,8 +252,13 @@ class Sandbox:
         return defaults.ready_line(self.url, self.app.world)
 
     def start(self) -> Sandbox:
+        # shutdown() waits for the serving loop's next poll: 50 ms, not the default 500, so
+        # `pairgate sandbox` ends well within half a second of SIGTERM.
         self._thread = threading.Thread(
-            target=self._server.serve_forever, daemon=True, name="pairgate-sandbox"
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            daemon=True,
+            name="pairgate-sandbox",
         )
         self._thread.start()
         return self

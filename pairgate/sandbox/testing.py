@@ -5,13 +5,15 @@ yields a ``RunningSandbox`` with the ready line's fields and thin helpers over t
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import requests
 
-from pairgate.sandbox.model import Options
+from pairgate.sandbox.records import Options
 from pairgate.sandbox.server import Sandbox
 
 
@@ -105,6 +107,14 @@ class RunningSandbox:
         if sha:
             body["sha"] = sha
         return dict(self.control("POST", "pipelines", json=body))
+
+    def set_ci(self, project: str, jobs: list[dict[str, Any]] | None) -> dict[str, Any]:
+        """The jobs a merge request pipeline of ``project`` gets (None: no CI configuration)."""
+        return dict(self.control("POST", "ci", json={"project": project, "jobs": jobs}))
+
+    def set_job(self, job_id: int, status: str) -> dict[str, Any]:
+        """Move a job to ``status`` as its runner would; returns the job with its token."""
+        return dict(self.control("POST", f"jobs/{job_id}", json={"status": status}))
 
     # -- the world ----------------------------------------------------------------------------
 
@@ -215,11 +225,53 @@ def _id(project: str | int) -> str:
 @contextlib.contextmanager
 def running_sandbox(**options: Any) -> Iterator[RunningSandbox]:
     """A sandbox on a free loopback port for the block; ``options`` are model.Options fields
-    (they survive ``reset``)."""
+    (they survive ``reset``). Every one started is watched for unserved requests."""
     server = Sandbox("127.0.0.1", 0, options=Options(**options)).start()
     running = RunningSandbox(server)
+    watched = _Watched(running.url, server.app.unserved)
+    _WATCHED.append(watched)
     try:
         yield running
     finally:
+        watched.running = False
         running.http.close()
         server.stop()
+
+
+# -- strictness: which requests reached no route (tests/conftest.py fails the test) ----------------
+
+
+@dataclass
+class _Watched:
+    url: str
+    unserved: list[dict[str, Any]]  # the server's own list, growing
+    running: bool = True
+
+
+_WATCHED: list[_Watched] = []
+
+
+def unserved_mark() -> dict[int, int]:
+    """Where each watched sandbox's unserved list stands now; give it to ``unserved_since``."""
+    return {id(w): len(w.unserved) for w in _WATCHED}
+
+
+def unserved_since(mark: dict[int, int]) -> list[dict[str, Any]]:
+    """The unserved requests every sandbox started by ``running_sandbox`` received since
+    ``mark`` (all of them for sandboxes started since), each with its ``sandbox`` url. Forgets
+    the sandboxes that have stopped."""
+    found = [
+        entry | {"sandbox": w.url} for w in _WATCHED for entry in w.unserved[mark.get(id(w), 0) :]
+    ]
+    _WATCHED[:] = [w for w in _WATCHED if w.running]
+    return found
+
+
+def unexpected(found: list[dict[str, Any]], allowed: list[str]) -> list[dict[str, Any]]:
+    """The entries of ``found`` no pattern of ``allowed`` matches (regular expressions searched
+    in ``METHOD path``); with no patterns every entry is allowed."""
+    if not allowed:
+        return []
+    return [
+        e for e in found if not any(re.search(p, f"{e['method']} {e['path']}") for p in allowed)
+    ]

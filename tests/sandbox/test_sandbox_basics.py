@@ -75,6 +75,7 @@ def test_read_api_token_cannot_write(sandbox: RunningSandbox) -> None:
     assert response.status_code == 403 and response.json()["error"] == "insufficient_scope"
 
 
+@pytest.mark.sandbox_unserved_ok(r"^GET /api/v4/projects/acme/tracker$")
 def test_project_by_id_and_by_encoded_path(sandbox: RunningSandbox) -> None:
     by_id = get(sandbox, "/projects/1").json()
     by_path = get(sandbox, "/projects/acme%2Ftracker").json()

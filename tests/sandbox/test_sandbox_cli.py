@@ -103,6 +103,30 @@ def test_ready_line_within_a_second_then_sigterm_exits_0(tmp_path: Path) -> None
         assert proc.wait(timeout=10) == 0
 
 
+def test_sigterm_exits_0_within_half_a_second(tmp_path: Path) -> None:
+    """With a keep-alive connection open and a --state file to write: the worst case."""
+    import requests
+
+    state = tmp_path / "world.json"
+    proc = start("--state", str(state))
+    try:
+        assert proc.stdout is not None
+        line = json.loads(proc.stdout.readline())
+        with requests.Session() as session:
+            token = line["users"]["agents"]["token"]
+            answer = session.get(line["api_url"] + "/user", headers={"PRIVATE-TOKEN": token})
+            assert answer.status_code == 200
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=10)
+            elapsed = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 0 and elapsed < 0.5, elapsed
+    assert json.loads(state.read_text())["users"]  # the world was saved on the way out
+
+
 def test_sigint_exits_0() -> None:
     proc = start()
     assert proc.stdout is not None and json.loads(proc.stdout.readline())["url"]

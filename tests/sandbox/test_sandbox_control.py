@@ -141,10 +141,22 @@ def test_state_file_round_trip(tmp_path: Path) -> None:
         headers={"PRIVATE-TOKEN": "sandbox-agents-token"},
         timeout=5,
     )
+    requests.post(
+        first.url + "/api/v4/projects/1/issues/2/notes",
+        json={"body": "a note"},
+        headers={"PRIVATE-TOKEN": "sandbox-agents-token"},
+        timeout=5,
+    )
     first.stop()
     assert World.load(state).issues[502].title == "kept"
     second = Sandbox(state=state).start()
     try:
+        notes = requests.get(
+            second.url + "/api/v4/projects/1/issues/2/notes",
+            headers={"PRIVATE-TOKEN": "sandbox-agents-token"},
+            timeout=5,
+        ).json()
+        assert [n["body"] for n in notes] == ["a note"]  # the index is rebuilt on load
         titles = [
             i["title"]
             for i in requests.get(
@@ -156,3 +168,103 @@ def test_state_file_round_trip(tmp_path: Path) -> None:
         assert titles == ["kept", "Automation tracking issue"]
     finally:
         second.stop()
+
+
+# -- strictness: requests no route serves --------------------------------------------------------
+
+
+@pytest.mark.sandbox_unserved_ok(r"^PATCH /api/v4/projects/1$", r"^GET /acme/app\.git/info/refs$")
+def test_unserved_requests_are_answered_as_gitlab_and_listed(sandbox: RunningSandbox) -> None:
+    sandbox.control("DELETE", "unserved")
+    served = get(sandbox, "/projects/1")
+    assert served.status_code == 200
+    patch = requests.patch(sandbox.api_url + "/projects/1", timeout=5)
+    assert (patch.status_code, patch.json()) == (404, {"error": "404 Not Found"})
+    git = requests.get(sandbox.url + "/acme/app.git/info/refs", params={"service": "x"}, timeout=5)
+    assert git.status_code == 404
+    sandbox.reset()  # a reset does not hide them
+    assert sandbox.control("GET", "unserved") == [
+        {"method": "PATCH", "path": "/api/v4/projects/1", "query": ""},
+        {"method": "GET", "path": "/acme/app.git/info/refs", "query": "service=x"},
+    ]
+    sandbox.control("DELETE", "unserved")
+    assert sandbox.control("GET", "unserved") == []
+
+
+@pytest.mark.sandbox_unserved_ok(r"^GET /api/v4/nowhere$")
+def test_a_faulted_unserved_request_is_still_unserved(sandbox: RunningSandbox) -> None:
+    sandbox.fault(path="/nowhere", status=503)
+    assert get(sandbox, "/nowhere").status_code == 503
+    assert sandbox.control("GET", "unserved")[-1]["path"] == "/api/v4/nowhere"
+
+
+STRICT_CASES = """
+import requests
+import pytest
+
+def test_unmarked(sandbox):
+    requests.get(sandbox.api_url + "/nowhere", timeout=5)
+
+@pytest.mark.sandbox_unserved_ok
+def test_marked(sandbox):
+    requests.get(sandbox.api_url + "/nowhere", timeout=5)
+
+@pytest.mark.sandbox_unserved_ok(r"^GET /api/v4/elsewhere$")
+def test_marked_for_another_path(sandbox):
+    requests.get(sandbox.api_url + "/nowhere", timeout=5)
+
+def test_own_sandbox_unmarked():
+    from pairgate.sandbox.testing import running_sandbox
+    with running_sandbox() as mine:
+        requests.get(mine.api_url + "/projects/1/nowhere", timeout=5)
+
+def test_served_only(sandbox):
+    assert requests.get(sandbox.api_url + "/projects/1", timeout=5).status_code == 404
+"""
+
+
+@pytest.mark.slow
+def test_the_suite_fails_a_test_that_reached_no_route(tmp_path: Path) -> None:
+    """tests/conftest.py's autouse check, run as a plugin over a file of its own."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, clean_env
+
+    (tmp_path / "test_strict.py").write_text(STRICT_CASES, encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-B", "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider",
+         "-q", "-rE", "-W", "ignore::pytest.PytestUnknownMarkWarning", str(tmp_path)],
+        env=clean_env(PYTHONPATH=str(ROOT)),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )  # fmt: skip
+    out = proc.stdout
+    assert proc.returncode == 1, out
+    assert "5 passed, 3 errors" in out, out
+    errors = sorted(
+        line.split("::")[1].split()[0] for line in out.splitlines() if line.startswith("ERROR")
+    )
+    assert errors == ["test_marked_for_another_path", "test_own_sandbox_unmarked", "test_unmarked"]
+    assert "GET /api/v4/nowhere" in out and "mark the test sandbox_unserved_ok" in out
+
+
+def test_the_index_follows_the_tables() -> None:
+    """Lookups go through World's index; it follows adds and deletes and a save and load."""
+    from pairgate.sandbox import defaults
+
+    world = defaults.build()
+    tracker, agents = world.projects[1], world.users[10]
+    issue = world.issue(tracker, 1)
+    assert issue is not None and world.issue(world.projects[2], 1) is None
+    first = world.add_note(issue, agents, "one")
+    second = world.add_note(issue, agents, "two", internal=True)
+    assert [n.body for n in world.notes_on(issue)] == ["one", "two"]
+    world.delete_note(first)
+    assert world.notes_on(issue) == [second] and first.id not in world.notes
+    loaded = World.from_json(world.to_json())
+    again = loaded.issue(loaded.projects[1], 1)
+    assert again is not None and [n.body for n in loaded.notes_on(again)] == ["two"]
+    assert "index" not in world.to_json()

@@ -75,6 +75,7 @@ def test_commit_with_actions_and_files(sandbox: RunningSandbox) -> None:
     assert old.text == "{}\n" and old.headers["X-Gitlab-Commit-Id"] == commit.id
 
 
+@pytest.mark.sandbox_unserved_ok(r"^GET /api/v4/projects/1/repository/files/a/b\.txt/raw$")
 def test_raw_file_with_a_read_token(sandbox: RunningSandbox) -> None:
     token = sandbox.users["review_bot"]["read_token"]
     response = requests.get(

@@ -1,0 +1,176 @@
+"""The sandbox's records, the switches and the access levels.
+
+Records hold only JSON-able fields and refer to each other by id, so the whole world saves to
+and loads from one JSON file (``--state``) without a serialiser per type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+GUEST, REPORTER, DEVELOPER, MAINTAINER, OWNER = 10, 20, 30, 40, 50
+
+
+@dataclass
+class Options:
+    """Behaviour switches: where GitLab versions or tiers differ, or the reference could not
+    confirm a behaviour, the default is its suggestion and the other answer is one switch away."""
+
+    scoped_labels: str = "free"  # "premium": a newly added key::value drops its siblings
+    approvals_shape: str = "ee"  # "ce": the short FOSS entity of GET .../approvals
+    legacy_approval_statuses: bool = False  # approve twice -> 401, unapprove unapproved -> 404
+    reset_approvals_on_push: bool = False  # Premium's "remove all approvals when commits added"
+    author_can_approve: bool = True  # Free lets the MR author approve their own MR
+    developers_can_merge: bool = True  # protected main: may Developers accept MRs?
+    pipelines_must_succeed: bool = False  # project setting only_allow_merge_if_pipeline_succeeds
+    raw_file_ref_required: bool = False  # older servers: GET .../raw without ref -> 400
+    countless_above: int = 10_000  # above this many rows X-Total/X-Total-Pages are omitted
+
+    def update(self, values: dict[str, Any]) -> None:
+        known = {f.name for f in dataclasses.fields(self)}
+        for key, value in values.items():
+            if key not in known:
+                raise KeyError(key)
+            setattr(self, key, value)
+
+
+@dataclass
+class User:
+    id: int
+    username: str
+    name: str
+    bot: bool = False
+    state: str = "active"
+
+
+@dataclass
+class Group:
+    id: int
+    path: str
+    name: str
+    members: dict[int, int] = field(default_factory=dict)  # user id -> access level
+
+
+@dataclass
+class Project:
+    id: int
+    path: str
+    name: str
+    namespace_id: int
+    created_at: str
+    visibility: str = "private"
+    default_branch: str = "main"
+    branches: dict[str, str] = field(default_factory=dict)  # name -> head sha
+    shared_with: dict[int, int] = field(default_factory=dict)  # group id -> max access level
+    members: dict[int, int] = field(default_factory=dict)  # direct members
+    next_iid: dict[str, int] = field(default_factory=dict)  # "issue"/"mr"/"pipeline" -> next
+    settings: dict[str, Any] = field(default_factory=dict)  # set by PUT; see settings.py
+    # What the project's CI configuration would make of a merge request pipeline: the jobs it
+    # creates ({name, stage, allow_failure}); None when the project has no CI configuration.
+    ci_jobs: list[dict[str, Any]] | None = None
+
+
+@dataclass
+class Commit:
+    id: str
+    project_id: int
+    parent_ids: list[str]
+    message: str
+    author_name: str
+    author_email: str
+    created_at: str
+    tree: dict[str, str]  # path -> content (the whole snapshot: worlds are small)
+
+
+@dataclass
+class Issue:
+    id: int
+    iid: int
+    project_id: int
+    title: str
+    description: str | None
+    author_id: int
+    created_at: str
+    updated_at: str
+    state: str = "opened"
+    closed_at: str | None = None
+    closed_by_id: int | None = None
+    labels: list[str] = field(default_factory=list)
+    assignee_ids: list[int] = field(default_factory=list)
+    confidential: bool = False
+    discussion_locked: bool = False
+
+
+@dataclass
+class Note:
+    id: int
+    project_id: int
+    noteable_type: str  # "Issue" | "MergeRequest"
+    noteable_id: int
+    noteable_iid: int
+    body: str
+    author_id: int
+    created_at: str
+    updated_at: str
+    system: bool = False
+    internal: bool = False
+
+
+@dataclass
+class MergeRequest:
+    id: int
+    iid: int
+    project_id: int
+    source_project_id: int
+    source_branch: str
+    target_branch: str
+    title: str
+    description: str | None
+    author_id: int
+    created_at: str
+    updated_at: str
+    base_sha: str
+    state: str = "opened"
+    labels: list[str] = field(default_factory=list)
+    assignee_ids: list[int] = field(default_factory=list)
+    reviewer_ids: list[int] = field(default_factory=list)
+    approvals: list[list[Any]] = field(default_factory=list)  # [user id, approved_at], oldest first
+    head_pipeline_id: int | None = None
+    final_sha: str | None = None  # the head when merged or closed; the live branch head before
+    merge_commit_sha: str | None = None
+    merged_at: str | None = None
+    merged_by_id: int | None = None
+    closed_at: str | None = None
+    closed_by_id: int | None = None
+    merge_when_pipeline_succeeds: bool = False
+
+
+@dataclass
+class Pipeline:
+    id: int
+    iid: int
+    project_id: int
+    sha: str
+    ref: str
+    source: str
+    user_id: int | None
+    created_at: str
+    updated_at: str
+    source_sha: str | None = None  # the MR head a merged-results pipeline was made for
+
+
+@dataclass
+class Job:
+    id: int
+    pipeline_id: int
+    name: str
+    stage: str
+    status: str
+    allow_failure: bool
+    created_at: str
+    token: str  # valid (as CI_JOB_TOKEN) only while the job is running, as on GitLab
+    started_at: str | None = None
+    finished_at: str | None = None
+    retried: bool = False  # replaced by a retry: hidden from job lists and the status
