@@ -94,7 +94,9 @@ class Pipeline:
         """PASS, FAIL or WARN (a failure allowed), from gitlab-ci-local's summary; "absent"
         when the job did not run."""
         found = re.search(
-            rf"^ (PASS|FAIL|WARN)\s.*?{re.escape(name)}\s*$", self.output, re.MULTILINE
+            rf"^ (PASS|FAIL|WARN)\s+{re.escape(name)}(\s+pre_script)?\s*$",
+            self.output,
+            re.MULTILINE,
         )
         return found.group(1) if found else "absent"
 
