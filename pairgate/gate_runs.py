@@ -18,11 +18,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from pairgate.merge_requests import MERGE_CHECK_JOB
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
 from pairgate.standalone.ledger import MrRef
 from pairgate.tracker import mr_path
 
-MERGE_CHECK_JOB = "validate-mr-merge-check"
 _FINISHED = {"success": "passed", "failed": "failed", "canceled": "failed", "skipped": "failed"}
 
 
