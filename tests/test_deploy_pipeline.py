@@ -353,3 +353,16 @@ def test_inputs_are_checked_against_their_declarations() -> None:
     ):
         with pytest.raises(Exception, match=says):
             checked_inputs(parsed, given)
+
+
+def test_the_example_deployments_pipeline_is_what_this_pairgate_renders() -> None:
+    """examples/tracker-pipeline.yml, for examples/pairgate-config.json; after changing a
+    component or the frame, render it again with the command on its second line."""
+    example = ROOT / "examples" / "tracker-pipeline.yml"
+    command = example.read_text(encoding="utf-8").splitlines()[1].split()
+    assert command[:5] == ["#", "example-task", "deploy-pipeline", "--target", "FILE"]
+    result = run_cli(
+        ["deploy-pipeline", "--target", str(example), *command[5:], "--check"],
+        env={"PAIRGATE_CONFIG": str(ROOT / "examples" / "pairgate-config.json")},
+    )
+    assert (result.code, result.out) == (0, f"in line: {example}\n"), result.out
