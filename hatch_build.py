@@ -18,7 +18,17 @@ from typing import Any
 
 from hatchling.metadata.plugin.interface import MetadataHookInterface
 
-SHIPPED = ("pyproject.toml", "README.md", "LICENSE", "pairgate", "validators", "hooks", "agents")
+SHIPPED = (
+    "pyproject.toml",
+    "README.md",
+    "LICENSE",
+    "pairgate",
+    "validators",
+    "hooks",
+    "agents",
+    "templates/mr-ownership-gate/template.yml",
+    "templates/mr-merge-check/template.yml",
+)
 RELEASE = re.compile(r"\d+\.\d+\.\d+")
 
 

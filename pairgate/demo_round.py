@@ -158,6 +158,9 @@ def play(sb: RunningSandbox, config: Path, dispatch: Dispatch) -> Iterator[Step]
     p = _Player(sb, config, dispatch)
     p.issue = int(sb.create_issue("Round prices half-up in the widget")["iid"])
     issue = p.issue
+    # The project's merge request pipelines run the gate's merge-check job (no runner plays it
+    # here, so a pipeline approve starts stays pending).
+    sb.set_ci(PROJECT, [{"name": "validate-mr-merge-check"}])
     sb.commit(
         "fix-rounding",
         {"widget.py": "def price(x):\n    return round(x + 0.0)\n"},
@@ -181,7 +184,9 @@ def play(sb: RunningSandbox, config: Path, dispatch: Dispatch) -> Iterator[Step]
         aside=(
             f"Issue acme/tracker#{issue} asks for a fix; merge request {PROJECT}!{mr} "
             f"(head {head[:12]}) cites it as acme/tracker#{issue}. Two agents post as the "
-            f"same GitLab account, agents: {LEAD} implements, {REVIEW} reviews."
+            f"same GitLab account, agents: {LEAD} implements, {REVIEW} reviews. The "
+            f"project's merge request pipelines run the gate's validate-mr-merge-check job; no "
+            f"runner plays it here."
         ),
     )
     yield p.run(f"{LEAD} claims the issue", LEAD, "claim", issue, "--role", "lead")

@@ -299,6 +299,47 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 on drift")
 
+    p = command(
+        "deploy-pipeline",
+        "render the tracker-held pipeline: the gate jobs, and the project's own CI file as a "
+        "child pipeline",
+    )
+    p.add_argument(
+        "--target", required=True, type=Path, metavar="FILE", help="the pipeline file to write"
+    )
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 on drift")
+    p.add_argument(
+        "--image",
+        required=True,
+        help="the gate jobs' image (python3 >= 3.11 with requests, jsonschema, pyyaml)",
+    )
+    p.add_argument(
+        "--runner-tag",
+        required=True,
+        action="append",
+        metavar="TAG",
+        help="a runner tag of the gate jobs (repeatable; at least one)",
+    )
+    p.add_argument(
+        "--read-token-variable",
+        required=True,
+        metavar="NAME",
+        help="the masked CI/CD variable holding a token that reads the tracker's repository "
+        "and issues",
+    )
+    p.add_argument(
+        "--gate-dir",
+        required=True,
+        metavar="DIR",
+        help="the tracker repository's directory holding ownership.py, pairgate-config.json, "
+        "automation_mr_families.py and the three validators",
+    )
+    p.add_argument(
+        "--gitlab-url",
+        metavar="URL",
+        help="the instance the gate jobs must run on (default: <env_prefix>_GITLAB_URL)",
+    )
+
     from pairgate.commands.evidence import add_parser as add_evidence_parser
     from pairgate.commands.watch import add_parser as add_watch_parsers
 
@@ -493,6 +534,10 @@ def handler_for(command: str) -> Handler:
         from pairgate.commands.deploy_hooks import deploy_hooks
 
         return deploy_hooks
+    if command == "deploy-pipeline":
+        from pairgate.commands.deploy_pipeline import deploy_pipeline
+
+        return deploy_pipeline
     if command == "sandbox":
         from pairgate.sandbox.cli import serve
 
@@ -522,7 +567,7 @@ def handler_for(command: str) -> Handler:
 
 def _writes(args: argparse.Namespace) -> bool:
     """Does this run write? The deploy commands write unless they only compare or list."""
-    if args.command in ("deploy-agents", "deploy-hooks"):
+    if args.command in ("deploy-agents", "deploy-hooks", "deploy-pipeline"):
         return not args.check and not getattr(args, "list", False)
     return bool(args.writes)
 

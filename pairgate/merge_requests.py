@@ -12,9 +12,12 @@ from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import cited_issues
 from pairgate.tracker import mr_path
 
-# The one job whose failure does not block an offer: it fails BECAUSE the approval is not at
-# the head yet, which is what the offer is asking someone to fix.
+# The jobs whose failure does not block an offer: they fail BECAUSE no approval is at the head
+# yet, which is what the offer is asking someone to fix (mr-ownership-gate's approval job, and
+# mr-merge-check's job, which fails every merge request not yet approved at its head).
 APPROVAL_JOB = "validate-mr-approval-at-head"
+MERGE_CHECK_JOB = "validate-mr-merge-check"
+AWAITING_APPROVAL = frozenset({APPROVAL_JOB, MERGE_CHECK_JOB})
 SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -33,7 +36,9 @@ def has_commits(client: GitLab, project: str, iid: int) -> bool:
 
 def pipeline_problem(client: GitLab, mr: MergeRequestFacts, head: str) -> str | None:
     """Why the head's pipeline blocks an offer, or None. Only a failed pipeline blocks, and not
-    when its only blocking failures are the approval-at-head job."""
+    when its only blocking failures are jobs that wait for the approval (AWAITING_APPROVAL). A
+    failed pipeline with no failed job listed (a failed child pipeline's trigger job is not a
+    job of the list) blocks."""
     pipeline = mr.head_pipeline
     if not pipeline or pipeline.get("sha") != head:  # absent, or stale (an older commit's)
         listed = client.get(f"{mr_path(mr.project, mr.iid)}/pipelines")
@@ -47,7 +52,7 @@ def pipeline_problem(client: GitLab, mr: MergeRequestFacts, head: str) -> str | 
     blocking = sorted(
         {j["name"] for j in jobs if j.get("status") == "failed" and not j.get("allow_failure")}
     )
-    if blocking == [APPROVAL_JOB]:
+    if blocking and set(blocking) <= AWAITING_APPROVAL:
         return None
     failed = f" (failed: {', '.join(blocking)})" if blocking else ""
     return f"head pipeline {pipeline['id']} failed{failed}"

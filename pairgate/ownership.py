@@ -8,26 +8,27 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    62  errors.py: Exit codes, the error family and the run context every door is given.
-  line   141  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   157  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   377  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line   818  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1080  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1282  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1598  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1649  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  1723  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  1958  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2215  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2294  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  2461  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  2752  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  3039  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3178  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  3780  command_reader/read.py: read_command: the command reader's one entry point.
-  line  3809  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  3960  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line    63  errors.py: Exit codes, the error family and the run context every door is given.
+  line   142  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   158  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   378  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line   819  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1081  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1283  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1599  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1650  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  1724  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  1959  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2216  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
+  line  2295  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  2463  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  2689  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  2980  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3267  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3406  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  4008  command_reader/read.py: read_command: the command reader's one entry point.
+  line  4037  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4188  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
@@ -2291,16 +2292,185 @@ def gate_merge(
 
 
 # =============================================================================================
+# begin pairgate/standalone/ci_job.py
+# =============================================================================================
+
+
+MR_REF = re.compile(r"refs/merge-requests/([1-9][0-9]*)/(head|merge|train)")
+
+
+class NotProven(PairgateError):
+    """A CI variable disagrees with what the job's credentials prove (exit 2)."""
+
+
+@dataclass(frozen=True)
+class ProvenJob:
+    """A gate job's facts as its job token proved them."""
+
+    server_url: str  # the instance, without /api/v4
+    api_url: str
+    job_id: int
+    pipeline_id: int
+    project_id: int
+    project: str  # its full path, from the job's web_url
+    iid: int
+    ref: str
+    sha: str  # the pipeline's commit
+    head: str  # the merge request head it stands for (a merged results commit's second parent)
+
+
+def instance_urls(env: Mapping[str, str], pinned: str) -> tuple[str, str]:
+    """(server, api) from CI_SERVER_URL and CI_API_V4_URL, which must agree with each other and
+    with ``pinned`` when one is given."""
+    server = env.get("CI_SERVER_URL", "").strip().rstrip("/")
+    api = env.get("CI_API_V4_URL", "").strip().rstrip("/")
+    if not server or not api:
+        raise NotProven(
+            "CI_SERVER_URL and CI_API_V4_URL are not both set: this job runs in a GitLab "
+            "merge request pipeline"
+        )
+    if api != f"{server}/api/v4":
+        raise NotProven(
+            f"CI_API_V4_URL is {api!r} but CI_SERVER_URL is {server!r}: the URL variables "
+            "disagree, so neither says which instance this job runs on"
+        )
+    pin = pinned.strip().rstrip("/")
+    if pin and server != pin:
+        raise NotProven(
+            f"CI_SERVER_URL is {server!r}, but this pipeline pins the instance {pin!r}: the "
+            "read token goes to the pinned instance only"
+        )
+    _checked_url(api, "CI_API_V4_URL")
+    return server, api
+
+
+def read_job(api_url: str, job_token: str) -> Mapping[str, Any]:
+    """``GET /job`` with the job token (retried as every read is)."""
+    import requests
+    from requests.adapters import HTTPAdapter
+
+    if not job_token.strip():
+        raise NotProven("CI_JOB_TOKEN is empty: only a running job's own token proves its job")
+    session = requests.Session()
+    session.trust_env = False  # no proxy, CA bundle or netrc from the environment
+    session.mount("http://", HTTPAdapter(max_retries=read_retry()))
+    session.mount("https://", HTTPAdapter(max_retries=read_retry()))
+    try:
+        response = session.get(
+            f"{api_url}/job", headers={"JOB-TOKEN": job_token.strip()}, timeout=TIMEOUT
+        )
+    except requests.RequestException as exc:
+        raise NotProven(f"GET {api_url}/job: no answer ({type(exc).__name__})") from None
+    if response.status_code != 200:
+        raise NotProven(
+            f"GET {api_url}/job answered HTTP {response.status_code}: the job token proves no "
+            "running job there"
+        )
+    try:
+        job = response.json()
+    except ValueError:
+        raise NotProven(f"GET {api_url}/job answered with non-JSON") from None
+    if not isinstance(job, dict):
+        raise NotProven(f"GET {api_url}/job answered {job!r:.80}, not a job")
+    return job
+
+
+def _int(env: Mapping[str, str], name: str) -> int:
+    value = env.get(name, "").strip()
+    if not value.isdigit():
+        raise NotProven(f"{name} is {value!r}, not a number: this job runs in a GitLab pipeline")
+    return int(value)
+
+
+def _agree(name: str, value: object, proven: object, what: str) -> None:
+    if value != proven:
+        raise NotProven(
+            f"{name} is {value!r}, but the job token proves {what} {proven!r}: a CI variable "
+            "disagrees with what the job's credentials prove"
+        )
+
+
+def checked_job(job: Mapping[str, Any], env: Mapping[str, str], server: str) -> ProvenJob:
+    """The facts of ``GET /job``'s answer, once every CI variable agrees with them. Pure."""
+    try:
+        pipeline = job["pipeline"]
+        pipeline_id, project_id = int(pipeline["id"]), int(pipeline["project_id"])
+        ref, sha, source = str(pipeline["ref"]), str(pipeline["sha"]), pipeline.get("source")
+        status, web_url, job_id = job.get("status"), str(job.get("web_url") or ""), int(job["id"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise NotProven(f"GET /job answered without {exc}: not a job") from None
+    path, _, number = web_url.removeprefix(f"{server}/").rpartition("/-/jobs/")
+    if not web_url.startswith(f"{server}/") or not path or number != str(job_id):
+        raise NotProven(
+            f"GET /job names its job {web_url!r}, which is not job {job_id} of a project on "
+            f"{server}"
+        )
+    if status != "running":
+        raise NotProven(f"GET /job says the token's job is {status!r}, not running")
+    match = MR_REF.fullmatch(ref)
+    if source != "merge_request_event" or match is None:
+        raise NotProven(
+            f"the job token's pipeline is a {source!r} pipeline for {ref!r}, not a merge request "
+            "pipeline of the project (refs/merge-requests/<iid>/...): a fork's pipeline, a "
+            "branch pipeline and a child pipeline cannot stand for the merge request"
+        )
+    iid, kind = int(match.group(1)), match.group(2)
+    _agree("CI_PIPELINE_ID", _int(env, "CI_PIPELINE_ID"), pipeline_id, "the pipeline")
+    _agree("CI_PROJECT_ID", _int(env, "CI_PROJECT_ID"), project_id, "the project id")
+    _agree(
+        "CI_MERGE_REQUEST_PROJECT_ID",
+        _int(env, "CI_MERGE_REQUEST_PROJECT_ID"),
+        project_id,
+        "the project id",
+    )
+    _agree("CI_MERGE_REQUEST_IID", _int(env, "CI_MERGE_REQUEST_IID"), iid, "the merge request")
+    named = env.get("CI_MERGE_REQUEST_PROJECT_PATH", "").strip()
+    _agree("CI_MERGE_REQUEST_PROJECT_PATH", named.casefold(), path.casefold(), "the project")
+    _agree("CI_COMMIT_SHA", env.get("CI_COMMIT_SHA", "").strip(), sha, "the commit")
+    head = sha
+    if kind != "head":  # a merged results or train commit: the head is its second parent
+        parents = list((job.get("commit") or {}).get("parent_ids") or [])
+        if len(parents) != 2:
+            raise NotProven(
+                f"the {kind} pipeline's commit {sha} has {len(parents)} parents, not the two a "
+                "merge of the head into the target has"
+            )
+        head = str(parents[1])
+    return ProvenJob(
+        server_url=server,
+        api_url=f"{server}/api/v4",
+        job_id=job_id,
+        pipeline_id=pipeline_id,
+        project_id=project_id,
+        project=path,
+        iid=iid,
+        ref=ref,
+        sha=sha,
+        head=head,
+    )
+
+
+def prove_job(env: Mapping[str, str], job_token: str, *, pinned: str = "") -> ProvenJob:
+    """The instance and the merge request pipeline this job's token proves."""
+    server, api = instance_urls(env, pinned)
+    return checked_job(read_job(api, job_token), env, server)
+
+
+# end pairgate/standalone/ci_job.py
+
+
+# =============================================================================================
 # begin pairgate/standalone/doors.py
 # =============================================================================================
 
 
-# The three doors. merge-check (the package CLI and ``python3 ownership.py merge-check``) and the
-# two validators print the same verdict; only what each treats as a failure differs.
+# The doors. merge-check (the package CLI and ``python3 ownership.py merge-check``) and the three
+# validators print the same verdict; only what each treats as a failure differs.
 
-VALIDATOR_CHECKS = {
+VALIDATOR_CHECKS: dict[str, str | None] = {
     "validate-mr-carries-ownership-record": "record",
     "validate-mr-approval-at-head": "approval",
+    "validate-mr-merge-check": None,  # the whole verdict, as merge-check gives it
 }
 
 
@@ -2371,55 +2541,70 @@ def run_merge_check(
     return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose)
 
 
-def validator_main(name: str, argv: Sequence[str] | None = None, ctx: Context | None = None) -> int:
+def validator_main(
+    name: str,
+    argv: Sequence[str] | None = None,
+    ctx: Context | None = None,
+    stdin: TextIO | None = None,
+) -> int:
     """A CI validator: the verdict for the merge request of this merge request pipeline.
 
-    The configuration comes from PAIRGATE_CONFIG only; the merge request from
-    CI_MERGE_REQUEST_PROJECT_PATH and CI_MERGE_REQUEST_IID; the read token from the CI variable
-    ``--read-token-variable`` names. Exit 0 pass, 1 refused, 2 could not decide.
+    The configuration comes from PAIRGATE_CONFIG only. The instance and the merge request come
+    from what the job token proves (``GET /job``), and every CI variable must agree with it
+    (ci_job.py). The tokens come from stdin (``--tokens-on-stdin``: the job token, then the
+    read token), else from CI_JOB_TOKEN and the CI variable ``--read-token-variable`` names
+    (else <env_prefix>_TASK_API_TOKEN). Exit 0 pass, 1 refused, 2 could not decide.
     """
     ctx = ctx or Context()
     check_name = VALIDATOR_CHECKS[name]
     try:
-        parser = _ArgParser(prog=f"{name}.py", description=validator_main.__doc__)
-        parser.add_argument(
-            "--read-token-variable",
-            metavar="NAME",
-            help="the CI variable holding a token that can read the tracker's issue notes",
-        )
-        parser.add_argument(
-            "--automation-families",
-            type=Path,
-            metavar="PATH",
-            help=f"the automation roster (default: the {ROSTER_FILENAME} beside ownership.py)",
-        )
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        args = _validator_parser(name).parse_args(list(sys.argv[1:] if argv is None else argv))
         if not ctx.env.get(CONFIG_ENV, "").strip():
             raise ConfigError(
                 f"{name}: {CONFIG_ENV} is not set: the validators read their configuration "
                 f"from the file it names, and from nowhere else"
             )
         config = load_config(ctx.env)
-        project, iid = _ci_merge_request(ctx.env, name)
-        env = dict(ctx.env)
-        if args.read_token_variable:
-            env[config.env_name("TASK_API_TOKEN")] = _ci_token(ctx.env, args.read_token_variable)
-        client = gitlab_from_env(config, env)
+        job_token, read_token = _tokens(ctx.env, config, args, stdin or sys.stdin)
+        proven = prove_job(ctx.env, job_token, pinned=args.gitlab_url)
+        # The client talks to the proven instance only: no URL variable is read again.
+        client = gitlab_from_env(
+            config,
+            {
+                config.env_name("GITLAB_URL"): proven.server_url,
+                config.env_name("TASK_API_TOKEN"): read_token,
+            },
+        )
         families = load_automation_families(roster_path(config, args.automation_families))
-        verdict = gate_merge(client, config, project, iid, families=families, now=ctx.now())
+        verdict = gate_merge(
+            client, config, proven.project, proven.iid, families=families, now=ctx.now()
+        )
+        if verdict.in_scope and verdict.head_sha != proven.head:
+            raise NotProven(
+                f"this pipeline ran for {proven.head}, but the head of {verdict.project}!"
+                f"{verdict.iid} is now {verdict.head_sha}: only a pipeline at the head decides"
+            )
     except Exception as exc:  # the validators' one translation point: never a pass
         print(f"{name}: could not decide; this job fails closed.", file=ctx.stderr)
         return report(exc, ctx.stderr)
-    check: Check = getattr(verdict, check_name)
     head = f" at {verdict.head_sha}" if verdict.head_sha else ""
-    print(f"{name}: {verdict.project}!{verdict.iid}{head}", file=ctx.stdout)
+    print(
+        f"{name}: {verdict.project}!{verdict.iid}{head} (pipeline {proven.pipeline_id} on "
+        f"{proven.server_url}, as the job token proves)",
+        file=ctx.stdout,
+    )
     for warning in verdict.warnings:
         print(f"warning: {warning}", file=ctx.stdout)
+    check = (
+        Check(verdict.allowed, verdict.code, verdict.message)
+        if check_name is None
+        else getattr(verdict, check_name)
+    )
     if not check.ok:
         print(f"FAILED: {check.message}", file=ctx.stdout)
         print(f"Background: {config['handoff_doc']}.", file=ctx.stdout)
         return Exit.REFUSED
-    if check.code == "never-approved":
+    if check.code == "never-approved" and check_name == "approval":
         print(
             f"passed: {verdict.project}!{verdict.iid} has no approval yet, and this job fails "
             f"only an approval that is a self-approval or names an older head. merge-check "
@@ -2431,16 +2616,59 @@ def validator_main(name: str, argv: Sequence[str] | None = None, ctx: Context | 
     return Exit.OK
 
 
-def _ci_merge_request(env: Mapping[str, str], name: str) -> tuple[str, int]:
-    project = env.get("CI_MERGE_REQUEST_PROJECT_PATH", "").strip()
-    iid = env.get("CI_MERGE_REQUEST_IID", "").strip()
-    if not project or not iid.isdigit():
-        raise UsageError(
-            f"{name}: CI_MERGE_REQUEST_PROJECT_PATH and CI_MERGE_REQUEST_IID are not both set: "
-            f"this validator runs in a merge request pipeline "
-            f'(rules: if $CI_PIPELINE_SOURCE == "merge_request_event")'
+def _validator_parser(name: str) -> _ArgParser:
+    parser = _ArgParser(prog=f"{name}.py", description=validator_main.__doc__)
+    parser.add_argument(
+        "--read-token-variable",
+        metavar="NAME",
+        help="the CI variable holding a token that can read the tracker's issue notes",
+    )
+    parser.add_argument(
+        "--tokens-on-stdin",
+        action="store_true",
+        help="read CI_JOB_TOKEN, then the read token, one a line from stdin (the components' "
+        "form: no secret on a command line or in the environment)",
+    )
+    parser.add_argument(
+        "--gitlab-url",
+        metavar="URL",
+        default="",
+        help="the instance this job must run on (the tracker-held pipeline pins it); empty: "
+        "CI_SERVER_URL, which must agree with CI_API_V4_URL",
+    )
+    parser.add_argument(
+        "--automation-families",
+        type=Path,
+        metavar="PATH",
+        help=f"the automation roster (default: the {ROSTER_FILENAME} beside ownership.py)",
+    )
+    return parser
+
+
+def _tokens(
+    env: Mapping[str, str], config: Config, args: argparse.Namespace, stdin: TextIO
+) -> tuple[str, str]:
+    """(job token, read token)."""
+    if args.tokens_on_stdin:
+        job_token, read_token = ([*stdin.read().splitlines(), "", ""])[:2]
+        if not read_token.strip():
+            raise ConfigError(
+                "the read token (the second line on stdin) is empty: the component passes the "
+                "CI variable its read-token-variable input names, so add it as a masked CI/CD "
+                "variable holding a token that can read the tracker's issues (CI_JOB_TOKEN "
+                "cannot read issue notes)"
+            )
+        return job_token.strip(), read_token.strip()
+    job_token = env.get("CI_JOB_TOKEN", "")
+    if args.read_token_variable:
+        return job_token, _ci_token(env, args.read_token_variable)
+    read_token = env.get(config.env_name("TASK_API_TOKEN"), "").strip()
+    if not read_token:
+        raise ConfigError(
+            f"no read token: name its CI variable with --read-token-variable, pass it on stdin "
+            f"(--tokens-on-stdin), or set {config.env_name('TASK_API_TOKEN')}"
         )
-    return project, int(iid)
+    return job_token, read_token
 
 
 def _ci_token(env: Mapping[str, str], variable: str) -> str:

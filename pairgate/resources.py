@@ -1,8 +1,8 @@
 """Where the files the package ships live, in a checkout and in an installed wheel alike.
 
-In the checkout validators/, hooks/ and agents/ sit at the top of the repository (the layout the
-user asked for); the wheel carries them inside the package (pyproject's force-include). This is
-the one function that knows both places.
+In the checkout validators/, hooks/, agents/ and the CI components (templates/) sit at the top
+of the repository (the layout the user asked for); the wheel carries them inside the package
+(pyproject's force-include). These are the functions that know both places.
 """
 
 from __future__ import annotations
@@ -25,6 +25,21 @@ def resource_dir(name: ResourceDir) -> Path:
     raise PairgateError(
         f"pairgate: this installation has no {name}/ directory (looked in {PACKAGE_DIR} and "
         f"{PACKAGE_DIR.parent}); reinstall pairgate"
+    )
+
+
+def component_template(name: str) -> Path:
+    """A CI component's template: ``templates/<name>/template.yml`` in the checkout, carried
+    into the wheel as ``pairgate/components/<name>.yml`` (pyproject's force-include)."""
+    for candidate in (
+        PACKAGE_DIR / "components" / f"{name}.yml",
+        PACKAGE_DIR.parent / "templates" / name / "template.yml",
+    ):
+        if candidate.is_file():
+            return candidate
+    raise PairgateError(
+        f"pairgate: this installation has no {name} component (looked in "
+        f"{PACKAGE_DIR / 'components'} and {PACKAGE_DIR.parent / 'templates'}); reinstall pairgate"
     )
 
 

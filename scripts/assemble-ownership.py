@@ -42,6 +42,7 @@ MODULES = (
     "scope.py",
     "verdict.py",
     "gate.py",
+    "ci_job.py",
     "doors.py",
     "command_reader/words.py",
     "command_reader/glab.py",

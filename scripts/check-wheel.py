@@ -2,9 +2,10 @@
 """Check a built wheel against the source tree it came from.
 
 The wheel must hold every file of the package (pairgate/) and of validators/, hooks/ and agents/
-(carried inside the package, as pairgate/validators/ and so on), with the run bit (0755) on every
-hooks/*.sh and validators/*.py, and nothing else: no tests, docs, examples or templates, no
-bytecode. What is required is read from the source tree (git's tracked and not-ignored files when
+(carried inside the package, as pairgate/validators/ and so on), each CI component's
+templates/<name>/template.yml (as pairgate/components/<name>.yml, which deploy-pipeline renders
+from), with the run bit (0755) on every hooks/*.sh and validators/*.py, and nothing else: no
+tests, docs, examples or the components' other files, no bytecode. What is required is read from the source tree (git's tracked and not-ignored files when
 it is a checkout), so a file added there is required here without editing this script.
 
     python3 scripts/check-wheel.py dist/*.whl [--source DIR]
@@ -27,13 +28,14 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "pairgate"
 # Top-level source directories the wheel carries inside the package.
 RESOURCES = ("validators", "hooks", "agents")
+COMPONENTS = "templates/*/template.yml"  # carried as pairgate/components/<name>.yml
 RUN_BITS = ("hooks/*.sh", "validators/*.py")
 NEVER = ("tests", "docs", "examples", "templates", "__pycache__")
 
 
 def source_files(source: Path) -> list[str]:
     """The files the wheel is built from, as POSIX paths relative to ``source``."""
-    roots = (PACKAGE, *RESOURCES)
+    roots = (PACKAGE, *RESOURCES, "templates")
     top = subprocess.run(
         ["git", "-C", str(source), "rev-parse", "--show-toplevel"],
         capture_output=True,
@@ -46,19 +48,27 @@ def source_files(source: Path) -> list[str]:
             text=True,
             check=True,
         ).stdout.split("\0")
-        return sorted(p for p in listed if p and (source / p).is_file())
+        return sorted(p for p in listed if p and (source / p).is_file() and _shipped(p))
     found = []
     for root in roots:
         for dirpath, dirnames, filenames in os.walk(source / root):
             dirnames[:] = [d for d in dirnames if d != "__pycache__"]
             for name in filenames:
-                if not name.endswith(".pyc"):
-                    found.append((Path(dirpath) / name).relative_to(source).as_posix())
+                path = (Path(dirpath) / name).relative_to(source).as_posix()
+                if not name.endswith(".pyc") and _shipped(path):
+                    found.append(path)
     return sorted(found)
+
+
+def _shipped(path: str) -> bool:
+    """Of templates/, only each component's template.yml ships."""
+    return not path.startswith("templates/") or fnmatch.fnmatch(path, COMPONENTS)
 
 
 def in_wheel(path: str) -> str:
     """Where a source file lives inside the wheel."""
+    if fnmatch.fnmatch(path, COMPONENTS):
+        return f"{PACKAGE}/components/{PurePosixPath(path).parent.name}.yml"
     return path if path.startswith(f"{PACKAGE}/") else f"{PACKAGE}/{path}"
 
 

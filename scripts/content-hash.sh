@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Print a stable hash of what the wheel ships: the package, validators/, hooks/, agents/, and
-# pyproject.toml, README.md and LICENSE (the wheel's metadata: dependencies, description,
+# Print a stable hash of what the wheel ships: the package, validators/, hooks/, agents/, each CI
+# component's templates/<name>/template.yml, and pyproject.toml, README.md and LICENSE (the wheel's metadata: dependencies, description,
 # licence). Each file counts by its path, its run bit and its bytes; mtimes, ownership and the
 # order files are found in do not.
 # In a git checkout the files are git's tracked and untracked-but-not-ignored ones (the same
@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export LC_ALL=C
 
-payload=(pyproject.toml README.md LICENSE pairgate validators hooks agents)
+payload=(pyproject.toml README.md LICENSE pairgate validators hooks agents templates/*/template.yml)
 
 list_payload() {
   if [[ "$(git rev-parse --show-toplevel 2>/dev/null)" == "$PWD" ]]; then

@@ -262,3 +262,43 @@ CASES = [
     GateCase("automation-family-look-alike", automation_family_look_alike, 1, 0, 0),
     GateCase("missing-merge-request", missing_merge_request, 2, 2, 2),
 ]
+
+
+GATE_JOBS = (
+    "validate-mr-carries-ownership-record",
+    "validate-mr-approval-at-head",
+    "validate-mr-merge-check",
+)
+
+
+def ci_variables(
+    sandbox: RunningSandbox, mr: tuple[str, int], *, jobs: tuple[str, ...] = GATE_JOBS
+) -> dict[str, str]:
+    """What GitLab gives a gate job of a merge request pipeline of ``mr``: a pipeline in the
+    sandbox at the MR's head (the main branch's head when there is no such MR), its jobs
+    running, and the first job's token, which GET /job answers for while it runs."""
+    project, iid = mr
+    encoded = project.replace("/", "%2F")
+    found = sandbox.request("GET", f"/projects/{encoded}/merge_requests/{iid}", "maintainer")
+    if found.status_code == 200:
+        sha = str(found.json()["sha"])
+    else:
+        branch = f"/projects/{encoded}/repository/branches/main"
+        sha = str(sandbox.api("GET", branch, as_user="maintainer")["commit"]["id"])
+    pipeline = sandbox.pipeline(
+        project,
+        f"refs/merge-requests/{iid}/head",
+        [{"name": name, "status": "running"} for name in jobs],
+        sha=sha,
+    )
+    return {
+        "CI_SERVER_URL": sandbox.url,
+        "CI_API_V4_URL": sandbox.api_url,
+        "CI_JOB_TOKEN": str(pipeline["jobs"][0]["token"]),
+        "CI_PIPELINE_ID": str(pipeline["id"]),
+        "CI_PROJECT_ID": str(pipeline["project_id"]),
+        "CI_MERGE_REQUEST_PROJECT_ID": str(pipeline["project_id"]),
+        "CI_MERGE_REQUEST_PROJECT_PATH": project,
+        "CI_MERGE_REQUEST_IID": str(iid),
+        "CI_COMMIT_SHA": sha,
+    }

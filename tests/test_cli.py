@@ -48,6 +48,10 @@ COMMANDS = {
     "lift-check": ({"--lift-from"}, {"--constraint-file", "--constraint-text"}),
     "deploy-agents": ({"--target"}, {"--check"}),
     "deploy-hooks": (set(), {"--target", "--check", "--list"}),
+    "deploy-pipeline": (
+        {"--target", "--image", "--runner-tag", "--read-token-variable", "--gate-dir"},
+        {"--check", "--gitlab-url"},
+    ),
     "graph": (set(), {"--format"}),
     "sandbox": (set(), {"--host", "--port", "--state", "--config-out"}),
     "demo": (set(), set()),

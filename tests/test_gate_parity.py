@@ -1,6 +1,8 @@
-"""One verdict, four doors: for every state in gate_world.CASES, ``pairgate merge-check``, both
-validators and ``python3 ownership.py merge-check`` (the last three copied flat into an empty
-directory, no package importable) give the same verdict against the sandbox."""
+"""One verdict, five doors: for every state in gate_world.CASES, ``pairgate merge-check``, the
+three validators and ``python3 ownership.py merge-check`` (the last four copied flat into an
+empty directory, no package importable) give the same verdict against the sandbox. The
+validators run as a gate job of a merge request pipeline does: their merge request is what
+their job token proves (GET /job)."""
 
 from __future__ import annotations
 
@@ -14,11 +16,11 @@ import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
 from tests.conftest import FIXTURE_CONFIG, FIXTURES, ROOT, clean_env, run_cli
-from tests.gate_world import CASES, GateCase, World
+from tests.gate_world import CASES, GATE_JOBS, GateCase, World, ci_variables
 
 pytestmark = pytest.mark.slow
 
-VALIDATORS = ("validate-mr-carries-ownership-record", "validate-mr-approval-at-head")
+VALIDATORS = GATE_JOBS
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +43,9 @@ def flat_runs(
     ci = clean_env(
         CI="true",
         GITLAB_CI="true",
-        CI_API_V4_URL=sandbox.api_url,
-        CI_MERGE_REQUEST_PROJECT_PATH=project,
-        CI_MERGE_REQUEST_IID=str(iid),
         PAIRGATE_CONFIG=str(flat / "pairgate-config.json"),
         GATE_READ_TOKEN=read_token,
+        **ci_variables(sandbox, (project, iid)),
     )
     runs = {
         name: [sys.executable, "-B", f"{name}.py", "--read-token-variable", "GATE_READ_TOKEN"]
@@ -100,6 +100,7 @@ def test_every_door_gives_the_same_verdict(
         "ownership.py": case.merge_check,
         VALIDATORS[0]: case.record,
         VALIDATORS[1]: case.approval,
+        VALIDATORS[2]: case.merge_check,
     }
     assert got == expected, {name: out + err for name, (_, out, err) in results.items()} | {
         "merge-check": cli.out + cli.err

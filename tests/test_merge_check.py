@@ -20,6 +20,7 @@ from tests.conftest import FIXTURE_CONFIG, ROOT, run_cli
 from tests.gate_world import (
     World,
     approved_at_head,
+    ci_variables,
     never_approved,
     self_approval_only,
     shared_in_never_approved,
@@ -101,37 +102,44 @@ def validator(name: str, environment: dict[str, str], *argv: str) -> tuple[int, 
 
 
 def ci_env(sandbox: RunningSandbox, mr: tuple[str, int], **extra: str) -> dict[str, str]:
+    """A gate job's environment in a merge request pipeline of ``mr`` (a running sandbox job)."""
     return {
         "PAIRGATE_CONFIG": str(FIXTURE_CONFIG),
-        "CI_API_V4_URL": sandbox.api_url,
-        "CI_MERGE_REQUEST_PROJECT_PATH": mr[0],
-        "CI_MERGE_REQUEST_IID": str(mr[1]),
         "GATE_READ_TOKEN": sandbox.info["users"]["agents"]["read_token"],
+        **ci_variables(sandbox, mr),
         **extra,
     }
 
 
 @pytest.mark.parametrize("name", [RECORD, APPROVAL])
 def test_a_validator_reads_pairgate_config_only(sandbox: RunningSandbox, name: str) -> None:
-    environment = ci_env(sandbox, ("acme/app", 1))
+    environment = ci_env(sandbox, approved_at_head(World(sandbox)))
     del environment["PAIRGATE_CONFIG"]
     code, out, err = validator(name, environment, "--read-token-variable", "GATE_READ_TOKEN")
     assert (code, out) == (2, "")
     assert "PAIRGATE_CONFIG is not set" in err and "fails closed" in err
 
 
-@pytest.mark.parametrize("unset", ["CI_MERGE_REQUEST_IID", "CI_MERGE_REQUEST_PROJECT_PATH"])
+@pytest.mark.parametrize(
+    ("unset", "says"),
+    [
+        ("CI_MERGE_REQUEST_IID", "CI_MERGE_REQUEST_IID is '', not a number"),
+        ("CI_MERGE_REQUEST_PROJECT_PATH", "CI_MERGE_REQUEST_PROJECT_PATH is '', but the job token"),
+        ("CI_JOB_TOKEN", "CI_JOB_TOKEN is empty: only a running job's own token proves its job"),
+        ("CI_API_V4_URL", "CI_SERVER_URL and CI_API_V4_URL are not both set"),
+    ],
+)
 def test_a_validator_outside_a_merge_request_pipeline_cannot_decide(
-    sandbox: RunningSandbox, unset: str
+    sandbox: RunningSandbox, unset: str, says: str
 ) -> None:
-    environment = ci_env(sandbox, ("acme/app", 1))
+    environment = ci_env(sandbox, approved_at_head(World(sandbox)))
     del environment[unset]
     code, _, err = validator(RECORD, environment, "--read-token-variable", "GATE_READ_TOKEN")
-    assert code == 2 and "runs in a merge request pipeline" in err
+    assert code == 2 and says in err, err
 
 
 def test_an_empty_read_token_variable_is_named(sandbox: RunningSandbox) -> None:
-    environment = ci_env(sandbox, ("acme/app", 1), GATE_READ_TOKEN=" ")
+    environment = ci_env(sandbox, approved_at_head(World(sandbox)), GATE_READ_TOKEN=" ")
     code, _, err = validator(APPROVAL, environment, "--read-token-variable", "GATE_READ_TOKEN")
     assert code == 2 and "the CI variable GATE_READ_TOKEN" in err
 

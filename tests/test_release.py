@@ -29,6 +29,8 @@ SOURCE = {
     "hooks/block-unapproved-merge.sh": ("#!/usr/bin/env bash\n", 0o755),
     "hooks/_hooklib.sh": ("#!/usr/bin/env bash\n", 0o755),
     "agents/lead.md": ("# lead\n", 0o644),
+    "templates/mr-ownership-gate/template.yml": ("spec:\n", 0o644),
+    "templates/mr-ownership-gate/README.md": ("# mr-ownership-gate\n", 0o644),
     "tests/test_cli.py": ("", 0o644),
     "docs/agent-handoff.md": ("", 0o644),
 }
@@ -60,6 +62,7 @@ def make_wheel(
             for n, (_, mode) in SOURCE.items()
             if n.split("/")[0] in ("pairgate", "validators", "hooks", "agents")
         }
+        members["pairgate/components/mr-ownership-gate.yml"] = 0o644
         members["pairgate-1.0.dist-info/METADATA"] = 0o644
         members.update({add: 0o644} if add else {})
         members.update(modes or {})
@@ -129,6 +132,19 @@ def test_a_hook_or_validator_without_its_run_bit_fails(tmp_path: Path, member: s
     assert result.stderr == f"{wheel}: {member} has mode 0644; it is run by path and must be 0755\n"
 
 
+def test_a_wheel_missing_a_components_template_fails_naming_it(tmp_path: Path) -> None:
+    # deploy-pipeline renders the tracker-held pipeline from it; the component's README and
+    # any other file beside its template do not ship.
+    source = make_source(tmp_path)
+    wheel = make_wheel(tmp_path, source, drop="pairgate/components/mr-ownership-gate.yml")
+    result = check_wheel(wheel, source)
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"{wheel}: missing pairgate/components/mr-ownership-gate.yml "
+        "(from templates/mr-ownership-gate/template.yml)\n"
+    )
+
+
 def test_what_is_required_follows_the_source_tree(tmp_path: Path) -> None:
     source = make_source(tmp_path)
     wheel = make_wheel(tmp_path, source)
@@ -157,6 +173,9 @@ def copy_project(dest: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for tree in ("pairgate", "validators", "hooks", "agents"):
         shutil.copytree(ROOT / tree, dest / tree, ignore=ignore)
+    for template in ROOT.glob("templates/*/template.yml"):  # the components the wheel carries
+        (dest / template.relative_to(ROOT)).parent.mkdir(parents=True)
+        shutil.copy2(template, dest / template.relative_to(ROOT))
     return dest
 
 

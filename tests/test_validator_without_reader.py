@@ -10,7 +10,11 @@ import pytest
 
 from tests.conftest import ROOT, run_program
 
-VALIDATORS = ("validate-mr-carries-ownership-record", "validate-mr-approval-at-head")
+VALIDATORS = (
+    "validate-mr-carries-ownership-record",
+    "validate-mr-approval-at-head",
+    "validate-mr-merge-check",
+)
 CI = {"CI_MERGE_REQUEST_PROJECT_PATH": "acme/app", "CI_MERGE_REQUEST_IID": "1"}
 
 

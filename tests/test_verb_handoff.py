@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from ledgerkit import Round
 
-from pairgate.merge_requests import APPROVAL_JOB
+from pairgate.merge_requests import APPROVAL_JOB, MERGE_CHECK_JOB
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import MrRef
 
@@ -178,20 +178,27 @@ def jobs(*failed: str, allow: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     return out
 
 
-def test_a_failed_pipeline_blocks_the_offer(world: Round, sandbox: Any) -> None:
-    pipeline = sandbox.pipeline(
-        "acme/app", world.branch, jobs("lint", APPROVAL_JOB), sha=world.head
-    )
+@pytest.mark.parametrize("waiting", [APPROVAL_JOB, MERGE_CHECK_JOB])
+def test_a_failed_pipeline_blocks_the_offer(world: Round, sandbox: Any, waiting: str) -> None:
+    pipeline = sandbox.pipeline("acme/app", world.branch, jobs("lint", waiting), sha=world.head)
     result = offer(world, "--sha", world.head)
     assert result.code == 1
     assert (
         f"pairgate handoff: acme/app!{world.mr} cannot be offered: its head pipeline "
-        f"{pipeline['id']} failed (failed: lint, {APPROVAL_JOB}). Fix it, push, and offer the "
-        "new head:\n" in result.err
+        f"{pipeline['id']} failed (failed: {', '.join(sorted(['lint', waiting]))}). Fix it, "
+        "push, and offer the new head:\n" in result.err
     ), result.err
 
 
-@pytest.mark.parametrize("pipeline", [jobs(APPROVAL_JOB), jobs(allow=("flaky",))])
+@pytest.mark.parametrize(
+    "pipeline",
+    [
+        jobs(APPROVAL_JOB),
+        jobs(MERGE_CHECK_JOB),  # it fails every merge request not yet approved at its head
+        jobs(APPROVAL_JOB, MERGE_CHECK_JOB),
+        jobs(allow=("flaky",)),
+    ],
+)
 def test_pipelines_that_do_not_block(world: Round, sandbox: Any, pipeline: Any) -> None:
     sandbox.pipeline("acme/app", world.branch, pipeline, sha=world.head)
     assert offer(world, "--sha", world.head).code == 0

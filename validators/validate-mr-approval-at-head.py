@@ -7,8 +7,8 @@ agent work from ordinary work); merge-check and the merge hook require the appro
 
 Deployed flat beside ownership.py, which holds the verdict that merge-check and the merge hook
 give too. Configuration: the file PAIRGATE_CONFIG names, and nothing else. The merge request:
-the pipeline's CI_MERGE_REQUEST_PROJECT_PATH and CI_MERGE_REQUEST_IID. Exit 0 pass, 1 refused
-(the message ends with "Background: <handoff_doc>."), 2 could not decide.
+what the job token proves (GET /job), which every CI variable must agree with. Exit 0 pass, 1
+refused (the message ends with "Background: <handoff_doc>."), 2 could not decide.
 """
 
 import os
@@ -17,7 +17,7 @@ import sys
 NAME = "validate-mr-approval-at-head"
 HERE = os.path.dirname(os.path.realpath(__file__))
 
-# The ownership.py beside this file, even where PYTHONSAFEPATH keeps the script's
+# The ownership.py beside this file, even where PYTHONSAFEPATH (or -I) keeps the script's
 # directory off sys.path (python resolves a symlinked script the same way).
 sys.path.insert(0, HERE)
 try:

@@ -1,5 +1,6 @@
 """approve: record an approval bound to the merge request's exact head, approve it on GitLab
-as the review bot, and offer the issue back to the lead."""
+as the review bot, offer the issue back to the lead, and start a merge request pipeline at the
+approved head (as the review bot) so the gate jobs run again and see the approval."""
 
 from __future__ import annotations
 
@@ -66,6 +67,35 @@ def approve_on_gitlab(turn: Turn, bot: GitLab, project: str, iid: int, sha: str)
             raise
 
 
+def start_pipeline(turn: Turn, bot: GitLab, project: str, iid: int, sha: str, retry: str) -> None:
+    """A new merge request pipeline at the approved head, as the review bot: the gate jobs run
+    again and see the approval. A failure to start it is reported; the approval stands."""
+    try:
+        pipeline = bot.write("POST", f"{mr_path(project, iid)}/pipelines", {})
+    except GitLabError as exc:
+        why = (
+            "no job of the project's CI configuration runs in merge request pipelines"
+            if exc.status == 405
+            else exc.message
+        )
+        maybe = (
+            " It may have started all the same: look at the merge request's pipelines first."
+            if isinstance(exc, WriteUncertain)
+            else ""
+        )
+        turn.warn(
+            f"warning: the approval stands, but GitLab started no merge request pipeline of "
+            f"{project}!{iid} at {sha[:12]} ({why}), so the gate jobs have not run since it.{maybe} "
+            f"Start one: {retry}"
+        )
+        return
+    number = f" {pipeline['id']}" if isinstance(pipeline, dict) and pipeline.get("id") else ""
+    turn.say(
+        f"started merge request pipeline{number} of {project}!{iid} at {sha[:12]} as the "
+        "review bot, so the gate jobs run again at the approved head"
+    )
+
+
 def approve(
     *,
     ctx: Context,
@@ -114,6 +144,14 @@ def approve(
             )
         approve_on_gitlab(turn, bot, project, mr, sha)
         turn.say(f"approved {ref} at {sha[:12]} on GitLab as the review bot; no note written.")
+        start_pipeline(
+            turn,
+            bot,
+            project,
+            mr,
+            sha,
+            again(server_approval_only=True, not_covering=[], supersede=None),
+        )
         return 0
 
     must_hold(turn, "approve")
@@ -160,6 +198,14 @@ def approve(
     turn.say(
         f"{turn.agent} approves {project}!{mr} at {sha[:12]} (note {event.note_id}) and offers "
         f"#{issue} back to {to}, who takes it with: {command(cli, 'accept', issue)}"
+    )
+    start_pipeline(
+        turn,
+        bot,
+        project,
+        mr,
+        sha,
+        again(server_approval_only=True, not_covering=[], supersede=None),
     )
     if because:
         turn.warn(

@@ -11,6 +11,7 @@ from typing import Any
 
 from pairgate import output
 from pairgate.commands.status import approval_status, mr_doc, offer_doc
+from pairgate.gate_runs import gate_run
 from pairgate.output import Cell, Style
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit
@@ -22,6 +23,7 @@ from pairgate.tracker import (
     IssueRead,
     MrState,
     latest_approval_refs,
+    pooled,
     read_labelled,
     read_mr_states,
 )
@@ -51,8 +53,14 @@ def freeze_doc(issue: int, window: Freeze, now: float) -> dict[str, Any]:
     }
 
 
-def issue_doc(read: IssueRead, mrs: dict[MrRef, MrState], now: float) -> dict[str, Any]:
-    """One issue's board entry. Pure."""
+def issue_doc(
+    read: IssueRead,
+    mrs: dict[MrRef, MrState],
+    now: float,
+    gates: dict[int, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """One issue's board entry. Pure. ``gates``: the gate_runs document of each latest
+    approval at its head, by note id."""
     ledger = read.ledger or Ledger()
     labels = sorted(label for label in read.labels if label in ROLE_LABELS)
     approval = None
@@ -69,6 +77,7 @@ def issue_doc(read: IssueRead, mrs: dict[MrRef, MrState], now: float) -> dict[st
             "status": approval_status(last, head),
             "self_approval": last.self_approval,
             **_when(ledger, last.note_id, now),
+            "gate": (gates or {}).get(last.note_id),
         }
     offer = ledger.offer
     return {
@@ -103,9 +112,14 @@ def issue_doc(read: IssueRead, mrs: dict[MrRef, MrState], now: float) -> dict[st
 
 
 def board_doc(
-    config: Config, reads: list[IssueRead], mrs: dict[MrRef, MrState], now: float, closed: bool
+    config: Config,
+    reads: list[IssueRead],
+    mrs: dict[MrRef, MrState],
+    now: float,
+    closed: bool,
+    gates: dict[int, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    issues = [issue_doc(r, mrs, now) for r in reads]
+    issues = [issue_doc(r, mrs, now, gates) for r in reads]
     return {
         "tracker_project": config["tracker_project"],
         "now": output.iso(now),
@@ -119,7 +133,25 @@ def read_board(ctx: Context, config: Config, client: GitLab, *, closed: bool) ->
     labels = (*BOARD_LABELS, CLOSED_LABEL) if closed else BOARD_LABELS
     reads = read_labelled(client, config, closed=closed, labels=labels)
     mrs = read_mr_states(client, latest_approval_refs(reads))
-    return board_doc(config, reads, mrs, ctx.now(), closed)
+    return board_doc(config, reads, mrs, ctx.now(), closed, latest_gates(client, reads, mrs))
+
+
+def latest_gates(
+    client: GitLab, reads: list[IssueRead], mrs: dict[MrRef, MrState]
+) -> dict[int, dict[str, Any]]:
+    """The gate_runs document of each issue's latest approval when it is at its head."""
+    wanted = []
+    for read in reads:
+        if read.ledger and read.ledger.approvals:
+            last = read.ledger.approvals[-1]
+            head = mrs.get(last.mr, MrState(None, None)).head
+            if approval_status(last, head) == "at-head":
+                at = next(
+                    (e.created_at for e in read.ledger.trail if e.note_id == last.note_id), None
+                )
+                wanted.append((last, at))
+    found = pooled(lambda pair: gate_run(client, pair[0].mr, pair[0].sha, pair[1]), wanted)
+    return {last.note_id: gate for (last, _), gate in zip(wanted, found, strict=True)}
 
 
 # -- the terminal -----------------------------------------------------------------------------
@@ -143,10 +175,21 @@ def _offer_cell(offer: dict[str, Any] | None) -> Cell:
 _APPROVAL_COLOUR = {"at-head": "green", "stale": "yellow", "self": "red", "unknown": "yellow"}
 
 
+_GATE_WORD = {
+    "none": "gate not run",
+    "no-gate-job": "no gate job",
+    "pending": "gate pending",
+    "passed": "gate passed",
+    "failed": "gate FAILED",
+    "unknown": "gate unknown",
+}
+
+
 def _approval_cell(approval: dict[str, Any] | None) -> Cell:
     if approval is None:
         return ("-", "dim")
     status, who = approval["status"], approval["approver"]
+    gate = approval.get("gate")
     text = {
         "at-head": f"{who} @{output.short(approval['sha'])} at head",
         "stale": f"{who} @{output.short(approval['sha'])} STALE (head "
@@ -154,6 +197,10 @@ def _approval_cell(approval: dict[str, Any] | None) -> Cell:
         "self": f"{who} @{output.short(approval['sha'])} SELF-APPROVAL",
         "unknown": f"{who} @{output.short(approval['sha'])} (head unknown)",
     }[status]
+    if gate:
+        text += f", {_GATE_WORD[gate['state']]}"
+        if gate["state"] != "passed":
+            return (text, "yellow")
     return (text, _APPROVAL_COLOUR[status])
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json as jsonlib
 from typing import Any
 
+from pairgate.gate_runs import gate_run, gate_text
 from pairgate.merge_requests import citing_mrs
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context
@@ -14,7 +15,7 @@ from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Approval, Ledger, Offer
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import read_ledger
-from pairgate.tracker import read_issue, read_mr
+from pairgate.tracker import pooled, read_issue, read_mr
 from pairgate.turn import damage
 
 
@@ -54,8 +55,10 @@ def report(
     ledger: Ledger,
     heads: dict[tuple[str, int], str | None],
     mrs: list[MergeRequestFacts],
+    gates: dict[int, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The status of one issue as plain data (the --json document). Pure."""
+    """The status of one issue as plain data (the --json document). Pure. ``gates``: the
+    gate_runs document of each approval at its head, by note id."""
     labels = sorted(label for label in state.get("labels", []) if label.startswith("agent::"))
     approvals = []
     for a in ledger.approvals:
@@ -73,6 +76,7 @@ def report(
                 "self_because": a.self_because,
                 "not_covering": list(a.not_covering),
                 "reason": a.reason,
+                "gate": (gates or {}).get(a.note_id),
             }
         )
     return {
@@ -135,6 +139,20 @@ def mr_heads(
     return heads
 
 
+def approval_gates(
+    client: GitLab, ledger: Ledger, heads: dict[tuple[str, int], str | None]
+) -> dict[int, dict[str, Any]]:
+    """The gate_runs document of every independent approval at its MR's head, by note id."""
+    at = {e.note_id: e.created_at for e in ledger.trail}
+    wanted = [
+        a
+        for a in ledger.approvals
+        if approval_status(a, heads.get((a.mr.project, a.mr.iid))) == "at-head"
+    ]
+    found = pooled(lambda a: gate_run(client, a.mr, a.sha, at.get(a.note_id)), wanted)
+    return {a.note_id: gate for a, gate in zip(wanted, found, strict=True)}
+
+
 def render(doc: dict[str, Any], cli: str) -> str:
     issue = doc["issue"]
     lines = [f"{doc['project']}#{issue} ({doc['state']})"]
@@ -170,6 +188,8 @@ def render(doc: dict[str, Any], cli: str) -> str:
         extra = f" ({a['self_because']})" if a["self_approval"] else ""
         if a["not_covering"]:
             extra += f"; not covering: {'; '.join(a['not_covering'])}"
+        if a["gate"]:
+            extra += f"; gate since: {gate_text(a['gate'])}"
         lines.append(
             f"  note {a['note_id']}: {a['approver']} -> {a['to']}, "
             f"{a['mr']['project']}!{a['mr']['iid']} at {a['sha'][:12]}: {a['status']}{extra}"
@@ -190,7 +210,8 @@ def status(*, ctx: Context, config: Config, issue: int, json: bool, client: GitL
     state = read_issue(client, config, issue)
     ledger = read_ledger(client, config, issue)
     mrs = citing_mrs(client, config, issue)
-    doc = report(config, issue, state, ledger, mr_heads(client, ledger, mrs, cli=config.cli), mrs)
+    heads = mr_heads(client, ledger, mrs, cli=config.cli)
+    doc = report(config, issue, state, ledger, heads, mrs, approval_gates(client, ledger, heads))
     if json:
         print(jsonlib.dumps(doc, indent=2, ensure_ascii=False), file=ctx.stdout)
     else:

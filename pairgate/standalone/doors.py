@@ -1,4 +1,4 @@
-"""The gate's doors that print: merge-check and the two CI validators."""
+"""The gate's doors that print: merge-check and the three CI validators."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
+from pairgate.standalone.ci_job import NotProven, prove_job
 from pairgate.standalone.config import CONFIG_ENV, Config, load_config
 from pairgate.standalone.errors import ConfigError, Context, Exit, PairgateError, UsageError, report
 from pairgate.standalone.gate import gate_merge
@@ -16,12 +17,13 @@ from pairgate.standalone.gitlab import GitLab, gitlab_from_env
 from pairgate.standalone.scope import ROSTER_FILENAME, load_automation_families, roster_path
 from pairgate.standalone.verdict import Check, GateVerdict
 
-# The three doors. merge-check (the package CLI and ``python3 ownership.py merge-check``) and the
-# two validators print the same verdict; only what each treats as a failure differs.
+# The doors. merge-check (the package CLI and ``python3 ownership.py merge-check``) and the three
+# validators print the same verdict; only what each treats as a failure differs.
 
-VALIDATOR_CHECKS = {
+VALIDATOR_CHECKS: dict[str, str | None] = {
     "validate-mr-carries-ownership-record": "record",
     "validate-mr-approval-at-head": "approval",
+    "validate-mr-merge-check": None,  # the whole verdict, as merge-check gives it
 }
 
 
@@ -92,55 +94,70 @@ def run_merge_check(
     return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose)
 
 
-def validator_main(name: str, argv: Sequence[str] | None = None, ctx: Context | None = None) -> int:
+def validator_main(
+    name: str,
+    argv: Sequence[str] | None = None,
+    ctx: Context | None = None,
+    stdin: TextIO | None = None,
+) -> int:
     """A CI validator: the verdict for the merge request of this merge request pipeline.
 
-    The configuration comes from PAIRGATE_CONFIG only; the merge request from
-    CI_MERGE_REQUEST_PROJECT_PATH and CI_MERGE_REQUEST_IID; the read token from the CI variable
-    ``--read-token-variable`` names. Exit 0 pass, 1 refused, 2 could not decide.
+    The configuration comes from PAIRGATE_CONFIG only. The instance and the merge request come
+    from what the job token proves (``GET /job``), and every CI variable must agree with it
+    (ci_job.py). The tokens come from stdin (``--tokens-on-stdin``: the job token, then the
+    read token), else from CI_JOB_TOKEN and the CI variable ``--read-token-variable`` names
+    (else <env_prefix>_TASK_API_TOKEN). Exit 0 pass, 1 refused, 2 could not decide.
     """
     ctx = ctx or Context()
     check_name = VALIDATOR_CHECKS[name]
     try:
-        parser = _ArgParser(prog=f"{name}.py", description=validator_main.__doc__)
-        parser.add_argument(
-            "--read-token-variable",
-            metavar="NAME",
-            help="the CI variable holding a token that can read the tracker's issue notes",
-        )
-        parser.add_argument(
-            "--automation-families",
-            type=Path,
-            metavar="PATH",
-            help=f"the automation roster (default: the {ROSTER_FILENAME} beside ownership.py)",
-        )
-        args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        args = _validator_parser(name).parse_args(list(sys.argv[1:] if argv is None else argv))
         if not ctx.env.get(CONFIG_ENV, "").strip():
             raise ConfigError(
                 f"{name}: {CONFIG_ENV} is not set: the validators read their configuration "
                 f"from the file it names, and from nowhere else"
             )
         config = load_config(ctx.env)
-        project, iid = _ci_merge_request(ctx.env, name)
-        env = dict(ctx.env)
-        if args.read_token_variable:
-            env[config.env_name("TASK_API_TOKEN")] = _ci_token(ctx.env, args.read_token_variable)
-        client = gitlab_from_env(config, env)
+        job_token, read_token = _tokens(ctx.env, config, args, stdin or sys.stdin)
+        proven = prove_job(ctx.env, job_token, pinned=args.gitlab_url)
+        # The client talks to the proven instance only: no URL variable is read again.
+        client = gitlab_from_env(
+            config,
+            {
+                config.env_name("GITLAB_URL"): proven.server_url,
+                config.env_name("TASK_API_TOKEN"): read_token,
+            },
+        )
         families = load_automation_families(roster_path(config, args.automation_families))
-        verdict = gate_merge(client, config, project, iid, families=families, now=ctx.now())
+        verdict = gate_merge(
+            client, config, proven.project, proven.iid, families=families, now=ctx.now()
+        )
+        if verdict.in_scope and verdict.head_sha != proven.head:
+            raise NotProven(
+                f"this pipeline ran for {proven.head}, but the head of {verdict.project}!"
+                f"{verdict.iid} is now {verdict.head_sha}: only a pipeline at the head decides"
+            )
     except Exception as exc:  # the validators' one translation point: never a pass
         print(f"{name}: could not decide; this job fails closed.", file=ctx.stderr)
         return report(exc, ctx.stderr)
-    check: Check = getattr(verdict, check_name)
     head = f" at {verdict.head_sha}" if verdict.head_sha else ""
-    print(f"{name}: {verdict.project}!{verdict.iid}{head}", file=ctx.stdout)
+    print(
+        f"{name}: {verdict.project}!{verdict.iid}{head} (pipeline {proven.pipeline_id} on "
+        f"{proven.server_url}, as the job token proves)",
+        file=ctx.stdout,
+    )
     for warning in verdict.warnings:
         print(f"warning: {warning}", file=ctx.stdout)
+    check = (
+        Check(verdict.allowed, verdict.code, verdict.message)
+        if check_name is None
+        else getattr(verdict, check_name)
+    )
     if not check.ok:
         print(f"FAILED: {check.message}", file=ctx.stdout)
         print(f"Background: {config['handoff_doc']}.", file=ctx.stdout)
         return Exit.REFUSED
-    if check.code == "never-approved":
+    if check.code == "never-approved" and check_name == "approval":
         print(
             f"passed: {verdict.project}!{verdict.iid} has no approval yet, and this job fails "
             f"only an approval that is a self-approval or names an older head. merge-check "
@@ -152,16 +169,59 @@ def validator_main(name: str, argv: Sequence[str] | None = None, ctx: Context | 
     return Exit.OK
 
 
-def _ci_merge_request(env: Mapping[str, str], name: str) -> tuple[str, int]:
-    project = env.get("CI_MERGE_REQUEST_PROJECT_PATH", "").strip()
-    iid = env.get("CI_MERGE_REQUEST_IID", "").strip()
-    if not project or not iid.isdigit():
-        raise UsageError(
-            f"{name}: CI_MERGE_REQUEST_PROJECT_PATH and CI_MERGE_REQUEST_IID are not both set: "
-            f"this validator runs in a merge request pipeline "
-            f'(rules: if $CI_PIPELINE_SOURCE == "merge_request_event")'
+def _validator_parser(name: str) -> _ArgParser:
+    parser = _ArgParser(prog=f"{name}.py", description=validator_main.__doc__)
+    parser.add_argument(
+        "--read-token-variable",
+        metavar="NAME",
+        help="the CI variable holding a token that can read the tracker's issue notes",
+    )
+    parser.add_argument(
+        "--tokens-on-stdin",
+        action="store_true",
+        help="read CI_JOB_TOKEN, then the read token, one a line from stdin (the components' "
+        "form: no secret on a command line or in the environment)",
+    )
+    parser.add_argument(
+        "--gitlab-url",
+        metavar="URL",
+        default="",
+        help="the instance this job must run on (the tracker-held pipeline pins it); empty: "
+        "CI_SERVER_URL, which must agree with CI_API_V4_URL",
+    )
+    parser.add_argument(
+        "--automation-families",
+        type=Path,
+        metavar="PATH",
+        help=f"the automation roster (default: the {ROSTER_FILENAME} beside ownership.py)",
+    )
+    return parser
+
+
+def _tokens(
+    env: Mapping[str, str], config: Config, args: argparse.Namespace, stdin: TextIO
+) -> tuple[str, str]:
+    """(job token, read token)."""
+    if args.tokens_on_stdin:
+        job_token, read_token = ([*stdin.read().splitlines(), "", ""])[:2]
+        if not read_token.strip():
+            raise ConfigError(
+                "the read token (the second line on stdin) is empty: the component passes the "
+                "CI variable its read-token-variable input names, so add it as a masked CI/CD "
+                "variable holding a token that can read the tracker's issues (CI_JOB_TOKEN "
+                "cannot read issue notes)"
+            )
+        return job_token.strip(), read_token.strip()
+    job_token = env.get("CI_JOB_TOKEN", "")
+    if args.read_token_variable:
+        return job_token, _ci_token(env, args.read_token_variable)
+    read_token = env.get(config.env_name("TASK_API_TOKEN"), "").strip()
+    if not read_token:
+        raise ConfigError(
+            f"no read token: name its CI variable with --read-token-variable, pass it on stdin "
+            f"(--tokens-on-stdin), or set {config.env_name('TASK_API_TOKEN')}"
         )
-    return project, int(iid)
+    return job_token, read_token
 
 
 def _ci_token(env: Mapping[str, str], variable: str) -> str:

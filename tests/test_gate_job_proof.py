@@ -1,0 +1,283 @@
+"""What a gate job's credentials prove (GET /job with its job token), and each refusal when a CI
+variable disagrees with it: exit 2, "could not decide", with a message naming the variable. The
+validators run in-process (validator_main) against the sandbox, in the environment a running
+job of a sandbox merge request pipeline has."""
+
+from __future__ import annotations
+
+import http.server
+import io
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pairgate.sandbox.testing import RunningSandbox
+from pairgate.standalone.doors import validator_main
+from pairgate.standalone.errors import Context
+from tests.conftest import FIXTURE_CONFIG
+from tests.gate_world import World, approved_at_head, ci_variables, never_approved
+
+MERGE_CHECK = "validate-mr-merge-check"
+FAILS_CLOSED = "validate-mr-merge-check: could not decide; this job fails closed.\n"
+
+
+def job_env(sandbox: RunningSandbox, mr: tuple[str, int], **change: str) -> dict[str, str]:
+    return {
+        "PAIRGATE_CONFIG": str(FIXTURE_CONFIG),
+        "GATE_READ_TOKEN": sandbox.info["users"]["agents"]["read_token"],
+        **ci_variables(sandbox, mr, jobs=(MERGE_CHECK,)),
+        **change,
+    }
+
+
+def validate(env: dict[str, str], *argv: str, stdin: str = "") -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    args = list(argv) or ["--read-token-variable", "GATE_READ_TOKEN"]
+    code = validator_main(
+        MERGE_CHECK, args, Context(env=env, stdout=out, stderr=err), stdin=io.StringIO(stdin)
+    )
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def world(sandbox: RunningSandbox) -> World:
+    return World(sandbox)
+
+
+def test_an_approved_merge_request_passes_as_its_job_token_proves_it(
+    sandbox: RunningSandbox, world: World
+) -> None:
+    mr = approved_at_head(world)
+    env = job_env(sandbox, mr)
+    code, out, err = validate(env)
+    assert (code, err) == (0, ""), err
+    assert out.startswith(
+        f"{MERGE_CHECK}: acme/app!{mr[1]} at {env['CI_COMMIT_SHA']} (pipeline "
+        f"{env['CI_PIPELINE_ID']} on {sandbox.url}, as the job token proves)\n"
+    )
+    assert "\npassed: " in out and "may merge: acme-review approved its head" in out
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "says"),
+    [
+        ("CI_MERGE_REQUEST_IID", "{victim}", "CI_MERGE_REQUEST_IID is {victim}, but the job "
+         "token proves the merge request {iid}"),
+        ("CI_MERGE_REQUEST_PROJECT_PATH", "outside/app", "CI_MERGE_REQUEST_PROJECT_PATH is "
+         "'outside/app', but the job token proves the project 'acme/app'"),
+        ("CI_COMMIT_SHA", "0" * 40, f"CI_COMMIT_SHA is '{'0' * 40}', but the job token proves "
+         "the commit"),
+        ("CI_PROJECT_ID", "4", "CI_PROJECT_ID is 4, but the job token proves the project id 2"),
+        ("CI_MERGE_REQUEST_PROJECT_ID", "4", "CI_MERGE_REQUEST_PROJECT_ID is 4, but the job "
+         "token proves the project id 2"),
+        ("CI_PIPELINE_ID", "1", "CI_PIPELINE_ID is 1, but the job token proves the pipeline"),
+        ("CI_API_V4_URL", "https://elsewhere.example/api/v4", "CI_API_V4_URL is "
+         "'https://elsewhere.example/api/v4' but CI_SERVER_URL is"),
+    ],
+)  # fmt: skip
+def test_a_variable_that_disagrees_with_the_job_token_decides_nothing(
+    sandbox: RunningSandbox, world: World, variable: str, value: str, says: str
+) -> None:
+    victim = approved_at_head(world)  # what an attack would have the job judge instead
+    mr = never_approved(world)
+    fill = {"victim": str(victim[1]), "iid": str(mr[1])}
+    env = job_env(sandbox, mr, **{variable: value.format(**fill)})
+    code, out, err = validate(env)
+    assert (code, out) == (2, "")
+    assert err.startswith(FAILS_CLOSED)
+    assert says.format(**fill) in err, err
+
+
+def test_a_pinned_instance_is_the_only_one_the_job_runs_on(
+    sandbox: RunningSandbox, world: World
+) -> None:
+    env = job_env(sandbox, approved_at_head(world))
+    code, _, err = validate(
+        env, "--read-token-variable", "GATE_READ_TOKEN", "--gitlab-url", "https://gitlab.example"
+    )
+    assert code == 2
+    assert (
+        f"CI_SERVER_URL is {sandbox.url!r}, but this pipeline pins the instance "
+        "'https://gitlab.example': the read token goes to the pinned instance only"
+    ) in err
+    pinned = validate(env, "--read-token-variable", "GATE_READ_TOKEN", "--gitlab-url", sandbox.url)
+    assert pinned[0] == 0, pinned[2]
+
+
+def test_plain_http_to_a_host_that_is_not_loopback_is_refused(
+    sandbox: RunningSandbox, world: World
+) -> None:
+    env = job_env(
+        sandbox,
+        approved_at_head(world),
+        CI_SERVER_URL="http://gitlab.example",
+        CI_API_V4_URL="http://gitlab.example/api/v4",
+    )
+    code, _, err = validate(env)
+    assert code == 2 and "refusing to send a token over plain http" in err
+
+
+# -- a host the URL variables name ------------------------------------------------------------
+
+
+class _Fake(http.server.BaseHTTPRequestHandler):
+    """Answers GET /job as GitLab would (a copy of the real answer, its URLs moved here);
+    records every request and its credentials, and answers 404 to everything else."""
+
+    seen: list[dict[str, Any]]
+    job: dict[str, Any] | None
+
+    def do_GET(self) -> None:
+        self.seen.append(
+            {
+                "path": self.path,
+                "private": self.headers.get("PRIVATE-TOKEN"),
+                "job": self.headers.get("JOB-TOKEN"),
+            }
+        )
+        body = json.dumps(self.job).encode() if self.path == "/api/v4/job" and self.job else b""
+        self.send_response(200 if body else 404)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def fake() -> Iterator[tuple[str, type[_Fake]]]:
+    handler = type("Fake", (_Fake,), {"seen": [], "job": None})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    server.shutdown()
+
+
+def test_without_a_pin_a_host_every_url_variable_names_can_answer_as_gitlab(
+    sandbox: RunningSandbox, world: World, fake: tuple[str, type[_Fake]]
+) -> None:
+    """The residual risk the components' READMEs state: a host named consistently by every URL
+    variable (which only whoever can set the job's variables can do) that answers GET /job as
+    GitLab does is sent the read token. The pin of the tracker-held pipeline closes it."""
+    url, handler = fake
+    env = job_env(sandbox, approved_at_head(world))
+    real = sandbox.http.get(f"{sandbox.api_url}/job", headers={"JOB-TOKEN": env["CI_JOB_TOKEN"]})
+    handler.job = json.loads(real.text.replace(sandbox.url, url))
+    moved = {**env, "CI_SERVER_URL": url, "CI_API_V4_URL": f"{url}/api/v4"}
+    code, _, _ = validate(moved)
+    assert code == 2  # the fake cannot serve the merge request: no pass
+    assert any(r["private"] for r in handler.seen)  # but it was sent the read token
+    handler.seen.clear()
+    pinned = validate(
+        moved, "--read-token-variable", "GATE_READ_TOKEN", "--gitlab-url", sandbox.url
+    )
+    assert pinned[0] == 2 and "pins the instance" in pinned[2]
+    assert handler.seen == []  # refused before any request
+
+
+def test_a_host_that_cannot_answer_get_job_is_sent_no_read_token(
+    sandbox: RunningSandbox, world: World, fake: tuple[str, type[_Fake]]
+) -> None:
+    url, handler = fake
+    env = job_env(
+        sandbox, approved_at_head(world), CI_SERVER_URL=url, CI_API_V4_URL=f"{url}/api/v4"
+    )
+    code, _, err = validate(env)
+    assert code == 2
+    assert f"GET {url}/api/v4/job answered HTTP 404: the job token proves no running job" in err
+    assert [r["private"] for r in handler.seen] == [None]
+
+
+def test_the_configured_gitlab_url_variable_is_not_read_by_the_job(
+    sandbox: RunningSandbox, world: World, fake: tuple[str, type[_Fake]]
+) -> None:
+    url, handler = fake
+    env = job_env(sandbox, approved_at_head(world), PAIRGATE_TEST_GITLAB_URL=url)
+    assert validate(env)[0] == 0
+    assert handler.seen == []
+
+
+# -- the job token's own job ------------------------------------------------------------------
+
+
+def test_a_finished_jobs_token_proves_nothing(sandbox: RunningSandbox, world: World) -> None:
+    mr = approved_at_head(world)
+    env = job_env(sandbox, mr)
+    job = sandbox.api("GET", f"/projects/acme%2Fapp/pipelines/{env['CI_PIPELINE_ID']}/jobs")[0]
+    sandbox.set_job(job["id"], "success")
+    code, _, err = validate(env)
+    assert code == 2 and "answered HTTP 401: the job token proves no running job there" in err
+
+
+@pytest.mark.parametrize(
+    ("ref", "source"),
+    [("main", "push"), ("refs/merge-requests/{iid}/head", "parent_pipeline")],
+    ids=["branch pipeline", "child pipeline"],
+)
+def test_a_token_of_a_pipeline_that_is_not_the_merge_requests_cannot_stand_for_it(
+    sandbox: RunningSandbox, world: World, ref: str, source: str
+) -> None:
+    mr = approved_at_head(world)
+    env = job_env(sandbox, mr)
+    other = sandbox.pipeline(
+        "acme/app",
+        ref.format(iid=mr[1]),
+        [{"name": MERGE_CHECK, "status": "running"}],
+        sha=env["CI_COMMIT_SHA"],
+        source=source,
+    )
+    env.update(CI_JOB_TOKEN=other["jobs"][0]["token"], CI_PIPELINE_ID=str(other["id"]))
+    code, _, err = validate(env)
+    assert code == 2
+    assert f"the job token's pipeline is a {source!r} pipeline for {ref.format(iid=mr[1])!r}" in err
+
+
+def test_a_pipeline_behind_the_head_cannot_pass(sandbox: RunningSandbox, world: World) -> None:
+    mr = approved_at_head(world)
+    env = job_env(sandbox, mr)
+    branch = sandbox.api("GET", f"/projects/acme%2Fapp/merge_requests/{mr[1]}")["source_branch"]
+    new = world.push("acme/app", branch)
+    code, _, err = validate(env)
+    assert code == 2
+    assert (
+        f"this pipeline ran for {env['CI_COMMIT_SHA']}, but the head of acme/app!{mr[1]} is now "
+        f"{new}: only a pipeline at the head decides"
+    ) in err
+
+
+def test_a_merged_results_pipeline_stands_for_the_head_it_merges(
+    sandbox: RunningSandbox, world: World
+) -> None:
+    mr = approved_at_head(world)
+    sandbox.api(
+        "PUT", "/projects/acme%2Fapp", as_user="maintainer", json={"merge_pipelines_enabled": True}
+    )
+    sandbox.set_ci("acme/app", [{"name": MERGE_CHECK}])
+    pipeline = sandbox.api("POST", f"/projects/acme%2Fapp/merge_requests/{mr[1]}/pipelines")
+    assert pipeline["ref"] == f"refs/merge-requests/{mr[1]}/merge"
+    (job,) = sandbox.api("GET", f"/projects/acme%2Fapp/pipelines/{pipeline['id']}/jobs")
+    token = sandbox.set_job(job["id"], "running")["token"]
+    env = job_env(sandbox, mr)
+    env.update(
+        CI_JOB_TOKEN=token, CI_PIPELINE_ID=str(pipeline["id"]), CI_COMMIT_SHA=pipeline["sha"]
+    )
+    code, out, err = validate(env)
+    assert (code, err) == (0, ""), err
+    head = sandbox.api("GET", f"/projects/acme%2Fapp/merge_requests/{mr[1]}")["sha"]
+    assert f"acme/app!{mr[1]} at {head}" in out and pipeline["sha"] != head
+
+
+# -- the tokens on stdin (the components' form) -----------------------------------------------
+
+
+def test_the_tokens_on_stdin_need_no_variable(sandbox: RunningSandbox, world: World) -> None:
+    env = job_env(sandbox, approved_at_head(world))
+    job_token, read_token = env.pop("CI_JOB_TOKEN"), env.pop("GATE_READ_TOKEN")
+    code, _, err = validate(env, "--tokens-on-stdin", stdin=f"{job_token}\n{read_token}\n")
+    assert (code, err) == (0, "")
+    code, _, err = validate(env, "--tokens-on-stdin", stdin=f"{job_token}\n")
+    assert code == 2 and "the read token (the second line on stdin) is empty" in err
