@@ -15,19 +15,19 @@ Contents (where each source module begins, and what it holds):
   line   818  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
   line  1080  ledger.py: The fold's output: notes as read, and the typed state they fold into.
   line  1282  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1598  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1649  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  1723  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  1958  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2215  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2294  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  2461  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  2752  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  3039  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3178  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  3780  command_reader/read.py: read_command: the command reader's one entry point.
-  line  3809  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  3960  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line  1608  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1654  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  1728  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  1963  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2220  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  2347  doors.py: The gate's doors that print: merge-check and the two CI validators.
+  line  2514  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  2805  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3092  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3231  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  3833  command_reader/read.py: read_command: the command reader's one entry point.
+  line  3862  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4013  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
@@ -1574,6 +1574,16 @@ def binding_freeze(
     return None
 
 
+def mr_freeze_reason(
+    windows: Iterable[tuple[int, Freeze]], *, mr: MrRef, now: float, config: Config
+) -> str | None:
+    """Why a live window on ``mr`` holds its merge back at ``now`` (the merge gate's freeze
+    rule), or None. Only ``mr:`` windows bind the gate: a board or issue window holds back
+    writes, not merges. Pure."""
+    found = binding_freeze([w for w in windows if w[1].scope.startswith("mr:")], now=now, mr=mr)
+    return None if found is None else freeze_refusal(*found, now=now, config=config)
+
+
 def freeze_refusal(holder: int, window: Freeze, *, now: float, config: Config) -> str:
     """Who froze what, why and until when; a refusal (a writer's, the gate's) starts with it."""
     until = window.until
@@ -1615,28 +1625,23 @@ def read_ledger(client: GitLab, config: Config, issue: int) -> Ledger:
     return fold(read_notes(client, config, issue), config=config)
 
 
+def frozen_issues(client: GitLab, config: Config) -> list[int]:
+    """The tracker issues labelled as holding a freeze window (open or closed): one listing."""
+    project = encode_project(config["tracker_project"])
+    listed = client.get_all(f"projects/{project}/issues", labels=FROZEN_LABEL, state="all")
+    return sorted({int(i["iid"]) for i in listed})
+
+
 def read_freezes(
     client: GitLab, config: Config, *, known: Mapping[int, Ledger] | None = None
 ) -> list[tuple[int, Freeze]]:
     """Every freeze window on the issues labelled FROZEN_LABEL and in ``known`` (ledgers already
     folded, not read again), as (issue, window). One issue listing, then one notes listing per
     labelled issue."""
-    project = encode_project(config["tracker_project"])
-    listed = client.get_all(f"projects/{project}/issues", labels=FROZEN_LABEL, state="all")
     ledgers = dict(known or {})
-    for issue in sorted({int(i["iid"]) for i in listed} - set(ledgers)):
+    for issue in sorted(set(frozen_issues(client, config)) - set(ledgers)):
         ledgers[issue] = read_ledger(client, config, issue)
     return [(issue, w) for issue, ledger in sorted(ledgers.items()) for w in ledger.freezes]
-
-
-def mr_freeze(
-    client: GitLab, config: Config, mr: MrRef, *, known: Mapping[int, Ledger], now: float
-) -> str | None:
-    """Why a live window on ``mr`` holds its merge back (the merge gate's freeze rule), or None.
-    Only ``mr:`` windows bind the gate: a board or issue window holds back writes, not merges."""
-    windows = [w for w in read_freezes(client, config, known=known) if w[1].scope.startswith("mr:")]
-    found = binding_freeze(windows, now=now, mr=mr)
-    return None if found is None else freeze_refusal(*found, now=now, config=config)
 
 
 # -- end of 5b -----------------------------------------------------------------------------------
@@ -2221,6 +2226,11 @@ def project_in_group(client: GitLab, config: Config, project: str) -> bool:
     only a project elsewhere costs the read of the listing (shared-in projects included)."""
     if _under(project, config["group_path"]):
         return True
+    return any(p.casefold() == project.casefold() for p in group_project_paths(client, config))
+
+
+def group_project_paths(client: GitLab, config: Config) -> list[str]:
+    """Every project in the group's listing, shared-in projects and subgroups included."""
     listing = client.get_all(
         f"groups/{config['group_id']}/projects",
         with_shared="true",
@@ -2228,9 +2238,52 @@ def project_in_group(client: GitLab, config: Config, project: str) -> bool:
         simple="true",
         per_page=100,
     )
-    return any(
-        str(p.get("path_with_namespace", "")).casefold() == project.casefold() for p in listing
+    return [str(p.get("path_with_namespace", "")) for p in listing]
+
+
+def gate_scope(
+    mr: MergeRequestFacts,
+    *,
+    in_group: bool,
+    config: Config,
+    families: Sequence[AutomationFamily],
+) -> tuple[tuple[int, ...], Scope]:
+    """The tracker issues the MR cites and whether it is gated: pure."""
+    cited = (
+        cited_issues(mr.text, mr_project=mr.project, tracker=config["tracker_project"])
+        if in_group
+        else ()
     )
+    scope = decide_scope(mr, cited=cited, in_group=in_group, config=config, families=families)
+    return cited, scope
+
+
+def ledger_issues(cited: Sequence[int], config: Config) -> tuple[int, ...]:
+    """The cited issues whose ledgers the verdict needs: all but the generic tracking issue."""
+    generic = config["generic_tracking_issue"]
+    return tuple(issue for issue in cited if issue != generic)
+
+
+def judge(
+    mr: MergeRequestFacts,
+    *,
+    cited: Sequence[int],
+    scope: Scope,
+    ledgers: Mapping[int, Ledger],
+    windows: Sequence[tuple[int, Freeze]],
+    config: Config,
+    now: float,
+) -> GateVerdict:
+    """The verdict from facts already read: pure. ``ledgers`` holds the fold of every issue
+    ``ledger_issues`` names (nothing, out of scope); ``windows`` every freeze window that can
+    bind the MR (those of its cited issues and of the issues labelled as holding one); ``now``
+    is when the merge is judged (live windows end by it)."""
+    frozen = (
+        mr_freeze_reason(windows, mr=MrRef(mr.project, mr.iid), now=now, config=config)
+        if scope.in_scope
+        else None
+    )
+    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config, frozen=frozen)
 
 
 def gate_merge(
@@ -2242,7 +2295,7 @@ def gate_merge(
     families: Sequence[AutomationFamily] | None = None,
     now: float,
 ) -> GateVerdict:
-    """The merge gate's one verdict for ``project!iid``: reads, then decides.
+    """The merge gate's one verdict for ``project!iid``: reads, then ``judge`` decides.
 
     Reads the group listing when the path alone does not settle it, then (in the group) the MR
     and the ledger of every cited tracker issue. Any read error propagates as a PairgateError:
@@ -2270,21 +2323,21 @@ def gate_merge(
     # Outside the group nothing else matters, and the reader may not even see the project.
     if not project_in_group(client, config, path):
         outside = MergeRequestFacts(path, int(iid), "", "", None, "", (), None)
-        scope = decide_scope(outside, cited=(), in_group=False, config=config, families=())
-        return decide(outside, scope=scope, cited=(), ledgers={}, config=config)
+        cited, scope = gate_scope(outside, in_group=False, config=config, families=())
+        return judge(
+            outside, cited=cited, scope=scope, ledgers={}, windows=(), config=config, now=now
+        )
     mr = MergeRequestFacts.from_api(data or client.get(mr_path), project)
-    tracker = config["tracker_project"]
-    cited = cited_issues(mr.text, mr_project=mr.project, tracker=tracker)
-    scope = decide_scope(mr, cited=cited, in_group=True, config=config, families=families)
+    cited, scope = gate_scope(mr, in_group=True, config=config, families=families)
     ledgers: dict[int, Ledger] = {}
-    frozen = None
+    windows: list[tuple[int, Freeze]] = []
     if scope.in_scope:
-        generic = config["generic_tracking_issue"]
-        for issue in cited:
-            if issue != generic:
-                ledgers[issue] = read_ledger(client, config, issue)
-        frozen = mr_freeze(client, config, MrRef(mr.project, mr.iid), known=ledgers, now=now)
-    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config, frozen=frozen)
+        for issue in ledger_issues(cited, config):
+            ledgers[issue] = read_ledger(client, config, issue)
+        windows = read_freezes(client, config, known=ledgers)
+    return judge(
+        mr, cited=cited, scope=scope, ledgers=ledgers, windows=windows, config=config, now=now
+    )
 
 
 # end pairgate/standalone/gate.py
