@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pairgate.currency import check_currency
+from pairgate.standalone.audit_door import add_audit_arguments
 from pairgate.standalone.config import load_config
 from pairgate.standalone.errors import Context, Exit, UsageError, report
 
@@ -187,6 +188,28 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         metavar="PROJECT",
         help="required: an MR iid is not unique across projects",
+    )
+
+    p = command(
+        "audit",
+        "every merge in the window that went around the merge gate, judged as merge-check "
+        "would have judged it at the moment of the merge",
+        parents=(verbose, json_out),
+    )
+    add_audit_arguments(p)
+
+    p = command(
+        "doctor",
+        "every way around the merge gate the gated projects' settings leave open, with the fix",
+        parents=(verbose, json_out),
+    )
+    p.add_argument(
+        "--project",
+        dest="projects",
+        action="append",
+        default=[],
+        metavar="PROJECT",
+        help="only this gated project (repeatable; default: every project in the group's listing)",
     )
 
     p = command(
@@ -411,6 +434,7 @@ _OWN_FILE = Path(__file__).resolve()
 _READS_GITLAB = frozenset(
     {"claim", "handoff", "accept", "decline", "release", "approve", "merge-check", "status"}
     | {"board", "waiting", "close", "sync", "freeze", "thaw", "identity", "graph"}
+    | {"audit", "doctor"}
 )
 # The one handler that uses --verbose beyond the client line main prints.
 _KEEPS_VERBOSE = frozenset({"merge-check"})
@@ -439,6 +463,14 @@ def handler_for(command: str) -> Handler:
         from pairgate.commands.gate import merge_check
 
         return merge_check
+    if command == "audit":
+        from pairgate.commands.audit import audit
+
+        return audit
+    if command == "doctor":
+        from pairgate.commands.doctor import doctor
+
+        return doctor
     if command == "status":
         from pairgate.commands.status import status
 
@@ -498,6 +530,8 @@ def _writes(args: argparse.Namespace) -> bool:
     """Does this run write? The deploy commands write unless they only compare or list."""
     if args.command in ("deploy-agents", "deploy-hooks"):
         return not args.check and not getattr(args, "list", False)
+    if args.command == "audit":  # it writes only the issues it files
+        return bool(args.file_issues)
     return bool(args.writes)
 
 
