@@ -47,6 +47,20 @@ def test_settings_and_who_sees_them(sandbox: RunningSandbox) -> None:
     assert edited["restrict_user_defined_variables"] is True
 
 
+def test_forking_access_level_is_shown_and_set(sandbox: RunningSandbox) -> None:
+    assert (
+        sandbox.api("GET", "/projects/2", as_user="reporter")["forking_access_level"] == "enabled"
+    )
+    assert (
+        put_project(sandbox, forking_access_level="disabled")["forking_access_level"] == "disabled"
+    )
+    bad = sandbox.request("PUT", "/projects/2", "maintainer", json={"forking_access_level": "on"})
+    assert (bad.status_code, bad.json()) == (
+        400,
+        {"error": "forking_access_level does not have a valid value"},
+    )
+
+
 def test_pipelines_must_succeed_blocks_a_merge_without_a_green_head(
     sandbox: RunningSandbox, mr: dict
 ) -> None:
