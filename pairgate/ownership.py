@@ -24,13 +24,13 @@ Contents (where each source module begins, and what it holds):
   line  2518  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
   line  2864  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
   line  3008  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  3221  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  3512  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  3799  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3938  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  4540  command_reader/read.py: read_command: the command reader's one entry point.
-  line  4569  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  4720  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  3223  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  3514  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3801  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3940  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  4542  command_reader/read.py: read_command: the command reader's one entry point.
+  line  4571  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4722  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -3058,7 +3058,9 @@ def audit_window(since: str | None, days: int | None, now: float) -> float:
     return now - days * 86400
 
 
-def gated_projects(client: GitLab, config: Config, named: Sequence[str]) -> list[str]:
+def gated_projects(
+    client: GitLab, config: Config, named: Sequence[str], *, command: str = "audit"
+) -> list[str]:
     """The projects --project names, each checked to be gated (a numeric id is read for its
     path). One outside the group's listing is a usage error: the gate never judged it."""
     paths = []
@@ -3068,7 +3070,7 @@ def gated_projects(client: GitLab, config: Config, named: Sequence[str]) -> list
             path = str(client.get(f"projects/{encode_project(project)}")["path_with_namespace"])
         if not project_in_group(client, config, path):
             raise UsageError(
-                f"pairgate audit: --project {project}: not a gated project (it is not in group "
+                f"{config.cli} {command}: --project {project}: not a gated project (it is not in group "
                 f"{config['group_path']}'s project listing), so the gate never judged its merges"
             )
         paths.append(path)

@@ -66,7 +66,9 @@ def audit_window(since: str | None, days: int | None, now: float) -> float:
     return now - days * 86400
 
 
-def gated_projects(client: GitLab, config: Config, named: Sequence[str]) -> list[str]:
+def gated_projects(
+    client: GitLab, config: Config, named: Sequence[str], *, command: str = "audit"
+) -> list[str]:
     """The projects --project names, each checked to be gated (a numeric id is read for its
     path). One outside the group's listing is a usage error: the gate never judged it."""
     paths = []
@@ -76,7 +78,7 @@ def gated_projects(client: GitLab, config: Config, named: Sequence[str]) -> list
             path = str(client.get(f"projects/{encode_project(project)}")["path_with_namespace"])
         if not project_in_group(client, config, path):
             raise UsageError(
-                f"pairgate audit: --project {project}: not a gated project (it is not in group "
+                f"{config.cli} {command}: --project {project}: not a gated project (it is not in group "
                 f"{config['group_path']}'s project listing), so the gate never judged its merges"
             )
         paths.append(path)
