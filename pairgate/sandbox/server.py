@@ -32,6 +32,7 @@ from pairgate.sandbox.records import Options, Token
 from pairgate.sandbox import (  # noqa: F401  isort: skip
     approvals,
     control,
+    forks,
     issues,
     jobs,
     members,
