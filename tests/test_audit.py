@@ -273,3 +273,43 @@ def test_filing_with_a_write_token_of_no_ledger_author_stops_after_one_issue(
     assert "as user id 13, which is not in ledger_author_user_ids" in result.err
     assert "PAIRGATE_TEST_TASK_WRITE_TOKEN" in result.err
     assert len(audit_issues(sandbox)) == 1
+
+
+def merged_from_a_fork(world: World, *, approved: bool) -> dict[str, Any]:
+    sandbox = world.sandbox
+    forks = [p for p in sandbox.api("GET", "/groups/outside/projects", as_user="maintainer")
+             if p["path"] == "app-fork"]  # fmt: skip
+    fork = forks[0] if forks else sandbox.api(
+        "POST", "/projects/2/fork", as_user="maintainer",
+        json={"namespace_path": "outside", "path": "app-fork"},
+    )  # fmt: skip
+    issue = world.issue()
+    branch = f"fix-{issue}"
+    head = sandbox.commit(branch, {f"{branch}.txt": "x\n"}, project="outside/app-fork",
+                          as_user="maintainer")["id"]  # fmt: skip
+    mr = sandbox.api("POST", f"/projects/{fork['id']}/merge_requests", as_user="maintainer",
+                     json={"source_branch": branch, "target_branch": "main", "title": "Fix",
+                           "description": f"Related to {TRACKER}#{issue}",
+                           "target_project_id": 2})  # fmt: skip
+    mr = {**mr, "project": "acme/app"}
+    if approved:
+        world.ledger(issue).reviewed(head, ref(mr))
+    else:
+        world.ledger(issue).claim("acme-lead")
+    merge(world, mr, as_user="maintainer")
+    return dict(mr)
+
+
+def test_a_merge_from_a_fork_says_so(sandbox: RunningSandbox) -> None:
+    world = World(sandbox)
+    unreviewed = merged_from_a_fork(world, approved=False)
+    reviewed = merged_from_a_fork(world, approved=True)
+    result = audit(sandbox)
+    assert result.code == 1
+    doc = audit_json(sandbox)
+    (finding,) = doc["findings"]
+    assert finding["mr"]["iid"] == unreviewed["iid"] and finding["fork"] is True
+    assert finding["source_project_id"] == unreviewed["source_project_id"] != 2
+    assert "from a fork, project id" in finding["why"] and "no gate job held it" in finding["why"]
+    assert [f["mr"]["iid"] for f in doc["forks"]] == [unreviewed["iid"], reviewed["iid"]]
+    assert f"fork: acme/app!{reviewed['iid']} merged from project id" in result.out
