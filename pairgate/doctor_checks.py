@@ -145,6 +145,8 @@ def pipeline_file(ci_config_path: Any, tracker: str) -> PipelineFile | str:
             "it is unset, so the project's own .gitlab-ci.yml runs: any merge request can edit "
             "the gate out of its own pipeline"
         )
+    if str(ci_config_path).startswith(("http://", "https://")):
+        return "it is a remote URL: whoever serves that file decides the pipeline"
     match = _CONFIG_PATH.match(str(ci_config_path))
     if match is None:
         return "it is a file of the project itself: any merge request can edit it"
