@@ -2653,18 +2653,18 @@ class LedgersAt:
         self._epochs = {
             issue: [stamp_epoch(n.created_at) for n in listed] for issue, listed in notes.items()
         }
+        self._folds: dict[tuple[int, tuple[int, ...]], Ledger] = {}
 
     def at(self, issue: int, moment: float) -> Ledger:
         # A note whose time does not parse is left out: it can only take an approval away.
         kept = tuple(
             i for i, when in enumerate(self._epochs[issue]) if when is not None and when <= moment
         )
-        return self._fold(issue, kept)
-
-    @functools.lru_cache(maxsize=4096)  # noqa: B019 - one instance per audit run
-    def _fold(self, issue: int, kept: tuple[int, ...]) -> Ledger:
-        listed = self._notes[issue]
-        return fold([listed[i] for i in kept], config=self._config)
+        key = (issue, kept)
+        if key not in self._folds:
+            listed = self._notes[issue]
+            self._folds[key] = fold([listed[i] for i in kept], config=self._config)
+        return self._folds[key]
 
 
 @dataclass(frozen=True)
