@@ -188,6 +188,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     p = command(
+        "audit",
+        "every merge in the window that went around the merge gate, judged as merge-check "
+        "would have judged it at the moment of the merge",
+        parents=(verbose, json_out),
+    )
+    # The audit's flags are the flat door's too (python3 ownership.py audit): one definition.
+    from pairgate.standalone.audit_door import add_audit_arguments
+
+    add_audit_arguments(p)
+
+    p = command(
+        "doctor",
+        "every way around the merge gate the gated projects' settings leave open, with the fix",
+        parents=(verbose, json_out),
+    )
+    p.add_argument(
+        "--project",
+        dest="projects",
+        action="append",
+        default=[],
+        metavar="PROJECT",
+        help="only this gated project (repeatable; default: every project in the group's listing)",
+    )
+
+    p = command(
         "status",
         "holder, role, pending offer, approvals and MRs",
         parents=(verbose, json_out),
@@ -466,6 +491,7 @@ _OWN_FILE = Path(__file__).resolve()
 _READS_GITLAB = frozenset(
     {"claim", "handoff", "accept", "decline", "release", "approve", "merge-check", "status"}
     | {"board", "waiting", "close", "sync", "freeze", "thaw", "identity", "graph", "watch"}
+    | {"audit", "doctor"}
 )
 # The one handler that uses --verbose beyond the client line main prints.
 _KEEPS_VERBOSE = frozenset({"merge-check"})
@@ -494,6 +520,14 @@ def handler_for(command: str) -> Handler:
         from pairgate.commands.gate import merge_check
 
         return merge_check
+    if command == "audit":
+        from pairgate.commands.audit import audit
+
+        return audit
+    if command == "doctor":
+        from pairgate.commands.doctor import doctor
+
+        return doctor
     if command == "status":
         from pairgate.commands.status import status
 
@@ -569,6 +603,8 @@ def _writes(args: argparse.Namespace) -> bool:
     """Does this run write? The deploy commands write unless they only compare or list."""
     if args.command in ("deploy-agents", "deploy-hooks", "deploy-pipeline"):
         return not args.check and not getattr(args, "list", False)
+    if args.command == "audit":  # it writes only the issues it files
+        return bool(args.file_issues)
     return bool(args.writes)
 
 

@@ -8,27 +8,30 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    63  errors.py: Exit codes, the error family and the run context every door is given.
-  line   142  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   158  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   378  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line   819  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1081  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1283  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1599  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1650  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  1724  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  1959  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2216  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2295  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  2463  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  2689  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  2980  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  3267  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3406  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  4008  command_reader/read.py: read_command: the command reader's one entry point.
-  line  4037  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  4188  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line    67  errors.py: Exit codes, the error family and the run context every door is given.
+  line   146  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   162  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   382  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line   823  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1085  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1287  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1613  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1659  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  1733  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  1968  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2225  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  2352  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  2520  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  2746  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  3092  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  3236  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  3451  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  3742  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  4029  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  4168  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  4770  command_reader/read.py: read_command: the command reader's one entry point.
+  line  4799  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4950  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -48,8 +51,9 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TYPE_CHECKING, TextIO
 from urllib.parse import quote, urlencode, urlsplit
@@ -1575,6 +1579,16 @@ def binding_freeze(
     return None
 
 
+def mr_freeze_reason(
+    windows: Iterable[tuple[int, Freeze]], *, mr: MrRef, now: float, config: Config
+) -> str | None:
+    """Why a live window on ``mr`` holds its merge back at ``now`` (the merge gate's freeze
+    rule), or None. Only ``mr:`` windows bind the gate: a board or issue window holds back
+    writes, not merges. Pure."""
+    found = binding_freeze([w for w in windows if w[1].scope.startswith("mr:")], now=now, mr=mr)
+    return None if found is None else freeze_refusal(*found, now=now, config=config)
+
+
 def freeze_refusal(holder: int, window: Freeze, *, now: float, config: Config) -> str:
     """Who froze what, why and until when; a refusal (a writer's, the gate's) starts with it."""
     until = window.until
@@ -1616,28 +1630,23 @@ def read_ledger(client: GitLab, config: Config, issue: int) -> Ledger:
     return fold(read_notes(client, config, issue), config=config)
 
 
+def frozen_issues(client: GitLab, config: Config) -> list[int]:
+    """The tracker issues labelled as holding a freeze window (open or closed): one listing."""
+    project = encode_project(config["tracker_project"])
+    listed = client.get_all(f"projects/{project}/issues", labels=FROZEN_LABEL, state="all")
+    return sorted({int(i["iid"]) for i in listed})
+
+
 def read_freezes(
     client: GitLab, config: Config, *, known: Mapping[int, Ledger] | None = None
 ) -> list[tuple[int, Freeze]]:
     """Every freeze window on the issues labelled FROZEN_LABEL and in ``known`` (ledgers already
     folded, not read again), as (issue, window). One issue listing, then one notes listing per
     labelled issue."""
-    project = encode_project(config["tracker_project"])
-    listed = client.get_all(f"projects/{project}/issues", labels=FROZEN_LABEL, state="all")
     ledgers = dict(known or {})
-    for issue in sorted({int(i["iid"]) for i in listed} - set(ledgers)):
+    for issue in sorted(set(frozen_issues(client, config)) - set(ledgers)):
         ledgers[issue] = read_ledger(client, config, issue)
     return [(issue, w) for issue, ledger in sorted(ledgers.items()) for w in ledger.freezes]
-
-
-def mr_freeze(
-    client: GitLab, config: Config, mr: MrRef, *, known: Mapping[int, Ledger], now: float
-) -> str | None:
-    """Why a live window on ``mr`` holds its merge back (the merge gate's freeze rule), or None.
-    Only ``mr:`` windows bind the gate: a board or issue window holds back writes, not merges."""
-    windows = [w for w in read_freezes(client, config, known=known) if w[1].scope.startswith("mr:")]
-    found = binding_freeze(windows, now=now, mr=mr)
-    return None if found is None else freeze_refusal(*found, now=now, config=config)
 
 
 # -- end of 5b -----------------------------------------------------------------------------------
@@ -2222,6 +2231,11 @@ def project_in_group(client: GitLab, config: Config, project: str) -> bool:
     only a project elsewhere costs the read of the listing (shared-in projects included)."""
     if _under(project, config["group_path"]):
         return True
+    return any(p.casefold() == project.casefold() for p in group_project_paths(client, config))
+
+
+def group_project_paths(client: GitLab, config: Config) -> list[str]:
+    """Every project in the group's listing, shared-in projects and subgroups included."""
     listing = client.get_all(
         f"groups/{config['group_id']}/projects",
         with_shared="true",
@@ -2229,9 +2243,52 @@ def project_in_group(client: GitLab, config: Config, project: str) -> bool:
         simple="true",
         per_page=100,
     )
-    return any(
-        str(p.get("path_with_namespace", "")).casefold() == project.casefold() for p in listing
+    return [str(p.get("path_with_namespace", "")) for p in listing]
+
+
+def gate_scope(
+    mr: MergeRequestFacts,
+    *,
+    in_group: bool,
+    config: Config,
+    families: Sequence[AutomationFamily],
+) -> tuple[tuple[int, ...], Scope]:
+    """The tracker issues the MR cites and whether it is gated: pure."""
+    cited = (
+        cited_issues(mr.text, mr_project=mr.project, tracker=config["tracker_project"])
+        if in_group
+        else ()
     )
+    scope = decide_scope(mr, cited=cited, in_group=in_group, config=config, families=families)
+    return cited, scope
+
+
+def ledger_issues(cited: Sequence[int], config: Config) -> tuple[int, ...]:
+    """The cited issues whose ledgers the verdict needs: all but the generic tracking issue."""
+    generic = config["generic_tracking_issue"]
+    return tuple(issue for issue in cited if issue != generic)
+
+
+def judge(
+    mr: MergeRequestFacts,
+    *,
+    cited: Sequence[int],
+    scope: Scope,
+    ledgers: Mapping[int, Ledger],
+    windows: Sequence[tuple[int, Freeze]],
+    config: Config,
+    now: float,
+) -> GateVerdict:
+    """The verdict from facts already read: pure. ``ledgers`` holds the fold of every issue
+    ``ledger_issues`` names (nothing, out of scope); ``windows`` every freeze window that can
+    bind the MR (those of its cited issues and of the issues labelled as holding one); ``now``
+    is when the merge is judged (live windows end by it)."""
+    frozen = (
+        mr_freeze_reason(windows, mr=MrRef(mr.project, mr.iid), now=now, config=config)
+        if scope.in_scope
+        else None
+    )
+    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config, frozen=frozen)
 
 
 def gate_merge(
@@ -2243,7 +2300,7 @@ def gate_merge(
     families: Sequence[AutomationFamily] | None = None,
     now: float,
 ) -> GateVerdict:
-    """The merge gate's one verdict for ``project!iid``: reads, then decides.
+    """The merge gate's one verdict for ``project!iid``: reads, then ``judge`` decides.
 
     Reads the group listing when the path alone does not settle it, then (in the group) the MR
     and the ledger of every cited tracker issue. Any read error propagates as a PairgateError:
@@ -2271,21 +2328,21 @@ def gate_merge(
     # Outside the group nothing else matters, and the reader may not even see the project.
     if not project_in_group(client, config, path):
         outside = MergeRequestFacts(path, int(iid), "", "", None, "", (), None)
-        scope = decide_scope(outside, cited=(), in_group=False, config=config, families=())
-        return decide(outside, scope=scope, cited=(), ledgers={}, config=config)
+        cited, scope = gate_scope(outside, in_group=False, config=config, families=())
+        return judge(
+            outside, cited=cited, scope=scope, ledgers={}, windows=(), config=config, now=now
+        )
     mr = MergeRequestFacts.from_api(data or client.get(mr_path), project)
-    tracker = config["tracker_project"]
-    cited = cited_issues(mr.text, mr_project=mr.project, tracker=tracker)
-    scope = decide_scope(mr, cited=cited, in_group=True, config=config, families=families)
+    cited, scope = gate_scope(mr, in_group=True, config=config, families=families)
     ledgers: dict[int, Ledger] = {}
-    frozen = None
+    windows: list[tuple[int, Freeze]] = []
     if scope.in_scope:
-        generic = config["generic_tracking_issue"]
-        for issue in cited:
-            if issue != generic:
-                ledgers[issue] = read_ledger(client, config, issue)
-        frozen = mr_freeze(client, config, MrRef(mr.project, mr.iid), known=ledgers, now=now)
-    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config, frozen=frozen)
+        for issue in ledger_issues(cited, config):
+            ledgers[issue] = read_ledger(client, config, issue)
+        windows = read_freezes(client, config, known=ledgers)
+    return judge(
+        mr, cited=cited, scope=scope, ledgers=ledgers, windows=windows, config=config, now=now
+    )
 
 
 # end pairgate/standalone/gate.py
@@ -2683,6 +2740,711 @@ def _ci_token(env: Mapping[str, str], variable: str) -> str:
 
 
 # end pairgate/standalone/doors.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/audit.py
+# =============================================================================================
+
+
+# requests keeps ten connections per host: more readers than that would drop connections.
+AUDIT_WORKERS = 10
+
+
+def audit_stamp(seconds: float) -> str:
+    """Epoch seconds as the ISO 8601 UTC form GitLab's time filters take and --json prints."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class MergedMr:
+    """One merged merge request, as GitLab's listing shows it after the merge."""
+
+    facts: MergeRequestFacts  # facts.head_sha is ``sha``: the head it merged at
+    merged_at: str | None
+    merged_by: str | None  # ``merged_by`` (deprecated by GitLab, still filled on a merge)
+    merge_user: str | None  # who merged, or who set auto-merge
+    merge_commit_sha: str | None
+    source_project_id: int | None
+    target_project_id: int | None
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any], project: str = "") -> MergedMr:
+        def username(key: str) -> str | None:
+            user = data.get(key) or {}
+            return str(user["username"]) if user.get("username") else None
+
+        def number(key: str) -> int | None:
+            value = data.get(key)
+            return int(value) if isinstance(value, int) else None
+
+        return cls(
+            facts=MergeRequestFacts.from_api(data, project),
+            merged_at=str(data["merged_at"]) if data.get("merged_at") else None,
+            merged_by=username("merged_by"),
+            merge_user=username("merge_user"),
+            merge_commit_sha=str(data["merge_commit_sha"])
+            if data.get("merge_commit_sha")
+            else None,
+            source_project_id=number("source_project_id"),
+            target_project_id=number("target_project_id"),
+        )
+
+    @property
+    def moment(self) -> float | None:
+        """When it merged, in epoch seconds; None when GitLab gives no readable time."""
+        return stamp_epoch(self.merged_at) if self.merged_at else None
+
+    @property
+    def fork(self) -> bool:
+        """Merged from another project (a fork): its pipeline ran the fork's CI configuration."""
+        return None not in (self.source_project_id, self.target_project_id) and (
+            self.source_project_id != self.target_project_id
+        )
+
+    @property
+    def merger(self) -> str | None:
+        return self.merged_by or self.merge_user
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def merged_listing_params(since: float) -> dict[str, str]:
+    """The listing's filters. ``updated_after`` is in every GitLab's documentation, and merging
+    updates an MR, so ``updated_at >= merged_at``: it never drops an MR merged after ``since``.
+    ``merged_after`` narrows it further where GitLab serves it (the newest REST code; the
+    release that added it is not documented) and older servers ignore it, which is safe because
+    ``merged_at`` is filtered here anyway."""
+    stamp = audit_stamp(since)
+    return {"state": "merged", "updated_after": stamp, "merged_after": stamp}
+
+
+def read_merged(
+    client: GitLab, config: Config, *, since: float, projects: Sequence[str] | None = None
+) -> list[MergedMr]:
+    """Every merge request merged at or after ``since`` in the gated projects (or only in
+    ``projects``), oldest merge first. The group's listing covers its projects and subgroups;
+    a project shared into the group is listed on its own (GitLab's group listing leaves it
+    out)."""
+    params = merged_listing_params(since)
+    listings: list[tuple[str, str]] = []  # (path to list, the project it names, if one)
+    if projects:
+        listings = [(f"projects/{encode_project(p)}/merge_requests", p) for p in projects]
+    else:
+        listings = [(f"groups/{config['group_id']}/merge_requests", "")]
+        shared = [
+            p for p in group_project_paths(client, config) if not _under(p, config["group_path"])
+        ]
+        listings += [(f"projects/{encode_project(p)}/merge_requests", p) for p in shared]
+    found: dict[tuple[str, int], MergedMr] = {}
+    for path, project in listings:
+        extra = {} if project else {"non_archived": "false"}  # archived projects merged too
+        for item in client.get_all(path, **params, **extra):
+            merged = MergedMr.from_api(item, project)
+            moment = merged.moment
+            if moment is None or moment >= since:
+                found[(merged.facts.project.casefold(), merged.facts.iid)] = merged
+    return sorted(found.values(), key=lambda m: (m.moment or 0.0, m.facts.ref))
+
+
+NotesRead = list[Note] | PairgateError
+
+
+def read_all_notes(client: GitLab, config: Config, issues: Iterable[int]) -> dict[int, NotesRead]:
+    """Each issue's notes, read once, concurrently; an issue that could not be read keeps the
+    error (it is never a pass: every merge request that needs it is undecided)."""
+
+    def one(issue: int) -> NotesRead:
+        try:
+            return read_notes(client, config, issue)
+        except PairgateError as exc:
+            return exc
+
+    wanted = sorted(set(issues))
+    if len(wanted) <= 1:
+        return {issue: one(issue) for issue in wanted}
+    with ThreadPoolExecutor(max_workers=min(AUDIT_WORKERS, len(wanted))) as pool:
+        return dict(zip(wanted, pool.map(one, wanted), strict=True))
+
+
+# -- judging (pure) -----------------------------------------------------------------------------
+
+
+class LedgersAt:
+    """The ledger of an issue as it stood at a moment: the fold of the notes written at or
+    before it. Pure; folds are remembered, since several merges often see the same notes."""
+
+    def __init__(self, notes: Mapping[int, Sequence[Note]], config: Config) -> None:
+        self._notes = notes
+        self._config = config
+        self._epochs = {
+            issue: [stamp_epoch(n.created_at) for n in listed] for issue, listed in notes.items()
+        }
+        self._folds: dict[tuple[int, tuple[int, ...]], Ledger] = {}
+
+    def at(self, issue: int, moment: float) -> Ledger:
+        # A note whose time does not parse is left out: it can only take an approval away.
+        kept = tuple(
+            i for i, when in enumerate(self._epochs[issue]) if when is not None and when <= moment
+        )
+        key = (issue, kept)
+        if key not in self._folds:
+            listed = self._notes[issue]
+            self._folds[key] = fold([listed[i] for i in kept], config=self._config)
+        return self._folds[key]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One merged merge request and what the audit says about it."""
+
+    mr: MergedMr
+    code: str  # "approved", a scope code, or why it is a finding
+    finding: bool
+    decided: bool  # False: it could not be judged (never a pass)
+    why: str
+    scope: str
+    scope_detail: str
+    cited: tuple[int, ...] = ()
+    verdict: GateVerdict | None = None
+
+
+def automation_accounts(config: Config, families: Sequence[AutomationFamily]) -> frozenset[int]:
+    """The accounts of unattended MR families: the roster's authors, and Renovate's."""
+    return frozenset({f.author_id for f in families} | {int(config["renovate_bot_user_id"])})
+
+
+def judge_merged(
+    mr: MergedMr,
+    *,
+    config: Config,
+    families: Sequence[AutomationFamily],
+    notes: Mapping[int, NotesRead],
+    frozen: Sequence[int],
+    ledgers_at: LedgersAt,
+) -> Judged:
+    """merge-check's verdict on ``mr`` at the moment it merged. ``notes`` holds every issue it
+    cites and every issue in ``frozen`` (those labelled as holding a freeze window). Pure."""
+    tracker = config["tracker_project"]
+    cited, scope = gate_scope(mr.facts, in_group=True, config=config, families=families)
+
+    def judged(code: str, why: str, *, finding: bool = True, decided: bool = True) -> Judged:
+        return Judged(mr, code, finding, decided, why, scope.code, scope.detail, cited)
+
+    if not scope.in_scope:
+        author = mr.facts.author_id
+        if scope.code == "generic-issue-only" and author not in automation_accounts(
+            config, families
+        ):
+            return judged(
+                "generic-issue-non-automation",
+                f"it is out of scope only because it cites the generic tracking issue "
+                f"{tracker}#{config['generic_tracking_issue']}, and its author (user id "
+                f"{author}) is no automation account of the roster",
+            )
+        return judged(scope.code, scope.detail, finding=False)
+    moment = mr.moment
+    if moment is None:
+        return judged(
+            "merged-at-unknown",
+            f"GitLab gives no readable merged_at ({mr.merged_at!r}), so what its ledgers held "
+            f"at the merge cannot be told",
+            decided=False,
+        )
+    issues = ledger_issues(cited, config)
+    for issue in sorted(set(issues) | set(frozen)):
+        read = notes[issue]
+        if isinstance(read, PairgateError):
+            return judged(
+                "ledger-unreadable",
+                f"the ledger of {tracker}#{issue} could not be read ({read.message}); an "
+                f"unreadable ledger is never a pass",
+                decided=False,
+            )
+    ledgers = {issue: ledgers_at.at(issue, moment) for issue in issues}
+    windows = [
+        (issue, window)
+        for issue in sorted(set(issues) | set(frozen))
+        for window in ledgers_at.at(issue, moment).freezes
+    ]
+    verdict = judge(
+        mr.facts,
+        cited=cited,
+        scope=scope,
+        ledgers=ledgers,
+        windows=windows,
+        config=config,
+        now=moment,
+    )
+    if verdict.allowed:
+        return Judged(
+            mr, "approved", False, True, verdict.message, scope.code, scope.detail, cited, verdict
+        )
+    why = finding_reason(verdict, mr.facts, ledgers, tracker)
+    gaps = renovate_exemption_gaps(mr.facts, config) if RENOVATE_LABEL in mr.facts.labels else []
+    if gaps:
+        why += f"; it carries the {RENOVATE_LABEL!r} label but is not exempt: " + "; ".join(gaps)
+    if mr.fork:
+        why += (
+            f" (from a fork, project id {mr.source_project_id}: its pipeline ran the fork's own "
+            f"CI configuration, so no gate job held it)"
+        )
+    return Judged(mr, verdict.code, True, True, why, scope.code, scope.detail, cited, verdict)
+
+
+def finding_reason(
+    verdict: GateVerdict, mr: MergeRequestFacts, ledgers: Mapping[int, Ledger], tracker: str
+) -> str:
+    """Why the merge went around the gate, in the past tense, from the verdict and the ledgers
+    it was given (the remedies in the gate's own message are for before a merge). A verdict
+    this does not know is said in the gate's own words."""
+    head = mr.head_sha or "nothing"
+    naming = [
+        (issue, a)
+        for issue, ledger in ledgers.items()
+        for a in ledger.approvals
+        if a.mr.iid == mr.iid and a.mr.project.casefold() == mr.project.casefold()
+    ]
+    issues = ", ".join(f"{tracker}#{i}" for i in ledgers) or f"any issue of {tracker}"
+    code = verdict.code
+    if code == "never-approved":
+        return f"never approved: no approval written before the merge in {issues} names it"
+    if code == "not-at-head" and naming:
+        issue, a = naming[-1]
+        return (
+            f"approved behind its head: {a.approver} approved {a.sha[:12]} ({tracker}#{issue}, "
+            f"note {a.note_id}), but it merged at {head[:12]}, which nobody reviewed"
+        )
+    if code == "self-approval-only":
+        selves = [(i, a) for i, a in naming if a.sha == mr.head_sha and a.self_approval]
+        if selves:
+            issue, a = selves[-1]
+            return (
+                f"self-approved: its only approval at the merged head is {a.approver}'s "
+                f"({tracker}#{issue}, note {a.note_id}), a self-approval: {a.self_because}"
+            )
+    if code == "frozen":
+        first = verdict.message.splitlines()[0]
+        return f"merged while frozen: {first.partition(' is frozen: ')[2] or first}"
+    if code == "unclaimed":
+        return f"no ownership record: {verdict.record.message.split(':', 1)[0]}"
+    if code == "no-citation":
+        return f"it cites no issue of {tracker}, so no ledger could carry an approval for it"
+    return verdict.message
+
+
+# -- the whole audit ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    since: float
+    until: float
+    projects: tuple[str, ...]  # the projects named, or () for every gated project
+    judged: tuple[Judged, ...]
+
+    @property
+    def findings(self) -> list[Judged]:
+        return [j for j in self.judged if j.finding]
+
+    @property
+    def undecided(self) -> list[Judged]:
+        return [j for j in self.judged if not j.decided]
+
+
+def audit(
+    client: GitLab,
+    config: Config,
+    *,
+    since: float,
+    until: float,
+    projects: Sequence[str] = (),
+    families: Sequence[AutomationFamily] = (),
+) -> AuditReport:
+    """Read every merge merged since ``since``, then judge each one. Requests: the merged
+    listings (a page per 100), the group's project listing (for the shared-in projects, unless
+    ``projects`` are named), one listing of the issues labelled as holding a freeze window, and
+    one notes listing per issue that a gated merge request cites or that holds a window."""
+    merged = read_merged(client, config, since=since, projects=projects or None)
+    scoped = [
+        (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
+    ]
+    gated = [(m, cited) for m, (cited, scope) in scoped if scope.in_scope]
+    frozen = frozen_issues(client, config) if gated else []
+    wanted = {i for _, cited in gated for i in ledger_issues(cited, config)} | set(frozen)
+    notes = read_all_notes(client, config, wanted)
+    readable = {i: n for i, n in notes.items() if not isinstance(n, PairgateError)}
+    ledgers_at = LedgersAt(readable, config)
+    judged = tuple(
+        judge_merged(
+            m, config=config, families=families, notes=notes, frozen=frozen, ledgers_at=ledgers_at
+        )
+        for m in merged
+    )
+    return AuditReport(since, until, tuple(projects), judged)
+
+
+# end pairgate/standalone/audit.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/audit_issues.py
+# =============================================================================================
+
+
+AUDIT_LABEL = "pairgate::audit"
+AUDIT_MARKER = "pairgate-audit"
+_AUDIT_MARKER_LINE = re.compile(r"^<!-- pairgate-audit (\{.*\}) -->[ \t]*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Filed:
+    issue: int  # the tracker issue's iid
+    new: bool  # opened by this run
+
+
+def finding_key(project: str, iid: int, head: str | None) -> tuple[str, int, str]:
+    return project.casefold(), int(iid), head or ""
+
+
+def audit_marker(finding: Judged) -> str:
+    facts = finding.mr.facts
+    record = {
+        "v": 1,
+        "mr": {"project": facts.project, "iid": facts.iid},
+        "head": facts.head_sha,
+        "code": finding.code,
+    }
+    text = json.dumps(record, separators=(",", ":"), ensure_ascii=True)
+    # As in the ledger's markers: no value can close the HTML comment or open another.
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e")
+    return f"<!-- {AUDIT_MARKER} {text} -->"
+
+
+def filed_findings(
+    listed: Sequence[Mapping[str, Any]], config: Config
+) -> dict[tuple[str, int, str], tuple[int, float]]:
+    """The findings already filed, from the tracker's AUDIT_LABEL issues: key -> (iid, when
+    opened). Only issues by a ledger author, with one well-formed marker, count. Pure."""
+    authors = frozenset(config["ledger_author_user_ids"])
+    found: dict[tuple[str, int, str], tuple[int, float]] = {}
+    for issue in listed:
+        if (issue.get("author") or {}).get("id") not in authors:
+            continue
+        markers = _AUDIT_MARKER_LINE.findall(str(issue.get("description") or ""))
+        opened = stamp_epoch(str(issue.get("created_at") or ""))
+        if len(markers) != 1 or opened is None:
+            continue
+        try:
+            record = json.loads(markers[0])
+            key = finding_key(record["mr"]["project"], record["mr"]["iid"], record["head"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if key not in found or found[key][1] > opened:
+            found[key] = (int(issue["iid"]), opened)
+    return found
+
+
+def already_filed(
+    finding: Judged, filed: Mapping[tuple[str, int, str], tuple[int, float]]
+) -> int | None:
+    facts = finding.mr.facts
+    hit = filed.get(finding_key(facts.project, facts.iid, facts.head_sha))
+    moment = finding.mr.moment
+    # An issue opened before the merge cannot be the audit's report of it.
+    if hit is None or moment is None or hit[1] < moment:
+        return None
+    return hit[0]
+
+
+def audit_issue_text(finding: Judged, config: Config) -> tuple[str, str]:
+    """The title and the description of the issue that reports one finding."""
+    mr = finding.mr
+    facts = mr.facts
+    head = facts.head_sha or "-"
+    title = f"audit: {facts.ref} merged at {head[:8]} around the merge gate ({finding.code})"
+    when = audit_stamp(mr.moment) if mr.moment is not None else (mr.merged_at or "an unknown time")
+    lines = [
+        f"`{config.cli} audit` found a merge that went around the merge gate.",
+        "",
+        f"- merge request: {facts.web_url or facts.ref}",
+        f"- merged head: `{head}`",
+        f"- merged by: {mr.merger or 'unknown'}, at {when}",
+        f"- why: {finding.why}",
+        f"- scope: {finding.scope} ({finding.scope_detail})",
+    ]
+    if finding.cited:
+        cited = ", ".join(f"{config['tracker_project']}#{i}" for i in finding.cited)
+        lines.append(f"- cites: {cited}")
+    if mr.fork:
+        lines.append(f"- from a fork: source project id {mr.source_project_id}")
+    if finding.verdict is not None:
+        lines += ["", "merge-check would have said at the moment of the merge:", ""]
+        lines += [f"> {line}" for line in finding.verdict.message.splitlines()]
+    body = neutralise_quick_actions("\n".join(lines))
+    return title, f"{body}\n\n{audit_marker(finding)}\n"
+
+
+def file_findings(
+    client: GitLab, config: Config, findings: Sequence[Judged]
+) -> dict[tuple[str, int], Filed]:
+    """Open one tracker issue per finding not already filed; (project, iid) -> Filed. One
+    listing of the AUDIT_LABEL issues, then one write per new finding. A write whose answer was
+    lost is looked for again before it is called failed, never repeated blindly."""
+    issues = f"projects/{encode_project(config['tracker_project'])}/issues"
+
+    def listing() -> dict[tuple[str, int, str], tuple[int, float]]:
+        return filed_findings(client.get_all(issues, labels=AUDIT_LABEL, state="all"), config)
+
+    filed = listing() if findings else {}
+    result: dict[tuple[str, int], Filed] = {}
+    for finding in findings:
+        facts = finding.mr.facts
+        ref = (facts.project, facts.iid)
+        known = already_filed(finding, filed)
+        if known is not None:
+            result[ref] = Filed(known, False)
+            continue
+        title, description = audit_issue_text(finding, config)
+        data = {"title": title, "description": description, "labels": AUDIT_LABEL}
+        try:
+            opened = client.write("POST", issues, data)
+        except WriteUncertain:
+            filed = listing()
+            known = already_filed(finding, filed)
+            if known is None:
+                raise
+            result[ref] = Filed(known, True)
+            continue
+        author = (opened.get("author") or {}).get("id")
+        if author not in config["ledger_author_user_ids"]:
+            raise ConfigError(
+                f"pairgate audit: opened {config['tracker_project']}#{opened['iid']} for "
+                f"{facts.ref} as user id {author}, which is not in ledger_author_user_ids, so a "
+                f"re-run would not recognise it and would open another. File findings with the "
+                f"write token of a ledger author ({config.env_name('TASK_WRITE_TOKEN')})."
+            )
+        result[ref] = Filed(int(opened["iid"]), True)
+    return result
+
+
+# end pairgate/standalone/audit_issues.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/audit_door.py
+# =============================================================================================
+
+
+DEFAULT_AUDIT_DAYS = 7
+
+
+def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
+    """The audit's own flags (--json and --verbose come with each door)."""
+    window = parser.add_mutually_exclusive_group()
+    window.add_argument(
+        "--since",
+        metavar="DATE",
+        help="merges at or after this ISO 8601 date or time (a date is its midnight, UTC)",
+    )
+    window.add_argument(
+        "--days",
+        type=int,
+        metavar="N",
+        help=f"merges in the last N days (default: {DEFAULT_AUDIT_DAYS})",
+    )
+    parser.add_argument(
+        "--project",
+        dest="projects",
+        action="append",
+        default=[],
+        metavar="PROJECT",
+        help="only this gated project (repeatable; default: every project in the group's listing)",
+    )
+    parser.add_argument(
+        "--file-issues",
+        action="store_true",
+        help=f"open a tracker issue labelled {AUDIT_LABEL} per finding not already filed",
+    )
+
+
+def audit_window(since: str | None, days: int | None, now: float) -> float:
+    """The window's start, in epoch seconds."""
+    if since is not None:
+        try:
+            moment = datetime.fromisoformat(since.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(
+                f"pairgate audit: --since {since!r} is not an ISO 8601 date or time (such as "
+                f"2026-05-01 or 2026-05-01T09:30:00Z)"
+            ) from None
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    days = DEFAULT_AUDIT_DAYS if days is None else days
+    if days < 1:
+        raise UsageError(f"pairgate audit: --days {days}: give a whole number of days, 1 or more")
+    return now - days * 86400
+
+
+def gated_projects(
+    client: GitLab, config: Config, named: Sequence[str], *, command: str = "audit"
+) -> list[str]:
+    """The projects --project names, each checked to be gated (a numeric id is read for its
+    path). One outside the group's listing is a usage error: the gate never judged it."""
+    paths = []
+    for project in named:
+        path = project
+        if project.isdigit():
+            path = str(client.get(f"projects/{encode_project(project)}")["path_with_namespace"])
+        if not project_in_group(client, config, path):
+            raise UsageError(
+                f"{config.cli} {command}: --project {project}: not a gated project (it is not in group "
+                f"{config['group_path']}'s project listing), so the gate never judged its merges"
+            )
+        paths.append(path)
+    return paths
+
+
+def run_audit(
+    ctx: Context,
+    config: Config,
+    client: GitLab,
+    *,
+    since: str | None,
+    days: int | None,
+    projects: Sequence[str],
+    json_out: bool,
+    file_issues: bool,
+    families: Sequence[AutomationFamily] | None = None,
+) -> int:
+    """Exit 0 clean, 1 findings, 2 could not decide (any merge it could not judge; an
+    unreadable ledger is never a pass)."""
+    now = ctx.now()
+    start = audit_window(since, days, now)
+    if families is None:
+        families = load_automation_families(roster_path(config))
+    named = gated_projects(client, config, projects)
+    report = audit(client, config, since=start, until=now, projects=named, families=families)
+    findings = report.findings
+    filed = file_findings(client, config, findings) if file_issues else {}
+    if json_out:
+        print(json.dumps(audit_json(report, filed), indent=2), file=ctx.stdout)
+    else:
+        print_audit(report, filed, config, ctx)
+    if report.undecided:
+        return Exit.ERROR
+    return Exit.REFUSED if findings else Exit.OK
+
+
+def _filed(filed: dict[tuple[str, int], Filed], finding: Judged) -> Filed | None:
+    return filed.get((finding.mr.facts.project, finding.mr.facts.iid))
+
+
+def print_audit(
+    report: AuditReport, filed: dict[tuple[str, int], Filed], config: Config, ctx: Context
+) -> None:
+    tracker = config["tracker_project"]
+    for finding in report.findings:
+        mr = finding.mr
+        when = mr.merged_at or "an unknown time"
+        kind = "FINDING" if finding.decided else "UNDECIDED"
+        head = (mr.facts.head_sha or "-")[:12]
+        print(
+            f"{kind} {mr.facts.ref} merged at {head} by {mr.merger or 'unknown'}, {when} "
+            f"[{finding.code}]",
+            file=ctx.stdout,
+        )
+        print(f"  {finding.why}", file=ctx.stdout)
+        done = _filed(filed, finding)
+        if done is not None:
+            state = "opened now" if done.new else "already filed"
+            print(f"  filed: {tracker}#{done.issue} ({state})", file=ctx.stdout)
+    for judged in report.judged:
+        if judged.mr.fork and not judged.finding:
+            print(
+                f"fork: {judged.mr.facts.ref} merged from project id "
+                f"{judged.mr.source_project_id}, {judged.code} ({judged.why.splitlines()[0]})",
+                file=ctx.stdout,
+            )
+    gated = [j for j in report.judged if j.scope == "in-scope"]
+    approved = [j for j in gated if not j.finding]
+    where = ", ".join(report.projects) or f"every gated project of {config['group_path']}"
+    print(
+        f"audit: {len(report.judged)} merge(s) since {audit_stamp(report.since)} in {where}: "
+        f"{len(gated)} gated ({len(approved)} approved at the head they merged at), "
+        f"{len(report.judged) - len(gated)} not gated; {len(report.findings)} finding(s)"
+        + (f", {len(report.undecided)} undecided" if report.undecided else ""),
+        file=ctx.stdout,
+    )
+    cli = config.cli
+    if report.undecided:
+        print(
+            f"next: give the read token access to what could not be read, then re-run "
+            f"`{cli} audit --since {audit_stamp(report.since)}`",
+            file=ctx.stdout,
+        )
+    elif report.findings and not filed:
+        print(
+            f"next: look at what each one merged; to file each as a tracker issue: "
+            f"`{cli} audit --since {audit_stamp(report.since)} --file-issues`",
+            file=ctx.stdout,
+        )
+
+
+def audit_json(report: AuditReport, filed: dict[tuple[str, int], Filed]) -> dict[str, Any]:
+    """audit --json: stable keys, documented in docs/agent-handoff-reference.md."""
+
+    def finding(j: Judged) -> dict[str, Any]:
+        mr = j.mr
+        done = _filed(filed, j)
+        return {
+            "mr": {"project": mr.facts.project, "iid": mr.facts.iid},
+            "web_url": mr.facts.web_url,
+            "head_sha": mr.facts.head_sha,
+            "merged_at": mr.merged_at,
+            "merged_by": mr.merged_by,
+            "merge_user": mr.merge_user,
+            "merge_commit_sha": mr.merge_commit_sha,
+            "code": j.code,
+            "decided": j.decided,
+            "why": j.why,
+            "gate_message": j.verdict.message if j.verdict is not None else None,
+            "scope": j.scope,
+            "scope_detail": j.scope_detail,
+            "cited_issues": list(j.cited),
+            "fork": mr.fork,
+            "source_project_id": mr.source_project_id,
+            "filed": None if done is None else {"issue": done.issue, "new": done.new},
+        }
+
+    gated = [j for j in report.judged if j.scope == "in-scope"]
+    return {
+        "since": audit_stamp(report.since),
+        "until": audit_stamp(report.until),
+        "projects": list(report.projects),
+        "merged": len(report.judged),
+        "gated": len(gated),
+        "approved": len([j for j in gated if not j.finding]),
+        "findings": [finding(j) for j in report.findings],
+        "undecided": len(report.undecided),
+        "not_gated": [
+            {"mr": {"project": j.mr.facts.project, "iid": j.mr.facts.iid}, "scope": j.scope}
+            for j in report.judged
+            if j.scope != "in-scope" and not j.finding
+        ],
+        "forks": [
+            {
+                "mr": {"project": j.mr.facts.project, "iid": j.mr.facts.iid},
+                "source_project_id": j.mr.source_project_id,
+                "code": j.code,
+            }
+            for j in report.judged
+            if j.mr.fork
+        ],
+    }
+
+
+# end pairgate/standalone/audit_door.py
 
 
 # =============================================================================================
@@ -4195,6 +4957,9 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
     ``python3 ownership.py check-config``  load the configuration a flat deployment sees;
     ``python3 ownership.py merge-check --mr <iid> --mr-project <p> [--json] [--verbose]``
     the merge gate's verdict, exactly as ``pairgate merge-check`` gives it;
+    ``python3 ownership.py audit [--since DATE | --days N] [--project P ...] [--json]
+    [--file-issues] [--verbose]``  the audit, exactly as ``pairgate audit`` gives it (the
+    merge-audit component's scheduled job runs this);
     ``python3 ownership.py hook``  the merge hook's decision on the hook JSON on stdin.
     """
     ctx = ctx or Context()
@@ -4221,11 +4986,33 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
                 json_out=args.json,
                 verbose=args.verbose,
             )
+        if argv[:1] == ["audit"]:
+            parser = _ArgParser(prog="ownership.py audit")
+            add_audit_arguments(parser)
+            parser.add_argument("--json", action="store_true")
+            parser.add_argument("--verbose", action="store_true")
+            args = parser.parse_args(argv[1:])
+            config = load_config(ctx.env)
+            client = gitlab_from_env(config, ctx.env)
+            if args.verbose:
+                print(client.describe(), file=ctx.stderr)
+            return run_audit(
+                ctx,
+                config,
+                client,
+                since=args.since,
+                days=args.days,
+                projects=args.projects,
+                json_out=args.json,
+                file_issues=args.file_issues,
+            )
         if argv[:1] != ["check-config"] or len(argv) != 1:
             raise UsageError(
                 "usage: python3 ownership.py check-config\n"
                 "       python3 ownership.py merge-check --mr IID --mr-project PROJECT "
                 "[--json] [--verbose]\n"
+                "       python3 ownership.py audit [--since DATE | --days N] [--project P ...] "
+                "[--json] [--file-issues] [--verbose]\n"
                 "       python3 ownership.py hook   (the merge hook: hook JSON on stdin)"
             )
         config = load_config(ctx.env)

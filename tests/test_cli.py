@@ -35,6 +35,8 @@ COMMANDS = {
         },
     ),
     "merge-check": ({"--mr", "--mr-project"}, {"--json"}),
+    "audit": (set(), {"--since", "--days", "--project", "--json", "--file-issues", "--verbose"}),
+    "doctor": (set(), {"--project", "--json", "--verbose"}),
     "status": (set(), {"--json"}),
     "board": (set(), {"--json", "--closed"}),
     "waiting": (set(), {"--agent", "--json"}),

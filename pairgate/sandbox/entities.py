@@ -101,6 +101,23 @@ class Renderer:
                 "project_access": _access(direct),
                 "group_access": _access(via_group or (level if level and not direct else None)),
             },
+        } | self._forked_from(project)
+
+    def _forked_from(self, project: Project) -> dict[str, Any]:
+        """``forked_from_project`` (BasicProjectDetails), present only on a fork."""
+        parent = self.world.projects.get(project.forked_from_id or 0)
+        if parent is None:
+            return {}
+        full = self.world.full_path(parent)
+        return {
+            "forked_from_project": {
+                "id": parent.id,
+                "name": parent.name,
+                "path": parent.path,
+                "path_with_namespace": full,
+                "default_branch": parent.default_branch,
+                "web_url": f"{self.base}/{full}",
+            }
         }
 
     # -- issues and notes ---------------------------------------------------------------------

@@ -8,9 +8,18 @@ from typing import Any
 
 from pairgate.sandbox.access import API, current_user, group_for, project_for, renderer
 from pairgate.sandbox.defaults import CREATED
-from pairgate.sandbox.httpd import Request, paginate, param_error, record_not_found
+from pairgate.sandbox.httpd import (
+    ApiError,
+    Reply,
+    Request,
+    forbidden,
+    not_found,
+    paginate,
+    param_error,
+    record_not_found,
+)
 from pairgate.sandbox.model import World
-from pairgate.sandbox.records import Group, Project
+from pairgate.sandbox.records import MAINTAINER, Group, Project
 
 
 def _project_members(world: World, project: Project, *, every: bool) -> dict[int, int]:
@@ -116,3 +125,78 @@ def group_members(req: Request, group_id: str) -> Any:
 @API.route("GET", "/groups/{group_id}/members/{user_id}")
 def group_member(req: Request, group_id: str, user_id: str) -> Any:
     return _one(req, _group_members(_group(req, group_id)), user_id)
+
+
+# -- adding and editing members (members.md "Add a member to a group or project", "Edit a
+# member"): Maintainer and above. The 409 body for a member that already exists and the rule
+# that a group's members are managed by its Maintainers too (GitLab: Owners, and Maintainers up
+# to their own level) are UNCONFIRMED.
+
+_LEVELS = (0, 5, 10, 15, 20, 30, 40, 50)
+
+
+def _new_level(req: Request) -> tuple[int, int]:
+    """``user_id`` and ``access_level``, checked as Grape checks them (400 before anything)."""
+    missing = [n for n in ("user_id", "access_level") if not req.has(n)]
+    if missing:
+        raise param_error(", ".join(f"{n} is missing" for n in missing))
+    user_id, level = req.integer("user_id"), req.integer("access_level")
+    if user_id is None:
+        raise param_error("user_id is invalid")
+    if level not in _LEVELS:
+        raise param_error("access_level does not have a valid value")
+    return user_id, level
+
+
+def _add(req: Request, members: dict[int, int], may: bool) -> Any:
+    user_id, level = _new_level(req)
+    if not may:
+        raise forbidden()
+    if user_id not in req.world.users:
+        raise not_found("User")
+    if user_id in members:
+        raise ApiError(409, {"message": "Member already exists"})
+    members[user_id] = level
+    return Reply(201, _entity(req, user_id, level))
+
+
+def _edit(req: Request, members: dict[int, int], user_id: str, may: bool) -> Any:
+    if not req.has("access_level"):
+        raise param_error("access_level is missing")
+    level = req.integer("access_level")
+    if level not in _LEVELS:
+        raise param_error("access_level does not have a valid value")
+    if not may:
+        raise forbidden()
+    if not user_id.isdigit() or int(user_id) not in members:
+        raise record_not_found()
+    members[int(user_id)] = level
+    return _entity(req, int(user_id), level)
+
+
+@API.route("POST", "/projects/{project_id}/members")
+def add_project_member(req: Request, project_id: str) -> Any:
+    project = _project(req, project_id)
+    may = req.world.access_level(req.user, project) >= MAINTAINER
+    return _add(req, project.members, may)
+
+
+@API.route("PUT", "/projects/{project_id}/members/{user_id}")
+def edit_project_member(req: Request, project_id: str, user_id: str) -> Any:
+    project = _project(req, project_id)
+    may = req.world.access_level(req.user, project) >= MAINTAINER
+    return _edit(req, project.members, user_id, may)
+
+
+@API.route("POST", "/groups/{group_id}/members")
+def add_group_member(req: Request, group_id: str) -> Any:
+    group = _group(req, group_id)
+    may = req.user is not None and group.members.get(req.user.id, 0) >= MAINTAINER
+    return _add(req, group.members, may)
+
+
+@API.route("PUT", "/groups/{group_id}/members/{user_id}")
+def edit_group_member(req: Request, group_id: str, user_id: str) -> Any:
+    group = _group(req, group_id)
+    may = req.user is not None and group.members.get(req.user.id, 0) >= MAINTAINER
+    return _edit(req, group.members, user_id, may)

@@ -12,6 +12,7 @@ from pairgate.sandbox.httpd import (
     Reply,
     Request,
     forbidden,
+    not_found,
     paginate,
     param_error,
     record_not_found,
@@ -169,15 +170,16 @@ def create_merge_request(req: Request, project_id: str) -> Any:
         raise forbidden()
     source, target = req.required("source_branch"), req.required("target_branch")
     world = req.world
-    for name in (source, target):
-        if name not in project.branches:
+    into = _target_project(req, project)
+    for name, where in ((source, project), (target, into)):
+        if name not in where.branches:
             raise ApiError(400, {"message": [f'Branch "{name}" does not exist']})
-    if source == target:
+    if source == target and into is project:
         raise ApiError(
             400, {"message": ["You can't use same project/branch for source and target"]}
         )
     for other in world.merge_requests.values():
-        if (other.project_id, other.source_branch, other.target_branch, other.state) == (
+        if (other.source_project_id, other.source_branch, other.target_branch, other.state) == (
             project.id,
             source,
             target,
@@ -195,8 +197,8 @@ def create_merge_request(req: Request, project_id: str) -> Any:
     now = world.stamp()
     mr = MergeRequest(
         world.next_id("merge_request"),
-        world.next_iid(project, "mr"),
-        project.id,
+        world.next_iid(into, "mr"),
+        into.id,
         project.id,
         source,
         target,
@@ -205,13 +207,29 @@ def create_merge_request(req: Request, project_id: str) -> Any:
         user.id,
         now,
         now,
-        base_sha=project.branches[target],
+        base_sha=into.branches[target],
     )
     mr.labels = apply_labels(world, [], labels=req.csv("labels") or [])
     mr.assignee_ids = user_ids(req, "assignee_ids")
     mr.reviewer_ids = user_ids(req, "reviewer_ids")
     world.add_merge_request(mr)
     return render(renderer(req), mr, user, basic=False)
+
+
+def _target_project(req: Request, source: Project) -> Project:
+    """The project the MR merges into: ``target_project_id`` (the source itself, or the project
+    it was forked from; the 400 body for any other is UNCONFIRMED), else the source."""
+    wanted = req.integer("target_project_id")
+    if wanted is None or wanted == source.id:
+        return source
+    into = req.world.projects.get(wanted)
+    if into is None or not req.world.can_read(req.user, into):
+        raise not_found("Project")
+    if source.forked_from_id != into.id:
+        raise ApiError(
+            400, {"message": ["Validate fork Source project is not a fork of the target project"]}
+        )
+    return into
 
 
 @API.route("PUT", "/projects/{project_id}/merge_requests/{iid}")

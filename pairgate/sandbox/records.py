@@ -88,6 +88,7 @@ class Project:
     # What the project's CI configuration would make of a merge request pipeline: the jobs it
     # creates ({name, stage, allow_failure}); None when the project has no CI configuration.
     ci_jobs: list[dict[str, Any]] | None = None
+    forked_from_id: int | None = None  # the project this one is a fork of (POST .../fork)
 
 
 @dataclass

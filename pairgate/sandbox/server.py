@@ -33,6 +33,7 @@ from pairgate.sandbox import (  # noqa: F401  isort: skip
     approvals,
     control,
     discussions,
+    forks,
     issues,
     jobs,
     members,

@@ -37,6 +37,10 @@ SETTINGS: dict[str, Setting] = {
         "maintainer", ("no_one_allowed", "developer", "maintainer", "owner"), shown_to=MAINTAINER
     ),
     "ci_allow_fork_pipelines_to_run_in_parent_project": Setting(True, shown_to=MAINTAINER),
+    # doc/api/projects.md: "Access level for forking the project": disabled, private (project
+    # members only) or enabled (everyone with access). Who sees it is UNCONFIRMED: shown to
+    # every reader here, as the other feature access levels are.
+    "forking_access_level": Setting("enabled", ("disabled", "private", "enabled")),
 }
 
 

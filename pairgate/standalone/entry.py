@@ -1,9 +1,10 @@
-"""The flat deployment's door: python3 ownership.py check-config | merge-check | hook."""
+"""The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook."""
 
 from __future__ import annotations
 
 import sys
 
+from pairgate.standalone.audit_door import add_audit_arguments, run_audit
 from pairgate.standalone.config import load_config
 from pairgate.standalone.doors import _ArgParser, run_merge_check
 from pairgate.standalone.errors import Context, Exit, UsageError, report
@@ -17,6 +18,9 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
     ``python3 ownership.py check-config``  load the configuration a flat deployment sees;
     ``python3 ownership.py merge-check --mr <iid> --mr-project <p> [--json] [--verbose]``
     the merge gate's verdict, exactly as ``pairgate merge-check`` gives it;
+    ``python3 ownership.py audit [--since DATE | --days N] [--project P ...] [--json]
+    [--file-issues] [--verbose]``  the audit, exactly as ``pairgate audit`` gives it (the
+    merge-audit component's scheduled job runs this);
     ``python3 ownership.py hook``  the merge hook's decision on the hook JSON on stdin.
     """
     ctx = ctx or Context()
@@ -43,11 +47,33 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
                 json_out=args.json,
                 verbose=args.verbose,
             )
+        if argv[:1] == ["audit"]:
+            parser = _ArgParser(prog="ownership.py audit")
+            add_audit_arguments(parser)
+            parser.add_argument("--json", action="store_true")
+            parser.add_argument("--verbose", action="store_true")
+            args = parser.parse_args(argv[1:])
+            config = load_config(ctx.env)
+            client = gitlab_from_env(config, ctx.env)
+            if args.verbose:
+                print(client.describe(), file=ctx.stderr)
+            return run_audit(
+                ctx,
+                config,
+                client,
+                since=args.since,
+                days=args.days,
+                projects=args.projects,
+                json_out=args.json,
+                file_issues=args.file_issues,
+            )
         if argv[:1] != ["check-config"] or len(argv) != 1:
             raise UsageError(
                 "usage: python3 ownership.py check-config\n"
                 "       python3 ownership.py merge-check --mr IID --mr-project PROJECT "
                 "[--json] [--verbose]\n"
+                "       python3 ownership.py audit [--since DATE | --days N] [--project P ...] "
+                "[--json] [--file-issues] [--verbose]\n"
                 "       python3 ownership.py hook   (the merge hook: hook JSON on stdin)"
             )
         config = load_config(ctx.env)

@@ -324,6 +324,16 @@ def binding_freeze(
     return None
 
 
+def mr_freeze_reason(
+    windows: Iterable[tuple[int, Freeze]], *, mr: MrRef, now: float, config: Config
+) -> str | None:
+    """Why a live window on ``mr`` holds its merge back at ``now`` (the merge gate's freeze
+    rule), or None. Only ``mr:`` windows bind the gate: a board or issue window holds back
+    writes, not merges. Pure."""
+    found = binding_freeze([w for w in windows if w[1].scope.startswith("mr:")], now=now, mr=mr)
+    return None if found is None else freeze_refusal(*found, now=now, config=config)
+
+
 def freeze_refusal(holder: int, window: Freeze, *, now: float, config: Config) -> str:
     """Who froze what, why and until when; a refusal (a writer's, the gate's) starts with it."""
     until = window.until

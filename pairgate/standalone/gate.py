@@ -1,4 +1,5 @@
-"""gate_merge: the one function of the gate that reads GitLab, then decides."""
+"""gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+decision alone, from facts already read (merge-check's and the audit's)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pairgate.standalone.config import Config
+from pairgate.standalone.fold import mr_freeze_reason
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
-from pairgate.standalone.ledger import Ledger, MrRef
+from pairgate.standalone.ledger import Freeze, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
-from pairgate.standalone.reads import mr_freeze, read_ledger
+from pairgate.standalone.reads import read_freezes, read_ledger
 from pairgate.standalone.scope import (
     AutomationFamily,
+    Scope,
     _under,
     cited_issues,
     decide_scope,
@@ -26,6 +29,11 @@ def project_in_group(client: GitLab, config: Config, project: str) -> bool:
     only a project elsewhere costs the read of the listing (shared-in projects included)."""
     if _under(project, config["group_path"]):
         return True
+    return any(p.casefold() == project.casefold() for p in group_project_paths(client, config))
+
+
+def group_project_paths(client: GitLab, config: Config) -> list[str]:
+    """Every project in the group's listing, shared-in projects and subgroups included."""
     listing = client.get_all(
         f"groups/{config['group_id']}/projects",
         with_shared="true",
@@ -33,9 +41,52 @@ def project_in_group(client: GitLab, config: Config, project: str) -> bool:
         simple="true",
         per_page=100,
     )
-    return any(
-        str(p.get("path_with_namespace", "")).casefold() == project.casefold() for p in listing
+    return [str(p.get("path_with_namespace", "")) for p in listing]
+
+
+def gate_scope(
+    mr: MergeRequestFacts,
+    *,
+    in_group: bool,
+    config: Config,
+    families: Sequence[AutomationFamily],
+) -> tuple[tuple[int, ...], Scope]:
+    """The tracker issues the MR cites and whether it is gated: pure."""
+    cited = (
+        cited_issues(mr.text, mr_project=mr.project, tracker=config["tracker_project"])
+        if in_group
+        else ()
     )
+    scope = decide_scope(mr, cited=cited, in_group=in_group, config=config, families=families)
+    return cited, scope
+
+
+def ledger_issues(cited: Sequence[int], config: Config) -> tuple[int, ...]:
+    """The cited issues whose ledgers the verdict needs: all but the generic tracking issue."""
+    generic = config["generic_tracking_issue"]
+    return tuple(issue for issue in cited if issue != generic)
+
+
+def judge(
+    mr: MergeRequestFacts,
+    *,
+    cited: Sequence[int],
+    scope: Scope,
+    ledgers: Mapping[int, Ledger],
+    windows: Sequence[tuple[int, Freeze]],
+    config: Config,
+    now: float,
+) -> GateVerdict:
+    """The verdict from facts already read: pure. ``ledgers`` holds the fold of every issue
+    ``ledger_issues`` names (nothing, out of scope); ``windows`` every freeze window that can
+    bind the MR (those of its cited issues and of the issues labelled as holding one); ``now``
+    is when the merge is judged (live windows end by it)."""
+    frozen = (
+        mr_freeze_reason(windows, mr=MrRef(mr.project, mr.iid), now=now, config=config)
+        if scope.in_scope
+        else None
+    )
+    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config, frozen=frozen)
 
 
 def gate_merge(
@@ -47,7 +98,7 @@ def gate_merge(
     families: Sequence[AutomationFamily] | None = None,
     now: float,
 ) -> GateVerdict:
-    """The merge gate's one verdict for ``project!iid``: reads, then decides.
+    """The merge gate's one verdict for ``project!iid``: reads, then ``judge`` decides.
 
     Reads the group listing when the path alone does not settle it, then (in the group) the MR
     and the ledger of every cited tracker issue. Any read error propagates as a PairgateError:
@@ -75,18 +126,18 @@ def gate_merge(
     # Outside the group nothing else matters, and the reader may not even see the project.
     if not project_in_group(client, config, path):
         outside = MergeRequestFacts(path, int(iid), "", "", None, "", (), None)
-        scope = decide_scope(outside, cited=(), in_group=False, config=config, families=())
-        return decide(outside, scope=scope, cited=(), ledgers={}, config=config)
+        cited, scope = gate_scope(outside, in_group=False, config=config, families=())
+        return judge(
+            outside, cited=cited, scope=scope, ledgers={}, windows=(), config=config, now=now
+        )
     mr = MergeRequestFacts.from_api(data or client.get(mr_path), project)
-    tracker = config["tracker_project"]
-    cited = cited_issues(mr.text, mr_project=mr.project, tracker=tracker)
-    scope = decide_scope(mr, cited=cited, in_group=True, config=config, families=families)
+    cited, scope = gate_scope(mr, in_group=True, config=config, families=families)
     ledgers: dict[int, Ledger] = {}
-    frozen = None
+    windows: list[tuple[int, Freeze]] = []
     if scope.in_scope:
-        generic = config["generic_tracking_issue"]
-        for issue in cited:
-            if issue != generic:
-                ledgers[issue] = read_ledger(client, config, issue)
-        frozen = mr_freeze(client, config, MrRef(mr.project, mr.iid), known=ledgers, now=now)
-    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config, frozen=frozen)
+        for issue in ledger_issues(cited, config):
+            ledgers[issue] = read_ledger(client, config, issue)
+        windows = read_freezes(client, config, known=ledgers)
+    return judge(
+        mr, cited=cited, scope=scope, ledgers=ledgers, windows=windows, config=config, now=now
+    )

@@ -47,6 +47,20 @@ def test_settings_and_who_sees_them(sandbox: RunningSandbox) -> None:
     assert edited["restrict_user_defined_variables"] is True
 
 
+def test_forking_access_level_is_shown_and_set(sandbox: RunningSandbox) -> None:
+    assert (
+        sandbox.api("GET", "/projects/2", as_user="reporter")["forking_access_level"] == "enabled"
+    )
+    assert (
+        put_project(sandbox, forking_access_level="disabled")["forking_access_level"] == "disabled"
+    )
+    bad = sandbox.request("PUT", "/projects/2", "maintainer", json={"forking_access_level": "on"})
+    assert (bad.status_code, bad.json()) == (
+        400,
+        {"error": "forking_access_level does not have a valid value"},
+    )
+
+
 def test_pipelines_must_succeed_blocks_a_merge_without_a_green_head(
     sandbox: RunningSandbox, mr: dict
 ) -> None:
@@ -239,6 +253,35 @@ def test_group_members(sandbox: RunningSandbox) -> None:
     assert sandbox.api("GET", "/groups/partner/members", as_user="maintainer")[0]["id"] == 13
     hidden = sandbox.request("GET", "/groups/102/members", "agents")
     assert hidden.json() == {"message": "404 Group Not Found"}
+
+
+def test_adding_and_editing_members(sandbox: RunningSandbox) -> None:
+    gl = sandbox.gitlab("maintainer")
+    added = gl.projects.get(2).members.create({"user_id": 10, "access_level": 40})
+    assert (added.username, added.access_level) == ("agents", 40)
+    assert sandbox.api("GET", "/projects/2/members/all/10")["access_level"] == 40  # the highest
+    again = sandbox.request("POST", "/projects/2/members", "maintainer",
+                            json={"user_id": 10, "access_level": 30})  # fmt: skip
+    assert (again.status_code, again.json()) == (409, {"message": "Member already exists"})
+    edited = sandbox.api("PUT", "/projects/2/members/10", as_user="maintainer",
+                         json={"access_level": 20})  # fmt: skip
+    assert edited["access_level"] == 20
+    assert sandbox.api("GET", "/projects/2/members/all/10")["access_level"] == 30  # via acme
+    group = sandbox.api("PUT", "/groups/100/members/11", as_user="maintainer",
+                        json={"access_level": 50})  # fmt: skip
+    assert group["access_level"] == 50
+    assert sandbox.api("GET", "/projects/2/members/all/11")["access_level"] == 50
+    by_a_developer = sandbox.request("POST", "/projects/2/members", "agents",
+                                     json={"user_id": 14, "access_level": 40})  # fmt: skip
+    assert (by_a_developer.status_code, by_a_developer.json()) == (
+        403,
+        {"message": "403 Forbidden"},
+    )
+    bad = sandbox.request("POST", "/projects/2/members", "maintainer",
+                          json={"user_id": 14, "access_level": 41})  # fmt: skip
+    assert bad.json() == {"error": "access_level does not have a valid value"}
+    missing = sandbox.request("POST", "/groups/100/members", "maintainer", json={"user_id": 14})
+    assert missing.json() == {"error": "access_level is missing"}
 
 
 def test_members_refusals(sandbox: RunningSandbox) -> None:

@@ -1,0 +1,374 @@
+"""doctor's checks: each way around the merge gate that a setting leaves open, judged from what
+GitLab answered. Pure: the reads are pairgate/commands/doctor.py's.
+
+Every check says which API fields it read, and where GitLab documents them; a field missing from
+an answer is "cannot-read" (never a guess). The fields: doc/api/projects.md (the project
+settings, ``ci_config_path``, ``forking_access_level``), doc/api/protected_branches.md,
+doc/api/branches.md, doc/api/members.md, doc/api/personal_access_tokens.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+# The merge-check job the tracker-held pipeline must hold (templates/mr-merge-check/): ONE name,
+# so that the component and doctor cannot drift apart.
+from pairgate.merge_requests import MERGE_CHECK_JOB
+
+PASS, HOLE, CANNOT_READ = "pass", "hole", "cannot-read"
+MAINTAINER = 40
+ROLE_NAMES = {0: "no access", 5: "Minimal access", 10: "Guest", 15: "Planner", 20: "Reporter"}
+ROLE_NAMES |= {30: "Developer", 40: "Maintainer", 50: "Owner", 60: "Administrator"}
+PROJECT_FIELDS = "GET /projects/:id"  # doc/api/projects.md
+
+
+@dataclass(frozen=True)
+class DoctorCheck:
+    check: str  # a stable id, such as "pipelines-must-succeed"
+    subject: str  # the project, the group, or what else it is about
+    status: str  # PASS, HOLE or CANNOT_READ
+    read: tuple[str, ...]  # the API fields it read, and where GitLab documents them
+    detail: str  # what was found
+    fix: str = ""  # what closes the hole, or how to make it readable
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "subject": self.subject,
+            "status": self.status,
+            "read": list(self.read),
+            "detail": self.detail,
+            "fix": self.fix or None,
+        }
+
+
+# -- project settings ---------------------------------------------------------------------------
+
+
+def _setting(
+    check: str,
+    project: str,
+    data: Mapping[str, Any],
+    field: str,
+    *,
+    good: Callable[[Any], bool],
+    why: str,
+    fix: str,
+) -> DoctorCheck:
+    read = (f"{PROJECT_FIELDS} {field} (doc/api/projects.md)",)
+    if field not in data:
+        return DoctorCheck(
+            check,
+            project,
+            CANNOT_READ,
+            read,
+            f"GitLab's answer for {project} has no {field}: this GitLab, or the read token's "
+            f"access, does not show it",
+            "run doctor with a read token of an account that sees the project's settings "
+            "(a Maintainer's read_api token sees them all)",
+        )
+    value = data[field]
+    if good(value):
+        return DoctorCheck(check, project, PASS, read, f"{field} is {_shown(value)}")
+    return DoctorCheck(check, project, HOLE, read, f"{field} is {_shown(value)}: {why}", fix)
+
+
+def _shown(value: Any) -> str:
+    return (
+        "null" if value is None else str(value).lower() if isinstance(value, bool) else repr(value)
+    )
+
+
+def setting_checks(project: str, data: Mapping[str, Any]) -> list[DoctorCheck]:
+    """ "Pipelines must succeed", skipped pipelines, and forking."""
+    put = f"PUT /projects/:id (or the project's settings page), {project}:"
+    return [
+        _setting(
+            "pipelines-must-succeed",
+            project,
+            data,
+            "only_allow_merge_if_pipeline_succeeds",
+            good=lambda v: v is True,
+            why="a red gate job is advice; the web page, the API and auto-merge merge anyway",
+            fix=f"{put} only_allow_merge_if_pipeline_succeeds=true (Settings > Merge requests > "
+            f"Merge checks > Pipelines must succeed)",
+        ),
+        _setting(
+            "skipped-pipelines",
+            project,
+            data,
+            "allow_merge_on_skipped_pipeline",
+            good=lambda v: v is False,
+            why="a head commit saying [skip ci] makes a skipped pipeline with no gate job in "
+            "it, and it counts as a success",
+            fix=f"{put} allow_merge_on_skipped_pipeline=false (Settings > Merge requests > "
+            f"Skipped pipelines are considered successful: off)",
+        ),
+        _setting(
+            "forking",
+            project,
+            data,
+            "forking_access_level",
+            good=lambda v: v == "disabled",
+            why="a merge request from a fork runs the fork's pipeline with the fork's CI "
+            "configuration (a fork copies ci_config_path, and its owner can change it), so no "
+            "gate job holds it; `audit` reports every merge from a fork",
+            fix=f"{put} forking_access_level=disabled (Settings > General > Visibility, project "
+            f"features, permissions > Forks: off); forks made before stay: close their open "
+            f"merge requests",
+        ),
+    ]
+
+
+# -- the tracker-held pipeline -----------------------------------------------------------------
+
+_CONFIG_PATH = re.compile(r"^(?P<file>[^@]+\.ya?ml)@(?P<project>[^:@]+)(?::(?P<ref>.+))?$")
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass(frozen=True)
+class PipelineFile:
+    """Where a ci_config_path points in the tracker: the file and the ref to read it at."""
+
+    path: str
+    ref: str | None  # None: the tracker's default branch
+
+
+def pipeline_file(ci_config_path: Any, tracker: str) -> PipelineFile | str:
+    """The tracker file ``ci_config_path`` names, or why it names none (a hole)."""
+    if not ci_config_path:
+        return (
+            "it is unset, so the project's own .gitlab-ci.yml runs: any merge request can edit "
+            "the gate out of its own pipeline"
+        )
+    if str(ci_config_path).startswith(("http://", "https://")):
+        return "it is a remote URL: whoever serves that file decides the pipeline"
+    match = _CONFIG_PATH.match(str(ci_config_path))
+    if match is None:
+        return "it is a file of the project itself: any merge request can edit it"
+    if match["project"].casefold() != tracker.casefold():
+        return f"it names {match['project']}, not the tracker {tracker}"
+    return PipelineFile(match["file"], match["ref"])
+
+
+class _TolerantLoader(yaml.SafeLoader):
+    """GitLab CI YAML with its own tags (``!reference [...]``): read as plain values."""
+
+
+def _any_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node)
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node)
+    return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
+_TolerantLoader.add_multi_constructor("!", _any_tag)
+
+
+def merge_check_job_problem(text: str) -> str | None:
+    """Why the pipeline file does not hold a merge-check job that can fail a merge, or None."""
+    try:
+        document = yaml.load(text, Loader=_TolerantLoader)  # a SafeLoader: no object construction
+    except yaml.YAMLError as exc:
+        return f"it is not YAML ({' '.join(str(exc).split())[:120]})"
+    if not isinstance(document, dict):
+        return "it is not a CI configuration (not a mapping of jobs)"
+    job = document.get(MERGE_CHECK_JOB)
+    if not isinstance(job, dict):
+        return (
+            f"it defines no job {MERGE_CHECK_JOB!r} (doctor reads the file itself; an include "
+            f"is not followed)"
+        )
+    if job.get("allow_failure") not in (None, False):
+        return f"its job {MERGE_CHECK_JOB!r} has allow_failure set: its failure stops nothing"
+    if job.get("when") == "manual":
+        return f"its job {MERGE_CHECK_JOB!r} is manual: it never runs by itself"
+    return None
+
+
+def pipeline_check(
+    project: str,
+    data: Mapping[str, Any],
+    tracker: str,
+    default_branch: str | None,
+    read_file: Callable[[PipelineFile], str | Exception],
+) -> DoctorCheck:
+    """ci_config_path names the tracker-held pipeline, and that file holds the merge-check job."""
+    read = [f"{PROJECT_FIELDS} ci_config_path (doc/api/projects.md; shown to Reporter and above)"]
+    fix = (
+        f"render the tracker-held pipeline (`deploy-pipeline --target <file>`), commit it to "
+        f"{tracker}'s default branch, and set {project}'s CI/CD configuration file to "
+        f"<file>@{tracker} (PUT /projects/:id ci_config_path)"
+    )
+    check = "tracker-pipeline"
+    if "ci_config_path" not in data:
+        return DoctorCheck(
+            check,
+            project,
+            CANNOT_READ,
+            tuple(read),
+            f"GitLab's answer for {project} has no ci_config_path (it shows it to Reporter and "
+            f"above)",
+            "run doctor with a read token of an account that can read the project's code",
+        )
+    value = data["ci_config_path"]
+    target = pipeline_file(value, tracker)
+    if isinstance(target, str):
+        return DoctorCheck(
+            check, project, HOLE, tuple(read), f"ci_config_path is {_shown(value)}: {target}", fix
+        )
+    if target.ref is not None and target.ref != default_branch and not _SHA.match(target.ref):
+        return DoctorCheck(
+            check,
+            project,
+            HOLE,
+            tuple(read),
+            f"ci_config_path {value!r} reads the file at {target.ref!r}, which is neither the "
+            f"tracker's default branch (protected, checked below) nor a full commit SHA",
+            f"drop the ':{target.ref}' (or pin a full commit SHA) in {project}'s ci_config_path",
+        )
+    ref = target.ref or default_branch or "the default branch"
+    read.append(
+        f"GET /projects/:id/repository/files/:file_path/raw?ref={ref} on {tracker} "
+        f"(doc/api/repository_files.md): the job {MERGE_CHECK_JOB!r}"
+    )
+    text = read_file(target)
+    if isinstance(text, Exception):
+        return DoctorCheck(
+            check,
+            project,
+            CANNOT_READ,
+            tuple(read),
+            f"{target.path} could not be read from {tracker} at {ref}: {text}",
+            "give the read token access to the tracker's repository (read_api)",
+        )
+    problem = merge_check_job_problem(text)
+    if problem is not None:
+        return DoctorCheck(
+            check,
+            project,
+            HOLE,
+            tuple(read),
+            f"ci_config_path is {value!r}, but {target.path} at {ref}: {problem}",
+            f"render the tracker's pipeline file again (`deploy-pipeline --target "
+            f"{target.path}`) so it holds {MERGE_CHECK_JOB!r}, and commit it",
+        )
+    return DoctorCheck(
+        check,
+        project,
+        PASS,
+        tuple(read),
+        f"ci_config_path is {value!r}, and {target.path} at {ref} holds {MERGE_CHECK_JOB!r}",
+    )
+
+
+# -- accounts and the read token ----------------------------------------------------------------
+
+
+def role_check(
+    check: str, subject: str, who: str, levels: Sequence[tuple[int, Any]], *, kind: str
+) -> DoctorCheck:
+    """``who`` (user id, access level or the error reading it) is no Maintainer or Owner of
+    ``subject`` (of ``kind`` "projects" or "groups"): a Maintainer could change every setting
+    doctor checks."""
+    read = (f"GET /{kind}/:id/members/all/:user_id access_level (doc/api/members.md)",)
+    errors = [(u, e) for u, e in levels if isinstance(e, Exception)]
+    if errors:
+        user, error = errors[0]
+        return DoctorCheck(
+            check,
+            subject,
+            CANNOT_READ,
+            read,
+            f"{who} (user id {user}): the membership in {subject} could not be read: {error}",
+            "give the read token access to the members of every gated project and the group",
+        )
+    high = [(u, lv) for u, lv in levels if lv >= MAINTAINER]
+    shown = ", ".join(f"user id {u}: {ROLE_NAMES.get(lv, lv)}" for u, lv in levels)
+    if high:
+        user, level = high[0]
+        return DoctorCheck(
+            check,
+            subject,
+            HOLE,
+            read,
+            f"{who} (user id {user}) is {ROLE_NAMES.get(level, level)} in {subject}: it can "
+            f"change the settings the gate stands on, and unprotect branches",
+            f"make user id {user} a Developer in {subject} (PUT /{kind}/:id/members/:user_id "
+            f"access_level=30, or lower the group membership it inherits)",
+        )
+    return DoctorCheck(check, subject, PASS, read, f"{who} in {subject}: {shown or 'no member'}")
+
+
+def distinct_check(bot: int | None, agents: Sequence[int], source: str) -> DoctorCheck:
+    read = (f"GET /user id, as the review bot's token ({source}) (doc/api/users.md)",)
+    if bot is None:
+        return DoctorCheck(
+            "accounts-distinct",
+            "accounts",
+            CANNOT_READ,
+            read,
+            f"the review bot's account could not be read: {source}",
+            "set <env_prefix>_REVIEW_BOT_TOKEN, or put the token in review_bot_token_file",
+        )
+    if bot in agents:
+        return DoctorCheck(
+            "accounts-distinct",
+            "accounts",
+            HOLE,
+            read,
+            f"the review bot's token is user id {bot}, one of ledger_author_user_ids: the agents "
+            f"approve their own merge requests on GitLab",
+            "give the review bot an account of its own, and its token to approve with",
+        )
+    return DoctorCheck(
+        "accounts-distinct",
+        "accounts",
+        PASS,
+        read,
+        f"the review bot is user id {bot}; the agents post as {', '.join(map(str, agents))}",
+    )
+
+
+def token_check(entity: Mapping[str, Any] | Exception | None, variable: str) -> DoctorCheck:
+    read = ("GET /personal_access_tokens/self scopes (doc/api/personal_access_tokens.md)",)
+    if entity is None:
+        return DoctorCheck(
+            "read-token",
+            variable,
+            CANNOT_READ,
+            read,
+            f"{variable} is not set: reads go through glab, whose token doctor cannot inspect",
+            f"set {variable} to the read token, then run doctor again",
+        )
+    if isinstance(entity, Exception):
+        return DoctorCheck(
+            "read-token",
+            variable,
+            CANNOT_READ,
+            read,
+            f"the read token's own entity could not be read: {entity}",
+            "use a personal access token as the read token (doctor reads its scopes)",
+        )
+    scopes = [str(s) for s in entity.get("scopes") or []]
+    writes = [s for s in scopes if not s.startswith("read_")]
+    if writes:
+        return DoctorCheck(
+            "read-token",
+            variable,
+            HOLE,
+            read,
+            f"the read token has the scopes {', '.join(scopes)}: with {', '.join(writes)} "
+            f"whoever holds it (every CI job given it) can write, approve and merge",
+            "issue a token with read_api only (and read_repository if wanted) and use it as "
+            "the read token, in CI too",
+        )
+    return DoctorCheck(
+        "read-token", variable, PASS, read, f"the read token's scopes: {', '.join(scopes)}"
+    )

@@ -1,0 +1,375 @@
+"""The audit: every merge request merged in a window, judged as merge-check would have judged it
+at the moment of the merge.
+
+"Prevented where we control the door, detected everywhere else": the hook and the CI jobs stop
+the merges they see, and this finds the ones that went around them (curl, the web page, an MCP
+tool, a push option, a setting someone changed). It calls the gate's own ``judge``; nothing
+here decides whether an approval counts.
+
+What "at the moment of the merge" means: the MR as GitLab keeps it after the merge (``sha``
+stays the head it merged at), its ``merged_at`` as the clock freeze windows end by, and the
+ledgers of its cited issues folded from the notes written at or before ``merged_at`` (a note
+written later, an approval included, never counts). Each issue's notes are read once for the
+whole audit, however many merge requests cite it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import PairgateError
+from pairgate.standalone.fold import fold
+from pairgate.standalone.gate import gate_scope, group_project_paths, judge, ledger_issues
+from pairgate.standalone.gitlab import GitLab, encode_project
+from pairgate.standalone.ledger import Ledger, Note, stamp_epoch
+from pairgate.standalone.merge_request import MergeRequestFacts
+from pairgate.standalone.reads import frozen_issues, read_notes
+from pairgate.standalone.scope import (
+    RENOVATE_LABEL,
+    AutomationFamily,
+    _under,
+    renovate_exemption_gaps,
+)
+from pairgate.standalone.verdict import GateVerdict
+
+# requests keeps ten connections per host: more readers than that would drop connections.
+AUDIT_WORKERS = 10
+
+
+def audit_stamp(seconds: float) -> str:
+    """Epoch seconds as the ISO 8601 UTC form GitLab's time filters take and --json prints."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class MergedMr:
+    """One merged merge request, as GitLab's listing shows it after the merge."""
+
+    facts: MergeRequestFacts  # facts.head_sha is ``sha``: the head it merged at
+    merged_at: str | None
+    merged_by: str | None  # ``merged_by`` (deprecated by GitLab, still filled on a merge)
+    merge_user: str | None  # who merged, or who set auto-merge
+    merge_commit_sha: str | None
+    source_project_id: int | None
+    target_project_id: int | None
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any], project: str = "") -> MergedMr:
+        def username(key: str) -> str | None:
+            user = data.get(key) or {}
+            return str(user["username"]) if user.get("username") else None
+
+        def number(key: str) -> int | None:
+            value = data.get(key)
+            return int(value) if isinstance(value, int) else None
+
+        return cls(
+            facts=MergeRequestFacts.from_api(data, project),
+            merged_at=str(data["merged_at"]) if data.get("merged_at") else None,
+            merged_by=username("merged_by"),
+            merge_user=username("merge_user"),
+            merge_commit_sha=str(data["merge_commit_sha"])
+            if data.get("merge_commit_sha")
+            else None,
+            source_project_id=number("source_project_id"),
+            target_project_id=number("target_project_id"),
+        )
+
+    @property
+    def moment(self) -> float | None:
+        """When it merged, in epoch seconds; None when GitLab gives no readable time."""
+        return stamp_epoch(self.merged_at) if self.merged_at else None
+
+    @property
+    def fork(self) -> bool:
+        """Merged from another project (a fork): its pipeline ran the fork's CI configuration."""
+        return None not in (self.source_project_id, self.target_project_id) and (
+            self.source_project_id != self.target_project_id
+        )
+
+    @property
+    def merger(self) -> str | None:
+        return self.merged_by or self.merge_user
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def merged_listing_params(since: float) -> dict[str, str]:
+    """The listing's filters. ``updated_after`` is in every GitLab's documentation, and merging
+    updates an MR, so ``updated_at >= merged_at``: it never drops an MR merged after ``since``.
+    ``merged_after`` narrows it further where GitLab serves it (the newest REST code; the
+    release that added it is not documented) and older servers ignore it, which is safe because
+    ``merged_at`` is filtered here anyway."""
+    stamp = audit_stamp(since)
+    return {"state": "merged", "updated_after": stamp, "merged_after": stamp}
+
+
+def read_merged(
+    client: GitLab, config: Config, *, since: float, projects: Sequence[str] | None = None
+) -> list[MergedMr]:
+    """Every merge request merged at or after ``since`` in the gated projects (or only in
+    ``projects``), oldest merge first. The group's listing covers its projects and subgroups;
+    a project shared into the group is listed on its own (GitLab's group listing leaves it
+    out)."""
+    params = merged_listing_params(since)
+    listings: list[tuple[str, str]] = []  # (path to list, the project it names, if one)
+    if projects:
+        listings = [(f"projects/{encode_project(p)}/merge_requests", p) for p in projects]
+    else:
+        listings = [(f"groups/{config['group_id']}/merge_requests", "")]
+        shared = [
+            p for p in group_project_paths(client, config) if not _under(p, config["group_path"])
+        ]
+        listings += [(f"projects/{encode_project(p)}/merge_requests", p) for p in shared]
+    found: dict[tuple[str, int], MergedMr] = {}
+    for path, project in listings:
+        extra = {} if project else {"non_archived": "false"}  # archived projects merged too
+        for item in client.get_all(path, **params, **extra):
+            merged = MergedMr.from_api(item, project)
+            moment = merged.moment
+            if moment is None or moment >= since:
+                found[(merged.facts.project.casefold(), merged.facts.iid)] = merged
+    return sorted(found.values(), key=lambda m: (m.moment or 0.0, m.facts.ref))
+
+
+NotesRead = list[Note] | PairgateError
+
+
+def read_all_notes(client: GitLab, config: Config, issues: Iterable[int]) -> dict[int, NotesRead]:
+    """Each issue's notes, read once, concurrently; an issue that could not be read keeps the
+    error (it is never a pass: every merge request that needs it is undecided)."""
+
+    def one(issue: int) -> NotesRead:
+        try:
+            return read_notes(client, config, issue)
+        except PairgateError as exc:
+            return exc
+
+    wanted = sorted(set(issues))
+    if len(wanted) <= 1:
+        return {issue: one(issue) for issue in wanted}
+    with ThreadPoolExecutor(max_workers=min(AUDIT_WORKERS, len(wanted))) as pool:
+        return dict(zip(wanted, pool.map(one, wanted), strict=True))
+
+
+# -- judging (pure) -----------------------------------------------------------------------------
+
+
+class LedgersAt:
+    """The ledger of an issue as it stood at a moment: the fold of the notes written at or
+    before it. Pure; folds are remembered, since several merges often see the same notes."""
+
+    def __init__(self, notes: Mapping[int, Sequence[Note]], config: Config) -> None:
+        self._notes = notes
+        self._config = config
+        self._epochs = {
+            issue: [stamp_epoch(n.created_at) for n in listed] for issue, listed in notes.items()
+        }
+        self._folds: dict[tuple[int, tuple[int, ...]], Ledger] = {}
+
+    def at(self, issue: int, moment: float) -> Ledger:
+        # A note whose time does not parse is left out: it can only take an approval away.
+        kept = tuple(
+            i for i, when in enumerate(self._epochs[issue]) if when is not None and when <= moment
+        )
+        key = (issue, kept)
+        if key not in self._folds:
+            listed = self._notes[issue]
+            self._folds[key] = fold([listed[i] for i in kept], config=self._config)
+        return self._folds[key]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One merged merge request and what the audit says about it."""
+
+    mr: MergedMr
+    code: str  # "approved", a scope code, or why it is a finding
+    finding: bool
+    decided: bool  # False: it could not be judged (never a pass)
+    why: str
+    scope: str
+    scope_detail: str
+    cited: tuple[int, ...] = ()
+    verdict: GateVerdict | None = None
+
+
+def automation_accounts(config: Config, families: Sequence[AutomationFamily]) -> frozenset[int]:
+    """The accounts of unattended MR families: the roster's authors, and Renovate's."""
+    return frozenset({f.author_id for f in families} | {int(config["renovate_bot_user_id"])})
+
+
+def judge_merged(
+    mr: MergedMr,
+    *,
+    config: Config,
+    families: Sequence[AutomationFamily],
+    notes: Mapping[int, NotesRead],
+    frozen: Sequence[int],
+    ledgers_at: LedgersAt,
+) -> Judged:
+    """merge-check's verdict on ``mr`` at the moment it merged. ``notes`` holds every issue it
+    cites and every issue in ``frozen`` (those labelled as holding a freeze window). Pure."""
+    tracker = config["tracker_project"]
+    cited, scope = gate_scope(mr.facts, in_group=True, config=config, families=families)
+
+    def judged(code: str, why: str, *, finding: bool = True, decided: bool = True) -> Judged:
+        return Judged(mr, code, finding, decided, why, scope.code, scope.detail, cited)
+
+    if not scope.in_scope:
+        author = mr.facts.author_id
+        if scope.code == "generic-issue-only" and author not in automation_accounts(
+            config, families
+        ):
+            return judged(
+                "generic-issue-non-automation",
+                f"it is out of scope only because it cites the generic tracking issue "
+                f"{tracker}#{config['generic_tracking_issue']}, and its author (user id "
+                f"{author}) is no automation account of the roster",
+            )
+        return judged(scope.code, scope.detail, finding=False)
+    moment = mr.moment
+    if moment is None:
+        return judged(
+            "merged-at-unknown",
+            f"GitLab gives no readable merged_at ({mr.merged_at!r}), so what its ledgers held "
+            f"at the merge cannot be told",
+            decided=False,
+        )
+    issues = ledger_issues(cited, config)
+    for issue in sorted(set(issues) | set(frozen)):
+        read = notes[issue]
+        if isinstance(read, PairgateError):
+            return judged(
+                "ledger-unreadable",
+                f"the ledger of {tracker}#{issue} could not be read ({read.message}); an "
+                f"unreadable ledger is never a pass",
+                decided=False,
+            )
+    ledgers = {issue: ledgers_at.at(issue, moment) for issue in issues}
+    windows = [
+        (issue, window)
+        for issue in sorted(set(issues) | set(frozen))
+        for window in ledgers_at.at(issue, moment).freezes
+    ]
+    verdict = judge(
+        mr.facts,
+        cited=cited,
+        scope=scope,
+        ledgers=ledgers,
+        windows=windows,
+        config=config,
+        now=moment,
+    )
+    if verdict.allowed:
+        return Judged(
+            mr, "approved", False, True, verdict.message, scope.code, scope.detail, cited, verdict
+        )
+    why = finding_reason(verdict, mr.facts, ledgers, tracker)
+    gaps = renovate_exemption_gaps(mr.facts, config) if RENOVATE_LABEL in mr.facts.labels else []
+    if gaps:
+        why += f"; it carries the {RENOVATE_LABEL!r} label but is not exempt: " + "; ".join(gaps)
+    if mr.fork:
+        why += (
+            f" (from a fork, project id {mr.source_project_id}: its pipeline ran the fork's own "
+            f"CI configuration, so no gate job held it)"
+        )
+    return Judged(mr, verdict.code, True, True, why, scope.code, scope.detail, cited, verdict)
+
+
+def finding_reason(
+    verdict: GateVerdict, mr: MergeRequestFacts, ledgers: Mapping[int, Ledger], tracker: str
+) -> str:
+    """Why the merge went around the gate, in the past tense, from the verdict and the ledgers
+    it was given (the remedies in the gate's own message are for before a merge). A verdict
+    this does not know is said in the gate's own words."""
+    head = mr.head_sha or "nothing"
+    naming = [
+        (issue, a)
+        for issue, ledger in ledgers.items()
+        for a in ledger.approvals
+        if a.mr.iid == mr.iid and a.mr.project.casefold() == mr.project.casefold()
+    ]
+    issues = ", ".join(f"{tracker}#{i}" for i in ledgers) or f"any issue of {tracker}"
+    code = verdict.code
+    if code == "never-approved":
+        return f"never approved: no approval written before the merge in {issues} names it"
+    if code == "not-at-head" and naming:
+        issue, a = naming[-1]
+        return (
+            f"approved behind its head: {a.approver} approved {a.sha[:12]} ({tracker}#{issue}, "
+            f"note {a.note_id}), but it merged at {head[:12]}, which nobody reviewed"
+        )
+    if code == "self-approval-only":
+        selves = [(i, a) for i, a in naming if a.sha == mr.head_sha and a.self_approval]
+        if selves:
+            issue, a = selves[-1]
+            return (
+                f"self-approved: its only approval at the merged head is {a.approver}'s "
+                f"({tracker}#{issue}, note {a.note_id}), a self-approval: {a.self_because}"
+            )
+    if code == "frozen":
+        first = verdict.message.splitlines()[0]
+        return f"merged while frozen: {first.partition(' is frozen: ')[2] or first}"
+    if code == "unclaimed":
+        return f"no ownership record: {verdict.record.message.split(':', 1)[0]}"
+    if code == "no-citation":
+        return f"it cites no issue of {tracker}, so no ledger could carry an approval for it"
+    return verdict.message
+
+
+# -- the whole audit ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    since: float
+    until: float
+    projects: tuple[str, ...]  # the projects named, or () for every gated project
+    judged: tuple[Judged, ...]
+
+    @property
+    def findings(self) -> list[Judged]:
+        return [j for j in self.judged if j.finding]
+
+    @property
+    def undecided(self) -> list[Judged]:
+        return [j for j in self.judged if not j.decided]
+
+
+def audit(
+    client: GitLab,
+    config: Config,
+    *,
+    since: float,
+    until: float,
+    projects: Sequence[str] = (),
+    families: Sequence[AutomationFamily] = (),
+) -> AuditReport:
+    """Read every merge merged since ``since``, then judge each one. Requests: the merged
+    listings (a page per 100), the group's project listing (for the shared-in projects, unless
+    ``projects`` are named), one listing of the issues labelled as holding a freeze window, and
+    one notes listing per issue that a gated merge request cites or that holds a window."""
+    merged = read_merged(client, config, since=since, projects=projects or None)
+    scoped = [
+        (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
+    ]
+    gated = [(m, cited) for m, (cited, scope) in scoped if scope.in_scope]
+    frozen = frozen_issues(client, config) if gated else []
+    wanted = {i for _, cited in gated for i in ledger_issues(cited, config)} | set(frozen)
+    notes = read_all_notes(client, config, wanted)
+    readable = {i: n for i, n in notes.items() if not isinstance(n, PairgateError)}
+    ledgers_at = LedgersAt(readable, config)
+    judged = tuple(
+        judge_merged(
+            m, config=config, families=families, notes=notes, frozen=frozen, ledgers_at=ledgers_at
+        )
+        for m in merged
+    )
+    return AuditReport(since, until, tuple(projects), judged)

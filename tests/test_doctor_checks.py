@@ -1,0 +1,127 @@
+"""doctor's checks as pure functions: the answers GitLab could give, the odd ones first."""
+
+from __future__ import annotations
+
+import pytest
+
+from pairgate.doctor_branches import covers, default_branch_check, entry_problem, renovate_check
+from pairgate.doctor_checks import (
+    MERGE_CHECK_JOB,
+    PipelineFile,
+    merge_check_job_problem,
+    pipeline_file,
+    setting_checks,
+    token_check,
+)
+from pairgate.standalone.gitlab import GitLabError
+
+
+@pytest.mark.parametrize(
+    ("value", "found"),
+    [
+        (None, "it is unset"),
+        ("", "it is unset"),
+        (".gitlab-ci.yml", "a file of the project itself"),
+        ("ci.yml@acme/app", "it names acme/app, not the tracker acme/tracker"),
+        ("ci.yml@ACME/Tracker", PipelineFile("ci.yml", None)),
+        ("gate/p.yaml@acme/tracker:main", PipelineFile("gate/p.yaml", "main")),
+        ("https://example.com/ci.yml", "it is a remote URL"),
+        ("ci.txt@acme/tracker", "a file of the project itself"),
+    ],
+)
+def test_where_a_ci_config_path_points(value: object, found: object) -> None:
+    result = pipeline_file(value, "acme/tracker")
+    assert result == found if isinstance(found, PipelineFile) else str(found) in str(result)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (f"{MERGE_CHECK_JOB}:\n  script: [x]\n", None),
+        (f"{MERGE_CHECK_JOB}:\n  script: !reference [a, b]\n", None),
+        ("[1, 2]\n", "not a mapping of jobs"),
+        ("a: [unclosed\n", "it is not YAML"),
+        ("include:\n  - component: x/mr-merge-check@1\n", "an include is not followed"),
+        (f"{MERGE_CHECK_JOB}: just a string\n", "defines no job"),
+        (f"{MERGE_CHECK_JOB}:\n  allow_failure: {{exit_codes: [1]}}\n", "allow_failure set"),
+        (f"{MERGE_CHECK_JOB}:\n  when: manual\n", "is manual"),
+    ],
+)
+def test_the_merge_check_job_in_the_pipeline_file(text: str, problem: str | None) -> None:
+    found = merge_check_job_problem(text)
+    assert found is None if problem is None else problem in str(found)
+
+
+def test_a_setting_missing_from_the_answer_is_cannot_read() -> None:
+    checks = {
+        c.check: c for c in setting_checks("acme/app", {"allow_merge_on_skipped_pipeline": 0})
+    }
+    assert checks["pipelines-must-succeed"].status == "cannot-read"
+    assert checks["skipped-pipelines"].status == "hole"  # 0 is not false: never read as one
+    assert checks["forking"].status == "cannot-read"
+
+
+def never(user: int) -> int:
+    raise AssertionError(f"read user {user}")
+
+
+@pytest.mark.parametrize(
+    ("entry", "problem"),
+    [
+        ({"access_level": 40}, None),
+        ({"access_level": 0}, None),
+        ({"access_level": 60}, None),
+        ({"access_level": 30, "access_level_description": "Developers + Maintainers"},
+         "Developers + Maintainers may push"),
+        ({"access_level": 40, "group_id": 7}, "the members of group id 7 may push"),
+        ({"access_level": 40, "deploy_key_id": 3}, "deploy key 3 may push"),
+        ({"access_level": 40, "user_id": 12}, None),  # the allowed account
+        ({"access_level": None}, "access level None may push"),
+    ],
+)  # fmt: skip
+def test_access_entries(entry: dict, problem: str | None) -> None:
+    assert entry_problem(entry, "push", never, allowed_user=12) == problem
+
+
+def test_a_user_entry_is_judged_by_the_users_role() -> None:
+    levels = {13: 40, 10: 30}
+    assert entry_problem({"user_id": 13}, "merge", levels.__getitem__, None) is None
+    assert entry_problem({"user_id": 10}, "merge", levels.__getitem__, None) == (
+        "user id 10 (Developer) may merge"
+    )
+    failed = entry_problem({"user_id": 9}, "push", lambda u: GitLabError("boom"), None)
+    assert failed == "user id 9 may push (its role could not be read: boom)"
+
+
+@pytest.mark.parametrize(
+    ("name", "covered"),
+    [("renovate/*", True), ("*", True), ("ren*", True), ("renovate/lodash", False),
+     ("renovate/a*", False), ("*/*", False), ("other/*", False)],
+)  # fmt: skip
+def test_which_rules_cover_every_renovate_branch(name: str, covered: bool) -> None:
+    assert covers(name, "renovate/") is covered
+
+
+def test_a_narrower_rule_that_lets_developers_push_is_still_a_hole() -> None:
+    rules = [
+        {"name": "renovate/*", "push_access_levels": [{"access_level": 40}]},
+        {"name": "renovate/lodash", "push_access_levels": [{"access_level": 30}]},
+    ]
+    check = renovate_check("acme/app", "renovate/", 12, rules, never)
+    assert check.status == "hole" and "rule 'renovate/lodash'" in check.detail
+
+
+def test_a_wildcard_rule_protects_the_default_branch() -> None:
+    rules = [{"name": "m*", "push_access_levels": [{"access_level": 40}],
+              "merge_access_levels": [{"access_level": 40}]}]  # fmt: skip
+    assert default_branch_check("acme/tracker", "main", rules, None, never).status == "pass"
+    other = [{**rules[0], "name": "release/*"}]
+    assert default_branch_check("acme/tracker", "main", other, None, never).status == "hole"
+
+
+def test_the_read_token_check() -> None:
+    assert token_check(None, "X_TASK_API_TOKEN").status == "cannot-read"
+    assert token_check({"scopes": ["read_api", "read_repository"]}, "X").status == "pass"
+    hole = token_check({"scopes": ["read_api", "write_repository"]}, "X")
+    assert hole.status == "hole" and "with write_repository" in hole.detail
+    assert token_check({"scopes": []}, "X").status == "pass"
