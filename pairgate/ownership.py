@@ -3229,8 +3229,9 @@ class _Reader:
         i, command_mode, stdin_mode = 1, False, False
         while i < len(argv):
             value = argv[i].value
-            if value is None and command_mode:
-                break  # the text -c runs, read below
+            substitution = getattr(argv[i].node, "type", "") == "process_substitution"
+            if value is None and (command_mode or substitution):
+                break  # the text -c runs, or the script <(...) writes: read below
             if value is None:
                 self.unknown.append(
                     f"{_short(' '.join(w.raw for w in argv))}: a shell argument built from "
@@ -3495,7 +3496,9 @@ class _Reader:
             sources += [self.files.get(n) for n in ("GNUmakefile", "makefile", "Makefile")]
         for name, value in options:
             if name in ("E", "eval") and value is not None:
-                sources.append(_Stdin(value.value) if value.value is not None else _DYNAMIC_STDIN)
+                spans = (value.span,) if value.span else ()
+                text = value.value
+                sources.append(_Stdin(text, spans=spans) if text is not None else _DYNAMIC_STDIN)
         for source in sources:
             if source is None or (source.text is None and not source.dynamic):
                 continue
@@ -4876,7 +4879,7 @@ def _getopt(
             full = matches[0] if len(matches) == 1 else name
             kind = spec.long.get(full, 0)
             if eq:
-                options.append((full, _literal_word(attached)))
+                options.append((full, _Word((attached,), word.span, word.raw)))
             elif kind == 1:
                 options.append((full, words[i + 1] if i + 1 < len(words) else None))
                 i += 1
@@ -4888,7 +4891,7 @@ def _getopt(
             letter = value[j]
             count = takes.get(letter, 0)
             if count and j + 1 < len(value):
-                options.append((letter, _literal_word(value[j + 1 :])))
+                options.append((letter, _Word((value[j + 1 :],), word.span, word.raw)))
                 break
             if count == 1:
                 options.append((letter, words[i + 1] if i + 1 < len(words) else None))
