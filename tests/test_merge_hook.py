@@ -369,7 +369,7 @@ def decide_many(hooks: Path, stdins: list[str], env: dict[str, str]) -> list[tup
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    return [tuple(json.loads(line)) for line in result.stdout.splitlines()]  # type: ignore[misc]
+    return [(int(code), str(err)) for code, err in map(json.loads, result.stdout.splitlines())]
 
 
 ACME_APP_CORPUS = [c for c, merges in ATTRIBUTED if merges == APP]
