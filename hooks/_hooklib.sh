@@ -10,6 +10,10 @@
 #                       before starting Python and blocks the command when it fails.
 #   hooklib_timeout     optional; the merge hook's own time limit in seconds (default 20). Keep
 #                       it below the "timeout" the hook is registered with in Claude Code.
+#   hooklib_python      optional; the Python the merge hook runs (default: python3 on PATH).
+#                       Set it when pairgate is installed in a virtual environment that is not
+#                       first on the sessions' PATH, e.g. hooklib_python=/opt/pairgate/bin/python3
+#                       (`pairgate deploy-hooks` prints this line for the Python it runs under).
 #
 # Sourced, not run: it defines functions and changes no shell option.
 

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# block-unapproved-merge.sh: pairgate's merge hook, a Claude Code PreToolUse hook (matcher Bash).
+# block-unapproved-merge.sh: pairgate's merge hook, a Claude Code PreToolUse hook, registered for
+# the Bash, Monitor and PowerShell tools and every MCP tool (docs/agent-handoff.md, "The merge
+# hook"), and run as `bash <this file>`.
 #
-# It reads the hook JSON on stdin and blocks (exit 2, the reason on stderr) any Bash command that
-# would merge a merge request the gate does not pass. Claude Code blocks a call only on exit 2
-# and lets it through on every other failure, so this script exits 0 only when it is sure and
-# turns every failure of its own into exit 2.
+# It reads the hook JSON on stdin and blocks (exit 2, the reason on stderr) any tool call that
+# would merge a merge request the gate does not pass, or at a head the gate did not approve.
+# Claude Code blocks a call only on exit 2 and lets it through on every other failure, so this
+# script exits 0 only when it is sure and turns every failure of its own into exit 2.
 #
-# Fast path, bash alone: a command whose text cannot spell a glab merge is allowed at once. That
-# is a command that says neither glab, merge nor accept (in any case), and has none of the
-# characters through which bash builds a word the text does not spell: $ ` \ ' " * ? [ {.
-# Everything else goes to `python3 ownership.py hook` beside this file, which reads the command
-# as bash would (docs/agent-handoff-reference.md, "The merge hook and its command reader").
+# Fast path, bash alone: a Bash or Monitor command whose text cannot spell a glab merge is
+# allowed at once. That is a command that says neither glab, merge nor accept (in any case), and
+# has none of the characters through which bash builds a word the text does not spell:
+# $ ` \ ' " * ? [ {. Everything else goes to `python3 ownership.py hook` beside this file, which
+# reads the call as bash (or the MCP server) would (docs/agent-handoff-reference.md, "The merge
+# hook and its command reader").
 
 # Any exit but 0 and 2 would let the command through: make it a block.
 guard() {
@@ -27,14 +30,18 @@ input=
 while IFS= read -r -N 65536 chunk; do input+=$chunk; done
 input+=$chunk
 
-# tool_input.command, still JSON-encoded. The fast path trusts it only when it is the input's one
-# "command" key and carries no \u escape (which could spell anything); each JSON escape that
-# decodes to a backslash or a quote (\\ or \") sends the command to Python like the raw character.
-# Only for short input: bash's regex matcher is quadratic in the length of the text, and a hook
-# that outlives Claude Code's timeout lets the command through. Python reads long input quickly.
-shopt -s nocasematch
+# tool_input.command, still JSON-encoded. The fast path trusts it only when the input's one
+# "tool_name" is Bash or Monitor (a tool that runs a shell command; an MCP tool's input may hold
+# a "command" too), it is the input's one "command" key, and the input carries no \u escape
+# (which could spell anything); each JSON escape that decodes to a backslash or a quote (\\ or
+# \") sends the command to Python like the raw character. Only for short input: bash's regex
+# matcher is quadratic in the length of the text, and a hook that outlives Claude Code's timeout
+# lets the command through. Python reads long input quickly.
+tool_key='"tool_name"[[:space:]]*:[[:space:]]*"(Bash|Monitor)"'
 command_key='"command"[[:space:]]*:[[:space:]]*"(([^"\\]|\\.)*)"'
-if ((${#input} <= 8192)) && [[ $input != *'\u'* && $input =~ $command_key ]]; then
+if ((${#input} <= 8192)) && [[ $input != *'\u'* && $input =~ $tool_key ]] &&
+  [[ ${input#*'"tool_name"'} != *'"tool_name"'* ]] && shopt -s nocasematch &&
+  [[ $input =~ $command_key ]]; then
   command_json=${BASH_REMATCH[1]}
   after=${input#*"${BASH_REMATCH[0]}"}
   if [[ ! $after =~ \"command\"[[:space:]]*: ]]; then
@@ -73,7 +80,7 @@ if [[ ! -f $here/ownership.py ]]; then
 fi
 
 # Only _hooklib.sh may set these; a variable of the same name in the environment is dropped.
-unset hooklib_timeout
+unset hooklib_timeout hooklib_python
 if [[ -f $here/_hooklib.sh ]]; then
   # shellcheck source=_hooklib.sh
   source "$here/_hooklib.sh" || deny "$here/_hooklib.sh failed to load, so the merge hook blocks"
@@ -84,8 +91,16 @@ if [[ -f $here/_hooklib.sh ]]; then
   fi
 fi
 
-command -v python3 >/dev/null 2>&1 ||
-  deny "python3 is not on PATH, so the merge hook cannot check this command and blocks it; install Python 3.11 or later with requests, jsonschema, pyyaml, tree-sitter and tree-sitter-bash"
+# The interpreter: _hooklib.sh's hooklib_python when it names one (the Python pairgate is
+# installed in, when that is not the first python3 on the session's PATH), else python3.
+python=${hooklib_python:-python3}
+if [[ -n ${hooklib_python:-} ]]; then
+  [[ -x $hooklib_python && ! -d $hooklib_python ]] ||
+    deny "hooklib_python in $here/_hooklib.sh names $hooklib_python, which is not an executable file, so the merge hook cannot check this command and blocks it; point it at the python3 pairgate is installed in"
+else
+  command -v python3 >/dev/null 2>&1 ||
+    deny "python3 is not on PATH, so the merge hook cannot check this command and blocks it; install Python 3.11 or later with requests, jsonschema, pyyaml, tree-sitter and tree-sitter-bash, or name the interpreter that has them in $here/_hooklib.sh: hooklib_python=/path/to/python3"
+fi
 
 # Its own time limit (seconds), below the "timeout" the hook is registered with: a hook that
 # Claude Code has to kill lets the command through. _hooklib.sh may lower it.
@@ -104,10 +119,10 @@ fi
 run='import sys; sys.path.insert(0, sys.argv[1]); import ownership; sys.exit(ownership.standalone_main(["hook"]))'
 
 status=0
-PAIRGATE_CONFIG=$config "${runner[@]}" python3 -E -P "${cache[@]}" -c "$run" "$here" <<<"$input" || status=$?
+PAIRGATE_CONFIG=$config "${runner[@]}" "$python" -E -P "${cache[@]}" -c "$run" "$here" <<<"$input" || status=$?
 case $status in
   0) exit 0 ;;
   2) exit 2 ;;
   124 | 137) deny "the merge hook timed out after ${limit}s, so it blocks this command" ;;
-  *) deny "the merge hook's check failed (python3 exited $status), so it blocks this command" ;;
+  *) deny "the merge hook's check failed ($python exited $status), so it blocks this command" ;;
 esac

@@ -63,20 +63,20 @@ def starter_text(name: str) -> str:
 def hooklib(python: str) -> str:
     """The preflight library the merge hook sources, naming the interpreter it runs."""
     return f"""# shellcheck shell=bash
-# _hooklib.sh: the preflight library the merge hook sources (written by pairgate init).
+# _hooklib.sh: the preflight library the merge hook sources (written by pairgate).
 #
-#   PAIRGATE_HOOK_PYTHON  the Python the merge hook runs: the one pairgate (with tree-sitter)
-#                         is installed in. Without it the hook runs python3 from PATH.
-#   hooklib_preflight     exit status 0 when this machine can run the hooks, else non-zero
-#                         with the reason; the merge hook blocks the command when it fails.
+#   hooklib_python      the Python the merge hook runs: the one pairgate (with tree-sitter) is
+#                       installed in. Without it the hook runs python3 from PATH.
+#   hooklib_preflight   exit status 0 when this machine can run the hooks, else non-zero with
+#                       the reason; the merge hook blocks the command when it fails.
 #
-# Sourced, not run: it defines a variable and a function, and changes no shell option.
+# Sourced, not run: it sets a variable, defines a function, and changes no shell option.
 
-PAIRGATE_HOOK_PYTHON={shlex.quote(python)}
+hooklib_python={shlex.quote(python)}
 
 hooklib_preflight() {{
-  if [[ ! -x $PAIRGATE_HOOK_PYTHON ]]; then
-    echo "$PAIRGATE_HOOK_PYTHON (PAIRGATE_HOOK_PYTHON in _hooklib.sh) is not an executable"
+  if [[ ! -x $hooklib_python ]]; then
+    echo "$hooklib_python (hooklib_python in _hooklib.sh) is not an executable"
     return 1
   fi
 }}

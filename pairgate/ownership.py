@@ -8,30 +8,36 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    67  errors.py: Exit codes, the error family and the run context every door is given.
-  line   146  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   162  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   382  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line   823  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1085  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1287  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1613  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1659  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  1733  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  1968  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2225  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  2352  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  2520  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  2746  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  3092  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  3236  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  3451  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  3742  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  4029  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  4168  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  4770  command_reader/read.py: read_command: the command reader's one entry point.
-  line  4799  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  4950  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    74  errors.py: Exit codes, the error family and the run context every door is given.
+  line   153  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   169  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   389  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line   830  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1092  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1294  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1620  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1666  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  1740  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  1975  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2232  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  2359  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  2527  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  2753  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  3099  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  3243  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  3458  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  3886  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  4342  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  4491  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  4886  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  4967  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  5480  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  5830  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  6055  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  6466  command_reader/read.py: read_command: the command reader's one entry point.
+  line  6537  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  6712  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  7035  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -3452,6 +3459,9 @@ def audit_json(report: AuditReport, filed: dict[tuple[str, int], Filed]) -> dict
 # =============================================================================================
 
 
+# ---------------------------------------------------------------------------------------------
+# 7. The command reader (for the merge hook)
+# ---------------------------------------------------------------------------------------------
 # A merge hook decides on every Bash command the agent runs, so this section reads the command the
 # way bash would and says which merges it would make. It is pure: text in, a CommandReading out;
 # the verdicts are asked for by the hook's entry point (section 8). tree-sitter is imported lazily
@@ -3465,10 +3475,11 @@ def audit_json(report: AuditReport, filed: dict[tuple[str, int], Filed]) -> dict
 _FAST_WORDS = ("glab", "merge", "accept")
 _FAST_CHARS = frozenset("$`\\'\"*?[{")
 
-# Text that names a glab merge: `mr merge` / `mr accept`, the REST merge endpoint, a merge train,
-# the GraphQL mutation. It counts only where "glab" is in the same text too.
+# Text that names a glab merge: `mr merge` / `mr accept` (any separators between them, and a -R
+# with its value), the REST merge endpoint, a merge train, the GraphQL mutation. It counts only
+# where "glab" is in the same text too.
 _MERGE_MENTION = re.compile(
-    r"(?<![a-z0-9])mr[\W_]{1,8}(?:merge|accept)(?![a-z0-9])"
+    r"(?<![a-z0-9])mr[\W_]+(?:-R[\W_]*\S+[\W_]+|--repo[\W_]*\S+[\W_]+)?(?:merge|accept)(?![a-z0-9])"
     r"|merge_requests\S*?merge(?![a-z0-9])|merge_trains|mergerequestaccept",
     re.IGNORECASE,
 )
@@ -3486,17 +3497,46 @@ _WORDISH = frozenset(
 
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh"})
 
-# glab's top-level commands and their aliases. A word outside this list may be a glab alias
-# (`glab alias set`), which could expand to a merge, so it is read as unknown.
+# glab is read as the version whose source was read: v1.79.0-43-g45aa37be (gitlab-org/cli, GitLab's
+# mirror gitlabhq/cli@45aa37be0045). Its top-level commands and their aliases, from
+# internal/commands/root.go and each command's constructor (`Aliases:`), e.g. version/version.go
+# ("v"), opentofu/opentofu.go ("terraform", "tf"), stack/stack.go ("stacks"). A first word outside
+# this list is looked up as a user alias (cmd/glab/main.go: `rootCmd.Traverse`, then
+# `expand.ExpandAlias`), which could expand to a merge, so it is read as unknown.
+_GLAB_SOURCE = "glab v1.79.0-43-g45aa37be"
 _GLAB_COMMANDS = frozenset(
-    """alias api attestation auth changelog check-update update ci pipe pipeline cluster
-    completion config conf deploy-key duo gpg-key help incident issue issues iteration job
-    label mcp milestone mr opentofu tofu release repo project runner schedule sched skd
-    securefile snippet snip ssh-key stack token user variable var version workitems
-    work-items""".split()  # noqa: SIM905 (a word list reads better as text)
+    """alias api auth changelog check-update update ci pipe pipeline cluster completion config
+    conf deploy-key duo gpg-key incident issue iteration job label mcp milestone mr opentofu
+    terraform tf release repo project schedule sched skd securefile snippet ssh-key stack
+    stacks token user variable var version v""".split()  # noqa: SIM905 (a word list reads better as text)
 )
+# First words glab's alias lookup meets that are never an alias: cobra adds `help` only after the
+# lookup, and `glab alias set` refuses it as a command; the root's flags could only name an alias
+# set with `glab alias set -- -name`, which the hook refuses (see _glab_alias).
+_GLAB_NOT_ALIASES = frozenset({"help", "-h", "--help", "-v", "--version"})
+# `glab mr` subcommands and aliases (internal/commands/mr/*/*.go, `Use:` and `Aliases:`).
+_GLAB_MR_COMMANDS = {
+    alias: name
+    for name, aliases in {
+        "approve": (), "approvers": (), "checkout": (), "close": (), "create": ("new",),
+        "delete": ("del",), "diff": (), "for": ("new-for", "create-for", "for-issue"),
+        "issues": ("issue",), "list": ("ls",), "merge": ("accept",), "note": ("comment",),
+        "rebase": (), "reopen": ("open",), "revoke": ("unapprove",), "subscribe": ("sub",),
+        "todo": ("add-todo",), "unsubscribe": ("unsub",), "update": (), "view": ("show",),
+    }.items()
+    for alias in (name, *aliases)
+}  # fmt: skip
 
 _MAX_DEPTH = 8  # nested re-reads (bash -c "eval '...'") before the reader gives up
+# The reader walks the syntax tree recursively; this is its budget of nested levels (a level is a
+# command, a substitution, a subshell...), far above any real command and far below what Python
+# can recurse. Only a command deeper than this blocks, and says so.
+_TREE_BUDGET = 3000
+_RECURSION_FOR_BUDGET = 8 * _TREE_BUDGET  # Python frames the reader may need within the budget
+
+# A GitLab quick action that merges, on a line of its own in a note or a description.
+_QUICK_MERGE = re.compile(r"^[ \t]*/merge(?![\w-])", re.IGNORECASE | re.MULTILINE)
+_COMMIT_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def could_name_glab_merge(command: str) -> bool:
@@ -3513,11 +3553,36 @@ def _mentions_merge(text: str) -> bool:
 class MergeFound:
     """One merge the command would make. ``problem`` says why it cannot be attributed to one
     project and one merge request; it is empty when ``project`` and ``iid`` are both known.
-    ``project`` is a full path, or a numeric project id as the command spelled it."""
+    ``project`` is a full path, or a numeric project id as the command spelled it.
+
+    ``shas`` are the SHAs GitLab would be given to bind the merge to a head (``--sha``, the
+    ``sha`` field, a ``/merge`` note's ``merge_request_diff_head_sha``), one per place the request
+    can carry one; ``None`` stands for one the hook cannot read. Empty: the merge names no head.
+    ``kind`` is "merge" or "/merge" (a quick action in a note or a description)."""
 
     words: str
     project: str | None
     iid: int | None
+    problem: str = ""
+    shas: tuple[str | None, ...] = ()
+    kind: str = "merge"
+
+
+@dataclass(frozen=True)
+class PushFound:
+    """A ``git push`` that arms auto-merge with push options (GitLab then merges the merge request
+    of ``branch`` at the pushed commit). ``remote`` is the remote as spelled (a URL or a remote's
+    name), ``sha`` the pushed commit when the refspec spells it, ``target_project`` the
+    ``merge_request.target_project`` option; ``alone`` says the push is the command's only
+    command, so the remote's URL can be read from the repository before it runs."""
+
+    words: str
+    remote: str | None
+    sha: str | None
+    branch: str | None
+    target_project: str | None = None
+    creates: bool = False
+    alone: bool = False
     problem: str = ""
 
 
@@ -3525,15 +3590,17 @@ class MergeFound:
 class CommandReading:
     """What a command would merge, what the reader could not read, and which texts name a glab
     merge without being one. The hook allows the command only when ``unknown`` and
-    ``mentions`` are empty and every merge is attributable and passes the gate."""
+    ``mentions`` are empty and every merge and push is attributable and passes the gate."""
 
     merges: tuple[MergeFound, ...] = ()
     unknown: tuple[str, ...] = ()
     mentions: tuple[str, ...] = ()
+    pushes: tuple[PushFound, ...] = ()
 
     def problems(self) -> list[str]:
         """Every reason the reading alone blocks the command, before any verdict is asked."""
         found = [f"{m.words}: {m.problem}" for m in self.merges if m.problem]
+        found += [f"{p.words}: {p.problem}" for p in self.pushes if p.problem]
         found += list(self.unknown)
         found += [
             f"{text}: this names a glab merge that the command does not run; if it is a "
@@ -3561,6 +3628,7 @@ class _Word:
     parts: tuple[_Part, ...]
     span: tuple[int, int] | None  # byte range in its layer, None for words the reader made up
     raw: str
+    node: Any = field(default=None, compare=False, repr=False)  # its syntax node, if parsed
 
     @property
     def value(self) -> str | None:
@@ -3600,6 +3668,16 @@ _ANSI_SIMPLE = {
 
 def _ansi_c(body: str) -> str:
     """The value of ``$'...'`` (bash's ANSI-C quoting)."""
+    return _escapes(body, echo=False)[0]
+
+
+def _echo_escapes(text: str) -> tuple[str, bool]:
+    """What ``echo -e`` (or printf's ``%b``) prints for ``text``, and whether a ``\\c`` ended it:
+    as ``$'...'``, except that an octal escape is ``\\0NNN`` and ``\\c`` stops the output."""
+    return _escapes(text, echo=True)
+
+
+def _escapes(body: str, *, echo: bool) -> tuple[str, bool]:
     out, i = [], 0
     while i < len(body):
         ch = body[i]
@@ -3608,7 +3686,17 @@ def _ansi_c(body: str) -> str:
             i += 1
             continue
         nxt = body[i + 1]
-        if nxt in _ANSI_SIMPLE:
+        if echo and nxt == "c":
+            return "".join(out), True
+        if echo and nxt in "01234567":
+            m = re.match(r"[0-7]{0,3}", body[i + 2 :]) if nxt == "0" else None
+            if m is None:
+                out.append("\\" + nxt)  # echo's octal escapes start with 0
+                i += 2
+            else:
+                out.append(chr(int(m.group() or "0", 8) & 0xFF))
+                i += 2 + len(m.group())
+        elif nxt in _ANSI_SIMPLE:
             out.append(_ANSI_SIMPLE[nxt])
             i += 2
         elif nxt in "xuU":
@@ -3631,7 +3719,58 @@ def _ansi_c(body: str) -> str:
         else:
             out.append("\\" + nxt)
             i += 2
-    return "".join(out)
+    return "".join(out), False
+
+
+_PRINTF_SPEC = re.compile(r"%([-+ #0]*)([0-9]*)(?:\.([0-9]+))?([a-zA-Z%])")
+
+
+def _printf(values: Sequence[str | None]) -> str | None:
+    """What ``printf FORMAT [ARG...]`` prints, for the conversions a script is written with
+    (%s %b %c %d %i %u %%, with flags, width and precision); None when the reader cannot tell
+    (an expansion, another conversion). The format is reused while arguments remain."""
+    if not values or any(v is None for v in values):
+        return None
+    fmt, args = str(values[0]), [str(v) for v in values[1:]]
+    pieces: list[str] = []
+    while True:
+        used, last = 0, 0
+        for m in _PRINTF_SPEC.finditer(fmt):
+            pieces.append(_ansi_c(fmt[last : m.start()]))
+            last = m.end()
+            flags, width, precision, conversion = m.groups()
+            if conversion == "%":
+                pieces.append("%")
+                continue
+            if conversion not in "sbcdiu":
+                return None
+            arg = args[used] if used < len(args) else ""
+            used += 1
+            stopped = False
+            if conversion == "b":
+                arg, stopped = _echo_escapes(arg)
+            elif conversion in "diu":
+                if not re.fullmatch(r"[+-]?[0-9]+", arg or "0"):
+                    return None
+                arg = str(int(arg or "0"))
+            elif conversion == "c":
+                arg = arg[:1]
+            if precision and conversion in "sb":
+                arg = arg[: int(precision)]
+            if width:
+                arg = arg.ljust(int(width)) if "-" in flags else arg.rjust(int(width))
+            pieces.append(arg)
+            if stopped:
+                return "".join(pieces)
+        pieces.append(_ansi_c(fmt[last:]))
+        args = args[used:]
+        if not args or not used:
+            return "".join(pieces)
+
+
+def _file_key(path: str) -> str:
+    """One spelling per file the command names: ``./run.sh`` and ``run.sh`` are one file."""
+    return os.path.normpath(path)
 
 
 # Brace expansion needs a comma or a sequence inside braces; a lone {} (find -exec) is literal.
@@ -3714,7 +3853,12 @@ def _parts(node: Any, src: bytes) -> list[_Part]:
 
 def _word(node: Any, src: bytes) -> _Word:
     raw = src[node.start_byte : node.end_byte].decode("utf-8", "replace")
-    return _Word(tuple(_parts(node, src)), (node.start_byte, node.end_byte), raw)
+    return _Word(tuple(_parts(node, src)), (node.start_byte, node.end_byte), raw, node)
+
+
+def _dynamic_word(word: _Word) -> _Word:
+    """``word`` as something bash (or the program reading it) fills in when it runs."""
+    return _Word((DYNAMIC,), word.span, word.raw)
 
 
 # --- what a command's standard input is ------------------------------------------------------------
@@ -3871,10 +4015,40 @@ def _cobra(args: list[_Word], spec: Mapping[str, tuple[str, bool]]) -> _Flags:
     return flags
 
 
+_NOTE_FLAGS: dict[str, tuple[str, bool]] = {
+    "-m": ("--message", True),
+    "--message": ("--message", True),
+    "--unique": ("--unique", False),
+    "-R": ("--repo", True),
+    "--repo": ("--repo", True),
+    "-h": ("--help", False),
+    "--help": ("--help", False),
+}
+_UPDATE_FLAGS: dict[str, tuple[str, bool]] = {
+    **{f: (f, False) for f in ("--draft", "--wip", "--lock-discussion", "--unlock-discussion",
+                               "--unassign", "--remove-source-branch", "--squash-before-merge",
+                               "--fill-commit-body")},
+    **{f: (f, True) for f in ("--title", "--description", "--label", "--unlabel", "--assignee",
+                              "--reviewer", "--milestone", "--target-branch", "--repo")},
+    "-r": ("--ready", False), "--ready": ("--ready", False), "-t": ("--title", True),
+    "-d": ("--description", True), "-l": ("--label", True), "-u": ("--unlabel", True),
+    "-a": ("--assignee", True), "-m": ("--milestone", True), "-f": ("--fill", False),
+    "--fill": ("--fill", False), "-y": ("--yes", False), "--yes": ("--yes", False),
+    "-R": ("--repo", True), "-h": ("--help", False), "--help": ("--help", False),
+}  # fmt: skip
+_ALIAS_SET_FLAGS: dict[str, tuple[str, bool]] = {
+    "-s": ("--shell", False),
+    "--shell": ("--shell", False),
+    "-h": ("--help", False),
+    "--help": ("--help", False),
+}
+
+
 def _attribute_endpoint(
     project_text: str, iid_text: str, repo: _Word | None, env: dict[str, _Word]
 ) -> tuple[str | None, int | None, str]:
-    """(project, iid, problem) for a REST merge endpoint; a placeholder project is -R's."""
+    """(project, iid, problem) for a REST merge request endpoint; a placeholder project is
+    -R's. The iid must be spelled as GitLab's router takes it, in ASCII digits."""
     project: str | None = project_text
     problem = ""
     if re.search(r":(fullpath|id|repo|namespace|group|user|username)\b", project_text):
@@ -3884,7 +4058,7 @@ def _attribute_endpoint(
                 f"{project_text} is the current directory's project, which the hook does not "
                 "guess; spell the project in the path, or pass -R <group/project>"
             )
-    iid = int(iid_text) if iid_text.isdigit() and int(iid_text) > 0 else None
+    iid = int(iid_text) if re.fullmatch(r"[1-9][0-9]*", iid_text) else None
     if iid is None and not problem:
         problem = f"{iid_text!r} is not a merge request iid"
     return project, iid, problem
@@ -3898,33 +4072,126 @@ def _is_merge_word(value: str | None) -> bool:
     return "merge".startswith(v) or (len(v) >= 2 and "accept".startswith(v))
 
 
-def _merge_endpoint(endpoint: str) -> tuple[str, str] | None:
-    """(project, iid) when a REST endpoint is a merge request's merge or adds it to a train."""
-    path = endpoint.split("?", 1)[0].split("#", 1)[0]
-    path = re.sub(r"^[a-z][a-z0-9+.-]*://[^/]+", "", path, flags=re.IGNORECASE)
-    segments: list[str] = []
+def _is_flag_arg(arg: str) -> bool:
+    """cobra's isFlagArg: a flag with no value of its own to look for in the next word."""
+    return (len(arg) >= 3 and arg[:2] == "--") or (
+        len(arg) >= 2 and arg[0] == "-" and arg[1] != "-"
+    )
+
+
+def _cobra_traverse(values: Sequence[str | None]) -> int | None:
+    """The index of glab's command word among its arguments, as cobra's Command.Traverse finds it
+    at the root (spf13/cobra v1.10.2 command.go), which cmd/glab/main.go uses to decide whether
+    the first argument is an alias: -1 when there is none, None when a word bash computes stands
+    where a flag or the command word could. At the root only -v/--version is a flag of its own
+    without a value (internal/commands/root.go): Traverse takes the word after any other flag as
+    that flag's value."""
+    in_flag = False
+    for i, value in enumerate(values):
+        if value is None:
+            if not in_flag:
+                return None
+            in_flag = False
+        elif value.startswith("--") and "=" not in value:
+            in_flag = value != "--version"
+        elif value.startswith("-") and "=" not in value and len(value) == 2:
+            in_flag = value != "-v"
+        elif in_flag:
+            in_flag = False
+        elif not _is_flag_arg(value):
+            return i
+    return -1
+
+
+_GLAB_PLACEHOLDER = re.compile(
+    r":(group/:namespace/:repo|namespace/:repo|fullpath|id|user|username|group|namespace|repo"
+    r"|branch)\b"
+)
+
+
+def _api_fields(flags: _Flags) -> tuple[dict[str, str | None], bool]:
+    """``glab api``'s parameters as glab builds them (api.go parseFields): each -f/--raw-field,
+    then each -F/--field, later ones replacing earlier ones. A value the hook cannot read
+    (``@file``, a placeholder, an expansion) is None; the second value says some parameter or
+    the body cannot be read at all (a field built from expansions, ``--input``)."""
+    fields: dict[str, str | None] = {}
+    opaque = "--input" in flags.values
+    for name in ("--raw-field", "--field"):
+        for word in flags.values.get(name, []):
+            first = word.parts[0] if word is not None and word.parts else DYNAMIC
+            if word is not None and word.value is not None:
+                key, eq, value = word.value.partition("=")
+                if eq:
+                    magic = name == "--field" and (
+                        value.startswith("@") or _GLAB_PLACEHOLDER.search(value)
+                    )
+                    fields[key] = None if magic else value
+            elif isinstance(first, str) and "=" in first:
+                fields[first.partition("=")[0]] = None
+            else:
+                opaque = True
+    return fields, opaque
+
+
+def _api_route(endpoint: str) -> tuple[str, list[str], list[tuple[str, str]]]:
+    """(kind, path segments after /api/v4, query parameters) for a ``glab api`` endpoint, read as
+    glab builds the URL (internal/commands/api/http.go): exactly ``graphql`` is
+    <host>/api/graphql; an endpoint with ``://`` is the whole URL (any scheme spelling, any host,
+    GitLab under a relative root); anything else follows the API's base URL, /api/v4/. Segments
+    are percent-decoded, and ``.`` and ``..`` resolved as the web server resolves them. kind is
+    "graphql", "rest", or "other" (not GitLab's API)."""
+    if endpoint == "graphql":
+        return "graphql", [], []
+    absolute = "://" in endpoint
+    text = endpoint.split("#", 1)[0]
+    if absolute:
+        after = text.split("://", 1)[1]
+        text = "/" + after.split("/", 1)[1] if "/" in after else "/"
+    path, _, query_text = text.partition("?")
+    segments: list[str] = [] if absolute else ["api", "v4"]
     for segment in (urllib.parse.unquote(s) for s in path.split("/")):
-        if segment == "..":  # resolved as a URL is, before it reaches the router
+        if segment == "..":
             segments = segments[:-1]
         elif segment not in ("", "."):
             segments.append(segment)
     if segments:  # Grape routes answer with a format suffix too: .../merge.json
         segments[-1] = re.sub(r"\.\w+$", "", segments[-1])
-    if segments[:2] == ["api", "v4"]:
-        segments = segments[2:]
+    query = urllib.parse.parse_qsl(query_text, keep_blank_values=True)
+    lowered = [s.lower() for s in segments]
+    for k in range(len(lowered) - 1):
+        if lowered[k] != "api":
+            continue
+        if lowered[k + 1] == "graphql" and k + 2 == len(lowered):
+            return "graphql", [], query
+        if lowered[k + 1] == "v4":
+            return "rest", segments[k + 2 :], query
+    return "other", segments, query
+
+
+def _mr_endpoint(segments: list[str]) -> tuple[str, str, str] | None:
+    """(kind, project, iid) when API segments name a merge request's merge ("merge"), its entry
+    on a merge train ("train"), its notes ("notes", "discussions", "draft_notes": a note may
+    carry a /merge quick action) or the merge request itself ("mr": its description may)."""
     lowered = [s.lower() for s in segments]
     if not lowered or lowered[0] != "projects":
         return None
-    for k in range(2, len(lowered)):
+    for k in range(2, len(lowered) - 1):
         if lowered[k] != "merge_requests":
             continue
-        project = "/".join(segments[1:k])
+        iid, tail = segments[k + 1], lowered[k + 2 :]
         if k >= 3 and lowered[k - 1] == "merge_trains":
-            project = "/".join(segments[1 : k - 1])
-            if len(lowered) == k + 2:
-                return project, segments[k + 1]
-        if len(lowered) == k + 3 and lowered[k + 2] == "merge":
-            return project, segments[k + 1]
+            if not tail:
+                return "train", "/".join(segments[1 : k - 1]), iid
+            continue
+        project = "/".join(segments[1:k])
+        if tail == ["merge"]:
+            return "merge", project, iid
+        if not tail:
+            return "mr", project, iid
+        if tail[0] in ("notes", "draft_notes") and len(tail) <= 2:
+            return tail[0], project, iid
+        if tail[0] == "discussions" and (len(tail) <= 2 or (tail[2] == "notes" and len(tail) <= 4)):
+            return "discussions", project, iid
     return None
 
 
@@ -3961,9 +4228,48 @@ def _host_readings(project: str | None) -> tuple[str | None, ...]:
     return (project,)
 
 
-_MR_URL = re.compile(
-    r"^(?:[a-z][a-z0-9+.-]*://[^/]+/)?(?P<project>.+?)/-/merge_requests/(?P<iid>\d+)"
-)
+# internal/cmdutils/url_parser.go (mergeRequestURLPathRE), on the path Go's url.Parse gives.
+_GLAB_MR_PATH = re.compile(r"^(/(?:[^-][^/]+/){2,})+(?:-/)?merge_requests/([0-9]+)(?:/.*)?$", re.S)
+_GO_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def _glab_mr_url(text: str) -> tuple[str, int] | None:
+    """(project, iid) when glab reads ``text`` as a merge request's URL
+    (cmdutils.ParseMergeRequestFromURL, glrepo.FromURL): Go's url.Parse (the scheme is read in
+    any case; none, http or https is accepted; ``//host/path`` has a host too), the path pattern
+    above, and a host glab can name."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in text):
+        return None  # net/url refuses control characters
+    rest = text.split("#", 1)[0]
+    scheme = ""
+    m = _GO_SCHEME.match(rest)
+    if m:
+        scheme, rest = m.group(1).lower(), rest[m.end() :]
+    if scheme not in ("", "http", "https"):
+        return None
+    rest = rest.split("?", 1)[0]
+    if not rest.startswith("//") or (not scheme and rest.startswith("///")):
+        return None  # no host: glrepo.FromURL refuses it
+    authority, slash, path = rest[2:].partition("/")
+    host = authority.rpartition("@")[2]
+    hostname = host[1 : host.find("]")] if host.startswith("[") else host.split(":", 1)[0]
+    if not hostname or re.search(r"[\s\"<>\\^`{|}]|%(?![0-9A-Fa-f]{2})", host):
+        return None
+    if re.search(r"%(?![0-9A-Fa-f]{2})", path):
+        return None  # net/url refuses a bad escape
+    found = _GLAB_MR_PATH.match(urllib.parse.unquote(slash + path, errors="surrogateescape"))
+    if found is None or not 0 < int(found.group(2)) < 2**63:
+        return None
+    return found.group(1).strip("/"), int(found.group(2))
+
+
+def _go_atoi(text: str) -> int | None:
+    """Go's strconv.Atoi: an optional sign and ASCII digits, within int64 (a full-width digit
+    is not a digit to Go, whatever Python's int() says)."""
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        return None
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else None
 
 
 def _attribute(
@@ -3973,7 +4279,9 @@ def _attribute(
     env: dict[str, _Word],
     open_args: bool,
 ) -> tuple[str | None, int | None, str]:
-    """(project, iid, problem) for ``glab mr merge``'s arguments."""
+    """(project, iid, problem) for ``glab mr merge``'s (or ``note``'s) arguments, read as
+    mrutils.MRFromArgsWithOpts reads them: a merge request URL, else ``strconv.Atoi`` of the
+    argument without one leading ``!``, else a branch name."""
     if repo is not None and repo.value is None:
         return None, None, "the project (-R) is built from variables or substitutions"
     project = _repo_project(repo, env)
@@ -3990,39 +4298,193 @@ def _attribute(
             project,
             None,
             (
-                "no merge request named: glab would merge the current branch's merge request, which "
-                "the hook does not guess; name it by its iid"
+                "no merge request named: glab would take the current branch's merge request, "
+                "which the hook does not guess; name it by its iid"
             ),
         )
     value = positionals[0][1].value
     if value is None:
         return project, None, "the merge request is built from variables or substitutions"
-    m = _MR_URL.match(value)
-    if m:
-        from_url = m.group("project")
+    url = _glab_mr_url(value)
+    if url is not None:
+        from_url, iid = url
         if project is not None and project != from_url:
             return None, None, f"-R names {project} but the URL names {from_url}"
-        return from_url, int(m.group("iid")), ""
-    digits = value[1:] if value.startswith("!") else value
-    if not digits.isdigit() or int(digits) == 0:
+        return from_url, iid, ""
+    number = _go_atoi(value.removeprefix("!"))
+    if number is None:
         return (
             project,
             None,
-            (f"{value!r} names a branch, not a merge request; name the merge request by its iid"),
+            (
+                f"{value!r} names a branch, not a merge request (glab reads a number as Go "
+                "does: ASCII digits only); name the merge request by its iid"
+            ),
         )
+    if number <= 0:
+        return project, None, f"{value!r} is not a merge request glab can take"
     if project is None:
         return (
             None,
-            int(digits),
+            number,
             (
                 "no project named: glab would use the current directory's repository (or "
                 "GITLAB_REPO), which the hook does not guess; pass -R <group/project>"
             ),
         )
-    return project, int(digits), ""
+    return project, number, ""
 
 
 # end pairgate/standalone/command_reader/glab.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/command_reader/graphql.py
+# =============================================================================================
+
+
+# --- GraphQL --------------------------------------------------------------------------------------
+
+_GQL_TOKEN = re.compile(
+    r"(?P<skip>[\t\n\r ,\ufeff]+|#[^\n\r]*)"
+    r'|(?P<block>"""(?:\\"""|[^"]|"(?!""))*""")'
+    r'|(?P<string>"(?:\\.|[^"\\\n\r])*")'
+    r"|(?P<name>[_A-Za-z][_0-9A-Za-z]*)"
+    r"|(?P<number>-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)"
+    r"|(?P<punct>\.\.\.|[!$&():=@\[\]{|}])"
+)
+_GQL_MISSING = object()  # a variable the request does not give
+
+
+def _gql_tokens(text: str) -> list[tuple[str, str]] | None:
+    tokens, pos = [], 0
+    while pos < len(text):
+        m = _GQL_TOKEN.match(text, pos)
+        if m is None:
+            return None
+        pos = m.end()
+        if m.lastgroup != "skip":
+            tokens.append((m.lastgroup or "", m.group()))
+    return tokens
+
+
+def _gql_string(kind: str, text: str) -> str | None:
+    if kind == "block":  # a block string: common indentation and blank edges dropped
+        lines = re.split(r"\r\n|\n|\r", text[3:-3].replace('\\"""', '"""'))
+        indents = [len(x) - len(x.lstrip(" \t")) for x in lines[1:] if x.strip(" \t")]
+        cut = min(indents, default=0)
+        lines = [lines[0], *(x[cut:] for x in lines[1:])]
+        while lines and not lines[0].strip(" \t"):
+            lines.pop(0)
+        while lines and not lines[-1].strip(" \t"):
+            lines.pop()
+        return "\n".join(lines)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _gql_value(
+    tokens: list[tuple[str, str]], i: int, variables: Mapping[str, Any], depth: int = 0
+) -> tuple[Any, int]:
+    """One GraphQL value from token ``i``: (the value, the index after it); ValueError when the
+    reader cannot read it."""
+    if depth > 32 or i >= len(tokens):
+        raise ValueError("too deep")
+    kind, text = tokens[i]
+    if text == "$" and i + 1 < len(tokens) and tokens[i + 1][0] == "name":
+        return variables.get(tokens[i + 1][1], _GQL_MISSING), i + 2
+    if kind in ("string", "block"):
+        value = _gql_string(kind, text)
+        if value is None:
+            raise ValueError("string")
+        return value, i + 1
+    if kind in ("name", "number"):
+        return text, i + 1
+    if text in ("[", "{"):
+        close = "]" if text == "[" else "}"
+        items: list[Any] = []
+        fields: dict[str, Any] = {}
+        i += 1
+        while i < len(tokens) and tokens[i][1] != close:
+            if text == "{":
+                if tokens[i][0] != "name" or i + 1 >= len(tokens) or tokens[i + 1][1] != ":":
+                    raise ValueError("object")
+                fields[tokens[i][1]], i = _gql_value(tokens, i + 2, variables, depth + 1)
+            else:
+                item, i = _gql_value(tokens, i, variables, depth + 1)
+                items.append(item)
+        if i >= len(tokens):
+            raise ValueError("unclosed")
+        return (items if text == "[" else fields), i + 1
+    raise ValueError(text)
+
+
+def _graphql_read(
+    query: str, variables: Mapping[str, Any]
+) -> tuple[list[tuple[str | None, int | None, str | None, str]], list[str]]:
+    """Each ``mergeRequestAccept`` field of a GraphQL document as (project, iid, sha, problem),
+    its ``input`` read from literals, the request's variables and the variables' defaults (sha
+    "" when none is given, None when it cannot be read), and every string literal in it."""
+    tokens = _gql_tokens(query)
+    if tokens is None:
+        return [], []
+    strings = [
+        s for kind, text in tokens if kind in ("string", "block")
+        if (s := _gql_string(kind, text)) is not None
+    ]  # fmt: skip
+    defaults: dict[str, Any] = {}
+    for i in range(len(tokens) - 2):  # $name: Type = default
+        if tokens[i][1] == "$" and tokens[i + 1][0] == "name" and tokens[i + 2][1] == ":":
+            j = i + 3
+            while j < len(tokens) and (tokens[j][0] == "name" or tokens[j][1] in "![]"):
+                j += 1
+            if j < len(tokens) and tokens[j][1] == "=":
+                try:
+                    defaults[tokens[i + 1][1]] = _gql_value(tokens, j + 1, {})[0]
+                except ValueError:
+                    defaults[tokens[i + 1][1]] = None
+    known = {**defaults, **variables}
+    problem = "a GraphQL mergeRequestAccept whose projectPath, iid or sha the hook cannot read"
+    found: list[tuple[str | None, int | None, str | None, str]] = []
+    for i, (kind, text) in enumerate(tokens):
+        if kind != "name" or text != "mergeRequestAccept":
+            continue
+        before = tokens[i - 1][1] if i else ""
+        after = tokens[i + 1][1] if i + 1 < len(tokens) else ""
+        if after == ":" or before in ("$", "...", "fragment", "on", "query", "mutation"):
+            continue  # an alias, a variable, a fragment or an operation named so
+        try:
+            if after != "(":
+                raise ValueError("no arguments")
+            arguments: dict[str, Any] = {}
+            j = i + 2
+            while j < len(tokens) and tokens[j][1] != ")":
+                if tokens[j][0] != "name" or j + 1 >= len(tokens) or tokens[j + 1][1] != ":":
+                    raise ValueError("argument")
+                arguments[tokens[j][1]], j = _gql_value(tokens, j + 2, known)
+            data = arguments.get("input")
+            if not isinstance(data, dict):
+                raise ValueError("input")
+        except ValueError:
+            found.append((None, None, None, problem))
+            continue
+        project, iid, sha = data.get("projectPath"), data.get("iid"), data.get("sha", "")
+        if not isinstance(project, str) or not isinstance(iid, str):
+            found.append((project if isinstance(project, str) else None, None, None, problem))
+            continue
+        if not re.fullmatch(r"[1-9][0-9]*", iid):
+            found.append((project, None, None, f"{iid!r} is not a merge request iid"))
+            continue
+        if sha is _GQL_MISSING:
+            sha = ""
+        found.append((project, int(iid), sha if isinstance(sha, str) else None, ""))
+    return found, strings
+
+
+# end pairgate/standalone/command_reader/graphql.py
 
 
 # =============================================================================================
@@ -4161,15 +4623,268 @@ def _env_split(argv: list[_Word]) -> list[_Word] | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Opts:
+    """A program's options as getopt_long reads them: ``short`` in getopt's notation ("c:" takes
+    a value, "t::" an attached one only); ``long`` maps each long name to 0 (no value), 1 (a
+    value, after = or in the next word) or 2 (a value after = only), and a unique prefix of a
+    long name counts, as getopt_long allows; ``permute``: options may follow operands (GNU's
+    default), False stops at the first operand (getopt's "+")."""
+
+    short: str
+    long: Mapping[str, int]
+    permute: bool = True
+
+
+def _getopt(
+    words: list[_Word], spec: _Opts
+) -> tuple[list[tuple[str, _Word | None]], list[_Word], bool]:
+    """(options, operands, unclear): each option as (its letter or long name, its value), and
+    whether a word bash computes stands where an option could."""
+    takes: dict[str, int] = {}
+    k = 0
+    while k < len(spec.short):
+        colons = len(spec.short[k + 1 :]) - len(spec.short[k + 1 :].lstrip(":"))
+        takes[spec.short[k]] = colons
+        k += 1 + colons
+    options: list[tuple[str, _Word | None]] = []
+    operands: list[_Word] = []
+    unclear = False
+    i = 0
+    while i < len(words):
+        word, value = words[i], words[i].value
+        if value is None or value == "-" or not value.startswith("-"):
+            unclear = unclear or (value is None and word.parts[:1] == (DYNAMIC,))
+            operands.append(word)
+            i += 1
+            if not spec.permute:
+                operands += words[i:]
+                break
+            continue
+        if value == "--":
+            operands += words[i + 1 :]
+            break
+        if value.startswith("--"):
+            name, eq, attached = value[2:].partition("=")
+            matches = [n for n in spec.long if n == name] or [
+                n for n in spec.long if n.startswith(name)
+            ]
+            full = matches[0] if len(matches) == 1 else name
+            kind = spec.long.get(full, 0)
+            if eq:
+                options.append((full, _Word((attached,), word.span, word.raw)))
+            elif kind == 1:
+                options.append((full, words[i + 1] if i + 1 < len(words) else None))
+                i += 1
+            else:
+                options.append((full, None))
+            i += 1
+            continue
+        for j in range(1, len(value)):
+            letter = value[j]
+            count = takes.get(letter, 0)
+            if count and j + 1 < len(value):
+                options.append((letter, _Word((value[j + 1 :],), word.span, word.raw)))
+                break
+            if count == 1:
+                options.append((letter, words[i + 1] if i + 1 < len(words) else None))
+                i += 1
+                break
+            options.append((letter, None))
+        i += 1
+    return options, operands, unclear
+
+
+# Options of the programs that run a shell on one of their arguments, from their manuals and
+# sources: util-linux script(1) (term-utils/script.c), su(1)/runuser(1) (login-utils), flock(1)
+# (sys-utils/flock.c); sudo(8) (src/parse_args.c); doas(1); tmux(1); GNU make(1); git-push(1),
+# git-config(1); coreutils tee(1), cp(1), ln(1), install(1), mv(1).
+_SCRIPT_OPTS = _Opts(
+    "aB:c:eE:fI:O:o:qm:T:t::Vh",
+    {"append": 0, "command": 1, "echo": 1, "return": 0, "flush": 0, "force": 0, "log-in": 1,
+     "log-out": 1, "log-io": 1, "log-timing": 1, "logging-format": 1, "output-limit": 1,
+     "quiet": 0, "timing": 2, "version": 0, "help": 0},
+)  # fmt: skip
+_SU_LONG = {
+    "command": 1, "session-command": 1, "fast": 0, "group": 1, "supp-group": 1, "login": 0,
+    "preserve-environment": 0, "pty": 0, "shell": 1, "whitelist-environment": 1, "help": 0,
+    "version": 0,
+}  # fmt: skip
+_SU_OPTS = _Opts("c:fg:G:lmpPs:w:hV", _SU_LONG)
+_RUNUSER_OPTS = _Opts("c:fg:G:lmpPs:u:w:hV", {**_SU_LONG, "user": 1})
+_SUDO_OPTS = _Opts(
+    "AbBEeg:h::HiKklnPp:r:sSt:T:u:U:vVC:D:R:",
+    {"askpass": 0, "background": 0, "bell": 0, "close-from": 1, "chdir": 1, "preserve-env": 2,
+     "edit": 0, "group": 1, "set-home": 0, "help": 0, "host": 1, "login": 0,
+     "remove-timestamp": 0, "reset-timestamp": 0, "list": 0, "non-interactive": 0,
+     "preserve-groups": 0, "prompt": 1, "chroot": 1, "role": 1, "stdin": 0, "shell": 0,
+     "type": 1, "command-timeout": 1, "other-user": 1, "user": 1, "version": 0, "validate": 0},
+    permute=False,
+)  # fmt: skip
+_DOAS_OPTS = _Opts("a:C:Lnsu:", {}, permute=False)
+_FLOCK_OPTS = _Opts(
+    "sexnoFuw:E:hVc:",
+    {"shared": 0, "exclusive": 0, "unlock": 0, "nonblock": 0, "nb": 0, "close": 0,
+     "no-fork": 0, "timeout": 1, "wait": 1, "conflict-exit-code": 1, "command": 1,
+     "verbose": 0, "help": 0, "version": 0},
+    permute=False,
+)  # fmt: skip
+_TMUX_OPTS = _Opts("2CDlNuvVc:f:L:S:T:", {}, permute=False)
+# tmux commands that run a shell command (or type keys into one), with their aliases.
+_TMUX_SHELL_COMMANDS = (
+    ("new-session", "new", _Opts("AdDEPXc:e:f:F:n:s:t:x:y:", {}, permute=False)),
+    ("new-window", "neww", _Opts("abdkPSc:e:F:n:t:", {}, permute=False)),
+    ("split-window", "splitw", _Opts("bdefhIPvZc:e:F:l:p:t:", {}, permute=False)),
+    ("respawn-window", "respawnw", _Opts("kc:e:t:", {}, permute=False)),
+    ("respawn-pane", "respawnp", _Opts("kc:e:t:", {}, permute=False)),
+    ("run-shell", "run", _Opts("bCc:d:t:", {}, permute=False)),
+    ("display-popup", "popup", _Opts("BCEkNb:c:d:e:h:s:S:t:T:w:x:y:", {}, permute=False)),
+    ("pipe-pane", "pipep", _Opts("IOot:", {}, permute=False)),
+    ("if-shell", "if", _Opts("bFt:", {}, permute=False)),
+    ("send-keys", "send", _Opts("FHKlMRXc:N:t:", {}, permute=False)),
+)
+_MAKE_OPTS = _Opts(
+    "bmBC:deE:f:hiI:j::kl::L::nO::o:pqrRsStvwW:",
+    {"always-make": 0, "directory": 1, "debug": 2, "environment-overrides": 0, "eval": 1,
+     "file": 1, "makefile": 1, "help": 0, "ignore-errors": 0, "include-dir": 1, "jobs": 2,
+     "jobserver-style": 1, "keep-going": 0, "load-average": 2, "check-symlink-times": 0,
+     "just-print": 0, "dry-run": 0, "recon": 0, "old-file": 1, "assume-old": 1,
+     "output-sync": 2, "print-data-base": 0, "question": 0, "no-builtin-rules": 0,
+     "no-builtin-variables": 0, "shuffle": 2, "silent": 0, "quiet": 0, "no-silent": 0,
+     "no-keep-going": 0, "stop": 0, "touch": 0, "trace": 0, "version": 0,
+     "print-directory": 0, "no-print-directory": 0, "what-if": 1, "new-file": 1,
+     "assume-new": 1, "warn-undefined-variables": 0},
+)  # fmt: skip
+_TEE_OPTS = _Opts("aip", {"append": 0, "ignore-interrupts": 0, "output-error": 2})
+_COPY_OPTS = _Opts("g:m:o:S:t:", {"target-directory": 1, "suffix": 1, "mode": 1, "owner": 1,
+                                   "group": 1, "backup": 2})  # fmt: skip
+_GIT_CONFIG_OPTS = _Opts(
+    "f:elz",
+    {"global": 0, "system": 0, "local": 0, "worktree": 0, "file": 1, "blob": 1, "add": 0,
+     "replace-all": 0, "append": 0, "unset": 0, "unset-all": 0, "get": 0, "get-all": 0,
+     "get-regexp": 0, "get-urlmatch": 0, "list": 0, "edit": 0, "remove-section": 0,
+     "rename-section": 0, "type": 1, "bool": 0, "int": 0, "bool-or-int": 0, "path": 0,
+     "expiry-date": 0, "null": 0, "name-only": 0, "includes": 0, "no-includes": 0,
+     "show-origin": 0, "show-scope": 0, "default": 1, "comment": 1, "value": 1,
+     "fixed-value": 0, "all": 0, "regexp": 0, "url": 1},
+)  # fmt: skip
+_GIT_PUSH_OPTS = _Opts(
+    "46dfnquvo:",
+    {"all": 0, "branches": 0, "mirror": 0, "tags": 0, "follow-tags": 0, "delete": 0,
+     "prune": 0, "dry-run": 0, "porcelain": 0, "force": 0, "force-with-lease": 2,
+     "force-if-includes": 0, "repo": 1, "set-upstream": 0, "thin": 0, "no-thin": 0,
+     "quiet": 0, "verbose": 0, "progress": 0, "no-progress": 0, "push-option": 1,
+     "no-push-option": 0, "receive-pack": 1, "exec": 1, "recurse-submodules": 1,
+     "no-recurse-submodules": 0, "verify": 0, "no-verify": 0, "atomic": 0, "no-atomic": 0,
+     "signed": 2, "no-signed": 0, "ipv4": 0, "ipv6": 0},
+)  # fmt: skip
+
+
+def _tmux_lookup(name: str) -> tuple[str, _Opts] | None:
+    """A tmux command that runs a shell, by name, alias or prefix (tmux takes a unique prefix)."""
+    for canonical, alias, spec in _TMUX_SHELL_COMMANDS:
+        if name in (canonical, alias):
+            return canonical, spec
+    for canonical, _alias, spec in _TMUX_SHELL_COMMANDS:
+        if len(name) >= 2 and canonical.startswith(name):
+            return canonical, spec
+    return None
+
+
+def _makefile_commands(text: str) -> list[str]:
+    """The shell commands a makefile runs, as far as the text says: each recipe line (a line
+    that starts with a tab; its @, - and + prefixes dropped), each ``$(shell ...)`` and the right
+    side of each ``!=`` assignment. make's own references ($(VAR), ${VAR}, $@) become expansions
+    the reader cannot read; ``$$`` is a dollar sign."""
+    joined = re.sub(r"\\\r?\n", " ", text)
+    commands = []
+    for line in joined.split("\n"):
+        if line.startswith("\t"):
+            commands.append(_make_to_shell(line.lstrip("\t").lstrip("@+- \t")))
+        elif "!=" in line:
+            commands.append(_make_to_shell(line.split("!=", 1)[1]))
+    for m in re.finditer(r"\$([({])shell\s", joined):
+        opener, closer, depth, j = m.group(1), ")" if m.group(1) == "(" else "}", 1, m.end()
+        while j < len(joined) and depth:
+            depth += {opener: 1, closer: -1}.get(joined[j], 0)
+            j += 1
+        commands.append(_make_to_shell(joined[m.end() : j - 1]))
+    return commands
+
+
+def _make_to_shell(line: str) -> str:
+    text, previous = line.replace("$$", "\x00"), None
+    while previous != text:  # innermost references first
+        previous = text
+        text = re.sub(r"\$\([^()$]*\)|\$\{[^{}$]*\}", "\x01", text)
+    text = re.sub(r"\$[^\x00\x01]", "\x01", text)
+    return text.replace("\x00", "$").replace("\x01", "${MAKE_REFERENCE}")
+
+
+_AUTO_MERGE_TEXT = re.compile(r"merge_when_pipeline_succeeds|auto_merge", re.IGNORECASE)
+
+
+def _push_option(text: str) -> tuple[str, str, str]:
+    """(namespace, key, value) of a push option as GitLab reads it (lib/gitlab/push_options.rb:
+    ``namespace.key[=value]``, stripped, namespace ``mr`` for ``merge_request``)."""
+    m = re.search(r"(?P<namespace>[^.]+)\.(?P<key>[^=]+)=?(?P<value>.*)", text, re.DOTALL)
+    if m is None:
+        return "", "", ""
+    namespace = m.group("namespace").strip().lower()
+    namespace = "merge_request" if namespace == "mr" else namespace
+    return namespace, m.group("key").strip().lower(), m.group("value")
+
+
+def _arms_auto_merge(text: str) -> bool:
+    namespace, key, _ = _push_option(text)
+    return namespace == "merge_request" and key in ("merge_when_pipeline_succeeds", "auto_merge")
+
+
+def _git_setting(word: _Word) -> tuple[str, _Word | None]:
+    """``git -c name=value``: (the name, lower-cased as git compares it, and the value); "*"
+    when bash computes the name."""
+    if word.value is not None:
+        key, eq, value = word.value.partition("=")
+        return key.lower(), _Word((value if eq else "true",), word.span, word.raw)
+    first = word.parts[0] if word.parts else DYNAMIC
+    if isinstance(first, str) and "=" in first:
+        return first.partition("=")[0].lower(), None
+    return "*", None
+
+
+def _git_env_config(env: Mapping[str, _Word]) -> list[tuple[str, _Word | None]]:
+    """git configuration set on the command through the environment: GIT_CONFIG_COUNT with
+    GIT_CONFIG_KEY_<n>/GIT_CONFIG_VALUE_<n>, and GIT_CONFIG_PARAMETERS (git-config(1))."""
+    found: list[tuple[str, _Word | None]] = []
+    if "GIT_CONFIG_PARAMETERS" in env:
+        text = env["GIT_CONFIG_PARAMETERS"].value
+        try:
+            pairs = shlex.split(text) if text is not None else None
+        except ValueError:
+            pairs = None
+        if pairs is None:
+            return [("*", None)]
+        found += [(p.partition("=")[0].lower(), _literal_word(p.partition("=")[2])) for p in pairs]
+    count = env.get("GIT_CONFIG_COUNT")
+    if count is None:
+        return found
+    if count.value is None or not re.fullmatch(r"[0-9]+", count.value):
+        return [*found, ("*", None)]
+    for n in range(min(int(count.value), 100)):
+        key = env.get(f"GIT_CONFIG_KEY_{n}")
+        if key is None or key.value is None:
+            found.append(("*", None))
+        else:
+            found.append((key.value.lower(), env.get(f"GIT_CONFIG_VALUE_{n}")))
+    return found
+
+
 # end pairgate/standalone/command_reader/wrappers.py
 
 
 # =============================================================================================
-# begin pairgate/standalone/command_reader/reader.py
+# begin pairgate/standalone/command_reader/reader_base.py
 # =============================================================================================
-
-
-# --- the reader -------------------------------------------------------------------------------
 
 
 @dataclass
@@ -4179,11 +4894,1169 @@ class _Layer:
     src: bytes
     depth: int
     consumed: set[tuple[int, int]] = field(default_factory=set)
+    dashes: set[int] = field(default_factory=set)  # where the parser dropped a `-` word
 
 
 def _short(text: str, limit: int = 100) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _ReaderBase:
+    """The state of one reading (set by _Reader.__init__) and the reader's own steps the mixins
+    call; the mixins and _Reader share one instance."""
+
+    merges: list[MergeFound]
+    pushes: list[PushFound]
+    unknown: list[str]
+    mentions: list[str]
+    aliases: dict[str, str]
+    expanding: set[str]
+    glab_aliases: dict[str, tuple[str | None, bool, _Layer, tuple[int, int] | None]]
+    glab_names: set[str]
+    git_aliases: dict[str, tuple[_Word, _Layer]]
+    git_push_options: list[_Word | None]
+    files: dict[str, _Stdin]
+    script_runs: list[tuple[str | None, _Layer]]
+    layers: list[tuple[_Layer, Any]]
+    unnamed_writes: bool
+    level: int
+    over_budget: bool
+    simple_commands: int
+    text: str
+
+    # The reader's own steps, which the mixins call: each is defined once, on _Reader or on the
+    # mixin named, and these declarations only tell the type checker that they are there.
+    def read(self, text: str, depth: int = 0) -> None:
+        raise NotImplementedError  # _Reader
+
+    def _alias(self, argv: list[_Word]) -> None:
+        raise NotImplementedError  # _Reader
+
+    def _expand_alias(self, argv: list[_Word], layer: _Layer) -> None:
+        raise NotImplementedError  # _Reader
+
+    def _write_file(self, path: str | None, text: _Stdin, *, append: bool = False) -> None:
+        raise NotImplementedError  # _Reader
+
+    def _output_of(self, node: Any, layer: _Layer, stdin: _Stdin | None) -> _Stdin:
+        raise NotImplementedError  # _Reader
+
+    def _unclear(self, argv: list[_Word], what: str) -> None:
+        raise NotImplementedError  # _ProgramReading
+
+    def _consume(self, layer: _Layer, words: list[_Word]) -> None:
+        raise NotImplementedError  # _GlabReading
+
+    def _glab(
+        self,
+        argv: list[_Word],
+        env: dict[str, _Word],
+        layer: _Layer,
+        open_args: bool,
+        *,
+        expanded: bool = False,
+    ) -> None:
+        raise NotImplementedError  # _GlabReading
+
+
+# end pairgate/standalone/command_reader/reader_base.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/command_reader/reader_programs.py
+# =============================================================================================
+
+
+class _ProgramReading(_ReaderBase):
+    """What a program that runs another program (or a shell) would run."""
+
+    # program readers: argv, the command's assignments, its standard input, the layer
+
+    _PROGRAMS: dict[str, str] = {  # noqa: RUF012 (a constant table)
+        "script": "_script",
+        "su": "_su",
+        "runuser": "_su",
+        "flock": "_flock",
+        "tmux": "_tmux",
+        "source": "_source",
+        ".": "_source",
+        "find": "_find",
+        "make": "_make",
+        "gmake": "_make",
+        "git": "_git",
+        "tee": "_tee",
+        "cp": "_copy",
+        "ln": "_copy",
+        "install": "_copy",
+        "mv": "_copy",
+    }
+
+    def _argv(
+        self,
+        argv: list[_Word],
+        env: dict[str, _Word],
+        stdin: _Stdin | None,
+        layer: _Layer,
+        *,
+        open_args: bool,
+    ) -> None:
+        """Look through wrappers to the program that runs, then read it."""
+        while argv:
+            if self.aliases:
+                self._expand_alias(argv, layer)
+            program = argv[0].tail
+            if program is None:
+                self._dynamic_program(argv)
+                return
+            if program == "alias":
+                self._alias(argv)
+                return
+            if program in ("sudo", "doas") and self._sudo_shell(argv, stdin, layer):
+                return
+            unwrapped = _unwrap(program, argv, env)
+            if unwrapped is not None:
+                argv, more_open = unwrapped
+                open_args = open_args or more_open
+                continue
+            if program == "env" and _env_split(argv) is not None:
+                self._reread_words(argv, _env_split(argv) or [], layer, "env -S")
+                return
+            if program == "busybox" and len(argv) > 1:
+                argv = argv[1:]
+                continue
+            if program in _SHELLS:
+                self._shell(argv, stdin, layer, open_args)
+                return
+            if program == "eval":
+                self._reread_words(argv, argv[1:], layer, "eval")
+                return
+            if program == "trap":
+                operands = [w for w in argv[1:] if w.value != "--"]
+                if len(operands) >= 2 and (operands[0].value or "x")[:1] != "-":
+                    self._reread_words(argv, operands[:1], layer, "trap")
+                return
+            if program == "watch":
+                self._watch(argv, env, stdin, layer)
+                return
+            if program in self._PROGRAMS:
+                getattr(self, self._PROGRAMS[program])(argv, env, stdin, layer)
+                return
+            if program == "glab" or program in self.glab_names:
+                self._glab(argv, env, layer, open_args)
+                return
+            if self._run_written(argv, stdin, layer):
+                return
+            self._other(argv, env, stdin, layer)
+            return
+
+    def _dynamic_program(self, argv: list[_Word]) -> None:
+        """A program whose name bash computes could be glab, with any subcommand split out of
+        the same expansion: it is unknown, whatever follows it."""
+        self.unknown.append(
+            f"{_short(' '.join(w.raw for w in argv))}: bash computes the program's name (a "
+            "variable, a substitution, a glob or a brace), so the hook cannot tell whether it is "
+            "glab; spell the program out"
+        )
+
+    def _reread_words(self, argv: list[_Word], words: list[_Word], layer: _Layer, how: str) -> None:
+        values = [w.value for w in words]
+        if any(v is None for v in values):
+            self.unknown.append(
+                f"{_short(' '.join(w.raw for w in argv))}: {how} runs text built from variables "
+                "or substitutions, which the hook cannot read"
+            )
+            return
+        for w in words:
+            if w.span:
+                layer.consumed.add(w.span)
+        self.read(" ".join(v for v in values if v is not None), layer.depth + 1)
+
+    def _read_source(
+        self, source: _Stdin | None, argv: list[_Word], layer: _Layer, how: str
+    ) -> None:
+        """Re-read a script a program runs, when the command line spells it."""
+        if source is None:
+            return  # a file the command did not write, or the session's own input: not read
+        if source.text is not None:
+            layer.consumed.update(source.spans)
+            self.read(source.text, layer.depth + 1)
+        elif source.dynamic:
+            self.unknown.append(
+                f"{_short(' '.join(w.raw for w in argv))}: {how} runs commands built from "
+                "variables or substitutions, or from a file this command writes with content "
+                "the hook cannot read"
+            )
+
+    def _script_source(self, word: _Word, stdin: _Stdin | None, layer: _Layer) -> _Stdin | None:
+        """The script a shell or ``source`` reads from the file ``word`` names: standard input,
+        a process substitution's output, a file the command writes; None for any other file."""
+        node = word.node
+        if node is not None and node.type == "process_substitution":
+            inner = [c for c in node.children if c.type not in ("<(", ">(", ")")]
+            if len(inner) == 1:
+                return self._output_of(inner[0], layer, None)
+            return _DYNAMIC_STDIN
+        value = word.value
+        if value is None:
+            self.script_runs.append((None, layer))
+            return None
+        if value in ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"):
+            return stdin
+        key = _file_key(value)
+        if key in self.files:
+            return self.files[key]
+        self.script_runs.append((key, layer))
+        return None
+
+    def _run_written(self, argv: list[_Word], stdin: _Stdin | None, layer: _Layer) -> bool:
+        """A program named by a path (bash looks a name with a slash up as a file): when the
+        command writes that file, what runs is what it wrote."""
+        path = argv[0].value
+        if path is None or "/" not in path:
+            return False
+        source = self._script_source(argv[0], stdin, layer)
+        if source is None:
+            return False
+        self._read_source(source, argv, layer, argv[0].raw)
+        return True
+
+    def _shell_stdin(self, argv: list[_Word], stdin: _Stdin | None, layer: _Layer) -> None:
+        """A shell that reads its commands from standard input."""
+        if stdin is None:
+            return  # the session's own (empty) input
+        if stdin.text is not None:
+            layer.consumed.update(stdin.spans)
+            self.read(stdin.text, layer.depth + 1)
+        elif stdin.dynamic:
+            self.unknown.append(
+                f"{_short(' '.join(w.raw for w in argv))}: a shell reads commands built from "
+                "variables or substitutions"
+            )
+
+    def _shell(
+        self, argv: list[_Word], stdin: _Stdin | None, layer: _Layer, open_args: bool
+    ) -> None:
+        """sh/bash/zsh: re-read what ``-c`` runs, a script fed on standard input (``-s`` or no
+        operand), or a script file the command line spells (/dev/stdin, ``<(...)``, a file the
+        command writes)."""
+        i, command_mode, stdin_mode = 1, False, False
+        while i < len(argv):
+            value = argv[i].value
+            substitution = getattr(argv[i].node, "type", "") == "process_substitution"
+            if value is None and (command_mode or substitution):
+                break  # the text -c runs, or the script <(...) writes: read below
+            if value is None:
+                self.unknown.append(
+                    f"{_short(' '.join(w.raw for w in argv))}: a shell argument built from "
+                    "variables or substitutions (it could be -c)"
+                )
+                return
+            if value in ("-", "--"):
+                i += 1
+                break
+            if value.startswith("--"):
+                i += 2 if value in ("--rcfile", "--init-file") else 1
+                continue
+            if len(value) > 1 and value[0] in "-+":
+                letters = value[1:]
+                command_mode = command_mode or "c" in letters
+                stdin_mode = stdin_mode or "s" in letters
+                i += 1 + sum(1 for ch in letters if ch in "oO")
+                continue
+            break
+        operands = argv[i:]
+        if command_mode:
+            if operands:
+                self._reread_words(argv, operands[:1], layer, f"{argv[0].raw} -c")
+            elif open_args:
+                self.unknown.append(f"{_short(' '.join(w.raw for w in argv))}: xargs feeds -c")
+            return
+        if operands and not stdin_mode:
+            source = self._script_source(operands[0], stdin, layer)
+            self._read_source(source, argv, layer, argv[0].raw)
+            return
+        self._shell_stdin(argv, stdin, layer)
+
+    def _watch(
+        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
+    ) -> None:
+        i, direct = 1, False
+        while i < len(argv) and (argv[i].value or "").startswith("-"):
+            value = argv[i].value or ""
+            if value == "--":
+                i += 1
+                break
+            direct = direct or value in ("-x", "--exec")
+            takes = value in ("-n", "--interval", "-q", "--equexit") or re.fullmatch(
+                r"-[a-z]*[nq]", value
+            )
+            i += 2 if takes else 1
+        rest = argv[i:]
+        if direct:
+            self._argv(rest, env, stdin, layer, open_args=False)
+        elif rest:
+            self._reread_words(argv, rest, layer, "watch")
+
+    def _unclear(self, argv: list[_Word], what: str) -> None:
+        self.unknown.append(
+            f"{_short(' '.join(w.raw for w in argv))}: {argv[0].raw}'s arguments are built "
+            f"from variables or substitutions, and one could be {what}"
+        )
+
+    def _script(
+        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
+    ) -> None:
+        """util-linux ``script``: ``-c COMMAND`` runs in ``$SHELL -c``; without it, an
+        interactive shell reads standard input (term-utils/script.c)."""
+        options, _operands, unclear = _getopt(argv[1:], _SCRIPT_OPTS)
+        if unclear:
+            self._unclear(argv, "-c")
+            return
+        commands = [v for name, v in options if name in ("c", "command") and v is not None]
+        for command in commands:
+            self._reread_words(argv, [command], layer, "script -c")
+        if not commands:
+            self._shell_stdin(argv, stdin, layer)
+
+    def _su(
+        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
+    ) -> None:
+        """``su``/``runuser``: ``-c``/``--command``/``--session-command`` run in the user's
+        shell; arguments after the user go to that shell (``su root -- -c CMD``); ``runuser -u
+        USER CMD...`` runs a command directly; with none, the shell reads standard input."""
+        runuser = argv[0].tail == "runuser"
+        options, operands, unclear = _getopt(argv[1:], _RUNUSER_OPTS if runuser else _SU_OPTS)
+        if unclear:
+            self._unclear(argv, "-c")
+            return
+        commands = [v for name, v in options if name in ("c", "command", "session-command") and v]
+        for command in commands:
+            self._reread_words(argv, [command], layer, f"{argv[0].raw} -c")
+        if runuser and any(name in ("u", "user") for name, _ in options):
+            if operands:
+                self._argv(operands, {}, stdin, layer, open_args=False)
+            return
+        if operands and operands[0].value == "-":
+            operands = operands[1:]
+        if len(operands) > 1:
+            self._shell([_literal_word("sh"), *operands[1:]], stdin, layer, False)
+        elif not commands:
+            self._shell_stdin(argv, stdin, layer)
+
+    def _sudo_shell(self, argv: list[_Word], stdin: _Stdin | None, layer: _Layer) -> bool:
+        """``sudo -s``/``-i`` (and ``doas -s``) run the command in a shell: sudo joins its words
+        with spaces and escapes every character but letters, digits, ``_``, ``-`` and ``$``
+        (sudo's parse_args.c), and the shell reads that; with no command, the shell reads
+        standard input. True when it was such a call."""
+        doas = argv[0].tail == "doas"
+        options, operands, unclear = _getopt(argv[1:], _DOAS_OPTS if doas else _SUDO_OPTS)
+        if not {name for name, _ in options} & {"s", "shell", "i", "login"}:
+            return False
+        if unclear:
+            self._unclear(argv, "the command")
+            return True
+        while operands and _ASSIGNMENT.match(operands[0].value or ""):
+            operands = operands[1:]  # sudo's own VAR=value
+        if doas or not operands:
+            self._shell_stdin(argv, stdin, layer)
+            return True
+        values = [w.value for w in operands]
+        if any(v is None for v in values):
+            self._reread_words(argv, operands, layer, f"{argv[0].raw} -s")
+            return True
+        self._consume(layer, operands)
+        text = " ".join(re.sub(r"([^A-Za-z0-9_$-])", r"\\\1", v or "") for v in values)
+        self.read(text, layer.depth + 1)
+        return True
+
+    def _flock(
+        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
+    ) -> None:
+        """``flock [options] FILE -c COMMAND`` (a shell string) or ``flock FILE COMMAND...``."""
+        options, operands, unclear = _getopt(argv[1:], _FLOCK_OPTS)
+        if unclear:
+            self._unclear(argv, "-c")
+            return
+        commands = [v for name, v in options if name in ("c", "command") and v is not None]
+        if len(operands) >= 3 and operands[1].value in ("-c", "--command"):
+            commands.append(operands[2])
+        for command in commands:
+            self._reread_words(argv, [command], layer, "flock -c")
+        if not commands and len(operands) >= 2:
+            self._argv(operands[1:], {}, stdin, layer, open_args=False)
+
+    def _tmux(
+        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
+    ) -> None:
+        """tmux runs shell commands for new-session, new-window, split-window, respawn-*,
+        run-shell, display-popup, pipe-pane and if-shell, types keys with send-keys, and runs
+        ``-c`` itself; commands chain with ``;`` (tmux(1))."""
+        options, operands, unclear = _getopt(argv[1:], _TMUX_OPTS)
+        if unclear:
+            self._unclear(argv, "a command")
+            return
+        for name, value in options:
+            if name == "c" and value is not None:
+                self._reread_words(argv, [value], layer, "tmux -c")
+        command: list[_Word] = []
+        for word in [*operands, _literal_word(";")]:
+            if word.value == ";":
+                self._tmux_command(argv, command, layer)
+                command = []
+            else:
+                command.append(word)
+
+    def _tmux_command(self, argv: list[_Word], words: list[_Word], layer: _Layer) -> None:
+        if not words:
+            return
+        name = words[0].value
+        if name is None:
+            self._unclear(argv, "a command that runs a shell")
+            return
+        found = _tmux_lookup(name)
+        if found is None:
+            return
+        canonical, spec = found
+        options, operands, unclear = _getopt(words[1:], spec)
+        if unclear:
+            self._unclear(argv, "a shell command")
+            return
+        if canonical == "send-keys":
+            literal = any(option == "l" for option, _ in options)
+            keys = [w.value for w in operands]
+            if any(k is None for k in keys):
+                self._unclear(argv, "a key")
+                return
+            typed = "".join(
+                "\n" if not literal and k in ("Enter", "C-m", "C-j", "KPEnter") else k or ""
+                for k in keys
+            )
+            self._consume(layer, operands)
+            self.read(typed, layer.depth + 1)
+            return
+        if not operands:
+            return
+        if canonical == "if-shell":
+            self._reread_words(argv, operands[:1], layer, "tmux if-shell")
+            for text in operands[1:]:  # tmux commands, in tmux's own syntax
+                try:
+                    inner = shlex.split(text.value or "") if text.value is not None else None
+                except ValueError:
+                    inner = None
+                if inner is None:
+                    self._unclear(argv, "a command that runs a shell")
+                else:
+                    self._consume(layer, [text])
+                    self._tmux_command(argv, [_literal_word(w) for w in inner], layer)
+        elif canonical in ("run-shell", "pipe-pane") or len(operands) == 1:
+            self._reread_words(argv, operands[:1], layer, f"tmux {canonical}")
+        else:
+            self._argv(operands, {}, None, layer, open_args=False)
+
+    def _source(
+        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
+    ) -> None:
+        """``source FILE`` / ``. FILE``: the file's commands run in this shell."""
+        operands = [w for w in argv[1:] if w.value != "--"]
+        if operands:
+            source = self._script_source(operands[0], stdin, layer)
+            self._read_source(source, argv, layer, argv[0].raw)
+
+    def _find(
+        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
+    ) -> None:
+        """``find ... -exec|-execdir|-ok|-okdir COMMAND... ;|+``: COMMAND runs once per file
+        found, with each ``{}`` replaced by a path find computes; a ``{}`` as the program runs
+        what it finds."""
+        i = 1
+        while i < len(argv):
+            if argv[i].value not in ("-exec", "-execdir", "-ok", "-okdir"):
+                i += 1
+                continue
+            j = i + 1
+            while j < len(argv) and argv[j].value not in (";", "+"):
+                j += 1
+            command = [
+                w if w.value is not None and "{}" not in w.value else _dynamic_word(w)
+                for w in argv[i + 1 : j]
+            ]
+            if command and command[0].value is None:
+                self.unknown.append(
+                    f"{_short(' '.join(w.raw for w in argv))}: find runs the files it finds as "
+                    f"the program ({command[0].raw}), and one could be glab"
+                )
+            elif command:
+                self._argv(command, {}, None, layer, open_args=False)
+            i = j + 1
+
+    def _make(
+        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
+    ) -> None:
+        """make runs its recipes in a shell: the makefile is read when the command line spells
+        it (``-f -`` from a heredoc, ``--eval``, a makefile the command writes)."""
+        options, _operands, unclear = _getopt(argv[1:], _MAKE_OPTS)
+        if unclear:
+            self._unclear(argv, "-f or --eval")
+            return
+        named = [v for name, v in options if name in ("f", "file", "makefile") and v is not None]
+        sources: list[_Stdin | None] = []
+        for word in named:
+            if word.value == "-":
+                sources.append(stdin)
+            else:
+                sources.append(self._script_source(word, stdin, layer))
+        if not named:  # the default makefiles, when this command writes one
+            sources += [self.files.get(n) for n in ("GNUmakefile", "makefile", "Makefile")]
+        for name, value in options:
+            if name in ("E", "eval") and value is not None:
+                spans = (value.span,) if value.span else ()
+                text = value.value
+                sources.append(_Stdin(text, spans=spans) if text is not None else _DYNAMIC_STDIN)
+        for source in sources:
+            if source is None or (source.text is None and not source.dynamic):
+                continue
+            if source.text is None:
+                self._read_source(source, argv, layer, "make")
+                continue
+            layer.consumed.update(source.spans)
+            commands = _makefile_commands(source.text)
+            if commands:
+                self.read("\n".join(commands), layer.depth + 1)
+
+    def _tee(
+        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
+    ) -> None:
+        options, operands, _ = _getopt(argv[1:], _TEE_OPTS)
+        append = any(name in ("a", "append") for name, _ in options)
+        for word in operands:
+            self._write_file(word.value, stdin or _OPAQUE, append=append)
+
+    def _copy(
+        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
+    ) -> None:
+        """cp, ln, install, mv: a copy of glab (or of something bash computes) under another
+        name is read as glab under that name; a copy of a file the command writes holds what
+        it wrote."""
+        _options, operands, _ = _getopt(argv[1:], _COPY_OPTS)
+        if len(operands) < 2:
+            return
+        sources, target = operands[:-1], operands[-1]
+        for source in sources:
+            into_dir = (target.value or "").endswith("/") or len(sources) > 1
+            name = source.tail if into_dir else target.tail
+            if (source.tail == "glab" or source.value is None) and name:
+                self.glab_names.add(name)
+            if len(sources) == 1 and source.value is not None and target.value is not None:
+                written = self.files.get(_file_key(source.value))
+                if written is not None:
+                    self.files[_file_key(target.value)] = written
+
+    def _other(
+        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
+    ) -> None:
+        """Any other program. It may be a renamed copy of glab (read as glab when its command
+        word is `mr`, `api` or `alias set`), or run one of its arguments (ssh, parallel):
+        read from any argument that names glab, a shell or eval."""
+        values = [w.value for w in argv]
+        top = _cobra_traverse(values[1:])
+        if top is not None and top >= 0:
+            word, after = values[1 + top], values[2 + top : 3 + top]
+            if word in ("mr", "api") or (word == "alias" and after == ["set"]):
+                if word == "alias" and argv[0].tail:
+                    self.glab_names.add(argv[0].tail)  # its aliases run as `<name> <alias>`
+                self._glab(argv, env, layer, open_args=False)
+                return
+        for i in range(1, len(argv)):
+            tail = argv[i].tail
+            if tail in _SHELLS or tail in ("glab", "eval"):
+                self._argv(argv[i:], env, None, layer, open_args=False)
+
+
+# end pairgate/standalone/command_reader/reader_programs.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/command_reader/reader_glab.py
+# =============================================================================================
+
+
+class _GlabReading(_ReaderBase):
+    """glab's commands, aliases, merges, notes and api calls."""
+
+    # glab itself, read as cobra and glab's main read it
+
+    def _glab(
+        self,
+        argv: list[_Word],
+        env: dict[str, _Word],
+        layer: _Layer,
+        open_args: bool,
+        *,
+        expanded: bool = False,
+    ) -> None:
+        call = _GlabCall(_short(" ".join(w.raw for w in argv)), [argv[0]], None, env, open_args)
+        args = argv[1:]
+        values = [w.value for w in args]
+        top = _cobra_traverse(values)
+        if top is None:
+            self.unknown.append(
+                f"{call.words}: a glab command word built from variables or substitutions"
+            )
+            return
+        before = args[:top] if top >= 0 else args
+        self._root_repo(call, before)
+        name = values[top] if top >= 0 else None
+        if name is None or name not in _GLAB_COMMANDS:
+            self._glab_root(call, args, name, layer, expanded)
+            return
+        call.structural.append(args[top])
+        rest = args[top + 1 :]
+        if name == "api":
+            self._glab_api(call, rest, layer)
+        elif name == "mr":
+            self._glab_mr(call, rest, layer)
+        elif name == "alias":
+            self._glab_alias(call, rest, layer)
+        else:
+            self._consume(layer, call.structural)
+
+    def _root_repo(self, call: _GlabCall, words: list[_Word]) -> None:
+        """glab's hidden global -R before the command word (internal/cmdutils/repo_override.go)."""
+        i = 0
+        while i < len(words):
+            value = words[i].value or ""
+            if value in ("-R", "--repo") and i + 1 < len(words):
+                call.repo = words[i + 1]
+                call.structural += words[i : i + 2]
+                i += 2
+                continue
+            if value.startswith("--repo="):
+                call.repo = _literal_word(value[len("--repo=") :])
+                call.structural.append(words[i])
+            elif value.startswith("-R") and len(value) > 2:
+                call.repo = _literal_word(value[2:].removeprefix("="))  # -Racme/app, -R=acme/app
+                call.structural.append(words[i])
+            i += 1
+
+    def _glab_root(
+        self, call: _GlabCall, args: list[_Word], word: str | None, layer: _Layer, expanded: bool
+    ) -> None:
+        """No glab command: glab looks its first argument up as an alias (cmd/glab/main.go)."""
+        if not args:
+            return
+        if expanded:
+            return  # an alias expands once; what it leaves unknown is glab's usage error
+        first = args[0].value or ""
+        alias = self.glab_aliases.get(first)
+        if alias is not None:
+            self._glab_alias_use(call, alias, args[1:], layer)
+        elif call.open_args:
+            self.unknown.append(f"{call.words}: glab's command comes from xargs' input")
+        elif first in _GLAB_NOT_ALIASES:
+            self._consume(layer, call.structural)
+        else:
+            self.unknown.append(
+                f"{call.words}: `glab {word or first}` is not a command of {_GLAB_SOURCE}, so "
+                "glab looks it up as an alias, and an alias could expand to a merge; spell "
+                "the glab command itself"
+            )
+
+    def _glab_mr(self, call: _GlabCall, args: list[_Word], layer: _Layer) -> None:
+        i = 0
+        while i < len(args):
+            value = args[i].value
+            if value is None:
+                self.unknown.append(
+                    f"{call.words}: a glab command word built from variables or substitutions"
+                )
+                return
+            if value in ("-R", "--repo") and i + 1 < len(args):
+                call.repo = args[i + 1]
+                call.structural += args[i : i + 2]
+                i += 2
+                continue
+            if value.startswith("--repo="):
+                call.repo = _literal_word(value[len("--repo=") :])
+                call.structural.append(args[i])
+            elif value.startswith("-R") and len(value) > 2 and not value.startswith("--"):
+                call.repo = _literal_word(value[2:].removeprefix("="))
+                call.structural.append(args[i])
+            elif value in ("-h", "--help"):
+                return  # glab prints help
+            elif not value.startswith("-"):
+                break
+            i += 1
+        else:
+            if call.open_args:
+                self.unknown.append(f"{call.words}: glab's command comes from xargs' input")
+            return
+        sub = args[i].value or ""
+        call.structural.append(args[i])
+        rest = args[i + 1 :]
+        command = _GLAB_MR_COMMANDS.get(sub)
+        if command == "merge" or (command is None and _is_merge_word(sub)):
+            self._glab_merge(call, rest, layer)
+        elif command in ("note", "update"):
+            self._glab_note(call, rest, layer, command)
+        else:
+            self._consume(layer, call.structural)
+
+    def _consume(self, layer: _Layer, words: list[_Word]) -> None:
+        layer.consumed.update(w.span for w in words if w.span)
+
+    def _glab_merge(self, call: _GlabCall, args: list[_Word], layer: _Layer) -> None:
+        """``glab mr merge|accept [<id> | <branch> | <url>] [flags]``."""
+        flags = _cobra(args, _MERGE_FLAGS)
+        call.structural += flags.spelled.get("--repo", [])
+        self._consume(layer, call.structural)
+        if flags.help:
+            return  # cobra prints the help and merges nothing
+        repo = flags.last("--repo", call.repo)
+        project, iid, problem = _attribute(
+            flags.positionals, flags.unclear, repo, call.env, call.open_args
+        )
+        # pflag keeps the last --sha; glab sends it only when it is not empty (mr_merge.go)
+        shas: tuple[str | None, ...] = ()
+        if "--sha" in flags.values:
+            sha = flags.values["--sha"][-1]
+            if sha is None or sha.value is None:
+                shas = (None,)
+            elif sha.value:
+                shas = (sha.value,)
+        for reading in _host_readings(project):
+            self.merges.append(MergeFound(call.words, reading, iid, problem, shas))
+
+    def _glab_note(self, call: _GlabCall, args: list[_Word], layer: _Layer, command: str) -> None:
+        """``glab mr note -m TEXT`` and ``glab mr update -d TEXT``: GitLab runs the quick
+        actions in a note and in a description, and ``/merge`` merges."""
+        flags = _cobra(args, _NOTE_FLAGS if command == "note" else _UPDATE_FLAGS)
+        call.structural += flags.spelled.get("--repo", [])
+        self._consume(layer, call.structural)
+        text = flags.last("--message" if command == "note" else "--description", None)
+        if flags.help or text is None or text.value is None:
+            return  # no text, or text from a file: see "Not covered" in the reference
+        if not _QUICK_MERGE.search(text.value):
+            return
+        repo = flags.last("--repo", call.repo)
+        project, iid, problem = _attribute(
+            flags.positionals, flags.unclear, repo, call.env, call.open_args
+        )
+        for reading in _host_readings(project):
+            self.merges.append(MergeFound(call.words, reading, iid, problem, (), "/merge"))
+
+    def _glab_alias(self, call: _GlabCall, args: list[_Word], layer: _Layer) -> None:
+        """``glab alias set NAME EXPANSION [--shell]``: remembered, so that a use later in the
+        command is read as what it expands to (internal/commands/alias/set/alias_set.go)."""
+        self._consume(layer, call.structural)
+        flags = _cobra(args, _ALIAS_SET_FLAGS)
+        words = [w for _, w in flags.positionals]
+        if flags.help or len(words) < 3 or words[0].value != "set":
+            return
+        if len(words) != 3:
+            return  # cobra.ExactArgs(2): glab refuses it
+        name, expansion = words[1].value, words[2]
+        if name is None:
+            self.unknown.append(f"{call.words}: a glab alias whose name is built from variables")
+            return
+        if name.startswith("-"):
+            self.unknown.append(
+                f"{call.words}: a glab alias named like a flag ({name}) would run in place of "
+                "glab's own flags; the hook refuses it"
+            )
+            return
+        if name in _GLAB_COMMANDS or name == "help":
+            return  # glab refuses to shadow a command
+        shell = "--shell" in flags.spelled or (expansion.value or "").startswith("!")
+        self.glab_aliases[name] = (expansion.value, shell, layer, expansion.span)
+
+    def _glab_alias_use(
+        self,
+        call: _GlabCall,
+        alias: tuple[str | None, bool, _Layer, tuple[int, int] | None],
+        args: list[_Word],
+        layer: _Layer,
+    ) -> None:
+        """A glab alias, expanded as internal/commands/alias/expand/alias_expand.go does:
+        ``!TEXT`` runs ``sh -c TEXT -- ARGS``; otherwise each ``$N`` is replaced by the Nth
+        argument (the rest appended while the text has no ``$``) and the text split like a
+        shell would (google/shlex), once: the expansion is not looked up again."""
+        text, shell, where, span = alias
+        self._consume(layer, call.structural)
+        if span:
+            where.consumed.add(span)
+        if text is None:
+            self.unknown.append(f"{call.words}: runs a glab alias built from variables")
+            return
+        if shell:
+            self.read(text.removeprefix("!"), layer.depth + 1)
+            return
+        extra: list[_Word] = []
+        for index, word in enumerate(args, start=1):
+            if "$" not in text:
+                extra.append(word)
+            elif word.value is None:
+                self.unknown.append(f"{call.words}: an alias argument built from variables")
+                return
+            else:
+                text = text.replace(f"${index}", word.value)
+        if re.search(r"\$\d", text):
+            return  # glab: not enough arguments for alias
+        try:
+            words = shlex.split(text, comments=True)
+        except ValueError:
+            return  # glab refuses it
+        argv = [call.structural[0], *(_literal_word(w) for w in words), *extra]
+        self._glab(argv, call.env, layer, call.open_args, expanded=True)
+
+    def _glab_api(self, call: _GlabCall, args: list[_Word], layer: _Layer) -> None:
+        """``glab api <endpoint> [flags]``, with the endpoint read as glab builds the URL
+        (internal/commands/api/http.go): a merge, a merge train, a /merge note, or a GraphQL
+        mergeRequestAccept."""
+        flags = _cobra(args, _API_FLAGS)
+        if flags.help:
+            return
+        endpoint = flags.positionals[0][1] if flags.positionals else None
+        for name in ("--method", "--repo", "--hostname"):
+            call.structural += flags.spelled.get(name, [])
+        if endpoint is not None:
+            call.structural.append(endpoint)
+        fields, opaque = _api_fields(flags)
+        if endpoint is None:
+            if call.open_args:
+                self.unknown.append(f"{call.words}: the endpoint comes from xargs' input")
+            return
+        target = endpoint.value
+        route = _api_route(target) if target is not None else None
+        if route is not None and route[0] == "graphql":
+            self._consume(layer, call.structural)
+            self._consume(layer, flags.spelled.get("--raw-field", []))
+            self._consume(layer, flags.spelled.get("--field", []))
+            self._graphql(call.words, fields, opaque)
+            return
+        method = flags.last("--method", None)
+        if method is None:
+            verb: str | None = "POST" if fields or opaque else "GET"  # glab's default
+        else:
+            verb = method.value.upper() if method.value is not None else None
+        if verb is None:
+            self.unknown.append(f"{call.words}: the HTTP method is built from variables")
+            return
+        if verb in ("GET", "HEAD"):
+            self._consume(layer, call.structural)
+            return  # a read merges nothing
+        if route is None:
+            self.unknown.append(
+                f"{call.words}: a {verb} to an endpoint built from variables or substitutions"
+            )
+            return
+        self._consume(layer, call.structural)
+        found = _mr_endpoint(route[1]) if route[0] == "rest" else None
+        if found is None:
+            return
+        kind, project_text, iid_text = found
+        query = route[2]
+        repo = flags.last("--repo", call.repo)
+        project, iid, problem = _attribute_endpoint(project_text, iid_text, repo, call.env)
+        shas: list[str | None] = []
+        if kind in ("merge", "train"):
+            what = "merge"
+            shas += [fields["sha"]] if "sha" in fields else []
+            shas += [v for k, v in query if k == "sha"]
+        else:  # a note, a discussion, a draft note, the merge request's description
+            what = "/merge"
+            key = {"mr": "description", "draft_notes": "note"}.get(kind, "body")
+            texts = [fields.get(key, ""), *(v for k, v in query if k == key)]
+            if kind != "mr":
+                sha_key = "merge_request_diff_head_sha"
+                shas += [fields[sha_key]] if sha_key in fields else []
+                shas += [v for k, v in query if k == sha_key]
+            seen = any(t is not None and _QUICK_MERGE.search(t) for t in texts)
+            unread = opaque or any(t is None for t in texts)
+            if not seen and not (unread and (shas or opaque)):
+                return  # no /merge it can see, and none GitLab would run (no head SHA given)
+        if opaque:
+            shas.append(None)
+        readings = _host_readings(project) if project != project_text else (project,)
+        for reading in readings:  # only a project -R names may start with a host
+            self.merges.append(MergeFound(call.words, reading, iid, problem, tuple(shas), what))
+
+    def _graphql(self, words: str, fields: Mapping[str, Any], opaque: bool) -> None:
+        """A GraphQL request: each ``mergeRequestAccept`` it runs, attributed when its
+        ``projectPath``, ``iid`` and ``sha`` are literal or given as variables; a ``/merge``
+        quick action in any of its strings blocks."""
+        if opaque or any(v is None for v in fields.values()):
+            self.unknown.append(
+                f"{words}: a GraphQL request whose body the hook cannot read (a file, "
+                "standard input or an expansion)"
+            )
+            return
+        query = str(fields.get("query") or "")
+        variables = {k: v for k, v in fields.items() if k not in ("query", "operationName")}
+        accepts, strings = _graphql_read(query, variables)
+        texts = [*strings, *(v for v in variables.values() if isinstance(v, str))]
+        if any(_QUICK_MERGE.search(t) for t in texts):
+            self.merges.append(
+                MergeFound(
+                    words,
+                    None,
+                    None,
+                    "a GraphQL request that carries a /merge quick action cannot be bound to "
+                    "an approved head by this hook; merge with glab mr merge <iid> -R "
+                    "<project> --sha <approved head>",
+                    kind="/merge",
+                )
+            )
+        for project, iid, sha, problem in accepts:
+            shas = () if sha == "" else (sha,)
+            self.merges.append(MergeFound(words, project, iid, problem, shas))
+        if not accepts and "mergerequestaccept" in (query + " ".join(texts)).lower():
+            self.merges.append(
+                MergeFound(
+                    words,
+                    None,
+                    None,
+                    "a GraphQL mergeRequestAccept this hook cannot read as one project, one "
+                    "merge request and one SHA; merge with glab mr merge <iid> -R <project> "
+                    "--sha <approved head>",
+                )
+            )
+
+
+# end pairgate/standalone/command_reader/reader_glab.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/command_reader/reader_git.py
+# =============================================================================================
+
+
+class _GitReading(_ReaderBase):
+    """git's aliases, configuration and pushes that arm auto-merge."""
+
+    # git: aliases, configuration, push options
+
+    def _git(
+        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
+    ) -> None:
+        """git's own options (``-c name=value`` and GIT_CONFIG_COUNT/KEY/VALUE set on the
+        command), then its command: an alias defined by them or by ``git config`` earlier in
+        the command, ``git config`` itself, or ``git push``."""
+        config: list[tuple[str, _Word | None]] = []
+        i = 1
+        while i < len(argv):
+            value = argv[i].value
+            if value is None:
+                break
+            if value == "-c" and i + 1 < len(argv):
+                config.append(_git_setting(argv[i + 1]))
+                i += 2
+                continue
+            if value.startswith("--config-env="):
+                key, _, var = value[len("--config-env=") :].partition("=")
+                config.append((key.lower(), env.get(var)))
+            elif value in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"):
+                i += 1
+            elif not value.startswith("-"):
+                break
+            i += 1
+        config += _git_env_config(env)
+        if any(key == "*" for key, _ in config):
+            self._unclear(argv, "an alias or push.pushOption")
+            return
+        if i >= len(argv):
+            return
+        name = argv[i].value
+        aliases = {**self.git_aliases}
+        for key, word in config:
+            if key.startswith("alias.") and word is not None:
+                aliases[key[len("alias.") :]] = (word, layer)
+        if name is None:
+            if aliases or config:
+                self._unclear(argv, "a git alias")
+            return
+        alias = aliases.get(name.lower())
+        if alias is not None and f"git {name.lower()}" not in self.expanding:
+            self._git_alias(argv, i, alias, env, stdin, layer)
+        elif name == "push":
+            options = [*self.git_push_options]
+            for key, word in config:
+                if key == "push.pushoption":
+                    options = [] if word is not None and word.value == "" else [*options, word]
+            self._git_push(argv, argv[i + 1 :], options, layer)
+        elif name == "config":
+            self._git_config(argv, argv[i + 1 :], layer)
+
+    def _git_alias(
+        self,
+        argv: list[_Word],
+        at: int,
+        alias: tuple[_Word | None, _Layer],
+        env: dict[str, _Word],
+        stdin: _Stdin | None,
+        layer: _Layer,
+    ) -> None:
+        """A git alias: ``!TEXT`` runs in a shell with the arguments appended; anything else is
+        the git command it names (git's Documentation/config/alias.adoc)."""
+        word, where = alias
+        name = (argv[at].value or "").lower()
+        if word is None or word.value is None:
+            self.unknown.append(
+                f"{_short(' '.join(w.raw for w in argv))}: runs a git alias built from variables"
+            )
+            return
+        if word.span:
+            where.consumed.add(word.span)
+        self._consume(layer, argv[: at + 1])
+        text, args = word.value, argv[at + 1 :]
+        self.expanding.add(f"git {name}")
+        try:
+            if text.startswith("!"):
+                quoted = [shlex.quote(w.value) if w.value is not None else '"$@"' for w in args]
+                self.read(" ".join([text[1:], *quoted]), layer.depth + 1)
+                return
+            try:
+                words = shlex.split(text)
+            except ValueError:
+                return  # git: bad alias
+            expanded = [argv[0], *(_literal_word(w) for w in words), *args]
+            self._git(expanded, env, stdin, layer)
+        finally:
+            self.expanding.discard(f"git {name}")
+
+    def _git_config(self, argv: list[_Word], args: list[_Word], layer: _Layer) -> None:
+        """``git config [scope] NAME VALUE`` and ``git config set NAME VALUE``: an alias is
+        remembered for the git commands after it; an auto-merge push option, or an alias that
+        pushes with one, stays in the repository for every later push, which the hook does not
+        see together with this command, so it blocks."""
+        options, operands, _ = _getopt(args, _GIT_CONFIG_OPTS)
+        names = {name for name, _ in options}
+        if operands and operands[0].value == "set":
+            operands = operands[1:]
+        elif operands and operands[0].value in ("get", "list", "unset", "rename-section",
+                                                 "remove-section", "edit"):  # fmt: skip
+            return
+        if names & {"unset", "unset-all", "get", "get-all", "get-regexp", "list", "l", "e",
+                    "edit", "remove-section", "rename-section"}:  # fmt: skip
+            return
+        if len(operands) < 2:
+            return
+        key, value = operands[0].value, operands[1]
+        if key is None:
+            self._unclear(argv, "an alias or push.pushOption")
+            return
+        key = key.lower()
+        words = _short(" ".join(w.raw for w in argv))
+        if key.startswith("alias."):
+            if value.value is not None and _AUTO_MERGE_TEXT.search(value.value):
+                self.unknown.append(
+                    f"{words}: defines a git alias that pushes with an auto-merge option, kept "
+                    "for later commands the hook does not read together with this one"
+                )
+            self.git_aliases[key[len("alias.") :]] = (value, layer)
+        elif key == "push.pushoption":
+            if value.value is None or _AUTO_MERGE_TEXT.search(value.value):
+                self.unknown.append(
+                    f"{words}: sets push.pushOption, which arms auto-merge on every later push "
+                    "the hook does not read together with this command; pass the option to the "
+                    "one push: git push -o ... <remote> <sha>:<branch>"
+                )
+            self.git_push_options.append(value)
+
+    def _git_push(
+        self, argv: list[_Word], args: list[_Word], config: list[_Word | None], layer: _Layer
+    ) -> None:
+        """``git push`` with push options that arm auto-merge (``merge_request.auto_merge``,
+        ``merge_request.merge_when_pipeline_succeeds``, namespace ``mr`` too): GitLab merges
+        the pushed commit (lib/gitlab/push_options.rb, push_options_handler_service.rb)."""
+        words = _short(" ".join(w.raw for w in argv))
+        options, operands, _ = _getopt(args, _GIT_PUSH_OPTS)
+        given: list[_Word | None] = [v for name, v in options if name in ("o", "push-option")]
+        pushed = given or config  # push.pushOption counts only without -o (git-push(1))
+        hidden = any(w.value is None and w.parts[:1] == (DYNAMIC,) for w in args)
+        if hidden and _AUTO_MERGE_TEXT.search(self.text):
+            self.unknown.append(
+                f"{words}: a git push word built from variables could be the push option this "
+                "command spells elsewhere (it arms auto-merge); spell the push out"
+            )
+            return
+        if any(o is None or o.value is None for o in pushed):
+            self.unknown.append(f"{words}: a push option built from variables or substitutions")
+            return
+        values = [o.value or "" for o in pushed if o is not None]
+        if not any(_arms_auto_merge(v) for v in values):
+            return
+        target, creates = None, False
+        for text in values:
+            namespace, key, value = _push_option(text)
+            if namespace == "merge_request" and key == "target_project":
+                target = value.strip() or None
+            creates = creates or (namespace == "merge_request" and key == "create")
+        remote = next((v for name, v in options if name == "repo"), None) or (
+            operands[0] if operands else None
+        )
+        refspecs = operands[1:]
+
+        def found(sha: str | None, branch: str | None, problem: str = "") -> PushFound:
+            return PushFound(
+                words,
+                remote.value if remote is not None else None,
+                sha,
+                branch,
+                target,
+                creates,
+                problem=problem,
+            )
+
+        if {name for name, _ in options} & {"all", "mirror", "tags", "branches"}:
+            self.pushes.append(found(None, None, "pushes several refs at once with auto-merge "
+                                     "armed; push one: git push <remote> <sha>:<branch>"))  # fmt: skip
+            return
+        if remote is None or remote.value is None or not refspecs:
+            self.pushes.append(
+                found(
+                    None,
+                    None,
+                    "the hook cannot tell which commit this push makes the head it arms "
+                    "auto-merge at (git picks the remote and branch when it runs); push the "
+                    "reviewed commit by its SHA: git push <remote> <sha>:refs/heads/<branch> "
+                    "-o merge_request.auto_merge",
+                )
+            )
+            return
+        for refspec in refspecs:
+            spec = refspec.value
+            if spec is None:
+                self.pushes.append(found(None, None, "a refspec built from variables"))
+                continue
+            source, colon, destination = spec.removeprefix("+").partition(":")
+            if not source:
+                continue  # `:branch` deletes the branch
+            destination = destination if colon else source
+            if destination.startswith("refs/") and not destination.startswith("refs/heads/"):
+                continue  # a tag or another ref: no merge request follows it
+            branch = destination.removeprefix("refs/heads/")
+            sha = source.lower() if _COMMIT_SHA.fullmatch(source.lower()) else None
+            problem = (
+                ""
+                if sha
+                else (
+                    f"pushes {source}, which git resolves to a commit only when the command runs; "
+                    f"push the reviewed commit by its SHA: git push <remote> <sha>:refs/heads/{branch}"
+                )
+            )
+            self.pushes.append(found(sha, branch, problem))
+
+
+# end pairgate/standalone/command_reader/reader_git.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/command_reader/reader.py
+# =============================================================================================
+
+
+# --- the reader -------------------------------------------------------------------------------
 
 
 _PARSER: Any = None
@@ -4225,6 +6098,26 @@ def _join_continued_lines(src: bytes, root: Any) -> bytes:
     return bytes(out)
 
 
+def _uncovered(src: bytes, root: Any) -> list[tuple[int, bytes]]:
+    """Text no node of the tree covers, other than blanks: bash reads it, so the reader must
+    too. tree-sitter-bash 0.25 drops a lone ``-`` word before a heredoc (``make -f - <<EOF``)."""
+    spans = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.child_count == 0 or node.type in _LITERAL_NODES:
+            spans.append((node.start_byte, node.end_byte))
+        else:
+            stack.extend(node.children)
+    spans.sort()
+    gaps, pos = [], 0
+    for start, end in [*spans, (len(src), len(src))]:
+        if start > pos and src[pos:start].strip():
+            gaps.append((pos, src[pos:start]))
+        pos = max(pos, end)
+    return gaps
+
+
 def _parse(src: bytes) -> Any:
     global _PARSER
     if _PARSER is None:
@@ -4235,13 +6128,34 @@ def _parse(src: bytes) -> Any:
     return _PARSER.parse(src)
 
 
-class _Reader:
+class _Reader(_ProgramReading, _GlabReading, _GitReading):
+    """Reads one command: the layers and the syntax tree here; what each program does with its
+    arguments in the mixins (programs that run programs, glab, git)."""
+
     def __init__(self) -> None:
         self.merges: list[MergeFound] = []
+        self.pushes: list[PushFound] = []
         self.unknown: list[str] = []
         self.mentions: list[str] = []
         self.aliases: dict[str, str] = {}  # every alias the command defines, wherever
         self.expanding: set[str] = set()  # bash never expands an alias inside its own expansion
+        # glab aliases `glab alias set` defines earlier in the command: name -> (expansion or
+        # None when built from expansions, whether it runs in a shell, where it is written)
+        self.glab_aliases: dict[str, tuple[str | None, bool, _Layer, tuple[int, int] | None]] = {}
+        self.glab_names: set[str] = set()  # names the command gives copies of glab (cp, ln)
+        # git aliases and push options `git config` sets earlier in the command
+        self.git_aliases: dict[str, tuple[_Word, _Layer]] = {}
+        self.git_push_options: list[_Word | None] = []
+        # files the command writes (path -> what it writes), and scripts it runs by a path the
+        # reader has not seen written yet (read again at the end, in case a loop writes them later)
+        self.files: dict[str, _Stdin] = {}
+        self.unnamed_writes = False  # a write to a path bash computes
+        self.script_runs: list[tuple[str | None, _Layer]] = []
+        self.level = 0  # nesting of the syntax tree being walked, against _TREE_BUDGET
+        self.over_budget = False
+        self.simple_commands = 0
+        self.text = ""  # the command as the hook received it
+        self.layers: list[tuple[_Layer, Any]] = []  # every text read, for the mention check
 
     # layers
 
@@ -4260,17 +6174,24 @@ class _Reader:
             self._find_aliases(tree.root_node, layer)
         if tree.root_node.has_error:
             self.unknown.append(f"{_short(text)}: bash would not parse this cleanly")
+        for start, gap in _uncovered(src, tree.root_node):
+            if gap.strip() == b"-":  # tree-sitter-bash drops a lone `-` before a heredoc
+                layer.dashes.add(start)
+            else:
+                self.unknown.append(f"{_short(text)}: bash would not parse this cleanly")
         self._visit(tree.root_node, layer)
-        self._check_mentions(layer, tree.root_node)
+        self.layers.append((layer, tree.root_node))  # its mentions are checked at the end
 
-    def _find_aliases(self, node: Any, layer: _Layer) -> None:
-        if node.type == "command":
-            name = node.child_by_field_name("name")
-            if name is not None and _word(name, layer.src).value == "alias":
-                args = [_word(a, layer.src) for a in node.children_by_field_name("argument")]
-                self._alias([_word(name, layer.src), *args])
-        for child in node.children:
-            self._find_aliases(child, layer)
+    def _find_aliases(self, root: Any, layer: _Layer) -> None:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if node.type == "command":
+                name = node.child_by_field_name("name")
+                if name is not None and _word(name, layer.src).value == "alias":
+                    args = [_word(a, layer.src) for a in node.children_by_field_name("argument")]
+                    self._alias([_word(name, layer.src), *args])
+            stack.extend(reversed(node.children))
 
     def _alias(self, argv: list[_Word]) -> None:
         """``alias name=text``: remember it; one built from expansions cannot be read."""
@@ -4311,33 +6232,50 @@ class _Reader:
                 self.mentions.append(_short(text))
                 return
 
-    def _free_words(self, node: Any, layer: _Layer) -> Iterator[str]:
-        if (node.start_byte, node.end_byte) in layer.consumed:
-            return
-        if node.type in _WORDISH:
-            yield _word(node, layer.src).loose
-        elif node.type in ("heredoc_body", "comment"):
-            text = bytearray(layer.src[node.start_byte : node.end_byte])
-            for child in node.children:  # its substitutions are read below, as commands
-                start, end = child.start_byte - node.start_byte, child.end_byte - node.start_byte
-                text[start:end] = b" " * (end - start)
-            yield text.decode("utf-8", "replace")
-        for child in node.children:  # substitutions inside words are words too
-            yield from self._free_words(child, layer)
+    def _free_words(self, root: Any, layer: _Layer) -> Iterator[str]:
+        stack = [root]  # depth first, in order, without recursion (a command may nest deeply)
+        while stack:
+            node = stack.pop()
+            if (node.start_byte, node.end_byte) in layer.consumed:
+                continue
+            if node.type in _WORDISH:
+                yield _word(node, layer.src).loose
+            elif node.type in ("heredoc_body", "comment"):
+                text = bytearray(layer.src[node.start_byte : node.end_byte])
+                for child in node.children:  # its substitutions are read below, as commands
+                    start = child.start_byte - node.start_byte
+                    end = child.end_byte - node.start_byte
+                    text[start:end] = b" " * (end - start)
+                yield text.decode("utf-8", "replace")
+            stack.extend(reversed(node.children))  # substitutions inside words are words too
 
     # the tree
 
     def _visit(self, node: Any, layer: _Layer, stdin: _Stdin | None = None) -> None:
-        kind = node.type
-        if kind == "command":
-            self._command(node, layer, stdin)
-        elif kind == "redirected_statement":
-            self._redirected(node, layer, stdin)
-        elif kind == "pipeline":
-            self._pipeline(node.children, layer, stdin)
-        else:
-            for child in node.children:
-                self._visit(child, layer)
+        if self.level >= _TREE_BUDGET:
+            if not self.over_budget:
+                self.over_budget = True
+                self.unknown.append(
+                    f"{_short(layer.src.decode('utf-8', 'replace'))}: nested more than "
+                    f"{_TREE_BUDGET} levels deep, the reader's budget; it reads no deeper"
+                )
+            return
+        self.level += 1
+        try:
+            kind = node.type
+            if kind == "command":
+                self._command(node, layer, stdin)
+            elif kind == "redirected_statement":
+                self._redirected(node, layer, stdin)
+            elif kind == "pipeline":
+                self._pipeline(node.children, layer, stdin)
+            else:
+                if kind == "variable_assignment":
+                    self._assignment(node, layer)
+                for child in node.children:
+                    self._visit(child, layer)
+        finally:
+            self.level -= 1
 
     def _pipeline(self, children: list[Any], layer: _Layer, stdin: _Stdin | None) -> None:
         for child in children:
@@ -4349,6 +6287,7 @@ class _Reader:
     def _redirected(self, node: Any, layer: _Layer, stdin: _Stdin | None) -> None:
         body = node.child_by_field_name("body")
         tails: list[Any] = []
+        writes: list[tuple[str | None, bool, bool]] = []  # (path, appends, whole output)
         for child in node.children:
             if body is not None and child.id == body.id:
                 continue
@@ -4365,8 +6304,16 @@ class _Reader:
             elif child.type == "herestring_redirect":
                 stdin = self._herestring(child, layer)
             elif child.type == "file_redirect":
-                if any(c.type in ("<", "<&") for c in child.children):
-                    stdin = _OPAQUE
+                operator = next((c.type for c in child.children if c.type[:1] in "<>&"), "")
+                target = child.child_by_field_name("destination")
+                path = _word(target, layer.src).value if target is not None else None
+                if operator in ("<", "<&"):
+                    stdin = self.files.get(_file_key(path), _OPAQUE) if path else _OPAQUE
+                elif operator in (">", ">>", ">|", "&>", "&>>") or (
+                    operator == ">&" and path is not None and not path.isdigit()
+                ):
+                    whole = child.child_by_field_name("descriptor") is None or operator[0] == "&"
+                    writes.append((path, operator.endswith(">>"), whole))
                 self._visit(child, layer)
             else:
                 self._visit(child, layer)
@@ -4375,8 +6322,25 @@ class _Reader:
             out = self._output_of(body, layer, stdin)
         else:
             out = _OPAQUE
+        for path, append, whole in writes:  # what the body writes is what the file holds
+            self._write_file(path, out if whole else _OPAQUE, append=append)
         for tail in tails:
             self._pipeline(tail.children, layer, out)
+
+    def _write_file(self, path: str | None, text: _Stdin, *, append: bool = False) -> None:
+        if path is None:
+            self.unnamed_writes = True
+            return
+        key = _file_key(path)
+        before = self.files.get(key)
+        if append and before is not None:
+            joined = None if before.text is None or text.text is None else before.text + text.text
+            text = _Stdin(joined, dynamic=before.dynamic or text.dynamic)
+        elif append and text.text is not None:  # appended to what the file held before
+            text = _DYNAMIC_STDIN
+        if text.text is None:
+            text = _DYNAMIC_STDIN  # written, with content the reader cannot tell
+        self.files[key] = text
 
     def _heredoc(self, node: Any, layer: _Layer) -> _Stdin:
         """A heredoc's text as the shell it feeds would read it. An unquoted body's expansions
@@ -4414,26 +6378,43 @@ class _Reader:
         program = _word(name, layer.src).tail
         spans = tuple(a.span for a in args if a.span)
         if program == "echo":
-            escapes = False
-            while args and args[0].value in ("-n", "-e", "-E", "-ne", "-en"):
-                escapes = escapes or "e" in (args[0].value or "")
+            escapes, newline = False, True
+            while args and re.fullmatch(r"-[neE]+", args[0].value or ""):
+                flags = args[0].value or ""
+                escapes = "e" in flags if "e" in flags or "E" in flags else escapes
+                newline = newline and "n" not in flags
                 args = args[1:]
             values = [a.value for a in args]
-            if any(v is None for v in values) or (escapes and any("\\" in v for v in values if v)):
+            if any(v is None for v in values):
                 return _DYNAMIC_STDIN
-            return _Stdin(" ".join(v for v in values if v is not None) + "\n", spans=spans)
+            text = " ".join(v for v in values if v is not None)
+            if escapes:
+                text, stopped = _echo_escapes(text)
+                newline = newline and not stopped
+            return _Stdin(text + ("\n" if newline else ""), spans=spans)
         if program == "printf":
             values = [a.value for a in args]
-            if len(values) != 1 or values[0] is None or "%" in values[0]:
+            if values[:1] == ["--"]:
+                values = values[1:]
+            printed = _printf(values) if values and values[0] != "-v" else None
+            if printed is None:
                 return _DYNAMIC_STDIN
-            return _Stdin(_ansi_c(values[0]), spans=spans)
+            return _Stdin(printed, spans=spans)
         if program == "cat" and all(a.value == "-" for a in args):
+            return stdin or _OPAQUE
+        if program == "cat" and all(a.value and not a.value.startswith("-") for a in args):
+            parts = [self.files.get(_file_key(a.value or "")) for a in args]
+            if all(p is not None and p.text is not None for p in parts):
+                return _Stdin("".join(p.text or "" for p in parts if p is not None))
+            return _DYNAMIC_STDIN if any(p is not None for p in parts) else _OPAQUE
+        if program == "tee":
             return stdin or _OPAQUE
         return _OPAQUE
 
     # one simple command
 
     def _command(self, node: Any, layer: _Layer, stdin: _Stdin | None) -> None:
+        self.simple_commands += 1
         env: dict[str, _Word] = {}
         argv: list[_Word] = []
         for index, child in enumerate(node.children):
@@ -4445,7 +6426,8 @@ class _Reader:
                     env[name.text.decode()] = (
                         _word(value, layer.src) if value is not None else _literal_word("")
                     )
-                self._visit(child, layer)
+                for part in child.children:  # the command's own: read with the command (git)
+                    self._visit(part, layer)
             elif field_name in ("name", "argument"):
                 argv.append(_word(child, layer.src))
                 self._visit(child, layer)
@@ -4453,313 +6435,27 @@ class _Reader:
                 stdin = self._herestring(child, layer)
             else:
                 self._visit(child, layer)
+        if argv and any(
+            d >= node.end_byte and not layer.src[node.end_byte : d].strip() for d in layer.dashes
+        ):
+            argv.append(_literal_word("-"))  # the `-` the parser dropped (see _uncovered)
         if argv:
             self._argv(argv, env, stdin, layer, open_args=False)
 
-    def _argv(
-        self,
-        argv: list[_Word],
-        env: dict[str, _Word],
-        stdin: _Stdin | None,
-        layer: _Layer,
-        *,
-        open_args: bool,
-    ) -> None:
-        """Look through wrappers to the program that runs, then read it."""
-        while argv:
-            if self.aliases:
-                self._expand_alias(argv, layer)
-            program = argv[0].tail
-            if program is None:
-                self._dynamic_program(argv)
-                return
-            if program == "alias":
-                self._alias(argv)
-                return
-            unwrapped = _unwrap(program, argv, env)
-            if unwrapped is not None:
-                argv, more_open = unwrapped
-                open_args = open_args or more_open
-                continue
-            if program == "env" and _env_split(argv) is not None:
-                self._reread_words(argv, _env_split(argv) or [], layer, "env -S")
-                return
-            if program == "busybox" and len(argv) > 1:
-                argv = argv[1:]
-                continue
-            if program in _SHELLS:
-                self._shell(argv, stdin, layer, open_args)
-                return
-            if program == "eval":
-                self._reread_words(argv, argv[1:], layer, "eval")
-                return
-            if program == "trap":
-                operands = [w for w in argv[1:] if w.value != "--"]
-                if len(operands) >= 2 and (operands[0].value or "x")[:1] != "-":
-                    self._reread_words(argv, operands[:1], layer, "trap")
-                return
-            if program == "watch":
-                self._watch(argv, env, stdin, layer)
-                return
-            if program in ("su", "runuser", "script"):
-                self._dash_c(argv, layer)
-                return
-            if program == "glab":
-                self._glab(argv, env, layer, open_args)
-                return
-            self._other(argv, env, stdin, layer)
+    def _assignment(self, node: Any, layer: _Layer) -> None:
+        """``NAME=value`` on its own or exported: git reads GIT_CONFIG_* from the environment,
+        so one that sets auto-merge push options (or that the hook cannot read) blocks."""
+        name = node.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        if name is None or not re.fullmatch(r"GIT_CONFIG\w*", name.text.decode("utf-8", "replace")):
             return
-
-    def _dynamic_program(self, argv: list[_Word]) -> None:
-        """A program whose name bash computes could be glab, with any subcommand split out of
-        the same expansion: it is unknown, whatever follows it."""
-        self.unknown.append(
-            f"{_short(' '.join(w.raw for w in argv))}: bash computes the program's name (a "
-            "variable, a substitution, a glob or a brace), so the hook cannot tell whether it is "
-            "glab; spell the program out"
-        )
-
-    def _reread_words(self, argv: list[_Word], words: list[_Word], layer: _Layer, how: str) -> None:
-        values = [w.value for w in words]
-        if any(v is None for v in values):
+        text = _word(value, layer.src).value if value is not None else ""
+        if text is None or _AUTO_MERGE_TEXT.search(text):
             self.unknown.append(
-                f"{_short(' '.join(w.raw for w in argv))}: {how} runs text built from variables "
-                "or substitutions, which the hook cannot read"
-            )
-            return
-        for w in words:
-            if w.span:
-                layer.consumed.add(w.span)
-        self.read(" ".join(v for v in values if v is not None), layer.depth + 1)
-
-    def _shell(
-        self, argv: list[_Word], stdin: _Stdin | None, layer: _Layer, open_args: bool
-    ) -> None:
-        """sh/bash/zsh: re-read what ``-c`` runs, or a script fed on standard input."""
-        i, command_mode = 1, False
-        while i < len(argv):
-            value = argv[i].value
-            if value is None and command_mode:
-                break  # the text -c runs, read below
-            if value is None:
-                self.unknown.append(
-                    f"{_short(' '.join(w.raw for w in argv))}: a shell argument built from "
-                    "variables or substitutions (it could be -c)"
-                )
-                return
-            if value in ("-", "--"):
-                i += 1
-                break
-            if value.startswith("--"):
-                i += 2 if value in ("--rcfile", "--init-file") else 1
-                continue
-            if len(value) > 1 and value[0] in "-+":
-                letters = value[1:]
-                command_mode = command_mode or "c" in letters
-                i += 1 + sum(1 for ch in letters if ch in "oO")
-                continue
-            break
-        operands = argv[i:]
-        if command_mode:
-            if operands:
-                self._reread_words(argv, operands[:1], layer, f"{argv[0].raw} -c")
-            elif open_args:
-                self.unknown.append(f"{_short(' '.join(w.raw for w in argv))}: xargs feeds -c")
-            return
-        if operands or stdin is None:
-            return  # a script file, or the session's own (empty) input: not read
-        if stdin.text is not None:
-            layer.consumed.update(stdin.spans)
-            self.read(stdin.text, layer.depth + 1)
-        elif stdin.dynamic:
-            self.unknown.append(
-                f"{_short(' '.join(w.raw for w in argv))}: a shell reads commands built from "
-                "variables or substitutions"
-            )
-
-    def _watch(
-        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
-    ) -> None:
-        i, direct = 1, False
-        while i < len(argv) and (argv[i].value or "").startswith("-"):
-            value = argv[i].value or ""
-            if value == "--":
-                i += 1
-                break
-            direct = direct or value in ("-x", "--exec")
-            takes = value in ("-n", "--interval", "-q", "--equexit") or re.fullmatch(
-                r"-[a-z]*[nq]", value
-            )
-            i += 2 if takes else 1
-        rest = argv[i:]
-        if direct:
-            self._argv(rest, env, stdin, layer, open_args=False)
-        elif rest:
-            self._reread_words(argv, rest, layer, "watch")
-
-    def _dash_c(self, argv: list[_Word], layer: _Layer) -> None:
-        for i, word in enumerate(argv[1:], start=1):
-            if word.value in ("-c", "--command") and i + 1 < len(argv):
-                self._reread_words(argv, [argv[i + 1]], layer, f"{argv[0].raw} -c")
-            elif (word.value or "").startswith("--command="):
-                text = (word.value or "")[len("--command=") :]
-                self.read(text, layer.depth + 1)
-
-    def _other(
-        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
-    ) -> None:
-        """Any other program. It may still run one of its arguments (find -exec, flock, ssh,
-        parallel, a renamed copy of glab): read from any argument that names glab, a shell or
-        eval, and read `<program> mr merge ...` and `<program> api ...` as glab would."""
-        values = [w.value for w in argv]
-        j = 1  # glab's own -R may come before its subcommand: `g -R group/p mr merge 12`
-        while j < len(values) and (values[j] or "").startswith("-"):
-            j += 2 if values[j] in ("-R", "--repo") else 1
-        if values[j : j + 1] == ["mr"] and j + 1 < len(values) and _is_merge_word(values[j + 1]):
-            self._glab(argv, env, layer, open_args=False)
-            return
-        for i in range(1, len(argv)):
-            tail = argv[i].tail
-            if tail in _SHELLS or tail in ("glab", "eval"):
-                self._argv(argv[i:], env, None, layer, open_args=False)
-
-    # glab itself
-
-    def _glab(
-        self, argv: list[_Word], env: dict[str, _Word], layer: _Layer, open_args: bool
-    ) -> None:
-        call = _GlabCall(_short(" ".join(w.raw for w in argv)), [argv[0]], None, env, open_args)
-        args = argv[1:]
-        path: list[str] = []
-        i = 0
-        while i < len(args):
-            value = args[i].value
-            if value is None:
-                self.unknown.append(
-                    f"{call.words}: a glab command word built from variables or substitutions"
-                )
-                return
-            if value in ("-R", "--repo") and i + 1 < len(args):
-                call.repo = args[i + 1]
-                call.structural += args[i : i + 2]
-                i += 2
-                continue
-            if value.startswith("--repo="):
-                call.repo = _literal_word(value[len("--repo=") :])
-                call.structural.append(args[i])
-            elif value.startswith("-R") and len(value) > 2 and not value.startswith("--"):
-                call.repo = _literal_word(value[2:].removeprefix("="))  # -Racme/app, -R=acme/app
-                call.structural.append(args[i])
-            elif value in ("-h", "--help", "-v", "--version") and not path:
-                return  # glab prints help or its version
-            elif not value.startswith("-"):
-                call.structural.append(args[i])
-                path.append(value)
-                if len(path) == 2 or path[0] != "mr":
-                    break
-            i += 1
-        rest = args[i + 1 :]
-        if not path or (path == ["mr"]):
-            if open_args:
-                self.unknown.append(f"{call.words}: glab's command comes from xargs' input")
-            return
-        top = path[0]
-        if top == "api":
-            self._glab_api(call, rest, layer)
-        elif top not in _GLAB_COMMANDS:
-            self.unknown.append(
-                f"{call.words}: `glab {top}` is not a glab command the hook knows; an alias "
-                "could expand to a merge"
-            )
-        elif top == "mr" and _is_merge_word(path[1]):
-            self._glab_merge(call, rest, layer)
-        else:
-            self._consume(layer, call.structural)
-
-    def _consume(self, layer: _Layer, words: list[_Word]) -> None:
-        layer.consumed.update(w.span for w in words if w.span)
-
-    def _glab_merge(self, call: _GlabCall, args: list[_Word], layer: _Layer) -> None:
-        """``glab mr merge|accept [<id> | <branch> | <url>] [flags]``."""
-        flags = _cobra(args, _MERGE_FLAGS)
-        call.structural += flags.spelled.get("--repo", [])
-        self._consume(layer, call.structural)
-        if flags.help:
-            return  # cobra prints the help and merges nothing
-        repo = flags.last("--repo", call.repo)
-        project, iid, problem = _attribute(
-            flags.positionals, flags.unclear, repo, call.env, call.open_args
-        )
-        for reading in _host_readings(project):
-            self.merges.append(MergeFound(call.words, reading, iid, problem))
-
-    def _glab_api(self, call: _GlabCall, args: list[_Word], layer: _Layer) -> None:
-        """``glab api <endpoint> [flags]``: a merge when it is not a GET or HEAD to a merge
-        request's merge endpoint (or a merge train), or a GraphQL mergeRequestAccept."""
-        flags = _cobra(args, _API_FLAGS)
-        if flags.help:
-            return
-        endpoint = flags.positionals[0][1] if flags.positionals else None
-        for name in ("--method", "--repo"):
-            call.structural += flags.spelled.get(name, [])
-        if endpoint is not None:
-            call.structural.append(endpoint)
-        fields = [f or _literal_word("") for f in flags.values.get("--raw-field", [])]
-        for f in flags.values.get("--field", []):  # -F key=@file reads a file
-            if f is None or (f.value or "").partition("=")[2].startswith("@"):
-                f = _Word((DYNAMIC,), None, "-F")
-            fields.append(f)
-        if "--input" in flags.values:
-            fields.append(_Word((DYNAMIC,), None, "--input"))
-        if endpoint is None:
-            if call.open_args:
-                self.unknown.append(f"{call.words}: the endpoint comes from xargs' input")
-            return
-        target = endpoint.value
-        if target is not None and target.strip("/").lower() == "graphql":
-            self._consume(layer, call.structural)
-            self._graphql(call, [f.value for f in fields])
-            return
-        method = flags.last("--method", None)
-        if method is None:
-            verb: str | None = "POST" if fields else "GET"  # glab's default
-        else:
-            verb = method.value.upper() if method.value is not None else None
-        if verb is None:
-            self.unknown.append(f"{call.words}: the HTTP method is built from variables")
-            return
-        if verb in ("GET", "HEAD"):
-            self._consume(layer, call.structural)
-            return  # a read merges nothing
-        if target is None:
-            self.unknown.append(
-                f"{call.words}: a {verb} to an endpoint built from variables or substitutions"
-            )
-            return
-        self._consume(layer, call.structural)
-        found = _merge_endpoint(target)
-        if found is not None:
-            repo = flags.last("--repo", call.repo)
-            project, iid, problem = _attribute_endpoint(*found, repo, call.env)
-            readings = _host_readings(project) if project != found[0] else (project,)
-            for reading in readings:  # only a project -R names may start with a host
-                self.merges.append(MergeFound(call.words, reading, iid, problem))
-
-    def _graphql(self, call: _GlabCall, bodies: list[str | None]) -> None:
-        if any(b is None for b in bodies):
-            self.unknown.append(
-                f"{call.words}: a GraphQL request whose body the hook cannot read (a file, "
-                "standard input or an expansion)"
-            )
-        elif any("mergerequestaccept" in (b or "").lower() for b in bodies):
-            self.merges.append(
-                MergeFound(
-                    call.words,
-                    None,
-                    None,
-                    "a GraphQL mergeRequestAccept cannot be attributed to one project and one "
-                    "merge request by this hook; merge with glab mr merge <iid> -R <project>",
-                )
+                f"{_short(layer.src[node.start_byte : node.end_byte].decode('utf-8', 'replace'))}"
+                ": git configuration set through the environment for the commands after it, "
+                "which may arm auto-merge on a push; pass it to the one git command instead "
+                "(git -c push.pushOption=...)"
             )
 
 
@@ -4779,16 +6475,58 @@ def read_command(command: str) -> CommandReading:
     what it recognises.
     """
     reader = _Reader()
-    reader.read(command)
-    seen: set[tuple[str | None, int | None, str]] = set()
+    reader.text = command
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, _RECURSION_FOR_BUDGET))  # the tree budget, not Python's
+    try:
+        reader.read(command)
+        _read_late_scripts(reader)
+    finally:
+        sys.setrecursionlimit(limit)
+    return _reading(reader)
+
+
+def _read_late_scripts(reader: _Reader) -> None:
+    """Scripts the command runs by a path it writes later in its text (a loop runs them after
+    the write), or by a path bash computes in a command that writes files."""
+    done: set[tuple[str | None, int]] = set()
+    while reader.script_runs:
+        key, layer = reader.script_runs.pop()
+        if (key, id(layer)) in done:
+            continue
+        done.add((key, id(layer)))
+        if key is None and (reader.files or reader.unnamed_writes):
+            reader.unknown.append(
+                "a script run by a path bash computes, in a command that writes files: the "
+                "hook cannot tell which file runs; spell its path"
+            )
+        elif key is not None and key in reader.files:
+            argv = [_literal_word(key)]
+            reader._read_source(reader.files[key], argv, layer, key)
+        elif key is not None and reader.unnamed_writes:
+            reader.unknown.append(
+                f"{key}: runs a script in a command that writes files whose names bash "
+                "computes; the hook cannot tell whether it is one of them"
+            )
+
+
+def _reading(reader: _Reader) -> CommandReading:
+    for layer, root in reader.layers:
+        reader._check_mentions(layer, root)
+    reader.layers = []
+    seen: set[tuple[str | None, int | None, str, tuple[str | None, ...], str]] = set()
     merges = []
     for m in reader.merges:
-        key = (m.project, m.iid, m.problem)
+        key = (m.project, m.iid, m.problem, m.shas, m.kind)
         if key not in seen:
             seen.add(key)
             merges.append(m)
+    alone = reader.simple_commands == 1
     return CommandReading(
-        tuple(merges), tuple(dict.fromkeys(reader.unknown)), tuple(dict.fromkeys(reader.mentions))
+        tuple(merges),
+        tuple(dict.fromkeys(reader.unknown)),
+        tuple(dict.fromkeys(reader.mentions)),
+        tuple(dict.fromkeys(replace(p, alone=alone) for p in reader.pushes)),
     )
 
 
@@ -4796,8 +6534,187 @@ def read_command(command: str) -> CommandReading:
 
 
 # =============================================================================================
+# begin pairgate/standalone/command_reader/mcp.py
+# =============================================================================================
+
+
+# --- MCP tool calls ---------------------------------------------------------------------------------
+
+# glab mcp serve (internal/commands/mcp/serve/server.go) names a tool "glab_" + the command's path
+# and runs `glab <path> <flags> <args>` with only the flags the command itself defines (an
+# inherited flag such as --repo is dropped). The local flags of the commands that can merge:
+_GLAB_TOOL_FLAGS: dict[tuple[str, ...], frozenset[str]] = {
+    ("mr", "merge"): frozenset(
+        {"sha", "remove-source-branch", "auto-merge", "message", "squash-message", "squash",
+         "rebase", "yes", "when-pipeline-succeeds"}
+    ),
+    ("mr", "note"): frozenset({"message", "unique"}),
+    ("mr", "update"): frozenset(
+        {"draft", "ready", "wip", "title", "lock-discussion", "unlock-discussion", "description",
+         "label", "unlabel", "assignee", "reviewer", "unassign", "squash-before-merge",
+         "remove-source-branch", "milestone", "target-branch", "fill", "fill-commit-body", "yes"}
+    ),
+    ("api",): frozenset(
+        {"hostname", "method", "field", "raw-field", "header", "include", "paginate", "input",
+         "silent"}
+    ),
+    ("alias", "set"): frozenset({"shell"}),
+}  # fmt: skip
+# Tools of GitLab's MCP server and of the community servers that merge a merge request
+# (GitLab: accept_merge_request; zereight/gitlab-mcp: merge_merge_request; jmrplens/gitlab-mcp-server:
+# gitlab_mr_merge; ZephyrDeng/mcp-server-gitlab: GitlabAcceptMRTool), that run GraphQL
+# (zereight: execute_graphql) or any API request (ZephyrDeng: GitlabRawApiTool). GitLab's server
+# may prefix every tool name (X-Gitlab-Mcp-Server-Tool-Name-Prefix), so a name is matched by
+# its end. Approving (approve_merge_request, gitlab_mr_approve, glab_mr_approve) merges nothing,
+# as `glab mr approve` in Bash does not.
+_MCP_MERGE_TOOLS = ("accept_merge_request", "merge_merge_request", "gitlab_mr_merge",
+                    "gitlabacceptmrtool")  # fmt: skip
+_MCP_GRAPHQL_TOOLS = ("execute_graphql",)
+_MCP_API_TOOLS = ("gitlabrawapitool",)
+_MCP_PROJECT_KEYS = ("project_id", "projectPath", "project_path", "project", "fullPath", "id")
+_MCP_IID_KEYS = ("merge_request_iid", "mergeRequestIid", "iid", "mr_iid", "merge_request_id")
+
+
+def read_tool_call(tool_name: str, tool_input: Mapping[str, Any]) -> CommandReading:
+    """What an MCP tool call (``tool_name`` is ``mcp__<server>__<tool>``) would merge, read as
+    the Bash forms are: a glab tool as the glab command it runs, a merge tool by its project,
+    merge request and ``sha``, a GraphQL or raw API tool as that request, and a ``/merge``
+    quick action in any text a tool posts."""
+    tool = tool_name.rsplit("__", 1)[-1]
+    lowered = tool.lower()
+    words = f"MCP tool {tool_name}"
+    if lowered.startswith("glab_"):
+        return _read_glab_tool(lowered[len("glab_") :].split("_"), tool_input)
+    reader = _Reader()
+    if lowered.endswith(_MCP_MERGE_TOOLS):
+        project, iid, problem = _mcp_target(tool_input)
+        sha = tool_input.get("sha")
+        shas = () if sha in (None, "") else ((sha if isinstance(sha, str) else None),)
+        reader.merges.append(MergeFound(words, project, iid, problem, shas))
+        return _reading(reader)
+    if lowered.endswith(_MCP_GRAPHQL_TOOLS):
+        variables = tool_input.get("variables") or {}
+        if isinstance(variables, str):
+            try:
+                variables = json.loads(variables)
+            except ValueError:
+                variables = None
+        query = tool_input.get("query")
+        if not isinstance(query, str) or not isinstance(variables, dict):
+            reader.unknown.append(f"{words}: a GraphQL request the hook cannot read")
+        else:
+            reader._graphql(words, {"query": query, **variables}, False)
+        return _reading(reader)
+    if lowered.endswith(_MCP_API_TOOLS):
+        return _read_api_tool(words, tool_input)
+    texts = [t for t in _strings(tool_input) if _QUICK_MERGE.search(t)]
+    if texts:
+        project, iid, problem = _mcp_target(tool_input)
+        sha = tool_input.get("merge_request_diff_head_sha")
+        shas = () if sha in (None, "") else ((sha if isinstance(sha, str) else None),)
+        reader.merges.append(MergeFound(words, project, iid, problem, shas, "/merge"))
+    elif re.match(r"merge|.*(merge|accept)$|.*accept", lowered) and not re.match(
+        r"(get|list|search|read|view|show|create|approve|unapprove)_|.*cancel", lowered
+    ):
+        reader.unknown.append(
+            f"{words}: an MCP tool named like a merge that the hook does not know; merge "
+            "through the Bash tool with glab mr merge <iid> -R <project> --sha <approved head>"
+        )
+    return _reading(reader)
+
+
+def _read_glab_tool(path: list[str], tool_input: Mapping[str, Any]) -> CommandReading:
+    """A ``glab mcp serve`` tool: the glab command it runs (server.go convertParamsToArgs:
+    each known flag as --flag value, true booleans as --flag, then the positional args)."""
+    known = _GLAB_TOOL_FLAGS.get(tuple(path))
+    if known is None:
+        return CommandReading()  # a glab command that cannot merge
+    argv = ["glab", *path]
+    flags = tool_input.get("flags")
+    for key, value in flags.items() if isinstance(flags, Mapping) else ():
+        name = key.replace("_", "-")
+        if value is None or (name not in known and key not in known):
+            continue
+        if isinstance(value, bool):
+            argv += [f"--{name}"] if value else []
+        elif isinstance(value, list):
+            argv += [
+                x for item in value if isinstance(item, str) and item for x in (f"--{name}", item)
+            ]
+        elif isinstance(value, int | float):
+            if value:
+                number = str(int(value)) if float(value).is_integer() else repr(value)
+                argv += [f"--{name}", number]
+        elif str(value) not in ("", "0", "false"):
+            argv += [f"--{name}", str(value)]
+    args = tool_input.get("args")
+    argv += [a for a in (args if isinstance(args, list) else ()) if isinstance(a, str) and a]
+    reader = _Reader()
+    reader._argv([_literal_word(w) for w in argv], {}, None, _Layer(b"", 0), open_args=False)
+    return _reading(reader)
+
+
+def _read_api_tool(words: str, tool_input: Mapping[str, Any]) -> CommandReading:
+    """A raw API tool: its method, endpoint and parameters, read as ``glab api`` would be."""
+    reader = _Reader()
+    endpoint = next((tool_input[k] for k in ("path", "endpoint", "url") if k in tool_input), None)
+    method = str(tool_input.get("method") or "GET").upper()
+    data: Any = next((tool_input[k] for k in ("data", "body", "params") if k in tool_input), {})
+    if not isinstance(endpoint, str) or not isinstance(data, Mapping):
+        if method not in ("GET", "HEAD"):
+            reader.unknown.append(f"{words}: an API request the hook cannot read")
+        return _reading(reader)
+    argv = ["glab", "api", "-X", method, endpoint]
+    argv += [x for k, v in data.items() for x in ("-f", f"{k}={v}")]
+    reader._argv([_literal_word(w) for w in argv], {}, None, _Layer(b"", 0), open_args=False)
+    return _reading(reader)
+
+
+def _mcp_target(tool_input: Mapping[str, Any]) -> tuple[str | None, int | None, str]:
+    """(project, iid, problem) from an MCP tool's arguments."""
+    project = next((tool_input[k] for k in _MCP_PROJECT_KEYS if k in tool_input), None)
+    iid = next((tool_input[k] for k in _MCP_IID_KEYS if k in tool_input), None)
+    if isinstance(project, int) and not isinstance(project, bool):
+        project = str(project)
+    if isinstance(project, str):
+        project = urllib.parse.unquote(project).strip("/") or None
+    if isinstance(iid, str) and re.fullmatch(r"[1-9][0-9]*", iid):
+        iid = int(iid)
+    if not isinstance(project, str) or not isinstance(iid, int) or isinstance(iid, bool) or iid < 1:
+        return (
+            project if isinstance(project, str) else None,
+            None,
+            "the tool's arguments do not name one project and one merge request the hook can read",
+        )
+    return project, iid, ""
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string in a JSON value."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+# end pairgate/standalone/command_reader/mcp.py
+
+
+# =============================================================================================
 # begin pairgate/standalone/hook.py
 # =============================================================================================
+
+
+# 8. Standalone entry point
+# ---------------------------------------------------------------------------------------------
 
 
 # The merge hook's Python half. block-unapproved-merge.sh allows what cannot name a glab merge
@@ -4835,17 +6752,11 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
         raise HookDenied(f"the hook input is not JSON ({exc})") from None
     if not isinstance(payload, dict):
         raise HookDenied("the hook input is not a JSON object")
-    if payload.get("tool_name", "Bash") != "Bash":
-        return Exit.OK  # registered more widely than matcher Bash: other tools merge nothing
-    tool_input = payload.get("tool_input")
-    command = tool_input.get("command") if isinstance(tool_input, dict) else None
-    if not isinstance(command, str):
-        raise HookDenied("the hook input has no tool_input.command string")
-    if not could_name_glab_merge(command):
-        return Exit.OK
-    reading = read_command(command)
+    reading = _hook_reading(payload.get("tool_name", "Bash"), payload.get("tool_input"))
+    if reading is None:
+        return Exit.OK  # a tool that runs no command and merges nothing
     problems = reading.problems()
-    if not problems and not reading.merges:
+    if not problems and not reading.merges and not reading.pushes:
         return Exit.OK  # it merges nothing: the gate has nothing to say
     here = here or reader_dir()
     env = {**ctx.env, CONFIG_ENV: str(here / CONFIG_FILENAME)}  # never the session's
@@ -4859,11 +6770,160 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
     for merge in reading.merges:
         assert merge.project is not None and merge.iid is not None
         verdict = gate_merge(client, config, merge.project, merge.iid, now=ctx.now())
-        if not verdict.allowed:
-            refused.append(verdict.message)
+        refusal = _hook_binding(merge, verdict)
+        if refusal:
+            refused.append(refusal)
+    cwd = payload.get("cwd")
+    for push in reading.pushes:
+        refused += _hook_push(ctx, client, config, push, cwd if isinstance(cwd, str) else None)
     if refused:
         raise HookDenied(_hook_message(config, refused, reading.merges))
     return Exit.OK
+
+
+# The tools the hook reads (register it for them: docs/agent-handoff.md, "The merge hook"):
+# Bash and Monitor run a shell command; PowerShell runs one bash cannot read; MCP tools
+# (mcp__<server>__<tool>) are read by read_tool_call.
+HOOK_COMMAND_TOOLS = ("Bash", "Monitor")
+
+
+def _hook_reading(tool: Any, tool_input: Any) -> CommandReading | None:
+    """What one tool call would merge; None when the tool runs nothing the hook reads."""
+    if not isinstance(tool, str):
+        raise HookDenied("the hook input's tool_name is not a string")
+    if tool in HOOK_COMMAND_TOOLS:
+        command = tool_input.get("command") if isinstance(tool_input, dict) else None
+        if tool == "Monitor" and isinstance(tool_input, dict) and "command" not in tool_input:
+            return None  # a WebSocket monitor runs no command
+        if not isinstance(command, str):
+            raise HookDenied("the hook input has no tool_input.command string")
+        return read_command(command) if could_name_glab_merge(command) else None
+    if tool == "PowerShell":
+        command = tool_input.get("command") if isinstance(tool_input, dict) else None
+        if not isinstance(command, str):
+            raise HookDenied("the hook input has no tool_input.command string")
+        text = command.lower()
+        if "glab" in text or "merge_request" in text or _MERGE_MENTION.search(command):
+            return CommandReading(
+                unknown=(
+                    f"{_short(command)}: a PowerShell command that names glab or a merge "
+                    "request; the merge hook reads bash only, so run it through the Bash tool",
+                )
+            )
+        return None
+    if tool.startswith("mcp__"):
+        if not isinstance(tool_input, dict):
+            raise HookDenied("the hook input has no tool_input object for an MCP tool")
+        return read_tool_call(tool, tool_input)
+    return None
+
+
+def _hook_binding(merge: MergeFound, verdict: GateVerdict) -> str | None:
+    """Why the gate's verdict does not let this merge through, or None. An approved merge
+    request passes only when the merge carries the approved head itself (--sha, the sha field):
+    GitLab then refuses (409) a head that moved between this check and the merge."""
+    if not verdict.allowed:
+        return verdict.message
+    if not verdict.in_scope:
+        return None  # not gated: there is no approval to bind it to
+    head = verdict.head_sha  # the approved head: "approved" means an approval at the head
+    ref = f"{verdict.project}!{verdict.iid}"
+    right = f"glab mr merge {verdict.iid} -R {verdict.project} --sha {head}"
+    what = "this /merge quick action" if merge.kind == "/merge" else "this merge"
+    if not merge.shas:
+        return (
+            f"{ref} is approved at its head {head}, but {what} does not name that head, so a "
+            f"push between this check and the merge would merge a commit nobody reviewed. "
+            f"Bind the merge to the approved head: {right}"
+        )
+    if any(sha is None for sha in merge.shas):
+        return (
+            f"{ref} is approved at its head {head}, but {what} names its SHA through "
+            f"variables, substitutions or a file the hook cannot read. Spell the approved "
+            f"head: {right}"
+        )
+    wrong = next((sha for sha in merge.shas if sha != head), None)
+    if wrong is not None:
+        return (
+            f"{ref}: {what} names {wrong}, but the approved head is {head}; GitLab would merge "
+            f"only {wrong}, which no approval names. Merge the approved head: {right}"
+        )
+    return None
+
+
+def _hook_push(
+    ctx: Context, client: GitLab, config: Config, push: PushFound, cwd: str | None
+) -> list[str]:
+    """Refusals for a push that arms auto-merge: GitLab merges the merge request of the pushed
+    branch at the pushed commit (no other SHA binds it), so the push passes only when that
+    commit is the head the gate approved, or when the merge request is not gated."""
+    project = push.target_project
+    if project is None:
+        project, why = _hook_remote_project(ctx, push, cwd)
+        if project is None:
+            return [f"{push.words}: {why}"]
+    if not project_in_group(client, config, project):
+        return []
+    path = f"projects/{encode_project(project)}/merge_requests"
+    found = client.get_all(path, source_branch=push.branch, state="opened")
+    if not found:
+        if not push.creates:
+            return []  # GitLab arms nothing without a merge request to arm
+        return [
+            f"{push.words}: creates a merge request of {project} from {push.branch} with "
+            f"auto-merge armed, and no approval can name its head yet. Push without the "
+            f"auto-merge option, have the head reviewed, then merge with glab mr merge <iid> "
+            f"-R {project} --sha <approved head>"
+        ]
+    refusals = []
+    for mr in found:
+        verdict = gate_merge(client, config, project, int(mr["iid"]), now=ctx.now())
+        if not verdict.allowed:
+            refusals.append(verdict.message)
+        elif verdict.in_scope and verdict.head_sha != push.sha:
+            refusals.append(
+                f"{push.words}: arms auto-merge of {verdict.project}!{verdict.iid} at "
+                f"{push.sha}, but its approved head is {verdict.head_sha}: GitLab would merge "
+                f"the pushed commit, which no approval names. Push without the auto-merge "
+                f"option, and merge the reviewed head with glab mr merge {verdict.iid} -R "
+                f"{verdict.project} --sha <approved head>"
+            )
+    return refusals
+
+
+def _hook_remote_project(ctx: Context, push: PushFound, cwd: str | None) -> tuple[str | None, str]:
+    """The project a push goes to: the remote's URL as spelled, or the URL git has for the
+    remote's name in the session's directory, read only when the push is the command's only
+    command (anything before it could change the remote)."""
+    remote = push.remote or ""
+    if "://" in remote or re.match(r"^[\w.+-]+@[^:/]+:", remote):
+        project = _normalise_repo(remote)
+        return project, "" if project else f"{remote} is not a project URL the hook can read"
+    if not push.alone:
+        return None, (
+            f"pushes to the remote named {remote} in a command that does more than push, so "
+            f"the hook cannot read that remote's URL before the command runs; push alone, or "
+            f"name the remote by its URL"
+        )
+    if not cwd or not Path(cwd).is_dir():
+        return None, f"the hook has no working directory to read the URL of remote {remote}"
+    try:
+        found = subprocess.run(
+            ["git", "-C", cwd, "remote", "get-url", "--push", "--", remote],
+            env=dict(ctx.env),
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"git could not read the URL of remote {remote}: {exc}"
+    url = found.stdout.strip()
+    project = _normalise_repo(url) if found.returncode == 0 else None
+    if project is None:
+        detail = found.stderr.strip() or url or "no URL"
+        return None, f"git has no project URL for remote {remote} in {cwd} ({detail})"
+    return project, ""
 
 
 def _hook_files_present(here: Path, env: Mapping[str, str]) -> None:
@@ -4934,6 +6994,9 @@ def hook_main(ctx: Context, stdin: TextIO) -> int:
     """``python3 ownership.py hook``: 0 allows the command, 2 blocks it; nothing else, ever."""
     try:
         return run_hook(ctx, stdin.read())
+    except ModuleNotFoundError as exc:  # the interpreter the hook runs lacks a dependency
+        print(f"pairgate: {_hook_missing_module(exc)}", file=ctx.stderr)
+        return Exit.ERROR
     except BaseException as exc:  # every failure blocks: Claude Code runs it on any other exit
         message = exc.message if isinstance(exc, PairgateError) else f"{type(exc).__name__}: {exc}"
         message = message.removeprefix("pairgate: ")
@@ -4941,6 +7004,28 @@ def hook_main(ctx: Context, stdin: TextIO) -> int:
             message = f"the merge hook could not decide, so it blocks: {message}"
         print(f"pairgate: {message}", file=ctx.stderr)
         return Exit.ERROR
+
+
+def _hook_missing_module(exc: ModuleNotFoundError) -> str:
+    """What to run when the Python the hook starts cannot import a dependency: install them for
+    that interpreter, or name the interpreter that has them in the deployment's _hooklib.sh."""
+    here = reader_dir()
+    cli, install = "pairgate", f"pairgate deploy-hooks --target {here}"
+    try:  # the configuration's own spelling, read without the dependencies that may be missing
+        values = json.loads((here / CONFIG_FILENAME).read_text(encoding="utf-8"))
+        cli = str(values.get("cli_command") or cli)
+        install = str(values.get("hooks_install_command") or f"{cli} deploy-hooks --target {here}")
+    except (OSError, ValueError, AttributeError):
+        pass
+    return (
+        f"the merge hook could not decide, so it blocks: the Python it runs ({sys.executable}) "
+        f"cannot import {exc.name or exc} (ModuleNotFoundError: {exc}). Either install "
+        f"pairgate's runtime dependencies for that interpreter: {sys.executable} -m pip install "
+        f"requests jsonschema pyyaml tree-sitter tree-sitter-bash; or name the interpreter "
+        f"that has them (the one pairgate is installed in) in {here / '_hooklib.sh'}, with "
+        f"the line hooklib_python=/path/to/that/python3 ({install} prints the line for the "
+        f"interpreter {cli} runs under)"
+    )
 
 
 # end pairgate/standalone/hook.py

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import pytest
 
+from pairgate.standalone.command_reader.mcp import read_tool_call
 from pairgate.standalone.command_reader.read import read_command
-from pairgate.standalone.command_reader.words import CommandReading, could_name_glab_merge
+from pairgate.standalone.command_reader.words import (
+    CommandReading,
+    MergeFound,
+    could_name_glab_merge,
+)
 
 APP = {("acme/app", 12)}
 
@@ -152,6 +157,97 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
         "glab mr merge 12 -R acme/app; glab api -X PUT projects/outside%2Fapp/merge_requests/3/merge",
         {("acme/app", 12), ("outside/app", 3)},
     ),
+    # a glab alias the command defines is read as what it expands to (alias_expand.go)
+    ("glab alias set tofu 'mr merge' && glab tofu 12 -R acme/app", APP),
+    ("glab alias set m 'mr merge $1 -R acme/app' && glab m 12", APP),
+    ("glab alias set --shell m 'glab mr merge 12 -R acme/app' && glab m", APP),
+    ("glab alias set m '!glab mr merge 12 -R acme/app'; glab m", APP),
+    # glab reads a merge request number as Go's strconv.Atoi does, and URLs as Go's url.Parse
+    ("glab mr merge +12 -R acme/app", APP),
+    ("glab mr merge !+12 -R acme/app", APP),
+    ("glab mr merge 012 -R acme/app", APP),
+    ("glab mr merge HTTPS://gitlab.example.com/acme/app/-/merge_requests/12", APP),
+    ("glab mr merge //gitlab.example.com/acme/app/-/merge_requests/12", APP),
+    ("glab mr merge https://gitlab.example.com/acme/app/merge_requests/12/diffs", APP),
+    # every spelling of glab api's endpoint: absolute (any scheme case, a relative root), ../
+    (
+        "glab api -X PUT HTTPS://gitlab.example.com/gitlab/api/v4/projects/acme%2Fapp/merge_requests/12/merge",
+        APP,
+    ),
+    ("glab api -X PUT ../v4/projects/acme%2Fapp/merge_requests/12/merge", APP),
+    (
+        "glab api https://gitlab.example.com/api/graphql -f query='mutation { "
+        'mergeRequestAccept(input: {projectPath: "acme/app", iid: "12", sha: "abc"}) { errors } }\'',
+        APP,
+    ),
+    (
+        "glab api graphql -f query='mutation($p: ID!) { mergeRequestAccept(input: "
+        '{projectPath: $p, iid: "12"}) { errors } }\' -f p=acme/app',
+        APP,
+    ),
+    (
+        "glab api ../graphql -f query='mutation { x: mergeRequestAccept(input: "
+        '{projectPath: "acme/app", iid: "12"}) { errors } }\'',
+        APP,
+    ),
+    # a renamed copy of glab, for every subcommand
+    ("cp /usr/bin/glab /tmp/g && /tmp/g mr merge 12 -R acme/app", APP),
+    ("/tmp/g api -X PUT projects/acme%2Fapp/merge_requests/12/merge", APP),
+    ("/tmp/g alias set tofu 'mr merge' && /tmp/g tofu 12 -R acme/app", APP),
+    ('ln -s "$(command -v glab)" ~/bin/g && g -R acme/app mr merge 12', APP),
+    # every wrapper that runs a shell, re-read
+    ("script -qc 'glab mr merge 12 -R acme/app' /dev/null", APP),
+    ("script -q --command='glab mr merge 12 -R acme/app'", APP),
+    ("echo 'glab mr merge 12 -R acme/app' | script -q /dev/null", APP),
+    ("su -lc 'glab mr merge 12 -R acme/app' bot", APP),
+    ("su - bot -c 'glab mr merge 12 -R acme/app'", APP),
+    ("su bot -- -c 'glab mr merge 12 -R acme/app'", APP),
+    ("runuser -u bot -- glab mr merge 12 -R acme/app", APP),
+    ("echo 'glab mr merge 12 -R acme/app' | sudo -s", APP),
+    ("sudo -s glab mr merge 12 -R acme/app", APP),
+    ("sudo -i eval 'glab mr merge 12 -R acme/app'", APP),
+    ("sudo -Eu bot -s eval 'glab mr merge 12 -R acme/app'", APP),
+    ("flock /tmp/lock -c 'glab mr merge 12 -R acme/app'", APP),
+    ("flock -w 5 /tmp/lock glab mr merge 12 -R acme/app", APP),
+    ("tmux new-session -d 'glab mr merge 12 -R acme/app'", APP),
+    ("tmux new -d glab mr merge 12 -R acme/app", APP),
+    ("tmux -L x neww -d 'glab mr merge 12 -R acme/app' \\; split-window 'ls'", APP),
+    ("tmux send-keys -t x 'glab mr merge 12 -R acme/app' Enter", APP),
+    ("tmux run-shell 'glab mr merge 12 -R acme/app'", APP),
+    ("source /dev/stdin <<< 'glab mr merge 12 -R acme/app'", APP),
+    ('. /dev/stdin <<< "glab mr merge 12 -R acme/app"', APP),
+    ("source <(echo 'glab mr merge 12 -R acme/app')", APP),
+    ("bash <(echo 'glab mr merge 12 -R acme/app')", APP),
+    ("bash -s x <<< 'glab mr merge 12 -R acme/app'", APP),
+    ("printf '%s\\n' 'glab mr merge 12 -R acme/app' | bash", APP),
+    # git aliases with ! defined in the command
+    ("git -c alias.x='!glab mr merge 12 -R acme/app' x", APP),
+    ("git config alias.x '!glab mr merge 12 -R acme/app' && git x", APP),
+    ("git config --global alias.x '!glab mr merge' && git x 12 -R acme/app", APP),
+    (
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!glab mr merge 12 -R acme/app' git x",
+        APP,
+    ),
+    # a script the command writes, then runs: it runs what it wrote
+    ("cat > m.sh <<'EOF'\nglab mr merge 12 -R acme/app\nEOF\nbash m.sh", APP),
+    ("echo 'glab mr merge 12 -R acme/app' > m.sh; sh m.sh", APP),
+    ("printf 'gl\\141b mr m\\x65rge 12 -R acme/app\\n' > m.sh; . ./m.sh", APP),
+    ("echo -e 'gl\\x61b mr merge 12 -R acme/app' > m.sh && chmod +x m.sh && ./m.sh", APP),
+    ("echo 'glab mr merge 12 -R acme/app' | tee m.sh > /dev/null; bash m.sh", APP),
+    ("echo 'glab mr merge 12 -R acme/app' > m.sh; bash < m.sh", APP),
+    ("for i in 1 2; do bash m.sh; echo 'glab mr merge 12 -R acme/app' > m.sh; done", APP),
+    # make runs its recipes in a shell
+    ("make -f - <<'EOF'\nall:\n\t@glab mr merge 12 -R acme/app\nEOF", APP),
+    ("cat > Makefile <<'EOF'\nall:\n\tglab mr merge 12 -R acme/app\nEOF\nmake", APP),
+    ("make --eval='x := $(shell glab mr merge 12 -R acme/app)'", APP),
+    ("find . -name x -exec flock /tmp/l -c 'glab mr merge 12 -R acme/app' \\;", APP),
+    # a /merge quick action in a note or a description (GitLab runs it; it merges)
+    ("glab mr note 12 -R acme/app -m '/merge'", APP),
+    ("glab mr comment 12 -R acme/app -m $'looks good\\n/merge'", APP),
+    ("glab mr update 12 -R acme/app -d '/merge'", APP),
+    ("glab api -X POST projects/acme%2Fapp/merge_requests/12/notes -f body=/merge", APP),
+    ("glab api projects/acme%2Fapp/merge_requests/12/discussions -f 'body=/merge'", APP),
+    ("glab api -X PUT projects/acme%2Fapp/merge_requests/12 -f description=/merge", APP),
 ]
 
 # Each of these could merge, and the reading alone blocks it: the fragment says why.
@@ -180,14 +276,14 @@ BLOCKED: list[tuple[str, str]] = [
     ("glab mr merge 12 -R 'not a path'", "not a project path"),
     ("echo 12 | xargs glab mr merge -R acme/app", "xargs appends"),
     ("xargs -I{} sh -c 'glab mr merge {} -R acme/app' < ids", "names a branch"),
-    ("find . -exec glab mr merge {} \\;", "more than one"),
+    ("find . -exec glab mr merge {} \\;", "merge request is built from variables"),
     ("glab api -X PUT projects/:fullpath/merge_requests/12/merge", "current directory's project"),
     ("glab api -X PUT projects/acme%2Fapp/merge_requests/abc/merge", "not a merge request iid"),
     ("glab api -X PUT $ENDPOINT", "endpoint built from variables"),
     ("glab api -X $METHOD projects/acme%2Fapp/merge_requests/12/merge", "HTTP method is built"),
     (
         "glab api graphql -f query='mutation { mergeRequestAccept(input: {iid: \"12\"}) { errors } }'",
-        "mergeRequestAccept cannot be attributed",
+        "whose projectPath, iid or sha the hook cannot read",
     ),
     ("glab api graphql -F query=@mutation.graphql", "body the hook cannot read"),
     ("glab api graphql --input mutation.json", "body the hook cannot read"),
@@ -216,14 +312,84 @@ BLOCKED: list[tuple[str, str]] = [
     ("cat > notes.md <<'EOF'\nglab mr merge 12 -R acme/app\nEOF", "names a glab merge"),
     ("glab mr view 12 -R acme/app # then glab mr merge 12", "names a glab merge"),
     ("cat <<'EOF'\n$(glab mr merge 12 -R acme/app)\nEOF", "names a glab merge"),
-    ('. /dev/stdin <<< "glab mr merge 12 -R acme/app"', "names a glab merge"),
     ('{ echo "glab mr merge 12 -R acme/app"; } | bash', "names a glab merge"),
-    ("printf '%s\\n' 'glab mr merge 12 -R acme/app' | bash", "built from variables"),
     ("glab mr merge -- 12 -R acme/app", "more than one"),
     ("xargs -a ids.txt -I % glab mr merge % -R acme/app", "xargs appends"),
     ("python3 -c \"import os; os.system('glab mr merge 12 -R acme/app')\"", "names a glab merge"),
     ("ssh host 'glab mr merge 12 -R acme/app'", "names a glab merge"),
     ("git config alias.m '!gl''ab mr merge'", "names a glab merge"),
+    # any first word that is not a glab command is looked up as an alias (cmd/glab/main.go)
+    ("glab tofu 12 -R acme/app", "alias could expand"),
+    ("glab -R acme/app tofu 12", "alias could expand"),
+    ("glab issues", "alias could expand"),
+    ("glab snip list", "alias could expand"),
+    ("glab runner list", "alias could expand"),
+    ("glab attestation verify x", "alias could expand"),
+    ("glab workitems", "alias could expand"),
+    ("glab work-items list", "alias could expand"),
+    ("glab MR merge 12 -R acme/app", "alias could expand"),
+    ('ln -s "$(command -v glab)" /tmp/g && /tmp/g tofu 12', "alias could expand"),
+    ("glab alias set -- --version 'mr merge 12 -R acme/app'", "named like a flag"),
+    ('glab alias set t "$X" && glab t 12', "alias built from variables"),
+    # Go's Atoi reads ASCII digits only: anything else is a branch name to glab
+    ("glab mr merge ２ -R acme/app", "names a branch"),
+    ("glab mr merge 1_2 -R acme/app", "names a branch"),
+    ("glab mr merge 99999999999999999999 -R acme/app", "names a branch"),
+    ("glab mr merge 0 -R acme/app", "is not a merge request"),
+    ("glab mr merge HTTPS://h/acme/app/-/merge_requests/12 -R other/app", "the URL names"),
+    # wrappers whose shell text the hook cannot read
+    ('su -c "$CMD" bot', "runs text built from variables"),
+    ('script -qc "$CMD" /dev/null', "runs text built from variables"),
+    ('tmux new-session -d "$CMD"', "built from variables"),
+    ('flock /tmp/l -c "$CMD"', "runs text built from variables"),
+    ('sudo -s "$CMD"', "built from variables"),
+    ("su $OPTS bot", "one could be -c"),
+    ("find /usr/bin -name 'gl*b' -exec {} mr merge 12 -R acme/app \\;", "find runs the files"),
+    ("find . -exec ./{} \\;", "find runs the files"),
+    # a script the command writes with content the hook cannot read, then runs
+    ("base64 -d <<< 'Z2xhYg==' > m.sh; bash m.sh", "file this command writes"),
+    ("curl -s 'https://example.com/m' > m.sh; sh m.sh", "file this command writes"),
+    ('echo x > "$F"; bash m.sh', "names bash computes"),
+    ('echo x > m.sh; source "$F"', "path bash computes"),
+    ("make -f - <<'EOF'\nall:\n\tglab mr merge $$IID -R acme/app\nEOF", "built from variables"),
+    # git configuration that arms auto-merge for pushes the hook does not see
+    ("git config push.pushOption merge_request.auto_merge", "sets push.pushOption"),
+    ("git config alias.p 'push -o merge_request.auto_merge'", "auto-merge option"),
+    (
+        "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=push.pushOption GIT_CONFIG_VALUE_0=mr.auto_merge",
+        "through the environment",
+    ),
+    ('git -c "$SETTING" x', "alias or push.pushOption"),
+    # the mention window between mr and merge has no width limit, and -R may stand in it
+    (
+        "python3 -c \"import os; os.system('glab mr            merge 12 -R acme/app')\"",
+        "names a glab merge",
+    ),
+    ("ssh host 'glab mr -R acme/app merge 12'", "names a glab merge"),
+    # GraphQL the hook cannot attribute, and /merge carried in GraphQL
+    (
+        "glab api graphql -f query='mutation { mergeRequestAccept(input: $input) { errors } }'",
+        "cannot read",
+    ),
+    (
+        "glab api graphql -f query='mutation { createNote(input: {noteableId: "
+        '"gid://gitlab/MergeRequest/1", body: "/merge"}) { errors } }\'',
+        "/merge quick action",
+    ),
+    ("glab mr note -m '/merge'", "no merge request named"),
+    # push options that arm auto-merge, where the hook cannot tell the pushed head
+    ("git push -o merge_request.merge_when_pipeline_succeeds", "cannot tell which commit"),
+    ("git push origin feature -o mr.auto_merge", "resolves to a commit only when"),
+    ("git push --push-o=merge_request.auto_merge origin HEAD:feature", "resolves to a commit"),
+    ("git -c push.pushOption=merge_request.auto_merge push origin feature", "resolves to a commit"),
+    ("git push --all -o merge_request.auto_merge origin", "several refs"),
+    ('git push origin -o "$OPT" 0123456789abcdef0123456789abcdef01234567:f', "push option built"),
+    (
+        "O=-omerge_request.auto_merge; git push origin $O 0123456789abcdef0123456789abcdef01234567:f",
+        "spells elsewhere",
+    ),
+    # a command nested past the reader's budget blocks, saying so
+    ("echo " + "$(echo " * 1600 + "hi" + ")" * 1600, "the reader's budget"),
 ]
 
 HARMLESS = [
@@ -258,6 +424,33 @@ HARMLESS = [
     'glab mr note 12 -R acme/app -m "$(cat note.md)"',
     "git commit -F message.txt",
     "pairgate handoff 3 --to acme-review --role review --sha abc --reason-file reason.md",
+    # real glab commands and aliases of the version read (v1.79.0-43-g45aa37be)
+    "glab v",
+    "glab version",
+    "glab tf --help",
+    "glab terraform state list",
+    "glab stacks list",
+    "glab help mr merge",
+    "glab -h",
+    "glab completion -s bash",
+    "glab ci status",
+    "glab mr approve 12 -R acme/app --sha abc",
+    "glab mr note 12 -R acme/app -m 'see the /merge docs'",
+    "glab api graphql -f query='query { project(fullPath: \"acme/app\") { name } }'",
+    # wrappers running harmless text, and git without auto-merge push options
+    "tmux new-session -d 'make test'",
+    "su -c 'ls' bot",
+    "script -qc 'pytest -q' /dev/null",
+    "flock /tmp/l -c 'make build'",
+    "git push origin feature",
+    "git push -o ci.skip origin feature",
+    'git push origin "$BRANCH"',
+    "git -c alias.st=status st",
+    "echo hi > out.txt; cat out.txt",
+    "make -f - <<'EOF'\nall:\n\techo hi\nEOF",
+    "bash ./scripts/check.sh",
+    "echo " + "$(echo " * 200 + "hi" + ")" * 200,
+    'echo "' + '$(echo "' * 200 + "hi" + '")' * 200 + '"',
 ]
 
 
@@ -331,3 +524,210 @@ def test_nesting_has_a_limit_and_blocks_beyond_it() -> None:
 def test_every_merge_of_one_command_is_reported_once() -> None:
     reading = read_command("glab mr merge 12 -R acme/app; glab mr merge 12 -R acme/app")
     assert len(reading.merges) == 1
+
+
+# -- the SHA a merge carries: the hook allows a merge only when it is the approved head --------
+
+SHA, OTHER = "a" * 40, "b" * 40
+REST = "glab api -X PUT projects/acme%2Fapp/merge_requests/12/merge"
+GRAPHQL = "glab api graphql -f query='mutation($s: String = \"" + SHA + '") { mergeRequestAccept'
+
+# (command, the SHAs GitLab would be given to bind the merge: None is one the hook cannot read)
+SHAS: list[tuple[str, tuple[str | None, ...]]] = [
+    ("glab mr merge 12 -R acme/app", ()),
+    (f"glab mr merge 12 -R acme/app --sha {SHA}", (SHA,)),
+    (f"glab mr merge 12 -R acme/app --sha={OTHER} --sha {SHA}", (SHA,)),  # pflag: the last
+    (f"glab mr merge 12 -R acme/app --sha {SHA} --sha ''", ()),  # glab sends no empty --sha
+    ('glab mr merge 12 -R acme/app --sha "$(git rev-parse HEAD)"', (None,)),
+    (f"glab mr merge 12 -R acme/app --auto-merge --sha {SHA}", (SHA,)),
+    (f"{REST} -f sha={SHA}", (SHA,)),
+    (f"{REST} -F sha={OTHER} -f sha={SHA}", (OTHER,)),  # -F replaces -f (api.go parseFields)
+    (f"glab api -X PUT 'projects/acme%2Fapp/merge_requests/12/merge?sha={SHA}'", (SHA,)),
+    (f"glab api -X PUT 'projects/acme%2Fapp/merge_requests/12/merge?sha={SHA}' -f sha={OTHER}",
+     (OTHER, SHA)),
+    (f"{REST} --input body.json", (None,)),
+    (f"{REST} -F sha=@sha.txt", (None,)),
+    (f"{REST} -f \"sha=$SHA\"", (None,)),
+    (f"glab api -X POST projects/acme%2Fapp/merge_trains/merge_requests/12 -f sha={SHA}", (SHA,)),
+    (GRAPHQL + '(input: {projectPath: "acme/app", iid: "12", sha: $s}) { errors } }\'', (SHA,)),
+    (
+        "glab api graphql -f query='mutation { mergeRequestAccept(input: "
+        '{projectPath: "acme/app", iid: "12", sha: """\n  ' + SHA + '\n"""}) { errors } }\'',
+        (SHA,),
+    ),
+    (
+        "glab api -X POST projects/acme%2Fapp/merge_requests/12/notes -f body=/merge "
+        f"-f merge_request_diff_head_sha={SHA}",
+        (SHA,),
+    ),
+    ("glab mr note 12 -R acme/app -m /merge", ()),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("command", "shas"), SHAS, ids=[c for c, _ in SHAS])
+def test_the_sha_a_merge_carries_is_read_as_gitlab_gets_it(
+    command: str, shas: tuple[str | None, ...]
+) -> None:
+    reading = read_command(command)
+    assert reading.problems() == []
+    assert [(m.project, m.iid, m.shas) for m in reading.merges] == [("acme/app", 12, shas)]
+
+
+def test_a_quick_action_is_a_merge_of_its_own_kind() -> None:
+    (merge,) = read_command("glab mr note 12 -R acme/app -m '/merge'").merges
+    assert merge == MergeFound(merge.words, "acme/app", 12, "", (), "/merge")
+    # a note body the hook cannot read carries no merge_request_diff_head_sha, without which
+    # GitLab runs no /merge (lib/gitlab/quick_actions/merge_request_actions.rb)
+    assert read_command('glab mr note 12 -R acme/app -m "$(cat note.md)"') == CommandReading()
+    found = read_command(
+        "glab api -X POST projects/acme%2Fapp/merge_requests/12/notes -F body=@note.md "
+        f"-f merge_request_diff_head_sha={SHA}"
+    )
+    assert [(m.kind, m.shas) for m in found.merges] == [("/merge", (SHA,))]
+
+
+# -- git push with auto-merge push options ---------------------------------------------------------
+
+PUSHED = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.mark.parametrize(
+    ("command", "remote", "branch"),
+    [
+        (f"git push origin {PUSHED}:refs/heads/feature -o merge_request.auto_merge", "origin", "feature"),
+        (f"git push -o mr.merge_when_pipeline_succeeds origin +{PUSHED}:feature", "origin", "feature"),
+        (f"git push --push-option=merge_request.auto_merge=true origin {PUSHED}:f", "origin", "f"),
+        (f"git push -vomerge_request.auto_merge origin {PUSHED}:f", "origin", "f"),
+        (f"git -c push.pushOption=merge_request.auto_merge push https://h/acme/app.git {PUSHED}:f",
+         "https://h/acme/app.git", "f"),
+        (f"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=push.pushOption GIT_CONFIG_VALUE_0=mr.auto_merge "
+         f"git push origin {PUSHED}:f", "origin", "f"),
+        (f"git -c alias.p='push -o merge_request.auto_merge' p origin {PUSHED}:f", "origin", "f"),
+    ],
+)  # fmt: skip
+def test_a_push_that_arms_auto_merge_is_read_with_its_remote_head_and_branch(
+    command: str, remote: str, branch: str
+) -> None:
+    reading = read_command(command)
+    assert reading.problems() == []
+    assert [(p.remote, p.sha, p.branch) for p in reading.pushes] == [(remote, PUSHED, branch)]
+
+
+def test_a_push_is_alone_only_when_it_is_the_whole_command() -> None:
+    alone = read_command(f"git push origin {PUSHED}:f -o mr.auto_merge").pushes
+    assert [p.alone for p in alone] == [True]
+    after = read_command(
+        f"git remote set-url origin x && git push origin {PUSHED}:f -o mr.auto_merge"
+    )
+    assert [p.alone for p in after.pushes] == [False]
+    options = read_command(
+        f"git push origin {PUSHED}:f -o mr.auto_merge -o merge_request.target_project=acme/app "
+        "-o merge_request.create"
+    ).pushes
+    assert [(p.target_project, p.creates) for p in options] == [("acme/app", True)]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git push origin feature",
+        f"git push -o ci.skip origin {PUSHED}:f",
+        f"git push -o merge_request.create origin {PUSHED}:f",
+        "git push -o merge_request.auto_merge origin :f",  # deletes the branch
+        f"git push -o merge_request.auto_merge origin {PUSHED}:refs/tags/v1",
+    ],
+)
+def test_a_push_that_arms_no_auto_merge_is_no_merge(command: str) -> None:
+    reading = read_command(command)
+    assert (reading.pushes, reading.problems()) == ((), [])
+
+
+# -- MCP tool calls, read like the Bash forms ----------------------------------------------------
+
+URL = "https://gitlab.example.com/acme/app/-/merge_requests/12"
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "expected"),
+    [
+        # glab mcp serve runs `glab mr merge <flags> <args>` with the command's own flags only
+        ("mcp__glab__glab_mr_merge", {"args": [URL], "flags": {"sha": SHA, "yes": True}},
+         [("acme/app", 12, (SHA,), "merge")]),
+        ("mcp__glab__glab_mr_merge", {"args": [URL]}, [("acme/app", 12, (), "merge")]),
+        ("mcp__glab__glab_api", {"args": ["projects/acme%2Fapp/merge_requests/12/merge"],
+                                 "flags": {"method": "PUT", "raw_field": [f"sha={SHA}"]}},
+         [("acme/app", 12, (SHA,), "merge")]),
+        ("mcp__glab__glab_mr_note", {"args": [URL], "flags": {"message": "/merge"}},
+         [("acme/app", 12, (), "/merge")]),
+        ("mcp__GitLab__accept_merge_request", {"id": "acme/app", "merge_request_iid": 12,
+                                               "sha": SHA}, [("acme/app", 12, (SHA,), "merge")]),
+        ("mcp__GitLab__team_accept_merge_request", {"project_id": "acme%2Fapp",
+                                                    "merge_request_iid": "12"},
+         [("acme/app", 12, (), "merge")]),
+        ("mcp__gitlab__merge_merge_request", {"project_id": "acme/app", "merge_request_iid": "12",
+                                              "sha": SHA, "auto_merge": True},
+         [("acme/app", 12, (SHA,), "merge")]),
+        ("mcp__plugin_x_gitlab__gitlab_mr_merge", {"project_id": 42, "merge_request_iid": 12},
+         [("42", 12, (), "merge")]),
+        ("mcp__z__GitlabAcceptMRTool", {"projectId": 1, "project_id": "acme/app", "iid": 12},
+         [("acme/app", 12, (), "merge")]),
+        ("mcp__gitlab__execute_graphql",
+         {"query": 'mutation { mergeRequestAccept(input: {projectPath: "acme/app", iid: "12", '
+                   f'sha: "{SHA}"}}) {{ errors }} }}'},
+         [("acme/app", 12, (SHA,), "merge")]),
+        ("mcp__z__GitlabRawApiTool", {"method": "PUT",
+                                      "path": "projects/acme%2Fapp/merge_requests/12/merge",
+                                      "data": {"sha": SHA}},
+         [("acme/app", 12, (SHA,), "merge")]),
+        ("mcp__gitlab__create_merge_request_note", {"project_id": "acme/app",
+                                                    "merge_request_iid": 12, "body": "/merge"},
+         [("acme/app", 12, (), "/merge")]),
+        ("mcp__GitLab__save_note", {"project_id": "acme/app", "merge_request_iid": 12,
+                                    "body": "ok\n/merge", "merge_request_diff_head_sha": SHA},
+         [("acme/app", 12, (SHA,), "/merge")]),
+    ],
+)  # fmt: skip
+def test_an_mcp_tool_that_merges_is_read_with_its_project_mr_and_sha(
+    tool: str, tool_input: dict[str, object], expected: list[tuple[object, ...]]
+) -> None:
+    reading = read_tool_call(tool, tool_input)
+    assert reading.problems() == []
+    assert [(m.project, m.iid, m.shas, m.kind) for m in reading.merges] == expected
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input", "why"),
+    [
+        # the server drops --repo (an inherited flag): glab would merge in its own directory
+        ("mcp__glab__glab_mr_merge", {"args": ["12"], "flags": {"repo": "acme/app", "sha": SHA}},
+         "no project named"),
+        ("mcp__GitLab__accept_merge_request", {"merge_request_iid": 12}, "do not name one project"),
+        ("mcp__gitlab__execute_graphql", {"query": "mutation { mergeRequestAccept(input: $i) { errors } }"},
+         "cannot read"),
+        ("mcp__other__mr_merge", {"iid": 12}, "named like a merge"),
+    ],
+)  # fmt: skip
+def test_an_mcp_merge_the_hook_cannot_attribute_is_blocked_saying_why(
+    tool: str, tool_input: dict[str, object], why: str
+) -> None:
+    problems = read_tool_call(tool, tool_input).problems()
+    assert any(why in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    ("tool", "tool_input"),
+    [
+        ("mcp__glab__glab_mr_list", {"flags": {"label": ["ready"]}}),
+        ("mcp__glab__glab_mr_approve", {"args": ["12"], "flags": {"sha": SHA}}),
+        ("mcp__glab__glab_mr_note", {"args": [URL], "flags": {"message": "looks good"}}),
+        ("mcp__gitlab__approve_merge_request", {"project_id": "acme/app", "merge_request_iid": 12}),
+        ("mcp__gitlab__get_merge_request", {"project_id": "acme/app", "merge_request_iid": 12}),
+        ("mcp__gitlab__create_merge_request", {"project_id": "acme/app", "title": "Merge x"}),
+        ("mcp__jm__gitlab_mr_cancel_auto_merge", {"project_id": "acme/app", "merge_request_iid": 1}),
+        ("mcp__memory__create_entities", {"entities": [{"name": "merge notes"}]}),
+    ],
+)  # fmt: skip
+def test_an_mcp_tool_that_merges_nothing_is_read_as_nothing(
+    tool: str, tool_input: dict[str, object]
+) -> None:
+    assert read_tool_call(tool, tool_input) == CommandReading()

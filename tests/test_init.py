@@ -56,7 +56,7 @@ def test_init_writes_a_complete_set_from_what_gitlab_says(
         "pairgate-config.json",
     ]
     hooklib = (target / "_hooklib.sh").read_text()
-    assert f"PAIRGATE_HOOK_PYTHON={sys.executable}" in hooklib
+    assert f"hooklib_python={sys.executable}" in hooklib
     steps = "\n".join(doc["next"])
     for expected in (
         "deploy-hooks --target",

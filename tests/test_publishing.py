@@ -148,7 +148,7 @@ def project(tmp_path: Path, *, tag: str | None = None, changelog: str | None = N
     for name in PIPELINE_FILES:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, root / name)
-    shutil.copytree(ROOT / "templates", root / "templates")
+    shutil.copytree(ROOT / "templates", root / "templates", dirs_exist_ok=True)
     if changelog is not None:
         (root / "CHANGELOG.md").write_text(changelog, encoding="utf-8")
     git(root, "init", "-q", "-b", "main")
@@ -336,7 +336,7 @@ def test_a_tag_that_is_not_the_release_version_publishes_nothing(
 
 def test_the_publishing_jobs_run_where_they_should_and_nowhere_else(tmp_path: Path) -> None:
     repo = tmp_path / "pairgate"
-    shutil.copytree(ROOT / "templates", repo / "templates")
+    shutil.copytree(ROOT / "templates", repo / "templates", dirs_exist_ok=True)
     shutil.copy(ROOT / ".gitlab-ci.yml", repo)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")

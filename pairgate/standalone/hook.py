@@ -3,17 +3,34 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
+from pairgate.standalone.command_reader.glab import _normalise_repo
+from pairgate.standalone.command_reader.mcp import read_tool_call
 from pairgate.standalone.command_reader.read import read_command
-from pairgate.standalone.command_reader.words import MergeFound, could_name_glab_merge
+from pairgate.standalone.command_reader.reader import _short
+from pairgate.standalone.command_reader.words import (
+    _MERGE_MENTION,
+    CommandReading,
+    MergeFound,
+    PushFound,
+    could_name_glab_merge,
+)
 from pairgate.standalone.config import CONFIG_ENV, CONFIG_FILENAME, Config, load_config
 from pairgate.standalone.errors import Context, Exit, PairgateError, reader_dir
-from pairgate.standalone.gate import gate_merge
-from pairgate.standalone.gitlab import gitlab_from_env, read_retry
+from pairgate.standalone.gate import gate_merge, project_in_group
+from pairgate.standalone.gitlab import GitLab, encode_project, gitlab_from_env, read_retry
 from pairgate.standalone.scope import ROSTER_FILENAME
+from pairgate.standalone.verdict import GateVerdict
+
+# 8. Standalone entry point
+# ---------------------------------------------------------------------------------------------
+
 
 # The merge hook's Python half. block-unapproved-merge.sh allows what cannot name a glab merge
 # without starting Python, and runs ``python3 ownership.py hook`` for the rest, with the hook
@@ -50,17 +67,11 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
         raise HookDenied(f"the hook input is not JSON ({exc})") from None
     if not isinstance(payload, dict):
         raise HookDenied("the hook input is not a JSON object")
-    if payload.get("tool_name", "Bash") != "Bash":
-        return Exit.OK  # registered more widely than matcher Bash: other tools merge nothing
-    tool_input = payload.get("tool_input")
-    command = tool_input.get("command") if isinstance(tool_input, dict) else None
-    if not isinstance(command, str):
-        raise HookDenied("the hook input has no tool_input.command string")
-    if not could_name_glab_merge(command):
-        return Exit.OK
-    reading = read_command(command)
+    reading = _hook_reading(payload.get("tool_name", "Bash"), payload.get("tool_input"))
+    if reading is None:
+        return Exit.OK  # a tool that runs no command and merges nothing
     problems = reading.problems()
-    if not problems and not reading.merges:
+    if not problems and not reading.merges and not reading.pushes:
         return Exit.OK  # it merges nothing: the gate has nothing to say
     here = here or reader_dir()
     env = {**ctx.env, CONFIG_ENV: str(here / CONFIG_FILENAME)}  # never the session's
@@ -74,11 +85,160 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
     for merge in reading.merges:
         assert merge.project is not None and merge.iid is not None
         verdict = gate_merge(client, config, merge.project, merge.iid, now=ctx.now())
-        if not verdict.allowed:
-            refused.append(verdict.message)
+        refusal = _hook_binding(merge, verdict)
+        if refusal:
+            refused.append(refusal)
+    cwd = payload.get("cwd")
+    for push in reading.pushes:
+        refused += _hook_push(ctx, client, config, push, cwd if isinstance(cwd, str) else None)
     if refused:
         raise HookDenied(_hook_message(config, refused, reading.merges))
     return Exit.OK
+
+
+# The tools the hook reads (register it for them: docs/agent-handoff.md, "The merge hook"):
+# Bash and Monitor run a shell command; PowerShell runs one bash cannot read; MCP tools
+# (mcp__<server>__<tool>) are read by read_tool_call.
+HOOK_COMMAND_TOOLS = ("Bash", "Monitor")
+
+
+def _hook_reading(tool: Any, tool_input: Any) -> CommandReading | None:
+    """What one tool call would merge; None when the tool runs nothing the hook reads."""
+    if not isinstance(tool, str):
+        raise HookDenied("the hook input's tool_name is not a string")
+    if tool in HOOK_COMMAND_TOOLS:
+        command = tool_input.get("command") if isinstance(tool_input, dict) else None
+        if tool == "Monitor" and isinstance(tool_input, dict) and "command" not in tool_input:
+            return None  # a WebSocket monitor runs no command
+        if not isinstance(command, str):
+            raise HookDenied("the hook input has no tool_input.command string")
+        return read_command(command) if could_name_glab_merge(command) else None
+    if tool == "PowerShell":
+        command = tool_input.get("command") if isinstance(tool_input, dict) else None
+        if not isinstance(command, str):
+            raise HookDenied("the hook input has no tool_input.command string")
+        text = command.lower()
+        if "glab" in text or "merge_request" in text or _MERGE_MENTION.search(command):
+            return CommandReading(
+                unknown=(
+                    f"{_short(command)}: a PowerShell command that names glab or a merge "
+                    "request; the merge hook reads bash only, so run it through the Bash tool",
+                )
+            )
+        return None
+    if tool.startswith("mcp__"):
+        if not isinstance(tool_input, dict):
+            raise HookDenied("the hook input has no tool_input object for an MCP tool")
+        return read_tool_call(tool, tool_input)
+    return None
+
+
+def _hook_binding(merge: MergeFound, verdict: GateVerdict) -> str | None:
+    """Why the gate's verdict does not let this merge through, or None. An approved merge
+    request passes only when the merge carries the approved head itself (--sha, the sha field):
+    GitLab then refuses (409) a head that moved between this check and the merge."""
+    if not verdict.allowed:
+        return verdict.message
+    if not verdict.in_scope:
+        return None  # not gated: there is no approval to bind it to
+    head = verdict.head_sha  # the approved head: "approved" means an approval at the head
+    ref = f"{verdict.project}!{verdict.iid}"
+    right = f"glab mr merge {verdict.iid} -R {verdict.project} --sha {head}"
+    what = "this /merge quick action" if merge.kind == "/merge" else "this merge"
+    if not merge.shas:
+        return (
+            f"{ref} is approved at its head {head}, but {what} does not name that head, so a "
+            f"push between this check and the merge would merge a commit nobody reviewed. "
+            f"Bind the merge to the approved head: {right}"
+        )
+    if any(sha is None for sha in merge.shas):
+        return (
+            f"{ref} is approved at its head {head}, but {what} names its SHA through "
+            f"variables, substitutions or a file the hook cannot read. Spell the approved "
+            f"head: {right}"
+        )
+    wrong = next((sha for sha in merge.shas if sha != head), None)
+    if wrong is not None:
+        return (
+            f"{ref}: {what} names {wrong}, but the approved head is {head}; GitLab would merge "
+            f"only {wrong}, which no approval names. Merge the approved head: {right}"
+        )
+    return None
+
+
+def _hook_push(
+    ctx: Context, client: GitLab, config: Config, push: PushFound, cwd: str | None
+) -> list[str]:
+    """Refusals for a push that arms auto-merge: GitLab merges the merge request of the pushed
+    branch at the pushed commit (no other SHA binds it), so the push passes only when that
+    commit is the head the gate approved, or when the merge request is not gated."""
+    project = push.target_project
+    if project is None:
+        project, why = _hook_remote_project(ctx, push, cwd)
+        if project is None:
+            return [f"{push.words}: {why}"]
+    if not project_in_group(client, config, project):
+        return []
+    path = f"projects/{encode_project(project)}/merge_requests"
+    found = client.get_all(path, source_branch=push.branch, state="opened")
+    if not found:
+        if not push.creates:
+            return []  # GitLab arms nothing without a merge request to arm
+        return [
+            f"{push.words}: creates a merge request of {project} from {push.branch} with "
+            f"auto-merge armed, and no approval can name its head yet. Push without the "
+            f"auto-merge option, have the head reviewed, then merge with glab mr merge <iid> "
+            f"-R {project} --sha <approved head>"
+        ]
+    refusals = []
+    for mr in found:
+        verdict = gate_merge(client, config, project, int(mr["iid"]), now=ctx.now())
+        if not verdict.allowed:
+            refusals.append(verdict.message)
+        elif verdict.in_scope and verdict.head_sha != push.sha:
+            refusals.append(
+                f"{push.words}: arms auto-merge of {verdict.project}!{verdict.iid} at "
+                f"{push.sha}, but its approved head is {verdict.head_sha}: GitLab would merge "
+                f"the pushed commit, which no approval names. Push without the auto-merge "
+                f"option, and merge the reviewed head with glab mr merge {verdict.iid} -R "
+                f"{verdict.project} --sha <approved head>"
+            )
+    return refusals
+
+
+def _hook_remote_project(ctx: Context, push: PushFound, cwd: str | None) -> tuple[str | None, str]:
+    """The project a push goes to: the remote's URL as spelled, or the URL git has for the
+    remote's name in the session's directory, read only when the push is the command's only
+    command (anything before it could change the remote)."""
+    remote = push.remote or ""
+    if "://" in remote or re.match(r"^[\w.+-]+@[^:/]+:", remote):
+        project = _normalise_repo(remote)
+        return project, "" if project else f"{remote} is not a project URL the hook can read"
+    if not push.alone:
+        return None, (
+            f"pushes to the remote named {remote} in a command that does more than push, so "
+            f"the hook cannot read that remote's URL before the command runs; push alone, or "
+            f"name the remote by its URL"
+        )
+    if not cwd or not Path(cwd).is_dir():
+        return None, f"the hook has no working directory to read the URL of remote {remote}"
+    try:
+        found = subprocess.run(
+            ["git", "-C", cwd, "remote", "get-url", "--push", "--", remote],
+            env=dict(ctx.env),
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"git could not read the URL of remote {remote}: {exc}"
+    url = found.stdout.strip()
+    project = _normalise_repo(url) if found.returncode == 0 else None
+    if project is None:
+        detail = found.stderr.strip() or url or "no URL"
+        return None, f"git has no project URL for remote {remote} in {cwd} ({detail})"
+    return project, ""
 
 
 def _hook_files_present(here: Path, env: Mapping[str, str]) -> None:
@@ -149,6 +309,9 @@ def hook_main(ctx: Context, stdin: TextIO) -> int:
     """``python3 ownership.py hook``: 0 allows the command, 2 blocks it; nothing else, ever."""
     try:
         return run_hook(ctx, stdin.read())
+    except ModuleNotFoundError as exc:  # the interpreter the hook runs lacks a dependency
+        print(f"pairgate: {_hook_missing_module(exc)}", file=ctx.stderr)
+        return Exit.ERROR
     except BaseException as exc:  # every failure blocks: Claude Code runs it on any other exit
         message = exc.message if isinstance(exc, PairgateError) else f"{type(exc).__name__}: {exc}"
         message = message.removeprefix("pairgate: ")
@@ -156,3 +319,25 @@ def hook_main(ctx: Context, stdin: TextIO) -> int:
             message = f"the merge hook could not decide, so it blocks: {message}"
         print(f"pairgate: {message}", file=ctx.stderr)
         return Exit.ERROR
+
+
+def _hook_missing_module(exc: ModuleNotFoundError) -> str:
+    """What to run when the Python the hook starts cannot import a dependency: install them for
+    that interpreter, or name the interpreter that has them in the deployment's _hooklib.sh."""
+    here = reader_dir()
+    cli, install = "pairgate", f"pairgate deploy-hooks --target {here}"
+    try:  # the configuration's own spelling, read without the dependencies that may be missing
+        values = json.loads((here / CONFIG_FILENAME).read_text(encoding="utf-8"))
+        cli = str(values.get("cli_command") or cli)
+        install = str(values.get("hooks_install_command") or f"{cli} deploy-hooks --target {here}")
+    except (OSError, ValueError, AttributeError):
+        pass
+    return (
+        f"the merge hook could not decide, so it blocks: the Python it runs ({sys.executable}) "
+        f"cannot import {exc.name or exc} (ModuleNotFoundError: {exc}). Either install "
+        f"pairgate's runtime dependencies for that interpreter: {sys.executable} -m pip install "
+        f"requests jsonschema pyyaml tree-sitter tree-sitter-bash; or name the interpreter "
+        f"that has them (the one pairgate is installed in) in {here / '_hooklib.sh'}, with "
+        f"the line hooklib_python=/path/to/that/python3 ({install} prints the line for the "
+        f"interpreter {cli} runs under)"
+    )

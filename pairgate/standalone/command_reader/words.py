@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
-from typing import Any
 
+# ---------------------------------------------------------------------------------------------
+# 7. The command reader (for the merge hook)
+# ---------------------------------------------------------------------------------------------
 # A merge hook decides on every Bash command the agent runs, so this section reads the command the
 # way bash would and says which merges it would make. It is pure: text in, a CommandReading out;
 # the verdicts are asked for by the hook's entry point (section 8). tree-sitter is imported lazily
 # so that nothing else pays for it. Its imports sit here, not at the top, to keep the sections
 # independent of each other.
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 # The hook's fast test. A command can run a glab merge only if its text says glab, merge or accept,
 # or if it has a character through which bash could build a word the text does not spell
@@ -19,10 +24,11 @@ from typing import Any
 _FAST_WORDS = ("glab", "merge", "accept")
 _FAST_CHARS = frozenset("$`\\'\"*?[{")
 
-# Text that names a glab merge: `mr merge` / `mr accept`, the REST merge endpoint, a merge train,
-# the GraphQL mutation. It counts only where "glab" is in the same text too.
+# Text that names a glab merge: `mr merge` / `mr accept` (any separators between them, and a -R
+# with its value), the REST merge endpoint, a merge train, the GraphQL mutation. It counts only
+# where "glab" is in the same text too.
 _MERGE_MENTION = re.compile(
-    r"(?<![a-z0-9])mr[\W_]{1,8}(?:merge|accept)(?![a-z0-9])"
+    r"(?<![a-z0-9])mr[\W_]+(?:-R[\W_]*\S+[\W_]+|--repo[\W_]*\S+[\W_]+)?(?:merge|accept)(?![a-z0-9])"
     r"|merge_requests\S*?merge(?![a-z0-9])|merge_trains|mergerequestaccept",
     re.IGNORECASE,
 )
@@ -40,17 +46,46 @@ _WORDISH = frozenset(
 
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh"})
 
-# glab's top-level commands and their aliases. A word outside this list may be a glab alias
-# (`glab alias set`), which could expand to a merge, so it is read as unknown.
+# glab is read as the version whose source was read: v1.79.0-43-g45aa37be (gitlab-org/cli, GitLab's
+# mirror gitlabhq/cli@45aa37be0045). Its top-level commands and their aliases, from
+# internal/commands/root.go and each command's constructor (`Aliases:`), e.g. version/version.go
+# ("v"), opentofu/opentofu.go ("terraform", "tf"), stack/stack.go ("stacks"). A first word outside
+# this list is looked up as a user alias (cmd/glab/main.go: `rootCmd.Traverse`, then
+# `expand.ExpandAlias`), which could expand to a merge, so it is read as unknown.
+_GLAB_SOURCE = "glab v1.79.0-43-g45aa37be"
 _GLAB_COMMANDS = frozenset(
-    """alias api attestation auth changelog check-update update ci pipe pipeline cluster
-    completion config conf deploy-key duo gpg-key help incident issue issues iteration job
-    label mcp milestone mr opentofu tofu release repo project runner schedule sched skd
-    securefile snippet snip ssh-key stack token user variable var version workitems
-    work-items""".split()  # noqa: SIM905 (a word list reads better as text)
+    """alias api auth changelog check-update update ci pipe pipeline cluster completion config
+    conf deploy-key duo gpg-key incident issue iteration job label mcp milestone mr opentofu
+    terraform tf release repo project schedule sched skd securefile snippet ssh-key stack
+    stacks token user variable var version v""".split()  # noqa: SIM905 (a word list reads better as text)
 )
+# First words glab's alias lookup meets that are never an alias: cobra adds `help` only after the
+# lookup, and `glab alias set` refuses it as a command; the root's flags could only name an alias
+# set with `glab alias set -- -name`, which the hook refuses (see _glab_alias).
+_GLAB_NOT_ALIASES = frozenset({"help", "-h", "--help", "-v", "--version"})
+# `glab mr` subcommands and aliases (internal/commands/mr/*/*.go, `Use:` and `Aliases:`).
+_GLAB_MR_COMMANDS = {
+    alias: name
+    for name, aliases in {
+        "approve": (), "approvers": (), "checkout": (), "close": (), "create": ("new",),
+        "delete": ("del",), "diff": (), "for": ("new-for", "create-for", "for-issue"),
+        "issues": ("issue",), "list": ("ls",), "merge": ("accept",), "note": ("comment",),
+        "rebase": (), "reopen": ("open",), "revoke": ("unapprove",), "subscribe": ("sub",),
+        "todo": ("add-todo",), "unsubscribe": ("unsub",), "update": (), "view": ("show",),
+    }.items()
+    for alias in (name, *aliases)
+}  # fmt: skip
 
 _MAX_DEPTH = 8  # nested re-reads (bash -c "eval '...'") before the reader gives up
+# The reader walks the syntax tree recursively; this is its budget of nested levels (a level is a
+# command, a substitution, a subshell...), far above any real command and far below what Python
+# can recurse. Only a command deeper than this blocks, and says so.
+_TREE_BUDGET = 3000
+_RECURSION_FOR_BUDGET = 8 * _TREE_BUDGET  # Python frames the reader may need within the budget
+
+# A GitLab quick action that merges, on a line of its own in a note or a description.
+_QUICK_MERGE = re.compile(r"^[ \t]*/merge(?![\w-])", re.IGNORECASE | re.MULTILINE)
+_COMMIT_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def could_name_glab_merge(command: str) -> bool:
@@ -67,11 +102,36 @@ def _mentions_merge(text: str) -> bool:
 class MergeFound:
     """One merge the command would make. ``problem`` says why it cannot be attributed to one
     project and one merge request; it is empty when ``project`` and ``iid`` are both known.
-    ``project`` is a full path, or a numeric project id as the command spelled it."""
+    ``project`` is a full path, or a numeric project id as the command spelled it.
+
+    ``shas`` are the SHAs GitLab would be given to bind the merge to a head (``--sha``, the
+    ``sha`` field, a ``/merge`` note's ``merge_request_diff_head_sha``), one per place the request
+    can carry one; ``None`` stands for one the hook cannot read. Empty: the merge names no head.
+    ``kind`` is "merge" or "/merge" (a quick action in a note or a description)."""
 
     words: str
     project: str | None
     iid: int | None
+    problem: str = ""
+    shas: tuple[str | None, ...] = ()
+    kind: str = "merge"
+
+
+@dataclass(frozen=True)
+class PushFound:
+    """A ``git push`` that arms auto-merge with push options (GitLab then merges the merge request
+    of ``branch`` at the pushed commit). ``remote`` is the remote as spelled (a URL or a remote's
+    name), ``sha`` the pushed commit when the refspec spells it, ``target_project`` the
+    ``merge_request.target_project`` option; ``alone`` says the push is the command's only
+    command, so the remote's URL can be read from the repository before it runs."""
+
+    words: str
+    remote: str | None
+    sha: str | None
+    branch: str | None
+    target_project: str | None = None
+    creates: bool = False
+    alone: bool = False
     problem: str = ""
 
 
@@ -79,15 +139,17 @@ class MergeFound:
 class CommandReading:
     """What a command would merge, what the reader could not read, and which texts name a glab
     merge without being one. The hook allows the command only when ``unknown`` and
-    ``mentions`` are empty and every merge is attributable and passes the gate."""
+    ``mentions`` are empty and every merge and push is attributable and passes the gate."""
 
     merges: tuple[MergeFound, ...] = ()
     unknown: tuple[str, ...] = ()
     mentions: tuple[str, ...] = ()
+    pushes: tuple[PushFound, ...] = ()
 
     def problems(self) -> list[str]:
         """Every reason the reading alone blocks the command, before any verdict is asked."""
         found = [f"{m.words}: {m.problem}" for m in self.merges if m.problem]
+        found += [f"{p.words}: {p.problem}" for p in self.pushes if p.problem]
         found += list(self.unknown)
         found += [
             f"{text}: this names a glab merge that the command does not run; if it is a "
@@ -115,6 +177,7 @@ class _Word:
     parts: tuple[_Part, ...]
     span: tuple[int, int] | None  # byte range in its layer, None for words the reader made up
     raw: str
+    node: Any = field(default=None, compare=False, repr=False)  # its syntax node, if parsed
 
     @property
     def value(self) -> str | None:
@@ -154,6 +217,16 @@ _ANSI_SIMPLE = {
 
 def _ansi_c(body: str) -> str:
     """The value of ``$'...'`` (bash's ANSI-C quoting)."""
+    return _escapes(body, echo=False)[0]
+
+
+def _echo_escapes(text: str) -> tuple[str, bool]:
+    """What ``echo -e`` (or printf's ``%b``) prints for ``text``, and whether a ``\\c`` ended it:
+    as ``$'...'``, except that an octal escape is ``\\0NNN`` and ``\\c`` stops the output."""
+    return _escapes(text, echo=True)
+
+
+def _escapes(body: str, *, echo: bool) -> tuple[str, bool]:
     out, i = [], 0
     while i < len(body):
         ch = body[i]
@@ -162,7 +235,17 @@ def _ansi_c(body: str) -> str:
             i += 1
             continue
         nxt = body[i + 1]
-        if nxt in _ANSI_SIMPLE:
+        if echo and nxt == "c":
+            return "".join(out), True
+        if echo and nxt in "01234567":
+            m = re.match(r"[0-7]{0,3}", body[i + 2 :]) if nxt == "0" else None
+            if m is None:
+                out.append("\\" + nxt)  # echo's octal escapes start with 0
+                i += 2
+            else:
+                out.append(chr(int(m.group() or "0", 8) & 0xFF))
+                i += 2 + len(m.group())
+        elif nxt in _ANSI_SIMPLE:
             out.append(_ANSI_SIMPLE[nxt])
             i += 2
         elif nxt in "xuU":
@@ -185,7 +268,58 @@ def _ansi_c(body: str) -> str:
         else:
             out.append("\\" + nxt)
             i += 2
-    return "".join(out)
+    return "".join(out), False
+
+
+_PRINTF_SPEC = re.compile(r"%([-+ #0]*)([0-9]*)(?:\.([0-9]+))?([a-zA-Z%])")
+
+
+def _printf(values: Sequence[str | None]) -> str | None:
+    """What ``printf FORMAT [ARG...]`` prints, for the conversions a script is written with
+    (%s %b %c %d %i %u %%, with flags, width and precision); None when the reader cannot tell
+    (an expansion, another conversion). The format is reused while arguments remain."""
+    if not values or any(v is None for v in values):
+        return None
+    fmt, args = str(values[0]), [str(v) for v in values[1:]]
+    pieces: list[str] = []
+    while True:
+        used, last = 0, 0
+        for m in _PRINTF_SPEC.finditer(fmt):
+            pieces.append(_ansi_c(fmt[last : m.start()]))
+            last = m.end()
+            flags, width, precision, conversion = m.groups()
+            if conversion == "%":
+                pieces.append("%")
+                continue
+            if conversion not in "sbcdiu":
+                return None
+            arg = args[used] if used < len(args) else ""
+            used += 1
+            stopped = False
+            if conversion == "b":
+                arg, stopped = _echo_escapes(arg)
+            elif conversion in "diu":
+                if not re.fullmatch(r"[+-]?[0-9]+", arg or "0"):
+                    return None
+                arg = str(int(arg or "0"))
+            elif conversion == "c":
+                arg = arg[:1]
+            if precision and conversion in "sb":
+                arg = arg[: int(precision)]
+            if width:
+                arg = arg.ljust(int(width)) if "-" in flags else arg.rjust(int(width))
+            pieces.append(arg)
+            if stopped:
+                return "".join(pieces)
+        pieces.append(_ansi_c(fmt[last:]))
+        args = args[used:]
+        if not args or not used:
+            return "".join(pieces)
+
+
+def _file_key(path: str) -> str:
+    """One spelling per file the command names: ``./run.sh`` and ``run.sh`` are one file."""
+    return os.path.normpath(path)
 
 
 # Brace expansion needs a comma or a sequence inside braces; a lone {} (find -exec) is literal.
@@ -268,7 +402,12 @@ def _parts(node: Any, src: bytes) -> list[_Part]:
 
 def _word(node: Any, src: bytes) -> _Word:
     raw = src[node.start_byte : node.end_byte].decode("utf-8", "replace")
-    return _Word(tuple(_parts(node, src)), (node.start_byte, node.end_byte), raw)
+    return _Word(tuple(_parts(node, src)), (node.start_byte, node.end_byte), raw, node)
+
+
+def _dynamic_word(word: _Word) -> _Word:
+    """``word`` as something bash (or the program reading it) fills in when it runs."""
+    return _Word((DYNAMIC,), word.span, word.raw)
 
 
 # --- what a command's standard input is ------------------------------------------------------------
