@@ -19,25 +19,25 @@ Contents (where each source module begins, and what it holds):
   line  1666  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
   line  1740  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
   line  1975  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2232  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  2359  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  2527  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  2753  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  3099  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  3243  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  3458  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  3886  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  4342  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  4491  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  4886  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  4967  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  5480  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  5830  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  6055  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  6466  command_reader/read.py: read_command: the command reader's one entry point.
-  line  6537  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  6712  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  7035  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  2235  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  2362  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  2530  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  2756  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  3102  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  3246  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  3461  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  3889  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  4345  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  4494  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  4889  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  4970  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  5483  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  5833  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  6058  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  6469  command_reader/read.py: read_command: the command reader's one entry point.
+  line  6540  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  6715  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  7038  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -2005,6 +2005,7 @@ class GateVerdict:
     approved_by: str | None = None
     approval_issue: int | None = None
     approval_note: int | None = None
+    approved_sha: str | None = None  # the commit the counting approval names (the head)
     warnings: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
@@ -2024,6 +2025,7 @@ class GateVerdict:
             "approved_by": self.approved_by,
             "approval_issue": self.approval_issue,
             "approval_note": self.approval_note,
+            "approved_sha": self.approved_sha,
             "warnings": list(self.warnings),
         }
 
@@ -2114,6 +2116,7 @@ def decide(
         approved_by=found[1].approver if found else None,
         approval_issue=found[0] if found else None,
         approval_note=found[1].note_id if found else None,
+        approved_sha=found[1].sha if found else None,
         warnings=warnings,
     )
 
@@ -6826,7 +6829,7 @@ def _hook_binding(merge: MergeFound, verdict: GateVerdict) -> str | None:
         return verdict.message
     if not verdict.in_scope:
         return None  # not gated: there is no approval to bind it to
-    head = verdict.head_sha  # the approved head: "approved" means an approval at the head
+    head = verdict.approved_sha  # the commit the approval names, which "approved" makes the head
     ref = f"{verdict.project}!{verdict.iid}"
     right = f"glab mr merge {verdict.iid} -R {verdict.project} --sha {head}"
     what = "this /merge quick action" if merge.kind == "/merge" else "this merge"

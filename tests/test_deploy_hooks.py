@@ -217,3 +217,15 @@ def test_the_deployed_hook_runs_flat(target: Path, config_env: dict[str, str]) -
         check=False,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_an_install_prints_the_line_that_names_the_hooks_python(
+    tmp_path: Path, config_env: dict[str, str]
+) -> None:
+    target = tmp_path / "hooks"
+    target.mkdir()
+    code, out, _ = deploy(config_env, "--target", str(target))
+    assert code == 0
+    assert f"put this line in {target / '_hooklib.sh'}" in out
+    # The interpreter the install ran under: the one that has pairgate and tree-sitter.
+    assert out.rstrip("\n").splitlines()[-1] == f"hooklib_python={sys.executable}"

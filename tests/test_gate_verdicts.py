@@ -204,6 +204,7 @@ def test_the_json_keys_are_stable(config: Config) -> None:
         "approval",
         "approval_issue",
         "approval_note",
+        "approved_sha",
         "approved_by",
         "cited_issues",
         "head_sha",

@@ -10,6 +10,8 @@ done, in line or listed; 1 drift (--check); 2 cannot deploy.
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
 
 from pairgate import install
@@ -72,6 +74,13 @@ def install_target(
         command, target, contents, mode=MODE, again=again, fix_mode=True, write=write
     ):
         print(line, file=ctx.stdout)
+    # The hook runs python3 from the sessions' PATH unless _hooklib.sh names one: say which
+    # Python has pairgate and its tree-sitter, the one this install runs under.
+    print(
+        f"the hook's Python: put this line in {target / '_hooklib.sh'} unless python3 on the "
+        f"sessions' PATH can import this installation:\nhooklib_python={shlex.quote(sys.executable)}",
+        file=ctx.stdout,
+    )
     return Exit.OK
 
 

@@ -141,7 +141,7 @@ def _hook_binding(merge: MergeFound, verdict: GateVerdict) -> str | None:
         return verdict.message
     if not verdict.in_scope:
         return None  # not gated: there is no approval to bind it to
-    head = verdict.head_sha  # the approved head: "approved" means an approval at the head
+    head = verdict.approved_sha  # the commit the approval names, which "approved" makes the head
     ref = f"{verdict.project}!{verdict.iid}"
     right = f"glab mr merge {verdict.iid} -R {verdict.project} --sha {head}"
     what = "this /merge quick action" if merge.kind == "/merge" else "this merge"

@@ -41,6 +41,7 @@ class GateVerdict:
     approved_by: str | None = None
     approval_issue: int | None = None
     approval_note: int | None = None
+    approved_sha: str | None = None  # the commit the counting approval names (the head)
     warnings: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
@@ -60,6 +61,7 @@ class GateVerdict:
             "approved_by": self.approved_by,
             "approval_issue": self.approval_issue,
             "approval_note": self.approval_note,
+            "approved_sha": self.approved_sha,
             "warnings": list(self.warnings),
         }
 
@@ -150,6 +152,7 @@ def decide(
         approved_by=found[1].approver if found else None,
         approval_issue=found[0] if found else None,
         approval_note=found[1].note_id if found else None,
+        approved_sha=found[1].sha if found else None,
         warnings=warnings,
     )
 
