@@ -153,6 +153,25 @@ class _Player:
         return str(self.sb.api("GET", f"/projects/acme%2Fapp/merge_requests/{mr}")["sha"])
 
 
+def _review(
+    p: _Player, mr: int, sha: str, *, offer: tuple[str, str], approval: tuple[str, str | None]
+) -> Iterator[Step]:
+    """One review of ``sha``: the lead offers it, the review accepts and approves it, and the
+    lead takes the issue back. ``offer`` and ``approval`` are (the step's title, the reason)."""
+    issue = p.issue
+    yield p.run(
+        offer[0], LEAD, "handoff", issue, "--to", REVIEW, "--role", "review", "--sha", sha,
+        "--reason", offer[1],
+    )  # fmt: skip
+    yield p.run(f"{REVIEW} accepts the offer", REVIEW, "accept", issue)
+    reason = ("--reason", approval[1]) if approval[1] else ()
+    yield p.run(
+        approval[0], REVIEW, "approve", issue, "--mr", mr, "--mr-project", PROJECT, "--sha", sha,
+        "--to", LEAD, *reason,
+    )  # fmt: skip
+    yield p.run(f"{LEAD} accepts the issue back", LEAD, "accept", issue)
+
+
 def play(sb: RunningSandbox, config: Path, dispatch: Dispatch) -> Iterator[Step]:
     """The round, one step at a time."""
     p = _Player(sb, config, dispatch)
@@ -190,38 +209,19 @@ def play(sb: RunningSandbox, config: Path, dispatch: Dispatch) -> Iterator[Step]
         ),
     )
     yield p.run(f"{LEAD} claims the issue", LEAD, "claim", issue, "--role", "lead")
-    yield p.run(
-        f"{LEAD} offers it to {REVIEW}, bound to the head commit",
-        LEAD,
-        "handoff",
-        issue,
-        "--to",
-        REVIEW,
-        "--role",
-        "review",
-        "--sha",
-        head,
-        "--reason",
-        "Ready for review. Mutation: dropping the + 0.0 makes test_half_up fail.",
-    )
-    yield p.run(f"{REVIEW} accepts the offer", REVIEW, "accept", issue)
-    yield p.run(
-        f"{REVIEW} approves that exact commit and offers the issue back",
-        REVIEW,
-        "approve",
-        issue,
-        "--mr",
+    yield from _review(
+        p,
         mr,
-        "--mr-project",
-        PROJECT,
-        "--sha",
         head,
-        "--to",
-        LEAD,
-        "--reason",
-        "Re-ran the mutant and one of my own; both fail the tests.",
+        offer=(
+            f"{LEAD} offers it to {REVIEW}, bound to the head commit",
+            "Ready for review. Mutation: dropping the + 0.0 makes test_half_up fail.",
+        ),
+        approval=(
+            f"{REVIEW} approves that exact commit and offers the issue back",
+            "Re-ran the mutant and one of my own; both fail the tests.",
+        ),
     )
-    yield p.run(f"{LEAD} accepts the issue back", LEAD, "accept", issue)
     check = p.run(
         "merge-check at the approved head", None, "merge-check", "--mr", mr, "--mr-project", PROJECT
     )
@@ -248,36 +248,13 @@ def play(sb: RunningSandbox, config: Path, dispatch: Dispatch) -> Iterator[Step]
     )
     yield p.run("status", None, "status", issue)
     # The new head gets its own review; then the merge, and the issue is closed.
-    yield p.run(
-        f"{LEAD} offers the new head for review",
-        LEAD,
-        "handoff",
-        issue,
-        "--to",
-        REVIEW,
-        "--role",
-        "review",
-        "--sha",
-        pushed,
-        "--reason",
-        "Only a comment changed.",
-    )
-    yield p.run(f"{REVIEW} accepts the offer", REVIEW, "accept", issue)
-    yield p.run(
-        f"{REVIEW} approves the new head",
-        REVIEW,
-        "approve",
-        issue,
-        "--mr",
+    yield from _review(
+        p,
         mr,
-        "--mr-project",
-        PROJECT,
-        "--sha",
         pushed,
-        "--to",
-        LEAD,
+        offer=(f"{LEAD} offers the new head for review", "Only a comment changed."),
+        approval=(f"{REVIEW} approves the new head", None),
     )
-    yield p.run(f"{LEAD} accepts the issue back", LEAD, "accept", issue)
     sb.api(
         "PUT",
         f"/projects/acme%2Fapp/merge_requests/{mr}/merge",
