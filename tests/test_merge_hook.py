@@ -887,3 +887,26 @@ def test_a_missing_module_says_exactly_what_to_run(hooks: Path, tmp_path: Path) 
     assert f"{sys.executable} -m pip install" in result.stderr
     assert "hooklib_python=/path/to/that/python3" in result.stderr
     assert INSTALL in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("missing", "source"),
+    [
+        ("_hooklib.sh", "_hooklib.sh (the deployment's own preflight library: `init` writes one)"),
+        (
+            "automation_mr_families.py",
+            "automation_mr_families.py (the deployment's own automation roster: `init` writes one",
+        ),
+        (
+            "validate-mr-carries-ownership-record.py",
+            "validate-mr-carries-ownership-record.py (deploy-hooks)",
+        ),
+    ],
+)
+def test_a_missing_file_is_named_with_where_it_comes_from(
+    hooks: Path, missing: str, source: str
+) -> None:
+    (hooks / missing).unlink()
+    result = run_hook(hooks, hook_input(MERGE))
+    assert result.returncode == 2
+    assert source in result.stderr

@@ -241,11 +241,24 @@ def _hook_remote_project(ctx: Context, push: PushFound, cwd: str | None) -> tupl
     return project, ""
 
 
+# Where each file beside the hook comes from, so a missing one is named with its source: the four
+# that deploy-hooks copies, and the three that are the deployment's own.
+_HOOK_FILE_SOURCES = {
+    CONFIG_FILENAME: "the deployment's own configuration: `init` writes one, "
+    "`sandbox --config-out` one for a trial",
+    "_hooklib.sh": "the deployment's own preflight library: `init` writes one",
+    ROSTER_FILENAME: "the deployment's own automation roster: `init` writes one, and "
+    "examples/automation_mr_families.py in pairgate's repository is an example",
+}
+
+
 def _hook_files_present(here: Path, env: Mapping[str, str]) -> None:
     missing = [name for name in HOOK_REQUIRED if not (here / name).is_file()]
     if not missing:
         return
-    names = ", ".join(missing)
+    names = "; ".join(
+        f"{name} ({_HOOK_FILE_SOURCES.get(name, 'deploy-hooks')})" for name in missing
+    )
     if CONFIG_FILENAME in missing:
         remedy = (
             f"{CONFIG_FILENAME} is the deployment's own configuration, so the hook cannot read "
