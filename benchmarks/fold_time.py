@@ -22,7 +22,7 @@ from ledgerkit import Trail  # noqa: E402
 from pairgate.standalone.config import load_config  # noqa: E402
 from pairgate.standalone.fold import fold  # noqa: E402
 from pairgate.standalone.ledger import Note  # noqa: E402
-from pairgate.standalone.records import _PROBLEMS, MARKER_OPEN  # noqa: E402
+from pairgate.standalone.records import _READS, MARKER_OPEN  # noqa: E402
 
 CONFIG = load_config({"PAIRGATE_CONFIG": str(ROOT / "tests" / "fixtures" / "pairgate-config.json")})
 
@@ -52,7 +52,7 @@ def main() -> None:
     for count in (1_000, 10_000):
         for every in (1, 10):
             batch = notes(count, every)
-            _PROBLEMS.clear()
+            _READS.clear()
             cold = timed(batch)
             warm = statistics.median(timed(batch) for _ in range(5))
             records = sum(MARKER_OPEN in n.body for n in batch)

@@ -8,25 +8,25 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    60  errors.py: Exit codes, the error family and the run context every door is given.
-  line   139  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   155  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   352  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line   723  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line   985  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1187  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1503  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1554  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  1822  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2079  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2158  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  2312  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  2603  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  2890  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3029  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  3631  command_reader/read.py: read_command: the command reader's one entry point.
-  line  3660  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  3811  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line    61  errors.py: Exit codes, the error family and the run context every door is given.
+  line   140  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   293  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   490  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line   861  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1164  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1366  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1692  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1743  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2011  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2268  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
+  line  2347  doors.py: The gate's doors that print: merge-check and the two CI validators.
+  line  2501  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  2792  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3079  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3218  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  3820  command_reader/read.py: read_command: the command reader's one entry point.
+  line  3849  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4000  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, TYPE_CHECKING, TextIO
 from urllib.parse import quote, urlencode, urlsplit
@@ -140,12 +141,149 @@ def reader_dir() -> Path:
 # =============================================================================================
 
 
-def _draft_validator(schema: Mapping[str, Any]) -> Any:
-    """A jsonschema validator for one of this file's schemas (all draft 2020-12). Formats are
-    not asserted (jsonschema's default): no schema here uses ``format``."""
-    import jsonschema
+# Python's \s (str.isspace), as a character class body both regex dialects read the same; an
+# ECMA-262 \s differs (it adds U+FEFF and lacks U+001C-U+001F and U+0085).
+PYTHON_SPACE = (
+    "\\t-\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+)
+_SHORTHAND = {"\\s": f"[{PYTHON_SPACE}]", "\\S": f"[^{PYTHON_SPACE}]"}
+# The pattern syntax both dialects read alike, token by token: ASCII literals, classes of ASCII
+# literals and ranges, groups, lookahead, alternation, anchors and quantifiers. (Python's $ also
+# matches before a final newline, ECMA-262's never does; ECMA-262's . also skips \r, U+2028 and
+# U+2029: the fast check is the stricter there, which is safe.)
+_LITERAL = r"[A-Za-z0-9 _,:;!~/@#%&=<>'\"`-]"
+_ESCAPED = r"\\[nrt.\-/\\^$()|\[\]{}*+?]"
+_TOKEN = re.compile(
+    rf"\\[sS]|{_ESCAPED}|\[\^?(?:{_LITERAL}|[.()|*+?$^{{}}]|{_ESCAPED})+\]"
+    rf"|\(\?[:!=]|\((?!\?)|[)|^$*+?.]|\{{[0-9]+(?:,[0-9]*)?\}}|{_LITERAL}"
+)
 
-    return jsonschema.Draft202012Validator(schema)
+
+def fast_pattern(pattern: str) -> str | None:
+    """``pattern`` as jsonschema-rs is given it (``\\s`` and ``\\S`` spelled out), or None when
+    its dialect might read it more loosely than Python's ``re`` (the schema then has no fast
+    check)."""
+    out, at = [], 0
+    for token in _TOKEN.finditer(pattern):
+        if token.start() != at:
+            return None
+        out.append(_SHORTHAND.get(token.group(), token.group()))
+        at = token.end()
+    return "".join(out) if at == len(pattern) else None
+
+
+class _NoFastSchema(Exception):
+    """A pattern in the schema that jsonschema-rs might read more loosely."""
+
+
+# Keywords whose values are instances or words, not schemas: never rewritten.
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples", "title", "description"})
+# Keywords whose values map names to schemas (the names are not keywords).
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "dependentSchemas"})
+
+
+def _fast_schema(schema: Any) -> Any:
+    """The schema with every pattern made fast_pattern's; _NoFastSchema when one cannot be."""
+    if isinstance(schema, list):
+        return [_fast_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _DATA_KEYWORDS:
+            out[key] = value
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _fast_schema(sub) for name, sub in value.items()}
+        elif key == "pattern" and isinstance(value, str):
+            out[key] = fast_pattern(value)
+            if out[key] is None:
+                raise _NoFastSchema(value)
+        else:
+            out[key] = _fast_schema(value)
+    return out
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def json_typed(value: Any) -> bool:
+    """Does ``value`` hold only JSON's types (what json.loads returns): dict with str keys, list,
+    str, int, float, bool, None, and no subclass of any?"""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            if any(type(key) is not str for key in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind not in _SCALARS:
+            return False
+    return True
+
+
+def _fast_validator(schema: Mapping[str, Any]) -> Any:
+    """jsonschema-rs's validator for ``schema``, or None (not installed, or no fast schema)."""
+    try:
+        import jsonschema_rs
+    except ImportError:
+        return None
+    try:
+        return jsonschema_rs.Draft202012Validator(_fast_schema(dict(schema)))
+    except _NoFastSchema:
+        return None
+    except Exception:  # a schema it cannot build is checked by jsonschema alone
+        return None
+
+
+class SchemaCheck:
+    """A draft 2020-12 check of one schema, with jsonschema's ``is_valid`` and ``iter_errors``.
+
+    ``decoded=True`` says the instance came from json.loads, so it holds JSON's types alone and
+    needs no look before the fast check."""
+
+    def __init__(self, schema: Mapping[str, Any], *, fast: bool = True) -> None:
+        self.schema = schema
+        self._fast = _fast_validator(schema) if fast else None
+        self._authority: Any = None
+
+    @property
+    def has_fast_check(self) -> bool:
+        return self._fast is not None
+
+    def accepts(self, instance: Any, *, decoded: bool = False) -> bool:
+        """The fast check alone: True only when it accepts (False says nothing)."""
+        if self._fast is None or not (decoded or json_typed(instance)):
+            return False
+        try:
+            return bool(self._fast.is_valid(instance))
+        except Exception:  # a value it cannot read (a lone surrogate, ...): jsonschema decides
+            return False
+
+    def authority(self) -> Any:
+        """jsonschema's validator, built (and jsonschema imported) on first use."""
+        if self._authority is None:
+            import jsonschema
+
+            self._authority = jsonschema.Draft202012Validator(self.schema)
+        return self._authority
+
+    def is_valid(self, instance: Any, *, decoded: bool = False) -> bool:
+        return self.accepts(instance, decoded=decoded) or bool(self.authority().is_valid(instance))
+
+    def iter_errors(self, instance: Any, *, decoded: bool = False) -> Iterator[Any]:
+        """jsonschema's errors (none when the fast check accepts)."""
+        if self.accepts(instance, decoded=decoded):
+            return iter(())
+        return iter(self.authority().iter_errors(instance))
+
+
+def _draft_validator(schema: Mapping[str, Any]) -> SchemaCheck:
+    """The check for one of this file's schemas (all draft 2020-12). Formats are not asserted
+    (jsonschema's default): no schema here uses ``format``."""
+    return SchemaCheck(schema)
 
 
 # end pairgate/standalone/schema_check.py
@@ -859,7 +997,7 @@ KIND_OF_EVENT = {event: kind for kind, events in EVENT_FIELDS.items() for event 
 
 
 @functools.cache
-def _event_validator(kind: str, event: str) -> Any:
+def _event_validator(kind: str, event: str) -> SchemaCheck:
     # One validator per event, built once and reused: the fold checks thousands of records.
     # RECORD_SCHEMAS[kind] is this schema under an if/then on ``event``, so checking the
     # event's own schema directly gives the same verdict without re-testing every branch.
@@ -870,8 +1008,9 @@ class MalformedRecord(Exception):
     """A marker that cannot be read as a record; the message says why."""
 
 
-def schema_problem(kind: str, record: Any) -> str | None:
-    """Why ``record`` is not a valid ``kind`` record, or None when it is."""
+def schema_problem(kind: str, record: Any, *, decoded: bool = False) -> str | None:
+    """Why ``record`` is not a valid ``kind`` record, or None when it is. ``decoded``: the
+    record is json.loads's answer (see SchemaCheck)."""
     if kind not in EVENT_FIELDS:
         return f"unknown record kind {kind!r}"
     if not isinstance(record, dict):
@@ -879,10 +1018,13 @@ def schema_problem(kind: str, record: Any) -> str | None:
     event = record.get("event")
     if not isinstance(event, str) or event not in EVENT_FIELDS[kind]:
         return f"unknown {kind} event {event!r}"
-    validator = _event_validator(kind, event)
-    if validator.is_valid(record):
+    check = _event_validator(kind, event)
+    if check.accepts(record, decoded=decoded):
         return None
-    error = min(validator.iter_errors(record), key=lambda e: (len(e.path), e.message))
+    authority = check.authority()
+    if authority.is_valid(record):
+        return None
+    error = min(authority.iter_errors(record), key=lambda e: (len(e.path), e.message))
     where = "/".join(str(p) for p in error.path) or "record"
     return f"schema: {where}: {error.message}"
 
@@ -904,6 +1046,22 @@ def record_digest(kind: str, record: Mapping[str, Any], human: str) -> str:
         {"kind": kind, "record": content, "text": canonical_text(human)}
     )
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def _digest_matches(kind: str, record: dict[str, Any], human: str) -> bool:
+    """record_digest(kind, record, human) == record["digest"], for a record just decoded: its
+    digest is taken out and put back instead of copying the record (when it is the last key, as
+    every writer puts it, so the record's key order is kept)."""
+    if next(reversed(record)) != "digest":
+        return record_digest(kind, record, human) == record["digest"]
+    digest = record.pop("digest")
+    try:
+        canonical = _CANONICAL_JSON.encode(
+            {"kind": kind, "record": record, "text": " ".join(human.split())}
+        )
+    finally:
+        record["digest"] = digest
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest() == digest
 
 
 def marker(kind: str, record: Mapping[str, Any]) -> str:
@@ -937,45 +1095,66 @@ def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str,
     return f"{text}\n\n{marker(kind, sealed)}\n", sealed
 
 
-# Schema checks dominate the fold's cost, and readers fold the same notes again (a verb reads
-# before and after it writes): remember the verdict per marker text. The text decides the
-# record, so a verdict cannot go stale; the memory is bounded by starting afresh when full.
-_PROBLEMS: dict[tuple[str, str], str | None] = {}
-_PROBLEMS_MAX = 65536
-
-
-def _cached_problem(kind: str, raw: str, record: dict[str, Any]) -> str | None:
-    """schema_problem of ``record``, the parse of the marker JSON ``raw``, remembered."""
-    key = (kind, raw)
-    try:
-        return _PROBLEMS[key]
-    except KeyError:
-        problem = schema_problem(kind, record)
-    if len(_PROBLEMS) >= _PROBLEMS_MAX:
-        _PROBLEMS.clear()
-    _PROBLEMS[key] = problem
-    return problem
-
-
-def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
-    """(kind, record, human text) of a note that carries a marker; MalformedRecord otherwise."""
-    text = body.replace("\r\n", "\n")
-    found = _MARKER_LINE.finditer(text)
-    first = next(found, None)
+def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
+    """(kind, marker JSON, record, human text) of a note that carries a well-formed, valid
+    marker; MalformedRecord otherwise."""
+    text = body.replace("\r\n", "\n") if "\r" in body else body
+    first = _MARKER_LINE.search(text)
     if first is None:
         raise MalformedRecord("a mochi-task marker that is not one well-formed line")
-    more = sum(1 for _ in found)
-    if more:
-        raise MalformedRecord(f"{1 + more} markers in one note (a note carries one)")
-    kind, raw = first.group(1), first.group(2)
+    second = _MARKER_LINE.search(text, first.end())
+    if second is not None:
+        more = 2 + sum(1 for _ in _MARKER_LINE.finditer(text, second.end()))
+        raise MalformedRecord(f"{more} markers in one note (a note carries one)")
+    kind, raw = first.group(1, 2)
     try:
         record = json.loads(raw)
     except ValueError as exc:
         raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
-    problem = _cached_problem(kind, raw, record) if isinstance(record, dict) else "not an object"
+    if not isinstance(record, dict):
+        raise MalformedRecord("not an object")
+    problem = schema_problem(kind, record, decoded=True)
     if problem:
         raise MalformedRecord(problem)
-    return kind, record, text[: first.start()] + text[first.end() :]
+    return kind, raw, record, text[: first.start()] + text[first.end() :]
+
+
+def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
+    """(kind, record, human text) of a note that carries a marker; MalformedRecord otherwise."""
+    kind, _, record, human = _parsed(body)
+    return kind, record, human
+
+
+# Readers fold the same notes again (a verb reads before and after it writes; the board reads
+# every issue), and a note's body decides all that reading it finds: remember, per body, the
+# kind, the marker JSON and whether the digest matches (or why it is malformed). A record is
+# decoded afresh for every fold, so no two ledgers share one. Bounded by starting afresh when
+# full.
+_READS: dict[str, tuple[str, str, bool] | str] = {}
+_READS_MAX = 65536
+
+
+def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
+    """(kind, record, whether its digest matches its content) of a note that carries a marker;
+    MalformedRecord otherwise. What the fold reads a note with."""
+    known = _READS.get(body)
+    if known is None:
+        try:
+            kind, raw, record, human = _parsed(body)
+        except MalformedRecord as exc:
+            known = str(exc)
+        else:
+            sealed = _digest_matches(kind, record, human)
+            known = (kind, raw, sealed)
+        if len(_READS) >= _READS_MAX:
+            _READS.clear()
+        _READS[body] = known
+        if isinstance(known, str):
+            raise MalformedRecord(known)
+        return kind, record, sealed
+    if isinstance(known, str):
+        raise MalformedRecord(known)
+    return known[0], json.loads(known[1]), known[2]
 
 
 # end pairgate/standalone/records.py
@@ -1352,6 +1531,13 @@ def self_approval_rule(approver: str, to: str, accepted_from: str | None) -> str
     return None
 
 
+_BY_ID = attrgetter("id")
+
+
+def _author(note: Note) -> str:
+    return f"{note.author_username} (user {note.author_id})"
+
+
 def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
     """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
     markers. Notes are taken in id order (GitLab's creation order)."""
@@ -1365,37 +1551,36 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
     digests: dict[str, int] = {}  # digest of every record read so far -> its note
     rejected: dict[str, tuple[int, str]] = {}  # digest a skipped record claims -> (note, why)
     write_ids: dict[str, int] = {}
-    by_prev: dict[str | None, list[int]] = {}
+    first_of_prev: dict[str | None, int] = {}  # each prev -> the first note naming it
+    more_of_prev: dict[str | None, list[int]] = {}  # a prev named by two notes or more -> them
     head: str | None = None
     head_note: int | None = None
-    for note in sorted(notes, key=lambda n: n.id):
+    for note in sorted(notes, key=_BY_ID):
         if note.system or MARKER_OPEN not in note.body:
             continue
-        author = f"{note.author_username} (user {note.author_id})"
         if note.author_id not in authors:
-            skipped.append(
-                Skipped(note.id, "forged", f"a marker in a note by {author}, not a ledger author")
-            )
+            reason = f"a marker in a note by {_author(note)}, not a ledger author"
+            skipped.append(Skipped(note.id, "forged", reason))
             continue
-        if _edited(note):
+        if note.updated_at != note.created_at and _edited(note):
             edited.append(note.id)
         try:
-            kind, record, human = parse_marker(note.body)
+            kind, record, sealed = read_record(note.body)
         except MalformedRecord as exc:
-            skipped.append(Skipped(note.id, "malformed", str(exc), author))
+            skipped.append(Skipped(note.id, "malformed", str(exc), _author(note)))
             continue
-        if record_digest(kind, record, human) != record["digest"]:
+        if not sealed:
             rejected[record["digest"]] = (note.id, "tampered")
             reason = "its digest does not match its content: the note was changed after writing"
-            skipped.append(Skipped(note.id, "tampered", reason, author))
+            skipped.append(Skipped(note.id, "tampered", reason, _author(note)))
             continue
         if KIND_OF_EVENT[record["event"]] != kind:
-            skipped.append(Skipped(note.id, "malformed", "event of another kind", author))
+            skipped.append(Skipped(note.id, "malformed", "event of another kind", _author(note)))
             continue
         first = write_ids.get(record["write_id"])
         if first is not None:
             reason = f"repeats the write_id of note {first} (a retried write); ignored"
-            skipped.append(Skipped(note.id, "duplicate", reason, author))
+            skipped.append(Skipped(note.id, "duplicate", reason, _author(note)))
             continue
         write_ids[record["write_id"]] = note.id
         prev = record["prev"]
@@ -1407,7 +1592,10 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
                 else "its prev names no earlier record: an earlier note was deleted or rewritten"
             )
             breaks.append(Break(note.id, prev, reason))
-        by_prev.setdefault(prev, []).append(note.id)
+        if prev in first_of_prev:
+            more_of_prev.setdefault(prev, [first_of_prev[prev]]).append(note.id)
+        else:
+            first_of_prev[prev] = note.id
         digests[record["digest"]] = note.id
         state.seen = (head, head_note)
         head, head_note = record["digest"], note.id
@@ -1424,7 +1612,8 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
         breaks=tuple(breaks),
         trail=tuple(trail),
         edited=tuple(edited),
-        concurrent=tuple(tuple(ids) for ids in by_prev.values() if len(ids) > 1),
+        # in the order each prev was first named
+        concurrent=tuple(tuple(more_of_prev[p]) for p in first_of_prev if p in more_of_prev),
         head=head,
         holder_since=state.holder_since,
         accepted_from=state.accepted_from,

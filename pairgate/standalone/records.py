@@ -11,7 +11,7 @@ from typing import Any
 
 from pairgate.standalone.config import _PATH_SEGMENT
 from pairgate.standalone.errors import PairgateError
-from pairgate.standalone.schema_check import _draft_validator
+from pairgate.standalone.schema_check import SchemaCheck, _draft_validator
 
 # A ledger note is short human text and then ONE marker line:
 #     <!-- mochi-task:<kind> <json> -->
@@ -148,7 +148,7 @@ KIND_OF_EVENT = {event: kind for kind, events in EVENT_FIELDS.items() for event 
 
 
 @functools.cache
-def _event_validator(kind: str, event: str) -> Any:
+def _event_validator(kind: str, event: str) -> SchemaCheck:
     # One validator per event, built once and reused: the fold checks thousands of records.
     # RECORD_SCHEMAS[kind] is this schema under an if/then on ``event``, so checking the
     # event's own schema directly gives the same verdict without re-testing every branch.
@@ -159,8 +159,9 @@ class MalformedRecord(Exception):
     """A marker that cannot be read as a record; the message says why."""
 
 
-def schema_problem(kind: str, record: Any) -> str | None:
-    """Why ``record`` is not a valid ``kind`` record, or None when it is."""
+def schema_problem(kind: str, record: Any, *, decoded: bool = False) -> str | None:
+    """Why ``record`` is not a valid ``kind`` record, or None when it is. ``decoded``: the
+    record is json.loads's answer (see SchemaCheck)."""
     if kind not in EVENT_FIELDS:
         return f"unknown record kind {kind!r}"
     if not isinstance(record, dict):
@@ -168,10 +169,13 @@ def schema_problem(kind: str, record: Any) -> str | None:
     event = record.get("event")
     if not isinstance(event, str) or event not in EVENT_FIELDS[kind]:
         return f"unknown {kind} event {event!r}"
-    validator = _event_validator(kind, event)
-    if validator.is_valid(record):
+    check = _event_validator(kind, event)
+    if check.accepts(record, decoded=decoded):
         return None
-    error = min(validator.iter_errors(record), key=lambda e: (len(e.path), e.message))
+    authority = check.authority()
+    if authority.is_valid(record):
+        return None
+    error = min(authority.iter_errors(record), key=lambda e: (len(e.path), e.message))
     where = "/".join(str(p) for p in error.path) or "record"
     return f"schema: {where}: {error.message}"
 
@@ -193,6 +197,22 @@ def record_digest(kind: str, record: Mapping[str, Any], human: str) -> str:
         {"kind": kind, "record": content, "text": canonical_text(human)}
     )
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def _digest_matches(kind: str, record: dict[str, Any], human: str) -> bool:
+    """record_digest(kind, record, human) == record["digest"], for a record just decoded: its
+    digest is taken out and put back instead of copying the record (when it is the last key, as
+    every writer puts it, so the record's key order is kept)."""
+    if next(reversed(record)) != "digest":
+        return record_digest(kind, record, human) == record["digest"]
+    digest = record.pop("digest")
+    try:
+        canonical = _CANONICAL_JSON.encode(
+            {"kind": kind, "record": record, "text": " ".join(human.split())}
+        )
+    finally:
+        record["digest"] = digest
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest() == digest
 
 
 def marker(kind: str, record: Mapping[str, Any]) -> str:
@@ -226,42 +246,63 @@ def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str,
     return f"{text}\n\n{marker(kind, sealed)}\n", sealed
 
 
-# Schema checks dominate the fold's cost, and readers fold the same notes again (a verb reads
-# before and after it writes): remember the verdict per marker text. The text decides the
-# record, so a verdict cannot go stale; the memory is bounded by starting afresh when full.
-_PROBLEMS: dict[tuple[str, str], str | None] = {}
-_PROBLEMS_MAX = 65536
-
-
-def _cached_problem(kind: str, raw: str, record: dict[str, Any]) -> str | None:
-    """schema_problem of ``record``, the parse of the marker JSON ``raw``, remembered."""
-    key = (kind, raw)
-    try:
-        return _PROBLEMS[key]
-    except KeyError:
-        problem = schema_problem(kind, record)
-    if len(_PROBLEMS) >= _PROBLEMS_MAX:
-        _PROBLEMS.clear()
-    _PROBLEMS[key] = problem
-    return problem
-
-
-def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
-    """(kind, record, human text) of a note that carries a marker; MalformedRecord otherwise."""
-    text = body.replace("\r\n", "\n")
-    found = _MARKER_LINE.finditer(text)
-    first = next(found, None)
+def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
+    """(kind, marker JSON, record, human text) of a note that carries a well-formed, valid
+    marker; MalformedRecord otherwise."""
+    text = body.replace("\r\n", "\n") if "\r" in body else body
+    first = _MARKER_LINE.search(text)
     if first is None:
         raise MalformedRecord("a mochi-task marker that is not one well-formed line")
-    more = sum(1 for _ in found)
-    if more:
-        raise MalformedRecord(f"{1 + more} markers in one note (a note carries one)")
-    kind, raw = first.group(1), first.group(2)
+    second = _MARKER_LINE.search(text, first.end())
+    if second is not None:
+        more = 2 + sum(1 for _ in _MARKER_LINE.finditer(text, second.end()))
+        raise MalformedRecord(f"{more} markers in one note (a note carries one)")
+    kind, raw = first.group(1, 2)
     try:
         record = json.loads(raw)
     except ValueError as exc:
         raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
-    problem = _cached_problem(kind, raw, record) if isinstance(record, dict) else "not an object"
+    if not isinstance(record, dict):
+        raise MalformedRecord("not an object")
+    problem = schema_problem(kind, record, decoded=True)
     if problem:
         raise MalformedRecord(problem)
-    return kind, record, text[: first.start()] + text[first.end() :]
+    return kind, raw, record, text[: first.start()] + text[first.end() :]
+
+
+def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
+    """(kind, record, human text) of a note that carries a marker; MalformedRecord otherwise."""
+    kind, _, record, human = _parsed(body)
+    return kind, record, human
+
+
+# Readers fold the same notes again (a verb reads before and after it writes; the board reads
+# every issue), and a note's body decides all that reading it finds: remember, per body, the
+# kind, the marker JSON and whether the digest matches (or why it is malformed). A record is
+# decoded afresh for every fold, so no two ledgers share one. Bounded by starting afresh when
+# full.
+_READS: dict[str, tuple[str, str, bool] | str] = {}
+_READS_MAX = 65536
+
+
+def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
+    """(kind, record, whether its digest matches its content) of a note that carries a marker;
+    MalformedRecord otherwise. What the fold reads a note with."""
+    known = _READS.get(body)
+    if known is None:
+        try:
+            kind, raw, record, human = _parsed(body)
+        except MalformedRecord as exc:
+            known = str(exc)
+        else:
+            sealed = _digest_matches(kind, record, human)
+            known = (kind, raw, sealed)
+        if len(_READS) >= _READS_MAX:
+            _READS.clear()
+        _READS[body] = known
+        if isinstance(known, str):
+            raise MalformedRecord(known)
+        return kind, record, sealed
+    if isinstance(known, str):
+        raise MalformedRecord(known)
+    return known[0], json.loads(known[1]), known[2]
