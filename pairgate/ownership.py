@@ -8,31 +8,32 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    61  errors.py: Exit codes, the error family and the run context every door is given.
-  line   140  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   293  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   490  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line   861  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1164  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1366  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1692  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1743  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2011  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2268  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2347  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  2501  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  2792  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  3079  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3218  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  3820  command_reader/read.py: read_command: the command reader's one entry point.
-  line  3849  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  4000  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line    62  errors.py: Exit codes, the error family and the run context every door is given.
+  line   141  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   294  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   491  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line   880  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1204  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1441  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1767  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1818  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2086  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2343  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
+  line  2422  doors.py: The gate's doors that print: merge-check and the two CI validators.
+  line  2576  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  2867  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3154  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3293  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  3895  command_reader/read.py: read_command: the command reader's one entry point.
+  line  3924  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4075  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import enum
 import functools
 import hashlib
@@ -49,7 +50,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, TYPE_CHECKING, TextIO
+from typing import Any, TYPE_CHECKING, TextIO, TypeVar
 from urllib.parse import quote, urlencode, urlsplit
 
 if TYPE_CHECKING:
@@ -495,6 +496,9 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
 TIMEOUT: tuple[float, float] = (5.0, 30.0)
 GLAB_TIMEOUT = 120.0
 PER_PAGE = 100  # GitLab's maximum; it clamps larger values rather than refusing them
+# Connections kept per host: as many as the board's readers (commands/boardread.py WORKERS), so
+# none is opened and dropped for want of room.
+POOL_SIZE = 16
 # A read is retried on these. A write never is: see GitLab.write.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -591,9 +595,24 @@ class _Https:
         self._timeout = timeout
         self._session = requests.Session()
         self._session.headers.update({"PRIVATE-TOKEN": token, "User-Agent": "pairgate"})
-        adapter = HTTPAdapter(max_retries=retry)
+        adapter = HTTPAdapter(max_retries=retry, pool_maxsize=POOL_SIZE)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
+        self._resolve_environment()
+
+    def _resolve_environment(self) -> None:
+        """What requests reads from the environment on every call (the proxy variables and
+        no_proxy, the CA bundle variables, ~/.netrc), read once for this API's origin, as
+        requests itself reads it; then the session stops reading it. Every URL this transport
+        calls is on that origin (a next-page link elsewhere is refused)."""
+        import requests
+
+        session = self._session
+        settings = session.merge_environment_settings(self.api_url, {}, None, None, None)
+        session.proxies.update(settings["proxies"])
+        session.verify = settings["verify"]
+        session.auth = requests.utils.get_netrc_auth(self.api_url)
+        session.trust_env = False
 
     def __repr__(self) -> str:  # the token never appears in a repr or a traceback
         return f"_Https({self.api_url!r}, token=<hidden>)"
@@ -1034,17 +1053,38 @@ def canonical_text(text: str) -> str:
     return " ".join(text.split())
 
 
-# json.dumps with these options builds a new encoder per call; the digest is computed for every
-# record read, so one encoder serves them all (its output is json.dumps's, byte for byte).
+# json.dumps(sort_keys=True, separators=(",", ":")) builds an encoder per call, and
+# JSONEncoder.encode a C encoder and a circular-reference memo per call; the digest is computed
+# for every record read, so one C encoder serves them all. Its output is json.dumps's, byte for
+# byte; what it encodes (decoded JSON, records the verbs build) cannot be circular.
 _CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def _c_canonical() -> Any:
+    """The C encoder with the arguments JSONEncoder.iterencode gives it, less the memo; None
+    where the interpreter has no C encoder."""
+    make, enc = getattr(json.encoder, "c_make_encoder", None), _CANONICAL_JSON
+    if make is None:
+        return None
+    return make(
+        None, enc.default, json.encoder.encode_basestring_ascii, enc.indent,
+        enc.key_separator, enc.item_separator, enc.sort_keys, enc.skipkeys, enc.allow_nan,
+    )  # fmt: skip
+
+
+_C_CANONICAL = _c_canonical()
+
+
+def _canonical_json(value: Any) -> str:
+    if _C_CANONICAL is None:
+        return _CANONICAL_JSON.encode(value)
+    return "".join(_C_CANONICAL(value, 0))
 
 
 def record_digest(kind: str, record: Mapping[str, Any], human: str) -> str:
     content = dict(record)
     content.pop("digest", None)
-    canonical = _CANONICAL_JSON.encode(
-        {"kind": kind, "record": content, "text": canonical_text(human)}
-    )
+    canonical = _canonical_json({"kind": kind, "record": content, "text": canonical_text(human)})
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
@@ -1056,7 +1096,7 @@ def _digest_matches(kind: str, record: dict[str, Any], human: str) -> bool:
         return record_digest(kind, record, human) == record["digest"]
     digest = record.pop("digest")
     try:
-        canonical = _CANONICAL_JSON.encode(
+        canonical = _canonical_json(
             {"kind": kind, "record": record, "text": " ".join(human.split())}
         )
     finally:
@@ -1165,6 +1205,33 @@ def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
 # =============================================================================================
 
 
+_Frozen = TypeVar("_Frozen")
+
+
+def quick_init(cls: type[_Frozen]) -> type[_Frozen]:
+    """A frozen dataclass, with an __init__ that puts its fields straight into the instance's
+    dict. The generated one calls object.__setattr__ per field, which is most of the cost of
+    building one, and a fold builds several per record. Same signature and defaults; the class
+    stays frozen (setting a field afterwards still raises)."""
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    assert all(f.default_factory is dataclasses.MISSING for f in fields), cls
+    defaults = {
+        f"_default_{f.name}": f.default for f in fields if f.default is not dataclasses.MISSING
+    }
+    params = ", ".join(
+        f.name if f.default is dataclasses.MISSING else f"{f.name}=_default_{f.name}"
+        for f in fields
+    )
+    sets = "".join(f"\n    fields[{f.name!r}] = {f.name}" for f in fields)
+    source = f"def __init__(self, {params}):\n    fields = self.__dict__{sets}\n"
+    exec(source, defaults)  # as dataclasses itself builds __init__
+    init = defaults["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init  # type: ignore[method-assign]
+    return cls
+
+
+@quick_init
 @dataclass(frozen=True)
 class Note:
     """One GitLab note, as read."""
@@ -1191,6 +1258,7 @@ class Note:
         )
 
 
+@quick_init
 @dataclass(frozen=True)
 class MrRef:
     project: str  # the full path
@@ -1200,6 +1268,7 @@ class MrRef:
         return f"{self.project}!{self.iid}"
 
 
+@quick_init
 @dataclass(frozen=True)
 class Offer:
     """A pending offer: a handoff, or the offer back that an approval carries."""
@@ -1215,6 +1284,7 @@ class Offer:
     supersedes: int | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class Approval:
     note_id: int
@@ -1228,6 +1298,7 @@ class Approval:
     self_because: str | None = None  # which self-approval rule, said in words
 
 
+@quick_init
 @dataclass(frozen=True)
 class Skipped:
     """A note whose marker is not part of the state, and why."""
@@ -1238,6 +1309,7 @@ class Skipped:
     author: str = ""
 
 
+@quick_init
 @dataclass(frozen=True)
 class Break:
     """A record whose ``prev`` names no earlier record: something before it was deleted or
@@ -1248,6 +1320,7 @@ class Break:
     reason: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class Event:
     """One authentic, well-formed record on the trail. ``void`` says why the fold gave it no
@@ -1315,6 +1388,7 @@ def stamp_epoch(stamp: str) -> float | None:
         return None
 
 
+@quick_init
 @dataclass(frozen=True)
 class Freeze:
     """One recorded freeze window. ``until`` is the note's server time plus ``minutes``."""
@@ -1349,6 +1423,7 @@ class Freeze:
         return mr is not None and mr.iid == int(iid) and mr.project.casefold() == project.casefold()
 
 
+@quick_init
 @dataclass(frozen=True)
 class Constraint:
     """A standing constraint recorded on the issue: only ``imposer`` may lift it."""

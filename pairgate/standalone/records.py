@@ -185,17 +185,38 @@ def canonical_text(text: str) -> str:
     return " ".join(text.split())
 
 
-# json.dumps with these options builds a new encoder per call; the digest is computed for every
-# record read, so one encoder serves them all (its output is json.dumps's, byte for byte).
+# json.dumps(sort_keys=True, separators=(",", ":")) builds an encoder per call, and
+# JSONEncoder.encode a C encoder and a circular-reference memo per call; the digest is computed
+# for every record read, so one C encoder serves them all. Its output is json.dumps's, byte for
+# byte; what it encodes (decoded JSON, records the verbs build) cannot be circular.
 _CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def _c_canonical() -> Any:
+    """The C encoder with the arguments JSONEncoder.iterencode gives it, less the memo; None
+    where the interpreter has no C encoder."""
+    make, enc = getattr(json.encoder, "c_make_encoder", None), _CANONICAL_JSON
+    if make is None:
+        return None
+    return make(
+        None, enc.default, json.encoder.encode_basestring_ascii, enc.indent,
+        enc.key_separator, enc.item_separator, enc.sort_keys, enc.skipkeys, enc.allow_nan,
+    )  # fmt: skip
+
+
+_C_CANONICAL = _c_canonical()
+
+
+def _canonical_json(value: Any) -> str:
+    if _C_CANONICAL is None:
+        return _CANONICAL_JSON.encode(value)
+    return "".join(_C_CANONICAL(value, 0))
 
 
 def record_digest(kind: str, record: Mapping[str, Any], human: str) -> str:
     content = dict(record)
     content.pop("digest", None)
-    canonical = _CANONICAL_JSON.encode(
-        {"kind": kind, "record": content, "text": canonical_text(human)}
-    )
+    canonical = _canonical_json({"kind": kind, "record": content, "text": canonical_text(human)})
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
@@ -207,7 +228,7 @@ def _digest_matches(kind: str, record: dict[str, Any], human: str) -> bool:
         return record_digest(kind, record, human) == record["digest"]
     digest = record.pop("digest")
     try:
-        canonical = _CANONICAL_JSON.encode(
+        canonical = _canonical_json(
             {"kind": kind, "record": record, "text": " ".join(human.split())}
         )
     finally:
