@@ -13,20 +13,20 @@ Contents (where each source module begins, and what it holds):
   line   294  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   491  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line   880  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1204  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1441  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1767  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1818  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2086  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2343  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2422  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  2576  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  2867  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  3154  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3293  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  3895  command_reader/read.py: read_command: the command reader's one entry point.
-  line  3924  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  4075  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line  1216  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1453  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1779  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1830  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2098  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2355  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
+  line  2434  doors.py: The gate's doors that print: merge-check and the two CI validators.
+  line  2588  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  2879  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3166  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3305  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  3907  command_reader/read.py: read_command: the command reader's one entry point.
+  line  3936  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4087  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
@@ -1015,12 +1015,19 @@ RECORD_SCHEMAS: dict[str, dict[str, Any]] = {
 KIND_OF_EVENT = {event: kind for kind, events in EVENT_FIELDS.items() for event in events}
 
 
-@functools.cache
+# One check per event, built once and reused: the fold checks thousands of records.
+_CHECKS: dict[tuple[str, str], SchemaCheck] = {}
+
+
 def _event_validator(kind: str, event: str) -> SchemaCheck:
-    # One validator per event, built once and reused: the fold checks thousands of records.
     # RECORD_SCHEMAS[kind] is this schema under an if/then on ``event``, so checking the
     # event's own schema directly gives the same verdict without re-testing every branch.
-    return _draft_validator(_event_schema(event, EVENT_FIELDS[kind][event]))
+    check = _CHECKS.get((kind, event))
+    if check is None:
+        check = _CHECKS[kind, event] = _draft_validator(
+            _event_schema(event, EVENT_FIELDS[kind][event])
+        )
+    return check
 
 
 class MalformedRecord(Exception):
@@ -1153,9 +1160,14 @@ def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
         raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
     if not isinstance(record, dict):
         raise MalformedRecord("not an object")
-    problem = schema_problem(kind, record, decoded=True)
-    if problem:
-        raise MalformedRecord(problem)
+    # The fast check first, straight from the table (the fold's hot path); schema_problem for
+    # what it does not accept, and for a check not built yet.
+    event = record.get("event")
+    check = _CHECKS.get((kind, event)) if type(event) is str else None
+    if check is None or not check.accepts(record, decoded=True):
+        problem = schema_problem(kind, record, decoded=True)
+        if problem:
+            raise MalformedRecord(problem)
     return kind, raw, record, text[: first.start()] + text[first.end() :]
 
 

@@ -141,10 +141,10 @@ def test_a_pattern_inside_a_const_is_data_not_a_schema() -> None:
 def without_fast_library(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """As in a CI image with only requests, jsonschema and pyyaml: jsonschema_rs not importable."""
     monkeypatch.setitem(sys.modules, "jsonschema_rs", None)
-    records._event_validator.cache_clear()
+    records._CHECKS.clear()
     records._READS.clear()
     yield
-    records._event_validator.cache_clear()
+    records._CHECKS.clear()
     records._READS.clear()
 
 
@@ -169,12 +169,12 @@ def test_without_the_library_every_verdict_and_message_is_the_same(
     with_library = [schema_problem(kind, r) for kind, r in cases]
     with monkeypatch.context() as hidden:
         hidden.setitem(sys.modules, "jsonschema_rs", None)
-        records._event_validator.cache_clear()
+        records._CHECKS.clear()
         try:
             assert not records._event_validator("ownership", "claim").has_fast_check
             without = [schema_problem(kind, r) for kind, r in cases]
         finally:
-            records._event_validator.cache_clear()
+            records._CHECKS.clear()
     assert with_library == without
     assert sum(p is None for p in without) >= 40 and sum(p is not None for p in without) > 3000
 

@@ -222,33 +222,38 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
     head: str | None = None
     head_note: int | None = None
     for note in sorted(notes, key=_BY_ID):
-        if note.system or MARKER_OPEN not in note.body:
+        body = note.body
+        if note.system or MARKER_OPEN not in body:
             continue
+        note_id = note.id
         if note.author_id not in authors:
             reason = f"a marker in a note by {_author(note)}, not a ledger author"
-            skipped.append(Skipped(note.id, "forged", reason))
+            skipped.append(Skipped(note_id, "forged", reason))
             continue
         if note.updated_at != note.created_at and _edited(note):
-            edited.append(note.id)
+            edited.append(note_id)
         try:
-            kind, record, sealed = read_record(note.body)
+            kind, record, sealed = read_record(body)
         except MalformedRecord as exc:
-            skipped.append(Skipped(note.id, "malformed", str(exc), _author(note)))
+            skipped.append(Skipped(note_id, "malformed", str(exc), _author(note)))
             continue
+        digest = record["digest"]
         if not sealed:
-            rejected[record["digest"]] = (note.id, "tampered")
+            rejected[digest] = (note_id, "tampered")
             reason = "its digest does not match its content: the note was changed after writing"
-            skipped.append(Skipped(note.id, "tampered", reason, _author(note)))
+            skipped.append(Skipped(note_id, "tampered", reason, _author(note)))
             continue
-        if KIND_OF_EVENT[record["event"]] != kind:
-            skipped.append(Skipped(note.id, "malformed", "event of another kind", _author(note)))
+        event = record["event"]
+        if KIND_OF_EVENT[event] != kind:
+            skipped.append(Skipped(note_id, "malformed", "event of another kind", _author(note)))
             continue
-        first = write_ids.get(record["write_id"])
+        write_id = record["write_id"]
+        first = write_ids.get(write_id)
         if first is not None:
             reason = f"repeats the write_id of note {first} (a retried write); ignored"
-            skipped.append(Skipped(note.id, "duplicate", reason, _author(note)))
+            skipped.append(Skipped(note_id, "duplicate", reason, _author(note)))
             continue
-        write_ids[record["write_id"]] = note.id
+        write_ids[write_id] = note_id
         prev = record["prev"]
         if prev is not None and prev not in digests:
             where = rejected.get(prev)
@@ -257,18 +262,16 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
                 if where
                 else "its prev names no earlier record: an earlier note was deleted or rewritten"
             )
-            breaks.append(Break(note.id, prev, reason))
+            breaks.append(Break(note_id, prev, reason))
         if prev in first_of_prev:
-            more_of_prev.setdefault(prev, [first_of_prev[prev]]).append(note.id)
+            more_of_prev.setdefault(prev, [first_of_prev[prev]]).append(note_id)
         else:
-            first_of_prev[prev] = note.id
-        digests[record["digest"]] = note.id
+            first_of_prev[prev] = note_id
+        digests[digest] = note_id
         state.seen = (head, head_note)
-        head, head_note = record["digest"], note.id
-        void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note.id, record)
-        trail.append(
-            Event(note.id, kind, record["event"], record["agent"], record, note.created_at, void)
-        )
+        head, head_note = digest, note_id
+        void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note_id, record)
+        trail.append(Event(note_id, kind, event, record["agent"], record, note.created_at, void))
     return Ledger(
         holder=state.holder,
         role=state.role,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
@@ -147,12 +146,19 @@ RECORD_SCHEMAS: dict[str, dict[str, Any]] = {
 KIND_OF_EVENT = {event: kind for kind, events in EVENT_FIELDS.items() for event in events}
 
 
-@functools.cache
+# One check per event, built once and reused: the fold checks thousands of records.
+_CHECKS: dict[tuple[str, str], SchemaCheck] = {}
+
+
 def _event_validator(kind: str, event: str) -> SchemaCheck:
-    # One validator per event, built once and reused: the fold checks thousands of records.
     # RECORD_SCHEMAS[kind] is this schema under an if/then on ``event``, so checking the
     # event's own schema directly gives the same verdict without re-testing every branch.
-    return _draft_validator(_event_schema(event, EVENT_FIELDS[kind][event]))
+    check = _CHECKS.get((kind, event))
+    if check is None:
+        check = _CHECKS[kind, event] = _draft_validator(
+            _event_schema(event, EVENT_FIELDS[kind][event])
+        )
+    return check
 
 
 class MalformedRecord(Exception):
@@ -267,6 +273,19 @@ def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str,
     return f"{text}\n\n{marker(kind, sealed)}\n", sealed
 
 
+_DECODER = json.JSONDecoder()
+
+
+def _decoded(raw: str) -> Any:
+    """json.loads(raw), sooner: raw_decode skips loads's two whitespace scans, and loads itself
+    decides (and words the error for) anything raw_decode does not take whole."""
+    try:
+        value, end = _DECODER.raw_decode(raw)
+    except ValueError:
+        end = -1
+    return value if end == len(raw) else json.loads(raw)
+
+
 def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
     """(kind, marker JSON, record, human text) of a note that carries a well-formed, valid
     marker; MalformedRecord otherwise."""
@@ -274,20 +293,26 @@ def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
     first = _MARKER_LINE.search(text)
     if first is None:
         raise MalformedRecord("a mochi-task marker that is not one well-formed line")
-    second = _MARKER_LINE.search(text, first.end())
+    # (Another marker line would start with MARKER_OPEN: a find rules most out cheaply.)
+    second = _MARKER_LINE.search(text, first.end()) if MARKER_OPEN in text[first.end() :] else None
     if second is not None:
         more = 2 + sum(1 for _ in _MARKER_LINE.finditer(text, second.end()))
         raise MalformedRecord(f"{more} markers in one note (a note carries one)")
     kind, raw = first.group(1, 2)
     try:
-        record = json.loads(raw)
+        record = _decoded(raw)
     except ValueError as exc:
         raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
     if not isinstance(record, dict):
         raise MalformedRecord("not an object")
-    problem = schema_problem(kind, record, decoded=True)
-    if problem:
-        raise MalformedRecord(problem)
+    # The fast check first, straight from the table (the fold's hot path); schema_problem for
+    # what it does not accept, and for a check not built yet.
+    event = record.get("event")
+    check = _CHECKS.get((kind, event)) if type(event) is str else None
+    if check is None or not check.accepts(record, decoded=True):
+        problem = schema_problem(kind, record, decoded=True)
+        if problem:
+            raise MalformedRecord(problem)
     return kind, raw, record, text[: first.start()] + text[first.end() :]
 
 
@@ -326,4 +351,4 @@ def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
         return kind, record, sealed
     if isinstance(known, str):
         raise MalformedRecord(known)
-    return known[0], json.loads(known[1]), known[2]
+    return known[0], _decoded(known[1]), known[2]
