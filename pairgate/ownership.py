@@ -13,20 +13,20 @@ Contents (where each source module begins, and what it holds):
   line   294  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   491  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line   880  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1216  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1453  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1779  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1830  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2098  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2355  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2434  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  2588  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  2879  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  3166  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3305  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  3907  command_reader/read.py: read_command: the command reader's one entry point.
-  line  3936  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  4087  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line  1230  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1467  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1796  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1847  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2115  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2372  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
+  line  2451  doors.py: The gate's doors that print: merge-check and the two CI validators.
+  line  2605  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  2896  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3183  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3322  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  3924  command_reader/read.py: read_command: the command reader's one entry point.
+  line  3953  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4104  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
@@ -1142,6 +1142,19 @@ def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str,
     return f"{text}\n\n{marker(kind, sealed)}\n", sealed
 
 
+_DECODER = json.JSONDecoder()
+
+
+def _json_decoded(raw: str) -> Any:
+    """json.loads(raw), sooner: raw_decode skips loads's two whitespace scans, and loads itself
+    decides (and words the error for) anything raw_decode does not take whole."""
+    try:
+        value, end = _DECODER.raw_decode(raw)
+    except ValueError:
+        end = -1
+    return value if end == len(raw) else json.loads(raw)
+
+
 def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
     """(kind, marker JSON, record, human text) of a note that carries a well-formed, valid
     marker; MalformedRecord otherwise."""
@@ -1149,13 +1162,14 @@ def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
     first = _MARKER_LINE.search(text)
     if first is None:
         raise MalformedRecord("a mochi-task marker that is not one well-formed line")
-    second = _MARKER_LINE.search(text, first.end())
+    # (Another marker line would start with MARKER_OPEN: a find rules most out cheaply.)
+    second = _MARKER_LINE.search(text, first.end()) if MARKER_OPEN in text[first.end() :] else None
     if second is not None:
         more = 2 + sum(1 for _ in _MARKER_LINE.finditer(text, second.end()))
         raise MalformedRecord(f"{more} markers in one note (a note carries one)")
     kind, raw = first.group(1, 2)
     try:
-        record = json.loads(raw)
+        record = _json_decoded(raw)
     except ValueError as exc:
         raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
     if not isinstance(record, dict):
@@ -1206,7 +1220,7 @@ def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
         return kind, record, sealed
     if isinstance(known, str):
         raise MalformedRecord(known)
-    return known[0], json.loads(known[1]), known[2]
+    return known[0], _json_decoded(known[1]), known[2]
 
 
 # end pairgate/standalone/records.py
@@ -1643,33 +1657,38 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
     head: str | None = None
     head_note: int | None = None
     for note in sorted(notes, key=_BY_ID):
-        if note.system or MARKER_OPEN not in note.body:
+        body = note.body
+        if note.system or MARKER_OPEN not in body:
             continue
+        note_id = note.id
         if note.author_id not in authors:
             reason = f"a marker in a note by {_author(note)}, not a ledger author"
-            skipped.append(Skipped(note.id, "forged", reason))
+            skipped.append(Skipped(note_id, "forged", reason))
             continue
         if note.updated_at != note.created_at and _edited(note):
-            edited.append(note.id)
+            edited.append(note_id)
         try:
-            kind, record, sealed = read_record(note.body)
+            kind, record, sealed = read_record(body)
         except MalformedRecord as exc:
-            skipped.append(Skipped(note.id, "malformed", str(exc), _author(note)))
+            skipped.append(Skipped(note_id, "malformed", str(exc), _author(note)))
             continue
+        digest = record["digest"]
         if not sealed:
-            rejected[record["digest"]] = (note.id, "tampered")
+            rejected[digest] = (note_id, "tampered")
             reason = "its digest does not match its content: the note was changed after writing"
-            skipped.append(Skipped(note.id, "tampered", reason, _author(note)))
+            skipped.append(Skipped(note_id, "tampered", reason, _author(note)))
             continue
-        if KIND_OF_EVENT[record["event"]] != kind:
-            skipped.append(Skipped(note.id, "malformed", "event of another kind", _author(note)))
+        event = record["event"]
+        if KIND_OF_EVENT[event] != kind:
+            skipped.append(Skipped(note_id, "malformed", "event of another kind", _author(note)))
             continue
-        first = write_ids.get(record["write_id"])
+        write_id = record["write_id"]
+        first = write_ids.get(write_id)
         if first is not None:
             reason = f"repeats the write_id of note {first} (a retried write); ignored"
-            skipped.append(Skipped(note.id, "duplicate", reason, _author(note)))
+            skipped.append(Skipped(note_id, "duplicate", reason, _author(note)))
             continue
-        write_ids[record["write_id"]] = note.id
+        write_ids[write_id] = note_id
         prev = record["prev"]
         if prev is not None and prev not in digests:
             where = rejected.get(prev)
@@ -1678,18 +1697,16 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
                 if where
                 else "its prev names no earlier record: an earlier note was deleted or rewritten"
             )
-            breaks.append(Break(note.id, prev, reason))
+            breaks.append(Break(note_id, prev, reason))
         if prev in first_of_prev:
-            more_of_prev.setdefault(prev, [first_of_prev[prev]]).append(note.id)
+            more_of_prev.setdefault(prev, [first_of_prev[prev]]).append(note_id)
         else:
-            first_of_prev[prev] = note.id
-        digests[record["digest"]] = note.id
+            first_of_prev[prev] = note_id
+        digests[digest] = note_id
         state.seen = (head, head_note)
-        head, head_note = record["digest"], note.id
-        void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note.id, record)
-        trail.append(
-            Event(note.id, kind, record["event"], record["agent"], record, note.created_at, void)
-        )
+        head, head_note = digest, note_id
+        void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note_id, record)
+        trail.append(Event(note_id, kind, event, record["agent"], record, note.created_at, void))
     return Ledger(
         holder=state.holder,
         role=state.role,

@@ -276,7 +276,7 @@ def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str,
 _DECODER = json.JSONDecoder()
 
 
-def _decoded(raw: str) -> Any:
+def _json_decoded(raw: str) -> Any:
     """json.loads(raw), sooner: raw_decode skips loads's two whitespace scans, and loads itself
     decides (and words the error for) anything raw_decode does not take whole."""
     try:
@@ -300,7 +300,7 @@ def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
         raise MalformedRecord(f"{more} markers in one note (a note carries one)")
     kind, raw = first.group(1, 2)
     try:
-        record = _decoded(raw)
+        record = _json_decoded(raw)
     except ValueError as exc:
         raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
     if not isinstance(record, dict):
@@ -351,4 +351,4 @@ def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
         return kind, record, sealed
     if isinstance(known, str):
         raise MalformedRecord(known)
-    return known[0], _decoded(known[1]), known[2]
+    return known[0], _json_decoded(known[1]), known[2]
