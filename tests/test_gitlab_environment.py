@@ -25,6 +25,9 @@ class Recorder(ThreadingHTTPServer):
     """A stand-in proxy (or server) on loopback: answers every GET with JSON naming itself, and
     remembers each request line and its headers."""
 
+    daemon_threads = True
+    block_on_close = False  # a client's kept-alive connection does not hold the test up
+
     def __init__(self) -> None:
         self.seen: list[tuple[str, dict[str, str]]] = []
         super().__init__(("127.0.0.1", 0), _Answer)
@@ -53,7 +56,7 @@ class _Answer(BaseHTTPRequestHandler):
 @pytest.fixture
 def recorder() -> Iterator[Recorder]:
     server = Recorder()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     yield server
     server.shutdown()

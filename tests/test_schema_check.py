@@ -44,18 +44,22 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "config": CONFIG_SCHEMA,
     "roster": ROSTER_SCHEMA,
 }
-VALID = 8  # valid instances per schema; each has 250 to 1,000 mutations
+MUTATED = 2500  # at least this many mutated instances per schema, of at least VALID valid ones
+VALID = 3
 
 
 def _instances(name: str) -> Iterator[tuple[Any, bool]]:
     """(instance, generated valid?) for one schema, the same every run."""
     rng = Random(name)
     schema = SCHEMAS[name]
-    for _ in range(VALID):
+    mutated = made = 0
+    while made < VALID or mutated < MUTATED:
         instance = valid(schema, rng)
+        made += 1
         yield instance, True
-        for mutated in mutations(instance, rng):
-            yield mutated, False
+        for changed in mutations(instance, rng):
+            mutated += 1
+            yield changed, False
     yield nested(990), False
 
 
@@ -79,7 +83,7 @@ def test_the_fast_check_never_accepts_what_jsonschema_rejects(name: str) -> None
         counts["valid" if generated_valid else "mutated"] += 1
         counts["rejected"] += not truth
         counts["fast missed"] += truth and not fast
-    assert counts["valid"] == VALID and counts["mutated"] >= 2000, counts
+    assert counts["valid"] >= VALID and counts["mutated"] >= MUTATED, counts
     assert counts["rejected"] >= 1000, counts
     assert check.is_valid(instance) == authority.is_valid(instance)
 
@@ -153,10 +157,9 @@ def _record_cases() -> list[tuple[str, Any]]:
     cases = []
     for kind, events in EVENT_FIELDS.items():
         for event, fields in events.items():
-            for _ in range(2):
-                record = valid(_event_schema(event, fields), rng)
-                cases.append((kind, record))
-                cases += [(kind, m) for m in mutations(record, rng) if json_typed(m)]
+            record = valid(_event_schema(event, fields), rng)
+            cases.append((kind, record))
+            cases += [(kind, m) for m in mutations(record, rng) if json_typed(m)]
     return cases
 
 
@@ -164,7 +167,7 @@ def test_without_the_library_every_verdict_and_message_is_the_same(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     cases = _record_cases()
-    assert len(cases) > 3000
+    assert len(cases) > 1500
     assert records._event_validator("ownership", "claim").has_fast_check
     with_library = [schema_problem(kind, r) for kind, r in cases]
     with monkeypatch.context() as hidden:
@@ -176,7 +179,7 @@ def test_without_the_library_every_verdict_and_message_is_the_same(
         finally:
             records._CHECKS.clear()
     assert with_library == without
-    assert sum(p is None for p in without) >= 40 and sum(p is not None for p in without) > 3000
+    assert sum(p is None for p in without) >= 20 and sum(p is not None for p in without) > 1500
 
 
 def test_without_the_library_the_fold_reads_the_same(
