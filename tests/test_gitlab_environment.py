@@ -135,3 +135,10 @@ def test_a_netrc_entry_still_signs_the_calls(
     (_, headers), *_ = recorder.seen
     assert headers["Authorization"] == "Basic " + base64.b64encode(b"someone:secret").decode()
     assert headers["PRIVATE-TOKEN"] == "token-1"
+
+
+def test_the_pool_keeps_a_connection_for_each_board_reader_and_listing() -> None:
+    from pairgate.commands.boardread import BOARD_LABELS, WORKERS
+    from pairgate.standalone.gitlab import POOL_SIZE
+
+    assert WORKERS + len(BOARD_LABELS) <= POOL_SIZE

@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 TIMEOUT: tuple[float, float] = (5.0, 30.0)
 GLAB_TIMEOUT = 120.0
 PER_PAGE = 100  # GitLab's maximum; it clamps larger values rather than refusing them
-# Connections kept per host: as many as the board's readers (commands/boardread.py WORKERS), so
-# none is opened and dropped for want of room.
-POOL_SIZE = 16
+# Connections kept per host: one for each of the board's 16 readers and 3 label listings
+# (commands/boardread.py), so none is opened and dropped for want of room.
+POOL_SIZE = 20
 # A read is retried on these. A write never is: see GitLab.write.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
