@@ -31,13 +31,18 @@ RUNS = 21
 CONSOLE = "import sys\nfrom pairgate.main import console_main\nsys.exit(console_main())"
 
 
-def median_ms(argv: list[str], env: dict[str, str], runs: int = RUNS) -> float:
-    times = []
+def medians_ms(
+    programs: dict[str, tuple[list[str], dict[str, str]]], runs: int
+) -> dict[str, float]:
+    """Each program's median wall time in ms, the programs run in turn ``runs`` times over (so
+    a slow spell of the machine falls on all of them alike)."""
+    times: dict[str, list[float]] = {name: [] for name in programs}
     for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(argv, env=env, capture_output=True, check=False)
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
+        for name, (argv, env) in programs.items():
+            start = time.perf_counter()
+            subprocess.run(argv, env=env, capture_output=True, check=False)
+            times[name].append((time.perf_counter() - start) * 1000)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def three_notes(sandbox: RunningSandbox) -> int:
@@ -58,14 +63,16 @@ def measure(sandbox: RunningSandbox, runs: int = RUNS) -> dict[str, float]:
     sandbox.clear_requests()
     subprocess.run(status, env=status_env, capture_output=True, check=False)
     log: list[dict[str, Any]] = sandbox.requests()
-    rows = {
-        "python3 -c pass": median_ms([python, "-c", "pass"], env, runs),
-        "python3 -c 'import argparse'": median_ms([python, "-c", "import argparse"], env, runs),
-        "pairgate --help": median_ms([python, "-c", CONSOLE, "--help"], env, runs),
-        "pairgate status (3 notes)": median_ms(status, status_env, runs),
-        f"floor: the same {len(log)} GETs": median_ms(floor_argv(sandbox, log), env, runs),
-    }
-    return rows
+    return medians_ms(
+        {
+            "python3 -c pass": ([python, "-c", "pass"], env),
+            "python3 -c 'import argparse'": ([python, "-c", "import argparse"], env),
+            "pairgate --help": ([python, "-c", CONSOLE, "--help"], env),
+            "pairgate status (3 notes)": (status, status_env),
+            f"floor: the same {len(log)} GETs": (floor_argv(sandbox, log), env),
+        },
+        runs,
+    )
 
 
 def main() -> None:
