@@ -1,7 +1,8 @@
 """The fast schema check (jsonschema-rs) against its authority (jsonschema), instance by instance:
 over thousands of generated valid and mutated instances of every schema the project checks, it
-never accepts what jsonschema rejects, and it accepts every valid one. Without the library,
-jsonschema alone decides, with the same answers and messages."""
+never accepts what jsonschema rejects, and accepts all that jsonschema accepts but for three
+differences known by design (_known_difference). Without the library, jsonschema alone decides,
+with the same answers and messages."""
 
 from __future__ import annotations
 
@@ -63,6 +64,27 @@ def _instances(name: str) -> Iterator[tuple[Any, bool]]:
     yield nested(990), False
 
 
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def _known_difference(instance: Any) -> bool:
+    """Where the fast check may decline what jsonschema accepts, by design: a value of a type
+    JSON has not (a str subclass, say), a string that ends in a newline (Python's $ matches
+    before it, ECMA-262's does not), a lone surrogate (no UTF-8 encoder takes one)."""
+    return not json_typed(instance) or any(
+        text.endswith("\n") or any("\ud800" <= c <= "\udfff" for c in text)
+        for text in _strings(instance)
+    )
+
+
 @pytest.mark.parametrize("name", SCHEMAS)
 def test_the_fast_check_never_accepts_what_jsonschema_rejects(name: str) -> None:
     schema = SCHEMAS[name]
@@ -76,7 +98,9 @@ def test_the_fast_check_never_accepts_what_jsonschema_rejects(name: str) -> None
         assert truth or not fast, f"{name}: the fast check accepted {instance!r:.300}"
         if generated_valid:
             assert truth, f"{name}: the generator built an invalid {instance!r:.300}"
-            assert fast, f"{name}: the fast check missed a valid {instance!r:.300}"
+        # ... and accepts all jsonschema accepts, but for the differences known by design.
+        if truth and not fast:
+            assert _known_difference(instance), f"{name}: the fast check missed {instance!r:.300}"
         # As the fold gives it: decoded from JSON, with no look at the types first.
         if json_typed(instance) and check.accepts(instance, decoded=True) != fast:
             raise AssertionError(f"{name}: decoded=True changed the answer for {instance!r:.300}")
