@@ -13,20 +13,20 @@ Contents (where each source module begins, and what it holds):
   line   294  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   491  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line   880  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1230  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1467  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1796  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1847  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2115  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2372  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2451  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  2605  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  2896  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  3183  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3322  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  3924  command_reader/read.py: read_command: the command reader's one entry point.
-  line  3953  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  4104  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line  1235  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1472  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1801  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1852  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2120  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2377  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
+  line  2456  doors.py: The gate's doors that print: merge-check and the two CI validators.
+  line  2610  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  2901  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3188  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3327  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  3929  command_reader/read.py: read_command: the command reader's one entry point.
+  line  3958  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4109  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
@@ -1194,15 +1194,18 @@ def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
 # Readers fold the same notes again (a verb reads before and after it writes; the board reads
 # every issue), and a note's body decides all that reading it finds: remember, per body, the
 # kind, the marker JSON and whether the digest matches (or why it is malformed). A record is
-# decoded afresh for every fold, so no two ledgers share one. Bounded by starting afresh when
-# full.
+# decoded afresh for every fold, so no two ledgers share one. Bounded (in notes and in the
+# characters held) by starting afresh when full.
 _READS: dict[str, tuple[str, str, bool] | str] = {}
 _READS_MAX = 65536
+_READS_MAX_CHARS = 64 * 1024 * 1024
+_reads_chars = 0
 
 
 def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
     """(kind, record, whether its digest matches its content) of a note that carries a marker;
     MalformedRecord otherwise. What the fold reads a note with."""
+    global _reads_chars
     known = _READS.get(body)
     if known is None:
         try:
@@ -1212,8 +1215,10 @@ def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
         else:
             sealed = _digest_matches(kind, record, human)
             known = (kind, raw, sealed)
-        if len(_READS) >= _READS_MAX:
+        _reads_chars += 2 * len(body)  # the body, and the marker JSON cut from it
+        if len(_READS) >= _READS_MAX or _reads_chars > _READS_MAX_CHARS:
             _READS.clear()
+            _reads_chars = 2 * len(body)
         _READS[body] = known
         if isinstance(known, str):
             raise MalformedRecord(known)

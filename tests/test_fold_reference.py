@@ -92,3 +92,20 @@ def test_generated_trails_fold_to_the_same_ledger(reference: ModuleType) -> None
         assert seen.get(part, 0) >= 20, (part, seen)
     for part in ("edited", "concurrent", "approvals", "freezes", "constraints"):
         assert seen.get(part, 0) >= 5, (part, seen)
+
+
+def test_what_the_reader_remembers_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
+    notes = [Note.from_api(n) for n in trail(7, size=40)]
+    records._READS.clear()
+    first = fold(notes, config=config)
+    assert 20 <= len(records._READS) <= 40
+    monkeypatch.setattr(records, "_READS_MAX", 5)
+    monkeypatch.setattr(records, "_READS_MAX_CHARS", 4000)
+    records._READS.clear()
+    again = fold(notes, config=config)
+    assert len(records._READS) <= 5
+    assert sum(2 * len(body) for body in records._READS) <= 4000 + 2 * max(
+        len(n.body) for n in notes
+    )
+    compare(again, first)  # forgetting changes nothing but the time

@@ -325,15 +325,18 @@ def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
 # Readers fold the same notes again (a verb reads before and after it writes; the board reads
 # every issue), and a note's body decides all that reading it finds: remember, per body, the
 # kind, the marker JSON and whether the digest matches (or why it is malformed). A record is
-# decoded afresh for every fold, so no two ledgers share one. Bounded by starting afresh when
-# full.
+# decoded afresh for every fold, so no two ledgers share one. Bounded (in notes and in the
+# characters held) by starting afresh when full.
 _READS: dict[str, tuple[str, str, bool] | str] = {}
 _READS_MAX = 65536
+_READS_MAX_CHARS = 64 * 1024 * 1024
+_reads_chars = 0
 
 
 def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
     """(kind, record, whether its digest matches its content) of a note that carries a marker;
     MalformedRecord otherwise. What the fold reads a note with."""
+    global _reads_chars
     known = _READS.get(body)
     if known is None:
         try:
@@ -343,8 +346,10 @@ def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
         else:
             sealed = _digest_matches(kind, record, human)
             known = (kind, raw, sealed)
-        if len(_READS) >= _READS_MAX:
+        _reads_chars += 2 * len(body)  # the body, and the marker JSON cut from it
+        if len(_READS) >= _READS_MAX or _reads_chars > _READS_MAX_CHARS:
             _READS.clear()
+            _reads_chars = 2 * len(body)
         _READS[body] = known
         if isinstance(known, str):
             raise MalformedRecord(known)
