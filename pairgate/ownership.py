@@ -8,42 +8,43 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    74  errors.py: Exit codes, the error family and the run context every door is given.
-  line   153  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   169  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   389  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line   830  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1092  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1294  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1620  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1666  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  1740  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  1975  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2235  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  2362  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  2530  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  2756  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  3102  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  3246  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  3461  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  3889  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  4345  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  4494  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  4889  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  4970  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  5483  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  5833  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  6058  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  6469  command_reader/read.py: read_command: the command reader's one entry point.
-  line  6540  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  6715  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  7051  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    76  errors.py: Exit codes, the error family and the run context every door is given.
+  line   155  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   308  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   528  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line   987  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1342  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1579  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1918  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1964  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2038  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2273  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2533  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  2660  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  2828  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  3054  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  3400  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  3544  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  3759  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  4187  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  4643  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  4792  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  5187  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  5268  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  5781  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6131  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  6356  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  6767  command_reader/read.py: read_command: the command reader's one entry point.
+  line  6838  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  7013  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  7349  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import difflib
 import enum
 import functools
@@ -61,8 +62,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from operator import attrgetter
 from pathlib import Path
-from typing import Any, TYPE_CHECKING, TextIO
+from typing import Any, TYPE_CHECKING, TextIO, TypeVar
 from urllib.parse import quote, urlencode, urlsplit
 
 if TYPE_CHECKING:
@@ -154,12 +156,149 @@ def reader_dir() -> Path:
 # =============================================================================================
 
 
-def _draft_validator(schema: Mapping[str, Any]) -> Any:
-    """A jsonschema validator for one of this file's schemas (all draft 2020-12). Formats are
-    not asserted (jsonschema's default): no schema here uses ``format``."""
-    import jsonschema
+# Python's \s (str.isspace), as a character class body both regex dialects read the same; an
+# ECMA-262 \s differs (it adds U+FEFF and lacks U+001C-U+001F and U+0085).
+PYTHON_SPACE = (
+    "\\t-\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+)
+_SHORTHAND = {"\\s": f"[{PYTHON_SPACE}]", "\\S": f"[^{PYTHON_SPACE}]"}
+# The pattern syntax both dialects read alike, token by token: ASCII literals, classes of ASCII
+# literals and ranges, groups, lookahead, alternation, anchors and quantifiers. (Python's $ also
+# matches before a final newline, ECMA-262's never does; ECMA-262's . also skips \r, U+2028 and
+# U+2029: the fast check is the stricter there, which is safe.)
+_LITERAL = r"[A-Za-z0-9 _,:;!~/@#%&=<>'\"`-]"
+_ESCAPED = r"\\[nrt.\-/\\^$()|\[\]{}*+?]"
+_TOKEN = re.compile(
+    rf"\\[sS]|{_ESCAPED}|\[\^?(?:{_LITERAL}|[.()|*+?$^{{}}]|{_ESCAPED})+\]"
+    rf"|\(\?[:!=]|\((?!\?)|[)|^$*+?.]|\{{[0-9]+(?:,[0-9]*)?\}}|{_LITERAL}"
+)
 
-    return jsonschema.Draft202012Validator(schema)
+
+def fast_pattern(pattern: str) -> str | None:
+    """``pattern`` as jsonschema-rs is given it (``\\s`` and ``\\S`` spelled out), or None when
+    its dialect might read it more loosely than Python's ``re`` (the schema then has no fast
+    check)."""
+    out, at = [], 0
+    for token in _TOKEN.finditer(pattern):
+        if token.start() != at:
+            return None
+        out.append(_SHORTHAND.get(token.group(), token.group()))
+        at = token.end()
+    return "".join(out) if at == len(pattern) else None
+
+
+class _NoFastSchema(Exception):
+    """A pattern in the schema that jsonschema-rs might read more loosely."""
+
+
+# Keywords whose values are instances or words, not schemas: never rewritten.
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples", "title", "description"})
+# Keywords whose values map names to schemas (the names are not keywords).
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "dependentSchemas"})
+
+
+def _fast_schema(schema: Any) -> Any:
+    """The schema with every pattern made fast_pattern's; _NoFastSchema when one cannot be."""
+    if isinstance(schema, list):
+        return [_fast_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _DATA_KEYWORDS:
+            out[key] = value
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _fast_schema(sub) for name, sub in value.items()}
+        elif key == "pattern" and isinstance(value, str):
+            out[key] = fast_pattern(value)
+            if out[key] is None:
+                raise _NoFastSchema(value)
+        else:
+            out[key] = _fast_schema(value)
+    return out
+
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def json_typed(value: Any) -> bool:
+    """Does ``value`` hold only JSON's types (what json.loads returns): dict with str keys, list,
+    str, int, float, bool, None, and no subclass of any?"""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            if any(type(key) is not str for key in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind not in _SCALARS:
+            return False
+    return True
+
+
+def _fast_validator(schema: Mapping[str, Any]) -> Any:
+    """jsonschema-rs's validator for ``schema``, or None (not installed, or no fast schema)."""
+    try:
+        import jsonschema_rs
+    except ImportError:
+        return None
+    try:
+        return jsonschema_rs.Draft202012Validator(_fast_schema(dict(schema)))
+    except _NoFastSchema:
+        return None
+    except Exception:  # a schema it cannot build is checked by jsonschema alone
+        return None
+
+
+class SchemaCheck:
+    """A draft 2020-12 check of one schema, with jsonschema's ``is_valid`` and ``iter_errors``.
+
+    ``decoded=True`` says the instance came from json.loads, so it holds JSON's types alone and
+    needs no look before the fast check."""
+
+    def __init__(self, schema: Mapping[str, Any], *, fast: bool = True) -> None:
+        self.schema = schema
+        self._fast = _fast_validator(schema) if fast else None
+        self._authority: Any = None
+
+    @property
+    def has_fast_check(self) -> bool:
+        return self._fast is not None
+
+    def accepts(self, instance: Any, *, decoded: bool = False) -> bool:
+        """The fast check alone: True only when it accepts (False says nothing)."""
+        if self._fast is None or not (decoded or json_typed(instance)):
+            return False
+        try:
+            return bool(self._fast.is_valid(instance))
+        except Exception:  # a value it cannot read (a lone surrogate, ...): jsonschema decides
+            return False
+
+    def authority(self) -> Any:
+        """jsonschema's validator, built (and jsonschema imported) on first use."""
+        if self._authority is None:
+            import jsonschema
+
+            self._authority = jsonschema.Draft202012Validator(self.schema)
+        return self._authority
+
+    def is_valid(self, instance: Any, *, decoded: bool = False) -> bool:
+        return self.accepts(instance, decoded=decoded) or bool(self.authority().is_valid(instance))
+
+    def iter_errors(self, instance: Any, *, decoded: bool = False) -> Iterator[Any]:
+        """jsonschema's errors (none when the fast check accepts)."""
+        if self.accepts(instance, decoded=decoded):
+            return iter(())
+        return iter(self.authority().iter_errors(instance))
+
+
+def _draft_validator(schema: Mapping[str, Any]) -> SchemaCheck:
+    """The check for one of this file's schemas (all draft 2020-12). Formats are not asserted
+    (jsonschema's default): no schema here uses ``format``."""
+    return SchemaCheck(schema)
 
 
 # end pairgate/standalone/schema_check.py
@@ -394,6 +533,9 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
 TIMEOUT: tuple[float, float] = (5.0, 30.0)
 GLAB_TIMEOUT = 120.0
 PER_PAGE = 100  # GitLab's maximum; it clamps larger values rather than refusing them
+# Connections kept per host: one for each of the board's 16 readers and 3 label listings
+# (pairgate/tracker.py), so none is opened and dropped for want of room.
+POOL_SIZE = 20
 # A read is retried on these. A write never is: see GitLab.write.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -504,9 +646,24 @@ class _Https:
         self._timeout = timeout
         self._session = requests.Session()
         self._session.headers.update({"PRIVATE-TOKEN": token, "User-Agent": "pairgate"})
-        adapter = HTTPAdapter(max_retries=retry)
+        adapter = HTTPAdapter(max_retries=retry, pool_maxsize=POOL_SIZE)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
+        self._resolve_environment()
+
+    def _resolve_environment(self) -> None:
+        """What requests reads from the environment on every call (the proxy variables and
+        no_proxy, the CA bundle variables, ~/.netrc), read once for this API's origin, as
+        requests itself reads it; then the session stops reading it. Every URL this transport
+        calls is on that origin (a next-page link elsewhere is refused)."""
+        import requests
+
+        session = self._session
+        settings = session.merge_environment_settings(self.api_url, {}, None, None, None)
+        session.proxies.update(settings["proxies"])
+        session.verify = settings["verify"]
+        session.auth = requests.utils.get_netrc_auth(self.api_url)
+        session.trust_env = False
 
     def __repr__(self) -> str:  # the token never appears in a repr or a traceback
         return f"_Https({self.api_url!r}, token=<hidden>)"
@@ -965,20 +1122,28 @@ RECORD_SCHEMAS: dict[str, dict[str, Any]] = {
 KIND_OF_EVENT = {event: kind for kind, events in EVENT_FIELDS.items() for event in events}
 
 
-@functools.cache
-def _event_validator(kind: str, event: str) -> Any:
-    # One validator per event, built once and reused: the fold checks thousands of records.
+# One check per event, built once and reused: the fold checks thousands of records.
+_CHECKS: dict[tuple[str, str], SchemaCheck] = {}
+
+
+def _event_validator(kind: str, event: str) -> SchemaCheck:
     # RECORD_SCHEMAS[kind] is this schema under an if/then on ``event``, so checking the
     # event's own schema directly gives the same verdict without re-testing every branch.
-    return _draft_validator(_event_schema(event, EVENT_FIELDS[kind][event]))
+    check = _CHECKS.get((kind, event))
+    if check is None:
+        check = _CHECKS[kind, event] = _draft_validator(
+            _event_schema(event, EVENT_FIELDS[kind][event])
+        )
+    return check
 
 
 class MalformedRecord(Exception):
     """A marker that cannot be read as a record; the message says why."""
 
 
-def schema_problem(kind: str, record: Any) -> str | None:
-    """Why ``record`` is not a valid ``kind`` record, or None when it is."""
+def schema_problem(kind: str, record: Any, *, decoded: bool = False) -> str | None:
+    """Why ``record`` is not a valid ``kind`` record, or None when it is. ``decoded``: the
+    record is json.loads's answer (see SchemaCheck)."""
     if kind not in EVENT_FIELDS:
         return f"unknown record kind {kind!r}"
     if not isinstance(record, dict):
@@ -986,10 +1151,13 @@ def schema_problem(kind: str, record: Any) -> str | None:
     event = record.get("event")
     if not isinstance(event, str) or event not in EVENT_FIELDS[kind]:
         return f"unknown {kind} event {event!r}"
-    validator = _event_validator(kind, event)
-    if validator.is_valid(record):
+    check = _event_validator(kind, event)
+    if check.accepts(record, decoded=decoded):
         return None
-    error = min(validator.iter_errors(record), key=lambda e: (len(e.path), e.message))
+    authority = check.authority()
+    if authority.is_valid(record):
+        return None
+    error = min(authority.iter_errors(record), key=lambda e: (len(e.path), e.message))
     where = "/".join(str(p) for p in error.path) or "record"
     return f"schema: {where}: {error.message}"
 
@@ -999,18 +1167,55 @@ def canonical_text(text: str) -> str:
     return " ".join(text.split())
 
 
-# json.dumps with these options builds a new encoder per call; the digest is computed for every
-# record read, so one encoder serves them all (its output is json.dumps's, byte for byte).
+# json.dumps(sort_keys=True, separators=(",", ":")) builds an encoder per call, and
+# JSONEncoder.encode a C encoder and a circular-reference memo per call; the digest is computed
+# for every record read, so one C encoder serves them all. Its output is json.dumps's, byte for
+# byte; what it encodes (decoded JSON, records the verbs build) cannot be circular.
 _CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def _c_canonical() -> Any:
+    """The C encoder with the arguments JSONEncoder.iterencode gives it, less the memo; None
+    where the interpreter has no C encoder."""
+    make, enc = getattr(json.encoder, "c_make_encoder", None), _CANONICAL_JSON
+    if make is None:
+        return None
+    return make(
+        None, enc.default, json.encoder.encode_basestring_ascii, enc.indent,
+        enc.key_separator, enc.item_separator, enc.sort_keys, enc.skipkeys, enc.allow_nan,
+    )  # fmt: skip
+
+
+_C_CANONICAL = _c_canonical()
+
+
+def _canonical_json(value: Any) -> str:
+    if _C_CANONICAL is None:
+        return _CANONICAL_JSON.encode(value)
+    return "".join(_C_CANONICAL(value, 0))
 
 
 def record_digest(kind: str, record: Mapping[str, Any], human: str) -> str:
     content = dict(record)
     content.pop("digest", None)
-    canonical = _CANONICAL_JSON.encode(
-        {"kind": kind, "record": content, "text": canonical_text(human)}
-    )
+    canonical = _canonical_json({"kind": kind, "record": content, "text": canonical_text(human)})
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def _digest_matches(kind: str, record: dict[str, Any], human: str) -> bool:
+    """record_digest(kind, record, human) == record["digest"], for a record just decoded: its
+    digest is taken out and put back instead of copying the record (when it is the last key, as
+    every writer puts it, so the record's key order is kept)."""
+    if next(reversed(record)) != "digest":
+        return record_digest(kind, record, human) == record["digest"]
+    digest = record.pop("digest")
+    try:
+        canonical = _canonical_json(
+            {"kind": kind, "record": record, "text": " ".join(human.split())}
+        )
+    finally:
+        record["digest"] = digest
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest() == digest
 
 
 def marker(kind: str, record: Mapping[str, Any]) -> str:
@@ -1044,45 +1249,90 @@ def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str,
     return f"{text}\n\n{marker(kind, sealed)}\n", sealed
 
 
-# Schema checks dominate the fold's cost, and readers fold the same notes again (a verb reads
-# before and after it writes): remember the verdict per marker text. The text decides the
-# record, so a verdict cannot go stale; the memory is bounded by starting afresh when full.
-_PROBLEMS: dict[tuple[str, str], str | None] = {}
-_PROBLEMS_MAX = 65536
+_DECODER = json.JSONDecoder()
 
 
-def _cached_problem(kind: str, raw: str, record: dict[str, Any]) -> str | None:
-    """schema_problem of ``record``, the parse of the marker JSON ``raw``, remembered."""
-    key = (kind, raw)
+def _json_decoded(raw: str) -> Any:
+    """json.loads(raw), sooner: raw_decode skips loads's two whitespace scans, and loads itself
+    decides (and words the error for) anything raw_decode does not take whole."""
     try:
-        return _PROBLEMS[key]
-    except KeyError:
-        problem = schema_problem(kind, record)
-    if len(_PROBLEMS) >= _PROBLEMS_MAX:
-        _PROBLEMS.clear()
-    _PROBLEMS[key] = problem
-    return problem
+        value, end = _DECODER.raw_decode(raw)
+    except ValueError:
+        end = -1
+    return value if end == len(raw) else json.loads(raw)
+
+
+def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
+    """(kind, marker JSON, record, human text) of a note that carries a well-formed, valid
+    marker; MalformedRecord otherwise."""
+    text = body.replace("\r\n", "\n") if "\r" in body else body
+    first = _MARKER_LINE.search(text)
+    if first is None:
+        raise MalformedRecord("a mochi-task marker that is not one well-formed line")
+    # (Another marker line would start with MARKER_OPEN: a find rules most out cheaply.)
+    second = _MARKER_LINE.search(text, first.end()) if MARKER_OPEN in text[first.end() :] else None
+    if second is not None:
+        more = 2 + sum(1 for _ in _MARKER_LINE.finditer(text, second.end()))
+        raise MalformedRecord(f"{more} markers in one note (a note carries one)")
+    kind, raw = first.group(1, 2)
+    try:
+        record = _json_decoded(raw)
+    except ValueError as exc:
+        raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
+    if not isinstance(record, dict):
+        raise MalformedRecord("not an object")
+    # The fast check first, straight from the table (the fold's hot path); schema_problem for
+    # what it does not accept, and for a check not built yet.
+    event = record.get("event")
+    check = _CHECKS.get((kind, event)) if type(event) is str else None
+    if check is None or not check.accepts(record, decoded=True):
+        problem = schema_problem(kind, record, decoded=True)
+        if problem:
+            raise MalformedRecord(problem)
+    return kind, raw, record, text[: first.start()] + text[first.end() :]
 
 
 def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
     """(kind, record, human text) of a note that carries a marker; MalformedRecord otherwise."""
-    text = body.replace("\r\n", "\n")
-    found = _MARKER_LINE.finditer(text)
-    first = next(found, None)
-    if first is None:
-        raise MalformedRecord("a mochi-task marker that is not one well-formed line")
-    more = sum(1 for _ in found)
-    if more:
-        raise MalformedRecord(f"{1 + more} markers in one note (a note carries one)")
-    kind, raw = first.group(1), first.group(2)
-    try:
-        record = json.loads(raw)
-    except ValueError as exc:
-        raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
-    problem = _cached_problem(kind, raw, record) if isinstance(record, dict) else "not an object"
-    if problem:
-        raise MalformedRecord(problem)
-    return kind, record, text[: first.start()] + text[first.end() :]
+    kind, _, record, human = _parsed(body)
+    return kind, record, human
+
+
+# Readers fold the same notes again (a verb reads before and after it writes; the board reads
+# every issue), and a note's body decides all that reading it finds: remember, per body, the
+# kind, the marker JSON and whether the digest matches (or why it is malformed). A record is
+# decoded afresh for every fold, so no two ledgers share one. Bounded (in notes and in the
+# characters held) by starting afresh when full.
+_READS: dict[str, tuple[str, str, bool] | str] = {}
+_READS_MAX = 65536
+_READS_MAX_CHARS = 64 * 1024 * 1024
+_reads_chars = 0
+
+
+def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
+    """(kind, record, whether its digest matches its content) of a note that carries a marker;
+    MalformedRecord otherwise. What the fold reads a note with."""
+    global _reads_chars
+    known = _READS.get(body)
+    if known is None:
+        try:
+            kind, raw, record, human = _parsed(body)
+        except MalformedRecord as exc:
+            known = str(exc)
+        else:
+            sealed = _digest_matches(kind, record, human)
+            known = (kind, raw, sealed)
+        _reads_chars += 2 * len(body)  # the body, and the marker JSON cut from it
+        if len(_READS) >= _READS_MAX or _reads_chars > _READS_MAX_CHARS:
+            _READS.clear()
+            _reads_chars = 2 * len(body)
+        _READS[body] = known
+        if isinstance(known, str):
+            raise MalformedRecord(known)
+        return kind, record, sealed
+    if isinstance(known, str):
+        raise MalformedRecord(known)
+    return known[0], _json_decoded(known[1]), known[2]
 
 
 # end pairgate/standalone/records.py
@@ -1093,6 +1343,33 @@ def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
 # =============================================================================================
 
 
+_Frozen = TypeVar("_Frozen")
+
+
+def quick_init(cls: type[_Frozen]) -> type[_Frozen]:
+    """A frozen dataclass, with an __init__ that puts its fields straight into the instance's
+    dict. The generated one calls object.__setattr__ per field, which is most of the cost of
+    building one, and a fold builds several per record. Same signature and defaults; the class
+    stays frozen (setting a field afterwards still raises)."""
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    assert all(f.default_factory is dataclasses.MISSING for f in fields), cls
+    defaults = {
+        f"_default_{f.name}": f.default for f in fields if f.default is not dataclasses.MISSING
+    }
+    params = ", ".join(
+        f.name if f.default is dataclasses.MISSING else f"{f.name}=_default_{f.name}"
+        for f in fields
+    )
+    sets = "".join(f"\n    fields[{f.name!r}] = {f.name}" for f in fields)
+    source = f"def __init__(self, {params}):\n    fields = self.__dict__{sets}\n"
+    exec(source, defaults)  # as dataclasses itself builds __init__
+    init = defaults["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    cls.__init__ = init  # type: ignore[method-assign]
+    return cls
+
+
+@quick_init
 @dataclass(frozen=True)
 class Note:
     """One GitLab note, as read."""
@@ -1119,6 +1396,7 @@ class Note:
         )
 
 
+@quick_init
 @dataclass(frozen=True)
 class MrRef:
     project: str  # the full path
@@ -1128,6 +1406,7 @@ class MrRef:
         return f"{self.project}!{self.iid}"
 
 
+@quick_init
 @dataclass(frozen=True)
 class Offer:
     """A pending offer: a handoff, or the offer back that an approval carries."""
@@ -1143,6 +1422,7 @@ class Offer:
     supersedes: int | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class Approval:
     note_id: int
@@ -1156,6 +1436,7 @@ class Approval:
     self_because: str | None = None  # which self-approval rule, said in words
 
 
+@quick_init
 @dataclass(frozen=True)
 class Skipped:
     """A note whose marker is not part of the state, and why."""
@@ -1166,6 +1447,7 @@ class Skipped:
     author: str = ""
 
 
+@quick_init
 @dataclass(frozen=True)
 class Break:
     """A record whose ``prev`` names no earlier record: something before it was deleted or
@@ -1176,6 +1458,7 @@ class Break:
     reason: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class Event:
     """One authentic, well-formed record on the trail. ``void`` says why the fold gave it no
@@ -1243,6 +1526,7 @@ def stamp_epoch(stamp: str) -> float | None:
         return None
 
 
+@quick_init
 @dataclass(frozen=True)
 class Freeze:
     """One recorded freeze window. ``until`` is the note's server time plus ``minutes``."""
@@ -1277,6 +1561,7 @@ class Freeze:
         return mr is not None and mr.iid == int(iid) and mr.project.casefold() == project.casefold()
 
 
+@quick_init
 @dataclass(frozen=True)
 class Constraint:
     """A standing constraint recorded on the issue: only ``imposer`` may lift it."""
@@ -1459,6 +1744,13 @@ def self_approval_rule(approver: str, to: str, accepted_from: str | None) -> str
     return None
 
 
+_BY_ID = attrgetter("id")
+
+
+def _author(note: Note) -> str:
+    return f"{note.author_username} (user {note.author_id})"
+
+
 def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
     """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
     markers. Notes are taken in id order (GitLab's creation order)."""
@@ -1472,39 +1764,43 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
     digests: dict[str, int] = {}  # digest of every record read so far -> its note
     rejected: dict[str, tuple[int, str]] = {}  # digest a skipped record claims -> (note, why)
     write_ids: dict[str, int] = {}
-    by_prev: dict[str | None, list[int]] = {}
+    first_of_prev: dict[str | None, int] = {}  # each prev -> the first note naming it
+    more_of_prev: dict[str | None, list[int]] = {}  # a prev named by two notes or more -> them
     head: str | None = None
     head_note: int | None = None
-    for note in sorted(notes, key=lambda n: n.id):
-        if note.system or MARKER_OPEN not in note.body:
+    for note in sorted(notes, key=_BY_ID):
+        body = note.body
+        if note.system or MARKER_OPEN not in body:
             continue
-        author = f"{note.author_username} (user {note.author_id})"
+        note_id = note.id
         if note.author_id not in authors:
-            skipped.append(
-                Skipped(note.id, "forged", f"a marker in a note by {author}, not a ledger author")
-            )
+            reason = f"a marker in a note by {_author(note)}, not a ledger author"
+            skipped.append(Skipped(note_id, "forged", reason))
             continue
-        if _edited(note):
-            edited.append(note.id)
+        if note.updated_at != note.created_at and _edited(note):
+            edited.append(note_id)
         try:
-            kind, record, human = parse_marker(note.body)
+            kind, record, sealed = read_record(body)
         except MalformedRecord as exc:
-            skipped.append(Skipped(note.id, "malformed", str(exc), author))
+            skipped.append(Skipped(note_id, "malformed", str(exc), _author(note)))
             continue
-        if record_digest(kind, record, human) != record["digest"]:
-            rejected[record["digest"]] = (note.id, "tampered")
+        digest = record["digest"]
+        if not sealed:
+            rejected[digest] = (note_id, "tampered")
             reason = "its digest does not match its content: the note was changed after writing"
-            skipped.append(Skipped(note.id, "tampered", reason, author))
+            skipped.append(Skipped(note_id, "tampered", reason, _author(note)))
             continue
-        if KIND_OF_EVENT[record["event"]] != kind:
-            skipped.append(Skipped(note.id, "malformed", "event of another kind", author))
+        event = record["event"]
+        if KIND_OF_EVENT[event] != kind:
+            skipped.append(Skipped(note_id, "malformed", "event of another kind", _author(note)))
             continue
-        first = write_ids.get(record["write_id"])
+        write_id = record["write_id"]
+        first = write_ids.get(write_id)
         if first is not None:
             reason = f"repeats the write_id of note {first} (a retried write); ignored"
-            skipped.append(Skipped(note.id, "duplicate", reason, author))
+            skipped.append(Skipped(note_id, "duplicate", reason, _author(note)))
             continue
-        write_ids[record["write_id"]] = note.id
+        write_ids[write_id] = note_id
         prev = record["prev"]
         if prev is not None and prev not in digests:
             where = rejected.get(prev)
@@ -1513,15 +1809,16 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
                 if where
                 else "its prev names no earlier record: an earlier note was deleted or rewritten"
             )
-            breaks.append(Break(note.id, prev, reason))
-        by_prev.setdefault(prev, []).append(note.id)
-        digests[record["digest"]] = note.id
+            breaks.append(Break(note_id, prev, reason))
+        if prev in first_of_prev:
+            more_of_prev.setdefault(prev, [first_of_prev[prev]]).append(note_id)
+        else:
+            first_of_prev[prev] = note_id
+        digests[digest] = note_id
         state.seen = (head, head_note)
-        head, head_note = record["digest"], note.id
-        void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note.id, record)
-        trail.append(
-            Event(note.id, kind, record["event"], record["agent"], record, note.created_at, void)
-        )
+        head, head_note = digest, note_id
+        void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note_id, record)
+        trail.append(Event(note_id, kind, event, record["agent"], record, note.created_at, void))
     return Ledger(
         holder=state.holder,
         role=state.role,
@@ -1531,7 +1828,8 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
         breaks=tuple(breaks),
         trail=tuple(trail),
         edited=tuple(edited),
-        concurrent=tuple(tuple(ids) for ids in by_prev.values() if len(ids) > 1),
+        # in the order each prev was first named
+        concurrent=tuple(tuple(more_of_prev[p]) for p in first_of_prev if p in more_of_prev),
         head=head,
         holder_since=state.holder_since,
         accepted_from=state.accepted_from,

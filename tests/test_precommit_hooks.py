@@ -1,8 +1,10 @@
 """The findings-vocabulary hooks under real pre-commit, as another repository would use them.
 
 pre-commit comes from PyPI into a venv under /tmp (kept between runs), never into the shared
-site-packages. ``try-repo`` pip-installs a snapshot of this working tree into a venv of its own
-and runs the hook in a throwaway consumer repository.
+site-packages. Each throwaway consumer repository names a snapshot of this working tree in its
+``.pre-commit-config.yaml`` (repo and rev, as the manifest's comment says), and ``pre-commit run``
+runs the hook there; the hook's environment is installed once per session, into a pre-commit
+home every consumer shares.
 """
 
 from __future__ import annotations
@@ -86,25 +88,35 @@ def hooks_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repo
 
 
+@pytest.fixture(scope="session")
+def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("pre-commit-home")
+
+
 @pytest.fixture
-def consumer(tmp_path: Path) -> Path:
+def consumer(tmp_path: Path, hooks_repo: Path) -> Path:
     git("init", "-q", cwd=tmp_path)
+    rev = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=hooks_repo, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    (tmp_path / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {hooks_repo}\n    rev: {rev}\n    hooks:\n"
+        "      - id: pairgate-finding-vocabulary\n"
+        "      - id: pairgate-finding-vocabulary-commit-msg\n"
+    )
+    git("add", ".pre-commit-config.yaml", cwd=tmp_path)
     return tmp_path
 
 
-def try_repo(pre_commit: Path, hooks_repo: Path, consumer: Path, *args: str) -> Result:
-    return run(
-        [pre_commit, "try-repo", hooks_repo, *args],
-        cwd=consumer,
-        env={"PRE_COMMIT_HOME": str(consumer.parent / "pre-commit-home")},
-    )
+def run_hook(pre_commit: Path, home: Path, consumer: Path, *args: str) -> Result:
+    return run([pre_commit, "run", *args], cwd=consumer, env={"PRE_COMMIT_HOME": str(home)})
 
 
-def commit_msg_hook(pre_commit: Path, hooks_repo: Path, consumer: Path) -> Result:
+def commit_msg_hook(pre_commit: Path, home: Path, consumer: Path) -> Result:
     """The commit-msg hook, on the message in the consumer's file MSG."""
-    return try_repo(
+    return run_hook(
         pre_commit,
-        hooks_repo,
+        home,
         consumer,
         "pairgate-finding-vocabulary-commit-msg",
         "--hook-stage",
@@ -120,7 +132,7 @@ def test_the_manifest_is_valid(pre_commit: Path) -> None:
 
 
 def test_commit_msg_hook_passes_a_clean_message(
-    pre_commit: Path, hooks_repo: Path, consumer: Path
+    pre_commit: Path, pre_commit_home: Path, consumer: Path
 ) -> None:
     (consumer / "MSG").write_text(
         "Bound the retry budget\n\n"
@@ -129,13 +141,13 @@ def test_commit_msg_hook_passes_a_clean_message(
         "ASKS: rename --force to --yes in cli.py:40\n\n"
         "Related to #7\n"
     )
-    result = commit_msg_hook(pre_commit, hooks_repo, consumer)
+    result = commit_msg_hook(pre_commit, pre_commit_home, consumer)
     assert result.code == 0, result.out + result.err
     assert "Passed" in result.out
 
 
 def test_commit_msg_hook_fails_a_promotion_and_a_look_alike_naming_the_lines(
-    pre_commit: Path, hooks_repo: Path, consumer: Path
+    pre_commit: Path, pre_commit_home: Path, consumer: Path
 ) -> None:
     (consumer / "MSG").write_text(
         "Bound the retry budget\n\n"
@@ -143,21 +155,21 @@ def test_commit_msg_hook_fails_a_promotion_and_a_look_alike_naming_the_lines(
         "Fix this before merging.\n\n"
         "MUST FIX: the timeout\n"
     )
-    result = commit_msg_hook(pre_commit, hooks_repo, consumer)
+    result = commit_msg_hook(pre_commit, pre_commit_home, consumer)
     assert result.code == 1, result.out + result.err
     assert "MSG:4: a relay promotes the OBSERVED: quoted on line 3" in result.out
     assert "MSG:6: look-alike marker 'MUST FIX:'" in result.out
 
 
 def test_file_hook_checks_markdown_and_text_files_only(
-    pre_commit: Path, hooks_repo: Path, consumer: Path
+    pre_commit: Path, pre_commit_home: Path, consumer: Path
 ) -> None:
     (consumer / "review.md").write_text("# Review\n\nBlocker: no test for the retry\n")
     (consumer / "reason.txt").write_text("OBSERVED: fine\n")
     (consumer / "code.py").write_text("# Blocker: a comment in code is not checked\n")
     git("add", "-A", cwd=consumer)
-    result = try_repo(
-        pre_commit, hooks_repo, consumer, "pairgate-finding-vocabulary", "--all-files"
+    result = run_hook(
+        pre_commit, pre_commit_home, consumer, "pairgate-finding-vocabulary", "--all-files"
     )
     assert result.code == 1, result.out + result.err
     assert "review.md:3: look-alike marker 'Blocker:'" in result.out

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from pairgate.standalone.config import Config
@@ -28,8 +29,7 @@ from pairgate.standalone.records import (
     MARKER_OPEN,
     MalformedRecord,
     constraint_id,
-    parse_marker,
-    record_digest,
+    read_record,
 )
 
 
@@ -197,6 +197,13 @@ def self_approval_rule(approver: str, to: str, accepted_from: str | None) -> str
     return None
 
 
+_BY_ID = attrgetter("id")
+
+
+def _author(note: Note) -> str:
+    return f"{note.author_username} (user {note.author_id})"
+
+
 def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
     """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
     markers. Notes are taken in id order (GitLab's creation order)."""
@@ -210,39 +217,43 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
     digests: dict[str, int] = {}  # digest of every record read so far -> its note
     rejected: dict[str, tuple[int, str]] = {}  # digest a skipped record claims -> (note, why)
     write_ids: dict[str, int] = {}
-    by_prev: dict[str | None, list[int]] = {}
+    first_of_prev: dict[str | None, int] = {}  # each prev -> the first note naming it
+    more_of_prev: dict[str | None, list[int]] = {}  # a prev named by two notes or more -> them
     head: str | None = None
     head_note: int | None = None
-    for note in sorted(notes, key=lambda n: n.id):
-        if note.system or MARKER_OPEN not in note.body:
+    for note in sorted(notes, key=_BY_ID):
+        body = note.body
+        if note.system or MARKER_OPEN not in body:
             continue
-        author = f"{note.author_username} (user {note.author_id})"
+        note_id = note.id
         if note.author_id not in authors:
-            skipped.append(
-                Skipped(note.id, "forged", f"a marker in a note by {author}, not a ledger author")
-            )
+            reason = f"a marker in a note by {_author(note)}, not a ledger author"
+            skipped.append(Skipped(note_id, "forged", reason))
             continue
-        if _edited(note):
-            edited.append(note.id)
+        if note.updated_at != note.created_at and _edited(note):
+            edited.append(note_id)
         try:
-            kind, record, human = parse_marker(note.body)
+            kind, record, sealed = read_record(body)
         except MalformedRecord as exc:
-            skipped.append(Skipped(note.id, "malformed", str(exc), author))
+            skipped.append(Skipped(note_id, "malformed", str(exc), _author(note)))
             continue
-        if record_digest(kind, record, human) != record["digest"]:
-            rejected[record["digest"]] = (note.id, "tampered")
+        digest = record["digest"]
+        if not sealed:
+            rejected[digest] = (note_id, "tampered")
             reason = "its digest does not match its content: the note was changed after writing"
-            skipped.append(Skipped(note.id, "tampered", reason, author))
+            skipped.append(Skipped(note_id, "tampered", reason, _author(note)))
             continue
-        if KIND_OF_EVENT[record["event"]] != kind:
-            skipped.append(Skipped(note.id, "malformed", "event of another kind", author))
+        event = record["event"]
+        if KIND_OF_EVENT[event] != kind:
+            skipped.append(Skipped(note_id, "malformed", "event of another kind", _author(note)))
             continue
-        first = write_ids.get(record["write_id"])
+        write_id = record["write_id"]
+        first = write_ids.get(write_id)
         if first is not None:
             reason = f"repeats the write_id of note {first} (a retried write); ignored"
-            skipped.append(Skipped(note.id, "duplicate", reason, author))
+            skipped.append(Skipped(note_id, "duplicate", reason, _author(note)))
             continue
-        write_ids[record["write_id"]] = note.id
+        write_ids[write_id] = note_id
         prev = record["prev"]
         if prev is not None and prev not in digests:
             where = rejected.get(prev)
@@ -251,15 +262,16 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
                 if where
                 else "its prev names no earlier record: an earlier note was deleted or rewritten"
             )
-            breaks.append(Break(note.id, prev, reason))
-        by_prev.setdefault(prev, []).append(note.id)
-        digests[record["digest"]] = note.id
+            breaks.append(Break(note_id, prev, reason))
+        if prev in first_of_prev:
+            more_of_prev.setdefault(prev, [first_of_prev[prev]]).append(note_id)
+        else:
+            first_of_prev[prev] = note_id
+        digests[digest] = note_id
         state.seen = (head, head_note)
-        head, head_note = record["digest"], note.id
-        void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note.id, record)
-        trail.append(
-            Event(note.id, kind, record["event"], record["agent"], record, note.created_at, void)
-        )
+        head, head_note = digest, note_id
+        void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note_id, record)
+        trail.append(Event(note_id, kind, event, record["agent"], record, note.created_at, void))
     return Ledger(
         holder=state.holder,
         role=state.role,
@@ -269,7 +281,8 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
         breaks=tuple(breaks),
         trail=tuple(trail),
         edited=tuple(edited),
-        concurrent=tuple(tuple(ids) for ids in by_prev.values() if len(ids) > 1),
+        # in the order each prev was first named
+        concurrent=tuple(tuple(more_of_prev[p]) for p in first_of_prev if p in more_of_prev),
         head=head,
         holder_since=state.holder_since,
         accepted_from=state.accepted_from,

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 TIMEOUT: tuple[float, float] = (5.0, 30.0)
 GLAB_TIMEOUT = 120.0
 PER_PAGE = 100  # GitLab's maximum; it clamps larger values rather than refusing them
+# Connections kept per host: one for each of the board's 16 readers and 3 label listings
+# (pairgate/tracker.py), so none is opened and dropped for want of room.
+POOL_SIZE = 20
 # A read is retried on these. A write never is: see GitLab.write.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -133,9 +136,24 @@ class _Https:
         self._timeout = timeout
         self._session = requests.Session()
         self._session.headers.update({"PRIVATE-TOKEN": token, "User-Agent": "pairgate"})
-        adapter = HTTPAdapter(max_retries=retry)
+        adapter = HTTPAdapter(max_retries=retry, pool_maxsize=POOL_SIZE)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
+        self._resolve_environment()
+
+    def _resolve_environment(self) -> None:
+        """What requests reads from the environment on every call (the proxy variables and
+        no_proxy, the CA bundle variables, ~/.netrc), read once for this API's origin, as
+        requests itself reads it; then the session stops reading it. Every URL this transport
+        calls is on that origin (a next-page link elsewhere is refused)."""
+        import requests
+
+        session = self._session
+        settings = session.merge_environment_settings(self.api_url, {}, None, None, None)
+        session.proxies.update(settings["proxies"])
+        session.verify = settings["verify"]
+        session.auth = requests.utils.get_netrc_auth(self.api_url)
+        session.trust_env = False
 
     def __repr__(self) -> str:  # the token never appears in a repr or a traceback
         return f"_Https({self.api_url!r}, token=<hidden>)"

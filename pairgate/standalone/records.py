@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import re
@@ -11,7 +10,7 @@ from typing import Any
 
 from pairgate.standalone.config import _PATH_SEGMENT
 from pairgate.standalone.errors import PairgateError
-from pairgate.standalone.schema_check import _draft_validator
+from pairgate.standalone.schema_check import SchemaCheck, _draft_validator
 
 # A ledger note is short human text and then ONE marker line:
 #     <!-- mochi-task:<kind> <json> -->
@@ -147,20 +146,28 @@ RECORD_SCHEMAS: dict[str, dict[str, Any]] = {
 KIND_OF_EVENT = {event: kind for kind, events in EVENT_FIELDS.items() for event in events}
 
 
-@functools.cache
-def _event_validator(kind: str, event: str) -> Any:
-    # One validator per event, built once and reused: the fold checks thousands of records.
+# One check per event, built once and reused: the fold checks thousands of records.
+_CHECKS: dict[tuple[str, str], SchemaCheck] = {}
+
+
+def _event_validator(kind: str, event: str) -> SchemaCheck:
     # RECORD_SCHEMAS[kind] is this schema under an if/then on ``event``, so checking the
     # event's own schema directly gives the same verdict without re-testing every branch.
-    return _draft_validator(_event_schema(event, EVENT_FIELDS[kind][event]))
+    check = _CHECKS.get((kind, event))
+    if check is None:
+        check = _CHECKS[kind, event] = _draft_validator(
+            _event_schema(event, EVENT_FIELDS[kind][event])
+        )
+    return check
 
 
 class MalformedRecord(Exception):
     """A marker that cannot be read as a record; the message says why."""
 
 
-def schema_problem(kind: str, record: Any) -> str | None:
-    """Why ``record`` is not a valid ``kind`` record, or None when it is."""
+def schema_problem(kind: str, record: Any, *, decoded: bool = False) -> str | None:
+    """Why ``record`` is not a valid ``kind`` record, or None when it is. ``decoded``: the
+    record is json.loads's answer (see SchemaCheck)."""
     if kind not in EVENT_FIELDS:
         return f"unknown record kind {kind!r}"
     if not isinstance(record, dict):
@@ -168,10 +175,13 @@ def schema_problem(kind: str, record: Any) -> str | None:
     event = record.get("event")
     if not isinstance(event, str) or event not in EVENT_FIELDS[kind]:
         return f"unknown {kind} event {event!r}"
-    validator = _event_validator(kind, event)
-    if validator.is_valid(record):
+    check = _event_validator(kind, event)
+    if check.accepts(record, decoded=decoded):
         return None
-    error = min(validator.iter_errors(record), key=lambda e: (len(e.path), e.message))
+    authority = check.authority()
+    if authority.is_valid(record):
+        return None
+    error = min(authority.iter_errors(record), key=lambda e: (len(e.path), e.message))
     where = "/".join(str(p) for p in error.path) or "record"
     return f"schema: {where}: {error.message}"
 
@@ -181,18 +191,55 @@ def canonical_text(text: str) -> str:
     return " ".join(text.split())
 
 
-# json.dumps with these options builds a new encoder per call; the digest is computed for every
-# record read, so one encoder serves them all (its output is json.dumps's, byte for byte).
+# json.dumps(sort_keys=True, separators=(",", ":")) builds an encoder per call, and
+# JSONEncoder.encode a C encoder and a circular-reference memo per call; the digest is computed
+# for every record read, so one C encoder serves them all. Its output is json.dumps's, byte for
+# byte; what it encodes (decoded JSON, records the verbs build) cannot be circular.
 _CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def _c_canonical() -> Any:
+    """The C encoder with the arguments JSONEncoder.iterencode gives it, less the memo; None
+    where the interpreter has no C encoder."""
+    make, enc = getattr(json.encoder, "c_make_encoder", None), _CANONICAL_JSON
+    if make is None:
+        return None
+    return make(
+        None, enc.default, json.encoder.encode_basestring_ascii, enc.indent,
+        enc.key_separator, enc.item_separator, enc.sort_keys, enc.skipkeys, enc.allow_nan,
+    )  # fmt: skip
+
+
+_C_CANONICAL = _c_canonical()
+
+
+def _canonical_json(value: Any) -> str:
+    if _C_CANONICAL is None:
+        return _CANONICAL_JSON.encode(value)
+    return "".join(_C_CANONICAL(value, 0))
 
 
 def record_digest(kind: str, record: Mapping[str, Any], human: str) -> str:
     content = dict(record)
     content.pop("digest", None)
-    canonical = _CANONICAL_JSON.encode(
-        {"kind": kind, "record": content, "text": canonical_text(human)}
-    )
+    canonical = _canonical_json({"kind": kind, "record": content, "text": canonical_text(human)})
     return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+
+
+def _digest_matches(kind: str, record: dict[str, Any], human: str) -> bool:
+    """record_digest(kind, record, human) == record["digest"], for a record just decoded: its
+    digest is taken out and put back instead of copying the record (when it is the last key, as
+    every writer puts it, so the record's key order is kept)."""
+    if next(reversed(record)) != "digest":
+        return record_digest(kind, record, human) == record["digest"]
+    digest = record.pop("digest")
+    try:
+        canonical = _canonical_json(
+            {"kind": kind, "record": record, "text": " ".join(human.split())}
+        )
+    finally:
+        record["digest"] = digest
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest() == digest
 
 
 def marker(kind: str, record: Mapping[str, Any]) -> str:
@@ -226,42 +273,87 @@ def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str,
     return f"{text}\n\n{marker(kind, sealed)}\n", sealed
 
 
-# Schema checks dominate the fold's cost, and readers fold the same notes again (a verb reads
-# before and after it writes): remember the verdict per marker text. The text decides the
-# record, so a verdict cannot go stale; the memory is bounded by starting afresh when full.
-_PROBLEMS: dict[tuple[str, str], str | None] = {}
-_PROBLEMS_MAX = 65536
+_DECODER = json.JSONDecoder()
 
 
-def _cached_problem(kind: str, raw: str, record: dict[str, Any]) -> str | None:
-    """schema_problem of ``record``, the parse of the marker JSON ``raw``, remembered."""
-    key = (kind, raw)
+def _json_decoded(raw: str) -> Any:
+    """json.loads(raw), sooner: raw_decode skips loads's two whitespace scans, and loads itself
+    decides (and words the error for) anything raw_decode does not take whole."""
     try:
-        return _PROBLEMS[key]
-    except KeyError:
-        problem = schema_problem(kind, record)
-    if len(_PROBLEMS) >= _PROBLEMS_MAX:
-        _PROBLEMS.clear()
-    _PROBLEMS[key] = problem
-    return problem
+        value, end = _DECODER.raw_decode(raw)
+    except ValueError:
+        end = -1
+    return value if end == len(raw) else json.loads(raw)
+
+
+def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
+    """(kind, marker JSON, record, human text) of a note that carries a well-formed, valid
+    marker; MalformedRecord otherwise."""
+    text = body.replace("\r\n", "\n") if "\r" in body else body
+    first = _MARKER_LINE.search(text)
+    if first is None:
+        raise MalformedRecord("a mochi-task marker that is not one well-formed line")
+    # (Another marker line would start with MARKER_OPEN: a find rules most out cheaply.)
+    second = _MARKER_LINE.search(text, first.end()) if MARKER_OPEN in text[first.end() :] else None
+    if second is not None:
+        more = 2 + sum(1 for _ in _MARKER_LINE.finditer(text, second.end()))
+        raise MalformedRecord(f"{more} markers in one note (a note carries one)")
+    kind, raw = first.group(1, 2)
+    try:
+        record = _json_decoded(raw)
+    except ValueError as exc:
+        raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
+    if not isinstance(record, dict):
+        raise MalformedRecord("not an object")
+    # The fast check first, straight from the table (the fold's hot path); schema_problem for
+    # what it does not accept, and for a check not built yet.
+    event = record.get("event")
+    check = _CHECKS.get((kind, event)) if type(event) is str else None
+    if check is None or not check.accepts(record, decoded=True):
+        problem = schema_problem(kind, record, decoded=True)
+        if problem:
+            raise MalformedRecord(problem)
+    return kind, raw, record, text[: first.start()] + text[first.end() :]
 
 
 def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
     """(kind, record, human text) of a note that carries a marker; MalformedRecord otherwise."""
-    text = body.replace("\r\n", "\n")
-    found = _MARKER_LINE.finditer(text)
-    first = next(found, None)
-    if first is None:
-        raise MalformedRecord("a mochi-task marker that is not one well-formed line")
-    more = sum(1 for _ in found)
-    if more:
-        raise MalformedRecord(f"{1 + more} markers in one note (a note carries one)")
-    kind, raw = first.group(1), first.group(2)
-    try:
-        record = json.loads(raw)
-    except ValueError as exc:
-        raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
-    problem = _cached_problem(kind, raw, record) if isinstance(record, dict) else "not an object"
-    if problem:
-        raise MalformedRecord(problem)
-    return kind, record, text[: first.start()] + text[first.end() :]
+    kind, _, record, human = _parsed(body)
+    return kind, record, human
+
+
+# Readers fold the same notes again (a verb reads before and after it writes; the board reads
+# every issue), and a note's body decides all that reading it finds: remember, per body, the
+# kind, the marker JSON and whether the digest matches (or why it is malformed). A record is
+# decoded afresh for every fold, so no two ledgers share one. Bounded (in notes and in the
+# characters held) by starting afresh when full.
+_READS: dict[str, tuple[str, str, bool] | str] = {}
+_READS_MAX = 65536
+_READS_MAX_CHARS = 64 * 1024 * 1024
+_reads_chars = 0
+
+
+def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
+    """(kind, record, whether its digest matches its content) of a note that carries a marker;
+    MalformedRecord otherwise. What the fold reads a note with."""
+    global _reads_chars
+    known = _READS.get(body)
+    if known is None:
+        try:
+            kind, raw, record, human = _parsed(body)
+        except MalformedRecord as exc:
+            known = str(exc)
+        else:
+            sealed = _digest_matches(kind, record, human)
+            known = (kind, raw, sealed)
+        _reads_chars += 2 * len(body)  # the body, and the marker JSON cut from it
+        if len(_READS) >= _READS_MAX or _reads_chars > _READS_MAX_CHARS:
+            _READS.clear()
+            _reads_chars = 2 * len(body)
+        _READS[body] = known
+        if isinstance(known, str):
+            raise MalformedRecord(known)
+        return kind, record, sealed
+    if isinstance(known, str):
+        raise MalformedRecord(known)
+    return known[0], _json_decoded(known[1]), known[2]

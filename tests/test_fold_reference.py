@@ -1,0 +1,111 @@
+"""The fold against its frozen round-1 self: field by field, the same ledger from the same notes.
+
+tests/reference_fold/ownership_6b1297e.py is ``git show 6b1297e:pairgate/ownership.py``, byte for
+byte (the reader as round 1 left it, before the fold was made fast): the oracle for "behaviour
+identical". Over generated trails (tests/trailgen.py) both folds must give equal ledgers, first
+fold and again (the second reads from what the first remembered)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from conftest import FIXTURE_CONFIG
+from trailgen import trail
+
+from pairgate.standalone import records
+from pairgate.standalone.config import load_config
+from pairgate.standalone.fold import fold
+from pairgate.standalone.ledger import Ledger, Note
+
+REFERENCE = Path(__file__).resolve().parent / "reference_fold" / "ownership_6b1297e.py"
+REFERENCE_SHA256 = "989acb026e6e02ee4ff4848e4e06a5fed780b03d13a1d97fa45657b170a2997b"
+TRAILS = 300
+
+
+@pytest.fixture(scope="module")
+def reference() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("reference_ownership", REFERENCE)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module
+
+
+def plain(value: Any) -> Any:
+    """A ledger as plain data, every dataclass as (its class name, its fields by name)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return (
+            type(value).__name__,
+            {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)},
+        )
+    if isinstance(value, (tuple, list)):
+        return (type(value).__name__, [plain(v) for v in value])
+    if isinstance(value, dict):
+        return ("dict", [(k, plain(v)) for k, v in value.items()])  # key order counts too
+    return value
+
+
+def compare(new: Ledger, old: Any) -> None:
+    """Field by field, so a difference names the field it is in."""
+    assert [f.name for f in dataclasses.fields(new)] == [f.name for f in dataclasses.fields(old)]
+    for field in dataclasses.fields(new):
+        assert plain(getattr(new, field.name)) == plain(getattr(old, field.name)), field.name
+    assert (new.label, new.names) == (old.label, old.names)
+
+
+def test_the_reference_is_round_ones_reader_unchanged() -> None:
+    assert hashlib.sha256(REFERENCE.read_bytes()).hexdigest() == REFERENCE_SHA256
+
+
+def test_generated_trails_fold_to_the_same_ledger(reference: ModuleType) -> None:
+    env = {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)}
+    config, old_config = load_config(env), reference.load_config(env)
+    seen: dict[str, int] = {}
+    for seed in range(TRAILS):
+        notes = trail(seed, size=5 + seed % 40)
+        old = reference.fold([reference.Note.from_api(n) for n in notes], config=old_config)
+        ours = [Note.from_api(n) for n in notes]
+        records._READS.clear()
+        first = fold(ours, config=config)
+        compare(first, old)
+        compare(fold(ours, config=config), old)
+        for s in old.skipped:
+            seen[s.kind] = seen.get(s.kind, 0) + 1
+        seen["void"] = seen.get("void", 0) + sum(e.void is not None for e in old.trail)
+        seen["effective"] = seen.get("effective", 0) + sum(e.void is None for e in old.trail)
+        seen["breaks"] = seen.get("breaks", 0) + len(old.breaks)
+        seen["edited"] = seen.get("edited", 0) + len(old.edited)
+        seen["concurrent"] = seen.get("concurrent", 0) + len(old.concurrent)
+        seen["approvals"] = seen.get("approvals", 0) + len(old.approvals)
+        seen["freezes"] = seen.get("freezes", 0) + len(old.freezes)
+        seen["constraints"] = seen.get("constraints", 0) + len(old.constraints)
+    # The trails reach every part of a ledger, or the comparison would prove little.
+    for part in ("forged", "malformed", "tampered", "duplicate", "void", "effective", "breaks"):
+        assert seen.get(part, 0) >= 20, (part, seen)
+    for part in ("edited", "concurrent", "approvals", "freezes", "constraints"):
+        assert seen.get(part, 0) >= 5, (part, seen)
+
+
+def test_what_the_reader_remembers_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    config = load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
+    notes = [Note.from_api(n) for n in trail(7, size=40)]
+    records._READS.clear()
+    first = fold(notes, config=config)
+    assert 20 <= len(records._READS) <= 40
+    monkeypatch.setattr(records, "_READS_MAX", 5)
+    monkeypatch.setattr(records, "_READS_MAX_CHARS", 4000)
+    records._READS.clear()
+    again = fold(notes, config=config)
+    assert len(records._READS) <= 5
+    assert sum(2 * len(body) for body in records._READS) <= 4000 + 2 * max(
+        len(n.body) for n in notes
+    )
+    compare(again, first)  # forgetting changes nothing but the time

@@ -1,0 +1,145 @@
+"""The HTTPS client reads the environment's proxy, CA-bundle and ~/.netrc settings once, when it
+is built, as requests would on each call: a proxy variable sends every call through that proxy,
+no_proxy exempts its hosts, and a ~/.netrc entry still signs the calls."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import agent_env
+
+from pairgate.standalone.config import Config
+from pairgate.standalone.gitlab import GitLab, gitlab_from_env, read_retry
+
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
+
+class Recorder(ThreadingHTTPServer):
+    """A stand-in proxy (or server) on loopback: answers every GET with JSON naming itself, and
+    remembers each request line and its headers."""
+
+    daemon_threads = True
+    block_on_close = False  # a client's kept-alive connection does not hold the test up
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, dict[str, str]]] = []
+        super().__init__(("127.0.0.1", 0), _Answer)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _Answer(BaseHTTPRequestHandler):
+    server: Recorder
+
+    def do_GET(self) -> None:
+        self.server.seen.append((self.path, dict(self.headers)))
+        body = json.dumps({"answered_by": "recorder"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    server = Recorder()
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def no_proxy_variables(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    return monkeypatch
+
+
+def client(sandbox: Any, config: Config) -> GitLab:
+    return gitlab_from_env(config, agent_env(sandbox), retry=read_retry(attempts=0))
+
+
+def test_a_proxy_variable_sends_every_call_through_that_proxy(
+    sandbox: Any, config: Config, recorder: Recorder, no_proxy_variables: pytest.MonkeyPatch
+) -> None:
+    no_proxy_variables.setenv("http_proxy", recorder.url)
+    gitlab = client(sandbox, config)
+    assert gitlab.get("projects/acme%2Ftracker") == {"answered_by": "recorder"}
+    (line, headers), *_ = recorder.seen
+    # A proxy is sent the absolute URL, with the token, as requests sends it.
+    assert line == f"{sandbox.url}/api/v4/projects/acme%2Ftracker"
+    assert headers["PRIVATE-TOKEN"] == sandbox.token("agents")
+    no_proxy_variables.delenv("http_proxy")  # the sandbox's own helpers read it too
+    assert sandbox.requests() == []  # nothing reached GitLab itself
+
+
+def test_no_proxy_exempts_its_hosts(
+    sandbox: Any, config: Config, recorder: Recorder, no_proxy_variables: pytest.MonkeyPatch
+) -> None:
+    no_proxy_variables.setenv("http_proxy", recorder.url)
+    no_proxy_variables.setenv("no_proxy", "localhost,127.0.0.1")
+    assert client(sandbox, config).get("projects/acme%2Ftracker")["path_with_namespace"] == (
+        "acme/tracker"
+    )
+    assert recorder.seen == []
+
+
+def test_the_environment_is_read_once_per_client(
+    sandbox: Any, config: Config, recorder: Recorder, no_proxy_variables: pytest.MonkeyPatch
+) -> None:
+    no_proxy_variables.setenv("http_proxy", recorder.url)
+    gitlab = client(sandbox, config)
+    no_proxy_variables.delenv("http_proxy")
+    for _ in range(3):
+        assert gitlab.get("projects/acme%2Ftracker") == {"answered_by": "recorder"}
+    assert len(recorder.seen) == 3
+    # A client built now reads the environment as it is now.
+    assert client(sandbox, config).get("projects/acme%2Ftracker")["id"]
+
+
+def test_a_netrc_entry_still_signs_the_calls(
+    config: Config,
+    recorder: Recorder,
+    no_proxy_variables: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    netrc = tmp_path / ".netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password secret\n")
+    netrc.chmod(0o600)
+    no_proxy_variables.setenv("NETRC", str(netrc))
+    env = {
+        "PAIRGATE_CONFIG": str(config.path),
+        "PAIRGATE_TEST_GITLAB_URL": recorder.url,
+        "PAIRGATE_TEST_TASK_API_TOKEN": "token-1",
+        "PAIRGATE_TEST_TASK_WRITE_TOKEN": "token-1",
+    }
+    gitlab = gitlab_from_env(config, env, retry=read_retry(attempts=0))
+    netrc.unlink()  # read when the client was built
+    assert gitlab.get("projects/1") == {"answered_by": "recorder"}
+    (_, headers), *_ = recorder.seen
+    assert headers["Authorization"] == "Basic " + base64.b64encode(b"someone:secret").decode()
+    assert headers["PRIVATE-TOKEN"] == "token-1"
+
+
+def test_the_pool_keeps_a_connection_for_each_board_reader_and_listing() -> None:
+    from pairgate.tracker import BOARD_LABELS, WORKERS
+
+    from pairgate.standalone.gitlab import POOL_SIZE
+
+    assert WORKERS + len(BOARD_LABELS) <= POOL_SIZE
