@@ -116,6 +116,11 @@ class Note:
     updated_at: str
     system: bool = False
     internal: bool = False
+    # Set when a PUT changes the body (GraphQL Note.lastEditedAt; REST shows only updated_at,
+    # which an emoji reaction moves too). awards: [award id, name, user id, created_at].
+    last_edited_at: str | None = None
+    last_edited_by_id: int | None = None
+    awards: list[list[Any]] = field(default_factory=list)
 
 
 @dataclass
