@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from pairgate.sandbox import defaults
+from pairgate.sandbox import defaults, graphql_api
 from pairgate.sandbox.access import API
 from pairgate.sandbox.faults import Faults
 from pairgate.sandbox.httpd import (
@@ -76,6 +76,11 @@ class App:
                 req = Request(method, path, pairs, params, headers, base, self.world)
                 if path.startswith("/-/sandbox/"):
                     return self._reply(control.ROUTER, req, path[len("/-/sandbox") :])
+                if path == "/api/graphql" and method == "POST":
+                    # A query only reads, so a read_api token may run one (GitLab's rule);
+                    # the served schema has no mutations.
+                    self._authenticate(req, job_token_allowed=False, reads_by_post=True)
+                    return graphql_api.serve(req)
                 if not path.startswith("/api/v4/"):
                     raise ApiError(404, {"error": "404 Not Found"})
                 return self._reply(API, req, path[len("/api/v4") :], authenticate=True)
@@ -96,7 +101,9 @@ class App:
             return result
         return Reply(DEFAULT_STATUS.get(req.method, 200), result)
 
-    def _authenticate(self, req: Request, *, job_token_allowed: bool) -> None:
+    def _authenticate(
+        self, req: Request, *, job_token_allowed: bool, reads_by_post: bool = False
+    ) -> None:
         headers, params = req.headers, req.params
         bearer = headers.get("authorization", "")
         token = (
@@ -110,7 +117,7 @@ class App:
             if grant is None:
                 raise unauthorized()
             req.user, req.scope = self.world.users[grant[0]], grant[1]
-            if req.scope == "read_api" and req.method not in ("GET", "HEAD"):
+            if req.scope == "read_api" and req.method not in ("GET", "HEAD") and not reads_by_post:
                 raise INSUFFICIENT_SCOPE
         elif job_token:
             job = next((j for j in self.world.jobs.values() if j.token == job_token), None)
@@ -120,7 +127,7 @@ class App:
                 pipeline = self.world.pipelines[job.pipeline_id]
                 req.user = self.world.users.get(pipeline.user_id or 0)
                 req.scope, req.job_project_id = "job", pipeline.project_id
-        if req.user is None and req.method != "GET":
+        if req.user is None and req.method != "GET" and not reads_by_post:
             raise unauthorized()
 
     def record(self, method: str, path: str, query: str, status: int) -> None:
