@@ -182,9 +182,10 @@ def award_note(req: Request, project_id: str, iid: str, note_id: str) -> Any:
     name = req.required("name")
     if any(a[1] == name and a[2] == user.id for a in note.awards):
         raise ApiError(404, {"message": "404 Award Emoji Name has already been taken Not Found"})
-    award = [req.world.next_id("award_emoji"), name, user.id, req.world.stamp()]
+    now = req.world.stamp()
+    award: list[Any] = [req.world.next_id("award_emoji"), name, user.id, now]
     note.awards.append(award)
-    note.updated_at = award[3]
+    note.updated_at = now
     return _award_entity(req, note, award)
 
 
