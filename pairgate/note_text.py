@@ -71,6 +71,11 @@ def note_text(record: Mapping[str, Any], *, cli: str, issue: int) -> str:
             )
         if r["supersedes"]:
             parts.append(f"This offer replaces the one in note {r['supersedes']}.")
+    elif event == "withdraw":
+        parts = [
+            f"{agent} withdraws its approval in note {r['approval']}: no merge gate counts it "
+            "now, and its offer back to the lead, if still pending, is void.",
+        ]
     else:
         raise ValueError(f"no text for event {event!r}")
     if r.get("reason"):

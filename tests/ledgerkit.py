@@ -13,7 +13,7 @@ from pairgate.standalone.config import Config
 from pairgate.standalone.errors import fresh_id
 from pairgate.standalone.fold import fold
 from pairgate.standalone.ledger import Ledger, Note
-from pairgate.standalone.records import compose_note
+from pairgate.standalone.records import ISSUE_BOUND_KINDS, compose_note
 
 AGENTS_USER = 10  # the suite configuration's ledger_author_user_ids
 MAINTAINER = 13
@@ -21,11 +21,17 @@ SHA = "a" * 40
 SHA2 = "b" * 40
 MR = {"project": "acme/app", "iid": 7}
 STAMP = "2026-01-01T00:00:00.000Z"
+BASE = "c" * 40  # the merge base (diff_refs.base_sha and start_sha) an approval records
+ISSUE = 4  # the tracker issue a Trail's records name, unless told otherwise
 
 
 class Trail:
-    def __init__(self, config: Config, *, first_id: int = 100) -> None:
+    """Records on one issue (``issue``). Each agent writes in its own session
+    (``session-<agent>``) unless a record says otherwise, as separate agents do."""
+
+    def __init__(self, config: Config, *, first_id: int = 100, issue: int = ISSUE) -> None:
         self.config = config
+        self.issue = issue
         self.notes: list[Note] = []
         self.prev: str | None = None
         self.next_id = first_id
@@ -51,10 +57,12 @@ class Trail:
             "event": event,
             "agent": agent,
             "write_id": fields.pop("write_id", None) or fresh_id(),
-            "session": "session-1",
+            "session": fields.pop("session", None) or f"session-{agent}",
             "prev": self.prev if prev is ... else prev,
             **fields,
         }
+        if kind in ISSUE_BOUND_KINDS and "issue" not in record:
+            record["issue"] = {"project": self.config["tracker_project"], "iid": self.issue}
         body, sealed = compose_note(kind, record, human or f"{agent} {event}")
         self.prev = sealed["digest"]
         return self.note(body, author=author)
@@ -86,6 +94,9 @@ class Trail:
             "not_covering": [],
             "self_approval": False,
             "role": "lead",
+            "target_branch": "main",
+            "base_sha": BASE,
+            "start_sha": BASE,
             **kw,
         }
         return self.record("approval", "approve", agent, to=to, **fields)
@@ -98,8 +109,11 @@ class Trail:
     def delete(self, note: Note) -> None:
         self.notes.remove(note)
 
+    def withdraw(self, agent: str, approval: Note, reason: str = "a bug after all") -> Note:
+        return self.record("approval", "withdraw", agent, approval=approval.id, reason=reason)
+
     def fold(self) -> Ledger:
-        return fold(self.notes, config=self.config)
+        return fold(self.notes, config=self.config, issue=self.issue)
 
 
 class Round:
@@ -147,7 +161,7 @@ class Round:
         return dict(self.sb.api("GET", f"/projects/acme%2Ftracker/issues/{self.issue}"))
 
     def ledger(self, config: Config) -> Ledger:
-        return fold([Note.from_api(n) for n in self.notes()], config=config)
+        return fold([Note.from_api(n) for n in self.notes()], config=config, issue=self.issue)
 
     # the steps of a round, each expected to pass
     def claimed(self, agent: str = "acme-lead") -> None:

@@ -34,6 +34,7 @@ COMMANDS = {
             "--supersede",
         },
     ),
+    "withdraw": ({"--approval"}, {"--reason", "--reason-file", "--as"}),
     "merge-check": ({"--mr", "--mr-project"}, {"--json"}),
     "status": (set(), {"--json"}),
     "board": (set(), {"--json", "--closed"}),

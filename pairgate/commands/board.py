@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from pairgate import output
-from pairgate.commands.status import approval_status, mr_doc, offer_doc
+from pairgate.approval_view import approval_state, scope_for, with_cited
+from pairgate.commands.status import mr_doc, offer_doc
 from pairgate.output import Cell, Style
+from pairgate.standalone.approvals import independence
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit
 from pairgate.standalone.gitlab import GitLab
@@ -49,23 +51,41 @@ def freeze_doc(issue: int, window: Freeze, now: float) -> dict[str, Any]:
     }
 
 
-def issue_doc(read: IssueRead, mrs: dict[MrRef, MrState], now: float) -> dict[str, Any]:
-    """One issue's board entry. Pure."""
+def issue_doc(
+    read: IssueRead,
+    mrs: dict[MrRef, MrState],
+    now: float,
+    *,
+    config: Config,
+    ledgers: dict[int, Ledger] | None = None,
+) -> dict[str, Any]:
+    """One issue's board entry. Pure. ``ledgers`` are the folds of the issues the approved
+    merge requests cite (the independence rule judges across them); without them, this
+    issue's own."""
     ledger = read.ledger or Ledger()
     labels = sorted(label for label in read.labels if label in ROLE_LABELS)
     approval = None
     if ledger.approvals:
         last = ledger.approvals[-1]
-        head = mrs.get(last.mr, MrState(None, None)).head
+        found = mrs.get(last.mr, MrState(None, None))
+        known = {**(ledgers or {}), read.iid: ledger}
+        reasons = independence(
+            read.iid, last, scope_for(read.iid, found.facts, known, config), config=config
+        )
+        status, why = approval_state(last, ledger, found.facts, reasons)
         approval = {
             "note_id": last.note_id,
             "approver": last.approver,
             "to": last.to,
             "mr": mr_doc(last.mr),
             "sha": last.sha,
-            "mr_head": head,
-            "status": approval_status(last, head),
+            "mr_head": found.head,
+            "status": status,
+            "why": why,
             "self_approval": last.self_approval,
+            "independent": not reasons,
+            "independence_reasons": list(reasons),
+            "withdrawn_by": last.withdrawn_by,
             **_when(ledger, last.note_id, now),
         }
     offer = ledger.offer
@@ -95,15 +115,21 @@ def issue_doc(read: IssueRead, mrs: dict[MrRef, MrState], now: float) -> dict[st
         ],
         "breaks": [{"note_id": b.note_id, "reason": b.reason} for b in ledger.breaks],
         "edited": list(ledger.edited),
+        "unbound": list(ledger.unbound),
         "freezes": [freeze_doc(read.iid, w, now) for w in ledger.freezes],
         "error": read.error,
     }
 
 
 def board_doc(
-    config: Config, reads: list[IssueRead], mrs: dict[MrRef, MrState], now: float, closed: bool
+    config: Config,
+    reads: list[IssueRead],
+    mrs: dict[MrRef, MrState],
+    now: float,
+    closed: bool,
+    ledgers: dict[int, Ledger] | None = None,
 ) -> dict[str, Any]:
-    issues = [issue_doc(r, mrs, now) for r in reads]
+    issues = [issue_doc(r, mrs, now, config=config, ledgers=ledgers) for r in reads]
     return {
         "tracker_project": config["tracker_project"],
         "now": output.iso(now),
@@ -116,7 +142,9 @@ def board_doc(
 def read_board(ctx: Context, config: Config, client: GitLab, *, closed: bool) -> dict[str, Any]:
     reads = read_labelled(client, config, closed=closed)
     mrs = read_mr_states(client, latest_approval_refs(reads))
-    return board_doc(config, reads, mrs, ctx.now(), closed)
+    known = {r.iid: r.ledger for r in reads if r.ledger is not None}
+    ledgers = with_cited(client, config, known, (m.facts for m in mrs.values()))
+    return board_doc(config, reads, mrs, ctx.now(), closed, ledgers)
 
 
 # -- the terminal -----------------------------------------------------------------------------
@@ -137,7 +165,16 @@ def _offer_cell(offer: dict[str, Any] | None) -> Cell:
     return (f"-> {offer['to']} as {offer['role']}, {age}", "blue")
 
 
-_APPROVAL_COLOUR = {"at-head": "green", "stale": "yellow", "self": "red", "unknown": "yellow"}
+_APPROVAL_COLOUR = {
+    "at-head": "green",
+    "stale": "yellow",
+    "self": "red",
+    "unknown": "yellow",
+    "withdrawn": "yellow",
+    "retargeted": "red",
+    "base-moved": "red",
+    "after-break": "red",
+}
 
 
 def _approval_cell(approval: dict[str, Any] | None) -> Cell:
@@ -150,6 +187,10 @@ def _approval_cell(approval: dict[str, Any] | None) -> Cell:
         f"{output.short(approval['mr_head'])})",
         "self": f"{who} @{output.short(approval['sha'])} SELF-APPROVAL",
         "unknown": f"{who} @{output.short(approval['sha'])} (head unknown)",
+        "withdrawn": f"{who} @{output.short(approval['sha'])} WITHDRAWN",
+        "retargeted": f"{who} @{output.short(approval['sha'])} RETARGETED",
+        "base-moved": f"{who} @{output.short(approval['sha'])} BASE MOVED",
+        "after-break": f"{who} @{output.short(approval['sha'])} AFTER A BREAK",
     }[status]
     return (text, _APPROVAL_COLOUR[status])
 
@@ -219,6 +260,14 @@ def board_text(doc: dict[str, Any], style: Style) -> str:
             f"#{n}: note {b['note_id']} breaks the chain: {b['reason']}" for b in i["breaks"]
         ]
         details += [f"#{n}: note {e} was edited after it was written" for e in i["edited"]]
+        approval = i["approval"]
+        if approval and approval["why"] and approval["status"] not in ("stale", "at-head"):
+            details.append(f"#{n}: the approval in note {approval['note_id']}: {approval['why']}")
+        if i["unbound"]:
+            details.append(
+                f"#{n}: {len(i['unbound'])} v1 record(s), written before records named their "
+                f"issue: they cannot be checked for replay"
+            )
         if not i["label"]["in_step"] and not i["error"]:
             actual = ", ".join(i["label"]["actual"]) or "none"
             details.append(

@@ -9,7 +9,7 @@ from pairgate.standalone.config import Config
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
 from pairgate.standalone.ledger import Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
-from pairgate.standalone.reads import mr_freeze, read_ledger
+from pairgate.standalone.reads import mr_freeze, read_last_edited, read_ledger
 from pairgate.standalone.scope import (
     AutomationFamily,
     _under,
@@ -18,7 +18,7 @@ from pairgate.standalone.scope import (
     load_automation_families,
     roster_path,
 )
-from pairgate.standalone.verdict import GateVerdict, decide
+from pairgate.standalone.verdict import GateVerdict, decide, edit_candidates
 
 
 def project_in_group(client: GitLab, config: Config, project: str) -> bool:
@@ -50,7 +50,8 @@ def gate_merge(
     """The merge gate's one verdict for ``project!iid``: reads, then decides.
 
     Reads the group listing when the path alone does not settle it, then (in the group) the MR
-    and the ledger of every cited tracker issue. Any read error propagates as a PairgateError:
+    and the ledger of every cited tracker issue, and, for the approvals that would pass, whether
+    GitLab reports their notes as edited (GraphQL). Any read error propagates as a PairgateError:
     the gate fails closed, it never passes what it could not read. ``families`` defaults to the
     roster found beside ownership.py or the configuration; ``now`` is the run context's clock
     (freeze windows end by it).
@@ -76,17 +77,21 @@ def gate_merge(
     if not project_in_group(client, config, path):
         outside = MergeRequestFacts(path, int(iid), "", "", None, "", (), None)
         scope = decide_scope(outside, cited=(), in_group=False, config=config, families=())
-        return decide(outside, scope=scope, cited=(), ledgers={}, config=config)
+        return decide(outside, scope=scope, cited=(), ledgers={}, config=config, edits={})
     mr = MergeRequestFacts.from_api(data or client.get(mr_path), project)
     tracker = config["tracker_project"]
     cited = cited_issues(mr.text, mr_project=mr.project, tracker=tracker)
     scope = decide_scope(mr, cited=cited, in_group=True, config=config, families=families)
     ledgers: dict[int, Ledger] = {}
     frozen = None
+    edits: dict[int, str | None] = {}
     if scope.in_scope:
         generic = config["generic_tracking_issue"]
         for issue in cited:
             if issue != generic:
                 ledgers[issue] = read_ledger(client, config, issue)
         frozen = mr_freeze(client, config, MrRef(mr.project, mr.iid), known=ledgers, now=now)
-    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config, frozen=frozen)
+        edits = read_last_edited(client, config, edit_candidates(mr, ledgers, config=config))
+    return decide(
+        mr, scope=scope, cited=cited, ledgers=ledgers, config=config, edits=edits, frozen=frozen
+    )

@@ -67,10 +67,28 @@ class Approval:
     to: str
     mr: MrRef
     sha: str
-    self_approval: bool
+    self_approval: bool  # by the two rules of one issue's trail; see independence.py for all
     not_covering: tuple[str, ...]
     reason: str | None = None
     self_because: str | None = None  # which self-approval rule, said in words
+    version: int = 1  # the record's: a v1 approval binds no target branch or merge base
+    target_branch: str | None = None  # what the reviewer saw (v2): the target branch
+    base_sha: str | None = None  # and diff_refs.base_sha (the merge base) ...
+    start_sha: str | None = None  # ... and start_sha, read from GitLab when approved
+    session: str = ""  # the session that wrote it
+    accepted_from: str | None = None  # who sent the offer the approver accepted
+    prev_note: int | None = None  # the note its prev names: the last record its writer saw
+    withdrawn_by: int | None = None  # the note of its approver's withdrawal
+    withdraw_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Someone took the issue (a claim or an accept) at ``note_id``, in ``role``."""
+
+    agent: str
+    role: str
+    note_id: int
 
 
 @dataclass(frozen=True)
@@ -78,7 +96,7 @@ class Skipped:
     """A note whose marker is not part of the state, and why."""
 
     note_id: int
-    kind: str  # forged | malformed | tampered | duplicate
+    kind: str  # forged | malformed | tampered | replayed | duplicate
     reason: str
     author: str = ""
 
@@ -123,6 +141,13 @@ class Ledger:
     accepted_from: str | None = None  # who sent the offer the holder accepted
     freezes: tuple[Freeze, ...] = ()  # every freeze window recorded here (see section 5b)
     constraints: tuple[Constraint, ...] = ()  # every standing constraint recorded here
+    # The facts the independence rule reads (independence.py): every take of the issue, every
+    # offer of a merge request for review that took effect, and each (agent, session) pair with
+    # the first note written so.
+    holds: tuple[Hold, ...] = ()
+    review_offers: tuple[Offer, ...] = ()
+    sessions: tuple[tuple[str, str, int], ...] = ()
+    unbound: tuple[int, ...] = ()  # v1 records: they name no issue, so replay goes unseen
 
     @property
     def label(self) -> str | None:
