@@ -74,9 +74,9 @@ class Trail:
         fields = {"sha": SHA, "mr": MR, "reason": None, "supersedes": None, **kw}
         return self.record("ownership", "handoff", agent, to=to, role=role, **fields)
 
-    def accept(self, agent: str, offer: Note, sender: str, role: str = "review") -> Note:
+    def accept(self, agent: str, offer: Note, sender: str, role: str = "review", **kw: Any) -> Note:
         return self.record(
-            "ownership", "accept", agent, offer=offer.id, role=role, **{"from": sender}
+            "ownership", "accept", agent, offer=offer.id, role=role, **{"from": sender}, **kw
         )
 
     def decline(self, agent: str, offer: Note, sender: str) -> Note:

@@ -49,7 +49,8 @@ def verdict(
     """The gate's verdict on ``trails`` (issue -> its trail), GitLab reporting the notes in
     ``edited`` as edited at the time given and every other note as never edited."""
     ledgers = {
-        issue: fold(trail.notes, config=config, issue=trail.issue) for issue, trail in trails.items()
+        issue: fold(trail.notes, config=config, issue=trail.issue)
+        for issue, trail in trails.items()
     }
     cited = tuple(trails)
     scope = decide_scope(mr, cited=cited, in_group=True, config=config, families=())

@@ -61,7 +61,7 @@ def test_another_name_in_this_session_is_reported_and_exit_1(sandbox: RunningSan
     assert result.code == 1
     assert "This session also wrote as:" in result.out and "acme-lead" in result.out
     assert (
-        f"this session (session-acme-lead) also wrote as acme-lead: acme-lead wrote note"
+        "this session (session-acme-lead) also wrote as acme-lead: acme-lead wrote note"
         in result.err
     )
     assert f"on #{first.issue}" in result.err

@@ -97,7 +97,7 @@ def test_a_read_api_token_may_query_and_nobody_sees_a_private_project(
 
 def test_a_query_the_schema_cannot_run_answers_errors(sandbox: RunningSandbox) -> None:
     token = sandbox.token()
-    wrong = graphql(sandbox, "{ project(fullPath: \"acme/tracker\") { secret } }", {}, token)
+    wrong = graphql(sandbox, '{ project(fullPath: "acme/tracker") { secret } }', {}, token)
     assert wrong.status_code == 200
     assert "Cannot query field 'secret'" in wrong.json()["errors"][0]["message"]
     mutation = graphql(sandbox, "mutation { updateNote(input: {}) { errors } }", {}, token)
