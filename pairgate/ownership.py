@@ -15,20 +15,20 @@ Contents (where each source module begins, and what it holds):
   line   770  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
   line  1113  ledger.py: The fold's output: notes as read, and the typed state they fold into.
   line  1340  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1707  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1824  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  1900  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2150  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2302  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2719  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2803  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  2960  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  3251  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  3538  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3677  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  4279  command_reader/read.py: read_command: the command reader's one entry point.
-  line  4308  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  4459  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line  1711  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1828  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  1904  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2154  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2306  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2723  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
+  line  2807  doors.py: The gate's doors that print: merge-check and the two CI validators.
+  line  2964  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  3255  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3542  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3681  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  4283  command_reader/read.py: read_command: the command reader's one entry point.
+  line  4312  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4463  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
@@ -1451,8 +1451,7 @@ class _Fold:
                 self_approval=because is not None or bool(r["self_approval"]),
                 not_covering=tuple(r["not_covering"]),
                 reason=r["reason"],
-                self_because=because
-                or ("recorded so by its writer" if r["self_approval"] else None),
+                self_because=because or (WRITER_SAYS if r["self_approval"] else None),
                 version=r["v"],
                 target_branch=r.get("target_branch"),
                 base_sha=r.get("base_sha"),
@@ -1523,6 +1522,11 @@ class _Fold:
             return f"an offer is pending (note {self.offer.note_id})"
         self.holder = self.role = self.holder_since = self.accepted_from = None
         return None
+
+
+# The reason an approval is a self-approval when only its writer's flag says so: approve sets
+# the flag when the independence rule finds a hand in the work, which every reader re-derives.
+WRITER_SAYS = "recorded so by its writer"
 
 
 def self_approval_rule(approver: str, to: str, accepted_from: str | None) -> str | None:
@@ -2239,12 +2243,12 @@ def independence(
     """Every reason ``approval`` (recorded on ``issue``) is not independent, () when it is.
     ``ledgers`` are the folds of every issue the approved merge request cites, its own among
     them; a surface that has fewer judges by fewer (and says so)."""
-    own = {issue: ledgers[issue]} if issue in ledgers else {}
-    scope = {**own, **ledgers}
-    first = (approval.self_because,) if approval.self_because else ()
     later = reasons_against(
-        approval.approver, scope, mr=approval.mr, before=approval.note_id, config=config
+        approval.approver, ledgers, mr=approval.mr, before=approval.note_id, config=config
     )
+    said = approval.self_because
+    # The writer's own flag adds nothing when the facts it was set on are named.
+    first = (said,) if said and not (said == WRITER_SAYS and later) else ()
     return tuple(dict.fromkeys(first + later))
 
 

@@ -120,11 +120,19 @@ class Round:
     """A world for one round against the sandbox: a tracker issue, and a merge request in
     ``project`` whose description cites it. ``run`` runs the real CLI as an agent."""
 
-    def __init__(self, sandbox: Any, *, project: str = "acme/app", branch: str = "fix") -> None:
+    def __init__(
+        self,
+        sandbox: Any,
+        *,
+        project: str = "acme/app",
+        branch: str = "fix",
+        start_branch: str = "main",
+        target_branch: str = "main",
+    ) -> None:
         self.sb = sandbox
         self.project = project
         self.issue = int(sandbox.create_issue("Fix the widget")["iid"])
-        sandbox.commit(branch, {"widget.py": "x = 1\n"}, project=project)
+        sandbox.commit(branch, {"widget.py": "x = 1\n"}, project=project, start_branch=start_branch)
         self.branch = branch
         self.mr = int(
             sandbox.create_mr(
@@ -132,8 +140,32 @@ class Round:
                 project=project,
                 title="Fix the widget",
                 description=f"Related to acme/tracker#{self.issue}",
+                target_branch=target_branch,
             )["iid"]
         )
+
+    @classmethod
+    def on(cls, sandbox: Any, world: Round, issue: int) -> Round:
+        """The same merge request, seen from another tracker issue it cites."""
+        other = cls.__new__(cls)
+        other.sb, other.project, other.branch, other.mr = (
+            sandbox,
+            world.project,
+            world.branch,
+            world.mr,
+        )
+        other.issue = issue
+        return other
+
+    @staticmethod
+    def run_as(sandbox: Any, agent: str | None, *argv: Any, **env: str) -> Any:
+        from conftest import agent_env, run_cli
+
+        return run_cli([str(a) for a in argv], agent_env(sandbox, agent, **env))
+
+    def ledger_notes(self) -> list[dict[str, Any]]:
+        """The issue's notes that carry a record, oldest first."""
+        return [n for n in self.notes() if "<!-- mochi-task:" in n["body"]]
 
     def run(self, agent: str | None, *argv: Any, **env: str) -> Any:
         from conftest import agent_env, run_cli

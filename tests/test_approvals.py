@@ -5,7 +5,6 @@ and the diff an approval reviewed."""
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import pytest
 from ledgerkit import BASE, SHA, SHA2, Trail
@@ -14,7 +13,7 @@ from pairgate.standalone.approvals import binding_problem, chain_problem, indepe
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import Hold, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
-from pairgate.standalone.records import marker, record_digest
+from pairgate.standalone.records import marker, parse_marker, record_digest
 from pairgate.standalone.verdict import judge
 
 LEAD, REVIEW, SOLO = "acme-lead", "acme-review", "acme-solo"
@@ -325,9 +324,7 @@ def test_judge_edited_withdrawn_and_an_emoji(trail: Trail, config: Config) -> No
 
 def test_the_record_carries_what_it_binds(trail: Trail) -> None:
     round_to_approval(trail)
-    record = json.loads(
-        trail.notes[-1].body.strip().splitlines()[-1][len("<!-- mochi-task:approval ") : -4]
-    )
+    _, record, _ = parse_marker(trail.notes[-1].body)
     assert (record["v"], record["issue"], record["target_branch"]) == (
         2,
         {"project": "acme/tracker", "iid": 4},

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from pairgate.standalone.config import Config
-from pairgate.standalone.fold import identity_pattern
+from pairgate.standalone.fold import WRITER_SAYS, identity_pattern
 from pairgate.standalone.ledger import Approval, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
 
@@ -119,12 +119,12 @@ def independence(
     """Every reason ``approval`` (recorded on ``issue``) is not independent, () when it is.
     ``ledgers`` are the folds of every issue the approved merge request cites, its own among
     them; a surface that has fewer judges by fewer (and says so)."""
-    own = {issue: ledgers[issue]} if issue in ledgers else {}
-    scope = {**own, **ledgers}
-    first = (approval.self_because,) if approval.self_because else ()
     later = reasons_against(
-        approval.approver, scope, mr=approval.mr, before=approval.note_id, config=config
+        approval.approver, ledgers, mr=approval.mr, before=approval.note_id, config=config
     )
+    said = approval.self_because
+    # The writer's own flag adds nothing when the facts it was set on are named.
+    first = (said,) if said and not (said == WRITER_SAYS and later) else ()
     return tuple(dict.fromkeys(first + later))
 
 

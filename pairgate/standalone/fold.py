@@ -145,8 +145,7 @@ class _Fold:
                 self_approval=because is not None or bool(r["self_approval"]),
                 not_covering=tuple(r["not_covering"]),
                 reason=r["reason"],
-                self_because=because
-                or ("recorded so by its writer" if r["self_approval"] else None),
+                self_because=because or (WRITER_SAYS if r["self_approval"] else None),
                 version=r["v"],
                 target_branch=r.get("target_branch"),
                 base_sha=r.get("base_sha"),
@@ -217,6 +216,11 @@ class _Fold:
             return f"an offer is pending (note {self.offer.note_id})"
         self.holder = self.role = self.holder_since = self.accepted_from = None
         return None
+
+
+# The reason an approval is a self-approval when only its writer's flag says so: approve sets
+# the flag when the independence rule finds a hand in the work, which every reader re-derives.
+WRITER_SAYS = "recorded so by its writer"
 
 
 def self_approval_rule(approver: str, to: str, accepted_from: str | None) -> str | None:
