@@ -20,15 +20,15 @@ Contents (where each source module begins, and what it holds):
   line  1904  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
   line  2154  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
   line  2306  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2723  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2807  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  2964  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  3255  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  3542  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3681  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  4283  command_reader/read.py: read_command: the command reader's one entry point.
-  line  4312  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  4463  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line  2724  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
+  line  2808  doors.py: The gate's doors that print: merge-check and the two CI validators.
+  line  2965  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  3256  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3543  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3682  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  4284  command_reader/read.py: read_command: the command reader's one entry point.
+  line  4313  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4464  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
@@ -2678,7 +2678,8 @@ def _approval_check(
         )
     elif j.code == "not-at-head":
         message = (
-            f"the approval of {mr.ref} by {j.approver} ({where}) {j.why}: a push after an "
+            f"the approval of {mr.ref} by {j.approver} ({where}) "
+            f"{str(j.why).removeprefix('it ')}: a push after an "
             f"approval voids it, and the new head needs its own review. "
             f"{_review_steps(cli, j.issue, mr, j.approver, approval.to)}"
         )

@@ -168,7 +168,7 @@ def render(doc: dict[str, Any], cli: str) -> str:
         lines.append("pending offer: none")
     lines.append("approvals:" if doc["approvals"] else "approvals: none")
     for a in doc["approvals"]:
-        extra = f" ({a['why']})" if a["why"] else ""
+        extra = f" ({a['why']})" if a["why"] and a["status"] != "stale" else ""
         if a["not_covering"]:
             extra += f"; not covering: {'; '.join(a['not_covering'])}"
         lines.append(

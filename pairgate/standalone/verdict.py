@@ -390,7 +390,8 @@ def _approval_check(
         )
     elif j.code == "not-at-head":
         message = (
-            f"the approval of {mr.ref} by {j.approver} ({where}) {j.why}: a push after an "
+            f"the approval of {mr.ref} by {j.approver} ({where}) "
+            f"{str(j.why).removeprefix('it ')}: a push after an "
             f"approval voids it, and the new head needs its own review. "
             f"{_review_steps(cli, j.issue, mr, j.approver, approval.to)}"
         )
