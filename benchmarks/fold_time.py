@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from ledgerkit import Trail  # noqa: E402
+from ledgerkit import ISSUE, Trail  # noqa: E402
 
 from pairgate.standalone.config import load_config  # noqa: E402
 from pairgate.standalone.fold import fold  # noqa: E402
@@ -43,7 +43,7 @@ def notes(count: int, every: int) -> list[Note]:
 
 def timed(batch: list[Note]) -> float:
     start = time.perf_counter()
-    fold(batch, config=CONFIG)
+    fold(batch, config=CONFIG, issue=ISSUE)
     return (time.perf_counter() - start) * 1000
 
 

@@ -13,22 +13,22 @@ Contents (where each source module begins, and what it holds):
   line   157  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   354  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line   770  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1113  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1340  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1711  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1828  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  1904  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2154  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2306  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2724  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2808  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  2965  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  3256  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  3543  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3682  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  4284  command_reader/read.py: read_command: the command reader's one entry point.
-  line  4313  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  4464  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line  1116  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1385  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1744  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1861  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  1937  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2187  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2340  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2758  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
+  line  2842  doors.py: The gate's doors that print: merge-check and the two CI validators.
+  line  2999  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  3290  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3577  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3716  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  4318  command_reader/read.py: read_command: the command reader's one entry point.
+  line  4347  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4498  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
@@ -798,9 +798,12 @@ _MR_REF = {
         "iid": {"type": "integer", "minimum": 1},
     },
 }
+# GitLab's own reference form, group/project#iid: one string, cheap to seal and to compare.
+# The fold compares it with the issue it reads (anything else is skipped as replayed), so the
+# schema checks only that it is a string: every keyword costs every record a check.
 _ISSUE_REF = {
-    **_MR_REF,
-    "description": "the tracker issue (project path and iid) the record was written on",
+    "type": "string",
+    "description": "the tracker issue the record was written on, as group/project#iid",
 }
 _COMMON: dict[str, Any] = {
     "agent": {**_AGENT, "description": "the identity that wrote the record"},
@@ -1001,7 +1004,7 @@ def schema_problem(kind: str, record: Any) -> str | None:
         return "the marker JSON is not an object"
     versions = RECORD_FIELDS[kind]
     event = record.get("event")
-    if not isinstance(event, str) or not any(event in by_event for by_event in versions.values()):
+    if not isinstance(event, str) or KIND_OF_EVENT.get(event) != kind:
         return f"unknown {kind} event {event!r}"
     version = record.get("v")
     if type(version) is not int or event not in versions.get(version, {}):
@@ -1181,7 +1184,6 @@ class Approval:
     start_sha: str | None = None  # ... and start_sha, read from GitLab when approved
     session: str = ""  # the session that wrote it
     accepted_from: str | None = None  # who sent the offer the approver accepted
-    prev_note: int | None = None  # the note its prev names: the last record its writer saw
     withdrawn_by: int | None = None  # the note of its approver's withdrawal
     withdraw_reason: str | None = None
 
@@ -1245,13 +1247,56 @@ class Ledger:
     accepted_from: str | None = None  # who sent the offer the holder accepted
     freezes: tuple[Freeze, ...] = ()  # every freeze window recorded here (see section 5b)
     constraints: tuple[Constraint, ...] = ()  # every standing constraint recorded here
-    # The facts the independence rule reads (independence.py): every take of the issue, every
-    # offer of a merge request for review that took effect, and each (agent, session) pair with
-    # the first note written so.
-    holds: tuple[Hold, ...] = ()
-    review_offers: tuple[Offer, ...] = ()
-    sessions: tuple[tuple[str, str, int], ...] = ()
     unbound: tuple[int, ...] = ()  # v1 records: they name no issue, so replay goes unseen
+
+    # The facts the independence rule reads (approvals.py), derived from the trail when first
+    # asked for, so the fold itself pays nothing for them.
+
+    @functools.cached_property
+    def holds(self) -> tuple[Hold, ...]:
+        """Every take of the issue (a claim or an accept that took effect), in note order."""
+        return tuple(
+            Hold(e.agent, str(e.record["role"]), e.note_id)
+            for e in self.trail
+            if e.void is None and e.event in ("claim", "accept")
+        )
+
+    @functools.cached_property
+    def review_offers(self) -> tuple[Offer, ...]:
+        """Every offer of a merge request for review that took effect, in note order."""
+        return tuple(
+            Offer(
+                note_id=e.note_id,
+                sender=e.agent,
+                to=e.record["to"],
+                role=e.record["role"],
+                sha=e.record["sha"],
+                mr=MrRef(e.record["mr"]["project"], e.record["mr"]["iid"]),
+                reason=e.record["reason"],
+                supersedes=e.record["supersedes"],
+            )
+            for e in self.trail
+            if e.void is None and e.event == "handoff" and e.record["role"] == "review"
+        )
+
+    @functools.cached_property
+    def sessions(self) -> tuple[tuple[str, str, int], ...]:
+        """Each (agent, session) pair on the trail, with the first note written so."""
+        first: dict[tuple[str, str], int] = {}
+        for e in self.trail:
+            first.setdefault((e.agent, str(e.record["session"])), e.note_id)
+        return tuple((agent, session, note) for (agent, session), note in first.items())
+
+    @functools.cached_property
+    def _digest_notes(self) -> dict[str, int]:
+        return {str(e.record["digest"]): e.note_id for e in self.trail}
+
+    def prev_note(self, note_id: int) -> int | None:
+        """The note the record in ``note_id`` names as its prev: the last record its writer
+        saw (None for a first record, or one whose prev names nothing here)."""
+        event = next((e for e in self.trail if e.note_id == note_id), None)
+        prev = event.record.get("prev") if event else None
+        return None if prev is None else self._digest_notes.get(str(prev))
 
     @property
     def label(self) -> str | None:
@@ -1374,11 +1419,8 @@ class _Fold:
         self.accepted_from: str | None = None
         self.offer: Offer | None = None
         self.approvals: list[Approval] = []
-        self.holds: list[Hold] = []
-        self.review_offers: list[Offer] = []
         # (digest, note id) of the last record before the one being applied
         self.seen: tuple[str | None, int | None] = (None, None)
-        self.prev_note: int | None = None  # the note the applied record's prev names
 
     def apply(self, note_id: int, record: Mapping[str, Any]) -> str | None:
         """Apply one record; return why it is void, or None when it took effect."""
@@ -1400,7 +1442,6 @@ class _Fold:
 
     def _take(self, note_id: int, agent: str, role: str, sender: str | None) -> None:
         self.holder, self.role, self.holder_since, self.accepted_from = agent, role, note_id, sender
-        self.holds.append(Hold(agent, role, note_id))
 
     def _claim(self, note_id: int, r: Mapping[str, Any]) -> str | None:
         if is_finder(r["agent"], self.config):
@@ -1427,8 +1468,6 @@ class _Fold:
         void = self._not_holder(r["agent"]) or self._offer_blocked(r)
         if void is None:
             self.offer = self._new_offer(note_id, r)
-            if self.offer.role == "review":
-                self.review_offers.append(self.offer)
         return void
 
     def _approve(self, note_id: int, r: Mapping[str, Any]) -> str | None:
@@ -1458,7 +1497,6 @@ class _Fold:
                 start_sha=r.get("start_sha"),
                 session=r["session"],
                 accepted_from=self.accepted_from,
-                prev_note=self.prev_note,
             )
         )
         self.offer = offer
@@ -1543,7 +1581,8 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     markers. Notes are taken in id order (GitLab's creation order). ``issue`` is the tracker
     issue the notes were read from: a record naming another is skipped as replayed."""
     authors = frozenset(config["ledger_author_user_ids"])
-    tracker = str(config["tracker_project"]).casefold()
+    here = f"{config['tracker_project']}#{issue}"  # what a record of this issue names
+    here_folded = here.casefold()
     state = _Fold(config)
     board = _BoardFold()
     skipped: list[Skipped] = []
@@ -1553,7 +1592,6 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     digests: dict[str, int] = {}  # digest of every record read so far -> its note
     rejected: dict[str, tuple[int, str]] = {}  # digest a skipped record claims -> (note, why)
     write_ids: dict[str, int] = {}
-    sessions: dict[tuple[str, str], int] = {}  # (agent, session) -> the first note written so
     unbound: list[int] = []
     by_prev: dict[str | None, list[int]] = {}
     head: str | None = None
@@ -1582,25 +1620,24 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
         if KIND_OF_EVENT[record["event"]] != kind:
             skipped.append(Skipped(note.id, "malformed", "event of another kind", author))
             continue
-        if kind in ISSUE_BOUND_KINDS:
-            named = record.get("issue")
-            if named is None:
+        named = record.get("issue")
+        if named is None:
+            if kind in ISSUE_BOUND_KINDS:
                 unbound.append(note.id)
-            elif named["iid"] != issue or named["project"].casefold() != tracker:
-                rejected[record["digest"]] = (note.id, "replayed")
-                reason = (
-                    f"it names {named['project']}#{named['iid']}, not this issue (#{issue}): "
-                    f"a record copied from another issue counts nowhere"
-                )
-                skipped.append(Skipped(note.id, "replayed", reason, author))
-                continue
+        elif named != here and named.casefold() != here_folded:
+            rejected[record["digest"]] = (note.id, "replayed")
+            reason = (
+                f"it names {named}, not this issue (#{issue}): a record copied from another "
+                f"issue counts nowhere"
+            )
+            skipped.append(Skipped(note.id, "replayed", reason, author))
+            continue
         first = write_ids.get(record["write_id"])
         if first is not None:
             reason = f"repeats the write_id of note {first} (a retried write); ignored"
             skipped.append(Skipped(note.id, "duplicate", reason, author))
             continue
         write_ids[record["write_id"]] = note.id
-        sessions.setdefault((record["agent"], record["session"]), note.id)
         prev = record["prev"]
         if prev is not None and prev not in digests:
             where = rejected.get(prev)
@@ -1613,7 +1650,6 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
         by_prev.setdefault(prev, []).append(note.id)
         digests[record["digest"]] = note.id
         state.seen = (head, head_note)
-        state.prev_note = None if prev is None else digests.get(prev)
         head, head_note = record["digest"], note.id
         void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note.id, record)
         trail.append(
@@ -1634,9 +1670,6 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
         accepted_from=state.accepted_from,
         freezes=tuple(board.freezes.values()),
         constraints=tuple(board.constraints),
-        holds=tuple(state.holds),
-        review_offers=tuple(state.review_offers),
-        sessions=tuple((agent, session, n) for (agent, session), n in sessions.items()),
         unbound=tuple(unbound),
     )
 
@@ -2255,14 +2288,15 @@ def independence(
 def chain_problem(approval: Approval, ledger: Ledger) -> str | None:
     """Why the chain no longer vouches for ``approval``: a break after the last record its
     writer saw (its prev). A fresh approval names the latest record, so it is after them all."""
-    seen = approval.prev_note or 0
-    late = next((b for b in ledger.breaks if b.note_id > seen), None)
+    if not ledger.breaks:
+        return None
+    saw = ledger.prev_note(approval.note_id)
+    late = next((b for b in ledger.breaks if b.note_id > (saw or 0)), None)
     if late is None:
         return None
     return (
         f"the record chain of its issue is broken at note {late.note_id} ({late.reason}), "
-        f"after the last record its writer saw"
-        + (f" (note {approval.prev_note})" if approval.prev_note else "")
+        f"after the last record its writer saw" + (f" (note {saw})" if saw else "")
     )
 
 

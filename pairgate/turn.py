@@ -167,7 +167,7 @@ def write(
         **fields,
     }
     if kind in ISSUE_BOUND_KINDS:  # inside the digest: a copy on another issue is a replay
-        record["issue"] = {"project": turn.config["tracker_project"], "iid": turn.issue}
+        record["issue"] = f"{turn.config['tracker_project']}#{turn.issue}"
     text = human if human is not None else note_text(record, cli=turn.cli, issue=turn.issue)
     body, _ = compose_note(kind, record, text)
     path = notes_path(turn.config, turn.issue)

@@ -77,7 +77,7 @@ class Trail:
             body = f"{human}\n\n{marker(kind, sealed)}\n"
         else:
             if kind in ISSUE_BOUND_KINDS:
-                record["issue"] = {"project": TRACKER, "iid": self.issue}
+                record["issue"] = f"{TRACKER}#{self.issue}"
             body, sealed = compose_note(kind, record, human)
         self.prev = sealed["digest"]
         return self.post(body)

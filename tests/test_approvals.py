@@ -63,7 +63,7 @@ def test_the_fold_records_who_held_who_offered_and_which_sessions(trail: Trail) 
         (REVIEW, "session-acme-review", accept),
     )
     (approval,) = ledger.approvals
-    assert (approval.session, approval.accepted_from, approval.prev_note) == (
+    assert (approval.session, approval.accepted_from, ledger.prev_note(approval.note_id)) == (
         "session-acme-review",
         LEAD,
         accept,
@@ -90,10 +90,20 @@ def test_a_record_naming_another_issue_is_skipped_as_replayed(config: Config) ->
     assert brk.reason == f"its prev names note {skip.note_id}, which was skipped as replayed"
 
 
-def test_a_record_naming_another_tracker_is_replayed_too(config: Config) -> None:
+@pytest.mark.parametrize(
+    "named", ["acme/other-tracker#4", "acme/tracker#40", "tracker#4", "garbage"]
+)
+def test_a_record_naming_anything_but_this_issue_is_replayed(config: Config, named: str) -> None:
     trail = Trail(config)
-    trail.claim(LEAD, issue={"project": "acme/other-tracker", "iid": 4})
-    assert [s.kind for s in trail.fold().skipped] == ["replayed"]
+    trail.claim(LEAD, issue=named)
+    (skip,) = trail.fold().skipped
+    assert skip.kind == "replayed" and skip.reason.startswith(f"it names {named}, not this issue")
+
+
+def test_the_issue_is_compared_as_gitlab_compares_paths(config: Config) -> None:
+    trail = Trail(config)
+    trail.claim(LEAD, issue="ACME/Tracker#4")
+    assert trail.fold().holder == LEAD
 
 
 def test_v1_records_are_read_and_named_as_unverifiable(trail: Trail) -> None:
@@ -327,6 +337,6 @@ def test_the_record_carries_what_it_binds(trail: Trail) -> None:
     _, record, _ = parse_marker(trail.notes[-1].body)
     assert (record["v"], record["issue"], record["target_branch"]) == (
         2,
-        {"project": "acme/tracker", "iid": 4},
+        "acme/tracker#4",
         "main",
     )

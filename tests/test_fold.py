@@ -249,7 +249,7 @@ def test_malformed_and_schema_invalid_records_are_skipped_with_a_reason(trail: T
             "session": "s",
             "prev": None,
             "role": "lead",
-            "issue": {"project": "acme/tracker", "iid": trail.issue},
+            "issue": f"acme/tracker#{trail.issue}",
         },
         "x",
     )

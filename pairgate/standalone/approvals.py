@@ -131,14 +131,15 @@ def independence(
 def chain_problem(approval: Approval, ledger: Ledger) -> str | None:
     """Why the chain no longer vouches for ``approval``: a break after the last record its
     writer saw (its prev). A fresh approval names the latest record, so it is after them all."""
-    seen = approval.prev_note or 0
-    late = next((b for b in ledger.breaks if b.note_id > seen), None)
+    if not ledger.breaks:
+        return None
+    saw = ledger.prev_note(approval.note_id)
+    late = next((b for b in ledger.breaks if b.note_id > (saw or 0)), None)
     if late is None:
         return None
     return (
         f"the record chain of its issue is broken at note {late.note_id} ({late.reason}), "
-        f"after the last record its writer saw"
-        + (f" (note {approval.prev_note})" if approval.prev_note else "")
+        f"after the last record its writer saw" + (f" (note {saw})" if saw else "")
     )
 
 

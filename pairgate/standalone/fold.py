@@ -16,7 +16,6 @@ from pairgate.standalone.ledger import (
     Constraint,
     Event,
     Freeze,
-    Hold,
     Ledger,
     MrRef,
     Note,
@@ -68,11 +67,8 @@ class _Fold:
         self.accepted_from: str | None = None
         self.offer: Offer | None = None
         self.approvals: list[Approval] = []
-        self.holds: list[Hold] = []
-        self.review_offers: list[Offer] = []
         # (digest, note id) of the last record before the one being applied
         self.seen: tuple[str | None, int | None] = (None, None)
-        self.prev_note: int | None = None  # the note the applied record's prev names
 
     def apply(self, note_id: int, record: Mapping[str, Any]) -> str | None:
         """Apply one record; return why it is void, or None when it took effect."""
@@ -94,7 +90,6 @@ class _Fold:
 
     def _take(self, note_id: int, agent: str, role: str, sender: str | None) -> None:
         self.holder, self.role, self.holder_since, self.accepted_from = agent, role, note_id, sender
-        self.holds.append(Hold(agent, role, note_id))
 
     def _claim(self, note_id: int, r: Mapping[str, Any]) -> str | None:
         if is_finder(r["agent"], self.config):
@@ -121,8 +116,6 @@ class _Fold:
         void = self._not_holder(r["agent"]) or self._offer_blocked(r)
         if void is None:
             self.offer = self._new_offer(note_id, r)
-            if self.offer.role == "review":
-                self.review_offers.append(self.offer)
         return void
 
     def _approve(self, note_id: int, r: Mapping[str, Any]) -> str | None:
@@ -152,7 +145,6 @@ class _Fold:
                 start_sha=r.get("start_sha"),
                 session=r["session"],
                 accepted_from=self.accepted_from,
-                prev_note=self.prev_note,
             )
         )
         self.offer = offer
@@ -237,7 +229,8 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     markers. Notes are taken in id order (GitLab's creation order). ``issue`` is the tracker
     issue the notes were read from: a record naming another is skipped as replayed."""
     authors = frozenset(config["ledger_author_user_ids"])
-    tracker = str(config["tracker_project"]).casefold()
+    here = f"{config['tracker_project']}#{issue}"  # what a record of this issue names
+    here_folded = here.casefold()
     state = _Fold(config)
     board = _BoardFold()
     skipped: list[Skipped] = []
@@ -247,7 +240,6 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     digests: dict[str, int] = {}  # digest of every record read so far -> its note
     rejected: dict[str, tuple[int, str]] = {}  # digest a skipped record claims -> (note, why)
     write_ids: dict[str, int] = {}
-    sessions: dict[tuple[str, str], int] = {}  # (agent, session) -> the first note written so
     unbound: list[int] = []
     by_prev: dict[str | None, list[int]] = {}
     head: str | None = None
@@ -276,25 +268,24 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
         if KIND_OF_EVENT[record["event"]] != kind:
             skipped.append(Skipped(note.id, "malformed", "event of another kind", author))
             continue
-        if kind in ISSUE_BOUND_KINDS:
-            named = record.get("issue")
-            if named is None:
+        named = record.get("issue")
+        if named is None:
+            if kind in ISSUE_BOUND_KINDS:
                 unbound.append(note.id)
-            elif named["iid"] != issue or named["project"].casefold() != tracker:
-                rejected[record["digest"]] = (note.id, "replayed")
-                reason = (
-                    f"it names {named['project']}#{named['iid']}, not this issue (#{issue}): "
-                    f"a record copied from another issue counts nowhere"
-                )
-                skipped.append(Skipped(note.id, "replayed", reason, author))
-                continue
+        elif named != here and named.casefold() != here_folded:
+            rejected[record["digest"]] = (note.id, "replayed")
+            reason = (
+                f"it names {named}, not this issue (#{issue}): a record copied from another "
+                f"issue counts nowhere"
+            )
+            skipped.append(Skipped(note.id, "replayed", reason, author))
+            continue
         first = write_ids.get(record["write_id"])
         if first is not None:
             reason = f"repeats the write_id of note {first} (a retried write); ignored"
             skipped.append(Skipped(note.id, "duplicate", reason, author))
             continue
         write_ids[record["write_id"]] = note.id
-        sessions.setdefault((record["agent"], record["session"]), note.id)
         prev = record["prev"]
         if prev is not None and prev not in digests:
             where = rejected.get(prev)
@@ -307,7 +298,6 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
         by_prev.setdefault(prev, []).append(note.id)
         digests[record["digest"]] = note.id
         state.seen = (head, head_note)
-        state.prev_note = None if prev is None else digests.get(prev)
         head, head_note = record["digest"], note.id
         void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note.id, record)
         trail.append(
@@ -328,9 +318,6 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
         accepted_from=state.accepted_from,
         freezes=tuple(board.freezes.values()),
         constraints=tuple(board.constraints),
-        holds=tuple(state.holds),
-        review_offers=tuple(state.review_offers),
-        sessions=tuple((agent, session, n) for (agent, session), n in sessions.items()),
         unbound=tuple(unbound),
     )
 
