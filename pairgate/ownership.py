@@ -22,13 +22,13 @@ Contents (where each source module begins, and what it holds):
   line  2340  verdict.py: The merge gate's verdict: pure functions from facts already read.
   line  2758  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
   line  2842  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  2999  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  3290  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  3577  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3716  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  4318  command_reader/read.py: read_command: the command reader's one entry point.
-  line  4347  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  4498  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line  3000  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  3291  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3578  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3717  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  4319  command_reader/read.py: read_command: the command reader's one entry point.
+  line  4348  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4499  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
@@ -2960,8 +2960,9 @@ def validator_main(name: str, argv: Sequence[str] | None = None, ctx: Context | 
     if check.code == "never-approved":
         print(
             f"passed: {verdict.project}!{verdict.iid} has no approval yet, and this job fails "
-            f"only an approval that is a self-approval or names an older head. merge-check "
-            f"and the merge hook still require an independent approval at the head.",
+            f"only an approval that does not count (not independent, or no longer what was "
+            f"reviewed). merge-check and the merge hook still require an independent approval "
+            f"at the head.",
             file=ctx.stdout,
         )
     else:
