@@ -19,16 +19,16 @@ Contents (where each source module begins, and what it holds):
   line  1861  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
   line  1937  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
   line  2187  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2340  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2758  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2842  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  3000  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  3291  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  3578  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3717  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  4319  command_reader/read.py: read_command: the command reader's one entry point.
-  line  4348  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  4499  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line  2428  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2761  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
+  line  2845  doors.py: The gate's doors that print: merge-check and the two CI validators.
+  line  3003  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  3294  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3581  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3720  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  4322  command_reader/read.py: read_command: the command reader's one entry point.
+  line  4351  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4502  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
@@ -2333,6 +2333,94 @@ def v1_note(approval: Approval) -> str | None:
     )
 
 
+# -- the gate's judgement of one approval ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One approval naming the merge request, as the gate judged it: ``code`` "counts", or why
+    not (not-at-head, retargeted, base-moved, withdrawn, self-approval-only,
+    approval-after-break, approval-edited, edit-unknown); ``reasons`` why it is not independent
+    (empty when it is), whatever else is wrong with it."""
+
+    issue: int
+    note_id: int
+    approver: str
+    sha: str
+    code: str
+    why: str | None
+    reasons: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "issue": self.issue,
+            "note_id": self.note_id,
+            "approver": self.approver,
+            "sha": self.sha,
+            "counts": self.code == "counts",
+            "code": self.code,
+            "why": self.why,
+            "independent": not self.reasons,
+            "independence_reasons": list(self.reasons),
+        }
+
+
+def judge(
+    issue: int,
+    approval: Approval,
+    mr: MergeRequestFacts,
+    ledgers: Mapping[int, Ledger],
+    *,
+    edits: Mapping[int, str | None] | None,
+    config: Config,
+) -> Judged:
+    """Does ``approval`` (on ``issue``) count for ``mr`` now? Checks in this order: what it
+    binds (head, target, base), its withdrawal, its independence, its chain, its edit.
+    ``edits`` is GitLab's lastEditedAt per note (approvals/reads.py); None when the surface
+    did not read it (status, board): then the edit is not judged."""
+    reasons = independence(issue, approval, ledgers, config=config)
+
+    def judged(code: str, why: str | None = None) -> Judged:
+        return Judged(issue, approval.note_id, approval.approver, approval.sha, code, why, reasons)
+
+    bound = binding_problem(approval, mr)
+    if bound is not None:
+        return judged(*bound)
+    if approval.withdrawn_by is not None:
+        return judged(
+            "withdrawn",
+            f"{approval.approver} withdrew it (note {approval.withdrawn_by}): "
+            f"{approval.withdraw_reason}",
+        )
+    if reasons:
+        return judged("self-approval-only", "not independent: " + "; ".join(reasons))
+    broken = chain_problem(approval, ledgers[issue])
+    if broken is not None:
+        return judged("approval-after-break", broken)
+    if edits is not None:
+        if approval.note_id not in edits:
+            return judged("edit-unknown", "whether GitLab reports its note as edited is unknown")
+        edited = edits[approval.note_id]
+        if edited is not None:
+            return judged("approval-edited", f"GitLab reports its note as edited at {edited}")
+    return judged("counts")
+
+
+def edit_candidates(
+    mr: MergeRequestFacts, ledgers: Mapping[int, Ledger], *, config: Config
+) -> dict[int, list[int]]:
+    """issue -> the approval notes whose edit state decides the verdict: those naming ``mr``
+    that pass every other check. Only they cost a GraphQL read."""
+    wanted: dict[int, list[int]] = {}
+    for issue, ledger in ledgers.items():
+        for approval in ledger.approvals:
+            if same_mr(approval.mr, MrRef(mr.project, mr.iid)):
+                judged = judge(issue, approval, mr, ledgers, edits=None, config=config)
+                if judged.code == "counts":
+                    wanted.setdefault(issue, []).append(approval.note_id)
+    return wanted
+
+
 # end pairgate/standalone/approvals.py
 
 
@@ -2413,93 +2501,8 @@ class GateVerdict:
         }
 
 
-@dataclass(frozen=True)
-class Judged:
-    """One approval naming the merge request, as the gate judged it: ``code`` "counts", or why
-    not (not-at-head, retargeted, base-moved, withdrawn, self-approval-only,
-    approval-after-break, approval-edited, edit-unknown); ``reasons`` why it is not independent
-    (empty when it is), whatever else is wrong with it."""
-
-    issue: int
-    note_id: int
-    approver: str
-    sha: str
-    code: str
-    why: str | None
-    reasons: tuple[str, ...]
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "issue": self.issue,
-            "note_id": self.note_id,
-            "approver": self.approver,
-            "sha": self.sha,
-            "counts": self.code == "counts",
-            "code": self.code,
-            "why": self.why,
-            "independent": not self.reasons,
-            "independence_reasons": list(self.reasons),
-        }
-
-
 def _same_mr(ref: MrRef, mr: MergeRequestFacts) -> bool:
     return same_mr(ref, MrRef(mr.project, mr.iid))
-
-
-def judge(
-    issue: int,
-    approval: Approval,
-    mr: MergeRequestFacts,
-    ledgers: Mapping[int, Ledger],
-    *,
-    edits: Mapping[int, str | None] | None,
-    config: Config,
-) -> Judged:
-    """Does ``approval`` (on ``issue``) count for ``mr`` now? Checks in this order: what it
-    binds (head, target, base), its withdrawal, its independence, its chain, its edit.
-    ``edits`` is GitLab's lastEditedAt per note (approvals/reads.py); None when the surface
-    did not read it (status, board): then the edit is not judged."""
-    reasons = independence(issue, approval, ledgers, config=config)
-
-    def judged(code: str, why: str | None = None) -> Judged:
-        return Judged(issue, approval.note_id, approval.approver, approval.sha, code, why, reasons)
-
-    bound = binding_problem(approval, mr)
-    if bound is not None:
-        return judged(*bound)
-    if approval.withdrawn_by is not None:
-        return judged(
-            "withdrawn",
-            f"{approval.approver} withdrew it (note {approval.withdrawn_by}): "
-            f"{approval.withdraw_reason}",
-        )
-    if reasons:
-        return judged("self-approval-only", "not independent: " + "; ".join(reasons))
-    broken = chain_problem(approval, ledgers[issue])
-    if broken is not None:
-        return judged("approval-after-break", broken)
-    if edits is not None:
-        if approval.note_id not in edits:
-            return judged("edit-unknown", "whether GitLab reports its note as edited is unknown")
-        edited = edits[approval.note_id]
-        if edited is not None:
-            return judged("approval-edited", f"GitLab reports its note as edited at {edited}")
-    return judged("counts")
-
-
-def edit_candidates(
-    mr: MergeRequestFacts, ledgers: Mapping[int, Ledger], *, config: Config
-) -> dict[int, list[int]]:
-    """issue -> the approval notes whose edit state decides the verdict: those naming ``mr``
-    that pass every other check. Only they cost a GraphQL read."""
-    wanted: dict[int, list[int]] = {}
-    for issue, ledger in ledgers.items():
-        for approval in ledger.approvals:
-            if _same_mr(approval.mr, mr):
-                judged = judge(issue, approval, mr, ledgers, edits=None, config=config)
-                if judged.code == "counts":
-                    wanted.setdefault(issue, []).append(approval.note_id)
-    return wanted
 
 
 def ledger_warnings(tracker: str, ledgers: Mapping[int, Ledger]) -> tuple[str, ...]:

@@ -9,12 +9,11 @@ import dataclasses
 import pytest
 from ledgerkit import BASE, SHA, SHA2, Trail
 
-from pairgate.standalone.approvals import binding_problem, chain_problem, independence
+from pairgate.standalone.approvals import binding_problem, chain_problem, independence, judge
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import Hold, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.records import marker, parse_marker, record_digest
-from pairgate.standalone.verdict import judge
 
 LEAD, REVIEW, SOLO = "acme-lead", "acme-review", "acme-solo"
 APP = MrRef("acme/app", 7)

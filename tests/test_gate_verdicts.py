@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from pairgate.standalone.approvals import edit_candidates
 from pairgate.standalone.config import Config, load_config
 from pairgate.standalone.fold import fold
 from pairgate.standalone.gate import gate_merge
@@ -13,7 +14,7 @@ from pairgate.standalone.gitlab import GitLabError
 from pairgate.standalone.ledger import Note
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import decide_scope
-from pairgate.standalone.verdict import GateVerdict, decide, edit_candidates
+from pairgate.standalone.verdict import GateVerdict, decide
 from tests.conftest import FIXTURE_CONFIG
 from tests.gate_trail import BASE, Trail
 

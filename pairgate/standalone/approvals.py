@@ -1,5 +1,6 @@
 """Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-its record can still be trusted. Pure functions over folded ledgers; every door applies them.
+its record can still be trusted. Pure functions over folded ledgers; every door applies them,
+and ``judge`` puts them in the gate's order for one approval.
 
 The rules (docs/agent-handoff-reference.md, "What an approval binds"):
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.fold import WRITER_SAYS, identity_pattern
@@ -174,3 +176,91 @@ def v1_note(approval: Approval) -> str | None:
         f"note {approval.note_id} is a v1 approval: it binds the head only, not the target "
         f"branch or the merge base, and it names no issue, so it cannot be checked for replay"
     )
+
+
+# -- the gate's judgement of one approval ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One approval naming the merge request, as the gate judged it: ``code`` "counts", or why
+    not (not-at-head, retargeted, base-moved, withdrawn, self-approval-only,
+    approval-after-break, approval-edited, edit-unknown); ``reasons`` why it is not independent
+    (empty when it is), whatever else is wrong with it."""
+
+    issue: int
+    note_id: int
+    approver: str
+    sha: str
+    code: str
+    why: str | None
+    reasons: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "issue": self.issue,
+            "note_id": self.note_id,
+            "approver": self.approver,
+            "sha": self.sha,
+            "counts": self.code == "counts",
+            "code": self.code,
+            "why": self.why,
+            "independent": not self.reasons,
+            "independence_reasons": list(self.reasons),
+        }
+
+
+def judge(
+    issue: int,
+    approval: Approval,
+    mr: MergeRequestFacts,
+    ledgers: Mapping[int, Ledger],
+    *,
+    edits: Mapping[int, str | None] | None,
+    config: Config,
+) -> Judged:
+    """Does ``approval`` (on ``issue``) count for ``mr`` now? Checks in this order: what it
+    binds (head, target, base), its withdrawal, its independence, its chain, its edit.
+    ``edits`` is GitLab's lastEditedAt per note (approvals/reads.py); None when the surface
+    did not read it (status, board): then the edit is not judged."""
+    reasons = independence(issue, approval, ledgers, config=config)
+
+    def judged(code: str, why: str | None = None) -> Judged:
+        return Judged(issue, approval.note_id, approval.approver, approval.sha, code, why, reasons)
+
+    bound = binding_problem(approval, mr)
+    if bound is not None:
+        return judged(*bound)
+    if approval.withdrawn_by is not None:
+        return judged(
+            "withdrawn",
+            f"{approval.approver} withdrew it (note {approval.withdrawn_by}): "
+            f"{approval.withdraw_reason}",
+        )
+    if reasons:
+        return judged("self-approval-only", "not independent: " + "; ".join(reasons))
+    broken = chain_problem(approval, ledgers[issue])
+    if broken is not None:
+        return judged("approval-after-break", broken)
+    if edits is not None:
+        if approval.note_id not in edits:
+            return judged("edit-unknown", "whether GitLab reports its note as edited is unknown")
+        edited = edits[approval.note_id]
+        if edited is not None:
+            return judged("approval-edited", f"GitLab reports its note as edited at {edited}")
+    return judged("counts")
+
+
+def edit_candidates(
+    mr: MergeRequestFacts, ledgers: Mapping[int, Ledger], *, config: Config
+) -> dict[int, list[int]]:
+    """issue -> the approval notes whose edit state decides the verdict: those naming ``mr``
+    that pass every other check. Only they cost a GraphQL read."""
+    wanted: dict[int, list[int]] = {}
+    for issue, ledger in ledgers.items():
+        for approval in ledger.approvals:
+            if same_mr(approval.mr, MrRef(mr.project, mr.iid)):
+                judged = judge(issue, approval, mr, ledgers, edits=None, config=config)
+                if judged.code == "counts":
+                    wanted.setdefault(issue, []).append(approval.note_id)
+    return wanted

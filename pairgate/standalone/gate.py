@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pairgate.standalone.approvals import edit_candidates
 from pairgate.standalone.config import Config
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
 from pairgate.standalone.ledger import Ledger, MrRef
@@ -18,7 +19,7 @@ from pairgate.standalone.scope import (
     load_automation_families,
     roster_path,
 )
-from pairgate.standalone.verdict import GateVerdict, decide, edit_candidates
+from pairgate.standalone.verdict import GateVerdict, decide
 
 
 def project_in_group(client: GitLab, config: Config, project: str) -> bool:

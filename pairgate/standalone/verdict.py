@@ -6,13 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pairgate.standalone.approvals import (
-    binding_problem,
-    chain_problem,
-    independence,
-    same_mr,
-    v1_note,
-)
+from pairgate.standalone.approvals import Judged, judge, same_mr, v1_note
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import Approval, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
@@ -91,93 +85,8 @@ class GateVerdict:
         }
 
 
-@dataclass(frozen=True)
-class Judged:
-    """One approval naming the merge request, as the gate judged it: ``code`` "counts", or why
-    not (not-at-head, retargeted, base-moved, withdrawn, self-approval-only,
-    approval-after-break, approval-edited, edit-unknown); ``reasons`` why it is not independent
-    (empty when it is), whatever else is wrong with it."""
-
-    issue: int
-    note_id: int
-    approver: str
-    sha: str
-    code: str
-    why: str | None
-    reasons: tuple[str, ...]
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "issue": self.issue,
-            "note_id": self.note_id,
-            "approver": self.approver,
-            "sha": self.sha,
-            "counts": self.code == "counts",
-            "code": self.code,
-            "why": self.why,
-            "independent": not self.reasons,
-            "independence_reasons": list(self.reasons),
-        }
-
-
 def _same_mr(ref: MrRef, mr: MergeRequestFacts) -> bool:
     return same_mr(ref, MrRef(mr.project, mr.iid))
-
-
-def judge(
-    issue: int,
-    approval: Approval,
-    mr: MergeRequestFacts,
-    ledgers: Mapping[int, Ledger],
-    *,
-    edits: Mapping[int, str | None] | None,
-    config: Config,
-) -> Judged:
-    """Does ``approval`` (on ``issue``) count for ``mr`` now? Checks in this order: what it
-    binds (head, target, base), its withdrawal, its independence, its chain, its edit.
-    ``edits`` is GitLab's lastEditedAt per note (approvals/reads.py); None when the surface
-    did not read it (status, board): then the edit is not judged."""
-    reasons = independence(issue, approval, ledgers, config=config)
-
-    def judged(code: str, why: str | None = None) -> Judged:
-        return Judged(issue, approval.note_id, approval.approver, approval.sha, code, why, reasons)
-
-    bound = binding_problem(approval, mr)
-    if bound is not None:
-        return judged(*bound)
-    if approval.withdrawn_by is not None:
-        return judged(
-            "withdrawn",
-            f"{approval.approver} withdrew it (note {approval.withdrawn_by}): "
-            f"{approval.withdraw_reason}",
-        )
-    if reasons:
-        return judged("self-approval-only", "not independent: " + "; ".join(reasons))
-    broken = chain_problem(approval, ledgers[issue])
-    if broken is not None:
-        return judged("approval-after-break", broken)
-    if edits is not None:
-        if approval.note_id not in edits:
-            return judged("edit-unknown", "whether GitLab reports its note as edited is unknown")
-        edited = edits[approval.note_id]
-        if edited is not None:
-            return judged("approval-edited", f"GitLab reports its note as edited at {edited}")
-    return judged("counts")
-
-
-def edit_candidates(
-    mr: MergeRequestFacts, ledgers: Mapping[int, Ledger], *, config: Config
-) -> dict[int, list[int]]:
-    """issue -> the approval notes whose edit state decides the verdict: those naming ``mr``
-    that pass every other check. Only they cost a GraphQL read."""
-    wanted: dict[int, list[int]] = {}
-    for issue, ledger in ledgers.items():
-        for approval in ledger.approvals:
-            if _same_mr(approval.mr, mr):
-                judged = judge(issue, approval, mr, ledgers, edits=None, config=config)
-                if judged.code == "counts":
-                    wanted.setdefault(issue, []).append(approval.note_id)
-    return wanted
 
 
 def ledger_warnings(tracker: str, ledgers: Mapping[int, Ledger]) -> tuple[str, ...]:
