@@ -126,7 +126,7 @@ def _page(items: list[Note], args: dict[str, Any]) -> tuple[list[Note], bool, bo
     has_next = has_previous = False
     if last is not None and first is None:
         has_previous = len(window) > size
-        window = window[len(window) - size :] if size else []
+        window = window[max(0, len(window) - size) :] if size else []
     else:
         has_next = len(window) > size
         window = window[:size]

@@ -80,6 +80,13 @@ def test_relay_pages_backwards_from_the_newest(sandbox: RunningSandbox) -> None:
     assert [n["body"] for n in rest["data"]["project"]["issue"]["notes"]["nodes"]] == ["n3", "n4"]
     big = notes(sandbox, issue, token, first=500)["data"]["project"]["issue"]["notes"]
     assert len(big["nodes"]) == 5  # at most 100 a page, as GitLab's max_page_size
+    fewer = notes(sandbox, issue, token, last=3, before=last["pageInfo"]["endCursor"])
+    page = fewer["data"]["project"]["issue"]["notes"]  # only 4 before the cursor: a short page
+    assert [n["body"] for n in page["nodes"]] == ["n1", "n2", "n3"]
+    few = notes(sandbox, issue, token, last=10, before=last["pageInfo"]["startCursor"])
+    page = few["data"]["project"]["issue"]["notes"]
+    assert [n["body"] for n in page["nodes"]] == ["n0", "n1", "n2"]
+    assert not page["pageInfo"]["hasPreviousPage"]
 
 
 def test_a_read_api_token_may_query_and_nobody_sees_a_private_project(
