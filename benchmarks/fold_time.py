@@ -27,16 +27,21 @@ from pairgate.standalone.records import _PROBLEMS, MARKER_OPEN  # noqa: E402
 CONFIG = load_config({"PAIRGATE_CONFIG": str(ROOT / "tests" / "fixtures" / "pairgate-config.json")})
 
 
+# One session for every record, as the benchmark has always written them: the figures compare
+# the fold across changes, so its notes change only where the record format does.
+SESSION = "session-1"
+
+
 def notes(count: int, every: int) -> list[Note]:
     trail = Trail(CONFIG)
-    trail.claim("acme-lead")
+    trail.claim("acme-lead", session=SESSION)
     held_by, other = "acme-lead", "acme-review"
     while len(trail.notes) < count:
         if len(trail.notes) % every:
             trail.note("A comment in the discussion, as people write them.", author=13)
             continue
-        offer = trail.handoff(held_by, other, role="review")
-        trail.accept(other, offer, held_by)
+        offer = trail.handoff(held_by, other, role="review", session=SESSION)
+        trail.accept(other, offer, held_by, session=SESSION)
         held_by, other = other, held_by
     return trail.notes[:count]
 
