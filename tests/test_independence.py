@@ -102,6 +102,8 @@ def test_a_lead_that_claims_as_review_cannot_approve_its_own_work(
     assert "its approvals of it will not count on any door" in claimed.err
     approved = ok(approve(world, agent, "acme-review-2"))
     assert f"warning: this is a self-approval ({held}" in approved.err
+    body = world.ledger_notes()[-1]["body"]  # the issue says so by name, too
+    assert "**This is a self-approval.**" in body and f"- not independent: {held}" in body
     refused(
         world, hooks, f"is a self-approval by {agent}", f"not independent: {held}", REVIEW_AGAIN
     )

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pairgate.merge_requests import checked_sha
+from pairgate.note_text import note_text
 from pairgate.preconditions import (
     check_offer_slot,
     check_receiver,
@@ -153,25 +154,26 @@ def approve(
     against = reasons_against(
         turn.agent, {issue: ledger, **others}, mr=ref, before=None, config=config
     )
-    approve_on_gitlab(turn, bot, project, mr, sha)
-    event = write(
-        turn,
-        "approval",
-        "approve",
-        {
-            "to": to,
-            "role": "lead",
-            "sha": sha,
-            "mr": {"project": project, "iid": mr},
-            "reason": text,
-            "supersedes": supersede,
-            "not_covering": list(not_covering),
-            "self_approval": because is not None or bool(against),
-            "target_branch": found.target_branch,
-            "base_sha": found.base_sha,
-            "start_sha": found.start_sha,
-        },
+    fields = {
+        "to": to,
+        "role": "lead",
+        "sha": sha,
+        "mr": {"project": project, "iid": mr},
+        "reason": text,
+        "supersedes": supersede,
+        "not_covering": list(not_covering),
+        "self_approval": because is not None or bool(against),
+        "target_branch": found.target_branch,
+        "base_sha": found.base_sha,
+        "start_sha": found.start_sha,
+    }
+    # The issue says why by name, as every surface does.
+    said = ([because] if because else []) + list(against)
+    human = note_text(
+        {**fields, "agent": turn.agent, "event": "approve"}, cli=cli, issue=issue, reasons=said
     )
+    approve_on_gitlab(turn, bot, project, mr, sha)
+    event = write(turn, "approval", "approve", fields, human=human)
     refuse_void(turn, event)
     turn.say(
         f"{turn.agent} approves {project}!{mr} at {sha[:12]} (note {event.note_id}) and offers "
