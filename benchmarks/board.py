@@ -108,6 +108,7 @@ def file_issue(sandbox: Sandbox, session: requests.Session, n: int, notes: int) 
         agent = "acme-review" if event == "decline" else "acme-lead"
         record = {"event": event, "agent": agent, "write_id": fresh_id()}
         record |= {"session": "bench", "prev": prev, **fields}
+        record["issue"] = f"acme/tracker#{issue}"
         if event == "decline":
             record["offer"] = offer
         body, sealed = compose_note("ownership", record, f"{agent} {event}")

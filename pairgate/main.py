@@ -175,6 +175,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--supersede", type=int, metavar="NOTE_ID", help="replace this pending offer")
 
     p = command(
+        "withdraw",
+        "take back your approval: no door counts it, its offer back is voided, and the review "
+        "bot's approval is removed on GitLab",
+        parents=verb,
+        writes=True,
+    )
+    p.add_argument("issue", type=_issue)
+    p.add_argument(
+        "--approval", required=True, type=int, metavar="NOTE_ID", help="the approval's note"
+    )
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("--reason", metavar="TEXT", help="what is wrong with it, in the note")
+    group.add_argument(
+        "--reason-file", metavar="PATH", type=Path, help="read the reason from a file"
+    )
+
+    p = command(
         "merge-check",
         "is the merge request's head the commit an independent approval named?",
         parents=(verbose, json_out),
@@ -489,9 +506,9 @@ _OWN_FILE = Path(__file__).resolve()
 
 # The commands whose handler is given the GitLab client main builds (``client=``).
 _READS_GITLAB = frozenset(
-    {"claim", "handoff", "accept", "decline", "release", "approve", "merge-check", "status"}
-    | {"board", "waiting", "close", "sync", "freeze", "thaw", "identity", "graph", "watch"}
-    | {"audit", "doctor"}
+    {"claim", "handoff", "accept", "decline", "release", "approve", "withdraw", "merge-check"}
+    | {"status", "board", "waiting", "close", "sync", "freeze", "thaw", "identity", "graph"}
+    | {"watch", "audit", "doctor"}
 )
 # The one handler that uses --verbose beyond the client line main prints.
 _KEEPS_VERBOSE = frozenset({"merge-check"})
@@ -516,6 +533,10 @@ def handler_for(command: str) -> Handler:
         from pairgate.commands.approve import approve
 
         return approve
+    if command == "withdraw":
+        from pairgate.commands.withdraw import withdraw
+
+        return withdraw
     if command == "merge-check":
         from pairgate.commands.gate import merge_check
 

@@ -6,7 +6,7 @@ escaped so it can neither render as HTML nor run as a quick action.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -20,8 +20,11 @@ def _mr(record: Mapping[str, Any]) -> str:
     return f"{record['mr']['project']}!{record['mr']['iid']}"
 
 
-def note_text(record: Mapping[str, Any], *, cli: str, issue: int) -> str:
-    """The human text for a record about to be written."""
+def note_text(
+    record: Mapping[str, Any], *, cli: str, issue: int, reasons: Sequence[str] = ()
+) -> str:
+    """The human text for a record about to be written. ``reasons``: why an approval is not
+    independent, said on the issue by name."""
     r = record
     agent = f"**{r['agent']}**"
     event = r["event"]
@@ -60,6 +63,7 @@ def note_text(record: Mapping[str, Any], *, cli: str, issue: int) -> str:
         if r["self_approval"]:
             parts.append(
                 "**This is a self-approval.** It is recorded, and merge-check does not count it."
+                + "".join(f"\n\n- not independent: {why}" for why in reasons)
             )
         if r["not_covering"]:
             parts.append(
@@ -71,6 +75,11 @@ def note_text(record: Mapping[str, Any], *, cli: str, issue: int) -> str:
             )
         if r["supersedes"]:
             parts.append(f"This offer replaces the one in note {r['supersedes']}.")
+    elif event == "withdraw":
+        parts = [
+            f"{agent} withdraws its approval in note {r['approval']}: no merge gate counts it "
+            "now, and its offer back to the lead, if still pending, is void.",
+        ]
     else:
         raise ValueError(f"no text for event {event!r}")
     if r.get("reason"):

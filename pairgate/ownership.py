@@ -8,36 +8,37 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    76  errors.py: Exit codes, the error family and the run context every door is given.
-  line   155  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   308  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   528  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line   987  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1342  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1579  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1918  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1964  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2038  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2273  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2533  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  2660  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  2828  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  3054  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  3400  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  3544  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  3759  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  4187  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  4643  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  4792  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  5187  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  5268  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  5781  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6131  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  6356  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  6767  command_reader/read.py: read_command: the command reader's one entry point.
-  line  6838  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  7013  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  7349  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    77  errors.py: Exit codes, the error family and the run context every door is given.
+  line   156  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   309  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   529  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1032  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1472  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1776  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2158  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2270  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2346  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2596  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2837  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3173  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3321  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  3489  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  3716  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4103  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4247  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4462  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  4890  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5346  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5495  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  5890  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  5971  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6484  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6834  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7059  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7470  command_reader/read.py: read_command: the command reader's one entry point.
+  line  7541  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  7716  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8052  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -603,8 +604,13 @@ def _uncertain(status: int | None) -> bool:
     return status is None or status == 429 or status >= 500
 
 
-def _error(method: str, what: str, status: int | None, detail: str) -> GitLabError:
-    cls = WriteUncertain if method != "GET" and _uncertain(status) else GitLabError
+def _error(
+    method: str, what: str, status: int | None, detail: str, *, read: bool = False
+) -> GitLabError:
+    """A failed call as an error; a write (not a read: a GraphQL query is a POST that reads)
+    whose outcome is unknown is WriteUncertain."""
+    write = method != "GET" and not read
+    cls = WriteUncertain if write and _uncertain(status) else GitLabError
     answer = f"HTTP {status}" if status is not None else "no answer"
     return cls(f"pairgate: GitLab {method} {what}: {answer}: {detail}".rstrip(": "), status=status)
 
@@ -617,6 +623,12 @@ def _error_detail(response: requests.Response) -> str:
     if isinstance(body, dict):
         return str(body.get("message", body.get("error", body)))[:200]
     return str(body)[:200]
+
+
+def graphql_url(api_url: str) -> str:
+    """GitLab's GraphQL endpoint beside its REST root: ``.../api/v4`` -> ``.../api/graphql``."""
+    root = api_url.rstrip("/")
+    return root.removesuffix("/v4") + "/graphql" if root.endswith("/api/v4") else f"{root}/graphql"
 
 
 class _Https:
@@ -642,6 +654,7 @@ class _Https:
         # Named in errors: which variable gave the token and the URL, so a refusal says what
         # to set rather than only that something was refused.
         self.token_source, self.url_source, self.scope = token_source, url_source, scope
+        self.graphql_url = graphql_url(self.api_url)
         self._origin = urlsplit(self.api_url)[:2]
         self._timeout = timeout
         self._session = requests.Session()
@@ -649,6 +662,12 @@ class _Https:
         adapter = HTTPAdapter(max_retries=retry, pool_maxsize=POOL_SIZE)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
+        # A GraphQL query is a POST that only reads: retried as a read, on its own adapter
+        # (requests picks the longest matching prefix), so no REST write is ever retried.
+        methods = frozenset(retry.allowed_methods or ()) | {"POST"}
+        self._session.mount(
+            self.graphql_url, HTTPAdapter(max_retries=retry.new(allowed_methods=methods))
+        )
         self._resolve_environment()
 
     def _resolve_environment(self) -> None:
@@ -669,7 +688,7 @@ class _Https:
         return f"_Https({self.api_url!r}, token=<hidden>)"
 
     def _call(
-        self, method: str, url: str, *, params: Any = None, body: Any = None
+        self, method: str, url: str, *, params: Any = None, body: Any = None, read: bool = False
     ) -> requests.Response:
         import requests
 
@@ -679,14 +698,14 @@ class _Https:
                 method, url, params=params, json=body, timeout=self._timeout
             )
         except requests.ConnectionError as exc:
-            raise _error(method, what, None, self._unreachable(exc)) from None
+            raise _error(method, what, None, self._unreachable(exc), read=read) from None
         except requests.RequestException as exc:
-            raise _error(method, what, None, type(exc).__name__) from None
+            raise _error(method, what, None, type(exc).__name__, read=read) from None
         if response.status_code >= 400:
             detail = _error_detail(response)
             if response.status_code in (401, 403):
                 detail += self._refused_token(response.status_code)
-            raise _error(method, what, response.status_code, detail)
+            raise _error(method, what, response.status_code, detail, read=read)
         return response
 
     def _unreachable(self, exc: Exception) -> str:
@@ -730,6 +749,10 @@ class _Https:
 
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         return _decoded(self._call(method, f"{self.api_url}/{path}", body=dict(data)))
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        body = {"query": query, "variables": dict(variables)}
+        return _decoded(self._call("POST", self.graphql_url, body=body, read=True))
 
 
 def _decoded(response: requests.Response) -> Any:
@@ -779,7 +802,9 @@ class _Glab:
         host = ["--hostname", self.hostname] if self.hostname else []
         return ["glab", "api", endpoint, *flags, *host]
 
-    def _run(self, method: str, argv: list[str], stdin: str | None = None) -> str:
+    def _run(
+        self, method: str, argv: list[str], stdin: str | None = None, *, read: bool = False
+    ) -> str:
         try:
             proc = subprocess.run(
                 argv,
@@ -798,12 +823,13 @@ class _Glab:
                 f"The GitLab client)"
             ) from None
         except subprocess.TimeoutExpired:
-            raise _error(method, argv[2], None, f"glab ran past {GLAB_TIMEOUT:.0f}s") from None
+            late = f"glab ran past {GLAB_TIMEOUT:.0f}s"
+            raise _error(method, argv[2], None, late, read=read) from None
         if proc.returncode != 0:
             match = re.search(r"\(HTTP (\d{3})\)|HTTP (\d{3})", proc.stderr)
             status = int(match.group(1) or match.group(2)) if match else None
             detail = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else "glab failed"
-            raise _error(method, argv[2], status, detail)
+            raise _error(method, argv[2], status, detail, read=read)
         return proc.stdout
 
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
@@ -818,6 +844,13 @@ class _Glab:
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         flags = ("-X", method, "--input", "-", "-H", "Content-Type: application/json")
         out = self._run(method, self.argv(path, *flags), stdin=json.dumps(dict(data)))
+        return json.loads(out) if out.strip() else None
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        # ``glab api graphql`` posts to the instance's /api/graphql; the body travels on stdin.
+        flags = ("-X", "POST", "--input", "-", "-H", "Content-Type: application/json")
+        body = json.dumps({"query": query, "variables": dict(variables)})
+        out = self._run("POST", self.argv("graphql", *flags), stdin=body, read=True)
         return json.loads(out) if out.strip() else None
 
 
@@ -852,6 +885,18 @@ class GitLab:
         """The pages of a list as they arrive, so a reader can start on the first while the
         next is read."""
         return self._reader.pages(path, params)
+
+    def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> Any:
+        """One GraphQL query (POST /api/graphql) through the reader: a read, retried as GETs
+        are. Returns ``data``; GitLab answers a query it cannot run with HTTP 200 and
+        ``errors``, which raises GitLabError here (a reader fails closed, never guesses)."""
+        answer = self._reader.graphql(query, variables or {})
+        errors = answer.get("errors") if isinstance(answer, dict) else None
+        if errors or not isinstance(answer, dict) or not isinstance(answer.get("data"), dict):
+            first = errors[0].get("message") if errors and isinstance(errors[0], dict) else None
+            detail = first or f"no data in the answer: {answer!r:.120}"
+            raise GitLabError(f"pairgate: GitLab GraphQL query failed: {detail}")
+        return answer["data"]
 
     def write(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         """ONE attempt at a write. Raises WriteUncertain when it may have landed, GitLabError
@@ -993,7 +1038,11 @@ def gitlab_with_token(
 # The marker names are the record's persisted format: they never follow cli_command.
 MARKER_OPEN = "<!-- mochi-task:"
 _MARKER_LINE = re.compile(r"^<!-- mochi-task:(\S+) (.*) -->[ \t]*$", re.MULTILINE)
-RECORD_VERSION = 1
+# v2 (the version written) names the tracker issue a record belongs to inside what its digest
+# covers, so a record copied onto another issue is caught as replayed; v1 records (written before
+# that) are still read, but cannot be checked for replay. The constraint kind names no issue (a
+# clause is quoted wherever it must stand), so it stays at v1.
+RECORD_VERSION = 2
 ROLES = ("lead", "review")
 
 _SHA = {"type": "string", "pattern": "^[0-9a-f]{40}$", "description": "a full commit SHA"}
@@ -1011,8 +1060,14 @@ _MR_REF = {
         "iid": {"type": "integer", "minimum": 1},
     },
 }
+# GitLab's own reference form, group/project#iid: one string, cheap to seal and to compare.
+# The fold compares it with the issue it reads (anything else is skipped as replayed), so the
+# schema checks only that it is a string: every keyword costs every record a check.
+_ISSUE_REF = {
+    "type": "string",
+    "description": "the tracker issue the record was written on, as group/project#iid",
+}
 _COMMON: dict[str, Any] = {
-    "v": {"const": RECORD_VERSION},
     "agent": {**_AGENT, "description": "the identity that wrote the record"},
     "write_id": {
         "type": "string",
@@ -1091,8 +1146,52 @@ def constraint_id(text: str) -> str:
 # -- end of the board-wide kinds ----------------------------------------------------------------
 
 
-def _event_schema(event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
-    properties = {**_COMMON, "event": {"const": event}, **fields}
+# -- record versions ---------------------------------------------------------------------------
+# EVENT_FIELDS above is version 1. Version 2 adds ``issue`` to every kind bound to an issue, the
+# diff the reviewer saw to an approval, and the withdrawal of an approval.
+ISSUE_BOUND_KINDS = frozenset({"ownership", "approval", "freeze"})
+_BRANCH = {"type": "string", "minLength": 1, "maxLength": 255}
+_V2_ADDS: dict[str, dict[str, Any]] = {
+    "approve": {
+        "target_branch": {**_BRANCH, "description": "the branch the MR targeted when approved"},
+        "base_sha": {**_SHA, "description": "diff_refs.base_sha when approved: the merge base"},
+        "start_sha": {**_SHA, "description": "diff_refs.start_sha when approved"},
+    },
+}
+_V2_EVENTS: dict[str, dict[str, dict[str, Any]]] = {
+    "approval": {
+        "withdraw": {
+            "approval": {**_NOTE_ID, "description": "the note of the approval withdrawn"},
+            "reason": {"type": "string", "minLength": 1, "maxLength": 50_000},
+        },
+    },
+}
+# kind -> version -> event -> the fields that event adds to the common ones (all required).
+RECORD_FIELDS: dict[str, dict[int, dict[str, dict[str, Any]]]] = {
+    kind: (
+        {
+            1: events,
+            2: {
+                **{
+                    event: {"issue": _ISSUE_REF, **fields, **_V2_ADDS.get(event, {})}
+                    for event, fields in events.items()
+                },
+                **{
+                    event: {"issue": _ISSUE_REF, **fields}
+                    for event, fields in _V2_EVENTS.get(kind, {}).items()
+                },
+            },
+        }
+        if kind in ISSUE_BOUND_KINDS
+        else {1: events}
+    )
+    for kind, events in EVENT_FIELDS.items()
+}
+KIND_VERSION = {kind: max(versions) for kind, versions in RECORD_FIELDS.items()}
+
+
+def _event_schema(version: int, event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    properties = {"v": {"const": version}, **_COMMON, "event": {"const": event}, **fields}
     return {
         "type": "object",
         "additionalProperties": False,
@@ -1101,38 +1200,62 @@ def _event_schema(event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-RECORD_SCHEMAS: dict[str, dict[str, Any]] = {
-    kind: {
+def _kind_schema(kind: str) -> dict[str, Any]:
+    versions = RECORD_FIELDS[kind]
+    events = sorted({event for fields in versions.values() for event in fields})
+    return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"pairgate {kind} record",
         "description": f"The JSON inside <!-- mochi-task:{kind} ... --> in an issue note.",
         "type": "object",
-        "required": ["event"],
-        "properties": {"event": {"enum": list(events)}},
+        "required": ["v", "event"],
+        "properties": {"v": {"enum": sorted(versions)}, "event": {"enum": events}},
         "allOf": [
             {
-                "if": {"properties": {"event": {"const": event}}, "required": ["event"]},
-                "then": _event_schema(event, fields),
+                "if": {
+                    "properties": {"v": {"const": version}, "event": {"const": event}},
+                    "required": ["v", "event"],
+                },
+                "then": _event_schema(version, event, fields),
             }
-            for event, fields in events.items()
+            for version, by_event in sorted(versions.items())
+            for event, fields in by_event.items()
+        ]
+        + [  # an event that a version does not have (a v1 withdraw) is no record
+            {
+                "if": {
+                    "properties": {"v": {"const": version}, "event": {"const": event}},
+                    "required": ["v", "event"],
+                },
+                "then": False,
+            }
+            for version, by_event in sorted(versions.items())
+            for event in events
+            if event not in by_event
         ],
     }
-    for kind, events in EVENT_FIELDS.items()
+
+
+RECORD_SCHEMAS: dict[str, dict[str, Any]] = {kind: _kind_schema(kind) for kind in RECORD_FIELDS}
+KIND_OF_EVENT = {
+    event: kind
+    for kind, versions in RECORD_FIELDS.items()
+    for f in versions.values()
+    for event in f
 }
-KIND_OF_EVENT = {event: kind for kind, events in EVENT_FIELDS.items() for event in events}
 
 
-# One check per event, built once and reused: the fold checks thousands of records.
-_CHECKS: dict[tuple[str, str], SchemaCheck] = {}
+# One check per event and version, built once and reused: the fold checks thousands of records.
+_CHECKS: dict[tuple[str, int, str], SchemaCheck] = {}
 
 
-def _event_validator(kind: str, event: str) -> SchemaCheck:
-    # RECORD_SCHEMAS[kind] is this schema under an if/then on ``event``, so checking the
-    # event's own schema directly gives the same verdict without re-testing every branch.
-    check = _CHECKS.get((kind, event))
+def _event_validator(kind: str, version: int, event: str) -> SchemaCheck:
+    # RECORD_SCHEMAS[kind] is this schema under an if/then on ``v`` and ``event``, so checking
+    # the event's own schema directly gives the same verdict without re-testing every branch.
+    check = _CHECKS.get((kind, version, event))
     if check is None:
-        check = _CHECKS[kind, event] = _draft_validator(
-            _event_schema(event, EVENT_FIELDS[kind][event])
+        check = _CHECKS[kind, version, event] = _draft_validator(
+            _event_schema(version, event, RECORD_FIELDS[kind][version][event])
         )
     return check
 
@@ -1144,14 +1267,19 @@ class MalformedRecord(Exception):
 def schema_problem(kind: str, record: Any, *, decoded: bool = False) -> str | None:
     """Why ``record`` is not a valid ``kind`` record, or None when it is. ``decoded``: the
     record is json.loads's answer (see SchemaCheck)."""
-    if kind not in EVENT_FIELDS:
+    if kind not in RECORD_FIELDS:
         return f"unknown record kind {kind!r}"
     if not isinstance(record, dict):
         return "the marker JSON is not an object"
+    versions = RECORD_FIELDS[kind]
     event = record.get("event")
-    if not isinstance(event, str) or event not in EVENT_FIELDS[kind]:
+    if not isinstance(event, str) or KIND_OF_EVENT.get(event) != kind:
         return f"unknown {kind} event {event!r}"
-    check = _event_validator(kind, event)
+    version = record.get("v")
+    if type(version) is not int or event not in versions.get(version, {}):
+        known = ", ".join(str(v) for v in sorted(versions) if event in versions[v])
+        return f"schema: v: {version!r} is not a version of the {kind} {event} record ({known})"
+    check = _event_validator(kind, version, event)
     if check.accepts(record, decoded=decoded):
         return None
     authority = check.authority()
@@ -1241,7 +1369,7 @@ def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str,
     text = neutralise_quick_actions(human).strip()
     # A marker-shaped line in the text would make the note carry two markers (and be skipped).
     text = _MARKER_LINE.sub(lambda m: "&lt;" + m.group(0)[1:], text)
-    sealed = {"v": RECORD_VERSION, **{k: v for k, v in record.items() if k != "digest"}}
+    sealed = {"v": KIND_VERSION[kind], **{k: v for k, v in record.items() if k != "digest"}}
     sealed["digest"] = record_digest(kind, sealed, text)
     problem = schema_problem(kind, sealed)
     if problem:
@@ -1283,8 +1411,10 @@ def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
         raise MalformedRecord("not an object")
     # The fast check first, straight from the table (the fold's hot path); schema_problem for
     # what it does not accept, and for a check not built yet.
-    event = record.get("event")
-    check = _CHECKS.get((kind, event)) if type(event) is str else None
+    event, version = record.get("event"), record.get("v")
+    check = (
+        _CHECKS.get((kind, version, event)) if type(event) is str and type(version) is int else None
+    )
     if check is None or not check.accepts(record, decoded=True):
         problem = schema_problem(kind, record, decoded=True)
         if problem:
@@ -1430,10 +1560,27 @@ class Approval:
     to: str
     mr: MrRef
     sha: str
-    self_approval: bool
+    self_approval: bool  # by the two rules of one issue's trail; see independence.py for all
     not_covering: tuple[str, ...]
     reason: str | None = None
     self_because: str | None = None  # which self-approval rule, said in words
+    version: int = 1  # the record's: a v1 approval binds no target branch or merge base
+    target_branch: str | None = None  # what the reviewer saw (v2): the target branch
+    base_sha: str | None = None  # and diff_refs.base_sha (the merge base) ...
+    start_sha: str | None = None  # ... and start_sha, read from GitLab when approved
+    session: str = ""  # the session that wrote it
+    accepted_from: str | None = None  # who sent the offer the approver accepted
+    withdrawn_by: int | None = None  # the note of its approver's withdrawal
+    withdraw_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Someone took the issue (a claim or an accept) at ``note_id``, in ``role``."""
+
+    agent: str
+    role: str
+    note_id: int
 
 
 @quick_init
@@ -1442,7 +1589,7 @@ class Skipped:
     """A note whose marker is not part of the state, and why."""
 
     note_id: int
-    kind: str  # forged | malformed | tampered | duplicate
+    kind: str  # forged | malformed | tampered | replayed | duplicate
     reason: str
     author: str = ""
 
@@ -1489,6 +1636,56 @@ class Ledger:
     accepted_from: str | None = None  # who sent the offer the holder accepted
     freezes: tuple[Freeze, ...] = ()  # every freeze window recorded here (see section 5b)
     constraints: tuple[Constraint, ...] = ()  # every standing constraint recorded here
+    unbound: tuple[int, ...] = ()  # v1 records: they name no issue, so replay goes unseen
+
+    # The facts the independence rule reads (approvals.py), derived from the trail when first
+    # asked for, so the fold itself pays nothing for them.
+
+    @functools.cached_property
+    def holds(self) -> tuple[Hold, ...]:
+        """Every take of the issue (a claim or an accept that took effect), in note order."""
+        return tuple(
+            Hold(e.agent, str(e.record["role"]), e.note_id)
+            for e in self.trail
+            if e.void is None and e.event in ("claim", "accept")
+        )
+
+    @functools.cached_property
+    def review_offers(self) -> tuple[Offer, ...]:
+        """Every offer of a merge request for review that took effect, in note order."""
+        return tuple(
+            Offer(
+                note_id=e.note_id,
+                sender=e.agent,
+                to=e.record["to"],
+                role=e.record["role"],
+                sha=e.record["sha"],
+                mr=MrRef(e.record["mr"]["project"], e.record["mr"]["iid"]),
+                reason=e.record["reason"],
+                supersedes=e.record["supersedes"],
+            )
+            for e in self.trail
+            if e.void is None and e.event == "handoff" and e.record["role"] == "review"
+        )
+
+    @functools.cached_property
+    def sessions(self) -> tuple[tuple[str, str, int], ...]:
+        """Each (agent, session) pair on the trail, with the first note written so."""
+        first: dict[tuple[str, str], int] = {}
+        for e in self.trail:
+            first.setdefault((e.agent, str(e.record["session"])), e.note_id)
+        return tuple((agent, session, note) for (agent, session), note in first.items())
+
+    @functools.cached_property
+    def _digest_notes(self) -> dict[str, int]:
+        return {str(e.record["digest"]): e.note_id for e in self.trail}
+
+    def prev_note(self, note_id: int) -> int | None:
+        """The note the record in ``note_id`` names as its prev: the last record its writer
+        saw (None for a first record, or one whose prev names nothing here)."""
+        event = next((e for e in self.trail if e.note_id == note_id), None)
+        prev = event.record.get("prev") if event else None
+        return None if prev is None else self._digest_notes.get(str(prev))
 
     @property
     def label(self) -> str | None:
@@ -1684,11 +1881,32 @@ class _Fold:
                 self_approval=because is not None or bool(r["self_approval"]),
                 not_covering=tuple(r["not_covering"]),
                 reason=r["reason"],
-                self_because=because
-                or ("recorded so by its writer" if r["self_approval"] else None),
+                self_because=because or (WRITER_SAYS if r["self_approval"] else None),
+                version=r["v"],
+                target_branch=r.get("target_branch"),
+                base_sha=r.get("base_sha"),
+                start_sha=r.get("start_sha"),
+                session=r["session"],
+                accepted_from=self.accepted_from,
             )
         )
         self.offer = offer
+        return None
+
+    def _withdraw(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        """The approver takes an approval back: it stops counting, and the offer back to the
+        lead that it made is voided if it is still pending. Anyone may hold the issue."""
+        found = next((i for i, a in enumerate(self.approvals) if a.note_id == r["approval"]), None)
+        if found is None:
+            return f"note {r['approval']} is not an approval recorded on this issue"
+        approval = self.approvals[found]
+        if approval.approver != r["agent"]:
+            return f"the approval in note {approval.note_id} is {approval.approver}'s to withdraw"
+        if approval.withdrawn_by is not None:
+            return f"note {approval.withdrawn_by} already withdrew it"
+        self.approvals[found] = replace(approval, withdrawn_by=note_id, withdraw_reason=r["reason"])
+        if self.offer is not None and self.offer.note_id == approval.note_id:
+            self.offer = None
         return None
 
     def _answerable(self, r: Mapping[str, Any]) -> str | None:
@@ -1735,6 +1953,11 @@ class _Fold:
         return None
 
 
+# The reason an approval is a self-approval when only its writer's flag says so: approve sets
+# the flag when the independence rule finds a hand in the work, which every reader re-derives.
+WRITER_SAYS = "recorded so by its writer"
+
+
 def self_approval_rule(approver: str, to: str, accepted_from: str | None) -> str | None:
     """Why an approval is a self-approval, or None. Both rules are in docs/agent-handoff-reference.md, "The fold"."""
     if approver == to:
@@ -1751,10 +1974,13 @@ def _author(note: Note) -> str:
     return f"{note.author_username} (user {note.author_id})"
 
 
-def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
+def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
-    markers. Notes are taken in id order (GitLab's creation order)."""
+    markers. Notes are taken in id order (GitLab's creation order). ``issue`` is the tracker
+    issue the notes were read from: a record naming another is skipped as replayed."""
     authors = frozenset(config["ledger_author_user_ids"])
+    here = f"{config['tracker_project']}#{issue}"  # what a record of this issue names
+    here_folded = here.casefold()
     state = _Fold(config)
     board = _BoardFold()
     skipped: list[Skipped] = []
@@ -1766,6 +1992,7 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
     write_ids: dict[str, int] = {}
     first_of_prev: dict[str | None, int] = {}  # each prev -> the first note naming it
     more_of_prev: dict[str | None, list[int]] = {}  # a prev named by two notes or more -> them
+    unbound: list[int] = []
     head: str | None = None
     head_note: int | None = None
     for note in sorted(notes, key=_BY_ID):
@@ -1793,6 +2020,18 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
         event = record["event"]
         if KIND_OF_EVENT[event] != kind:
             skipped.append(Skipped(note_id, "malformed", "event of another kind", _author(note)))
+            continue
+        named = record.get("issue")
+        if named is None:
+            if kind in ISSUE_BOUND_KINDS:
+                unbound.append(note_id)
+        elif named != here and named.casefold() != here_folded:
+            rejected[digest] = (note_id, "replayed")
+            reason = (
+                f"it names {named}, not this issue (#{issue}): a record copied from another "
+                f"issue counts nowhere"
+            )
+            skipped.append(Skipped(note_id, "replayed", reason, _author(note)))
             continue
         write_id = record["write_id"]
         first = write_ids.get(write_id)
@@ -1835,6 +2074,7 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
         accepted_from=state.accepted_from,
         freezes=tuple(board.freezes.values()),
         constraints=tuple(board.constraints),
+        unbound=tuple(unbound),
     )
 
 
@@ -1932,7 +2172,73 @@ def read_notes(client: GitLab, config: Config, issue: int) -> list[Note]:
 
 def read_ledger(client: GitLab, config: Config, issue: int) -> Ledger:
     """The I/O edge of the fold: read the issue's notes, fold them."""
-    return fold(read_notes(client, config, issue), config=config)
+    return fold(read_notes(client, config, issue), config=config, issue=issue)
+
+
+# REST notes carry no edit time (updated_at also moves on an emoji reaction), so whether a note
+# was edited comes from GraphQL's Note.lastEditedAt. Newest first, a page at a time, until every
+# note asked about is found: the approvals that matter are usually on the last page.
+LAST_EDITED_QUERY = """
+query($path: ID!, $iid: String!, $before: String) {
+  project(fullPath: $path) {
+    issue(iid: $iid) {
+      notes(last: 100, before: $before) {
+        nodes { id lastEditedAt }
+        pageInfo { hasPreviousPage startCursor }
+      }
+    }
+  }
+}
+"""
+
+
+def note_gid_number(gid: object) -> int | None:
+    """``gid://gitlab/Note/123`` (or DiscussionNote, ...) -> 123; None for anything else."""
+    text = str(gid)
+    kind, _, number = text.removeprefix("gid://gitlab/").partition("/")
+    return (
+        int(number)
+        if text.startswith("gid://gitlab/") and kind.endswith("Note") and number.isdigit()
+        else None
+    )
+
+
+def read_last_edited(
+    client: GitLab, config: Config, wanted: Mapping[int, Iterable[int]]
+) -> dict[int, str | None]:
+    """note id -> GitLab's lastEditedAt (None: never edited) for the notes ``wanted`` names per
+    tracker issue. One GraphQL query per issue in the common case; a note GitLab does not list
+    raises GitLabError (whether it was edited is unknown, so nothing may pass on it)."""
+    found: dict[int, str | None] = {}
+    tracker = config["tracker_project"]
+    for issue, ids in wanted.items():
+        missing = set(ids)
+        before: str | None = None
+        while missing:
+            variables = {"path": tracker, "iid": str(issue), "before": before}
+            data = client.graphql(LAST_EDITED_QUERY, variables)
+            notes = ((data.get("project") or {}).get("issue") or {}).get("notes")
+            if not isinstance(notes, dict):
+                raise GitLabError(
+                    f"pairgate: GitLab GraphQL does not show {tracker}#{issue} to this token, so "
+                    f"whether its approvals were edited is unknown"
+                )
+            for node in notes.get("nodes") or ():
+                number = note_gid_number((node or {}).get("id"))
+                if number in missing:
+                    found[number] = node.get("lastEditedAt")
+                    missing.discard(number)
+            page = notes.get("pageInfo") or {}
+            if not missing or not page.get("hasPreviousPage") or not page.get("startCursor"):
+                break
+            before = page["startCursor"]
+        if missing:
+            listed = ", ".join(str(n) for n in sorted(missing))
+            raise GitLabError(
+                f"pairgate: GitLab GraphQL does not list note {listed} of {tracker}#{issue}, "
+                f"so whether it was edited is unknown"
+            )
+    return found
 
 
 def frozen_issues(client: GitLab, config: Config) -> list[int]:
@@ -1997,6 +2303,7 @@ class MergeRequestFacts:
     start_sha: str | None = None  # diff_refs: the target branch's head when the diff was made
     web_url: str = ""
     head_pipeline: Mapping[str, Any] | None = field(default=None, compare=False)
+    author_username: str = ""
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any], project: str = "") -> MergeRequestFacts:
@@ -2019,6 +2326,7 @@ class MergeRequestFacts:
             start_sha=refs.get("start_sha") or None,
             web_url=str(data.get("web_url") or ""),
             head_pipeline=data.get("head_pipeline") or None,
+            author_username=str((data.get("author") or {}).get("username") or ""),
         )
 
     @property
@@ -2221,6 +2529,20 @@ def automation_family_of(
     return None
 
 
+def author_account(
+    mr: MergeRequestFacts, families: Sequence[AutomationFamily], config: Config
+) -> str:
+    """Who opened the merge request, and whether the roster says that account is automation:
+    said out loud for an MR the gate lets out of scope on its citation alone."""
+    who = f"@{mr.author_username or '?'} (user {mr.author_id})"
+    names = [f.name for f in families if f.author_id == mr.author_id]
+    if names:
+        return f"{who}, an automation account (the roster's {', '.join(names)})"
+    if mr.author_id == config["renovate_bot_user_id"]:
+        return f"{who}, the Renovate account (renovate_bot_user_id), not in the roster"
+    return f"{who}, not an automation account: no family of the roster is authored by it"
+
+
 @dataclass(frozen=True)
 class Scope:
     in_scope: bool
@@ -2248,7 +2570,8 @@ def decide_scope(
         return Scope(
             False,
             "generic-issue-only",
-            f"it cites only the generic tracking issue {config['tracker_project']}#{generic}",
+            f"it cites only the generic tracking issue {config['tracker_project']}#{generic}; "
+            f"its author is {author_account(mr, families, config)}",
         )
     if RENOVATE_LABEL in mr.labels:
         gaps = renovate_exemption_gaps(mr, config)
@@ -2267,6 +2590,247 @@ def decide_scope(
 
 
 # end pairgate/standalone/scope.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/approvals.py
+# =============================================================================================
+
+
+def is_solo(agent: str, config: Config) -> bool:
+    """A -solo identity writes the work and reviews it: any hold by it is a hand in the work."""
+    match = identity_pattern(config).match(agent)
+    return bool(match and match.group(1) == "solo")
+
+
+def same_mr(a: MrRef | None, b: MrRef | None) -> bool:
+    return (
+        a is not None
+        and b is not None
+        and a.iid == b.iid
+        and a.project.casefold() == b.project.casefold()
+    )
+
+
+@dataclass(frozen=True)
+class Hand:
+    """An agent with a hand in the work, and the record that shows it."""
+
+    agent: str
+    issue: int
+    note_id: int
+    what: str  # "held #12 as lead", "offered acme/app!7 for review in #12"
+
+
+def hands(
+    ledgers: Mapping[int, Ledger], *, mr: MrRef | None, before: int | None, config: Config
+) -> Iterator[Hand]:
+    """Who had a hand in the work on the cited issues before note ``before`` (GitLab note ids
+    are one sequence across issues, so "before" holds across them): each lead hold, each hold
+    by a -solo identity, and each offer of ``mr`` for review."""
+    for issue, ledger in ledgers.items():
+        for hold in ledger.holds:
+            if before is not None and hold.note_id >= before:
+                continue
+            if hold.role == "lead":
+                yield Hand(hold.agent, issue, hold.note_id, f"held #{issue} as lead")
+            elif is_solo(hold.agent, config):
+                what = f"held #{issue} as {hold.role} under a -solo identity"
+                yield Hand(hold.agent, issue, hold.note_id, what)
+        for offer in ledger.review_offers:
+            if (before is None or offer.note_id < before) and (mr is None or same_mr(offer.mr, mr)):
+                what = f"offered {offer.mr} for review in #{issue}"
+                yield Hand(offer.sender, issue, offer.note_id, what)
+
+
+def session_names(agent: str, ledgers: Mapping[int, Ledger]) -> dict[str, tuple[str, int, int]]:
+    """Every other name that wrote in a session ``agent`` wrote in, on these issues: name ->
+    (the session, the issue and the first note it wrote there in it)."""
+    mine = {s for ledger in ledgers.values() for a, s, _ in ledger.sessions if a == agent}
+    found: dict[str, tuple[str, int, int]] = {}
+    for issue, ledger in ledgers.items():
+        for name, session, note in ledger.sessions:
+            if name != agent and session in mine and name not in found:
+                found[name] = (session, issue, note)
+    return found
+
+
+def reasons_against(
+    agent: str,
+    ledgers: Mapping[int, Ledger],
+    *,
+    mr: MrRef | None,
+    before: int | None,
+    config: Config,
+) -> tuple[str, ...]:
+    """Why an approval of ``mr`` by ``agent`` written at note ``before`` would not be
+    independent, by the hands in the work; () when it would be."""
+    aliases = session_names(agent, ledgers)
+    reasons: dict[str, None] = {}
+    for hand in hands(ledgers, mr=mr, before=before, config=config):
+        if hand.agent == agent:
+            reasons[f"{agent} {hand.what} (note {hand.note_id})"] = None
+        elif hand.agent in aliases:
+            session, issue, note = aliases[hand.agent]
+            reasons[
+                f"{agent} writes in session {session}, as {hand.agent} does (#{issue}, note "
+                f"{note}), and {hand.agent} {hand.what} (note {hand.note_id})"
+            ] = None
+    return tuple(reasons)
+
+
+def independence(
+    issue: int, approval: Approval, ledgers: Mapping[int, Ledger], *, config: Config
+) -> tuple[str, ...]:
+    """Every reason ``approval`` (recorded on ``issue``) is not independent, () when it is.
+    ``ledgers`` are the folds of every issue the approved merge request cites, its own among
+    them; a surface that has fewer judges by fewer (and says so)."""
+    later = reasons_against(
+        approval.approver, ledgers, mr=approval.mr, before=approval.note_id, config=config
+    )
+    said = approval.self_because
+    # The writer's own flag adds nothing when the facts it was set on are named.
+    first = (said,) if said and not (said == WRITER_SAYS and later) else ()
+    return tuple(dict.fromkeys(first + later))
+
+
+def chain_problem(approval: Approval, ledger: Ledger) -> str | None:
+    """Why the chain no longer vouches for ``approval``: a break after the last record its
+    writer saw (its prev). A fresh approval names the latest record, so it is after them all."""
+    if not ledger.breaks:
+        return None
+    saw = ledger.prev_note(approval.note_id)
+    late = next((b for b in ledger.breaks if b.note_id > (saw or 0)), None)
+    if late is None:
+        return None
+    return (
+        f"the record chain of its issue is broken at note {late.note_id} ({late.reason}), "
+        f"after the last record its writer saw" + (f" (note {saw})" if saw else "")
+    )
+
+
+def binding_problem(approval: Approval, mr: MergeRequestFacts) -> tuple[str, str] | None:
+    """(code, why) when the merge request is no longer what ``approval`` reviewed; None when it
+    is. Head first: a push voids an approval whatever else changed."""
+    if mr.head_sha is None or approval.sha != mr.head_sha:
+        head = mr.head_sha or "nothing (the merge request has no commits)"
+        return "not-at-head", f"it names {approval.sha}, but the head is now {head}"
+    if approval.version < 2:
+        return None  # a v1 record binds the head only; surfaces say so
+    if approval.target_branch != mr.target_branch:
+        return "retargeted", (
+            f"it was given while {mr.ref} targeted {approval.target_branch}, and it now targets "
+            f"{mr.target_branch or 'an unknown branch'}: the change to be merged is not the one "
+            f"reviewed"
+        )
+    if approval.base_sha != mr.base_sha:
+        return "base-moved", (
+            f"it was given on the diff from merge base {approval.base_sha}, and GitLab now diffs "
+            f"from {mr.base_sha or 'an unknown base'}: the change to be merged is not the one "
+            f"reviewed"
+        )
+    return None
+
+
+def v1_note(approval: Approval) -> str | None:
+    """What a surface says about an approval written before records bound their issue."""
+    if approval.version >= 2:
+        return None
+    return (
+        f"note {approval.note_id} is a v1 approval: it binds the head only, not the target "
+        f"branch or the merge base, and it names no issue, so it cannot be checked for replay"
+    )
+
+
+# -- the gate's judgement of one approval ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One approval naming the merge request, as the gate judged it: ``code`` "counts", or why
+    not (not-at-head, retargeted, base-moved, withdrawn, self-approval-only,
+    approval-after-break, approval-edited, edit-unknown); ``reasons`` why it is not independent
+    (empty when it is), whatever else is wrong with it."""
+
+    issue: int
+    note_id: int
+    approver: str
+    sha: str
+    code: str
+    why: str | None
+    reasons: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "issue": self.issue,
+            "note_id": self.note_id,
+            "approver": self.approver,
+            "sha": self.sha,
+            "counts": self.code == "counts",
+            "code": self.code,
+            "why": self.why,
+            "independent": not self.reasons,
+            "independence_reasons": list(self.reasons),
+        }
+
+
+def judge(
+    issue: int,
+    approval: Approval,
+    mr: MergeRequestFacts,
+    ledgers: Mapping[int, Ledger],
+    *,
+    edits: Mapping[int, str | None] | None,
+    config: Config,
+) -> Judged:
+    """Does ``approval`` (on ``issue``) count for ``mr`` now? Checks in this order: what it
+    binds (head, target, base), its withdrawal, its independence, its chain, its edit.
+    ``edits`` is GitLab's lastEditedAt per note (approvals/reads.py); None when the surface
+    did not read it (status, board): then the edit is not judged."""
+    reasons = independence(issue, approval, ledgers, config=config)
+
+    def judged(code: str, why: str | None = None) -> Judged:
+        return Judged(issue, approval.note_id, approval.approver, approval.sha, code, why, reasons)
+
+    bound = binding_problem(approval, mr)
+    if bound is not None:
+        return judged(*bound)
+    if approval.withdrawn_by is not None:
+        return judged(
+            "withdrawn",
+            f"{approval.approver} withdrew it (note {approval.withdrawn_by}): "
+            f"{approval.withdraw_reason}",
+        )
+    if reasons:
+        return judged("self-approval-only", "not independent: " + "; ".join(reasons))
+    broken = chain_problem(approval, ledgers[issue])
+    if broken is not None:
+        return judged("approval-after-break", broken)
+    if edits is not None:
+        if approval.note_id not in edits:
+            return judged("edit-unknown", "whether GitLab reports its note as edited is unknown")
+        edited = edits[approval.note_id]
+        if edited is not None:
+            return judged("approval-edited", f"GitLab reports its note as edited at {edited}")
+    return judged("counts")
+
+
+def edit_candidates(
+    mr: MergeRequestFacts, ledgers: Mapping[int, Ledger], *, config: Config
+) -> dict[int, list[int]]:
+    """issue -> the approval notes whose edit state decides the verdict: those naming ``mr``
+    that pass every other check. Only they cost a GraphQL read."""
+    wanted: dict[int, list[int]] = {}
+    for issue, ledger in ledgers.items():
+        for approval in ledger.approvals:
+            if same_mr(approval.mr, MrRef(mr.project, mr.iid)):
+                judged = judge(issue, approval, mr, ledgers, edits=None, config=config)
+                if judged.code == "counts":
+                    wanted.setdefault(issue, []).append(approval.note_id)
+    return wanted
+
+
+# end pairgate/standalone/approvals.py
 
 
 # =============================================================================================
@@ -2305,6 +2869,8 @@ class GateVerdict:
     approval_note: int | None = None
     approved_sha: str | None = None  # the commit the counting approval names (the head)
     warnings: tuple[str, ...] = ()
+    approvals: tuple[Judged, ...] = ()  # every approval naming this MR, as the gate judged it
+    author: Mapping[str, Any] | None = None  # who opened the MR, as GitLab says
 
     def as_json(self) -> dict[str, Any]:
         """merge-check --json: stable keys, documented in docs/agent-handoff-reference.md."""
@@ -2325,11 +2891,29 @@ class GateVerdict:
             "approval_note": self.approval_note,
             "approved_sha": self.approved_sha,
             "warnings": list(self.warnings),
+            "independence": self._deciding_independence(),
+            "approvals": [j.as_json() for j in self.approvals],
+            "author": dict(self.author) if self.author else None,
+        }
+
+    def _deciding_independence(self) -> dict[str, Any] | None:
+        """The independence verdict of the approval the gate's answer is about: the one that
+        passes, else the latest at the head, else the latest; None when none names the MR."""
+        if not self.approvals:
+            return None
+        at_head = [j for j in self.approvals if j.sha == self.head_sha]
+        passing = [j for j in self.approvals if j.code == "counts"]
+        judged = (passing or at_head or list(self.approvals))[-1]
+        return {
+            "note_id": judged.note_id,
+            "issue": judged.issue,
+            "independent": not judged.reasons,
+            "reasons": list(judged.reasons),
         }
 
 
 def _same_mr(ref: MrRef, mr: MergeRequestFacts) -> bool:
-    return ref.iid == mr.iid and ref.project.casefold() == mr.project.casefold()
+    return same_mr(ref, MrRef(mr.project, mr.iid))
 
 
 def ledger_warnings(tracker: str, ledgers: Mapping[int, Ledger]) -> tuple[str, ...]:
@@ -2346,6 +2930,13 @@ def ledger_warnings(tracker: str, ledgers: Mapping[int, Ledger]) -> tuple[str, .
                 f"{tracker}#{issue}: the record chain is broken at note {chain_break.note_id}: "
                 f"{chain_break.reason}"
             )
+        if ledger.unbound:
+            notes = ", ".join(str(n) for n in ledger.unbound[:5])
+            more = f" and {len(ledger.unbound) - 5} more" if len(ledger.unbound) > 5 else ""
+            lines.append(
+                f"{tracker}#{issue}: notes {notes}{more} are v1 records, written before records "
+                f"named their issue: they cannot be checked for replay"
+            )
     return tuple(lines)
 
 
@@ -2356,11 +2947,13 @@ def decide(
     cited: Sequence[int],
     ledgers: Mapping[int, Ledger],
     config: Config,
+    edits: Mapping[int, str | None],
     frozen: str | None = None,
 ) -> GateVerdict:
     """The verdict, from facts already read. ``ledgers`` holds the fold of every cited issue
-    except the generic tracking issue; ``frozen`` says why a live freeze window holds the MR
-    back (section 5b), if one does."""
+    except the generic tracking issue; ``edits`` GitLab's lastEditedAt of the notes
+    ``edit_candidates`` names (an approval whose edit state is not in it does not count);
+    ``frozen`` says why a live freeze window holds the MR back (section 5b), if one does."""
     cli, tracker = config.cli, config["tracker_project"]
 
     def verdict(**fields: Any) -> GateVerdict:
@@ -2371,6 +2964,7 @@ def decide(
             cited_issues=tuple(cited),
             scope=scope.code,
             scope_detail=scope.detail,
+            author={"id": mr.author_id, "username": mr.author_username or None},
             **fields,
         )
 
@@ -2384,9 +2978,20 @@ def decide(
             record=passed,
             approval=passed,
         )
-    warnings = ledger_warnings(tracker, ledgers)
+    judged = tuple(
+        judge(issue, a, mr, ledgers, edits=edits, config=config)
+        for issue, ledger in ledgers.items()
+        for a in ledger.approvals
+        if _same_mr(a.mr, mr)
+    )
+    warnings = ledger_warnings(tracker, ledgers) + tuple(
+        f"{tracker}#{j.issue}: {note}"
+        for j in judged
+        for note in [v1_note(_approval(ledgers, j))]
+        if note
+    )
     record = _record_check(mr, ledgers, tracker, cli)
-    approval, found = _approval_check(mr, ledgers, tracker, cli)
+    approval, found = _approval_check(mr, ledgers, judged, tracker, cli)
     if not ledgers:
         problems = [
             (
@@ -2416,7 +3021,12 @@ def decide(
         approval_note=found[1].note_id if found else None,
         approved_sha=found[1].sha if found else None,
         warnings=warnings,
+        approvals=judged,
     )
+
+
+def _approval(ledgers: Mapping[int, Ledger], judged: Judged) -> Approval:
+    return next(a for a in ledgers[judged.issue].approvals if a.note_id == judged.note_id)
 
 
 def _approve_command(cli: str, issue: object, mr: MergeRequestFacts, lead: str | None) -> str:
@@ -2465,20 +3075,18 @@ def _record_check(
 
 
 def _approval_check(
-    mr: MergeRequestFacts, ledgers: Mapping[int, Ledger], tracker: str, cli: str
+    mr: MergeRequestFacts,
+    ledgers: Mapping[int, Ledger],
+    judged: Sequence[Judged],
+    tracker: str,
+    cli: str,
 ) -> tuple[Check, tuple[int, Approval] | None]:
-    """Approval at head: an independent approval naming this MR and its head, in the ledger
-    of a cited issue. Returns the check and the (issue, approval) that passes, if any."""
-    naming = [
-        (issue, approval)
-        for issue, ledger in ledgers.items()
-        for approval in ledger.approvals
-        if _same_mr(approval.mr, mr)
-    ]
-    at_head = [(i, a) for i, a in naming if mr.head_sha is not None and a.sha == mr.head_sha]
-    independent = [(i, a) for i, a in at_head if not a.self_approval]
-    if independent:
-        issue, approval = independent[-1]
+    """Approval at head: an approval of this MR in the ledger of a cited issue that counts
+    (see ``judge``). Returns the check and the (issue, approval) that passes, if any."""
+    counting = [j for j in judged if j.code == "counts"]
+    if counting:
+        passing = counting[-1]
+        approval = _approval(ledgers, passing)
         covering = (
             f" It does not cover: {', '.join(approval.not_covering)}."
             if approval.not_covering
@@ -2488,11 +3096,11 @@ def _approval_check(
             True,
             "approved",
             f"{mr.ref} may merge: {approval.approver} approved its head {mr.head_sha} in "
-            f"{tracker}#{issue} (note {approval.note_id}).{covering} Merge exactly that commit, "
-            f"so GitLab refuses a head that moved: glab mr merge {mr.iid} -R {mr.project} "
-            f"--sha {mr.head_sha}",
-        ), (issue, approval)
-    if not naming:
+            f"{tracker}#{passing.issue} (note {approval.note_id}).{covering} Merge exactly that "
+            f"commit, so GitLab refuses a head that moved: glab mr merge {mr.iid} -R "
+            f"{mr.project} --sha {mr.head_sha}",
+        ), (passing.issue, approval)
+    if not judged:
         first = next(iter(ledgers), None)
         lead = _lead_of(ledgers[first]) if first is not None else None
         issues = ", ".join(f"{tracker}#{i}" for i in ledgers) or f"any issue of {tracker}"
@@ -2502,28 +3110,60 @@ def _approval_check(
             f"no approval in {issues} names {mr.ref}. "
             f"{_review_steps(cli, first or 'NN', mr, None, lead)}",
         ), None
-    if at_head:
-        issue, approval = at_head[-1]
-        return Check(
-            False,
-            "self-approval-only",
-            f"the only approval of {mr.ref} at its head is a self-approval by "
-            f"{approval.approver} ({tracker}#{issue}, note {approval.note_id}: "
-            f"{approval.self_because}); the gate counts "
-            f"only an approval by a different agent. Offer it for review: {cli} handoff "
-            f"{issue} --to <reviewer> --role review --sha {mr.head_sha} --mr {mr.iid} "
-            f"--mr-project {mr.project}",
-        ), None
-    issue, approval = naming[-1]
-    head = mr.head_sha or "nothing (the merge request has no commits)"
-    return Check(
-        False,
-        "not-at-head",
-        f"the approval of {mr.ref} by {approval.approver} ({tracker}#{issue}, note "
-        f"{approval.note_id}) names {approval.sha}, but the head is now {head}: a push after "
-        f"an approval voids it, and the new head needs its own review. "
-        f"{_review_steps(cli, issue, mr, approval.approver, approval.to)}",
-    ), None
+    at_head = [j for j in judged if j.code != "not-at-head"]
+    j = (at_head or list(judged))[-1]
+    approval = _approval(ledgers, j)
+    where = f"{tracker}#{j.issue}, note {j.note_id}"
+    steps = _review_steps(cli, j.issue, mr, None, approval.to)
+    if j.code == "self-approval-only":
+        message = (
+            f"the only approval of {mr.ref} at its head is a self-approval by {j.approver} "
+            f"({where}), not independent: {'; '.join(j.reasons)}. The gate counts only an "
+            f"approval by an agent with no hand in the work (it never held a cited issue as "
+            f"lead, never offered this merge request for review, and shares no session with "
+            f"one that did). Offer it for review to such an agent: {cli} handoff {j.issue} --to "
+            f"<reviewer> --role review --sha {mr.head_sha} --mr {mr.iid} --mr-project "
+            f"{mr.project}"
+        )
+    elif j.code == "not-at-head":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) "
+            f"{str(j.why).removeprefix('it ')}: a push after an "
+            f"approval voids it, and the new head needs its own review. "
+            f"{_review_steps(cli, j.issue, mr, j.approver, approval.to)}"
+        )
+    elif j.code in ("retargeted", "base-moved"):
+        what = "target branch" if j.code == "retargeted" else "merge base"
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) no longer covers it: {j.why}. "
+            f"An approval binds the head, the target branch and the merge base it reviewed; "
+            f"the {what} changed, so the head needs a review of the change as it is now "
+            f"(against {mr.target_branch or 'its target'}). {steps}"
+        )
+    elif j.code == "withdrawn":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) does not count: {j.why}. "
+            f"The head needs a fresh review. {steps}"
+        )
+    elif j.code == "approval-after-break":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) does not count: {j.why}. A "
+            f"note it relied on was deleted or rewritten, or it was posted out of order, so the "
+            f"trail cannot vouch for it. A fresh approval at the head can. {steps}"
+        )
+    elif j.code == "approval-edited":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) does not count: {j.why}. An "
+            f"approval that was edited after it was written counts for nothing, whatever it "
+            f"says now. A fresh approval at the head does. {steps}"
+        )
+    else:  # edit-unknown: the gate cannot say, so it does not pass
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) was not checked: {j.why}, and "
+            f"an approval counts only when GitLab says its note was never edited. Run "
+            f"{cli} merge-check --mr {mr.iid} --mr-project {mr.project} again."
+        )
+    return Check(False, j.code, message), None
 
 
 # end pairgate/standalone/verdict.py
@@ -2577,26 +3217,30 @@ def ledger_issues(cited: Sequence[int], config: Config) -> tuple[int, ...]:
     return tuple(issue for issue in cited if issue != generic)
 
 
-def judge(
+def judge_merge(
     mr: MergeRequestFacts,
     *,
     cited: Sequence[int],
     scope: Scope,
     ledgers: Mapping[int, Ledger],
     windows: Sequence[tuple[int, Freeze]],
+    edits: Mapping[int, str | None],
     config: Config,
     now: float,
 ) -> GateVerdict:
     """The verdict from facts already read: pure. ``ledgers`` holds the fold of every issue
     ``ledger_issues`` names (nothing, out of scope); ``windows`` every freeze window that can
-    bind the MR (those of its cited issues and of the issues labelled as holding one); ``now``
-    is when the merge is judged (live windows end by it)."""
+    bind the MR (those of its cited issues and of the issues labelled as holding one); ``edits``
+    GitLab's lastEditedAt of the approval notes that could count (an approval whose edit state
+    is missing does not count); ``now`` is when the merge is judged (live windows end by it)."""
     frozen = (
         mr_freeze_reason(windows, mr=MrRef(mr.project, mr.iid), now=now, config=config)
         if scope.in_scope
         else None
     )
-    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config, frozen=frozen)
+    return decide(
+        mr, scope=scope, cited=cited, ledgers=ledgers, config=config, edits=edits, frozen=frozen
+    )
 
 
 def gate_merge(
@@ -2608,10 +3252,11 @@ def gate_merge(
     families: Sequence[AutomationFamily] | None = None,
     now: float,
 ) -> GateVerdict:
-    """The merge gate's one verdict for ``project!iid``: reads, then ``judge`` decides.
+    """The merge gate's one verdict for ``project!iid``: reads, then ``judge_merge`` decides.
 
     Reads the group listing when the path alone does not settle it, then (in the group) the MR
-    and the ledger of every cited tracker issue. Any read error propagates as a PairgateError:
+    and the ledger of every cited tracker issue, and, for the approvals that would pass, whether
+    GitLab reports their notes as edited (GraphQL). Any read error propagates as a PairgateError:
     the gate fails closed, it never passes what it could not read. ``families`` defaults to the
     roster found beside ownership.py or the configuration; ``now`` is the run context's clock
     (freeze windows end by it).
@@ -2637,19 +3282,35 @@ def gate_merge(
     if not project_in_group(client, config, path):
         outside = MergeRequestFacts(path, int(iid), "", "", None, "", (), None)
         cited, scope = gate_scope(outside, in_group=False, config=config, families=())
-        return judge(
-            outside, cited=cited, scope=scope, ledgers={}, windows=(), config=config, now=now
+        return judge_merge(
+            outside,
+            cited=cited,
+            scope=scope,
+            ledgers={},
+            windows=(),
+            edits={},
+            config=config,
+            now=now,
         )
     mr = MergeRequestFacts.from_api(data or client.get(mr_path), project)
     cited, scope = gate_scope(mr, in_group=True, config=config, families=families)
     ledgers: dict[int, Ledger] = {}
     windows: list[tuple[int, Freeze]] = []
+    edits: dict[int, str | None] = {}
     if scope.in_scope:
         for issue in ledger_issues(cited, config):
             ledgers[issue] = read_ledger(client, config, issue)
         windows = read_freezes(client, config, known=ledgers)
-    return judge(
-        mr, cited=cited, scope=scope, ledgers=ledgers, windows=windows, config=config, now=now
+        edits = read_last_edited(client, config, edit_candidates(mr, ledgers, config=config))
+    return judge_merge(
+        mr,
+        cited=cited,
+        scope=scope,
+        ledgers=ledgers,
+        windows=windows,
+        edits=edits,
+        config=config,
+        now=now,
     )
 
 
@@ -2972,8 +3633,9 @@ def validator_main(
     if check.code == "never-approved" and check_name == "approval":
         print(
             f"passed: {verdict.project}!{verdict.iid} has no approval yet, and this job fails "
-            f"only an approval that is a self-approval or names an older head. merge-check "
-            f"and the merge hook still require an independent approval at the head.",
+            f"only an approval that does not count (not independent, or no longer what was "
+            f"reviewed). merge-check and the merge hook still require an independent approval "
+            f"at the head.",
             file=ctx.stdout,
         )
     else:
@@ -3199,12 +3861,12 @@ class LedgersAt:
         key = (issue, kept)
         if key not in self._folds:
             listed = self._notes[issue]
-            self._folds[key] = fold([listed[i] for i in kept], config=self._config)
+            self._folds[key] = fold([listed[i] for i in kept], config=self._config, issue=issue)
         return self._folds[key]
 
 
 @dataclass(frozen=True)
-class Judged:
+class MergeJudged:
     """One merged merge request and what the audit says about it."""
 
     mr: MergedMr
@@ -3231,14 +3893,17 @@ def judge_merged(
     notes: Mapping[int, NotesRead],
     frozen: Sequence[int],
     ledgers_at: LedgersAt,
-) -> Judged:
+    edits: Mapping[int, str | None],
+) -> MergeJudged:
     """merge-check's verdict on ``mr`` at the moment it merged. ``notes`` holds every issue it
-    cites and every issue in ``frozen`` (those labelled as holding a freeze window). Pure."""
+    cites and every issue in ``frozen`` (those labelled as holding a freeze window); ``edits``
+    GitLab's lastEditedAt of every approval note on them (an approval edited at any time, after
+    the merge too, is one whose reviewed text cannot be known: it does not count). Pure."""
     tracker = config["tracker_project"]
     cited, scope = gate_scope(mr.facts, in_group=True, config=config, families=families)
 
-    def judged(code: str, why: str, *, finding: bool = True, decided: bool = True) -> Judged:
-        return Judged(mr, code, finding, decided, why, scope.code, scope.detail, cited)
+    def judged(code: str, why: str, *, finding: bool = True, decided: bool = True) -> MergeJudged:
+        return MergeJudged(mr, code, finding, decided, why, scope.code, scope.detail, cited)
 
     if not scope.in_scope:
         author = mr.facts.author_id
@@ -3276,17 +3941,18 @@ def judge_merged(
         for issue in sorted(set(issues) | set(frozen))
         for window in ledgers_at.at(issue, moment).freezes
     ]
-    verdict = judge(
+    verdict = judge_merge(
         mr.facts,
         cited=cited,
         scope=scope,
         ledgers=ledgers,
         windows=windows,
+        edits=edits,
         config=config,
         now=moment,
     )
     if verdict.allowed:
-        return Judged(
+        return MergeJudged(
             mr, "approved", False, True, verdict.message, scope.code, scope.detail, cited, verdict
         )
     why = finding_reason(verdict, mr.facts, ledgers, tracker)
@@ -3298,7 +3964,7 @@ def judge_merged(
             f" (from a fork, project id {mr.source_project_id}: its pipeline ran the fork's own "
             f"CI configuration, so no gate job held it)"
         )
-    return Judged(mr, verdict.code, True, True, why, scope.code, scope.detail, cited, verdict)
+    return MergeJudged(mr, verdict.code, True, True, why, scope.code, scope.detail, cited, verdict)
 
 
 def finding_reason(
@@ -3350,15 +4016,29 @@ class AuditReport:
     since: float
     until: float
     projects: tuple[str, ...]  # the projects named, or () for every gated project
-    judged: tuple[Judged, ...]
+    judged: tuple[MergeJudged, ...]
 
     @property
-    def findings(self) -> list[Judged]:
+    def findings(self) -> list[MergeJudged]:
         return [j for j in self.judged if j.finding]
 
     @property
-    def undecided(self) -> list[Judged]:
+    def undecided(self) -> list[MergeJudged]:
         return [j for j in self.judged if not j.decided]
+
+
+def with_diff_refs(client: GitLab, merged: MergedMr) -> MergedMr:
+    """``merged`` with what GitLab's single-MR answer adds to its listing: diff_refs."""
+    path = f"projects/{encode_project(merged.facts.project)}/merge_requests/{merged.facts.iid}"
+    data = client.get(path)
+    refs = data.get("diff_refs") or {}
+    facts = replace(
+        merged.facts,
+        target_branch=str(data.get("target_branch") or merged.facts.target_branch),
+        base_sha=refs.get("base_sha") or None,
+        start_sha=refs.get("start_sha") or None,
+    )
+    return replace(merged, facts=facts)
 
 
 def audit(
@@ -3373,8 +4053,19 @@ def audit(
     """Read every merge merged since ``since``, then judge each one. Requests: the merged
     listings (a page per 100), the group's project listing (for the shared-in projects, unless
     ``projects`` are named), one listing of the issues labelled as holding a freeze window, and
-    one notes listing per issue that a gated merge request cites or that holds a window."""
+    one notes listing per issue that a gated merge request cites or that holds a window, and one
+    GraphQL read per such issue that holds approvals (whether they were edited)."""
     merged = read_merged(client, config, since=since, projects=projects or None)
+    scoped = [
+        (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
+    ]
+    # An approval binds the merge base it reviewed, and only GitLab's single-MR answer carries
+    # diff_refs (its listing leaves them out): one read per gated merge.
+    in_scope = {id(m) for m, (_, scope) in scoped if scope.in_scope}
+    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
+        merged = list(
+            pool.map(lambda m: with_diff_refs(client, m) if id(m) in in_scope else m, merged)
+        )
     scoped = [
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
     ]
@@ -3384,9 +4075,21 @@ def audit(
     notes = read_all_notes(client, config, wanted)
     readable = {i: n for i, n in notes.items() if not isinstance(n, PairgateError)}
     ledgers_at = LedgersAt(readable, config)
+    # Whether each approval note was edited: one GraphQL read per issue that holds approvals.
+    approvals = {
+        issue: [a.note_id for a in fold(listed, config=config, issue=issue).approvals]
+        for issue, listed in readable.items()
+    }
+    edits = read_last_edited(client, config, {i: ids for i, ids in approvals.items() if ids})
     judged = tuple(
         judge_merged(
-            m, config=config, families=families, notes=notes, frozen=frozen, ledgers_at=ledgers_at
+            m,
+            config=config,
+            families=families,
+            notes=notes,
+            frozen=frozen,
+            ledgers_at=ledgers_at,
+            edits=edits,
         )
         for m in merged
     )
@@ -3416,7 +4119,7 @@ def finding_key(project: str, iid: int, head: str | None) -> tuple[str, int, str
     return project.casefold(), int(iid), head or ""
 
 
-def audit_marker(finding: Judged) -> str:
+def audit_marker(finding: MergeJudged) -> str:
     facts = finding.mr.facts
     record = {
         "v": 1,
@@ -3455,7 +4158,7 @@ def filed_findings(
 
 
 def already_filed(
-    finding: Judged, filed: Mapping[tuple[str, int, str], tuple[int, float]]
+    finding: MergeJudged, filed: Mapping[tuple[str, int, str], tuple[int, float]]
 ) -> int | None:
     facts = finding.mr.facts
     hit = filed.get(finding_key(facts.project, facts.iid, facts.head_sha))
@@ -3466,7 +4169,7 @@ def already_filed(
     return hit[0]
 
 
-def audit_issue_text(finding: Judged, config: Config) -> tuple[str, str]:
+def audit_issue_text(finding: MergeJudged, config: Config) -> tuple[str, str]:
     """The title and the description of the issue that reports one finding."""
     mr = finding.mr
     facts = mr.facts
@@ -3495,7 +4198,7 @@ def audit_issue_text(finding: Judged, config: Config) -> tuple[str, str]:
 
 
 def file_findings(
-    client: GitLab, config: Config, findings: Sequence[Judged]
+    client: GitLab, config: Config, findings: Sequence[MergeJudged]
 ) -> dict[tuple[str, int], Filed]:
     """Open one tracker issue per finding not already filed; (project, iid) -> Filed. One
     listing of the AUDIT_LABEL issues, then one write per new finding. A write whose answer was
@@ -3644,7 +4347,7 @@ def run_audit(
     return Exit.REFUSED if findings else Exit.OK
 
 
-def _filed(filed: dict[tuple[str, int], Filed], finding: Judged) -> Filed | None:
+def _filed(filed: dict[tuple[str, int], Filed], finding: MergeJudged) -> Filed | None:
     return filed.get((finding.mr.facts.project, finding.mr.facts.iid))
 
 
@@ -3702,7 +4405,7 @@ def print_audit(
 def audit_json(report: AuditReport, filed: dict[tuple[str, int], Filed]) -> dict[str, Any]:
     """audit --json: stable keys, documented in docs/agent-handoff-reference.md."""
 
-    def finding(j: Judged) -> dict[str, Any]:
+    def finding(j: MergeJudged) -> dict[str, Any]:
         mr = j.mr
         done = _filed(filed, j)
         return {

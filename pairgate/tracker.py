@@ -190,6 +190,7 @@ class MrState:
     head: str | None
     state: str | None
     error: str | None = None
+    facts: MergeRequestFacts | None = None  # the whole record, when it could be read
 
 
 def read_mr_states(client: GitLab, refs: Iterable[MrRef]) -> dict[MrRef, MrState]:
@@ -200,7 +201,7 @@ def read_mr_states(client: GitLab, refs: Iterable[MrRef]) -> dict[MrRef, MrState
             mr = MergeRequestFacts.from_api(client.get(mr_path(ref.project, ref.iid)), ref.project)
         except PairgateError as exc:
             return MrState(None, None, exc.message)
-        return MrState(mr.head_sha, mr.state)
+        return MrState(mr.head_sha, mr.state, facts=mr)
 
     unique = sorted(set(refs), key=lambda r: (r.project, r.iid))
     return dict(zip(unique, pooled(one, unique), strict=True))

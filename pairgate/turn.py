@@ -25,7 +25,7 @@ from pairgate.standalone.gitlab import (
 )
 from pairgate.standalone.ledger import ROLE_LABELS, Event, Freeze, Ledger, MrRef
 from pairgate.standalone.reads import notes_path, read_freezes, read_notes
-from pairgate.standalone.records import compose_note
+from pairgate.standalone.records import ISSUE_BOUND_KINDS, compose_note
 from pairgate.tracker import issue_path, read_issue
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -111,7 +111,7 @@ def begin(
 ) -> Turn:
     agent = identity(ctx, config, as_agent)
     state = read_issue(client, config, issue)
-    ledger = fold(read_notes(client, config, issue), config=config)
+    ledger = fold(read_notes(client, config, issue), config=config, issue=issue)
     turn = Turn(ctx, config, client, issue, agent, session_id(ctx, config), state, ledger, ledger)
     if not turn.known_name(agent):
         prefix = config["agent_identity_prefix"]
@@ -139,6 +139,13 @@ def damage(ledger: Ledger) -> list[str]:
     lines = [f"note {s.note_id} skipped ({s.kind}): {s.reason}" for s in ledger.skipped]
     lines += [f"note {b.note_id} breaks the chain: {b.reason}" for b in ledger.breaks]
     lines += [f"note {n} was edited after it was written" for n in ledger.edited]
+    if ledger.unbound:
+        notes = ", ".join(str(n) for n in ledger.unbound[:5])
+        more = f" and {len(ledger.unbound) - 5} more" if len(ledger.unbound) > 5 else ""
+        lines.append(
+            f"notes {notes}{more} are v1 records, written before records named their issue: "
+            f"they cannot be checked for replay"
+        )
     return lines
 
 
@@ -159,6 +166,8 @@ def write(
         "prev": turn.ledger.head,
         **fields,
     }
+    if kind in ISSUE_BOUND_KINDS:  # inside the digest: a copy on another issue is a replay
+        record["issue"] = f"{turn.config['tracker_project']}#{turn.issue}"
     text = human if human is not None else note_text(record, cli=turn.cli, issue=turn.issue)
     body, _ = compose_note(kind, record, text)
     path = notes_path(turn.config, turn.issue)
@@ -175,7 +184,7 @@ def write(
                     f"{WRITE_ATTEMPTS} tries; nothing was recorded"
                 ) from None
     notes = read_notes(turn.client, turn.config, turn.issue)
-    turn.ledger = fold(notes, config=turn.config)
+    turn.ledger = fold(notes, config=turn.config, issue=turn.issue)
     written = turn.ledger.written(write_id)
     if written is None:
         mine = next((n for n in notes if write_id in n.body), None)

@@ -40,6 +40,7 @@ MODULES = (
     "reads.py",
     "merge_request.py",
     "scope.py",
+    "approvals.py",
     "verdict.py",
     "gate.py",
     "ci_job.py",

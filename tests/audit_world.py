@@ -10,6 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 from tests.conftest import agent_env, run_cli
+from tests.gate_trail import binds_of
 from tests.gate_world import TRACKER, World, ref
 
 
@@ -28,7 +29,7 @@ def _cited(world: World) -> tuple[int, dict[str, Any]]:
 def through_the_gate(world: World) -> tuple[dict[str, Any], str | None]:
     """Reviewed at its head; merge-check passes (as the hook and the CI job would); merged."""
     issue, mr = _cited(world)
-    world.ledger(issue).reviewed(mr["sha"], ref(mr))
+    world.ledger(issue).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
     env = agent_env(world.sandbox, "acme-lead")
     checked = run_cli(["merge-check", "--mr", str(mr["iid"]), "--mr-project", mr["project"]], env)
     assert checked.code == 0, checked.err
@@ -45,7 +46,7 @@ def by_curl_without_approval(world: World) -> tuple[dict[str, Any], str | None]:
 
 def one_push_after_approval(world: World) -> tuple[dict[str, Any], str | None]:
     issue, mr = _cited(world)
-    world.ledger(issue).reviewed(mr["sha"], ref(mr))
+    world.ledger(issue).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
     world.push(mr["project"], mr["source_branch"])
     merge(world, mr)
     return mr, "not-at-head"
@@ -53,7 +54,7 @@ def one_push_after_approval(world: World) -> tuple[dict[str, Any], str | None]:
 
 def by_a_self_approval(world: World) -> tuple[dict[str, Any], str | None]:
     issue, mr = _cited(world)
-    world.ledger(issue).solo(mr["sha"], ref(mr))
+    world.ledger(issue).solo(mr["sha"], ref(mr), binds=binds_of(mr))
     merge(world, mr)
     return mr, "self-approval-only"
 
@@ -106,7 +107,7 @@ def renovate_exempt(world: World) -> tuple[dict[str, Any], str | None]:
 def frozen_when_merged(world: World) -> tuple[dict[str, Any], str | None]:
     """Approved at its head, but merged inside a live mr: window recorded on another issue."""
     issue, mr = _cited(world)
-    world.ledger(issue).reviewed(mr["sha"], ref(mr))
+    world.ledger(issue).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
     holder = world.issue("Release window")
     argv = ["freeze", str(holder), "--scope", f"mr:{mr['project']}!{mr['iid']}"]
     froze = run_cli([*argv, "--reason", "release cut"], agent_env(world.sandbox, "acme-review"))
@@ -137,7 +138,7 @@ def approved_only_after_the_merge(world: World) -> tuple[dict[str, Any], str | N
     world.sandbox.advance_clock(60)
     offer = trail.handoff("acme-lead", "acme-review", mr["sha"], ref(mr), role="review")
     trail.accept("acme-review", offer, "acme-lead", role="review")
-    trail.approve("acme-review", "acme-lead", mr["sha"], ref(mr))
+    trail.approve("acme-review", "acme-lead", mr["sha"], ref(mr), binds_of(mr))
     return mr, "never-approved"
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pairgate.sandbox.testing import RunningSandbox
-from tests.gate_trail import Trail
+from tests.gate_trail import Trail, binds_of, resealed
 
 TRACKER = "acme/tracker"
 _branches = itertools.count(1)
@@ -25,7 +25,8 @@ class World:
         return int(self.sandbox.create_issue(title)["iid"])
 
     def ledger(self, issue: int, *, as_user: str = "agents") -> Trail:
-        return Trail(lambda body: int(self.sandbox.note(issue, body, as_user=as_user)["id"]))
+        post = lambda body: int(self.sandbox.note(issue, body, as_user=as_user)["id"])  # noqa: E731
+        return Trail(post, issue=issue)
 
     def mr(
         self,
@@ -62,6 +63,7 @@ class GateCase:
     merge_check: int
     record: int
     approval: int
+    verdict: str | None = None  # merge-check --json's verdict code, where a case pins it
 
 
 def ref(mr: dict[str, Any]) -> tuple[str, int]:
@@ -71,7 +73,7 @@ def ref(mr: dict[str, Any]) -> tuple[str, int]:
 def _reviewed(world: World, *, project: str = "acme/app", cite: str = "{tracker}#{issue}") -> Any:
     issue = world.issue()
     mr = world.mr(cite.format(tracker=TRACKER, issue=issue), project=project)
-    world.ledger(issue).reviewed(mr["sha"], ref(mr))
+    world.ledger(issue).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
     return ref(mr)
 
 
@@ -88,14 +90,14 @@ def never_approved(world: World) -> tuple[str, int]:
 def self_approval_only(world: World) -> tuple[str, int]:
     issue = world.issue()
     mr = world.mr(f"Related to {TRACKER}#{issue}")
-    world.ledger(issue).solo(mr["sha"], ref(mr))
+    world.ledger(issue).solo(mr["sha"], ref(mr), binds=binds_of(mr))
     return ref(mr)
 
 
 def approval_one_push_behind(world: World) -> tuple[str, int]:
     issue = world.issue()
     mr = world.mr(f"Related to {TRACKER}#{issue}")
-    world.ledger(issue).reviewed(mr["sha"], ref(mr))
+    world.ledger(issue).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
     world.push(mr["project"], mr["source_branch"])
     return ref(mr)
 
@@ -193,7 +195,7 @@ def tampered_approval(world: World) -> tuple[str, int]:
     issue = world.issue()
     mr = world.mr(f"Related to {TRACKER}#{issue}")
     old = mr["sha"]
-    approval = world.ledger(issue).reviewed(old, ref(mr))
+    approval = world.ledger(issue).reviewed(old, ref(mr), binds=binds_of(mr))
     new = world.push(mr["project"], mr["source_branch"])
     notes = f"/projects/acme%2Ftracker/issues/{issue}/notes/{approval}"
     body = world.sandbox.api("GET", notes)["body"]
@@ -208,14 +210,16 @@ def forged_approval(world: World) -> tuple[str, int]:
     trail.claim("acme-lead")
     forger = world.ledger(issue, as_user="reporter")
     forger.prev = trail.prev
-    forger.approve("acme-review", "acme-lead", mr["sha"], ref(mr))
+    forger.approve("acme-review", "acme-lead", mr["sha"], ref(mr), binds_of(mr))
     return ref(mr)
 
 
 def approval_of_another_mr(world: World) -> tuple[str, int]:
     issue = world.issue()
     mr = world.mr(f"Related to {TRACKER}#{issue}")
-    world.ledger(issue).reviewed(mr["sha"], (mr["project"], int(mr["iid"]) + 100))
+    world.ledger(issue).reviewed(
+        mr["sha"], (mr["project"], int(mr["iid"]) + 100), binds=binds_of(mr)
+    )
     return ref(mr)
 
 
@@ -233,10 +237,201 @@ def missing_merge_request(world: World) -> tuple[str, int]:
     return "acme/app", 999
 
 
+# -- what an approval binds: independence, the diff, the issue, the record, the withdrawal --------
+
+
+def _cited(world: World) -> tuple[int, dict[str, Any], Trail]:
+    issue = world.issue()
+    mr = world.mr(f"Related to {TRACKER}#{issue}")
+    return issue, mr, world.ledger(issue)
+
+
+def lead_reclaims_as_review(world: World) -> tuple[str, int]:
+    # The lead releases, claims the issue again as review, and approves its own work.
+    _, mr, trail = _cited(world)
+    trail.claim("acme-lead")
+    trail.release("acme-lead")
+    trail.claim("acme-lead", role="review")
+    trail.approve("acme-lead", "acme-review", mr["sha"], ref(mr), binds_of(mr))
+    return ref(mr)
+
+
+def solo_claims_as_review(world: World) -> tuple[str, int]:
+    _, mr, trail = _cited(world)
+    trail.claim("acme-solo")
+    trail.release("acme-solo")
+    trail.claim("acme-solo", role="review")
+    trail.approve("acme-solo", "acme-lead", mr["sha"], ref(mr), binds_of(mr))
+    return ref(mr)
+
+
+def role_swap(world: World) -> tuple[str, int]:
+    # The reviewer hands the issue back as review; the lead accepts and approves its own code.
+    _, mr, trail = _cited(world)
+    trail.claim("acme-lead")
+    offer = trail.handoff("acme-lead", "acme-review", mr["sha"], ref(mr), role="review")
+    trail.accept("acme-review", offer, "acme-lead", role="review")
+    back = trail.handoff("acme-review", "acme-lead", mr["sha"], ref(mr), role="review")
+    trail.accept("acme-lead", back, "acme-review", role="review")
+    trail.approve("acme-lead", "acme-review", mr["sha"], ref(mr), binds_of(mr))
+    return ref(mr)
+
+
+def laundered_through_a_second_issue(world: World) -> tuple[str, int]:
+    # The MR cites two issues: the author leads the first and approves in the second.
+    first, second = world.issue(), world.issue()
+    mr = world.mr(f"{TRACKER}#{first} and {TRACKER}#{second}")
+    world.ledger(first).claim("acme-lead")
+    other = world.ledger(second)
+    other.claim("acme-lead", role="review")
+    other.approve("acme-lead", "acme-review", mr["sha"], ref(mr), binds_of(mr))
+    return ref(mr)
+
+
+def two_names_one_session(world: World) -> tuple[str, int]:
+    _, mr, trail = _cited(world)
+    trail.sessions["acme-review"] = "gate-acme-lead"  # one session writes as both
+    trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    return ref(mr)
+
+
+def _notes_path(issue: int) -> str:
+    return f"/projects/acme%2Ftracker/issues/{issue}/notes"
+
+
+def edited_and_resealed_approval(world: World) -> tuple[str, int]:
+    # The approval note is edited onto a new, unreviewed head; its digest and the next record
+    # are re-sealed, so the chain reads clean: only GitLab's lastEditedAt tells.
+    issue, mr, trail = _cited(world)
+    approval = trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    accept = trail.accept("acme-lead", approval, "acme-review", role="lead")
+    new = world.push(mr["project"], mr["source_branch"])
+    path = f"{_notes_path(issue)}/{approval}"
+    body, digest = resealed(world.sandbox.api("GET", path)["body"], sha=new)
+    world.sandbox.api("PUT", path, json={"body": body})
+    path = f"{_notes_path(issue)}/{accept}"
+    body, _ = resealed(world.sandbox.api("GET", path)["body"], prev=digest)
+    world.sandbox.api("PUT", path, json={"body": body})
+    return ref(mr)
+
+
+def approval_before_a_deleted_note(world: World) -> tuple[str, int]:
+    # A note after the approval is deleted: the next record breaks the chain, after the last
+    # record the approval's writer saw, so the trail no longer vouches for it.
+    issue, mr, trail = _cited(world)
+    approval = trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    accept = trail.accept("acme-lead", approval, "acme-review", role="lead")
+    trail.handoff("acme-lead", "acme-review", mr["sha"], ref(mr), role="review")
+    world.sandbox.api("DELETE", f"{_notes_path(issue)}/{accept}")
+    return ref(mr)
+
+
+def retargeted_after_approval(world: World) -> tuple[str, int]:
+    # Approved while targeting staging, which already held an unreviewed commit; then
+    # retargeted to main: that commit would land on main unreviewed.
+    staging = f"staging-{next(_branches)}"
+    world.sandbox.commit(staging, {"unreviewed.txt": "nobody read this\n"})
+    feature = f"feature-{next(_branches)}"
+    world.sandbox.commit(feature, {"feature.txt": "reviewed\n"}, start_branch=staging)
+    issue = world.issue()
+    mr = {
+        **world.sandbox.create_mr(
+            feature, description=f"Related to {TRACKER}#{issue}", target_branch=staging
+        ),
+        "project": "acme/app",
+    }
+    world.ledger(issue).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    path = f"/projects/acme%2Fapp/merge_requests/{mr['iid']}"
+    world.sandbox.api("PUT", path, json={"target_branch": "main"})
+    return ref(mr)
+
+
+def merge_base_moved(world: World) -> tuple[str, int]:
+    # The approval names a merge base GitLab no longer diffs from (a force-pushed target, a
+    # retarget there and back): the change to be merged is not the one reviewed.
+    _, mr, trail = _cited(world)
+    target, _, start = binds_of(mr)
+    trail.reviewed(mr["sha"], ref(mr), binds=(target, "d" * 40, start))
+    return ref(mr)
+
+
+def target_advanced_same_base(world: World) -> tuple[str, int]:
+    # Only start_sha differs (the target branch advanced since the review): the change
+    # base..head is the one reviewed, so the approval stands.
+    _, mr, trail = _cited(world)
+    target, base, _ = binds_of(mr)
+    trail.reviewed(mr["sha"], ref(mr), binds=(target, base, "e" * 40))
+    return ref(mr)
+
+
+def replayed_from_another_issue(world: World) -> tuple[str, int]:
+    # A claim and an approval copied from another issue's notes onto the one the MR cites.
+    source, target = world.issue(), world.issue()
+    mr = world.mr(f"Related to {TRACKER}#{target}")
+    world.ledger(source).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    for note in world.sandbox.api("GET", _notes_path(source), params={"sort": "asc"}):
+        if "mochi-task" in note["body"]:
+            world.sandbox.note(target, note["body"])
+    return ref(mr)
+
+
+def withdrawn_approval(world: World) -> tuple[str, int]:
+    _, mr, trail = _cited(world)
+    approval = trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    trail.withdraw("acme-review", approval)
+    return ref(mr)
+
+
+def withdrawn_by_another_is_void(world: World) -> tuple[str, int]:
+    _, mr, trail = _cited(world)
+    approval = trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    trail.withdraw("acme-lead", approval)  # not the approver's: void, the approval stands
+    return ref(mr)
+
+
+def emoji_on_the_approval(world: World) -> tuple[str, int]:
+    # A reaction moves the note's updated_at; it is no edit, and voids nothing.
+    issue, mr, trail = _cited(world)
+    approval = trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    world.sandbox.advance_clock(60)
+    path = f"{_notes_path(issue)}/{approval}/award_emoji"
+    world.sandbox.api("POST", path, json={"name": "thumbsup"}, as_user="maintainer")
+    return ref(mr)
+
+
+def v1_approval_at_head(world: World) -> tuple[str, int]:
+    _, mr, trail = _cited(world)
+    trail.version = 1
+    trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    return ref(mr)
+
+
+def solo_then_a_second_agent(world: World) -> tuple[str, int]:
+    # The solo round: its own approval, then a handoff to a second agent, who approves.
+    _, mr, trail = _cited(world)
+    own = trail.solo(mr["sha"], ref(mr), binds=binds_of(mr))
+    trail.accept("acme-solo", own, "acme-solo", role="lead")
+    offer = trail.handoff("acme-solo", "acme-review", mr["sha"], ref(mr), role="review")
+    trail.accept("acme-review", offer, "acme-solo", role="review")
+    trail.approve("acme-review", "acme-solo", mr["sha"], ref(mr), binds_of(mr))
+    return ref(mr)
+
+
+def pushed_then_reviewed_again(world: World) -> tuple[str, int]:
+    _, mr, trail = _cited(world)
+    first = trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    trail.accept("acme-lead", first, "acme-review", role="lead")
+    head = world.push(mr["project"], mr["source_branch"])
+    offer = trail.handoff("acme-lead", "acme-review", head, ref(mr), role="review")
+    trail.accept("acme-review", offer, "acme-lead", role="review")
+    trail.approve("acme-review", "acme-lead", head, ref(mr), binds_of(mr))
+    return ref(mr)
+
+
 CASES = [
-    GateCase("approved-at-head", approved_at_head, 0, 0, 0),
+    GateCase("approved-at-head", approved_at_head, 0, 0, 0, "approved"),
     GateCase("never-approved", never_approved, 1, 0, 0),
-    GateCase("self-approval-only", self_approval_only, 1, 0, 1),
+    GateCase("self-approval-only", self_approval_only, 1, 0, 1, "self-approval-only"),
     GateCase("approval-one-push-behind", approval_one_push_behind, 1, 0, 1),
     GateCase("unclaimed-issue", unclaimed_issue, 1, 1, 0),
     GateCase("no-citation", no_citation, 1, 0, 0),
@@ -261,6 +456,39 @@ CASES = [
     GateCase("automation-family", automation_family, 0, 0, 0),
     GateCase("automation-family-look-alike", automation_family_look_alike, 1, 0, 0),
     GateCase("missing-merge-request", missing_merge_request, 2, 2, 2),
+    GateCase("lead-reclaims-as-review", lead_reclaims_as_review, 1, 0, 1, "self-approval-only"),
+    GateCase("solo-claims-as-review", solo_claims_as_review, 1, 0, 1, "self-approval-only"),
+    GateCase("role-swap", role_swap, 1, 0, 1, "self-approval-only"),
+    GateCase(
+        "laundered-through-a-second-issue",
+        laundered_through_a_second_issue,
+        1,
+        0,
+        1,
+        "self-approval-only",
+    ),
+    GateCase("two-names-one-session", two_names_one_session, 1, 0, 1, "self-approval-only"),
+    GateCase(
+        "edited-and-resealed-approval", edited_and_resealed_approval, 1, 0, 1, "approval-edited"
+    ),
+    GateCase(
+        "approval-before-a-deleted-note",
+        approval_before_a_deleted_note,
+        1,
+        0,
+        1,
+        "approval-after-break",
+    ),
+    GateCase("retargeted-after-approval", retargeted_after_approval, 1, 0, 1, "retargeted"),
+    GateCase("merge-base-moved", merge_base_moved, 1, 0, 1, "base-moved"),
+    GateCase("target-advanced-same-base", target_advanced_same_base, 0, 0, 0, "approved"),
+    GateCase("replayed-from-another-issue", replayed_from_another_issue, 1, 1, 0, "unclaimed"),
+    GateCase("withdrawn-approval", withdrawn_approval, 1, 0, 1, "withdrawn"),
+    GateCase("withdrawn-by-another-is-void", withdrawn_by_another_is_void, 0, 0, 0, "approved"),
+    GateCase("emoji-on-the-approval", emoji_on_the_approval, 0, 0, 0, "approved"),
+    GateCase("v1-approval-at-head", v1_approval_at_head, 0, 0, 0, "approved"),
+    GateCase("solo-then-a-second-agent", solo_then_a_second_agent, 0, 0, 0, "approved"),
+    GateCase("pushed-then-reviewed-again", pushed_then_reviewed_again, 0, 0, 0, "approved"),
 ]
 
 

@@ -13,7 +13,7 @@ from pairgate.standalone.config import Config
 from pairgate.standalone.errors import fresh_id
 from pairgate.standalone.fold import fold
 from pairgate.standalone.ledger import Ledger, Note
-from pairgate.standalone.records import compose_note
+from pairgate.standalone.records import ISSUE_BOUND_KINDS, compose_note
 
 AGENTS_USER = 10  # the suite configuration's ledger_author_user_ids
 MAINTAINER = 13
@@ -21,11 +21,17 @@ SHA = "a" * 40
 SHA2 = "b" * 40
 MR = {"project": "acme/app", "iid": 7}
 STAMP = "2026-01-01T00:00:00.000Z"
+BASE = "c" * 40  # the merge base (diff_refs.base_sha and start_sha) an approval records
+ISSUE = 4  # the tracker issue a Trail's records name, unless told otherwise
 
 
 class Trail:
-    def __init__(self, config: Config, *, first_id: int = 100) -> None:
+    """Records on one issue (``issue``). Each agent writes in its own session
+    (``session-<agent>``) unless a record says otherwise, as separate agents do."""
+
+    def __init__(self, config: Config, *, first_id: int = 100, issue: int = ISSUE) -> None:
         self.config = config
+        self.issue = issue
         self.notes: list[Note] = []
         self.prev: str | None = None
         self.next_id = first_id
@@ -51,10 +57,12 @@ class Trail:
             "event": event,
             "agent": agent,
             "write_id": fields.pop("write_id", None) or fresh_id(),
-            "session": "session-1",
+            "session": fields.pop("session", None) or f"session-{agent}",
             "prev": self.prev if prev is ... else prev,
             **fields,
         }
+        if kind in ISSUE_BOUND_KINDS and "issue" not in record:
+            record["issue"] = f"{self.config['tracker_project']}#{self.issue}"
         body, sealed = compose_note(kind, record, human or f"{agent} {event}")
         self.prev = sealed["digest"]
         return self.note(body, author=author)
@@ -66,9 +74,9 @@ class Trail:
         fields = {"sha": SHA, "mr": MR, "reason": None, "supersedes": None, **kw}
         return self.record("ownership", "handoff", agent, to=to, role=role, **fields)
 
-    def accept(self, agent: str, offer: Note, sender: str, role: str = "review") -> Note:
+    def accept(self, agent: str, offer: Note, sender: str, role: str = "review", **kw: Any) -> Note:
         return self.record(
-            "ownership", "accept", agent, offer=offer.id, role=role, **{"from": sender}
+            "ownership", "accept", agent, offer=offer.id, role=role, **{"from": sender}, **kw
         )
 
     def decline(self, agent: str, offer: Note, sender: str) -> Note:
@@ -86,6 +94,9 @@ class Trail:
             "not_covering": [],
             "self_approval": False,
             "role": "lead",
+            "target_branch": "main",
+            "base_sha": BASE,
+            "start_sha": BASE,
             **kw,
         }
         return self.record("approval", "approve", agent, to=to, **fields)
@@ -98,19 +109,30 @@ class Trail:
     def delete(self, note: Note) -> None:
         self.notes.remove(note)
 
+    def withdraw(self, agent: str, approval: Note, reason: str = "a bug after all") -> Note:
+        return self.record("approval", "withdraw", agent, approval=approval.id, reason=reason)
+
     def fold(self) -> Ledger:
-        return fold(self.notes, config=self.config)
+        return fold(self.notes, config=self.config, issue=self.issue)
 
 
 class Round:
     """A world for one round against the sandbox: a tracker issue, and a merge request in
     ``project`` whose description cites it. ``run`` runs the real CLI as an agent."""
 
-    def __init__(self, sandbox: Any, *, project: str = "acme/app", branch: str = "fix") -> None:
+    def __init__(
+        self,
+        sandbox: Any,
+        *,
+        project: str = "acme/app",
+        branch: str = "fix",
+        start_branch: str = "main",
+        target_branch: str = "main",
+    ) -> None:
         self.sb = sandbox
         self.project = project
         self.issue = int(sandbox.create_issue("Fix the widget")["iid"])
-        sandbox.commit(branch, {"widget.py": "x = 1\n"}, project=project)
+        sandbox.commit(branch, {"widget.py": "x = 1\n"}, project=project, start_branch=start_branch)
         self.branch = branch
         self.mr = int(
             sandbox.create_mr(
@@ -118,8 +140,32 @@ class Round:
                 project=project,
                 title="Fix the widget",
                 description=f"Related to acme/tracker#{self.issue}",
+                target_branch=target_branch,
             )["iid"]
         )
+
+    @classmethod
+    def on(cls, sandbox: Any, world: Round, issue: int) -> Round:
+        """The same merge request, seen from another tracker issue it cites."""
+        other = cls.__new__(cls)
+        other.sb, other.project, other.branch, other.mr = (
+            sandbox,
+            world.project,
+            world.branch,
+            world.mr,
+        )
+        other.issue = issue
+        return other
+
+    @staticmethod
+    def run_as(sandbox: Any, agent: str | None, *argv: Any, **env: str) -> Any:
+        from conftest import agent_env, run_cli
+
+        return run_cli([str(a) for a in argv], agent_env(sandbox, agent, **env))
+
+    def ledger_notes(self) -> list[dict[str, Any]]:
+        """The issue's notes that carry a record, oldest first."""
+        return [n for n in self.notes() if "<!-- mochi-task:" in n["body"]]
 
     def run(self, agent: str | None, *argv: Any, **env: str) -> Any:
         from conftest import agent_env, run_cli
@@ -147,7 +193,7 @@ class Round:
         return dict(self.sb.api("GET", f"/projects/acme%2Ftracker/issues/{self.issue}"))
 
     def ledger(self, config: Config) -> Ledger:
-        return fold([Note.from_api(n) for n in self.notes()], config=config)
+        return fold([Note.from_api(n) for n in self.notes()], config=config, issue=self.issue)
 
     # the steps of a round, each expected to pass
     def claimed(self, agent: str = "acme-lead") -> None:

@@ -102,6 +102,8 @@ def _fits(schema: dict[str, Any], text: str) -> bool:
 
 def valid(schema: Any, rng: Random) -> Any:
     """One instance the schema accepts (by construction; the tests check it with jsonschema)."""
+    if isinstance(schema, bool):  # ``true``: anything; a record's issue is a string
+        return "acme/tracker#4"
     if "allOf" in schema and "then" in schema["allOf"][0]:
         return valid(rng.choice(schema["allOf"])["then"], rng)
     if "const" in schema:

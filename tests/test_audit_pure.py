@@ -22,6 +22,8 @@ MERGED = {
     "description": "Related to acme/tracker#5",
     "author": {"id": 10},
     "source_branch": "fix",
+    "target_branch": "main",
+    "diff_refs": {"base_sha": "c" * 40, "start_sha": "c" * 40, "head_sha": "c" * 40},
     "labels": [],
     "sha": HEAD,
     "state": "merged",
@@ -32,6 +34,11 @@ MERGED = {
     "source_project_id": 2,
     "target_project_id": 2,
 }
+
+
+def unedited(notes: dict[int, list[Note]]) -> dict[int, str | None]:
+    """GitLab's answer for notes nobody edited: lastEditedAt null, for every note."""
+    return {n.id: None for listed in notes.values() for n in listed}
 
 
 def at(stamp: str, notes: list[Note]) -> list[Note]:
@@ -49,11 +56,11 @@ def test_only_the_notes_written_by_the_merge_count(config: Config) -> None:
     merged = MergedMr.from_api(MERGED)
     notes = {5: before + late}
     judged = judge_merged(merged, config=config, families=(), notes=notes, frozen=(),
-                          ledgers_at=LedgersAt(notes, config))  # fmt: skip
+                          ledgers_at=LedgersAt(notes, config), edits=unedited(notes))  # fmt: skip
     assert (judged.code, judged.finding, judged.decided) == ("never-approved", True, True)
     on_time = {5: before + at("2026-01-01T00:00:00.000Z", trail.notes[1:])}  # at the merge: in
     judged = judge_merged(merged, config=config, families=(), notes=on_time, frozen=(),
-                          ledgers_at=LedgersAt(on_time, config))  # fmt: skip
+                          ledgers_at=LedgersAt(on_time, config), edits=unedited(on_time))  # fmt: skip
     assert (judged.code, judged.finding) == ("approved", False)
 
 
@@ -63,14 +70,14 @@ def test_a_note_whose_time_does_not_parse_never_counts(config: Config) -> None:
     notes = {5: at("yesterday", trail.notes)}
     merged = MergedMr.from_api(MERGED)
     judged = judge_merged(merged, config=config, families=(), notes=notes, frozen=(),
-                          ledgers_at=LedgersAt(notes, config))  # fmt: skip
+                          ledgers_at=LedgersAt(notes, config), edits=unedited(notes))  # fmt: skip
     assert judged.code == "unclaimed" and "no ownership record" in judged.why
 
 
 def test_a_merge_gitlab_gives_no_time_for_is_undecided(config: Config) -> None:
     merged = MergedMr.from_api({**MERGED, "merged_at": None})
     judged = judge_merged(merged, config=config, families=(), notes={}, frozen=(),
-                          ledgers_at=LedgersAt({}, config))  # fmt: skip
+                          ledgers_at=LedgersAt({}, config), edits={})  # fmt: skip
     assert (judged.code, judged.decided, judged.finding) == ("merged-at-unknown", False, True)
 
 
@@ -111,7 +118,7 @@ def issue(
 def test_which_audit_issues_count_as_filed(config: Config) -> None:
     merged = MergedMr.from_api(MERGED)
     finding = judge_merged(merged, config=config, families=(), notes={5: []}, frozen=(),
-                           ledgers_at=LedgersAt({5: []}, config))  # fmt: skip
+                           ledgers_at=LedgersAt({5: []}, config), edits={})  # fmt: skip
     marker = audit_marker(finding)
     key = ("acme/app", 3, HEAD)
     assert filed_findings([issue(10, f"text\n{marker}\n")], config) == {key: (9, 1767312000.0)}

@@ -16,7 +16,7 @@ from tests.conftest import agent_env
 
 BOARD_KEYS = {
     "issue", "title", "state", "web_url", "holder", "role", "holder_since", "label", "offer",
-    "approval", "skipped", "breaks", "edited", "freezes", "error",
+    "approval", "skipped", "breaks", "edited", "unbound", "freezes", "error",
 }  # fmt: skip
 
 
@@ -190,7 +190,10 @@ def test_waiting_names_who_owes_the_next_move(sandbox: RunningSandbox) -> None:
     assert "released" in by[released.issue]["what"]
     assert set(by[held.issue]) == {
         "issue", "title", "agent", "owes", "what", "note_id", "since", "age_seconds",
+        "independent", "independence_reasons",
     }  # fmt: skip
+    assert by[held.issue]["independent"] is None  # no approval is waiting there
+    assert (by[back.issue]["independent"], by[back.issue]["independence_reasons"]) == (True, [])
 
 
 def test_waiting_is_sorted_by_age_and_filtered_by_agent(sandbox: RunningSandbox) -> None:

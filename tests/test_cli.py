@@ -34,6 +34,7 @@ COMMANDS = {
             "--supersede",
         },
     ),
+    "withdraw": ({"--approval"}, {"--reason", "--reason-file", "--as"}),
     "merge-check": ({"--mr", "--mr-project"}, {"--json"}),
     "audit": (set(), {"--since", "--days", "--project", "--json", "--file-issues", "--verbose"}),
     "doctor": (set(), {"--project", "--json", "--verbose"}),

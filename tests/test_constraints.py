@@ -53,7 +53,7 @@ def test_the_id_is_stable_across_renders_and_imposers() -> None:
 def test_a_rendered_clause_posted_as_a_note_folds_as_a_constraint(config) -> None:
     trail = Trail(config)
     note = trail.note(impose())
-    (constraint,) = fold(trail.notes, config=config).constraints
+    (constraint,) = fold(trail.notes, config=config, issue=trail.issue).constraints
     assert (constraint.note_id, constraint.imposer, constraint.text) == (note.id, LEAD, TEXT)
 
 

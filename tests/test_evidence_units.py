@@ -499,6 +499,7 @@ def _record() -> dict[str, Any]:
         "session": "session-1",
         "prev": None,
         "role": "lead",
+        "issue": "acme/tracker#4",
     }
 
 

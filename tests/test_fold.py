@@ -130,7 +130,7 @@ def test_eight_racing_claims_leave_the_earliest(trail: Trail) -> None:
 def test_notes_are_folded_in_id_order(trail: Trail) -> None:
     a = trail.claim(LEAD, prev=None)
     b = trail.claim(REVIEW, prev=None)
-    ledger = fold(list(reversed(trail.notes)), config=trail.config)
+    ledger = fold(list(reversed(trail.notes)), config=trail.config, issue=trail.issue)
     assert ledger.holder == LEAD and [e.note_id for e in ledger.trail] == [a.id, b.id]
 
 
@@ -249,6 +249,7 @@ def test_malformed_and_schema_invalid_records_are_skipped_with_a_reason(trail: T
             "session": "s",
             "prev": None,
             "role": "lead",
+            "issue": f"acme/tracker#{trail.issue}",
         },
         "x",
     )

@@ -1,8 +1,8 @@
 """The fold against its frozen round-1 self: field by field, the same ledger from the same notes.
 
-tests/reference_fold/ownership_6b1297e.py is ``git show 6b1297e:pairgate/ownership.py``, byte for
-byte (the reader as round 1 left it, before the fold was made fast): the oracle for "behaviour
-identical". Over generated trails (tests/trailgen.py) both folds must give equal ledgers, first
+tests/reference_fold/ownership_independence.py is the reader as the approval-independence work
+left it, byte for byte, before the fold was made fast (its records name their issue, v2): the
+oracle for "behaviour identical". Over generated trails (tests/trailgen.py) both folds must give equal ledgers, first
 fold and again (the second reads from what the first remembered)."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURE_CONFIG
+from ledgerkit import ISSUE
 from trailgen import trail
 
 from pairgate.standalone import records
@@ -24,8 +25,8 @@ from pairgate.standalone.config import load_config
 from pairgate.standalone.fold import fold
 from pairgate.standalone.ledger import Ledger, Note
 
-REFERENCE = Path(__file__).resolve().parent / "reference_fold" / "ownership_6b1297e.py"
-REFERENCE_SHA256 = "989acb026e6e02ee4ff4848e4e06a5fed780b03d13a1d97fa45657b170a2997b"
+REFERENCE = Path(__file__).resolve().parent / "reference_fold" / "ownership_independence.py"
+REFERENCE_SHA256 = "591ade3f63542f5e9af46037a35984d24dff39871423d926306b092f7867c275"
 TRAILS = 300
 
 
@@ -61,7 +62,7 @@ def compare(new: Ledger, old: Any) -> None:
     assert (new.label, new.names) == (old.label, old.names)
 
 
-def test_the_reference_is_round_ones_reader_unchanged() -> None:
+def test_the_reference_is_the_frozen_reader_unchanged() -> None:
     assert hashlib.sha256(REFERENCE.read_bytes()).hexdigest() == REFERENCE_SHA256
 
 
@@ -71,12 +72,14 @@ def test_generated_trails_fold_to_the_same_ledger(reference: ModuleType) -> None
     seen: dict[str, int] = {}
     for seed in range(TRAILS):
         notes = trail(seed, size=5 + seed % 40)
-        old = reference.fold([reference.Note.from_api(n) for n in notes], config=old_config)
+        old = reference.fold(
+            [reference.Note.from_api(n) for n in notes], config=old_config, issue=ISSUE
+        )
         ours = [Note.from_api(n) for n in notes]
         records._READS.clear()
-        first = fold(ours, config=config)
+        first = fold(ours, config=config, issue=ISSUE)
         compare(first, old)
-        compare(fold(ours, config=config), old)
+        compare(fold(ours, config=config, issue=ISSUE), old)
         for s in old.skipped:
             seen[s.kind] = seen.get(s.kind, 0) + 1
         seen["void"] = seen.get("void", 0) + sum(e.void is not None for e in old.trail)
@@ -98,12 +101,12 @@ def test_what_the_reader_remembers_is_bounded(monkeypatch: pytest.MonkeyPatch) -
     config = load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
     notes = [Note.from_api(n) for n in trail(7, size=40)]
     records._READS.clear()
-    first = fold(notes, config=config)
+    first = fold(notes, config=config, issue=ISSUE)
     assert 20 <= len(records._READS) <= 40
     monkeypatch.setattr(records, "_READS_MAX", 5)
     monkeypatch.setattr(records, "_READS_MAX_CHARS", 4000)
     records._READS.clear()
-    again = fold(notes, config=config)
+    again = fold(notes, config=config, issue=ISSUE)
     assert len(records._READS) <= 5
     assert sum(2 * len(body) for body in records._READS) <= 4000 + 2 * max(
         len(n.body) for n in notes

@@ -109,6 +109,8 @@ def test_every_door_gives_the_same_verdict(
     }
     if case.merge_check != 2:
         assert json.loads(cli.out) == json.loads(results["ownership.py"][1])
+    if case.verdict is not None:
+        assert json.loads(cli.out)["verdict"] == case.verdict, cli.out
     for name in VALIDATORS:
         code, out, err = results[name]
         if code == 1:

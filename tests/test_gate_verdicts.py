@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from pairgate.standalone.approvals import edit_candidates
 from pairgate.standalone.config import Config, load_config
 from pairgate.standalone.fold import fold
 from pairgate.standalone.gate import gate_merge
@@ -15,7 +16,7 @@ from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import decide_scope
 from pairgate.standalone.verdict import GateVerdict, decide
 from tests.conftest import FIXTURE_CONFIG
-from tests.gate_trail import Trail
+from tests.gate_trail import BASE, Trail
 
 HEAD, OLD = "b" * 40, "a" * 40
 APP = ("acme/app", 3)
@@ -28,6 +29,9 @@ MR = MergeRequestFacts(
     source_branch="fix-parser",
     labels=(),
     head_sha=HEAD,
+    target_branch="main",
+    base_sha=BASE,
+    start_sha=BASE,
 )
 
 
@@ -36,11 +40,24 @@ def config() -> Config:
     return load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
 
 
-def verdict(config: Config, trails: dict[int, Trail], mr: MergeRequestFacts = MR) -> GateVerdict:
-    ledgers = {issue: fold(trail.notes, config=config) for issue, trail in trails.items()}
+def verdict(
+    config: Config,
+    trails: dict[int, Trail],
+    mr: MergeRequestFacts = MR,
+    *,
+    edited: dict[int, str] | None = None,
+) -> GateVerdict:
+    """The gate's verdict on ``trails`` (issue -> its trail), GitLab reporting the notes in
+    ``edited`` as edited at the time given and every other note as never edited."""
+    ledgers = {
+        issue: fold(trail.notes, config=config, issue=trail.issue)
+        for issue, trail in trails.items()
+    }
     cited = tuple(trails)
     scope = decide_scope(mr, cited=cited, in_group=True, config=config, families=())
-    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config)
+    wanted = edit_candidates(mr, ledgers, config=config)
+    edits = {n: (edited or {}).get(n) for ids in wanted.values() for n in ids}
+    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config, edits=edits)
 
 
 def reviewed(sha: str = HEAD, mr: tuple[str, int] = APP) -> Trail:
@@ -103,7 +120,7 @@ def test_a_self_approval_at_head_does_not_hide_an_independent_one(
     config: Config,
 ) -> None:
     trail = reviewed()
-    solo = Trail.local()
+    solo = Trail.local(issue=6)
     solo.solo(HEAD, APP)
     assert verdict(config, {5: trail, 6: solo}).allowed
 
@@ -117,11 +134,11 @@ def test_an_unclaimed_cited_issue_fails_the_record(config: Config) -> None:
 def test_two_cited_issues_pass_on_either_approval_but_each_must_be_claimed(
     config: Config,
 ) -> None:
-    claimed = Trail.local()
+    claimed = Trail.local(issue=9)
     claimed.claim("acme-lead-9")
     both = verdict(config, {9: claimed, 5: reviewed()})
     assert both.allowed and both.approval_issue == 5
-    one_unclaimed = verdict(config, {5: reviewed(), 9: Trail.local()})
+    one_unclaimed = verdict(config, {5: reviewed(), 9: Trail.local(issue=9)})
     assert (one_unclaimed.allowed, one_unclaimed.code) == (False, "unclaimed")
     assert "acme/tracker#9" in one_unclaimed.record.message
     assert one_unclaimed.approval.ok  # the approval job alone would pass it
@@ -188,7 +205,7 @@ def test_an_mr_without_commits_has_no_head_to_approve(config: Config) -> None:
 
 def test_out_of_scope_passes_everywhere(config: Config) -> None:
     scope = decide_scope(MR, cited=(5,), in_group=False, config=config, families=())
-    result = decide(MR, scope=scope, cited=(5,), ledgers={}, config=config)
+    result = decide(MR, scope=scope, cited=(5,), ledgers={}, config=config, edits={})
     assert (result.allowed, result.in_scope, result.record.ok, result.approval.ok) == (
         True,
         False,
@@ -204,11 +221,14 @@ def test_the_json_keys_are_stable(config: Config) -> None:
         "approval",
         "approval_issue",
         "approval_note",
+        "approvals",
         "approved_by",
         "approved_sha",
+        "author",
         "cited_issues",
         "head_sha",
         "in_scope",
+        "independence",
         "message",
         "mr",
         "record",

@@ -196,3 +196,72 @@ def test_glab_missing(glab: GitLab, fp: Any) -> None:
     fp.register(["glab", fp.any()], callback=missing)
     with pytest.raises(GitLabError, match="glab is not installed"):
         glab.get("user")
+
+
+# -- GraphQL: a POST that reads ----------------------------------------------------------------
+
+QUERY = "query($path: ID!) { project(fullPath: $path) { fullPath } }"
+
+
+@pytest.mark.parametrize(
+    "fault", [{"status": 502}, {"status": 503}, {"status": 429, "retry_after": 0}, {"drop": True}]
+)
+def test_a_graphql_query_is_retried_as_a_read(
+    sandbox: Any, config: Config, fault: dict[str, Any]
+) -> None:
+    client = client_for(sandbox, config)
+    sandbox.fault(method="POST", path="^/api/graphql$", count=2, **fault)
+    data = client.graphql(QUERY, {"path": "acme/tracker"})
+    assert data == {"project": {"fullPath": "acme/tracker"}}
+    assert [r["path"] for r in sandbox.requests()] == ["/api/graphql"] * 3
+
+
+def test_a_graphql_query_that_keeps_failing_fails_closed_as_a_read(
+    sandbox: Any, config: Config
+) -> None:
+    client = client_for(sandbox, config)
+    sandbox.fault(method="POST", path="^/api/graphql$", status=500, count=10)
+    with pytest.raises(GitLabError) as failed:
+        client.graphql(QUERY, {"path": "acme/tracker"})
+    assert not isinstance(failed.value, WriteUncertain)  # nothing was written, nothing landed
+    assert "HTTP 500" in failed.value.message
+
+
+def test_the_graphql_retry_leaves_rest_writes_unretried(sandbox: Any, config: Config) -> None:
+    client = client_for(sandbox, config)
+    client.graphql(QUERY, {"path": "acme/tracker"})  # the GraphQL adapter is in place
+    sandbox.fault(method="POST", path="/notes$", status=502)
+    with pytest.raises(WriteUncertain):
+        client.write("POST", NOTES, {"body": "hello"})
+    assert len(posts(sandbox)) == 1
+
+
+def test_graphql_errors_in_a_200_answer_fail_closed(sandbox: Any, config: Config) -> None:
+    client = client_for(sandbox, config)
+    with pytest.raises(GitLabError, match=r"GraphQL query failed: .*Cannot query field 'nope'"):
+        client.graphql('{ project(fullPath: "acme/tracker") { nope } }')
+
+
+def test_the_ci_read_token_may_query(sandbox: Any, config: Config) -> None:
+    read_token = sandbox.info["users"]["agents"]["read_token"]
+    client = client_for(sandbox, config, PAIRGATE_TEST_TASK_API_TOKEN=read_token)
+    assert client.graphql(QUERY, {"path": "acme/tracker"})["project"]["fullPath"]
+
+
+def test_glab_graphql_posts_the_query_on_stdin(glab: GitLab, fp: Any) -> None:
+    seen: list[Any] = []
+    argv = ["glab", "api", "graphql", "-X", "POST", "--input", "-"]
+    fp.register(
+        [*argv, "-H", "Content-Type: application/json", "--hostname", "gl.example"],
+        stdout='{"data": {"project": null}}',
+        stdin_callable=lambda data: seen.append(data),
+    )
+    assert glab.graphql(QUERY, {"path": "a/b"}) == {"project": None}
+    assert json.loads(seen[0]) == {"query": QUERY, "variables": {"path": "a/b"}}
+
+
+def test_glab_graphql_failure_is_a_read_failure(glab: GitLab, fp: Any) -> None:
+    fp.register(["glab", fp.any()], stderr="glab: HTTP 502\n", returncode=1)
+    with pytest.raises(GitLabError) as failed:
+        glab.graphql(QUERY, {"path": "a/b"})
+    assert not isinstance(failed.value, WriteUncertain)

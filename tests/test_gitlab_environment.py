@@ -138,8 +138,7 @@ def test_a_netrc_entry_still_signs_the_calls(
 
 
 def test_the_pool_keeps_a_connection_for_each_board_reader_and_listing() -> None:
-    from pairgate.tracker import BOARD_LABELS, WORKERS
-
     from pairgate.standalone.gitlab import POOL_SIZE
+    from pairgate.tracker import BOARD_LABELS, WORKERS
 
     assert WORKERS + len(BOARD_LABELS) <= POOL_SIZE

@@ -23,6 +23,7 @@ def test_one_session_is_fine(sandbox: RunningSandbox) -> None:
         "since",
         "sessions",
         "others",
+        "names",
         "unreadable",
     }
     (entry,) = doc["sessions"]
@@ -48,8 +49,31 @@ def test_two_sessions_under_one_name_exit_1(sandbox: RunningSandbox) -> None:
 
 def test_only_the_callers_name_counts(sandbox: RunningSandbox) -> None:
     new_round(sandbox).claim()
-    result = ok(["identity", "--as", "acme-review"], agent_env(sandbox, LEAD))
+    result = ok(["identity", "--as", "acme-review"], agent_env(sandbox, "acme-review"))
     assert "Sessions that wrote as acme-review in the last 24h: none." in result.out
+    assert "This session wrote as no other name in the last 24h." in result.out
+
+
+def test_another_name_in_this_session_is_reported_and_exit_1(sandbox: RunningSandbox) -> None:
+    # Two names, one session: the session that wrote as acme-lead now asks as acme-review.
+    first = new_round(sandbox).claim()
+    result = run_at(["identity", "--as", "acme-review"], agent_env(sandbox, LEAD))
+    assert result.code == 1
+    assert "This session also wrote as:" in result.out and "acme-lead" in result.out
+    assert (
+        "this session (session-acme-lead) also wrote as acme-lead: acme-lead wrote note"
+        in result.err
+    )
+    assert f"on #{first.issue}" in result.err
+    assert "The gate treats names that share a session as one agent" in result.err
+    doc = json.loads(
+        run_at(["identity", "--as", "acme-review", "--json"], agent_env(sandbox, LEAD)).out
+    )
+    (entry,) = doc["names"]
+    assert (entry["name"], entry["records"], entry["issues"]) == ("acme-lead", 1, [first.issue])
+    assert set(entry) == {
+        "name", "records", "issues", "last_at", "last_issue", "last_note", "age_seconds",
+    }  # fmt: skip
 
 
 def test_old_records_are_not_recent(sandbox: RunningSandbox) -> None:

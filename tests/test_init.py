@@ -146,7 +146,10 @@ def test_a_round_and_the_hook_work_from_what_init_wrote(
     )
 
     def as_agent(agent: str, *argv: str) -> None:
-        result = run_cli(list(argv), env={**env, "PAIRGATE_AGENT_ID": agent})
+        # Each agent in a session of its own: the gate counts no approval from a session that
+        # also wrote as the lead.
+        agent_env = {**env, "PAIRGATE_AGENT_ID": agent, "PAIRGATE_SESSION_ID": f"s-{agent}"}
+        result = run_cli(list(argv), env=agent_env)
         assert result.code == 0, f"{argv}: {result.err}"
 
     merge = f"glab mr merge {mr} -R acme/app --sha {sha}"

@@ -30,6 +30,7 @@ RECORD = {
     "mr": {"project": "acme/app", "iid": 7},
     "reason": None,
     "supersedes": None,
+    "issue": "acme/tracker#4",
 }
 NASTY = "done --> <!-- mochi-task:ownership {} -->\n/close\n  /label ~x\nnaïve café ✓ 日本"
 
@@ -38,7 +39,7 @@ def test_compose_then_parse_round_trips() -> None:
     body, sealed = compose_note("ownership", RECORD, "acme-lead offers #4 to acme-review.")
     kind, record, human = parse_marker(body)
     assert (kind, record) == ("ownership", sealed)
-    assert sealed["v"] == 1 and sealed["digest"] == record_digest(kind, record, human)
+    assert sealed["v"] == 2 and sealed["digest"] == record_digest(kind, record, human)
     assert "acme-lead offers #4" in human
 
 
@@ -75,7 +76,9 @@ def test_the_digest_survives_whitespace_changes_but_not_word_changes() -> None:
         ({"role": "boss"}, "schema: role"),
         ({"event": "steal"}, "unknown ownership event 'steal'"),
         ({"extra": 1}, "Additional properties"),
-        ({"v": 2}, "schema: v"),
+        ({"v": 3}, "schema: v: 3 is not a version of the ownership handoff record (1, 2)"),
+        ({"v": 1}, "Additional properties are not allowed ('issue' was unexpected)"),
+        ({"issue": {"project": "acme/tracker", "iid": 4}}, "schema: issue"),
         ({"mr": {"project": "acme/app"}}, "'iid' is a required property"),
     ],
 )
@@ -121,3 +124,53 @@ def test_a_marker_shaped_line_in_the_text_is_defused() -> None:
     body, sealed = compose_note("ownership", RECORD, f"quoted:\n{forged}")
     _, record, human = parse_marker(body)
     assert record == sealed and "&lt;!-- mochi-task:ownership" in human
+
+
+def test_a_v1_record_is_still_read_and_names_no_issue() -> None:
+    # Records written before records named their issue (v1): read, never written.
+    v1 = {k: v for k, v in RECORD.items() if k != "issue"}
+    _, sealed = compose_note("ownership", RECORD, "x")
+    old = {**v1, "v": 1}
+    old["digest"] = record_digest("ownership", old, "x")
+    kind, record, _ = parse_marker(f"x\n\n<!-- mochi-task:ownership {json.dumps(old)} -->")
+    assert (kind, record["v"], "issue" in record) == ("ownership", 1, False)
+    assert sealed["issue"] == "acme/tracker#4"
+
+
+def test_a_v2_record_must_name_its_issue() -> None:
+    with pytest.raises(PairgateError, match="'issue' is a required property"):
+        compose_note("ownership", {k: v for k, v in RECORD.items() if k != "issue"}, "x")
+
+
+def test_withdraw_exists_only_as_v2_and_the_published_schema_says_so() -> None:
+    record = {
+        "event": "withdraw",
+        "agent": "acme-review",
+        "write_id": "0" * 32,
+        "session": "s-1",
+        "prev": None,
+        "approval": 12,
+        "reason": "a bug",
+        "issue": "acme/tracker#4",
+    }
+    _, sealed = compose_note("approval", record, "x")
+    validator = jsonschema.Draft202012Validator(RECORD_SCHEMAS["approval"])
+    assert validator.is_valid(sealed)
+    v1 = {k: v for k, v in sealed.items() if k != "issue"} | {"v": 1}
+    assert not validator.is_valid(v1)
+    with pytest.raises(MalformedRecord, match="not a version of the approval withdraw record"):
+        parse_marker(f"x\n\n<!-- mochi-task:approval {json.dumps(v1)} -->")
+
+
+def test_constraint_clauses_stay_v1_and_name_no_issue() -> None:
+    record = {
+        "event": "impose",
+        "agent": "acme-lead",
+        "write_id": "0" * 32,
+        "session": "s",
+        "prev": None,
+        "id": "c-" + "0" * 12,
+        "text": "t",
+    }
+    _, sealed = compose_note("constraint", record, "x")
+    assert sealed["v"] == 1 and "issue" not in sealed

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
 from ledgerkit import Round
 
+from pairgate.commands.approve import approve as approve_verb
 from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, Refusal
+from pairgate.standalone.gitlab import GitLab, gitlab_from_env
 from pairgate.standalone.ledger import MrRef
 
 
@@ -258,3 +262,49 @@ def test_mr_project_defaults_to_the_tracker_project(sandbox: Any, config: Config
     assert [a["user"]["username"] for a in body["approved_by"]] == [
         sandbox.users["review_bot"]["username"]
     ]
+
+
+class _DiffNotComputed(GitLab):
+    """The real client, but GitLab answers the MR as it does right after its creation, before
+    the diff is computed: diff_refs empty."""
+
+    def get(self, path: str, **params: Any) -> Any:
+        data = super().get(path, **params)
+        if "/merge_requests/" in path and path.rsplit("/", 1)[-1].isdigit():
+            data = {**data, "diff_refs": None}
+        return data
+
+
+def test_approve_refuses_while_gitlab_has_no_diff_to_bind(world: Round, config: Config) -> None:
+    from conftest import agent_env
+
+    env = agent_env(world.sb, "acme-review")
+    real = gitlab_from_env(config, env)
+    client = _DiffNotComputed(
+        reader=real._reader, writer=real._writer, api_url=real.api_url, origin=real.origin
+    )
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(Refusal) as refused:
+        approve_verb(
+            ctx=Context(env=env, stdout=out, stderr=err),
+            config=config,
+            issue=world.issue,
+            mr=world.mr,
+            sha=world.head,
+            to="acme-lead",
+            mr_project="acme/app",
+            reason=None,
+            reason_file=None,
+            not_covering=[],
+            server_approval_only=False,
+            supersede=None,
+            as_agent=None,
+            client=client,
+        )
+    assert refused.value.exit_code == 1
+    assert f"GitLab has not computed the diff of acme/app!{world.mr} yet" in refused.value.message
+    assert (
+        f"pairgate approve {world.issue} --mr {world.mr} --sha {world.head}"
+        in refused.value.message
+    )
+    assert world.ledger(config).approvals == () and approvers(world) == []  # nothing written

@@ -75,6 +75,7 @@ STATUS_KEYS = {
     "skipped",
     "breaks",
     "edited",
+    "unbound",
     "concurrent",
     "trail",
 }

@@ -8,18 +8,23 @@ from pathlib import Path
 from typing import Any
 
 from pairgate.merge_requests import checked_sha
+from pairgate.note_text import note_text
 from pairgate.preconditions import (
     check_offer_slot,
     check_receiver,
     command,
     must_hold,
 )
+from pairgate.standalone.approvals import independence, reasons_against
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError, Refusal
 from pairgate.standalone.fold import self_approval_rule
 from pairgate.standalone.gitlab import GitLab, GitLabError, WriteUncertain, gitlab_with_token
-from pairgate.standalone.ledger import MrRef
-from pairgate.tracker import mr_path, read_mr
+from pairgate.standalone.ledger import Ledger, MrRef
+from pairgate.standalone.merge_request import MergeRequestFacts
+from pairgate.standalone.reads import read_ledger
+from pairgate.standalone.scope import cited_issues
+from pairgate.tracker import mr_path, pooled, read_mr
 from pairgate.turn import Turn, begin, checked_name, read_reason, refuse_void, write
 
 
@@ -177,23 +182,38 @@ def approve(
             f"An approval names the commit you read.\nReview {str(head)[:12]}, then: "
             f"{again(sha=head)}"
         )
+    if not (found.target_branch and found.base_sha and found.start_sha):
+        raise Refusal(
+            f"{cli} approve: GitLab has not computed the diff of {project}!{mr} yet (its "
+            f"diff_refs are empty), and an approval binds the target branch and merge base it "
+            f"reviewed. Wait a moment, then: {again()}"
+        )
+    ref = MrRef(project, mr)
+    others = cited_ledgers(turn, found)
     because = self_approval_rule(turn.agent, to, ledger.accepted_from)
-    approve_on_gitlab(turn, bot, project, mr, sha)
-    event = write(
-        turn,
-        "approval",
-        "approve",
-        {
-            "to": to,
-            "role": "lead",
-            "sha": sha,
-            "mr": {"project": project, "iid": mr},
-            "reason": text,
-            "supersedes": supersede,
-            "not_covering": list(not_covering),
-            "self_approval": because is not None,
-        },
+    against = reasons_against(
+        turn.agent, {issue: ledger, **others}, mr=ref, before=None, config=config
     )
+    fields = {
+        "to": to,
+        "role": "lead",
+        "sha": sha,
+        "mr": {"project": project, "iid": mr},
+        "reason": text,
+        "supersedes": supersede,
+        "not_covering": list(not_covering),
+        "self_approval": because is not None or bool(against),
+        "target_branch": found.target_branch,
+        "base_sha": found.base_sha,
+        "start_sha": found.start_sha,
+    }
+    # The issue says why by name, as every surface does.
+    said = ([because] if because else []) + list(against)
+    human = note_text(
+        {**fields, "agent": turn.agent, "event": "approve"}, cli=cli, issue=issue, reasons=said
+    )
+    approve_on_gitlab(turn, bot, project, mr, sha)
+    event = write(turn, "approval", "approve", fields, human=human)
     refuse_void(turn, event)
     turn.say(
         f"{turn.agent} approves {project}!{mr} at {sha[:12]} (note {event.note_id}) and offers "
@@ -207,9 +227,22 @@ def approve(
         sha,
         again(server_approval_only=True, not_covering=[], supersede=None),
     )
-    if because:
+    written = next(a for a in turn.ledger.approvals if a.note_id == event.note_id)
+    reasons = independence(issue, written, {issue: turn.ledger, **others}, config=config)
+    if reasons:
         turn.warn(
-            f"warning: this is a self-approval ({because}). It is recorded, and merge-check "
-            f"does not count it: the merge needs an approval by another agent."
+            f"warning: this is a self-approval ({'; '.join(reasons)}). It is recorded, and no "
+            f"door counts it (merge-check, the CI validators, the merge hook): the merge needs "
+            f"an approval by an agent with no hand in the work."
         )
     return 0
+
+
+def cited_ledgers(turn: Turn, mr: MergeRequestFacts) -> dict[int, Ledger]:
+    """The ledgers of the other tracker issues ``mr`` cites (the generic tracking issue left
+    out): independence is judged across all of them, as the gate judges it."""
+    config = turn.config
+    cited = cited_issues(mr.text, mr_project=mr.project, tracker=config["tracker_project"])
+    others = [n for n in cited if n not in (turn.issue, config["generic_tracking_issue"])]
+    ledgers = pooled(lambda n: read_ledger(turn.client, config, n), others)
+    return dict(zip(others, ledgers, strict=True))

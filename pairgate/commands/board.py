@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from pairgate import output
-from pairgate.commands.status import approval_status, mr_doc, offer_doc
+from pairgate.approval_view import approval_state, scope_for, with_cited
+from pairgate.commands.status import mr_doc, offer_doc
 from pairgate.gate_runs import gate_run
 from pairgate.output import Cell, Style
+from pairgate.standalone.approvals import independence
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit
 from pairgate.standalone.gitlab import GitLab
@@ -57,27 +59,38 @@ def issue_doc(
     read: IssueRead,
     mrs: dict[MrRef, MrState],
     now: float,
-    gates: dict[int, dict[str, Any]] | None = None,
+    *,
+    config: Config,
+    ledgers: dict[int, Ledger] | None = None,
 ) -> dict[str, Any]:
-    """One issue's board entry. Pure. ``gates``: the gate_runs document of each latest
-    approval at its head, by note id."""
+    """One issue's board entry. Pure. ``ledgers`` are the folds of the issues the approved
+    merge requests cite (the independence rule judges across them); without them, this
+    issue's own."""
     ledger = read.ledger or Ledger()
     labels = sorted(label for label in read.labels if label in ROLE_LABELS)
     approval = None
     if ledger.approvals:
         last = ledger.approvals[-1]
-        head = mrs.get(last.mr, MrState(None, None)).head
+        found = mrs.get(last.mr, MrState(None, None))
+        known = {**(ledgers or {}), read.iid: ledger}
+        reasons = independence(
+            read.iid, last, scope_for(read.iid, found.facts, known, config), config=config
+        )
+        status, why = approval_state(last, ledger, found.facts, reasons)
         approval = {
             "note_id": last.note_id,
             "approver": last.approver,
             "to": last.to,
             "mr": mr_doc(last.mr),
             "sha": last.sha,
-            "mr_head": head,
-            "status": approval_status(last, head),
+            "mr_head": found.head,
+            "status": status,
+            "why": why,
             "self_approval": last.self_approval,
+            "independent": not reasons,
+            "independence_reasons": list(reasons),
+            "withdrawn_by": last.withdrawn_by,
             **_when(ledger, last.note_id, now),
-            "gate": (gates or {}).get(last.note_id),
         }
     offer = ledger.offer
     return {
@@ -106,6 +119,7 @@ def issue_doc(
         ],
         "breaks": [{"note_id": b.note_id, "reason": b.reason} for b in ledger.breaks],
         "edited": list(ledger.edited),
+        "unbound": list(ledger.unbound),
         "freezes": [freeze_doc(read.iid, w, now) for w in ledger.freezes],
         "error": read.error,
     }
@@ -117,9 +131,9 @@ def board_doc(
     mrs: dict[MrRef, MrState],
     now: float,
     closed: bool,
-    gates: dict[int, dict[str, Any]] | None = None,
+    ledgers: dict[int, Ledger] | None = None,
 ) -> dict[str, Any]:
-    issues = [issue_doc(r, mrs, now, gates) for r in reads]
+    issues = [issue_doc(r, mrs, now, config=config, ledgers=ledgers) for r in reads]
     return {
         "tracker_project": config["tracker_project"],
         "now": output.iso(now),
@@ -133,25 +147,30 @@ def read_board(ctx: Context, config: Config, client: GitLab, *, closed: bool) ->
     labels = (*BOARD_LABELS, CLOSED_LABEL) if closed else BOARD_LABELS
     reads = read_labelled(client, config, closed=closed, labels=labels)
     mrs = read_mr_states(client, latest_approval_refs(reads))
-    return board_doc(config, reads, mrs, ctx.now(), closed, latest_gates(client, reads, mrs))
+    known = {r.iid: r.ledger for r in reads if r.ledger is not None}
+    ledgers = with_cited(client, config, known, (m.facts for m in mrs.values()))
+    doc = board_doc(config, reads, mrs, ctx.now(), closed, ledgers)
+    add_gate_runs(client, reads, doc)
+    return doc
 
 
-def latest_gates(
-    client: GitLab, reads: list[IssueRead], mrs: dict[MrRef, MrState]
-) -> dict[int, dict[str, Any]]:
-    """The gate_runs document of each issue's latest approval when it is at its head."""
+def add_gate_runs(client: GitLab, reads: list[IssueRead], doc: dict[str, Any]) -> None:
+    """Each issue's latest approval, when it is at its head, gets ``gate``: has the head's
+    pipeline run the gate since the approval (the gate_runs document); otherwise null."""
+    ledgers = {r.iid: r.ledger for r in reads if r.ledger is not None}
     wanted = []
-    for read in reads:
-        if read.ledger and read.ledger.approvals:
-            last = read.ledger.approvals[-1]
-            head = mrs.get(last.mr, MrState(None, None)).head
-            if approval_status(last, head) == "at-head":
-                at = next(
-                    (e.created_at for e in read.ledger.trail if e.note_id == last.note_id), None
-                )
-                wanted.append((last, at))
-    found = pooled(lambda pair: gate_run(client, pair[0].mr, pair[0].sha, pair[1]), wanted)
-    return {last.note_id: gate for (last, _), gate in zip(wanted, found, strict=True)}
+    for entry in doc["issues"]:
+        approval = entry.get("approval")
+        if approval:
+            approval["gate"] = None
+            ledger = ledgers.get(entry["issue"])
+            if approval["status"] == "at-head" and ledger is not None:
+                last = next(a for a in ledger.approvals if a.note_id == approval["note_id"])
+                at = next((e.created_at for e in ledger.trail if e.note_id == last.note_id), None)
+                wanted.append((approval, last, at))
+    found = pooled(lambda w: gate_run(client, w[1].mr, w[1].sha, w[2]), wanted)
+    for (approval, _, _), gate in zip(wanted, found, strict=True):
+        approval["gate"] = gate
 
 
 # -- the terminal -----------------------------------------------------------------------------
@@ -172,9 +191,6 @@ def _offer_cell(offer: dict[str, Any] | None) -> Cell:
     return (f"-> {offer['to']} as {offer['role']}, {age}", "blue")
 
 
-_APPROVAL_COLOUR = {"at-head": "green", "stale": "yellow", "self": "red", "unknown": "yellow"}
-
-
 _GATE_WORD = {
     "none": "gate not run",
     "no-gate-job": "no gate job",
@@ -184,19 +200,34 @@ _GATE_WORD = {
     "unknown": "gate unknown",
 }
 
+_APPROVAL_COLOUR = {
+    "at-head": "green",
+    "stale": "yellow",
+    "self": "red",
+    "unknown": "yellow",
+    "withdrawn": "yellow",
+    "retargeted": "red",
+    "base-moved": "red",
+    "after-break": "red",
+}
+
 
 def _approval_cell(approval: dict[str, Any] | None) -> Cell:
     if approval is None:
         return ("-", "dim")
     status, who = approval["status"], approval["approver"]
-    gate = approval.get("gate")
     text = {
         "at-head": f"{who} @{output.short(approval['sha'])} at head",
         "stale": f"{who} @{output.short(approval['sha'])} STALE (head "
         f"{output.short(approval['mr_head'])})",
         "self": f"{who} @{output.short(approval['sha'])} SELF-APPROVAL",
         "unknown": f"{who} @{output.short(approval['sha'])} (head unknown)",
+        "withdrawn": f"{who} @{output.short(approval['sha'])} WITHDRAWN",
+        "retargeted": f"{who} @{output.short(approval['sha'])} RETARGETED",
+        "base-moved": f"{who} @{output.short(approval['sha'])} BASE MOVED",
+        "after-break": f"{who} @{output.short(approval['sha'])} AFTER A BREAK",
     }[status]
+    gate = approval.get("gate")
     if gate:
         text += f", {_GATE_WORD[gate['state']]}"
         if gate["state"] != "passed":
@@ -269,6 +300,14 @@ def board_text(doc: dict[str, Any], style: Style) -> str:
             f"#{n}: note {b['note_id']} breaks the chain: {b['reason']}" for b in i["breaks"]
         ]
         details += [f"#{n}: note {e} was edited after it was written" for e in i["edited"]]
+        approval = i["approval"]
+        if approval and approval["why"] and approval["status"] not in ("stale", "at-head"):
+            details.append(f"#{n}: the approval in note {approval['note_id']}: {approval['why']}")
+        if i["unbound"]:
+            details.append(
+                f"#{n}: {len(i['unbound'])} v1 record(s), written before records named their "
+                f"issue: they cannot be checked for replay"
+            )
         if not i["label"]["in_step"] and not i["error"]:
             actual = ", ".join(i["label"]["actual"]) or "none"
             details.append(

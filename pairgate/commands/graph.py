@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pairgate.output import clip, dump, short
+from pairgate.standalone.approvals import independence
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit
 from pairgate.standalone.gitlab import GitLab
@@ -32,13 +33,23 @@ class Step:
 
 
 def _approval_mark(
-    ledger: Ledger, event: Event, mrs: dict[MrRef, MrState]
+    ledger: Ledger,
+    event: Event,
+    mrs: dict[MrRef, MrState],
+    judged: tuple[Config, int] | None,
 ) -> tuple[str, str | None]:
     approval = next((a for a in ledger.approvals if a.note_id == event.note_id), None)
     if approval is None:
         return "", None
-    if approval.self_approval:
-        return f", SELF-APPROVAL ({approval.self_because})", "self"
+    if approval.withdrawn_by is not None:
+        return f", WITHDRAWN (note {approval.withdrawn_by})", "stale"
+    if judged is not None:  # the independence rule, over this issue's ledger: one issue's round
+        config, issue = judged
+        reasons = independence(issue, approval, {issue: ledger}, config=config)
+    else:
+        reasons = (approval.self_because or "a self-approval",) if approval.self_approval else ()
+    if reasons:
+        return f", SELF-APPROVAL ({'; '.join(r for r in reasons if r)})", "self"
     head = mrs.get(approval.mr, MrState(None, None)).head
     if head is None:
         return ", head unknown", None
@@ -47,8 +58,12 @@ def _approval_mark(
     return ", independent, at the head", None
 
 
-def steps(ledger: Ledger, mrs: dict[MrRef, MrState]) -> list[Step]:
-    """The diagram's lines, in note order. Pure."""
+def steps(
+    ledger: Ledger, mrs: dict[MrRef, MrState], judged: tuple[Config, int] | None = None
+) -> list[Step]:
+    """The diagram's lines, in note order. Pure. With ``judged`` (the configuration and the
+    issue), an approval is judged by the independence rule over this issue's ledger; without,
+    by the fold's two rules."""
     out: list[Step] = []
     for e in ledger.trail:
         r, n = e.record, e.note_id
@@ -60,7 +75,7 @@ def steps(ledger: Ledger, mrs: dict[MrRef, MrState]) -> list[Step]:
             if e.event == "handoff":
                 text = f"offers as {r['role']}, {at}"
             else:
-                extra, mark = _approval_mark(ledger, e, mrs)
+                extra, mark = _approval_mark(ledger, e, mrs, judged)
                 text = f"approves {at}{extra}; offers back as {r['role']}"
             step = Step(n, e.agent, r["to"], text)
         elif e.event in ("accept", "decline"):
@@ -74,6 +89,8 @@ def steps(ledger: Ledger, mrs: dict[MrRef, MrState]) -> list[Step]:
             )
         elif e.event == "thaw":
             step = Step(n, e.agent, None, f"thaws the freeze of note {r['freeze']}")
+        elif e.event == "withdraw":
+            step = Step(n, e.agent, None, f"withdraws its approval in note {r['approval']}")
         elif e.event == "impose":
             step = Step(n, e.agent, None, f"imposes constraint {r['id']}: {clip(r['text'], 60)}")
         else:  # release, close
@@ -175,7 +192,7 @@ def graph(
     read_issue(client, config, issue)  # a missing issue is an error, not an empty diagram
     ledger = read_ledger(client, config, issue)
     mrs = read_mr_states(client, (a.mr for a in ledger.approvals))
-    lines = steps(ledger, mrs)
+    lines = steps(ledger, mrs, (config, issue))
     title = f"{config['tracker_project']}#{issue}"
     if json:
         dump(graph_doc(title, issue, lines), ctx.stdout)

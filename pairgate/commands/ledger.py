@@ -21,6 +21,7 @@ from pairgate.preconditions import (
     read_mr_of,
     resolve_mr,
 )
+from pairgate.standalone.approvals import reasons_against
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Refusal
 from pairgate.standalone.fold import is_finder
@@ -66,6 +67,14 @@ def claim(
     event = write(turn, "ownership", "claim", {"role": role})
     refuse_void(turn, event)
     turn.say(f"{agent} holds #{issue} as {role} (note {event.note_id}).")
+    if role == "review":
+        hands = reasons_against(agent, {issue: turn.ledger}, mr=None, before=None, config=config)
+        if hands:
+            turn.warn(
+                f"warning: {agent} has a hand in this work ({'; '.join(hands)}), so its "
+                f"approvals of it will not count on any door: the merge needs an approval by an "
+                f"agent with no hand in the work."
+            )
     return 0
 
 

@@ -7,25 +7,20 @@ from __future__ import annotations
 import json as jsonlib
 from typing import Any
 
+from pairgate.approval_view import approval_doc, cited_by, with_cited
 from pairgate.gate_runs import gate_run, gate_text
 from pairgate.merge_requests import citing_mrs
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context
 from pairgate.standalone.gitlab import GitLab
-from pairgate.standalone.ledger import Approval, Ledger, Offer
+from pairgate.standalone.ledger import Ledger, Offer
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import read_ledger
+from pairgate.standalone.scope import author_account, load_automation_families, roster_path
 from pairgate.tracker import pooled, read_issue, read_mr
 from pairgate.turn import damage
 
-
-def approval_status(approval: Approval, head: str | None) -> str:
-    """self | unknown (the head could not be read) | at-head | stale."""
-    if approval.self_approval:
-        return "self"
-    if head is None:
-        return "unknown"
-    return "at-head" if head == approval.sha else "stale"
+MrKey = tuple[str, int]
 
 
 def mr_doc(ref: Any) -> dict[str, Any] | None:
@@ -53,32 +48,21 @@ def report(
     issue: int,
     state: dict[str, Any],
     ledger: Ledger,
-    heads: dict[tuple[str, int], str | None],
+    facts: dict[MrKey, MergeRequestFacts | None],
     mrs: list[MergeRequestFacts],
-    gates: dict[int, dict[str, Any]] | None = None,
+    ledgers: dict[int, Ledger] | None = None,
+    authors: dict[MrKey, str] | None = None,
 ) -> dict[str, Any]:
-    """The status of one issue as plain data (the --json document). Pure. ``gates``: the
-    gate_runs document of each approval at its head, by note id."""
+    """The status of one issue as plain data (the --json document). Pure. ``facts`` holds every
+    MR an approval names (None: it could not be read); ``ledgers`` the folds of the issues
+    those MRs cite, for the independence rule (this issue's own is ``ledger``); ``authors`` who
+    opened each citing MR that the gate lets out of scope on its citation alone."""
     labels = sorted(label for label in state.get("labels", []) if label.startswith("agent::"))
-    approvals = []
-    for a in ledger.approvals:
-        head = heads.get((a.mr.project, a.mr.iid))
-        approvals.append(
-            {
-                "note_id": a.note_id,
-                "approver": a.approver,
-                "to": a.to,
-                "mr": mr_doc(a.mr),
-                "sha": a.sha,
-                "mr_head": head,
-                "status": approval_status(a, head),
-                "self_approval": a.self_approval,
-                "self_because": a.self_because,
-                "not_covering": list(a.not_covering),
-                "reason": a.reason,
-                "gate": (gates or {}).get(a.note_id),
-            }
-        )
+    scope = {**(ledgers or {}), issue: ledger}
+    approvals = [
+        approval_doc(issue, a, scope, facts.get((a.mr.project, a.mr.iid)), config)
+        for a in ledger.approvals
+    ]
     return {
         "issue": issue,
         "project": config["tracker_project"],
@@ -101,6 +85,8 @@ def report(
                 "state": m.state,
                 "head": m.head_sha,
                 "web_url": m.web_url,
+                "author": {"id": m.author_id, "username": m.author_username or None},
+                "out_of_scope": (authors or {}).get((m.project, m.iid)),
             }
             for m in mrs
         ],
@@ -111,6 +97,7 @@ def report(
             {"note_id": b.note_id, "prev": b.prev, "reason": b.reason} for b in ledger.breaks
         ],
         "edited": list(ledger.edited),
+        "unbound": list(ledger.unbound),
         "concurrent": [list(ids) for ids in ledger.concurrent],
         "trail": [
             {
@@ -126,31 +113,45 @@ def report(
     }
 
 
-def mr_heads(
-    client: GitLab, ledger: Ledger, mrs: list[MergeRequestFacts], *, cli: str
-) -> dict[tuple[str, int], str | None]:
-    """The head of every MR an approval names: from the citing MRs already read, and one read
-    for each approved MR that is not among them."""
-    heads: dict[tuple[str, int], str | None] = {(m.project, m.iid): m.head_sha for m in mrs}
+def mr_facts(client: GitLab, ledger: Ledger, *, cli: str) -> dict[MrKey, MergeRequestFacts | None]:
+    """Every MR an approval names, read one by one: only GitLab's single-MR answer carries
+    diff_refs, which an approval binds (a listing leaves them out)."""
+    facts: dict[MrKey, MergeRequestFacts | None] = {}
     for approval in ledger.approvals:
         key = (approval.mr.project, approval.mr.iid)
-        if key not in heads:
-            heads[key] = read_mr(client, *key, cli=cli).head_sha
-    return heads
+        if key not in facts:
+            facts[key] = read_mr(client, *key, cli=cli)
+    return facts
 
 
-def approval_gates(
-    client: GitLab, ledger: Ledger, heads: dict[tuple[str, int], str | None]
-) -> dict[int, dict[str, Any]]:
-    """The gate_runs document of every independent approval at its MR's head, by note id."""
+def add_gate_runs(client: GitLab, ledger: Ledger, doc: dict[str, Any]) -> None:
+    """Each approval at its MR's head gets ``gate``: the gate_runs document (has the head's
+    pipeline run the gate since the approval?); the others get null."""
     at = {e.note_id: e.created_at for e in ledger.trail}
-    wanted = [
-        a
-        for a in ledger.approvals
-        if approval_status(a, heads.get((a.mr.project, a.mr.iid))) == "at-head"
-    ]
-    found = pooled(lambda a: gate_run(client, a.mr, a.sha, at.get(a.note_id)), wanted)
-    return {a.note_id: gate for a, gate in zip(wanted, found, strict=True)}
+    by_note = {a.note_id: a for a in ledger.approvals}
+    wanted = [a for a in doc["approvals"] if a["status"] == "at-head"]
+    found = pooled(
+        lambda a: gate_run(client, by_note[a["note_id"]].mr, a["sha"], at.get(a["note_id"])),
+        wanted,
+    )
+    gates = {a["note_id"]: gate for a, gate in zip(wanted, found, strict=True)}
+    for approval in doc["approvals"]:
+        approval["gate"] = gates.get(approval["note_id"])
+
+
+def out_of_scope_authors(config: Config, mrs: list[MergeRequestFacts]) -> dict[MrKey, str]:
+    """For each MR citing only the generic tracking issue (out of the gate's scope on that
+    alone): who opened it, and whether the automation roster says that account is automation."""
+    generic = config["generic_tracking_issue"]
+    lone = [m for m in mrs if generic is not None and not cited_by(m, config)]
+    if not lone:
+        return {}
+    families = load_automation_families(roster_path(config))
+    return {
+        (m.project, m.iid): f"not gated: it cites only the generic tracking issue; its author "
+        f"is {author_account(m, families, config)}"
+        for m in lone
+    }
 
 
 def render(doc: dict[str, Any], cli: str) -> str:
@@ -185,15 +186,19 @@ def render(doc: dict[str, Any], cli: str) -> str:
         lines.append("pending offer: none")
     lines.append("approvals:" if doc["approvals"] else "approvals: none")
     for a in doc["approvals"]:
-        extra = f" ({a['self_because']})" if a["self_approval"] else ""
+        extra = f" ({a['why']})" if a["why"] and a["status"] != "stale" else ""
         if a["not_covering"]:
             extra += f"; not covering: {'; '.join(a['not_covering'])}"
-        if a["gate"]:
+        if a.get("gate"):
             extra += f"; gate since: {gate_text(a['gate'])}"
         lines.append(
             f"  note {a['note_id']}: {a['approver']} -> {a['to']}, "
             f"{a['mr']['project']}!{a['mr']['iid']} at {a['sha'][:12]}: {a['status']}{extra}"
         )
+        if a["status"] != "self" and a["independence_reasons"]:
+            lines.append(f"    not independent: {'; '.join(a['independence_reasons'])}")
+        if a["v1_note"]:
+            lines.append(f"    {a['v1_note']}")
     lines.append(
         "merge requests citing it:"
         if doc["merge_requests"]
@@ -203,6 +208,8 @@ def render(doc: dict[str, Any], cli: str) -> str:
         lines.append(
             f"  {m['project']}!{m['iid']} ({m['state']}) head {str(m['head'])[:12]}: {m['title']}"
         )
+        if m["out_of_scope"]:
+            lines.append(f"    {m['out_of_scope']}")
     return "\n".join(lines)
 
 
@@ -210,8 +217,11 @@ def status(*, ctx: Context, config: Config, issue: int, json: bool, client: GitL
     state = read_issue(client, config, issue)
     ledger = read_ledger(client, config, issue)
     mrs = citing_mrs(client, config, issue)
-    heads = mr_heads(client, ledger, mrs, cli=config.cli)
-    doc = report(config, issue, state, ledger, heads, mrs, approval_gates(client, ledger, heads))
+    facts = mr_facts(client, ledger, cli=config.cli)
+    ledgers = with_cited(client, config, {issue: ledger}, facts.values())
+    authors = out_of_scope_authors(config, mrs)
+    doc = report(config, issue, state, ledger, facts, mrs, ledgers, authors)
+    add_gate_runs(client, ledger, doc)
     if json:
         print(jsonlib.dumps(doc, indent=2, ensure_ascii=False), file=ctx.stdout)
     else:

@@ -7,12 +7,16 @@ it names the MR and the commit), read again now for its state and head.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pairgate import output
+from pairgate.approval_view import scope_for, with_cited
 from pairgate.merge_requests import citing, open_group_mrs
+from pairgate.standalone.approvals import independence
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, Refusal
 from pairgate.standalone.gitlab import GitLab
-from pairgate.standalone.ledger import ROLE_LABELS, Ledger, MrRef
+from pairgate.standalone.ledger import ROLE_LABELS, Approval, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.tracker import (
     CLOSED_LABEL,
@@ -28,16 +32,24 @@ from pairgate.turn import begin, identity, refuse_void, write
 
 
 def decide(
-    ledger: Ledger, state: str, mrs: dict[MrRef, MrState], open_citing: list[str]
+    ledger: Ledger,
+    state: str,
+    mrs: dict[MrRef, MrState],
+    open_citing: list[str],
+    counted: Callable[[Approval], bool] | None = None,
 ) -> tuple[bool, str]:
-    """(close it?, why). Pure."""
+    """(close it?, why). Pure. ``counted`` says whether an approval counts (independent, not
+    withdrawn); by default, the fold's two self-approval rules and the withdrawal."""
     if state != "opened":
         return False, f"it is already {state}"
-    independent = [a for a in ledger.approvals if not a.self_approval]
+    counts = counted or (lambda a: not a.self_approval and a.withdrawn_by is None)
+    independent = [a for a in ledger.approvals if counts(a)]
     if not ledger.approvals:
         return False, "no approval is recorded on it"
     if not independent:
-        return False, "its only approvals are self-approvals, and a self-approval never counts"
+        return False, (
+            "its only approvals are self-approvals or withdrawn, and neither ever counts"
+        )
     unread = [(a, mrs[a.mr]) for a in independent if mrs[a.mr].error]
     if unread:
         return False, f"{unread[0][0].mr} could not be read: {unread[0][1].error}"
@@ -68,6 +80,19 @@ def decide(
     return True, what
 
 
+def _counter(
+    issue: int, mrs: dict[MrRef, MrState], ledgers: dict[int, Ledger], config: Config
+) -> Callable[[Approval], bool]:
+    """Does an approval on ``issue`` count: not withdrawn, and independent across the issues
+    its merge request cites (those the sync read or could read)?"""
+
+    def counted(a: Approval) -> bool:
+        scope = scope_for(issue, mrs[a.mr].facts, ledgers, config)
+        return a.withdrawn_by is None and not independence(issue, a, scope, config=config)
+
+    return counted
+
+
 def _open_citing(mrs: list[MergeRequestFacts], issue: int, config: Config) -> list[str]:
     return [m.ref for m in citing(mrs, issue, config)]
 
@@ -90,6 +115,8 @@ def sync(
         else read_labelled(client, config, closed=False, labels=ROLE_LABELS)
     )
     mrs = read_mr_states(client, (a.mr for r in reads if r.ledger for a in r.ledger.approvals))
+    known = {r.iid: r.ledger for r in reads if r.ledger is not None}
+    ledgers = with_cited(client, config, known, (m.facts for m in mrs.values()))
     open_mrs = open_group_mrs(client, config)
     closable, refused, unreadable = [], 0, 0
     for read in reads:
@@ -97,7 +124,10 @@ def sync(
             print(f"#{read.iid}: not closed: could not be read: {read.error}", file=ctx.stdout)
             unreadable += 1
             continue
-        close, why = decide(read.ledger, read.state, mrs, _open_citing(open_mrs, read.iid, config))
+        counted = _counter(read.iid, mrs, ledgers, config)
+        close, why = decide(
+            read.ledger, read.state, mrs, _open_citing(open_mrs, read.iid, config), counted
+        )
         if not close:
             print(f"#{read.iid}: not closed: {why}", file=ctx.stdout)
         elif not apply:

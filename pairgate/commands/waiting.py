@@ -7,15 +7,18 @@ The wait is counted from the record that made it that agent's move.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pairgate import output
+from pairgate.approval_view import scope_for, with_cited
 from pairgate.output import Style
+from pairgate.standalone.approvals import independence
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit
 from pairgate.standalone.gitlab import GitLab
-from pairgate.standalone.ledger import Ledger
-from pairgate.tracker import IssueRead, read_labelled
+from pairgate.standalone.ledger import Approval, Ledger
+from pairgate.tracker import IssueRead, read_labelled, read_mr_states
 
 
 def next_move(ledger: Ledger) -> tuple[str | None, str, str, int | None]:
@@ -36,8 +39,23 @@ def next_move(ledger: Ledger) -> tuple[str | None, str, str, int | None]:
     return None, "nobody", what, since
 
 
-def waiting_doc(reads: list[IssueRead], *, agent: str | None, now: float) -> dict[str, Any]:
-    """The waiting list, longest wait first (unknown waits last). Pure."""
+def pending_approval(ledger: Ledger) -> Approval | None:
+    """The approval whose offer back is the pending offer, if it is one."""
+    offer = ledger.offer
+    if offer is None or offer.event != "approve":
+        return None
+    return next((a for a in ledger.approvals if a.note_id == offer.note_id), None)
+
+
+def waiting_doc(
+    reads: list[IssueRead],
+    *,
+    agent: str | None,
+    now: float,
+    verdicts: Mapping[int, tuple[str, ...]] | None = None,
+) -> dict[str, Any]:
+    """The waiting list, longest wait first (unknown waits last). Pure. ``verdicts``: issue ->
+    why the approval whose offer back is pending there is not independent (empty: it is)."""
     rows: list[dict[str, Any]] = []
     for read in reads:
         if read.ledger is None:
@@ -51,11 +69,21 @@ def waiting_doc(reads: list[IssueRead], *, agent: str | None, now: float) -> dic
                     "note_id": None,
                     "since": None,
                     "age_seconds": None,
+                    "independent": None,
+                    "independence_reasons": [],
                 }
             )
             continue
         who, owes, what, note_id = next_move(read.ledger)
         since = next((e.created_at for e in read.ledger.trail if e.note_id == note_id), None)
+        approval = pending_approval(read.ledger)
+        reasons: tuple[str, ...] = ()
+        if approval is not None:
+            reasons = (verdicts or {}).get(read.iid) or (
+                (approval.self_because or "a self-approval",) if approval.self_approval else ()
+            )
+            if reasons:
+                what += " -- a SELF-APPROVAL, not independent: no door counts it"
         rows.append(
             {
                 "issue": read.iid,
@@ -66,6 +94,8 @@ def waiting_doc(reads: list[IssueRead], *, agent: str | None, now: float) -> dic
                 "note_id": note_id,
                 "since": since,
                 "age_seconds": output.age_seconds(since, now),
+                "independent": None if approval is None else not reasons,
+                "independence_reasons": list(reasons),
             }
         )
     if agent is not None:
@@ -90,7 +120,7 @@ def waiting_text(doc: dict[str, Any], style: Style) -> str:
         [
             output.duration(r["age_seconds"]) if r["age_seconds"] is not None else "?",
             r["agent"] or ("nobody", "dim"),
-            (r["what"], _OWES_COLOUR.get(r["owes"])),
+            (r["what"], "red" if r["independent"] is False else _OWES_COLOUR.get(r["owes"])),
             f"#{r['issue']}",
             output.clip(r["title"], 50),
         ]
@@ -101,7 +131,9 @@ def waiting_text(doc: dict[str, Any], style: Style) -> str:
 
 def waiting(*, ctx: Context, config: Config, agent: str | None, json: bool, client: GitLab) -> int:
     reads = read_labelled(client, config, closed=False)
-    doc = waiting_doc(reads, agent=agent, now=ctx.now())
+    doc = waiting_doc(
+        reads, agent=agent, now=ctx.now(), verdicts=approval_verdicts(client, config, reads)
+    )
     if json:
         output.dump(doc, ctx.stdout)
     else:
@@ -110,3 +142,26 @@ def waiting(*, ctx: Context, config: Config, agent: str | None, json: bool, clie
         print(f"{config.cli} waiting: some issues could not be read", file=ctx.stderr)
         return Exit.ERROR
     return Exit.OK
+
+
+def approval_verdicts(
+    client: GitLab, config: Config, reads: list[IssueRead]
+) -> dict[int, tuple[str, ...]]:
+    """issue -> why the approval whose offer back is pending there is not independent, judged
+    across every issue its merge request cites (one MR read per pending approval)."""
+    pending = {
+        r.iid: found
+        for r in reads
+        if r.ledger and (found := pending_approval(r.ledger)) is not None
+    }
+    if not pending:
+        return {}
+    states = read_mr_states(client, (a.mr for a in pending.values()))
+    known = {r.iid: r.ledger for r in reads if r.ledger is not None}
+    ledgers = with_cited(client, config, known, (m.facts for m in states.values()))
+    return {
+        iid: independence(
+            iid, a, scope_for(iid, states[a.mr].facts, ledgers, config), config=config
+        )
+        for iid, a in pending.items()
+    }

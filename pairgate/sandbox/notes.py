@@ -7,7 +7,7 @@ from typing import Any
 
 from pairgate.sandbox.access import API, current_user, project_for, renderer
 from pairgate.sandbox.approvals import record_approval
-from pairgate.sandbox.httpd import Reply, Request, bad_request, forbidden, paginate
+from pairgate.sandbox.httpd import ApiError, Reply, Request, bad_request, forbidden, paginate
 from pairgate.sandbox.httpd import record_not_found as note_not_found
 from pairgate.sandbox.issues import apply_labels, can_update, issue_for, set_state
 from pairgate.sandbox.merge_requests import mr_for
@@ -91,10 +91,14 @@ for _kind in KINDS:
         noteable = _noteable(req, project, _kind, iid)
         note = _note_for(req, noteable, note_id)
         _may_change(req, project, note, user)
-        note.body = req.required("body")
+        body = req.required("body")
+        now = req.world.stamp()
+        if body != note.body:  # an edit GitLab records (GraphQL lastEditedAt)
+            note.last_edited_at, note.last_edited_by_id = now, user.id
+        note.body = body
         # Saving a note touches what it is on (GitLab's Note after_save :touch_noteable); a
         # delete does not, so a removed comment leaves the MR's updated_at where it was.
-        note.updated_at = noteable.updated_at = req.world.stamp()
+        note.updated_at = noteable.updated_at = now
         return renderer(req).note(note)
 
     @API.route("DELETE", _base + "/{note_id}")
@@ -107,6 +111,46 @@ for _kind in KINDS:
         _may_change(req, project, note, user)
         req.world.delete_note(note)
         return Reply(204)
+
+
+# Emoji reactions on an issue's notes. A reaction bumps the note's updated_at and nothing else
+# (GitLab's AwardEmoji callback, Note#bump_updated_at): it is not an edit, so lastEditedAt stays.
+_AWARDS = "/projects/{project_id}/issues/{iid}/notes/{note_id}/award_emoji"
+
+
+def _award_entity(req: Request, note: Note, award: list[Any]) -> dict[str, Any]:
+    award_id, name, user_id, at = award
+    return {
+        "id": award_id,
+        "name": name,
+        "user": renderer(req).user_by_id(user_id),
+        "created_at": at,
+        "updated_at": at,
+        "awardable_id": note.id,
+        "awardable_type": "Note",
+    }
+
+
+@API.route("GET", _AWARDS)
+def list_note_awards(req: Request, project_id: str, iid: str, note_id: str) -> Any:
+    project = project_for(req, project_id)
+    note = _note_for(req, issue_for(req, project, iid), note_id)
+    return paginate(req, note.awards, lambda a: _award_entity(req, note, a))
+
+
+@API.route("POST", _AWARDS)
+def award_note(req: Request, project_id: str, iid: str, note_id: str) -> Any:
+    user = current_user(req)
+    project = project_for(req, project_id)
+    note = _note_for(req, issue_for(req, project, iid), note_id)
+    name = req.required("name")
+    if any(a[1] == name and a[2] == user.id for a in note.awards):
+        raise ApiError(404, {"message": "404 Award Emoji Name has already been taken Not Found"})
+    now = req.world.stamp()
+    award: list[Any] = [req.world.next_id("award_emoji"), name, user.id, now]
+    note.awards.append(award)
+    note.updated_at = now
+    return _award_entity(req, note, award)
 
 
 def _may_change(req: Request, project: Project, note: Note, user: User) -> None:

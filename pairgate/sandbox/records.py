@@ -137,6 +137,11 @@ class Note:
     internal: bool = False
     note_type: str | None = None  # None for a lone note; "DiscussionNote" in a thread
     discussion_id: str = ""  # 40 hex, shared by a thread's notes ("" in older saved worlds)
+    # Set when a PUT changes the body (GraphQL Note.lastEditedAt; REST shows only updated_at,
+    # which an emoji reaction moves too). awards: [award id, name, user id, created_at].
+    last_edited_at: str | None = None
+    last_edited_by_id: int | None = None
+    awards: list[list[Any]] = field(default_factory=list)
 
     @property
     def discussion(self) -> str:

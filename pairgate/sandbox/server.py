@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from pairgate.sandbox import defaults
+from pairgate.sandbox import defaults, graphql_api
 from pairgate.sandbox.access import API
 from pairgate.sandbox.faults import Faults
 from pairgate.sandbox.httpd import (
@@ -99,6 +99,11 @@ class App:
                 req = Request(method, path, pairs, params, headers, base, self.world)
                 if path.startswith("/-/sandbox/"):
                     return self._reply(control.ROUTER, req, path[len("/-/sandbox") :])
+                if path == "/api/graphql" and method == "POST":
+                    # A query only reads, so a read_api token may run one (GitLab's rule);
+                    # the served schema has no mutations.
+                    self._authenticate(req, job_token_allowed=False, reads_by_post=True)
+                    return graphql_api.serve(req)
                 if not path.startswith("/api/v4/"):
                     raise ApiError(404, {"error": "404 Not Found"})
                 return self._reply(API, req, path[len("/api/v4") :], authenticate=True)
@@ -119,11 +124,14 @@ class App:
             return result
         return Reply(DEFAULT_STATUS.get(req.method, 200), result)
 
-    def _authenticate(self, req: Request, *, job_token_allowed: bool) -> None:
+    def _authenticate(
+        self, req: Request, *, job_token_allowed: bool, reads_by_post: bool = False
+    ) -> None:
         """GitLab's API guard: a personal access token (header, Bearer or parameter), else
         on the routes that allow one a CI job token (JOB-TOKEN, ``job_token``, or a Bearer
         token that is a job's), valid only while its job runs. Elsewhere a job token counts
-        as no credentials at all."""
+        as no credentials at all. ``reads_by_post``: a POST that only reads (GraphQL), which a
+        read_api token may make."""
         headers, params = req.headers, req.params
         authorization = headers.get("authorization", "")
         bearer = authorization[7:].strip() if authorization.lower().startswith("bearer ") else ""
@@ -138,7 +146,7 @@ class App:
             self._check_token(grant)
             req.user, req.token = self.world.users[grant.user_id], grant
             req.scope = "api" if "api" in grant.scopes else "read_api"
-            if req.scope == "read_api" and req.method not in ("GET", "HEAD"):
+            if req.scope == "read_api" and req.method not in ("GET", "HEAD") and not reads_by_post:
                 raise INSUFFICIENT_SCOPE
             grant.last_used_at = self.world.stamp()
         if req.user is None and job_token and job_token_allowed:
@@ -148,7 +156,7 @@ class App:
             pipeline = self.world.pipelines[job.pipeline_id]
             req.user = self.world.users.get(pipeline.user_id or 0)
             req.scope, req.job_project_id, req.job = "job", pipeline.project_id, job
-        if req.user is None and req.method != "GET":
+        if req.user is None and req.method != "GET" and not reads_by_post:
             raise unauthorized()
 
     def _check_token(self, grant: Token) -> None:
@@ -170,6 +178,8 @@ class App:
 def _served(method: str, path: str) -> bool:
     """Does a route of the API serve this request? (The answer to one that no route serves is
     GitLab's catch-all 404, whether or not GitLab itself serves it.)"""
+    if method == "POST" and path == "/api/graphql":
+        return True  # GitLab's GraphQL endpoint (graphql_api.py)
     if not path.startswith("/api/v4/"):
         return False
     try:

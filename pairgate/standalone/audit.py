@@ -17,18 +17,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import PairgateError
 from pairgate.standalone.fold import fold
-from pairgate.standalone.gate import gate_scope, group_project_paths, judge, ledger_issues
+from pairgate.standalone.gate import gate_scope, group_project_paths, judge_merge, ledger_issues
 from pairgate.standalone.gitlab import GitLab, encode_project
 from pairgate.standalone.ledger import Ledger, Note, stamp_epoch
 from pairgate.standalone.merge_request import MergeRequestFacts
-from pairgate.standalone.reads import frozen_issues, read_notes
+from pairgate.standalone.reads import frozen_issues, read_last_edited, read_notes
 from pairgate.standalone.scope import (
     RENOVATE_LABEL,
     AutomationFamily,
@@ -181,12 +181,12 @@ class LedgersAt:
         key = (issue, kept)
         if key not in self._folds:
             listed = self._notes[issue]
-            self._folds[key] = fold([listed[i] for i in kept], config=self._config)
+            self._folds[key] = fold([listed[i] for i in kept], config=self._config, issue=issue)
         return self._folds[key]
 
 
 @dataclass(frozen=True)
-class Judged:
+class MergeJudged:
     """One merged merge request and what the audit says about it."""
 
     mr: MergedMr
@@ -213,14 +213,17 @@ def judge_merged(
     notes: Mapping[int, NotesRead],
     frozen: Sequence[int],
     ledgers_at: LedgersAt,
-) -> Judged:
+    edits: Mapping[int, str | None],
+) -> MergeJudged:
     """merge-check's verdict on ``mr`` at the moment it merged. ``notes`` holds every issue it
-    cites and every issue in ``frozen`` (those labelled as holding a freeze window). Pure."""
+    cites and every issue in ``frozen`` (those labelled as holding a freeze window); ``edits``
+    GitLab's lastEditedAt of every approval note on them (an approval edited at any time, after
+    the merge too, is one whose reviewed text cannot be known: it does not count). Pure."""
     tracker = config["tracker_project"]
     cited, scope = gate_scope(mr.facts, in_group=True, config=config, families=families)
 
-    def judged(code: str, why: str, *, finding: bool = True, decided: bool = True) -> Judged:
-        return Judged(mr, code, finding, decided, why, scope.code, scope.detail, cited)
+    def judged(code: str, why: str, *, finding: bool = True, decided: bool = True) -> MergeJudged:
+        return MergeJudged(mr, code, finding, decided, why, scope.code, scope.detail, cited)
 
     if not scope.in_scope:
         author = mr.facts.author_id
@@ -258,17 +261,18 @@ def judge_merged(
         for issue in sorted(set(issues) | set(frozen))
         for window in ledgers_at.at(issue, moment).freezes
     ]
-    verdict = judge(
+    verdict = judge_merge(
         mr.facts,
         cited=cited,
         scope=scope,
         ledgers=ledgers,
         windows=windows,
+        edits=edits,
         config=config,
         now=moment,
     )
     if verdict.allowed:
-        return Judged(
+        return MergeJudged(
             mr, "approved", False, True, verdict.message, scope.code, scope.detail, cited, verdict
         )
     why = finding_reason(verdict, mr.facts, ledgers, tracker)
@@ -280,7 +284,7 @@ def judge_merged(
             f" (from a fork, project id {mr.source_project_id}: its pipeline ran the fork's own "
             f"CI configuration, so no gate job held it)"
         )
-    return Judged(mr, verdict.code, True, True, why, scope.code, scope.detail, cited, verdict)
+    return MergeJudged(mr, verdict.code, True, True, why, scope.code, scope.detail, cited, verdict)
 
 
 def finding_reason(
@@ -332,15 +336,29 @@ class AuditReport:
     since: float
     until: float
     projects: tuple[str, ...]  # the projects named, or () for every gated project
-    judged: tuple[Judged, ...]
+    judged: tuple[MergeJudged, ...]
 
     @property
-    def findings(self) -> list[Judged]:
+    def findings(self) -> list[MergeJudged]:
         return [j for j in self.judged if j.finding]
 
     @property
-    def undecided(self) -> list[Judged]:
+    def undecided(self) -> list[MergeJudged]:
         return [j for j in self.judged if not j.decided]
+
+
+def with_diff_refs(client: GitLab, merged: MergedMr) -> MergedMr:
+    """``merged`` with what GitLab's single-MR answer adds to its listing: diff_refs."""
+    path = f"projects/{encode_project(merged.facts.project)}/merge_requests/{merged.facts.iid}"
+    data = client.get(path)
+    refs = data.get("diff_refs") or {}
+    facts = replace(
+        merged.facts,
+        target_branch=str(data.get("target_branch") or merged.facts.target_branch),
+        base_sha=refs.get("base_sha") or None,
+        start_sha=refs.get("start_sha") or None,
+    )
+    return replace(merged, facts=facts)
 
 
 def audit(
@@ -355,8 +373,19 @@ def audit(
     """Read every merge merged since ``since``, then judge each one. Requests: the merged
     listings (a page per 100), the group's project listing (for the shared-in projects, unless
     ``projects`` are named), one listing of the issues labelled as holding a freeze window, and
-    one notes listing per issue that a gated merge request cites or that holds a window."""
+    one notes listing per issue that a gated merge request cites or that holds a window, and one
+    GraphQL read per such issue that holds approvals (whether they were edited)."""
     merged = read_merged(client, config, since=since, projects=projects or None)
+    scoped = [
+        (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
+    ]
+    # An approval binds the merge base it reviewed, and only GitLab's single-MR answer carries
+    # diff_refs (its listing leaves them out): one read per gated merge.
+    in_scope = {id(m) for m, (_, scope) in scoped if scope.in_scope}
+    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
+        merged = list(
+            pool.map(lambda m: with_diff_refs(client, m) if id(m) in in_scope else m, merged)
+        )
     scoped = [
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
     ]
@@ -366,9 +395,21 @@ def audit(
     notes = read_all_notes(client, config, wanted)
     readable = {i: n for i, n in notes.items() if not isinstance(n, PairgateError)}
     ledgers_at = LedgersAt(readable, config)
+    # Whether each approval note was edited: one GraphQL read per issue that holds approvals.
+    approvals = {
+        issue: [a.note_id for a in fold(listed, config=config, issue=issue).approvals]
+        for issue, listed in readable.items()
+    }
+    edits = read_last_edited(client, config, {i: ids for i, ids in approvals.items() if ids})
     judged = tuple(
         judge_merged(
-            m, config=config, families=families, notes=notes, frozen=frozen, ledgers_at=ledgers_at
+            m,
+            config=config,
+            families=families,
+            notes=notes,
+            frozen=frozen,
+            ledgers_at=ledgers_at,
+            edits=edits,
         )
         for m in merged
     )

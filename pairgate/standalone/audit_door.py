@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from pairgate.standalone.audit import AuditReport, Judged, audit, audit_stamp
+from pairgate.standalone.audit import AuditReport, MergeJudged, audit, audit_stamp
 from pairgate.standalone.audit_issues import AUDIT_LABEL, Filed, file_findings
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, UsageError
@@ -116,7 +116,7 @@ def run_audit(
     return Exit.REFUSED if findings else Exit.OK
 
 
-def _filed(filed: dict[tuple[str, int], Filed], finding: Judged) -> Filed | None:
+def _filed(filed: dict[tuple[str, int], Filed], finding: MergeJudged) -> Filed | None:
     return filed.get((finding.mr.facts.project, finding.mr.facts.iid))
 
 
@@ -174,7 +174,7 @@ def print_audit(
 def audit_json(report: AuditReport, filed: dict[tuple[str, int], Filed]) -> dict[str, Any]:
     """audit --json: stable keys, documented in docs/agent-handoff-reference.md."""
 
-    def finding(j: Judged) -> dict[str, Any]:
+    def finding(j: MergeJudged) -> dict[str, Any]:
         mr = j.mr
         done = _filed(filed, j)
         return {

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pairgate.standalone.audit import Judged, audit_stamp
+from pairgate.standalone.audit import MergeJudged, audit_stamp
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import ConfigError
 from pairgate.standalone.gitlab import GitLab, WriteUncertain, encode_project
@@ -40,7 +40,7 @@ def finding_key(project: str, iid: int, head: str | None) -> tuple[str, int, str
     return project.casefold(), int(iid), head or ""
 
 
-def audit_marker(finding: Judged) -> str:
+def audit_marker(finding: MergeJudged) -> str:
     facts = finding.mr.facts
     record = {
         "v": 1,
@@ -79,7 +79,7 @@ def filed_findings(
 
 
 def already_filed(
-    finding: Judged, filed: Mapping[tuple[str, int, str], tuple[int, float]]
+    finding: MergeJudged, filed: Mapping[tuple[str, int, str], tuple[int, float]]
 ) -> int | None:
     facts = finding.mr.facts
     hit = filed.get(finding_key(facts.project, facts.iid, facts.head_sha))
@@ -90,7 +90,7 @@ def already_filed(
     return hit[0]
 
 
-def audit_issue_text(finding: Judged, config: Config) -> tuple[str, str]:
+def audit_issue_text(finding: MergeJudged, config: Config) -> tuple[str, str]:
     """The title and the description of the issue that reports one finding."""
     mr = finding.mr
     facts = mr.facts
@@ -119,7 +119,7 @@ def audit_issue_text(finding: Judged, config: Config) -> tuple[str, str]:
 
 
 def file_findings(
-    client: GitLab, config: Config, findings: Sequence[Judged]
+    client: GitLab, config: Config, findings: Sequence[MergeJudged]
 ) -> dict[tuple[str, int], Filed]:
     """Open one tracker issue per finding not already filed; (project, iid) -> Filed. One
     listing of the AUDIT_LABEL issues, then one write per new finding. A write whose answer was

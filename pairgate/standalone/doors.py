@@ -160,8 +160,9 @@ def validator_main(
     if check.code == "never-approved" and check_name == "approval":
         print(
             f"passed: {verdict.project}!{verdict.iid} has no approval yet, and this job fails "
-            f"only an approval that is a self-approval or names an older head. merge-check "
-            f"and the merge hook still require an independent approval at the head.",
+            f"only an approval that does not count (not independent, or no longer what was "
+            f"reviewed). merge-check and the merge hook still require an independent approval "
+            f"at the head.",
             file=ctx.stdout,
         )
     else:

@@ -25,6 +25,7 @@ from pairgate.standalone.ledger import (
 )
 from pairgate.standalone.records import (
     BOARD_KINDS,
+    ISSUE_BOUND_KINDS,
     KIND_OF_EVENT,
     MARKER_OPEN,
     MalformedRecord,
@@ -137,11 +138,32 @@ class _Fold:
                 self_approval=because is not None or bool(r["self_approval"]),
                 not_covering=tuple(r["not_covering"]),
                 reason=r["reason"],
-                self_because=because
-                or ("recorded so by its writer" if r["self_approval"] else None),
+                self_because=because or (WRITER_SAYS if r["self_approval"] else None),
+                version=r["v"],
+                target_branch=r.get("target_branch"),
+                base_sha=r.get("base_sha"),
+                start_sha=r.get("start_sha"),
+                session=r["session"],
+                accepted_from=self.accepted_from,
             )
         )
         self.offer = offer
+        return None
+
+    def _withdraw(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        """The approver takes an approval back: it stops counting, and the offer back to the
+        lead that it made is voided if it is still pending. Anyone may hold the issue."""
+        found = next((i for i, a in enumerate(self.approvals) if a.note_id == r["approval"]), None)
+        if found is None:
+            return f"note {r['approval']} is not an approval recorded on this issue"
+        approval = self.approvals[found]
+        if approval.approver != r["agent"]:
+            return f"the approval in note {approval.note_id} is {approval.approver}'s to withdraw"
+        if approval.withdrawn_by is not None:
+            return f"note {approval.withdrawn_by} already withdrew it"
+        self.approvals[found] = replace(approval, withdrawn_by=note_id, withdraw_reason=r["reason"])
+        if self.offer is not None and self.offer.note_id == approval.note_id:
+            self.offer = None
         return None
 
     def _answerable(self, r: Mapping[str, Any]) -> str | None:
@@ -188,6 +210,11 @@ class _Fold:
         return None
 
 
+# The reason an approval is a self-approval when only its writer's flag says so: approve sets
+# the flag when the independence rule finds a hand in the work, which every reader re-derives.
+WRITER_SAYS = "recorded so by its writer"
+
+
 def self_approval_rule(approver: str, to: str, accepted_from: str | None) -> str | None:
     """Why an approval is a self-approval, or None. Both rules are in docs/agent-handoff-reference.md, "The fold"."""
     if approver == to:
@@ -204,10 +231,13 @@ def _author(note: Note) -> str:
     return f"{note.author_username} (user {note.author_id})"
 
 
-def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
+def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
-    markers. Notes are taken in id order (GitLab's creation order)."""
+    markers. Notes are taken in id order (GitLab's creation order). ``issue`` is the tracker
+    issue the notes were read from: a record naming another is skipped as replayed."""
     authors = frozenset(config["ledger_author_user_ids"])
+    here = f"{config['tracker_project']}#{issue}"  # what a record of this issue names
+    here_folded = here.casefold()
     state = _Fold(config)
     board = _BoardFold()
     skipped: list[Skipped] = []
@@ -219,6 +249,7 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
     write_ids: dict[str, int] = {}
     first_of_prev: dict[str | None, int] = {}  # each prev -> the first note naming it
     more_of_prev: dict[str | None, list[int]] = {}  # a prev named by two notes or more -> them
+    unbound: list[int] = []
     head: str | None = None
     head_note: int | None = None
     for note in sorted(notes, key=_BY_ID):
@@ -246,6 +277,18 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
         event = record["event"]
         if KIND_OF_EVENT[event] != kind:
             skipped.append(Skipped(note_id, "malformed", "event of another kind", _author(note)))
+            continue
+        named = record.get("issue")
+        if named is None:
+            if kind in ISSUE_BOUND_KINDS:
+                unbound.append(note_id)
+        elif named != here and named.casefold() != here_folded:
+            rejected[digest] = (note_id, "replayed")
+            reason = (
+                f"it names {named}, not this issue (#{issue}): a record copied from another "
+                f"issue counts nowhere"
+            )
+            skipped.append(Skipped(note_id, "replayed", reason, _author(note)))
             continue
         write_id = record["write_id"]
         first = write_ids.get(write_id)
@@ -288,6 +331,7 @@ def fold(notes: Sequence[Note], *, config: Config) -> Ledger:
         accepted_from=state.accepted_from,
         freezes=tuple(board.freezes.values()),
         constraints=tuple(board.constraints),
+        unbound=tuple(unbound),
     )
 
 

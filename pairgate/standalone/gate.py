@@ -6,12 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pairgate.standalone.approvals import edit_candidates
 from pairgate.standalone.config import Config
 from pairgate.standalone.fold import mr_freeze_reason
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
 from pairgate.standalone.ledger import Freeze, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
-from pairgate.standalone.reads import read_freezes, read_ledger
+from pairgate.standalone.reads import read_freezes, read_last_edited, read_ledger
 from pairgate.standalone.scope import (
     AutomationFamily,
     Scope,
@@ -67,26 +68,30 @@ def ledger_issues(cited: Sequence[int], config: Config) -> tuple[int, ...]:
     return tuple(issue for issue in cited if issue != generic)
 
 
-def judge(
+def judge_merge(
     mr: MergeRequestFacts,
     *,
     cited: Sequence[int],
     scope: Scope,
     ledgers: Mapping[int, Ledger],
     windows: Sequence[tuple[int, Freeze]],
+    edits: Mapping[int, str | None],
     config: Config,
     now: float,
 ) -> GateVerdict:
     """The verdict from facts already read: pure. ``ledgers`` holds the fold of every issue
     ``ledger_issues`` names (nothing, out of scope); ``windows`` every freeze window that can
-    bind the MR (those of its cited issues and of the issues labelled as holding one); ``now``
-    is when the merge is judged (live windows end by it)."""
+    bind the MR (those of its cited issues and of the issues labelled as holding one); ``edits``
+    GitLab's lastEditedAt of the approval notes that could count (an approval whose edit state
+    is missing does not count); ``now`` is when the merge is judged (live windows end by it)."""
     frozen = (
         mr_freeze_reason(windows, mr=MrRef(mr.project, mr.iid), now=now, config=config)
         if scope.in_scope
         else None
     )
-    return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config, frozen=frozen)
+    return decide(
+        mr, scope=scope, cited=cited, ledgers=ledgers, config=config, edits=edits, frozen=frozen
+    )
 
 
 def gate_merge(
@@ -98,10 +103,11 @@ def gate_merge(
     families: Sequence[AutomationFamily] | None = None,
     now: float,
 ) -> GateVerdict:
-    """The merge gate's one verdict for ``project!iid``: reads, then ``judge`` decides.
+    """The merge gate's one verdict for ``project!iid``: reads, then ``judge_merge`` decides.
 
     Reads the group listing when the path alone does not settle it, then (in the group) the MR
-    and the ledger of every cited tracker issue. Any read error propagates as a PairgateError:
+    and the ledger of every cited tracker issue, and, for the approvals that would pass, whether
+    GitLab reports their notes as edited (GraphQL). Any read error propagates as a PairgateError:
     the gate fails closed, it never passes what it could not read. ``families`` defaults to the
     roster found beside ownership.py or the configuration; ``now`` is the run context's clock
     (freeze windows end by it).
@@ -127,17 +133,33 @@ def gate_merge(
     if not project_in_group(client, config, path):
         outside = MergeRequestFacts(path, int(iid), "", "", None, "", (), None)
         cited, scope = gate_scope(outside, in_group=False, config=config, families=())
-        return judge(
-            outside, cited=cited, scope=scope, ledgers={}, windows=(), config=config, now=now
+        return judge_merge(
+            outside,
+            cited=cited,
+            scope=scope,
+            ledgers={},
+            windows=(),
+            edits={},
+            config=config,
+            now=now,
         )
     mr = MergeRequestFacts.from_api(data or client.get(mr_path), project)
     cited, scope = gate_scope(mr, in_group=True, config=config, families=families)
     ledgers: dict[int, Ledger] = {}
     windows: list[tuple[int, Freeze]] = []
+    edits: dict[int, str | None] = {}
     if scope.in_scope:
         for issue in ledger_issues(cited, config):
             ledgers[issue] = read_ledger(client, config, issue)
         windows = read_freezes(client, config, known=ledgers)
-    return judge(
-        mr, cited=cited, scope=scope, ledgers=ledgers, windows=windows, config=config, now=now
+        edits = read_last_edited(client, config, edit_candidates(mr, ledgers, config=config))
+    return judge_merge(
+        mr,
+        cited=cited,
+        scope=scope,
+        ledgers=ledgers,
+        windows=windows,
+        edits=edits,
+        config=config,
+        now=now,
     )

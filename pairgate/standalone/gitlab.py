@@ -93,8 +93,13 @@ def _uncertain(status: int | None) -> bool:
     return status is None or status == 429 or status >= 500
 
 
-def _error(method: str, what: str, status: int | None, detail: str) -> GitLabError:
-    cls = WriteUncertain if method != "GET" and _uncertain(status) else GitLabError
+def _error(
+    method: str, what: str, status: int | None, detail: str, *, read: bool = False
+) -> GitLabError:
+    """A failed call as an error; a write (not a read: a GraphQL query is a POST that reads)
+    whose outcome is unknown is WriteUncertain."""
+    write = method != "GET" and not read
+    cls = WriteUncertain if write and _uncertain(status) else GitLabError
     answer = f"HTTP {status}" if status is not None else "no answer"
     return cls(f"pairgate: GitLab {method} {what}: {answer}: {detail}".rstrip(": "), status=status)
 
@@ -107,6 +112,12 @@ def _error_detail(response: requests.Response) -> str:
     if isinstance(body, dict):
         return str(body.get("message", body.get("error", body)))[:200]
     return str(body)[:200]
+
+
+def graphql_url(api_url: str) -> str:
+    """GitLab's GraphQL endpoint beside its REST root: ``.../api/v4`` -> ``.../api/graphql``."""
+    root = api_url.rstrip("/")
+    return root.removesuffix("/v4") + "/graphql" if root.endswith("/api/v4") else f"{root}/graphql"
 
 
 class _Https:
@@ -132,6 +143,7 @@ class _Https:
         # Named in errors: which variable gave the token and the URL, so a refusal says what
         # to set rather than only that something was refused.
         self.token_source, self.url_source, self.scope = token_source, url_source, scope
+        self.graphql_url = graphql_url(self.api_url)
         self._origin = urlsplit(self.api_url)[:2]
         self._timeout = timeout
         self._session = requests.Session()
@@ -139,6 +151,12 @@ class _Https:
         adapter = HTTPAdapter(max_retries=retry, pool_maxsize=POOL_SIZE)
         self._session.mount("http://", adapter)
         self._session.mount("https://", adapter)
+        # A GraphQL query is a POST that only reads: retried as a read, on its own adapter
+        # (requests picks the longest matching prefix), so no REST write is ever retried.
+        methods = frozenset(retry.allowed_methods or ()) | {"POST"}
+        self._session.mount(
+            self.graphql_url, HTTPAdapter(max_retries=retry.new(allowed_methods=methods))
+        )
         self._resolve_environment()
 
     def _resolve_environment(self) -> None:
@@ -159,7 +177,7 @@ class _Https:
         return f"_Https({self.api_url!r}, token=<hidden>)"
 
     def _call(
-        self, method: str, url: str, *, params: Any = None, body: Any = None
+        self, method: str, url: str, *, params: Any = None, body: Any = None, read: bool = False
     ) -> requests.Response:
         import requests
 
@@ -169,14 +187,14 @@ class _Https:
                 method, url, params=params, json=body, timeout=self._timeout
             )
         except requests.ConnectionError as exc:
-            raise _error(method, what, None, self._unreachable(exc)) from None
+            raise _error(method, what, None, self._unreachable(exc), read=read) from None
         except requests.RequestException as exc:
-            raise _error(method, what, None, type(exc).__name__) from None
+            raise _error(method, what, None, type(exc).__name__, read=read) from None
         if response.status_code >= 400:
             detail = _error_detail(response)
             if response.status_code in (401, 403):
                 detail += self._refused_token(response.status_code)
-            raise _error(method, what, response.status_code, detail)
+            raise _error(method, what, response.status_code, detail, read=read)
         return response
 
     def _unreachable(self, exc: Exception) -> str:
@@ -220,6 +238,10 @@ class _Https:
 
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         return _decoded(self._call(method, f"{self.api_url}/{path}", body=dict(data)))
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        body = {"query": query, "variables": dict(variables)}
+        return _decoded(self._call("POST", self.graphql_url, body=body, read=True))
 
 
 def _decoded(response: requests.Response) -> Any:
@@ -269,7 +291,9 @@ class _Glab:
         host = ["--hostname", self.hostname] if self.hostname else []
         return ["glab", "api", endpoint, *flags, *host]
 
-    def _run(self, method: str, argv: list[str], stdin: str | None = None) -> str:
+    def _run(
+        self, method: str, argv: list[str], stdin: str | None = None, *, read: bool = False
+    ) -> str:
         try:
             proc = subprocess.run(
                 argv,
@@ -288,12 +312,13 @@ class _Glab:
                 f"The GitLab client)"
             ) from None
         except subprocess.TimeoutExpired:
-            raise _error(method, argv[2], None, f"glab ran past {GLAB_TIMEOUT:.0f}s") from None
+            late = f"glab ran past {GLAB_TIMEOUT:.0f}s"
+            raise _error(method, argv[2], None, late, read=read) from None
         if proc.returncode != 0:
             match = re.search(r"\(HTTP (\d{3})\)|HTTP (\d{3})", proc.stderr)
             status = int(match.group(1) or match.group(2)) if match else None
             detail = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else "glab failed"
-            raise _error(method, argv[2], status, detail)
+            raise _error(method, argv[2], status, detail, read=read)
         return proc.stdout
 
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
@@ -308,6 +333,13 @@ class _Glab:
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         flags = ("-X", method, "--input", "-", "-H", "Content-Type: application/json")
         out = self._run(method, self.argv(path, *flags), stdin=json.dumps(dict(data)))
+        return json.loads(out) if out.strip() else None
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        # ``glab api graphql`` posts to the instance's /api/graphql; the body travels on stdin.
+        flags = ("-X", "POST", "--input", "-", "-H", "Content-Type: application/json")
+        body = json.dumps({"query": query, "variables": dict(variables)})
+        out = self._run("POST", self.argv("graphql", *flags), stdin=body, read=True)
         return json.loads(out) if out.strip() else None
 
 
@@ -342,6 +374,18 @@ class GitLab:
         """The pages of a list as they arrive, so a reader can start on the first while the
         next is read."""
         return self._reader.pages(path, params)
+
+    def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> Any:
+        """One GraphQL query (POST /api/graphql) through the reader: a read, retried as GETs
+        are. Returns ``data``; GitLab answers a query it cannot run with HTTP 200 and
+        ``errors``, which raises GitLabError here (a reader fails closed, never guesses)."""
+        answer = self._reader.graphql(query, variables or {})
+        errors = answer.get("errors") if isinstance(answer, dict) else None
+        if errors or not isinstance(answer, dict) or not isinstance(answer.get("data"), dict):
+            first = errors[0].get("message") if errors and isinstance(errors[0], dict) else None
+            detail = first or f"no data in the answer: {answer!r:.120}"
+            raise GitLabError(f"pairgate: GitLab GraphQL query failed: {detail}")
+        return answer["data"]
 
     def write(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         """ONE attempt at a write. Raises WriteUncertain when it may have landed, GitLabError

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -97,10 +98,27 @@ class Approval:
     to: str
     mr: MrRef
     sha: str
-    self_approval: bool
+    self_approval: bool  # by the two rules of one issue's trail; see independence.py for all
     not_covering: tuple[str, ...]
     reason: str | None = None
     self_because: str | None = None  # which self-approval rule, said in words
+    version: int = 1  # the record's: a v1 approval binds no target branch or merge base
+    target_branch: str | None = None  # what the reviewer saw (v2): the target branch
+    base_sha: str | None = None  # and diff_refs.base_sha (the merge base) ...
+    start_sha: str | None = None  # ... and start_sha, read from GitLab when approved
+    session: str = ""  # the session that wrote it
+    accepted_from: str | None = None  # who sent the offer the approver accepted
+    withdrawn_by: int | None = None  # the note of its approver's withdrawal
+    withdraw_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Someone took the issue (a claim or an accept) at ``note_id``, in ``role``."""
+
+    agent: str
+    role: str
+    note_id: int
 
 
 @quick_init
@@ -109,7 +127,7 @@ class Skipped:
     """A note whose marker is not part of the state, and why."""
 
     note_id: int
-    kind: str  # forged | malformed | tampered | duplicate
+    kind: str  # forged | malformed | tampered | replayed | duplicate
     reason: str
     author: str = ""
 
@@ -156,6 +174,56 @@ class Ledger:
     accepted_from: str | None = None  # who sent the offer the holder accepted
     freezes: tuple[Freeze, ...] = ()  # every freeze window recorded here (see section 5b)
     constraints: tuple[Constraint, ...] = ()  # every standing constraint recorded here
+    unbound: tuple[int, ...] = ()  # v1 records: they name no issue, so replay goes unseen
+
+    # The facts the independence rule reads (approvals.py), derived from the trail when first
+    # asked for, so the fold itself pays nothing for them.
+
+    @functools.cached_property
+    def holds(self) -> tuple[Hold, ...]:
+        """Every take of the issue (a claim or an accept that took effect), in note order."""
+        return tuple(
+            Hold(e.agent, str(e.record["role"]), e.note_id)
+            for e in self.trail
+            if e.void is None and e.event in ("claim", "accept")
+        )
+
+    @functools.cached_property
+    def review_offers(self) -> tuple[Offer, ...]:
+        """Every offer of a merge request for review that took effect, in note order."""
+        return tuple(
+            Offer(
+                note_id=e.note_id,
+                sender=e.agent,
+                to=e.record["to"],
+                role=e.record["role"],
+                sha=e.record["sha"],
+                mr=MrRef(e.record["mr"]["project"], e.record["mr"]["iid"]),
+                reason=e.record["reason"],
+                supersedes=e.record["supersedes"],
+            )
+            for e in self.trail
+            if e.void is None and e.event == "handoff" and e.record["role"] == "review"
+        )
+
+    @functools.cached_property
+    def sessions(self) -> tuple[tuple[str, str, int], ...]:
+        """Each (agent, session) pair on the trail, with the first note written so."""
+        first: dict[tuple[str, str], int] = {}
+        for e in self.trail:
+            first.setdefault((e.agent, str(e.record["session"])), e.note_id)
+        return tuple((agent, session, note) for (agent, session), note in first.items())
+
+    @functools.cached_property
+    def _digest_notes(self) -> dict[str, int]:
+        return {str(e.record["digest"]): e.note_id for e in self.trail}
+
+    def prev_note(self, note_id: int) -> int | None:
+        """The note the record in ``note_id`` names as its prev: the last record its writer
+        saw (None for a first record, or one whose prev names nothing here)."""
+        event = next((e for e in self.trail if e.note_id == note_id), None)
+        prev = event.record.get("prev") if event else None
+        return None if prev is None else self._digest_notes.get(str(prev))
 
     @property
     def label(self) -> str | None:

@@ -43,6 +43,7 @@ class MergeRequestFacts:
     start_sha: str | None = None  # diff_refs: the target branch's head when the diff was made
     web_url: str = ""
     head_pipeline: Mapping[str, Any] | None = field(default=None, compare=False)
+    author_username: str = ""
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any], project: str = "") -> MergeRequestFacts:
@@ -65,6 +66,7 @@ class MergeRequestFacts:
             start_sha=refs.get("start_sha") or None,
             web_url=str(data.get("web_url") or ""),
             head_pipeline=data.get("head_pipeline") or None,
+            author_username=str((data.get("author") or {}).get("username") or ""),
         )
 
     @property

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.fold import fold
-from pairgate.standalone.gitlab import GitLab, encode_project
+from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
 from pairgate.standalone.ledger import FROZEN_LABEL, Freeze, Ledger, Note
 
 
@@ -23,7 +23,73 @@ def read_notes(client: GitLab, config: Config, issue: int) -> list[Note]:
 
 def read_ledger(client: GitLab, config: Config, issue: int) -> Ledger:
     """The I/O edge of the fold: read the issue's notes, fold them."""
-    return fold(read_notes(client, config, issue), config=config)
+    return fold(read_notes(client, config, issue), config=config, issue=issue)
+
+
+# REST notes carry no edit time (updated_at also moves on an emoji reaction), so whether a note
+# was edited comes from GraphQL's Note.lastEditedAt. Newest first, a page at a time, until every
+# note asked about is found: the approvals that matter are usually on the last page.
+LAST_EDITED_QUERY = """
+query($path: ID!, $iid: String!, $before: String) {
+  project(fullPath: $path) {
+    issue(iid: $iid) {
+      notes(last: 100, before: $before) {
+        nodes { id lastEditedAt }
+        pageInfo { hasPreviousPage startCursor }
+      }
+    }
+  }
+}
+"""
+
+
+def note_gid_number(gid: object) -> int | None:
+    """``gid://gitlab/Note/123`` (or DiscussionNote, ...) -> 123; None for anything else."""
+    text = str(gid)
+    kind, _, number = text.removeprefix("gid://gitlab/").partition("/")
+    return (
+        int(number)
+        if text.startswith("gid://gitlab/") and kind.endswith("Note") and number.isdigit()
+        else None
+    )
+
+
+def read_last_edited(
+    client: GitLab, config: Config, wanted: Mapping[int, Iterable[int]]
+) -> dict[int, str | None]:
+    """note id -> GitLab's lastEditedAt (None: never edited) for the notes ``wanted`` names per
+    tracker issue. One GraphQL query per issue in the common case; a note GitLab does not list
+    raises GitLabError (whether it was edited is unknown, so nothing may pass on it)."""
+    found: dict[int, str | None] = {}
+    tracker = config["tracker_project"]
+    for issue, ids in wanted.items():
+        missing = set(ids)
+        before: str | None = None
+        while missing:
+            variables = {"path": tracker, "iid": str(issue), "before": before}
+            data = client.graphql(LAST_EDITED_QUERY, variables)
+            notes = ((data.get("project") or {}).get("issue") or {}).get("notes")
+            if not isinstance(notes, dict):
+                raise GitLabError(
+                    f"pairgate: GitLab GraphQL does not show {tracker}#{issue} to this token, so "
+                    f"whether its approvals were edited is unknown"
+                )
+            for node in notes.get("nodes") or ():
+                number = note_gid_number((node or {}).get("id"))
+                if number in missing:
+                    found[number] = node.get("lastEditedAt")
+                    missing.discard(number)
+            page = notes.get("pageInfo") or {}
+            if not missing or not page.get("hasPreviousPage") or not page.get("startCursor"):
+                break
+            before = page["startCursor"]
+        if missing:
+            listed = ", ".join(str(n) for n in sorted(missing))
+            raise GitLabError(
+                f"pairgate: GitLab GraphQL does not list note {listed} of {tracker}#{issue}, "
+                f"so whether it was edited is unknown"
+            )
+    return found
 
 
 def frozen_issues(client: GitLab, config: Config) -> list[int]:

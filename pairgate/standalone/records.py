@@ -17,7 +17,11 @@ from pairgate.standalone.schema_check import SchemaCheck, _draft_validator
 # The marker names are the record's persisted format: they never follow cli_command.
 MARKER_OPEN = "<!-- mochi-task:"
 _MARKER_LINE = re.compile(r"^<!-- mochi-task:(\S+) (.*) -->[ \t]*$", re.MULTILINE)
-RECORD_VERSION = 1
+# v2 (the version written) names the tracker issue a record belongs to inside what its digest
+# covers, so a record copied onto another issue is caught as replayed; v1 records (written before
+# that) are still read, but cannot be checked for replay. The constraint kind names no issue (a
+# clause is quoted wherever it must stand), so it stays at v1.
+RECORD_VERSION = 2
 ROLES = ("lead", "review")
 
 _SHA = {"type": "string", "pattern": "^[0-9a-f]{40}$", "description": "a full commit SHA"}
@@ -35,8 +39,14 @@ _MR_REF = {
         "iid": {"type": "integer", "minimum": 1},
     },
 }
+# GitLab's own reference form, group/project#iid: one string, cheap to seal and to compare.
+# The fold compares it with the issue it reads (anything else is skipped as replayed), so the
+# schema checks only that it is a string: every keyword costs every record a check.
+_ISSUE_REF = {
+    "type": "string",
+    "description": "the tracker issue the record was written on, as group/project#iid",
+}
 _COMMON: dict[str, Any] = {
-    "v": {"const": RECORD_VERSION},
     "agent": {**_AGENT, "description": "the identity that wrote the record"},
     "write_id": {
         "type": "string",
@@ -115,8 +125,52 @@ def constraint_id(text: str) -> str:
 # -- end of the board-wide kinds ----------------------------------------------------------------
 
 
-def _event_schema(event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
-    properties = {**_COMMON, "event": {"const": event}, **fields}
+# -- record versions ---------------------------------------------------------------------------
+# EVENT_FIELDS above is version 1. Version 2 adds ``issue`` to every kind bound to an issue, the
+# diff the reviewer saw to an approval, and the withdrawal of an approval.
+ISSUE_BOUND_KINDS = frozenset({"ownership", "approval", "freeze"})
+_BRANCH = {"type": "string", "minLength": 1, "maxLength": 255}
+_V2_ADDS: dict[str, dict[str, Any]] = {
+    "approve": {
+        "target_branch": {**_BRANCH, "description": "the branch the MR targeted when approved"},
+        "base_sha": {**_SHA, "description": "diff_refs.base_sha when approved: the merge base"},
+        "start_sha": {**_SHA, "description": "diff_refs.start_sha when approved"},
+    },
+}
+_V2_EVENTS: dict[str, dict[str, dict[str, Any]]] = {
+    "approval": {
+        "withdraw": {
+            "approval": {**_NOTE_ID, "description": "the note of the approval withdrawn"},
+            "reason": {"type": "string", "minLength": 1, "maxLength": 50_000},
+        },
+    },
+}
+# kind -> version -> event -> the fields that event adds to the common ones (all required).
+RECORD_FIELDS: dict[str, dict[int, dict[str, dict[str, Any]]]] = {
+    kind: (
+        {
+            1: events,
+            2: {
+                **{
+                    event: {"issue": _ISSUE_REF, **fields, **_V2_ADDS.get(event, {})}
+                    for event, fields in events.items()
+                },
+                **{
+                    event: {"issue": _ISSUE_REF, **fields}
+                    for event, fields in _V2_EVENTS.get(kind, {}).items()
+                },
+            },
+        }
+        if kind in ISSUE_BOUND_KINDS
+        else {1: events}
+    )
+    for kind, events in EVENT_FIELDS.items()
+}
+KIND_VERSION = {kind: max(versions) for kind, versions in RECORD_FIELDS.items()}
+
+
+def _event_schema(version: int, event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    properties = {"v": {"const": version}, **_COMMON, "event": {"const": event}, **fields}
     return {
         "type": "object",
         "additionalProperties": False,
@@ -125,38 +179,62 @@ def _event_schema(event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-RECORD_SCHEMAS: dict[str, dict[str, Any]] = {
-    kind: {
+def _kind_schema(kind: str) -> dict[str, Any]:
+    versions = RECORD_FIELDS[kind]
+    events = sorted({event for fields in versions.values() for event in fields})
+    return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"pairgate {kind} record",
         "description": f"The JSON inside <!-- mochi-task:{kind} ... --> in an issue note.",
         "type": "object",
-        "required": ["event"],
-        "properties": {"event": {"enum": list(events)}},
+        "required": ["v", "event"],
+        "properties": {"v": {"enum": sorted(versions)}, "event": {"enum": events}},
         "allOf": [
             {
-                "if": {"properties": {"event": {"const": event}}, "required": ["event"]},
-                "then": _event_schema(event, fields),
+                "if": {
+                    "properties": {"v": {"const": version}, "event": {"const": event}},
+                    "required": ["v", "event"],
+                },
+                "then": _event_schema(version, event, fields),
             }
-            for event, fields in events.items()
+            for version, by_event in sorted(versions.items())
+            for event, fields in by_event.items()
+        ]
+        + [  # an event that a version does not have (a v1 withdraw) is no record
+            {
+                "if": {
+                    "properties": {"v": {"const": version}, "event": {"const": event}},
+                    "required": ["v", "event"],
+                },
+                "then": False,
+            }
+            for version, by_event in sorted(versions.items())
+            for event in events
+            if event not in by_event
         ],
     }
-    for kind, events in EVENT_FIELDS.items()
+
+
+RECORD_SCHEMAS: dict[str, dict[str, Any]] = {kind: _kind_schema(kind) for kind in RECORD_FIELDS}
+KIND_OF_EVENT = {
+    event: kind
+    for kind, versions in RECORD_FIELDS.items()
+    for f in versions.values()
+    for event in f
 }
-KIND_OF_EVENT = {event: kind for kind, events in EVENT_FIELDS.items() for event in events}
 
 
-# One check per event, built once and reused: the fold checks thousands of records.
-_CHECKS: dict[tuple[str, str], SchemaCheck] = {}
+# One check per event and version, built once and reused: the fold checks thousands of records.
+_CHECKS: dict[tuple[str, int, str], SchemaCheck] = {}
 
 
-def _event_validator(kind: str, event: str) -> SchemaCheck:
-    # RECORD_SCHEMAS[kind] is this schema under an if/then on ``event``, so checking the
-    # event's own schema directly gives the same verdict without re-testing every branch.
-    check = _CHECKS.get((kind, event))
+def _event_validator(kind: str, version: int, event: str) -> SchemaCheck:
+    # RECORD_SCHEMAS[kind] is this schema under an if/then on ``v`` and ``event``, so checking
+    # the event's own schema directly gives the same verdict without re-testing every branch.
+    check = _CHECKS.get((kind, version, event))
     if check is None:
-        check = _CHECKS[kind, event] = _draft_validator(
-            _event_schema(event, EVENT_FIELDS[kind][event])
+        check = _CHECKS[kind, version, event] = _draft_validator(
+            _event_schema(version, event, RECORD_FIELDS[kind][version][event])
         )
     return check
 
@@ -168,14 +246,19 @@ class MalformedRecord(Exception):
 def schema_problem(kind: str, record: Any, *, decoded: bool = False) -> str | None:
     """Why ``record`` is not a valid ``kind`` record, or None when it is. ``decoded``: the
     record is json.loads's answer (see SchemaCheck)."""
-    if kind not in EVENT_FIELDS:
+    if kind not in RECORD_FIELDS:
         return f"unknown record kind {kind!r}"
     if not isinstance(record, dict):
         return "the marker JSON is not an object"
+    versions = RECORD_FIELDS[kind]
     event = record.get("event")
-    if not isinstance(event, str) or event not in EVENT_FIELDS[kind]:
+    if not isinstance(event, str) or KIND_OF_EVENT.get(event) != kind:
         return f"unknown {kind} event {event!r}"
-    check = _event_validator(kind, event)
+    version = record.get("v")
+    if type(version) is not int or event not in versions.get(version, {}):
+        known = ", ".join(str(v) for v in sorted(versions) if event in versions[v])
+        return f"schema: v: {version!r} is not a version of the {kind} {event} record ({known})"
+    check = _event_validator(kind, version, event)
     if check.accepts(record, decoded=decoded):
         return None
     authority = check.authority()
@@ -265,7 +348,7 @@ def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str,
     text = neutralise_quick_actions(human).strip()
     # A marker-shaped line in the text would make the note carry two markers (and be skipped).
     text = _MARKER_LINE.sub(lambda m: "&lt;" + m.group(0)[1:], text)
-    sealed = {"v": RECORD_VERSION, **{k: v for k, v in record.items() if k != "digest"}}
+    sealed = {"v": KIND_VERSION[kind], **{k: v for k, v in record.items() if k != "digest"}}
     sealed["digest"] = record_digest(kind, sealed, text)
     problem = schema_problem(kind, sealed)
     if problem:
@@ -307,8 +390,10 @@ def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
         raise MalformedRecord("not an object")
     # The fast check first, straight from the table (the fold's hot path); schema_problem for
     # what it does not accept, and for a check not built yet.
-    event = record.get("event")
-    check = _CHECKS.get((kind, event)) if type(event) is str else None
+    event, version = record.get("event"), record.get("v")
+    check = (
+        _CHECKS.get((kind, version, event)) if type(event) is str and type(version) is int else None
+    )
     if check is None or not check.accepts(record, decoded=True):
         problem = schema_problem(kind, record, decoded=True)
         if problem:

@@ -196,6 +196,20 @@ def automation_family_of(
     return None
 
 
+def author_account(
+    mr: MergeRequestFacts, families: Sequence[AutomationFamily], config: Config
+) -> str:
+    """Who opened the merge request, and whether the roster says that account is automation:
+    said out loud for an MR the gate lets out of scope on its citation alone."""
+    who = f"@{mr.author_username or '?'} (user {mr.author_id})"
+    names = [f.name for f in families if f.author_id == mr.author_id]
+    if names:
+        return f"{who}, an automation account (the roster's {', '.join(names)})"
+    if mr.author_id == config["renovate_bot_user_id"]:
+        return f"{who}, the Renovate account (renovate_bot_user_id), not in the roster"
+    return f"{who}, not an automation account: no family of the roster is authored by it"
+
+
 @dataclass(frozen=True)
 class Scope:
     in_scope: bool
@@ -223,7 +237,8 @@ def decide_scope(
         return Scope(
             False,
             "generic-issue-only",
-            f"it cites only the generic tracking issue {config['tracker_project']}#{generic}",
+            f"it cites only the generic tracking issue {config['tracker_project']}#{generic}; "
+            f"its author is {author_account(mr, families, config)}",
         )
     if RENOVATE_LABEL in mr.labels:
         gaps = renovate_exemption_gaps(mr, config)

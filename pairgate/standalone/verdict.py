@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pairgate.standalone.approvals import Judged, judge, same_mr, v1_note
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import Approval, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
@@ -43,6 +44,8 @@ class GateVerdict:
     approval_note: int | None = None
     approved_sha: str | None = None  # the commit the counting approval names (the head)
     warnings: tuple[str, ...] = ()
+    approvals: tuple[Judged, ...] = ()  # every approval naming this MR, as the gate judged it
+    author: Mapping[str, Any] | None = None  # who opened the MR, as GitLab says
 
     def as_json(self) -> dict[str, Any]:
         """merge-check --json: stable keys, documented in docs/agent-handoff-reference.md."""
@@ -63,11 +66,29 @@ class GateVerdict:
             "approval_note": self.approval_note,
             "approved_sha": self.approved_sha,
             "warnings": list(self.warnings),
+            "independence": self._deciding_independence(),
+            "approvals": [j.as_json() for j in self.approvals],
+            "author": dict(self.author) if self.author else None,
+        }
+
+    def _deciding_independence(self) -> dict[str, Any] | None:
+        """The independence verdict of the approval the gate's answer is about: the one that
+        passes, else the latest at the head, else the latest; None when none names the MR."""
+        if not self.approvals:
+            return None
+        at_head = [j for j in self.approvals if j.sha == self.head_sha]
+        passing = [j for j in self.approvals if j.code == "counts"]
+        judged = (passing or at_head or list(self.approvals))[-1]
+        return {
+            "note_id": judged.note_id,
+            "issue": judged.issue,
+            "independent": not judged.reasons,
+            "reasons": list(judged.reasons),
         }
 
 
 def _same_mr(ref: MrRef, mr: MergeRequestFacts) -> bool:
-    return ref.iid == mr.iid and ref.project.casefold() == mr.project.casefold()
+    return same_mr(ref, MrRef(mr.project, mr.iid))
 
 
 def ledger_warnings(tracker: str, ledgers: Mapping[int, Ledger]) -> tuple[str, ...]:
@@ -84,6 +105,13 @@ def ledger_warnings(tracker: str, ledgers: Mapping[int, Ledger]) -> tuple[str, .
                 f"{tracker}#{issue}: the record chain is broken at note {chain_break.note_id}: "
                 f"{chain_break.reason}"
             )
+        if ledger.unbound:
+            notes = ", ".join(str(n) for n in ledger.unbound[:5])
+            more = f" and {len(ledger.unbound) - 5} more" if len(ledger.unbound) > 5 else ""
+            lines.append(
+                f"{tracker}#{issue}: notes {notes}{more} are v1 records, written before records "
+                f"named their issue: they cannot be checked for replay"
+            )
     return tuple(lines)
 
 
@@ -94,11 +122,13 @@ def decide(
     cited: Sequence[int],
     ledgers: Mapping[int, Ledger],
     config: Config,
+    edits: Mapping[int, str | None],
     frozen: str | None = None,
 ) -> GateVerdict:
     """The verdict, from facts already read. ``ledgers`` holds the fold of every cited issue
-    except the generic tracking issue; ``frozen`` says why a live freeze window holds the MR
-    back (section 5b), if one does."""
+    except the generic tracking issue; ``edits`` GitLab's lastEditedAt of the notes
+    ``edit_candidates`` names (an approval whose edit state is not in it does not count);
+    ``frozen`` says why a live freeze window holds the MR back (section 5b), if one does."""
     cli, tracker = config.cli, config["tracker_project"]
 
     def verdict(**fields: Any) -> GateVerdict:
@@ -109,6 +139,7 @@ def decide(
             cited_issues=tuple(cited),
             scope=scope.code,
             scope_detail=scope.detail,
+            author={"id": mr.author_id, "username": mr.author_username or None},
             **fields,
         )
 
@@ -122,9 +153,20 @@ def decide(
             record=passed,
             approval=passed,
         )
-    warnings = ledger_warnings(tracker, ledgers)
+    judged = tuple(
+        judge(issue, a, mr, ledgers, edits=edits, config=config)
+        for issue, ledger in ledgers.items()
+        for a in ledger.approvals
+        if _same_mr(a.mr, mr)
+    )
+    warnings = ledger_warnings(tracker, ledgers) + tuple(
+        f"{tracker}#{j.issue}: {note}"
+        for j in judged
+        for note in [v1_note(_approval(ledgers, j))]
+        if note
+    )
     record = _record_check(mr, ledgers, tracker, cli)
-    approval, found = _approval_check(mr, ledgers, tracker, cli)
+    approval, found = _approval_check(mr, ledgers, judged, tracker, cli)
     if not ledgers:
         problems = [
             (
@@ -154,7 +196,12 @@ def decide(
         approval_note=found[1].note_id if found else None,
         approved_sha=found[1].sha if found else None,
         warnings=warnings,
+        approvals=judged,
     )
+
+
+def _approval(ledgers: Mapping[int, Ledger], judged: Judged) -> Approval:
+    return next(a for a in ledgers[judged.issue].approvals if a.note_id == judged.note_id)
 
 
 def _approve_command(cli: str, issue: object, mr: MergeRequestFacts, lead: str | None) -> str:
@@ -203,20 +250,18 @@ def _record_check(
 
 
 def _approval_check(
-    mr: MergeRequestFacts, ledgers: Mapping[int, Ledger], tracker: str, cli: str
+    mr: MergeRequestFacts,
+    ledgers: Mapping[int, Ledger],
+    judged: Sequence[Judged],
+    tracker: str,
+    cli: str,
 ) -> tuple[Check, tuple[int, Approval] | None]:
-    """Approval at head: an independent approval naming this MR and its head, in the ledger
-    of a cited issue. Returns the check and the (issue, approval) that passes, if any."""
-    naming = [
-        (issue, approval)
-        for issue, ledger in ledgers.items()
-        for approval in ledger.approvals
-        if _same_mr(approval.mr, mr)
-    ]
-    at_head = [(i, a) for i, a in naming if mr.head_sha is not None and a.sha == mr.head_sha]
-    independent = [(i, a) for i, a in at_head if not a.self_approval]
-    if independent:
-        issue, approval = independent[-1]
+    """Approval at head: an approval of this MR in the ledger of a cited issue that counts
+    (see ``judge``). Returns the check and the (issue, approval) that passes, if any."""
+    counting = [j for j in judged if j.code == "counts"]
+    if counting:
+        passing = counting[-1]
+        approval = _approval(ledgers, passing)
         covering = (
             f" It does not cover: {', '.join(approval.not_covering)}."
             if approval.not_covering
@@ -226,11 +271,11 @@ def _approval_check(
             True,
             "approved",
             f"{mr.ref} may merge: {approval.approver} approved its head {mr.head_sha} in "
-            f"{tracker}#{issue} (note {approval.note_id}).{covering} Merge exactly that commit, "
-            f"so GitLab refuses a head that moved: glab mr merge {mr.iid} -R {mr.project} "
-            f"--sha {mr.head_sha}",
-        ), (issue, approval)
-    if not naming:
+            f"{tracker}#{passing.issue} (note {approval.note_id}).{covering} Merge exactly that "
+            f"commit, so GitLab refuses a head that moved: glab mr merge {mr.iid} -R "
+            f"{mr.project} --sha {mr.head_sha}",
+        ), (passing.issue, approval)
+    if not judged:
         first = next(iter(ledgers), None)
         lead = _lead_of(ledgers[first]) if first is not None else None
         issues = ", ".join(f"{tracker}#{i}" for i in ledgers) or f"any issue of {tracker}"
@@ -240,25 +285,57 @@ def _approval_check(
             f"no approval in {issues} names {mr.ref}. "
             f"{_review_steps(cli, first or 'NN', mr, None, lead)}",
         ), None
-    if at_head:
-        issue, approval = at_head[-1]
-        return Check(
-            False,
-            "self-approval-only",
-            f"the only approval of {mr.ref} at its head is a self-approval by "
-            f"{approval.approver} ({tracker}#{issue}, note {approval.note_id}: "
-            f"{approval.self_because}); the gate counts "
-            f"only an approval by a different agent. Offer it for review: {cli} handoff "
-            f"{issue} --to <reviewer> --role review --sha {mr.head_sha} --mr {mr.iid} "
-            f"--mr-project {mr.project}",
-        ), None
-    issue, approval = naming[-1]
-    head = mr.head_sha or "nothing (the merge request has no commits)"
-    return Check(
-        False,
-        "not-at-head",
-        f"the approval of {mr.ref} by {approval.approver} ({tracker}#{issue}, note "
-        f"{approval.note_id}) names {approval.sha}, but the head is now {head}: a push after "
-        f"an approval voids it, and the new head needs its own review. "
-        f"{_review_steps(cli, issue, mr, approval.approver, approval.to)}",
-    ), None
+    at_head = [j for j in judged if j.code != "not-at-head"]
+    j = (at_head or list(judged))[-1]
+    approval = _approval(ledgers, j)
+    where = f"{tracker}#{j.issue}, note {j.note_id}"
+    steps = _review_steps(cli, j.issue, mr, None, approval.to)
+    if j.code == "self-approval-only":
+        message = (
+            f"the only approval of {mr.ref} at its head is a self-approval by {j.approver} "
+            f"({where}), not independent: {'; '.join(j.reasons)}. The gate counts only an "
+            f"approval by an agent with no hand in the work (it never held a cited issue as "
+            f"lead, never offered this merge request for review, and shares no session with "
+            f"one that did). Offer it for review to such an agent: {cli} handoff {j.issue} --to "
+            f"<reviewer> --role review --sha {mr.head_sha} --mr {mr.iid} --mr-project "
+            f"{mr.project}"
+        )
+    elif j.code == "not-at-head":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) "
+            f"{str(j.why).removeprefix('it ')}: a push after an "
+            f"approval voids it, and the new head needs its own review. "
+            f"{_review_steps(cli, j.issue, mr, j.approver, approval.to)}"
+        )
+    elif j.code in ("retargeted", "base-moved"):
+        what = "target branch" if j.code == "retargeted" else "merge base"
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) no longer covers it: {j.why}. "
+            f"An approval binds the head, the target branch and the merge base it reviewed; "
+            f"the {what} changed, so the head needs a review of the change as it is now "
+            f"(against {mr.target_branch or 'its target'}). {steps}"
+        )
+    elif j.code == "withdrawn":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) does not count: {j.why}. "
+            f"The head needs a fresh review. {steps}"
+        )
+    elif j.code == "approval-after-break":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) does not count: {j.why}. A "
+            f"note it relied on was deleted or rewritten, or it was posted out of order, so the "
+            f"trail cannot vouch for it. A fresh approval at the head can. {steps}"
+        )
+    elif j.code == "approval-edited":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) does not count: {j.why}. An "
+            f"approval that was edited after it was written counts for nothing, whatever it "
+            f"says now. A fresh approval at the head does. {steps}"
+        )
+    else:  # edit-unknown: the gate cannot say, so it does not pass
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) was not checked: {j.why}, and "
+            f"an approval counts only when GitLab says its note was never edited. Run "
+            f"{cli} merge-check --mr {mr.iid} --mr-project {mr.project} again."
+        )
+    return Check(False, j.code, message), None

@@ -1,0 +1,230 @@
+"""GitLab's GraphQL API (POST /api/graphql), as far as pairgate reads it: a project by full path,
+an issue by iid, and the issue's notes as a connection, each note with the fields of GitLab's
+``Note`` type that say who wrote it and when it was last edited (``lastEditedAt``, which REST
+notes do not carry). Queries run through graphql-core against that schema, so any query of its
+shape is answered as GitLab would, and anything else gets GitLab's error shape."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from graphql import GraphQLError, build_schema, graphql_sync
+
+from pairgate.sandbox.httpd import Reply, Request
+from pairgate.sandbox.records import REPORTER, Note
+
+# The subset of GitLab's schema the sandbox serves. Names and nullability follow GitLab's
+# reference (doc/api/graphql/reference): Note.id is a global id (gid://gitlab/Note/123),
+# Issue.iid a String, connections carry nodes, edges and pageInfo, and at most 100 per page.
+SDL = """
+scalar Time
+
+type Query {
+  project(fullPath: ID!): Project
+}
+
+type Project {
+  id: ID!
+  fullPath: ID!
+  issue(iid: String): Issue
+}
+
+type Issue {
+  id: ID!
+  iid: String!
+  title: String!
+  notes(first: Int, last: Int, after: String, before: String): NoteConnection!
+}
+
+type UserCore {
+  id: ID!
+  username: String!
+}
+
+type Note {
+  id: ID!
+  body: String!
+  author: UserCore
+  createdAt: Time!
+  updatedAt: Time!
+  lastEditedAt: Time
+  lastEditedBy: UserCore
+  system: Boolean!
+  internal: Boolean
+}
+
+type NoteEdge {
+  cursor: String!
+  node: Note
+}
+
+type PageInfo {
+  hasNextPage: Boolean!
+  hasPreviousPage: Boolean!
+  startCursor: String
+  endCursor: String
+}
+
+type NoteConnection {
+  count: Int!
+  nodes: [Note]
+  edges: [NoteEdge]
+  pageInfo: PageInfo!
+}
+"""
+SCHEMA = build_schema(SDL)
+MAX_PAGE = 100  # GitLab's max_page_size
+
+
+def _cursor(note_id: int) -> str:
+    return base64.b64encode(json.dumps({"id": str(note_id)}).encode()).decode()
+
+
+def _cursor_id(cursor: str | None) -> int | None:
+    if cursor is None:
+        return None
+    try:
+        return int(json.loads(base64.b64decode(cursor))["id"])
+    except (ValueError, KeyError, TypeError):
+        raise GraphQLError(f"Invalid cursor: {cursor!r}") from None
+
+
+def _user(world: Any, user_id: int | None) -> dict[str, Any] | None:
+    user = world.users.get(user_id) if user_id else None
+    return (
+        None if user is None else {"id": f"gid://gitlab/User/{user.id}", "username": user.username}
+    )
+
+
+def _note(world: Any, note: Note) -> dict[str, Any]:
+    return {
+        "id": f"gid://gitlab/Note/{note.id}",
+        "body": note.body,
+        "author": _user(world, note.author_id),
+        "createdAt": note.created_at,
+        "updatedAt": note.updated_at,
+        "lastEditedAt": note.last_edited_at,
+        "lastEditedBy": _user(world, note.last_edited_by_id),
+        "system": note.system,
+        "internal": note.internal,
+    }
+
+
+def _page(items: list[Note], args: dict[str, Any]) -> tuple[list[Note], bool, bool]:
+    """Relay pagination over notes in id order: (window, has next page, has previous page)."""
+    after, before = _cursor_id(args.get("after")), _cursor_id(args.get("before"))
+    window = [
+        n for n in items if (after is None or n.id > after) and (before is None or n.id < before)
+    ]
+    first, last = args.get("first"), args.get("last")
+    for name, value in (("first", first), ("last", last)):
+        if value is not None and value < 0:
+            raise GraphQLError(f"Argument '{name}' on Field 'notes' has an invalid value.")
+    size = min(v for v in (first, last, MAX_PAGE) if v is not None)
+    has_next = has_previous = False
+    if last is not None and first is None:
+        has_previous = len(window) > size
+        window = window[max(0, len(window) - size) :] if size else []
+    else:
+        has_next = len(window) > size
+        window = window[:size]
+    has_next = has_next or (before is not None and any(n.id >= before for n in items))
+    has_previous = has_previous or (after is not None and any(n.id <= after for n in items))
+    return window, has_next, has_previous
+
+
+class _Root:
+    """The resolvers, bound to one request (its world and its reader)."""
+
+    def __init__(self, req: Request) -> None:
+        self.req = req
+
+    def project(self, info: Any, fullPath: str) -> dict[str, Any] | None:
+        world = self.req.world
+        project = world.project_by_ref(fullPath) if not fullPath.isdigit() else None
+        if project is None or not world.can_read(self.req.user, project):
+            return None  # GitLab answers an unknown or hidden project with null, not an error
+        reader = world.access_level(self.req.user, project) >= REPORTER
+
+        def issue(info: Any, iid: str | None = None) -> dict[str, Any] | None:
+            found = world.issue(project, int(iid)) if iid and iid.isdigit() else None
+            if found is None:
+                return None
+
+            def notes(info: Any, **args: Any) -> dict[str, Any]:
+                mine = sorted(
+                    (
+                        n
+                        for n in world.notes.values()
+                        if n.noteable_type == "Issue"
+                        and n.noteable_id == found.id
+                        and (reader or not n.internal)
+                    ),
+                    key=lambda n: n.id,
+                )
+                window, has_next, has_previous = _page(mine, args)
+                nodes = [_note(world, n) for n in window]
+                return {
+                    "count": len(mine),
+                    "nodes": nodes,
+                    "edges": [
+                        {"cursor": _cursor(n.id), "node": d}
+                        for n, d in zip(window, nodes, strict=True)
+                    ],
+                    "pageInfo": {
+                        "hasNextPage": has_next,
+                        "hasPreviousPage": has_previous,
+                        "startCursor": _cursor(window[0].id) if window else None,
+                        "endCursor": _cursor(window[-1].id) if window else None,
+                    },
+                }
+
+            return {
+                "id": f"gid://gitlab/Issue/{found.id}",
+                "iid": str(found.iid),
+                "title": found.title,
+                "notes": notes,
+            }
+
+        return {
+            "id": f"gid://gitlab/Project/{project.id}",
+            "fullPath": world.full_path(project),
+            "issue": issue,
+        }
+
+
+def _resolve(source: Any, info: Any, **args: Any) -> Any:
+    """graphql-core's field resolver: a callable value is a field with arguments."""
+    value = (
+        source.get(info.field_name)
+        if isinstance(source, dict)
+        else getattr(source, info.field_name, None)
+    )
+    return value(info, **args) if callable(value) else value
+
+
+def serve(req: Request) -> Reply:
+    """POST /api/graphql with {"query", "variables", "operationName"}: HTTP 200 with ``data``
+    and, when the query cannot run, ``errors`` (GitLab's shape), as GitLab answers."""
+    query = req.params.get("query")
+    if not isinstance(query, str) or not query.strip():
+        return Reply(200, {"errors": [{"message": "No query string was present"}]})
+    variables = req.params.get("variables")
+    if isinstance(variables, str):
+        variables = json.loads(variables or "{}")
+    result = graphql_sync(
+        SCHEMA,
+        query,
+        root_value=_Root(req),
+        variable_values=variables if isinstance(variables, dict) else None,
+        operation_name=req.params.get("operationName"),
+        field_resolver=_resolve,
+    )
+    body: dict[str, Any] = {}
+    if result.errors:
+        body["errors"] = [e.formatted for e in result.errors]
+    if result.data is not None or not result.errors:
+        body["data"] = result.data
+    return Reply(200, body)

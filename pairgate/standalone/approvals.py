@@ -1,0 +1,266 @@
+"""Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+its record can still be trusted. Pure functions over folded ledgers; every door applies them,
+and ``judge`` puts them in the gate's order for one approval.
+
+The rules (docs/agent-handoff-reference.md, "What an approval binds"):
+
+- Independence. An approval counts only when its approver is none of the agents with a hand in
+  the approved work, across every issue the merge request cites: anyone who held one of them as
+  lead (or under a -solo identity) before the approval, anyone who offered this merge request
+  for review before it, and anyone whose records share a session with the approver. The two
+  self-approval rules of one issue's trail (the approver offers the work back to itself; it
+  reviewed an offer it sent itself) are the first reasons, in their own words.
+- Binding. An approval names the head it read, and (v2) the target branch and the merge base
+  (``diff_refs.base_sha``) GitLab reported then. The target branch changing, or the merge base
+  moving, changes the change to be merged: the approval no longer covers it. ``start_sha``
+  moving alone (the target branch advanced; the reviewed change base..head is the same) does
+  not void it.
+- The record. An approval GitLab reports as edited (GraphQL ``lastEditedAt``) does not count,
+  nor one written before a break in its issue's chain that its writer had not seen: a note it
+  relied on was deleted or rewritten after it was written, or it was reposted out of order.
+- A withdrawn approval does not count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pairgate.standalone.config import Config
+from pairgate.standalone.fold import WRITER_SAYS, identity_pattern
+from pairgate.standalone.ledger import Approval, Ledger, MrRef
+from pairgate.standalone.merge_request import MergeRequestFacts
+
+
+def is_solo(agent: str, config: Config) -> bool:
+    """A -solo identity writes the work and reviews it: any hold by it is a hand in the work."""
+    match = identity_pattern(config).match(agent)
+    return bool(match and match.group(1) == "solo")
+
+
+def same_mr(a: MrRef | None, b: MrRef | None) -> bool:
+    return (
+        a is not None
+        and b is not None
+        and a.iid == b.iid
+        and a.project.casefold() == b.project.casefold()
+    )
+
+
+@dataclass(frozen=True)
+class Hand:
+    """An agent with a hand in the work, and the record that shows it."""
+
+    agent: str
+    issue: int
+    note_id: int
+    what: str  # "held #12 as lead", "offered acme/app!7 for review in #12"
+
+
+def hands(
+    ledgers: Mapping[int, Ledger], *, mr: MrRef | None, before: int | None, config: Config
+) -> Iterator[Hand]:
+    """Who had a hand in the work on the cited issues before note ``before`` (GitLab note ids
+    are one sequence across issues, so "before" holds across them): each lead hold, each hold
+    by a -solo identity, and each offer of ``mr`` for review."""
+    for issue, ledger in ledgers.items():
+        for hold in ledger.holds:
+            if before is not None and hold.note_id >= before:
+                continue
+            if hold.role == "lead":
+                yield Hand(hold.agent, issue, hold.note_id, f"held #{issue} as lead")
+            elif is_solo(hold.agent, config):
+                what = f"held #{issue} as {hold.role} under a -solo identity"
+                yield Hand(hold.agent, issue, hold.note_id, what)
+        for offer in ledger.review_offers:
+            if (before is None or offer.note_id < before) and (mr is None or same_mr(offer.mr, mr)):
+                what = f"offered {offer.mr} for review in #{issue}"
+                yield Hand(offer.sender, issue, offer.note_id, what)
+
+
+def session_names(agent: str, ledgers: Mapping[int, Ledger]) -> dict[str, tuple[str, int, int]]:
+    """Every other name that wrote in a session ``agent`` wrote in, on these issues: name ->
+    (the session, the issue and the first note it wrote there in it)."""
+    mine = {s for ledger in ledgers.values() for a, s, _ in ledger.sessions if a == agent}
+    found: dict[str, tuple[str, int, int]] = {}
+    for issue, ledger in ledgers.items():
+        for name, session, note in ledger.sessions:
+            if name != agent and session in mine and name not in found:
+                found[name] = (session, issue, note)
+    return found
+
+
+def reasons_against(
+    agent: str,
+    ledgers: Mapping[int, Ledger],
+    *,
+    mr: MrRef | None,
+    before: int | None,
+    config: Config,
+) -> tuple[str, ...]:
+    """Why an approval of ``mr`` by ``agent`` written at note ``before`` would not be
+    independent, by the hands in the work; () when it would be."""
+    aliases = session_names(agent, ledgers)
+    reasons: dict[str, None] = {}
+    for hand in hands(ledgers, mr=mr, before=before, config=config):
+        if hand.agent == agent:
+            reasons[f"{agent} {hand.what} (note {hand.note_id})"] = None
+        elif hand.agent in aliases:
+            session, issue, note = aliases[hand.agent]
+            reasons[
+                f"{agent} writes in session {session}, as {hand.agent} does (#{issue}, note "
+                f"{note}), and {hand.agent} {hand.what} (note {hand.note_id})"
+            ] = None
+    return tuple(reasons)
+
+
+def independence(
+    issue: int, approval: Approval, ledgers: Mapping[int, Ledger], *, config: Config
+) -> tuple[str, ...]:
+    """Every reason ``approval`` (recorded on ``issue``) is not independent, () when it is.
+    ``ledgers`` are the folds of every issue the approved merge request cites, its own among
+    them; a surface that has fewer judges by fewer (and says so)."""
+    later = reasons_against(
+        approval.approver, ledgers, mr=approval.mr, before=approval.note_id, config=config
+    )
+    said = approval.self_because
+    # The writer's own flag adds nothing when the facts it was set on are named.
+    first = (said,) if said and not (said == WRITER_SAYS and later) else ()
+    return tuple(dict.fromkeys(first + later))
+
+
+def chain_problem(approval: Approval, ledger: Ledger) -> str | None:
+    """Why the chain no longer vouches for ``approval``: a break after the last record its
+    writer saw (its prev). A fresh approval names the latest record, so it is after them all."""
+    if not ledger.breaks:
+        return None
+    saw = ledger.prev_note(approval.note_id)
+    late = next((b for b in ledger.breaks if b.note_id > (saw or 0)), None)
+    if late is None:
+        return None
+    return (
+        f"the record chain of its issue is broken at note {late.note_id} ({late.reason}), "
+        f"after the last record its writer saw" + (f" (note {saw})" if saw else "")
+    )
+
+
+def binding_problem(approval: Approval, mr: MergeRequestFacts) -> tuple[str, str] | None:
+    """(code, why) when the merge request is no longer what ``approval`` reviewed; None when it
+    is. Head first: a push voids an approval whatever else changed."""
+    if mr.head_sha is None or approval.sha != mr.head_sha:
+        head = mr.head_sha or "nothing (the merge request has no commits)"
+        return "not-at-head", f"it names {approval.sha}, but the head is now {head}"
+    if approval.version < 2:
+        return None  # a v1 record binds the head only; surfaces say so
+    if approval.target_branch != mr.target_branch:
+        return "retargeted", (
+            f"it was given while {mr.ref} targeted {approval.target_branch}, and it now targets "
+            f"{mr.target_branch or 'an unknown branch'}: the change to be merged is not the one "
+            f"reviewed"
+        )
+    if approval.base_sha != mr.base_sha:
+        return "base-moved", (
+            f"it was given on the diff from merge base {approval.base_sha}, and GitLab now diffs "
+            f"from {mr.base_sha or 'an unknown base'}: the change to be merged is not the one "
+            f"reviewed"
+        )
+    return None
+
+
+def v1_note(approval: Approval) -> str | None:
+    """What a surface says about an approval written before records bound their issue."""
+    if approval.version >= 2:
+        return None
+    return (
+        f"note {approval.note_id} is a v1 approval: it binds the head only, not the target "
+        f"branch or the merge base, and it names no issue, so it cannot be checked for replay"
+    )
+
+
+# -- the gate's judgement of one approval ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One approval naming the merge request, as the gate judged it: ``code`` "counts", or why
+    not (not-at-head, retargeted, base-moved, withdrawn, self-approval-only,
+    approval-after-break, approval-edited, edit-unknown); ``reasons`` why it is not independent
+    (empty when it is), whatever else is wrong with it."""
+
+    issue: int
+    note_id: int
+    approver: str
+    sha: str
+    code: str
+    why: str | None
+    reasons: tuple[str, ...]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "issue": self.issue,
+            "note_id": self.note_id,
+            "approver": self.approver,
+            "sha": self.sha,
+            "counts": self.code == "counts",
+            "code": self.code,
+            "why": self.why,
+            "independent": not self.reasons,
+            "independence_reasons": list(self.reasons),
+        }
+
+
+def judge(
+    issue: int,
+    approval: Approval,
+    mr: MergeRequestFacts,
+    ledgers: Mapping[int, Ledger],
+    *,
+    edits: Mapping[int, str | None] | None,
+    config: Config,
+) -> Judged:
+    """Does ``approval`` (on ``issue``) count for ``mr`` now? Checks in this order: what it
+    binds (head, target, base), its withdrawal, its independence, its chain, its edit.
+    ``edits`` is GitLab's lastEditedAt per note (approvals/reads.py); None when the surface
+    did not read it (status, board): then the edit is not judged."""
+    reasons = independence(issue, approval, ledgers, config=config)
+
+    def judged(code: str, why: str | None = None) -> Judged:
+        return Judged(issue, approval.note_id, approval.approver, approval.sha, code, why, reasons)
+
+    bound = binding_problem(approval, mr)
+    if bound is not None:
+        return judged(*bound)
+    if approval.withdrawn_by is not None:
+        return judged(
+            "withdrawn",
+            f"{approval.approver} withdrew it (note {approval.withdrawn_by}): "
+            f"{approval.withdraw_reason}",
+        )
+    if reasons:
+        return judged("self-approval-only", "not independent: " + "; ".join(reasons))
+    broken = chain_problem(approval, ledgers[issue])
+    if broken is not None:
+        return judged("approval-after-break", broken)
+    if edits is not None:
+        if approval.note_id not in edits:
+            return judged("edit-unknown", "whether GitLab reports its note as edited is unknown")
+        edited = edits[approval.note_id]
+        if edited is not None:
+            return judged("approval-edited", f"GitLab reports its note as edited at {edited}")
+    return judged("counts")
+
+
+def edit_candidates(
+    mr: MergeRequestFacts, ledgers: Mapping[int, Ledger], *, config: Config
+) -> dict[int, list[int]]:
+    """issue -> the approval notes whose edit state decides the verdict: those naming ``mr``
+    that pass every other check. Only they cost a GraphQL read."""
+    wanted: dict[int, list[int]] = {}
+    for issue, ledger in ledgers.items():
+        for approval in ledger.approvals:
+            if same_mr(approval.mr, MrRef(mr.project, mr.iid)):
+                judged = judge(issue, approval, mr, ledgers, edits=None, config=config)
+                if judged.code == "counts":
+                    wanted.setdefault(issue, []).append(approval.note_id)
+    return wanted
