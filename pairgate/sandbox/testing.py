@@ -189,6 +189,22 @@ class RunningSandbox:
             )
         )
 
+    def mirror_commit(
+        self,
+        sha: str,
+        branch: str,
+        files: dict[str, str | None],
+        *,
+        project: str = "acme/app",
+        message: str = "Mirrored commit",
+        start_branch: str = "main",
+    ) -> dict[str, Any]:
+        """``POST /-/sandbox/commits``: a commit on ``branch`` whose id is ``sha`` (a real git
+        repository's commit), its tree the parent's with ``files`` applied."""
+        body = {"project": project, "sha": sha, "branch": branch, "files": files}
+        body |= {"message": message, "start_branch": start_branch}
+        return dict(self.control("POST", "commits", json=body))
+
     def create_mr(
         self,
         source_branch: str,
