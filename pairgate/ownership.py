@@ -13,21 +13,21 @@ Contents (where each source module begins, and what it holds):
   line   157  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   377  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line   818  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1080  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1282  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1598  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  1649  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  1723  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  1958  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  2215  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
-  line  2294  doors.py: The gate's doors that print: merge-check and the two CI validators.
-  line  2461  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  2752  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  3039  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
-  line  3178  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  3780  command_reader/read.py: read_command: the command reader's one entry point.
-  line  3809  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  3960  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
+  line  1147  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1349  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1665  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  1716  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  1790  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2025  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  2282  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides.
+  line  2361  doors.py: The gate's doors that print: merge-check and the two CI validators.
+  line  2528  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  2819  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  3106  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs and the like.
+  line  3245  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  3847  command_reader/read.py: read_command: the command reader's one entry point.
+  line  3876  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  4027  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | hook.
 """
 
 from __future__ import annotations
@@ -870,11 +870,77 @@ _OFFER_FIELDS: dict[str, Any] = {
     "supersedes": {"type": ["integer", "null"], "minimum": 1},
 }
 
-# kind -> event -> the fields that event adds to the common ones (all required).
+
+def _closed_object(properties: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(properties),
+        "properties": dict(properties),
+    }
+
+
+# Mutation evidence (docs/agent-handoff-reference.md, "Mutation evidence"). Added after records
+# were first written, so they are in OPTIONAL_FIELDS: every new handoff writes ``evidence`` and
+# every new approval ``rerun`` (null or the object), and a record without them still reads.
+OPTIONAL_FIELDS = frozenset({"evidence", "rerun"})
+_EVIDENCE_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
+_VERDICT = {"enum": ["killed", "survived", "error", "refused"]}
+_FILES = {"type": "array", "items": {"type": "string", "minLength": 1}}
+_MUTANT_INDEX = {"type": "integer", "minimum": 1}
+_EVIDENCE_FIELD = {
+    "description": "the mutation evidence the offer carries: its digest and each mutant's hash",
+    "oneOf": [
+        {"type": "null"},
+        _closed_object(
+            {
+                "digest": _EVIDENCE_DIGEST,
+                "sha": _SHA,
+                "command": {"type": "string", "minLength": 1, "maxLength": 10_000},
+                "isolation": {"enum": ["namespaces", "env-only"]},
+                "network": {"enum": ["blocked", "allowed", "not-blocked"]},
+                "mutants": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": _closed_object(
+                        {
+                            "index": _MUTANT_INDEX,
+                            "sha256": _DIGEST,
+                            "files": _FILES,
+                            "verdict": _VERDICT,
+                        }
+                    ),
+                },
+            }
+        ),
+    ],
+}
+_RERUN_FIELD = {
+    "description": "the reviewer's re-run before approving: one of the offer's mutants and one "
+    "of its own, at the approved SHA",
+    "oneOf": [
+        {"type": "null"},
+        _closed_object(
+            {
+                "offer_note": _NOTE_ID,
+                "evidence_digest": _EVIDENCE_DIGEST,
+                "sha": _SHA,
+                "offered": _closed_object(
+                    {"index": _MUTANT_INDEX, "sha256": _DIGEST, "verdict": _VERDICT}
+                ),
+                "own": _closed_object({"sha256": _DIGEST, "files": _FILES, "verdict": _VERDICT}),
+                "digest": _EVIDENCE_DIGEST,
+            }
+        ),
+    ],
+}
+
+# kind -> event -> the fields that event adds to the common ones (all required but
+# OPTIONAL_FIELDS).
 EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
     "ownership": {
         "claim": {"role": _ROLE},
-        "handoff": _OFFER_FIELDS,
+        "handoff": {**_OFFER_FIELDS, "evidence": _EVIDENCE_FIELD},
         "accept": {"offer": _NOTE_ID, "from": _AGENT, "role": _ROLE},
         "decline": {"offer": _NOTE_ID, "from": _AGENT},
         "release": {"role": _ROLE},
@@ -885,6 +951,7 @@ EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
             **_OFFER_FIELDS,
             "not_covering": {"type": "array", "items": {"type": "string", "minLength": 1}},
             "self_approval": {"type": "boolean"},
+            "rerun": _RERUN_FIELD,
         },
     },
 }
@@ -927,7 +994,7 @@ def _event_schema(event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "type": "object",
         "additionalProperties": False,
-        "required": list(properties),
+        "required": [name for name in properties if name not in OPTIONAL_FIELDS],
         "properties": properties,
     }
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from pairgate import output
 from pairgate.commands.status import approval_status, mr_doc, offer_doc
+from pairgate.evidence.surface import NO_EVIDENCE, approval_keys, approval_words
 from pairgate.output import Cell, Style
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit
@@ -68,6 +69,7 @@ def issue_doc(read: IssueRead, mrs: dict[MrRef, MrState], now: float) -> dict[st
             "mr_head": head,
             "status": approval_status(last, head),
             "self_approval": last.self_approval,
+            **approval_keys(ledger, last.note_id),
             **_when(ledger, last.note_id, now),
         }
     offer = ledger.offer
@@ -88,7 +90,7 @@ def issue_doc(read: IssueRead, mrs: dict[MrRef, MrState], now: float) -> dict[st
             "actual": labels,
             "in_step": labels == ([ledger.label] if ledger.label else []),
         },
-        "offer": {**(offer_doc(offer) or {}), **_when(ledger, offer.note_id, now)}
+        "offer": {**(offer_doc(offer, ledger) or {}), **_when(ledger, offer.note_id, now)}
         if offer
         else None,
         "approval": approval,
@@ -137,7 +139,11 @@ def _offer_cell(offer: dict[str, Any] | None) -> Cell:
     age = output.duration(offer["age_seconds"] or 0)
     if offer["kind"] == "approve":
         return (f"approval back to {offer['to']}, {age}", "blue")
-    return (f"-> {offer['to']} as {offer['role']}, {age}", "blue")
+    text = f"-> {offer['to']} as {offer['role']}, {age}"
+    summary = offer["evidence_summary"]
+    if summary == NO_EVIDENCE:
+        return (f"{text}, {NO_EVIDENCE}", "yellow")
+    return (text + (f", evidence {summary}" if summary else ""), "blue")
 
 
 _APPROVAL_COLOUR = {"at-head": "green", "stale": "yellow", "self": "red", "unknown": "yellow"}
@@ -154,7 +160,7 @@ def _approval_cell(approval: dict[str, Any] | None) -> Cell:
         "self": f"{who} @{output.short(approval['sha'])} SELF-APPROVAL",
         "unknown": f"{who} @{output.short(approval['sha'])} (head unknown)",
     }[status]
-    return (text, _APPROVAL_COLOUR[status])
+    return (f"{text}; {approval_words(approval)}", _APPROVAL_COLOUR[status])
 
 
 def _ledger_cell(doc: dict[str, Any]) -> Cell:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json as jsonlib
 from typing import Any
 
+from pairgate.evidence.surface import approval_keys, approval_words, offer_keys
 from pairgate.merge_requests import citing_mrs
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context
@@ -31,7 +32,7 @@ def mr_doc(ref: Any) -> dict[str, Any] | None:
     return {"project": ref.project, "iid": ref.iid} if ref else None
 
 
-def offer_doc(offer: Offer | None) -> dict[str, Any] | None:
+def offer_doc(offer: Offer | None, ledger: Ledger) -> dict[str, Any] | None:
     if offer is None:
         return None
     return {
@@ -44,6 +45,7 @@ def offer_doc(offer: Offer | None) -> dict[str, Any] | None:
         "mr": mr_doc(offer.mr),
         "reason": offer.reason,
         "supersedes": offer.supersedes,
+        **offer_keys(ledger, offer.note_id, kind=offer.event, role=offer.role),
     }
 
 
@@ -73,6 +75,7 @@ def report(
                 "self_because": a.self_because,
                 "not_covering": list(a.not_covering),
                 "reason": a.reason,
+                **approval_keys(ledger, a.note_id),
             }
         )
     return {
@@ -87,7 +90,7 @@ def report(
             "actual": labels,
             "in_step": labels == ([ledger.label] if ledger.label else []),
         },
-        "offer": offer_doc(ledger.offer),
+        "offer": offer_doc(ledger.offer, ledger),
         "approvals": approvals,
         "merge_requests": [
             {
@@ -135,6 +138,13 @@ def mr_heads(
     return heads
 
 
+def _evidence_line(offer: dict[str, Any]) -> str:
+    evidence = offer["evidence"]
+    if evidence is None:
+        return str(offer["evidence_summary"])
+    return f"evidence: {offer['evidence_summary']} (digest {evidence['digest']})"
+
+
 def render(doc: dict[str, Any], cli: str) -> str:
     issue = doc["issue"]
     lines = [f"{doc['project']}#{issue} ({doc['state']})"]
@@ -163,6 +173,8 @@ def render(doc: dict[str, Any], cli: str) -> str:
             + (" (an approval's offer back)" if offer["kind"] == "approve" else "")
             + f"; {offer['to']} runs: {cli} accept {issue}"
         )
+        if offer["evidence_summary"] is not None:
+            lines.append(f"  {_evidence_line(offer)}")
     else:
         lines.append("pending offer: none")
     lines.append("approvals:" if doc["approvals"] else "approvals: none")
@@ -173,6 +185,7 @@ def render(doc: dict[str, Any], cli: str) -> str:
         lines.append(
             f"  note {a['note_id']}: {a['approver']} -> {a['to']}, "
             f"{a['mr']['project']}!{a['mr']['iid']} at {a['sha'][:12]}: {a['status']}{extra}"
+            f"; {approval_words(a)}"
         )
     lines.append(
         "merge requests citing it:"
