@@ -30,7 +30,7 @@ def verify_for_handoff(doc: object, *, sha: str) -> list[str]:
     """Why this evidence does not support an offer of ``sha``; empty when it does."""
     problem = check_evidence(doc)
     if problem:
-        return [f"the evidence is not a pairgate evidence document: {problem}"]
+        return [f"the evidence is not an evidence document (pairgate-evidence): {problem}"]
     assert isinstance(doc, Mapping)
     problems = []
     digest = digest_problem(doc)

@@ -197,7 +197,7 @@ def verify_for_approve(
     (whose record's evidence is ``offer_evidence``); empty when it does."""
     problem = check_rerun(doc)
     if problem:
-        return [f"the file is not a pairgate re-run document: {problem}"]
+        return [f"the file is not a re-run document (pairgate-evidence-rerun): {problem}"]
     assert isinstance(doc, Mapping)
     offer, problems = doc["offer"], []
     where = doc["issue"]
