@@ -23,6 +23,7 @@ from pairgate.evidence.surface import (
     rerun_summary,
 )
 from pairgate.standalone.config import Config
+from pairgate.standalone.ledger import Event
 from pairgate.standalone.records import MalformedRecord, compose_note, parse_marker
 
 H1, H2 = "1" * 64, "2" * 64
@@ -45,6 +46,11 @@ RERUN = {
     "own": {"sha256": "3" * 64, "files": ["calc.py"], "verdict": "survived"},
     "digest": "sha256:" + "f" * 64,
 }
+
+
+def note_of(event: Event | None) -> int:
+    assert event is not None
+    return event.note_id
 
 
 @pytest.fixture
@@ -136,11 +142,11 @@ def test_the_offer_under_review_is_the_pending_handoff_then_the_accepted_one(tra
     trail.claim("acme-lead")
     assert offer_under_review(trail.fold()) is None  # claimed: nothing offered
     offer = trail.handoff("acme-lead", "acme-review", evidence=EVIDENCE)
-    assert offer_under_review(trail.fold()).note_id == offer.id
+    assert note_of(offer_under_review(trail.fold())) == offer.id
     assert accepted_offer(trail.fold()) is None  # pending, not yet accepted
     trail.accept("acme-review", offer, "acme-lead")
-    assert offer_under_review(trail.fold()).note_id == offer.id
-    assert accepted_offer(trail.fold()).note_id == offer.id
+    assert note_of(offer_under_review(trail.fold())) == offer.id
+    assert note_of(accepted_offer(trail.fold())) == offer.id
     back = trail.approve("acme-review", "acme-lead")
     assert offer_under_review(trail.fold()) is None  # an approval's offer back is no handoff
     trail.accept("acme-lead", back, "acme-review")
@@ -157,8 +163,8 @@ def test_the_approved_offer_is_the_one_its_approver_held_the_issue_by(trail: Tra
     trail.accept("acme-review", second, "acme-lead")
     two = trail.approve("acme-review", "acme-lead", sha=SHA2)
     ledger = trail.fold()
-    assert approved_offer(ledger, one.id).note_id == first.id
-    assert approved_offer(ledger, two.id).note_id == second.id
+    assert note_of(approved_offer(ledger, one.id)) == first.id
+    assert note_of(approved_offer(ledger, two.id)) == second.id
     assert approval_keys(ledger, two.id)["evidence_summary"] == "no mutation evidence"
 
 
@@ -324,7 +330,7 @@ def test_the_offered_mutant_must_be_killed_again_and_the_own_need_not_be() -> No
 
 def test_a_rerun_that_is_not_whole_is_named() -> None:
     doc = _doc()
-    assert check_rerun({"schema": "x"}).startswith("schema: ")
+    assert str(check_rerun({"schema": "x"})).startswith("schema: ")
     edited = copy.deepcopy(doc)
     edited["offer"]["note_id"] = 102
     assert check_rerun(edited) == (

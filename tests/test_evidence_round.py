@@ -242,7 +242,9 @@ def test_a_file_that_is_not_evidence_refuses_and_one_that_cannot_be_read_is_exit
     other.write_text('{"schema": "something else"}')
     result = handoff(world, "--evidence", other)
     assert result.code == 1
-    assert "  - the evidence is not an evidence document (pairgate-evidence): schema: " in result.err
+    assert (
+        "  - the evidence is not an evidence document (pairgate-evidence): schema: " in result.err
+    )
     assert "--test '<test command>'" in result.err and "--mutant '<patch>'" in result.err
     missing = tmp_path / "missing.json"
     result = handoff(world, "--evidence", missing)
@@ -495,3 +497,29 @@ def test_the_wrapped_rerun_is_what_the_command_line_writes(docs: Docs) -> None:
     )
     assert doc["digest"] == evidence_digest(doc)
     assert doc["offer"]["mutant_sha256"] == docs.good["mutants"][1]["patch"]["sha256"]
+
+
+def test_evidence_run_goes_through_main_with_no_gitlab_credentials(docs: Docs) -> None:
+    """The evidence family gets main's GitLab client (rerun reads the ledger); run needs none."""
+    from tests.conftest import FIXTURE_CONFIG, run_cli
+
+    test = "! grep -q 'a - b' calc/__init__.py"  # the exit-code runner: 1 is a kill
+    argv = ["evidence", "run", "--test", test, "--mutant", str(docs.add), "--repo"]
+    result = run_cli([*argv, str(docs.pkg.repo)], {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
+    assert result.code == 0, result.err
+    assert "add.patch" in result.out and "killed" in result.out
+
+
+def test_accept_after_a_push_asks_for_evidence_at_the_new_head(
+    world: Round, docs: Docs, tmp_path: Path
+) -> None:
+    assert handoff(world, "--evidence", docs.file(tmp_path, docs.good)).code == 0
+    offer = last_note(world)["id"]
+    pushed = "d" * 40
+    world.sb.mirror_commit(pushed, world.branch, {"calc/__init__.py": CALC + "\n"})
+    result = world.run("acme-review", "accept", world.issue)
+    assert result.code == 1
+    assert (
+        f"--sha {pushed} --mr {world.mr} --mr-project acme/app --supersede {offer} "
+        f"--evidence <evidence run at that head> --as acme-lead"
+    ) in result.err

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -193,7 +193,7 @@ class RunningSandbox:
         self,
         sha: str,
         branch: str,
-        files: dict[str, str | None],
+        files: Mapping[str, str | None],
         *,
         project: str = "acme/app",
         message: str = "Mirrored commit",
@@ -201,7 +201,7 @@ class RunningSandbox:
     ) -> dict[str, Any]:
         """``POST /-/sandbox/commits``: a commit on ``branch`` whose id is ``sha`` (a real git
         repository's commit), its tree the parent's with ``files`` applied."""
-        body = {"project": project, "sha": sha, "branch": branch, "files": files}
+        body = {"project": project, "sha": sha, "branch": branch, "files": dict(files)}
         body |= {"message": message, "start_branch": start_branch}
         return dict(self.control("POST", "commits", json=body))
 
