@@ -13,6 +13,7 @@ re-runs that a test is about run through the command line.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from pairgate.evidence.patches import Patch
 from pairgate.evidence.rerun import rerun_document, rerun_field
 from pairgate.evidence.runner import Request, collect, rerun
 from pairgate.evidence.schema import evidence_digest
-from pairgate.evidence.surface import evidence_field
+from pairgate.evidence.surface import evidence_field, evidence_summary
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.config import Config
 from pairgate.standalone.records import compose_note, parse_marker
@@ -47,6 +48,9 @@ class Docs:
         self.survivor = pkg.calc("survive.patch", "return a + b", "return a + b if a != 100 else 0")
         self.own = pkg.calc("own.patch", "return a + b", "return b + b")
         self.good = self._collect(self.add, self.clamp)
+        # "2/2 killed", and where the machine has no namespaces "2/2 killed (env-only, ...)"
+        self.killed = evidence_summary(evidence_field(self.good))
+        assert self.killed.startswith("2/2 killed")
         self.surviving = self._collect(self.add, self.survivor)
         self.failing = collect(
             Request(repo=pkg.repo, command="exit 1", patches=(self._patch(self.add),))
@@ -127,7 +131,7 @@ def test_an_offer_with_evidence_shows_the_table_and_the_patches(
 ) -> None:
     result = handoff(world, "--evidence", docs.file(tmp_path, docs.good))
     assert result.code == 0, result.err
-    assert f"Mutation evidence: 2/2 killed ({docs.good['digest']})." in result.out
+    assert f"Mutation evidence: {docs.killed} ({docs.good['digest']})." in result.out
     note = last_note(world)
     body = note["body"]
     assert "| # | mutant | files | test | verdict |" in body
@@ -154,16 +158,16 @@ def test_status_board_and_waiting_show_the_offers_evidence(
 ) -> None:
     assert handoff(world, "--evidence", docs.file(tmp_path, docs.good)).code == 0
     text = world.run(None, "status", world.issue).out
-    assert f"  evidence: 2/2 killed (digest {docs.good['digest']})" in text.splitlines()
+    assert f"  evidence: {docs.killed} (digest {docs.good['digest']})" in text.splitlines()
     offer = json_of(world, "status", world.issue)["offer"]
     assert offer["evidence"] == evidence_field(docs.good)
-    assert offer["evidence_summary"] == "2/2 killed"
+    assert offer["evidence_summary"] == docs.killed
     board = world.run(None, "board").out
-    assert "-> acme-review as review, 0s, evidence 2/2 killed" in board
+    assert re.search(rf"-> acme-review as review, \d+s, evidence {re.escape(docs.killed)}", board)
     (entry,) = json_of(world, "board")["issues"]
-    assert entry["offer"]["evidence_summary"] == "2/2 killed"
+    assert entry["offer"]["evidence_summary"] == docs.killed
     waiting = world.run(None, "waiting", "--agent", "acme-review").out
-    assert "(note " in waiting and "; evidence 2/2 killed" in waiting
+    assert "(note " in waiting and f"; evidence {docs.killed}" in waiting
 
 
 def test_an_offer_without_evidence_is_allowed_and_marked_everywhere(world: Round) -> None:
@@ -300,7 +304,7 @@ def test_the_reviewer_reruns_and_the_approval_records_it_on_every_surface(
     }
     assert "the offer's mutant 2 killed, the reviewer's own mutant killed" in note["body"]
 
-    words = "evidence: 2/2 killed; re-run: mutant 2 killed, own killed"
+    words = f"evidence: {docs.killed}; re-run: mutant 2 killed, own killed"
     assert words in world.run(None, "status", world.issue).out
     (approval,) = json_of(world, "status", world.issue)["approvals"]
     assert approval["approved_offer"] == offer
@@ -319,7 +323,7 @@ def test_an_approval_without_a_rerun_says_so_on_every_surface(
     assert result.code == 0, result.err
     assert "The approval records no re-run (no --evidence)." in result.out
     assert record_of(last_note(world))["rerun"] is None
-    words = "evidence: 2/2 killed; no re-run"
+    words = f"evidence: {docs.killed}; no re-run"
     assert words in world.run(None, "status", world.issue).out
     assert words in world.run(None, "board").out
     assert json_of(world, "status", world.issue)["approvals"][0]["rerun_summary"] == "no re-run"
@@ -346,6 +350,28 @@ def test_a_rerun_in_which_the_offers_mutant_survives_refuses_and_so_does_approve
         "  - the offer's mutant 2 was not killed again: survived"
     ) in result.err
     assert record_of(last_note(world))["event"] == "accept"  # nothing was written
+
+
+def test_a_rerun_whose_own_mutant_survives_exits_1_and_approve_records_it_with_a_warning(
+    world: Round, docs: Docs, tmp_path: Path
+) -> None:
+    offered_and_accepted(world, docs, tmp_path)
+    out = tmp_path / "rerun.json"
+    result = world.run(
+        "acme-review",
+        *("evidence", "rerun", world.issue, "--mutant-index", 1, "--mutant", docs.survivor),
+        *("--test", PYTEST, "--repo", docs.pkg.repo, "--out", out),
+    )
+    assert result.code == 1
+    assert "pairgate evidence rerun: your own mutant survive.patch was not killed: survived" in (
+        result.err
+    )
+    assert "the offer's mutant" not in result.err
+    result = approve(world, "--evidence", out)
+    assert result.code == 0, result.err
+    assert "Re-run before approving: mutant 1 killed, own survived." in result.out
+    assert "warning: your own mutant was not killed (survived)" in result.err
+    assert "re-run: mutant 1 killed, own survived" in world.run(None, "status", world.issue).out
 
 
 def wrapped(world: Round, docs: Docs, offer_note: int, tmp_path: Path) -> Path:
