@@ -52,6 +52,11 @@ class Docs:
         self.killed = evidence_summary(evidence_field(self.good))
         assert self.killed.startswith("2/2 killed")
         self.surviving = self._collect(self.add, self.survivor)
+        # a mutant of the tests, not of the code: killed, and still no evidence for an offer
+        weakened = pkg.mutant("tests.patch", {"tests/test_calc.py": TESTS.replace("== 5", "== 6")})
+        self.sensitive = collect(
+            Request(repo=pkg.repo, command=PYTEST, patches=(self._patch(weakened),))
+        )
         self.failing = collect(
             Request(repo=pkg.repo, command="exit 1", patches=(self._patch(self.add),))
         )
@@ -225,6 +230,18 @@ def test_a_baseline_that_failed_refuses_the_handoff(
     assert result.code == 1
     assert f"  - its baseline did not pass: {docs.failing['baseline']['detail']}" in result.err
     assert "  - mutant 1 (add.patch) was not killed: refused" in result.err
+
+
+def test_a_mutant_of_the_tests_refuses_the_handoff(
+    world: Round, docs: Docs, tmp_path: Path
+) -> None:
+    assert docs.sensitive["mutants"][0]["verdict"] == "killed"
+    result = handoff(world, "--evidence", docs.file(tmp_path, docs.sensitive))
+    assert result.code == 1
+    assert (
+        "  - mutant 1 (tests.patch) edits files that judge the change (tests/test_calc.py): a "
+        "mutant changes the code under test, not the tests or their configuration"
+    ) in result.err
 
 
 def test_evidence_edited_after_its_run_refuses_the_handoff(
@@ -431,6 +448,20 @@ def test_a_rerun_of_an_offer_without_evidence_refuses_the_approval(
     assert "there is nothing to re-run: hand the work back for evidence" in result.err
 
 
+def test_a_rerun_when_the_approver_claimed_the_issue_refuses_the_approval(
+    sandbox: RunningSandbox, docs: Docs, tmp_path: Path
+) -> None:
+    world = Round(sandbox)
+    sandbox.mirror_commit(docs.sha, world.branch, FILES)
+    claim = world.run("acme-review", "claim", world.issue, "--role", "review")
+    assert claim.code == 0, claim.err  # held by a claim, not by accepting an offer
+    path = wrapped(world, docs, 999, tmp_path)
+    result = approve(world, "--evidence", path)
+    assert result.code == 1
+    assert "  - the approval answers no offer (the holder did not accept a handoff)" in result.err
+    assert f"you hold #{world.issue} without one. Approve without --evidence" in result.err
+
+
 def test_an_edited_rerun_refuses_the_approval_and_an_unreadable_one_is_exit_2(
     world: Round, docs: Docs, tmp_path: Path
 ) -> None:
@@ -459,6 +490,27 @@ def test_a_rerun_with_no_offer_to_review_is_refused(world: Round, docs: Docs) ->
         "pending, and acme-lead holds it without having accepted one."
     ) in result.err
     assert f"See the ledger: pairgate status {world.issue}" in result.err
+
+
+def test_a_rerun_whose_baseline_fails_exits_1(world: Round, docs: Docs, tmp_path: Path) -> None:
+    offered_and_accepted(world, docs, tmp_path)
+    result = rerun_cli(world, docs, test="exit 1")
+    assert result.code == 1
+    assert f"pairgate evidence rerun: the baseline did not pass at {docs.sha}: " in result.err
+    assert "that is a BLOCKS: finding" in result.err
+
+
+def test_a_rerun_with_an_unreadable_mutant_is_a_usage_error(
+    world: Round, docs: Docs, tmp_path: Path
+) -> None:
+    missing = tmp_path / "mine.patch"
+    result = world.run(
+        "acme-review",
+        *("evidence", "rerun", world.issue, "--mutant-index", 1, "--mutant", missing),
+        *("--test", PYTEST, "--repo", docs.pkg.repo),
+    )
+    assert result.code == 2
+    assert f"pairgate evidence rerun: cannot read the mutant {missing}" in result.err
 
 
 def test_a_rerun_of_an_offer_without_evidence_is_refused(world: Round, docs: Docs) -> None:
