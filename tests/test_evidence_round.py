@@ -252,7 +252,7 @@ def test_evidence_edited_after_its_run_refuses_the_handoff(
     result = handoff(world, "--evidence", docs.file(tmp_path, edited))
     assert result.code == 1
     assert (
-        "  - the evidence's its digest does not match its content (it was changed after it was run)"
+        "  - the evidence: its digest does not match its content (it was changed after it was run)"
     ) in result.err
 
 

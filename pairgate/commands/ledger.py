@@ -232,10 +232,10 @@ def checked_evidence(path: Path, sha: str, *, cli: str, again: Callable[..., str
     valid = check_evidence(doc) is None
     test = doc["command"] if valid else "<test command>"
     mutants = [m["name"] for m in doc["mutants"]] if valid else ["<patch>"]
-    rerun = [cli, "evidence", "run", "--test", test, "--sha", sha]
+    rerun = [*shlex.split(cli), "evidence", "run", "--test", test, "--sha", sha]
     for name in mutants:
         rerun += ["--mutant", name]
-    collect = " ".join(shlex.quote(w) for w in [*rerun, "--out", str(path)])
+    collect = shlex.join([*rerun, "--out", str(path)])
     raise Refusal(
         f"{cli} handoff: the evidence in {path} does not back an offer of {sha}:\n{listed}\n"
         f"Collect it at the offered commit, with a test killing every mutant on an assertion "

@@ -35,7 +35,7 @@ def verify_for_handoff(doc: object, *, sha: str) -> list[str]:
     problems = []
     digest = digest_problem(doc)
     if digest:
-        problems.append(f"the evidence's {digest}")
+        problems.append(f"the evidence: {digest}")
     if doc["sha"] != sha.strip().lower():
         problems.append(f"the evidence was run at {doc['sha']}, not at the offered {sha}")
     baseline = doc["baseline"]
