@@ -133,6 +133,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--supersede", type=int, metavar="NOTE_ID", help="replace this pending offer")
     p.add_argument(
+        "--evidence",
+        type=Path,
+        metavar="FILE",
+        help=f"the mutation evidence ({CLI} evidence run --out FILE) at --sha, every mutant "
+        "killed: the note shows its table and patches (without it, the offer is marked as "
+        "having no mutation evidence)",
+    )
+    p.add_argument(
         "--new-identity",
         action="store_true",
         help="allow a --to name outside the identity grammar and the issue's trail",
@@ -173,6 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="repeat only the GitLab-side approval of a ledger approval already at this SHA",
     )
     p.add_argument("--supersede", type=int, metavar="NOTE_ID", help="replace this pending offer")
+    p.add_argument(
+        "--evidence",
+        type=Path,
+        metavar="FILE",
+        help=f"your re-run ({CLI} evidence rerun --out FILE) of the offer's mutant and one of "
+        "your own, at --sha: the approval records it (without it, it records no re-run)",
+    )
 
     p = command(
         "withdraw",
@@ -509,6 +524,7 @@ _READS_GITLAB = frozenset(
     {"claim", "handoff", "accept", "decline", "release", "approve", "withdraw", "merge-check"}
     | {"status", "board", "waiting", "close", "sync", "freeze", "thaw", "identity", "graph"}
     | {"watch", "audit", "doctor"}
+    | {"evidence"}  # evidence rerun reads the offer from the ledger
 )
 # The one handler that uses --verbose beyond the client line main prints.
 _KEEPS_VERBOSE = frozenset({"merge-check"})

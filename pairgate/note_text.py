@@ -40,6 +40,11 @@ def note_text(
         ]
         if r["supersedes"]:
             parts.append(f"This offer replaces the one in note {r['supersedes']}.")
+        if r.get("evidence") is None and r["role"] == "review":
+            parts.append(
+                f"**This offer carries no mutation evidence** (`{cli} evidence run`, then "
+                f"`{cli} handoff ... --evidence FILE`)."
+            )
     elif event == "accept":
         parts = [
             f"{agent} accepts the offer in note {r['offer']} from {r['from']}, and now holds "
@@ -75,6 +80,15 @@ def note_text(
             )
         if r["supersedes"]:
             parts.append(f"This offer replaces the one in note {r['supersedes']}.")
+        rerun = r.get("rerun")
+        if rerun:
+            parts.append(
+                f"Re-run before approving, at `{rerun['sha']}`: the offer's mutant "
+                f"{rerun['offered']['index']} {rerun['offered']['verdict']}, the reviewer's own "
+                f"mutant {rerun['own']['verdict']} (re-run digest `{rerun['digest']}`)."
+            )
+        else:
+            parts.append("Approved without a re-run of the mutation evidence.")
     elif event == "withdraw":
         parts = [
             f"{agent} withdraws its approval in note {r['approval']}: no merge gate counts it "

@@ -13,32 +13,32 @@ Contents (where each source module begins, and what it holds):
   line   309  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   529  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line  1032  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1472  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1776  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2158  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2270  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2346  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2596  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2837  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3173  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3321  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  3489  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  3716  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4103  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4247  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4462  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  4890  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5346  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5495  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  5890  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  5971  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6484  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6834  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7059  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7470  command_reader/read.py: read_command: the command reader's one entry point.
-  line  7541  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  7716  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8052  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1539  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1843  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2225  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2337  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2413  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2663  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2904  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3240  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3388  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  3556  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  3783  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4170  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4314  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4529  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  4957  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5413  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5562  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  5957  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6038  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6551  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6901  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7126  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7537  command_reader/read.py: read_command: the command reader's one entry point.
+  line  7608  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  7783  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8119  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -1094,11 +1094,77 @@ _OFFER_FIELDS: dict[str, Any] = {
     "supersedes": {"type": ["integer", "null"], "minimum": 1},
 }
 
-# kind -> event -> the fields that event adds to the common ones (all required).
+
+def _closed_object(properties: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(properties),
+        "properties": dict(properties),
+    }
+
+
+# Mutation evidence (docs/agent-handoff-reference.md, "Mutation evidence"). Added after records
+# were first written, so they are in OPTIONAL_FIELDS: every new handoff writes ``evidence`` and
+# every new approval ``rerun`` (null or the object), and a record without them still reads.
+OPTIONAL_FIELDS = frozenset({"evidence", "rerun"})
+_EVIDENCE_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
+_VERDICT = {"enum": ["killed", "survived", "error", "refused"]}
+_FILES = {"type": "array", "items": {"type": "string", "minLength": 1}}
+_MUTANT_INDEX = {"type": "integer", "minimum": 1}
+_EVIDENCE_FIELD = {
+    "description": "the mutation evidence the offer carries: its digest and each mutant's hash",
+    "oneOf": [
+        {"type": "null"},
+        _closed_object(
+            {
+                "digest": _EVIDENCE_DIGEST,
+                "sha": _SHA,
+                "command": {"type": "string", "minLength": 1, "maxLength": 10_000},
+                "isolation": {"enum": ["namespaces", "env-only"]},
+                "network": {"enum": ["blocked", "allowed", "not-blocked"]},
+                "mutants": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": _closed_object(
+                        {
+                            "index": _MUTANT_INDEX,
+                            "sha256": _DIGEST,
+                            "files": _FILES,
+                            "verdict": _VERDICT,
+                        }
+                    ),
+                },
+            }
+        ),
+    ],
+}
+_RERUN_FIELD = {
+    "description": "the reviewer's re-run before approving: one of the offer's mutants and one "
+    "of its own, at the approved SHA",
+    "oneOf": [
+        {"type": "null"},
+        _closed_object(
+            {
+                "offer_note": _NOTE_ID,
+                "evidence_digest": _EVIDENCE_DIGEST,
+                "sha": _SHA,
+                "offered": _closed_object(
+                    {"index": _MUTANT_INDEX, "sha256": _DIGEST, "verdict": _VERDICT}
+                ),
+                "own": _closed_object({"sha256": _DIGEST, "files": _FILES, "verdict": _VERDICT}),
+                "digest": _EVIDENCE_DIGEST,
+            }
+        ),
+    ],
+}
+
+# kind -> event -> the fields that event adds to the common ones (all required but
+# OPTIONAL_FIELDS).
 EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
     "ownership": {
         "claim": {"role": _ROLE},
-        "handoff": _OFFER_FIELDS,
+        "handoff": {**_OFFER_FIELDS, "evidence": _EVIDENCE_FIELD},
         "accept": {"offer": _NOTE_ID, "from": _AGENT, "role": _ROLE},
         "decline": {"offer": _NOTE_ID, "from": _AGENT},
         "release": {"role": _ROLE},
@@ -1109,6 +1175,7 @@ EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
             **_OFFER_FIELDS,
             "not_covering": {"type": "array", "items": {"type": "string", "minLength": 1}},
             "self_approval": {"type": "boolean"},
+            "rerun": _RERUN_FIELD,
         },
     },
 }
@@ -1195,7 +1262,7 @@ def _event_schema(version: int, event: str, fields: Mapping[str, Any]) -> dict[s
     return {
         "type": "object",
         "additionalProperties": False,
-        "required": list(properties),
+        "required": [name for name in properties if name not in OPTIONAL_FIELDS],
         "properties": properties,
     }
 

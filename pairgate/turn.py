@@ -150,11 +150,18 @@ def damage(ledger: Ledger) -> list[str]:
 
 
 def write(
-    turn: Turn, kind: str, event: str, fields: dict[str, Any], *, human: str | None = None
+    turn: Turn,
+    kind: str,
+    event: str,
+    fields: dict[str, Any],
+    *,
+    human: str | None = None,
+    appendix: str = "",
 ) -> Event:
     """Post one record and return it as the fold now sees it (``void`` set when a racing
     writer got there first). A write whose answer is lost is re-read, never repeated blindly.
-    ``human`` is the note's text when note_text does not write it (the board's kinds)."""
+    ``human`` is the note's text when note_text does not write it (the board's kinds);
+    ``appendix`` follows the text (an offer's evidence table and patches)."""
     if "mr" in fields:  # a window on the merge request refuses records about it
         refuse_if_frozen(turn, mr=MrRef(fields["mr"]["project"], fields["mr"]["iid"]))
     write_id = turn.ctx.new_id()
@@ -169,6 +176,8 @@ def write(
     if kind in ISSUE_BOUND_KINDS:  # inside the digest: a copy on another issue is a replay
         record["issue"] = f"{turn.config['tracker_project']}#{turn.issue}"
     text = human if human is not None else note_text(record, cli=turn.cli, issue=turn.issue)
+    if appendix:
+        text = f"{text}\n\n{appendix}"
     body, _ = compose_note(kind, record, text)
     path = notes_path(turn.config, turn.issue)
     for attempt in range(1, WRITE_ATTEMPTS + 1):

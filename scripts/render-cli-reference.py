@@ -37,11 +37,21 @@ def help_text(argv: list[str]) -> str:
     return out.getvalue().rstrip() + "\n"
 
 
+def subcommands(name: str) -> list[str]:
+    """The subcommands of a command (``evidence run``, ``inbox ack``), in registration order."""
+    top = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    found = [a for a in top.choices[name]._actions if isinstance(a, argparse._SubParsersAction)]
+    return [sub for action in found for sub in action.choices]
+
+
 def rendered() -> str:
     os.environ["COLUMNS"] = WIDTH
     parts = [HEADER, "## pairgate\n", "```text\n" + help_text([]) + "```\n"]
     for name in command_names():
         parts += [f"## pairgate {name}\n", "```text\n" + help_text([name]) + "```\n"]
+        for sub in subcommands(name):
+            words = [name, sub]
+            parts += [f"## pairgate {name} {sub}\n", "```text\n" + help_text(words) + "```\n"]
     return "\n".join(parts)
 
 

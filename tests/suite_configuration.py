@@ -37,6 +37,7 @@ TWICE = (
     "test_deploy_hooks.py",
     "test_deploy_agents.py",
     "test_cli.py",
+    "test_evidence_round.py",
 )
 
 # The program named where the configured cli_command belongs: "pairgate claim ...",

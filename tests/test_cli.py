@@ -18,7 +18,8 @@ COMMANDS = {
     "claim": ({"--role"}, {"--as", "--verbose"}),
     "handoff": (
         {"--to", "--role", "--sha"},
-        {"--reason", "--reason-file", "--mr", "--mr-project", "--supersede", "--new-identity"},
+        {"--reason", "--reason-file", "--mr", "--mr-project", "--supersede", "--new-identity"}
+        | {"--evidence"},
     ),
     "accept": (set(), {"--as"}),
     "decline": (set(), {"--as"}),
@@ -32,6 +33,7 @@ COMMANDS = {
             "--not-covering",
             "--server-approval-only",
             "--supersede",
+            "--evidence",
         },
     ),
     "withdraw": ({"--approval"}, {"--reason", "--reason-file", "--as"}),
@@ -221,6 +223,29 @@ def test_the_command_reference_is_rendered_from_the_current_help() -> None:
         [sys.executable, "-B", str(ROOT / "scripts" / "render-cli-reference.py"), "--check"]
     )
     assert result.code == 0, result.err
+
+
+def test_the_command_reference_has_a_section_per_subcommand(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """evidence run, evidence rerun and inbox ack each get their own section, from their own
+    --help, so --check sees a change to a subcommand's flags too."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "render_cli_reference", ROOT / "scripts" / "render-cli-reference.py"
+    )
+    assert spec and spec.loader
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setenv("COLUMNS", script.WIDTH)  # rendered() sets it; put it back afterwards
+    text = script.rendered()
+    for words in ("evidence run", "evidence rerun", "inbox ack"):
+        assert text.count(f"\n## pairgate {words}\n") == 1, words
+        assert f"usage: pairgate {words} [-h]" in text
+    assert "--mutant-index K" in text.split("## pairgate evidence rerun\n")[1].split("## ")[0]
+    assert script.subcommands("evidence") == ["run", "rerun"]
+    assert script.subcommands("claim") == []
 
 
 def test_the_readme_names_every_command() -> None:

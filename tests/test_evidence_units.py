@@ -439,10 +439,10 @@ def test_verify_catches_an_edited_document_and_a_malformed_one() -> None:
     doc = make_doc()
     doc["mutants"][0]["reason"] = "edited afterwards"
     assert verify_for_handoff(doc, sha=SHA) == [
-        "the evidence's its digest does not match its content (it was changed after it was run)"
+        "the evidence: its digest does not match its content (it was changed after it was run)"
     ]
     assert verify_for_handoff({"sha": SHA}, sha=SHA)[0].startswith(
-        "the evidence is not a pairgate evidence document: schema:"
+        "the evidence is not an evidence document (pairgate-evidence): schema:"
     )
 
 

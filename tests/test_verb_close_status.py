@@ -95,7 +95,13 @@ def test_status_json_keys_are_stable(world: Round) -> None:
         "mr",
         "reason",
         "supersedes",
+        "evidence",
+        "evidence_summary",
     }
+    assert (doc["offer"]["evidence"], doc["offer"]["evidence_summary"]) == (
+        None,
+        "no mutation evidence",
+    )
     assert doc["merge_requests"][0]["iid"] == world.mr
     assert doc["label"] == {"expected": "agent::lead", "actual": ["agent::lead"], "in_step": True}
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pairgate.evidence.rerun import read_rerun, rerun_field, verify_for_approve
+from pairgate.evidence.surface import NO_RERUN, accepted_offer, record_field, rerun_summary
 from pairgate.merge_requests import checked_sha
 from pairgate.note_text import note_text
 from pairgate.preconditions import (
+    Again,
     check_offer_slot,
     check_receiver,
     command,
@@ -17,7 +20,7 @@ from pairgate.preconditions import (
 )
 from pairgate.standalone.approvals import independence, reasons_against
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import Context, PairgateError, Refusal
+from pairgate.standalone.errors import Context, PairgateError, Refusal, UsageError
 from pairgate.standalone.fold import self_approval_rule
 from pairgate.standalone.gitlab import GitLab, GitLabError, WriteUncertain, gitlab_with_token
 from pairgate.standalone.ledger import Ledger, MrRef
@@ -101,6 +104,54 @@ def start_pipeline(turn: Turn, bot: GitLab, project: str, iid: int, sha: str, re
     )
 
 
+def check_rerun_for(turn: Turn, doc: object, path: Path, *, sha: str, again: Again) -> None:
+    """Refuse (exit 1) unless the re-run in ``path`` ran at ``sha``, answers the offer the
+    approver accepted, and killed that offer's mutant again."""
+    offer = accepted_offer(turn.ledger)
+    problems = verify_for_approve(
+        doc,
+        sha=sha,
+        project=turn.config["tracker_project"],
+        issue=turn.issue,
+        offer_note=None if offer is None else offer.note_id,
+        offer_evidence=None
+        if offer is None
+        else record_field(turn.ledger, offer.note_id, "evidence"),
+    )
+    if not problems:
+        return
+    listed = "\n".join(f"  - {p}" for p in problems)
+    if offer is None:
+        fix = (
+            f"A re-run answers the offer you accepted; you hold #{turn.issue} without one. "
+            f"Approve without --evidence: {again(evidence=None)}"
+        )
+    elif record_field(turn.ledger, offer.note_id, "evidence") is None:
+        fix = (
+            f"The offer you accepted (note {offer.note_id}) carries no mutation evidence, so "
+            f"there is nothing to re-run: hand the work back for evidence, or approve without "
+            f"--evidence: {again(evidence=None)}"
+        )
+    else:
+        rerun = command(
+            turn.cli,
+            "evidence rerun",
+            turn.issue,
+            mutant_index="<K>",
+            mutant="<your patch>",
+            test="<test command>",
+            out=path,
+        )
+        fix = (
+            f"Re-run the offer's mutant (note {offer.note_id}) at {sha[:12]}:\n  {rerun}\n"
+            f"then approve: {again()}\nIf the offer's mutant is not killed, the evidence does not "
+            f"hold: hand the work back with that as a BLOCKS: finding."
+        )
+    raise Refusal(
+        f"{turn.cli} approve: the re-run in {path} does not back this approval:\n{listed}\n{fix}"
+    )
+
+
 def approve(
     *,
     ctx: Context,
@@ -117,10 +168,17 @@ def approve(
     supersede: int | None,
     as_agent: str | None,
     client: GitLab,
+    evidence: Path | None = None,
 ) -> int:
     sha = checked_sha(sha, cli=config.cli)
     checked_name(to, "--to ", cli=config.cli)
     text = read_reason(reason, reason_file, cli=config.cli)
+    if evidence is not None and server_approval_only:
+        raise UsageError(
+            f"{config.cli} approve: --evidence goes with the approval the ledger records; "
+            "--server-approval-only records nothing"
+        )
+    rerun = None if evidence is None else read_rerun(evidence)
     project = mr_project or config["tracker_project"]
     turn = begin(ctx, config, client, issue, as_agent)
     bot = review_bot(turn)  # before anything is written: no half-done approval
@@ -132,6 +190,7 @@ def approve(
         "mr_project": mr_project,
         "not_covering": not_covering,
         "supersede": supersede,
+        "evidence": evidence,
     }
 
     def again(**changes: Any) -> str:
@@ -188,6 +247,8 @@ def approve(
             f"diff_refs are empty), and an approval binds the target branch and merge base it "
             f"reviewed. Wait a moment, then: {again()}"
         )
+    if evidence is not None:
+        check_rerun_for(turn, rerun, evidence, sha=sha, again=again)
     ref = MrRef(project, mr)
     others = cited_ledgers(turn, found)
     because = self_approval_rule(turn.agent, to, ledger.accepted_from)
@@ -206,6 +267,7 @@ def approve(
         "target_branch": found.target_branch,
         "base_sha": found.base_sha,
         "start_sha": found.start_sha,
+        "rerun": None if rerun is None else rerun_field(rerun),
     }
     # The issue says why by name, as every surface does.
     said = ([because] if because else []) + list(against)
@@ -227,6 +289,16 @@ def approve(
         sha,
         again(server_approval_only=True, not_covering=[], supersede=None),
     )
+    recorded = event.record.get("rerun")
+    if recorded:
+        turn.say(f"Re-run before approving: {rerun_summary(recorded)}.")
+        if recorded["own"]["verdict"] != "killed":
+            turn.warn(
+                f"warning: your own mutant was not killed ({recorded['own']['verdict']}): the "
+                "tests do not pin that behaviour, and the approval records it."
+            )
+    else:
+        turn.say(f"The approval records {NO_RERUN} (no --evidence).")
     written = next(a for a in turn.ledger.approvals if a.note_id == event.note_id)
     reasons = independence(issue, written, {issue: turn.ledger, **others}, config=config)
     if reasons:

@@ -12,6 +12,7 @@ from typing import Any
 from pairgate import output
 from pairgate.approval_view import approval_state, scope_for, with_cited
 from pairgate.commands.status import mr_doc, offer_doc
+from pairgate.evidence.surface import NO_EVIDENCE, approval_keys, approval_words
 from pairgate.gate_runs import gate_run
 from pairgate.output import Cell, Style
 from pairgate.standalone.approvals import independence
@@ -90,6 +91,7 @@ def issue_doc(
             "independent": not reasons,
             "independence_reasons": list(reasons),
             "withdrawn_by": last.withdrawn_by,
+            **approval_keys(ledger, last.note_id),
             **_when(ledger, last.note_id, now),
         }
     offer = ledger.offer
@@ -110,7 +112,7 @@ def issue_doc(
             "actual": labels,
             "in_step": labels == ([ledger.label] if ledger.label else []),
         },
-        "offer": {**(offer_doc(offer) or {}), **_when(ledger, offer.note_id, now)}
+        "offer": {**(offer_doc(offer, ledger) or {}), **_when(ledger, offer.note_id, now)}
         if offer
         else None,
         "approval": approval,
@@ -188,7 +190,11 @@ def _offer_cell(offer: dict[str, Any] | None) -> Cell:
     age = output.duration(offer["age_seconds"] or 0)
     if offer["kind"] == "approve":
         return (f"approval back to {offer['to']}, {age}", "blue")
-    return (f"-> {offer['to']} as {offer['role']}, {age}", "blue")
+    text = f"-> {offer['to']} as {offer['role']}, {age}"
+    summary = offer["evidence_summary"]
+    if summary == NO_EVIDENCE:
+        return (f"{text}, {NO_EVIDENCE}", "yellow")
+    return (text + (f", evidence {summary}" if summary else ""), "blue")
 
 
 _GATE_WORD = {
@@ -231,8 +237,8 @@ def _approval_cell(approval: dict[str, Any] | None) -> Cell:
     if gate:
         text += f", {_GATE_WORD[gate['state']]}"
         if gate["state"] != "passed":
-            return (text, "yellow")
-    return (text, _APPROVAL_COLOUR[status])
+            return (f"{text}; {approval_words(approval)}", "yellow")
+    return (f"{text}; {approval_words(approval)}", _APPROVAL_COLOUR[status])
 
 
 def _ledger_cell(doc: dict[str, Any]) -> Cell:

@@ -1,7 +1,8 @@
-"""evidence: the command line of mutation evidence (``evidence run``).
+"""evidence: the command line of mutation evidence (``evidence run`` and ``evidence rerun``).
 
 This module only registers the parser, and stays light because main builds its parser for every
-command; the handler is ``pairgate/commands/evidence_run.py`` and the runner ``pairgate.evidence``.
+command; the handlers are ``pairgate/commands/evidence_run.py`` and
+``pairgate/commands/evidence_rerun.py``, and the runner ``pairgate.evidence``.
 """
 
 from __future__ import annotations
@@ -17,10 +18,15 @@ RUN_HELP = (
     "in a disposable clone of --repo at --sha, run --test unmutated (it must pass), then with "
     "each --mutant applied; print the evidence"
 )
+RERUN_HELP = (
+    "re-run the pending (or accepted) offer's mutant K, from its note and checked against the "
+    "hash its record holds, and one of your own, at the offered SHA; the document is what "
+    "approve --evidence records"
+)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``evidence`` (and its ``run``) on the CLI's subparsers action."""
+    """Register ``evidence`` (with ``run`` and ``rerun``) on the CLI's subparsers action."""
     family = subparsers.add_parser("evidence", help=HELP, description=HELP)
     sub = family.add_subparsers(dest="evidence_action", metavar="<subcommand>", required=True)
     p = sub.add_parser("run", help=RUN_HELP, description=RUN_HELP)
@@ -56,4 +62,47 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--network", action="store_true", help="let the runs reach the network")
     p.add_argument("--out", type=Path, metavar="FILE", help="write the evidence here (atomically)")
     p.add_argument("--json", action="store_true", help="print the evidence document")
+
+    p = sub.add_parser("rerun", help=RERUN_HELP, description=RERUN_HELP)
+    p.add_argument("issue", type=_issue, metavar="ISSUE", help="the tracker issue's number")
+    p.add_argument(
+        "--mutant-index",
+        required=True,
+        type=_issue,
+        metavar="K",
+        help="which of the offer's mutants to re-run (its # in the offer's table)",
+    )
+    p.add_argument(
+        "--mutant",
+        required=True,
+        type=Path,
+        metavar="PATCH",
+        help="a mutant of your own, a place the offer's list does not cover (or covers thinly)",
+    )
+    p.add_argument("--test", required=True, metavar="CMD", help="the test command (run by sh -c)")
+    p.add_argument(
+        "--repo",
+        type=Path,
+        default=Path("."),
+        metavar="DIR",
+        help="a clone holding the offered commit (default: .)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="S",
+        help=f"seconds per run; the whole process tree is killed then (default: {DEFAULT_TIMEOUT:g})",
+    )
+    p.add_argument("--network", action="store_true", help="let the runs reach the network")
+    p.add_argument(
+        "--out", type=Path, metavar="FILE", help="write the re-run here, for approve --evidence"
+    )
+    p.add_argument("--json", action="store_true", help="print the re-run document")
     return family
+
+
+def _issue(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)

@@ -24,17 +24,17 @@ from pairgate.standalone.errors import Context, Exit, PairgateError, Refusal, Us
 _VERDICT_COLOUR = {"killed": "green", "survived": "red", "error": "red", "refused": "yellow"}
 
 
-def _read_patch(path: Path, cli: str) -> Patch:
+def read_patch(path: Path, cli: str, verb: str = "run") -> Patch:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise UsageError(f"{cli} evidence run: cannot read the mutant {path}: {exc}") from None
+        raise UsageError(f"{cli} evidence {verb}: cannot read the mutant {path}: {exc}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError(
-            f"{cli} evidence run: the mutant {path} is not UTF-8 text (the evidence carries each "
-            "patch's text)"
+            f"{cli} evidence {verb}: the mutant {path} is not UTF-8 text (the evidence carries "
+            "each patch's text)"
         ) from None
     return Patch(path.name, text)
 
@@ -134,7 +134,7 @@ def run_evidence(
     request = Request(
         repo=repo,
         command=test,
-        patches=tuple(_read_patch(p, config.cli) for p in mutants),
+        patches=tuple(read_patch(p, config.cli) for p in mutants),
         sha=sha,
         base=base,
         timeout=timeout,
@@ -165,8 +165,13 @@ def run_evidence(
     return Exit.OK
 
 
-def evidence(*, evidence_action: str, **flags: Any) -> int:
-    """``evidence <subcommand>``: the subcommand's handler."""
+def evidence(*, evidence_action: str, client: Any, **flags: Any) -> int:
+    """``evidence <subcommand>``: the subcommand's handler. Only ``rerun`` reads GitLab (the
+    offer, from the issue's ledger); main builds the client for the family."""
     if evidence_action == "run":
         return run_evidence(**flags)
+    if evidence_action == "rerun":
+        from pairgate.commands.evidence_rerun import rerun_evidence
+
+        return rerun_evidence(client=client, **flags)
     raise UsageError(f"evidence: no subcommand {evidence_action!r}")  # a registration bug

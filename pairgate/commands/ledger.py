@@ -4,12 +4,17 @@ record, and reads the ledger back before it says what happened."""
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pairgate.commands.approve import approve
 from pairgate.commands.status import status
+from pairgate.evidence.handoff import note_table, patches_block, verify_for_handoff
+from pairgate.evidence.schema import check_evidence, load_json
+from pairgate.evidence.surface import NO_EVIDENCE, evidence_field, evidence_summary, record_field
 from pairgate.merge_requests import checked_sha, citing_mrs, pipeline_problem
 from pairgate.preconditions import (
     check_offer_slot,
@@ -94,11 +99,11 @@ def handoff(
     new_identity: bool,
     as_agent: str | None,
     client: GitLab,
+    evidence: Path | None = None,
 ) -> int:
     sha = checked_sha(sha, cli=config.cli)
     checked_name(to, "--to ", cli=config.cli)
     text = read_reason(reason, reason_file, cli=config.cli)
-    turn = begin(ctx, config, client, issue, as_agent)
     flags: dict[str, Any] = {
         "to": to,
         "role": role,
@@ -109,10 +114,15 @@ def handoff(
         "mr_project": mr_project,
         "supersede": supersede,
         "new_identity": new_identity,
+        "evidence": evidence,
     }
 
     def again(**changes: Any) -> str:
-        return command(turn.cli, "handoff", issue, **{**flags, **changes})
+        return command(config.cli, "handoff", issue, **{**flags, **changes})
+
+    # Before anything is read: evidence that cannot back this offer refuses it outright.
+    doc = None if evidence is None else checked_evidence(evidence, sha, cli=config.cli, again=again)
+    turn = begin(ctx, config, client, issue, as_agent)
 
     must_hold(turn, "handoff")
     check_receiver(turn, "handoff", to, again, new_identity=new_identity)
@@ -130,7 +140,9 @@ def handoff(
             "mr": {"project": project, "iid": found.iid},
             "reason": text,
             "supersedes": supersede,
+            "evidence": None if doc is None else evidence_field(doc),
         },
+        appendix="" if doc is None else f"{note_table(doc)}\n\n{patches_block(doc)}",
     )
     refuse_void(turn, event)
     turn.say(
@@ -138,6 +150,14 @@ def handoff(
         f" (note {event.note_id}). {turn.agent} holds it until {to} runs: "
         f"{command(turn.cli, 'accept', issue)}"
     )
+    if doc is not None:
+        turn.say(f"Mutation evidence: {evidence_summary(evidence_field(doc))} ({doc['digest']}).")
+    elif role == "review":
+        turn.say(
+            f"This offer carries {NO_EVIDENCE}: the reviewer has no mutant to re-run. Collect "
+            f"it with {turn.cli} evidence run, and offer again with --evidence FILE and "
+            f"--supersede {event.note_id}."
+        )
     return 0
 
 
@@ -197,14 +217,40 @@ def accept(
 
 
 def _offer_again(turn: Turn, offer: Offer, *, sha: str) -> str:
-    """The command the sender runs to make the offer again, at another head."""
+    """The command the sender runs to make the offer again, at another head (with evidence of
+    that head, when the offer carried evidence)."""
     assert offer.mr is not None
     mr = {"mr": offer.mr.iid, "mr_project": offer.mr.project, "supersede": offer.note_id}
     if offer.event == "approve":
         flags = {**mr, "sha": sha, "to": offer.to}
         return command(turn.cli, "approve", turn.issue, **flags) + f" --as {offer.sender}"
+    had = record_field(turn.ledger, offer.note_id, "evidence") is not None
     flags = {"to": offer.to, "role": offer.role, "sha": sha, **mr}
+    flags["evidence"] = "<evidence run at that head>" if had else None
     return command(turn.cli, "handoff", turn.issue, **flags) + f" --as {offer.sender}"
+
+
+def checked_evidence(path: Path, sha: str, *, cli: str, again: Callable[..., str]) -> Any:
+    """The evidence document in ``path`` when it backs an offer of ``sha``; a refusal (exit 1)
+    listing every reason it does not, with the commands that collect it and offer again."""
+    doc = load_json(path, "the evidence")
+    problems = verify_for_handoff(doc, sha=sha)
+    if not problems:
+        return doc
+    listed = "\n".join(f"  - {p}" for p in problems)
+    valid = check_evidence(doc) is None
+    test = doc["command"] if valid else "<test command>"
+    mutants = [m["name"] for m in doc["mutants"]] if valid else ["<patch>"]
+    rerun = [*shlex.split(cli), "evidence", "run", "--test", test, "--sha", sha]
+    for name in mutants:
+        rerun += ["--mutant", name]
+    collect = shlex.join([*rerun, "--out", str(path)])
+    raise Refusal(
+        f"{cli} handoff: the evidence in {path} does not back an offer of {sha}:\n{listed}\n"
+        f"Collect it at the offered commit, with a test killing every mutant on an assertion "
+        f"(mutant patches as you named them):\n  {collect}\nthen offer again: {again()}\n"
+        f"(or offer without --evidence, which every surface marks as {NO_EVIDENCE})"
+    )
 
 
 def decline(

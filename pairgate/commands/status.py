@@ -8,6 +8,7 @@ import json as jsonlib
 from typing import Any
 
 from pairgate.approval_view import approval_doc, cited_by, with_cited
+from pairgate.evidence.surface import approval_keys, approval_words, offer_keys
 from pairgate.gate_runs import gate_run, gate_text
 from pairgate.merge_requests import citing_mrs
 from pairgate.standalone.config import Config
@@ -27,7 +28,7 @@ def mr_doc(ref: Any) -> dict[str, Any] | None:
     return {"project": ref.project, "iid": ref.iid} if ref else None
 
 
-def offer_doc(offer: Offer | None) -> dict[str, Any] | None:
+def offer_doc(offer: Offer | None, ledger: Ledger) -> dict[str, Any] | None:
     if offer is None:
         return None
     return {
@@ -40,6 +41,7 @@ def offer_doc(offer: Offer | None) -> dict[str, Any] | None:
         "mr": mr_doc(offer.mr),
         "reason": offer.reason,
         "supersedes": offer.supersedes,
+        **offer_keys(ledger, offer.note_id, kind=offer.event, role=offer.role),
     }
 
 
@@ -60,7 +62,10 @@ def report(
     labels = sorted(label for label in state.get("labels", []) if label.startswith("agent::"))
     scope = {**(ledgers or {}), issue: ledger}
     approvals = [
-        approval_doc(issue, a, scope, facts.get((a.mr.project, a.mr.iid)), config)
+        {
+            **approval_doc(issue, a, scope, facts.get((a.mr.project, a.mr.iid)), config),
+            **approval_keys(ledger, a.note_id),
+        }
         for a in ledger.approvals
     ]
     return {
@@ -75,7 +80,7 @@ def report(
             "actual": labels,
             "in_step": labels == ([ledger.label] if ledger.label else []),
         },
-        "offer": offer_doc(ledger.offer),
+        "offer": offer_doc(ledger.offer, ledger),
         "approvals": approvals,
         "merge_requests": [
             {
@@ -154,6 +159,13 @@ def out_of_scope_authors(config: Config, mrs: list[MergeRequestFacts]) -> dict[M
     }
 
 
+def _evidence_line(offer: dict[str, Any]) -> str:
+    evidence = offer["evidence"]
+    if evidence is None:
+        return str(offer["evidence_summary"])
+    return f"evidence: {offer['evidence_summary']} (digest {evidence['digest']})"
+
+
 def render(doc: dict[str, Any], cli: str) -> str:
     issue = doc["issue"]
     lines = [f"{doc['project']}#{issue} ({doc['state']})"]
@@ -182,6 +194,8 @@ def render(doc: dict[str, Any], cli: str) -> str:
             + (" (an approval's offer back)" if offer["kind"] == "approve" else "")
             + f"; {offer['to']} runs: {cli} accept {issue}"
         )
+        if offer["evidence_summary"] is not None:
+            lines.append(f"  {_evidence_line(offer)}")
     else:
         lines.append("pending offer: none")
     lines.append("approvals:" if doc["approvals"] else "approvals: none")
@@ -194,6 +208,7 @@ def render(doc: dict[str, Any], cli: str) -> str:
         lines.append(
             f"  note {a['note_id']}: {a['approver']} -> {a['to']}, "
             f"{a['mr']['project']}!{a['mr']['iid']} at {a['sha'][:12]}: {a['status']}{extra}"
+            f"; {approval_words(a)}"
         )
         if a["status"] != "self" and a["independence_reasons"]:
             lines.append(f"    not independent: {'; '.join(a['independence_reasons'])}")

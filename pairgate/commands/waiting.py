@@ -12,6 +12,7 @@ from typing import Any
 
 from pairgate import output
 from pairgate.approval_view import scope_for, with_cited
+from pairgate.evidence.surface import NO_EVIDENCE, approval_keys, approval_words, offer_keys
 from pairgate.output import Style
 from pairgate.standalone.approvals import independence
 from pairgate.standalone.config import Config
@@ -27,8 +28,14 @@ def next_move(ledger: Ledger) -> tuple[str | None, str, str, int | None]:
     if offer is not None:
         if offer.event == "approve":
             what = f"take the approval {offer.sender} sent back (note {offer.note_id})"
+            what += f"; {approval_words(approval_keys(ledger, offer.note_id))}"
             return offer.to, "take-approval", what, offer.note_id
         what = f"accept or decline {offer.sender}'s offer as {offer.role} (note {offer.note_id})"
+        summary = offer_keys(ledger, offer.note_id, kind=offer.event, role=offer.role)
+        if summary["evidence_summary"] == NO_EVIDENCE:
+            what += f"; {NO_EVIDENCE}"
+        elif summary["evidence_summary"]:
+            what += f"; evidence {summary['evidence_summary']}"
         return offer.to, "answer-offer", what, offer.note_id
     last = next((e for e in reversed(ledger.trail) if e.void is None), None)
     since = last.note_id if last else None

@@ -30,12 +30,12 @@ def verify_for_handoff(doc: object, *, sha: str) -> list[str]:
     """Why this evidence does not support an offer of ``sha``; empty when it does."""
     problem = check_evidence(doc)
     if problem:
-        return [f"the evidence is not a pairgate evidence document: {problem}"]
+        return [f"the evidence is not an evidence document (pairgate-evidence): {problem}"]
     assert isinstance(doc, Mapping)
     problems = []
     digest = digest_problem(doc)
     if digest:
-        problems.append(f"the evidence's {digest}")
+        problems.append(f"the evidence: {digest}")
     if doc["sha"] != sha.strip().lower():
         problems.append(f"the evidence was run at {doc['sha']}, not at the offered {sha}")
     baseline = doc["baseline"]

@@ -175,6 +175,12 @@ def write_evidence(doc: Mapping[str, Any], path: Path) -> None:
     problem = check_evidence(doc) or digest_problem(doc)
     if problem:
         raise ValueError(f"refusing to write invalid evidence: {problem}")
+    write_json(doc, path)
+
+
+def write_json(doc: Mapping[str, Any], path: Path) -> None:
+    """``doc`` as indented JSON, written atomically (a temporary file beside it, then a
+    rename)."""
     text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     target = path.resolve()
     fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
@@ -189,14 +195,20 @@ def write_evidence(doc: Mapping[str, Any], path: Path) -> None:
         raise
 
 
+def load_json(path: Path, what: str) -> Any:
+    """The JSON in ``path``; UsageError (exit 2) naming ``what`` when it cannot be read."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"cannot read {what} in {path}: {exc}") from None
+
+
 def read_evidence(path: Path) -> dict[str, Any]:
     """A document read back, schema and digest checked; UsageError (exit 2) naming the file
     otherwise."""
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"cannot read the evidence in {path}: {exc}") from None
+    doc = load_json(path, "the evidence")
     problem = check_evidence(doc) or digest_problem(doc)
     if problem:
         raise UsageError(f"{path} is not valid mutation evidence: {problem}")
-    return dict(doc)
+    assert isinstance(doc, dict)
+    return doc

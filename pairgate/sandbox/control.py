@@ -4,9 +4,10 @@ clock, the request log, switches and reset. No authentication: the server is on 
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import TYPE_CHECKING, Any
 
-from pairgate.sandbox import defaults, pipelines, tokens
+from pairgate.sandbox import defaults, pipelines, repo, tokens
 from pairgate.sandbox import jobs as ci_jobs
 from pairgate.sandbox.access import renderer
 from pairgate.sandbox.faults import Fault
@@ -126,6 +127,47 @@ def set_job(app: App, req: Request, job_id: str) -> Any:
     except ValueError as error:
         raise _bad(str(error)) from None
     return renderer(req).job(job) | {"token": job.token}
+
+
+_COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
+
+
+@ROUTER.route("POST", "/commits")
+def mirror_commit(app: App, req: Request) -> Any:
+    """A commit whose id the caller gives: the id of a commit in a real git repository, so that
+    repository and the sandbox name the same SHA (pairgate evidence runs in a real clone, and
+    the offer it backs names the merge request's head). Its tree is its parent's with
+    ``files`` applied (a null content deletes); ``branch`` moves to it, as a push would."""
+    world = app.world
+    project = world.project_by_ref(str(req.params.get("project", "")))
+    if project is None:
+        raise not_found("Project")
+    sha = str(req.params.get("sha", ""))
+    if not _COMMIT_ID.match(sha):
+        raise _bad("sha must be a full commit id: 40 lowercase hexadecimal digits")
+    if sha in world.commits:
+        raise _bad(f"commit {sha} already exists")
+    files = req.params.get("files") or {}
+    if not isinstance(files, dict) or not all(
+        isinstance(k, str) and k and (v is None or isinstance(v, str)) for k, v in files.items()
+    ):
+        raise _bad("files must be an object of path: content (null deletes the file)")
+    branch = req.required("branch")
+    base_ref = branch if branch in project.branches else req.text("start_branch") or "main"
+    parent = repo.resolve(world, project, base_ref)
+    if parent is None:
+        raise _bad(f"Invalid reference name: {base_ref}")
+    user = req.params.get("user", "agents")
+    actor = next((u for u in world.users.values() if user in (u.id, u.username)), None)
+    if actor is None:
+        raise not_found("User")
+    tree = {k: v for k, v in {**parent.tree, **files}.items() if v is not None}
+    message = req.text("message") or "Mirrored commit"
+    commit = repo.make_commit(
+        world, project, parents=[parent.id], tree=tree, message=message, author=actor, sha=sha
+    )
+    repo.move_branch(world, project, branch, commit.id, actor)
+    return Reply(201, {"id": commit.id, "parent_ids": commit.parent_ids, "branch": branch})
 
 
 @ROUTER.route("POST", "/tokens")

@@ -35,12 +35,15 @@ def make_commit(
     message: str,
     author: User | None,
     date: str | None = None,
+    sha: str | None = None,
 ) -> Commit:
+    """A new commit; ``sha`` gives its id instead of the computed one (the control that mirrors
+    a real repository's commit, so a local clone and the sandbox name the same SHA)."""
     seq = world.next_id("commit_seq")
     name = author.name if author else "Sandbox"
     email = f"{author.username}@sandbox.test" if author else "sandbox@sandbox.test"
     content = json.dumps([project.id, parents, tree, message, name, seq], sort_keys=True)
-    sha = hashlib.sha1(content.encode("utf-8")).hexdigest()
+    sha = sha or hashlib.sha1(content.encode("utf-8")).hexdigest()
     when = date or world.stamp().replace("Z", "+00:00")
     commit = Commit(sha, project.id, list(parents), message, name, email, when, dict(tree))
     world.commits[sha] = commit

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -188,6 +188,22 @@ class RunningSandbox:
                 },
             )
         )
+
+    def mirror_commit(
+        self,
+        sha: str,
+        branch: str,
+        files: Mapping[str, str | None],
+        *,
+        project: str = "acme/app",
+        message: str = "Mirrored commit",
+        start_branch: str = "main",
+    ) -> dict[str, Any]:
+        """``POST /-/sandbox/commits``: a commit on ``branch`` whose id is ``sha`` (a real git
+        repository's commit), its tree the parent's with ``files`` applied."""
+        body = {"project": project, "sha": sha, "branch": branch, "files": dict(files)}
+        body |= {"message": message, "start_branch": start_branch}
+        return dict(self.control("POST", "commits", json=body))
 
     def create_mr(
         self,

@@ -73,11 +73,77 @@ _OFFER_FIELDS: dict[str, Any] = {
     "supersedes": {"type": ["integer", "null"], "minimum": 1},
 }
 
-# kind -> event -> the fields that event adds to the common ones (all required).
+
+def _closed_object(properties: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(properties),
+        "properties": dict(properties),
+    }
+
+
+# Mutation evidence (docs/agent-handoff-reference.md, "Mutation evidence"). Added after records
+# were first written, so they are in OPTIONAL_FIELDS: every new handoff writes ``evidence`` and
+# every new approval ``rerun`` (null or the object), and a record without them still reads.
+OPTIONAL_FIELDS = frozenset({"evidence", "rerun"})
+_EVIDENCE_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
+_VERDICT = {"enum": ["killed", "survived", "error", "refused"]}
+_FILES = {"type": "array", "items": {"type": "string", "minLength": 1}}
+_MUTANT_INDEX = {"type": "integer", "minimum": 1}
+_EVIDENCE_FIELD = {
+    "description": "the mutation evidence the offer carries: its digest and each mutant's hash",
+    "oneOf": [
+        {"type": "null"},
+        _closed_object(
+            {
+                "digest": _EVIDENCE_DIGEST,
+                "sha": _SHA,
+                "command": {"type": "string", "minLength": 1, "maxLength": 10_000},
+                "isolation": {"enum": ["namespaces", "env-only"]},
+                "network": {"enum": ["blocked", "allowed", "not-blocked"]},
+                "mutants": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": _closed_object(
+                        {
+                            "index": _MUTANT_INDEX,
+                            "sha256": _DIGEST,
+                            "files": _FILES,
+                            "verdict": _VERDICT,
+                        }
+                    ),
+                },
+            }
+        ),
+    ],
+}
+_RERUN_FIELD = {
+    "description": "the reviewer's re-run before approving: one of the offer's mutants and one "
+    "of its own, at the approved SHA",
+    "oneOf": [
+        {"type": "null"},
+        _closed_object(
+            {
+                "offer_note": _NOTE_ID,
+                "evidence_digest": _EVIDENCE_DIGEST,
+                "sha": _SHA,
+                "offered": _closed_object(
+                    {"index": _MUTANT_INDEX, "sha256": _DIGEST, "verdict": _VERDICT}
+                ),
+                "own": _closed_object({"sha256": _DIGEST, "files": _FILES, "verdict": _VERDICT}),
+                "digest": _EVIDENCE_DIGEST,
+            }
+        ),
+    ],
+}
+
+# kind -> event -> the fields that event adds to the common ones (all required but
+# OPTIONAL_FIELDS).
 EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
     "ownership": {
         "claim": {"role": _ROLE},
-        "handoff": _OFFER_FIELDS,
+        "handoff": {**_OFFER_FIELDS, "evidence": _EVIDENCE_FIELD},
         "accept": {"offer": _NOTE_ID, "from": _AGENT, "role": _ROLE},
         "decline": {"offer": _NOTE_ID, "from": _AGENT},
         "release": {"role": _ROLE},
@@ -88,6 +154,7 @@ EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
             **_OFFER_FIELDS,
             "not_covering": {"type": "array", "items": {"type": "string", "minLength": 1}},
             "self_approval": {"type": "boolean"},
+            "rerun": _RERUN_FIELD,
         },
     },
 }
@@ -174,7 +241,7 @@ def _event_schema(version: int, event: str, fields: Mapping[str, Any]) -> dict[s
     return {
         "type": "object",
         "additionalProperties": False,
-        "required": list(properties),
+        "required": [name for name in properties if name not in OPTIONAL_FIELDS],
         "properties": properties,
     }
 

@@ -132,6 +132,46 @@ def test_unknown_option_is_refused(sandbox: RunningSandbox) -> None:
     assert response.status_code == 400 and "nope" in response.json()["error"]
 
 
+def test_a_mirrored_commit_has_the_id_given_and_moves_the_branch(
+    sandbox: RunningSandbox,
+) -> None:
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    main = sandbox.api("GET", "/projects/acme%2Fapp/repository/branches/main")["commit"]["id"]
+    made = sandbox.mirror_commit(sha, "fix", {"calc.py": "x = 1\n"})
+    assert made == {"id": sha, "parent_ids": [main], "branch": "fix"}
+    mr = sandbox.create_mr("fix", title="t")
+    assert mr["sha"] == sha
+    raw = "/projects/acme%2Fapp/repository/files/calc.py/raw"
+    assert get(sandbox, raw, params={"ref": sha}).text == "x = 1\n"
+    # another commit on the branch is a push: the MR's head follows it
+    second = "f" * 40
+    sandbox.mirror_commit(second, "fix", {"calc.py": None, "b.py": "y\n"})
+    assert sandbox.api("GET", f"/projects/acme%2Fapp/merge_requests/{mr['iid']}")["sha"] == second
+    assert get(sandbox, raw, params={"ref": second}).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ({"sha": "abc"}, "sha must be a full commit id"),
+        ({"sha": "A" * 40}, "sha must be a full commit id"),
+        ({"files": {"a": 1}}, "files must be an object"),
+        ({"start_branch": "nope"}, "Invalid reference name: nope"),
+    ],
+)
+def test_a_mirrored_commit_is_checked(sandbox: RunningSandbox, body: dict, said: str) -> None:
+    full = {"project": "acme/app", "sha": "1" * 40, "branch": "fresh", "files": {}, **body}
+    response = requests.post(sandbox.sandbox_api + "/commits", json=full, timeout=5)
+    assert response.status_code == 400 and said in response.json()["error"]
+
+
+def test_a_mirrored_commit_id_is_unique(sandbox: RunningSandbox) -> None:
+    sandbox.mirror_commit("2" * 40, "fix", {})
+    body = {"project": "acme/app", "sha": "2" * 40, "branch": "other", "files": {}}
+    response = requests.post(sandbox.sandbox_api + "/commits", json=body, timeout=5)
+    assert response.status_code == 400 and "already exists" in response.json()["error"]
+
+
 def test_state_file_round_trip(tmp_path: Path) -> None:
     state = tmp_path / "world.json"
     first = Sandbox(state=state).start()

@@ -1,0 +1,230 @@
+"""The re-run document: the reviewer's run of one of the offer's mutants and one of its own, at
+the offered SHA, bound to the offer it answers. Pure, but for reading and writing the file.
+
+It wraps the evidence document the runner made (``runner.rerun``: mutant 1 is the offer's,
+mutant 2 the reviewer's own) with the offer it answers: the issue, the offer's note, its sender,
+the evidence digest the offer recorded, which mutant was taken and the hash the offer recorded
+for it. Its own digest covers all of it, like the evidence's. ``approve --evidence`` checks it
+against the ledger (``verify_for_approve``) and records ``rerun_field`` of it.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pairgate.evidence.schema import (
+    EVIDENCE_SCHEMA,
+    check_evidence,
+    digest_problem,
+    evidence_digest,
+    load_json,
+    write_json,
+)
+
+RERUN_SCHEMA_NAME = "pairgate-evidence-rerun"
+RERUN_SCHEMA_VERSION = 1
+
+_SHA = {"type": "string", "pattern": "^[0-9a-f]{40}([0-9a-f]{24})?$"}
+_SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
+_POSITIVE = {"type": "integer", "minimum": 1}
+
+
+def _object(properties: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(properties),
+        "properties": dict(properties),
+    }
+
+
+RERUN_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "pairgate mutation evidence re-run",
+    **_object(
+        {
+            "schema": {"const": RERUN_SCHEMA_NAME},
+            "v": {"const": RERUN_SCHEMA_VERSION},
+            "created_at": {"type": "string"},
+            "issue": _object({"project": {"type": "string", "minLength": 1}, "iid": _POSITIVE}),
+            "offer": _object(
+                {
+                    "note_id": _POSITIVE,
+                    "sender": {"type": "string", "minLength": 1},
+                    "sha": _SHA,
+                    "evidence_digest": _DIGEST,
+                    "mutant_index": _POSITIVE,
+                    "mutant_sha256": _SHA256,
+                }
+            ),
+            "evidence": {k: v for k, v in EVIDENCE_SCHEMA.items() if k not in ("$schema", "title")},
+            "digest": _DIGEST,
+        }
+    ),
+}
+
+
+@functools.cache
+def _validator() -> Any:
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(RERUN_SCHEMA)
+
+
+def _schema_problem(doc: object) -> str | None:
+    validator = _validator()
+    if validator.is_valid(doc):
+        return None
+    error = min(validator.iter_errors(doc), key=lambda e: (len(e.path), e.message))
+    where = "/".join(str(p) for p in error.path) or "document"
+    return f"schema: {where}: {error.message}"
+
+
+def rerun_document(
+    evidence: Mapping[str, Any],
+    *,
+    project: str,
+    issue: int,
+    offer_note: int,
+    sender: str,
+    offered: Mapping[str, Any],
+    index: int,
+    now: float,
+) -> dict[str, Any]:
+    """The sealed re-run document. ``offered`` is the offer record's ``evidence`` field, and
+    ``evidence`` what the runner made of its mutant ``index`` and the reviewer's own."""
+    doc = {
+        "schema": RERUN_SCHEMA_NAME,
+        "v": RERUN_SCHEMA_VERSION,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+        "issue": {"project": project, "iid": issue},
+        "offer": {
+            "note_id": offer_note,
+            "sender": sender,
+            "sha": offered["sha"],
+            "evidence_digest": offered["digest"],
+            "mutant_index": index,
+            "mutant_sha256": offered["mutants"][index - 1]["sha256"],
+        },
+        "evidence": dict(evidence),
+    }
+    doc["digest"] = evidence_digest(doc)
+    problem = check_rerun(doc)
+    if problem:
+        raise ValueError(f"refusing to write an invalid re-run: {problem}")
+    return doc
+
+
+def check_rerun(doc: object) -> str | None:
+    """None when ``doc`` is a whole re-run document (schema, both digests, and the evidence
+    inside run at the offer's SHA with the offer's mutant first), else the first problem."""
+    problem = _schema_problem(doc)
+    if problem:
+        return problem
+    assert isinstance(doc, Mapping)
+    evidence, offer = doc["evidence"], doc["offer"]
+    if digest_problem(doc):
+        return "its digest does not match its content (it was changed after it was run)"
+    inner = check_evidence(evidence) or digest_problem(evidence)
+    if inner:
+        return f"the evidence inside it: {inner}"
+    if len(evidence["mutants"]) != 2:
+        return "the evidence inside it does not hold exactly the offer's mutant and one other"
+    if evidence["sha"] != offer["sha"]:
+        return f"it ran at {evidence['sha']}, not at the offered {offer['sha']}"
+    if evidence["mutants"][0]["patch"]["sha256"] != offer["mutant_sha256"]:
+        return "its first mutant is not the offer's (another SHA-256)"
+    return None
+
+
+def read_rerun(path: Path) -> Any:
+    """The JSON in ``path`` (UsageError, exit 2, when it cannot be read); checking it is
+    ``verify_for_approve``'s, so that a document that is not a re-run is a refusal."""
+    return load_json(path, "the re-run")
+
+
+def write_rerun(doc: Mapping[str, Any], path: Path) -> None:
+    problem = check_rerun(doc)
+    if problem:
+        raise ValueError(f"refusing to write an invalid re-run: {problem}")
+    write_json(doc, path)
+
+
+def offered_mutant(doc: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(doc["evidence"]["mutants"][0])
+
+
+def own_mutant(doc: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(doc["evidence"]["mutants"][1])
+
+
+def rerun_field(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``rerun`` field of an approval record."""
+    offer, offered, own = doc["offer"], offered_mutant(doc), own_mutant(doc)
+    return {
+        "offer_note": offer["note_id"],
+        "evidence_digest": offer["evidence_digest"],
+        "sha": doc["evidence"]["sha"],
+        "offered": {
+            "index": offer["mutant_index"],
+            "sha256": offered["patch"]["sha256"],
+            "verdict": offered["verdict"],
+        },
+        "own": {
+            "sha256": own["patch"]["sha256"],
+            "files": list(own["patch"]["files"]),
+            "verdict": own["verdict"],
+        },
+        "digest": doc["digest"],
+    }
+
+
+def verify_for_approve(
+    doc: object,
+    *,
+    sha: str,
+    project: str,
+    issue: int,
+    offer_note: int | None,
+    offer_evidence: Mapping[str, Any] | None,
+) -> list[str]:
+    """Why this re-run does not support an approval of ``sha`` of the offer in ``offer_note``
+    (whose record's evidence is ``offer_evidence``); empty when it does."""
+    problem = check_rerun(doc)
+    if problem:
+        return [f"the file is not a re-run document (pairgate-evidence-rerun): {problem}"]
+    assert isinstance(doc, Mapping)
+    offer, problems = doc["offer"], []
+    where = doc["issue"]
+    if (where["project"], where["iid"]) != (project, issue):
+        problems.append(f"it re-ran an offer on {where['project']}#{where['iid']}, not on #{issue}")
+    if doc["evidence"]["sha"] != sha:
+        problems.append(f"it ran at {doc['evidence']['sha']}, not at the approved {sha}")
+    if offer_note is None:
+        problems.append("the approval answers no offer (the holder did not accept a handoff)")
+    elif offer["note_id"] != offer_note:
+        problems.append(
+            f"it re-ran the offer in note {offer['note_id']}, not the one being approved "
+            f"(note {offer_note})"
+        )
+    elif offer_evidence is None:
+        problems.append(f"the offer in note {offer_note} carries no mutation evidence")
+    else:
+        recorded = offer_evidence["mutants"]
+        index = offer["mutant_index"]
+        if offer["evidence_digest"] != offer_evidence["digest"]:
+            problems.append("it re-ran another evidence than the offer recorded (another digest)")
+        elif index > len(recorded) or recorded[index - 1]["sha256"] != offer["mutant_sha256"]:
+            problems.append(f"its mutant {index} is not the one the offer recorded")
+    offered = offered_mutant(doc)
+    if offered["verdict"] != "killed":
+        problems.append(
+            f"the offer's mutant {offer['mutant_index']} was not killed again: "
+            f"{offered['verdict']}, {offered['reason']}"
+        )
+    return problems
