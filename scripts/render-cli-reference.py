@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pairgate.main import build_parser, command_names  # noqa: E402
+from pairgate.parser import build_parser, command_names  # noqa: E402
 
 OUT = ROOT / "docs" / "cli.md"
 WIDTH = "100"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pairgate.main import build_parser
+from pairgate.parser import build_parser
 from pairgate.sandbox.testing import RunningSandbox
 from tests.conftest import PAIRGATE, ROOT, agent_env, run_cli, run_program
 

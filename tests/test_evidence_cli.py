@@ -14,7 +14,7 @@ import pytest
 from pairgate.commands.evidence import add_parser
 from pairgate.commands.evidence_run import run_evidence
 from pairgate.evidence.schema import check_evidence, read_evidence
-from pairgate.main import _Parser
+from pairgate.parser import _Parser
 from pairgate.standalone.config import Config, load_config
 from pairgate.standalone.errors import Context, UsageError, report
 from tests.conftest import FIXTURE_CONFIG

@@ -106,3 +106,17 @@ def _issue(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return int(text)
+
+
+def evidence(*, evidence_action: str, client: Any, **flags: Any) -> int:
+    """``evidence <subcommand>``: the subcommand's handler, imported on demand. Only ``rerun``
+    reads GitLab (the offer, from the issue's ledger); main builds the client for the family."""
+    if evidence_action == "run":
+        from pairgate.commands.evidence_run import run_evidence
+
+        return run_evidence(**flags)
+    if evidence_action == "rerun":
+        from pairgate.commands.evidence_rerun import rerun_evidence
+
+        return rerun_evidence(client=client, **flags)
+    raise ValueError(f"evidence: no subcommand {evidence_action!r}")  # a registration bug

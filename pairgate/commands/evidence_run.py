@@ -163,15 +163,3 @@ def run_evidence(
     if refused is not None:
         raise refused
     return Exit.OK
-
-
-def evidence(*, evidence_action: str, client: Any, **flags: Any) -> int:
-    """``evidence <subcommand>``: the subcommand's handler. Only ``rerun`` reads GitLab (the
-    offer, from the issue's ledger); main builds the client for the family."""
-    if evidence_action == "run":
-        return run_evidence(**flags)
-    if evidence_action == "rerun":
-        from pairgate.commands.evidence_rerun import rerun_evidence
-
-        return rerun_evidence(client=client, **flags)
-    raise UsageError(f"evidence: no subcommand {evidence_action!r}")  # a registration bug
