@@ -27,10 +27,13 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
     if argv == ["hook"]:
         return hook_main(ctx, sys.stdin)
     try:
-        if argv[:1] == ["merge-check"]:
-            parser = _ArgParser(prog="ownership.py merge-check")
-            parser.add_argument("--mr", required=True, type=int, metavar="IID")
-            parser.add_argument("--mr-project", required=True, metavar="PROJECT")
+        if argv[:1] in (["merge-check"], ["audit"]):
+            parser = _ArgParser(prog=f"ownership.py {argv[0]}")
+            if argv[0] == "merge-check":
+                parser.add_argument("--mr", required=True, type=int, metavar="IID")
+                parser.add_argument("--mr-project", required=True, metavar="PROJECT")
+            else:
+                add_audit_arguments(parser)
             parser.add_argument("--json", action="store_true")
             parser.add_argument("--verbose", action="store_true")
             args = parser.parse_args(argv[1:])
@@ -38,25 +41,16 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
             client = gitlab_from_env(config, ctx.env)
             if args.verbose:
                 print(client.describe(), file=ctx.stderr)
-            return run_merge_check(
-                ctx,
-                config,
-                client,
-                mr=args.mr,
-                mr_project=args.mr_project,
-                json_out=args.json,
-                verbose=args.verbose,
-            )
-        if argv[:1] == ["audit"]:
-            parser = _ArgParser(prog="ownership.py audit")
-            add_audit_arguments(parser)
-            parser.add_argument("--json", action="store_true")
-            parser.add_argument("--verbose", action="store_true")
-            args = parser.parse_args(argv[1:])
-            config = load_config(ctx.env)
-            client = gitlab_from_env(config, ctx.env)
-            if args.verbose:
-                print(client.describe(), file=ctx.stderr)
+            if argv[0] == "merge-check":
+                return run_merge_check(
+                    ctx,
+                    config,
+                    client,
+                    mr=args.mr,
+                    mr_project=args.mr_project,
+                    json_out=args.json,
+                    verbose=args.verbose,
+                )
             return run_audit(
                 ctx,
                 config,
