@@ -28,6 +28,7 @@ SHIPPED = (
     "agents",
     "templates/mr-ownership-gate/template.yml",
     "templates/mr-merge-check/template.yml",
+    "templates/merge-audit/template.yml",
 )
 RELEASE = re.compile(r"\d+\.\d+\.\d+")
 

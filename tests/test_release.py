@@ -254,3 +254,20 @@ def test_a_build_is_versioned_by_its_content_unless_it_is_the_tagged_release(
     edited = build(project, tmp_path / "edited")
     assert edited == f"{RELEASE}+{content_hash(project)}"
     assert edited.split("+")[1] != content_hash(copy_project(tmp_path / "fresh"))
+
+
+def test_every_component_is_in_the_wheel_and_in_the_version_hash() -> None:
+    """A new templates/<name>/template.yml must ship (pyproject's force-include) and count in
+    the content hash (hatch_build.py): a component missed by either is a wheel check failure
+    only the release build would show."""
+    import tomllib
+
+    components = sorted(
+        p.relative_to(ROOT).as_posix() for p in ROOT.glob("templates/*/template.yml")
+    )
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    included = pyproject["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    for component in components:
+        name = component.split("/")[1]
+        assert included.get(component) == f"pairgate/components/{name}.yml", component
+        assert f'"{component}"' in (ROOT / "hatch_build.py").read_text(), component
