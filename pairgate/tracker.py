@@ -10,9 +10,10 @@ notes), and one read per distinct merge request an approval names. Nothing is re
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pairgate.standalone.config import Config
@@ -71,6 +72,23 @@ class IssueRead:
             ledger=ledger,
             error=error,
         )
+
+
+def review_bot_token(config: Config, env: Mapping[str, str]) -> tuple[str, str]:
+    """The review bot's token (empty when there is none) and where it was looked for:
+    <env_prefix>_REVIEW_BOT_TOKEN, else review_bot_token_file (a relative path is read beside
+    the configuration file). approve writes with it; doctor asks GitLab whose it is."""
+    variable = config.env_name("REVIEW_BOT_TOKEN")
+    token = str(env.get(variable, "")).strip()
+    if token:
+        return token, variable
+    path = Path(config["review_bot_token_file"]).expanduser()
+    path = path if path.is_absolute() else config.path.parent / path
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        token = ""
+    return token, f"{path} (review_bot_token_file)"
 
 
 def issue_path(config: Config, issue: int) -> str:

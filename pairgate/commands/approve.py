@@ -27,30 +27,19 @@ from pairgate.standalone.ledger import Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import read_ledger
 from pairgate.standalone.scope import cited_issues
-from pairgate.tracker import mr_path, pooled, read_mr
+from pairgate.tracker import mr_path, pooled, read_mr, review_bot_token
 from pairgate.turn import Turn, begin, checked_name, read_reason, refuse_void, write
 
 
 def review_bot(turn: Turn) -> GitLab:
-    """The review bot's client: <env_prefix>_REVIEW_BOT_TOKEN, else review_bot_token_file
-    (a relative path is read beside the configuration file)."""
-    variable = turn.config.env_name("REVIEW_BOT_TOKEN")
-    token = turn.ctx.env.get(variable, "").strip()
-    source = variable
+    """The review bot's client (tracker.review_bot_token says where its token is read)."""
+    token, source = review_bot_token(turn.config, turn.ctx.env)
     if not token:
-        path = Path(turn.config["review_bot_token_file"]).expanduser()
-        path = path if path.is_absolute() else turn.config.path.parent / path
-        try:
-            token = path.read_text(encoding="utf-8").strip()
-        except OSError:
-            token = ""
-        source = f"{path} (review_bot_token_file)"
-        if not token:
-            raise PairgateError(
-                f"{turn.cli} approve needs the review-bot credential to approve on GitLab: set "
-                f"{variable}, or put the token in {path} (review_bot_token_file). Nothing was "
-                "written."
-            )
+        variable = turn.config.env_name("REVIEW_BOT_TOKEN")
+        raise PairgateError(
+            f"{turn.cli} approve needs the review-bot credential to approve on GitLab: set "
+            f"{variable}, or put the token in {source}. Nothing was written."
+        )
     return gitlab_with_token(turn.client, token, source=source)
 
 

@@ -8,7 +8,6 @@ import base64
 import functools
 import json as jsonlib
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, TypeVar
 
 from pairgate import output
@@ -31,7 +30,7 @@ from pairgate.standalone.errors import Context, Exit, PairgateError
 from pairgate.standalone.gate import group_project_paths
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project, gitlab_with_token
 from pairgate.standalone.scope import _under
-from pairgate.tracker import pooled
+from pairgate.tracker import pooled, review_bot_token
 
 T = TypeVar("T")
 
@@ -45,19 +44,12 @@ def _read(what: Callable[[], T]) -> T | PairgateError:
 
 
 def review_bot_id(config: Config, env: Mapping[str, str], client: GitLab) -> tuple[int | None, str]:
-    """The review bot's user id, asked of GitLab with its own token (approve's credential:
-    <env_prefix>_REVIEW_BOT_TOKEN, else review_bot_token_file), and where the token came from
-    (or why there is none)."""
-    variable = config.env_name("REVIEW_BOT_TOKEN")
-    token, source = str(env.get(variable, "")).strip(), variable
+    """The review bot's user id, asked of GitLab with its own token (approve's credential,
+    tracker.review_bot_token), and where the token came from (or why there is none)."""
+    token, source = review_bot_token(config, env)
     if not token:
-        path = Path(config["review_bot_token_file"]).expanduser()
-        path = path if path.is_absolute() else config.path.parent / path
-        source = f"{path} (review_bot_token_file)"
-        try:
-            token = path.read_text(encoding="utf-8").strip()
-        except OSError:
-            return None, f"neither {variable} nor {source} holds a token"
+        variable = config.env_name("REVIEW_BOT_TOKEN")
+        return None, f"neither {variable} nor {source} holds a token"
     try:
         return int(gitlab_with_token(client, token, source=source).get("user")["id"]), source
     except (PairgateError, KeyError, TypeError, ValueError) as exc:

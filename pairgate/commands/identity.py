@@ -11,6 +11,7 @@ count).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pairgate import output
@@ -18,6 +19,7 @@ from pairgate.output import Cell, Style
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, Refusal
 from pairgate.standalone.gitlab import GitLab
+from pairgate.standalone.ledger import Event
 from pairgate.tracker import IssueRead, fold_issues, issues_path
 from pairgate.turn import identity as agent_identity
 from pairgate.turn import session_id
@@ -25,32 +27,55 @@ from pairgate.turn import session_id
 RECENT_HOURS = 24
 
 
-def sessions_doc(
-    reads: list[IssueRead], *, agent: str, mine: str, now: float, since: float
-) -> dict[str, Any]:
-    """Each session that wrote under ``agent`` since ``since``, latest first. Pure."""
+def _tally(
+    reads: list[IssueRead],
+    key: Callable[[Event], str | None],
+    blank: Callable[[str], dict[str, Any]],
+    *,
+    now: float,
+    since: float,
+) -> list[dict[str, Any]]:
+    """The records since ``since`` grouped by ``key`` (None leaves a record out), each group
+    ``blank(key)`` plus its count, issues and latest record; latest group first. Pure."""
     found: dict[str, dict[str, Any]] = {}
     for read in reads:
         for event in read.ledger.trail if read.ledger else ():
             at = output.epoch(event.created_at)
-            if event.agent != agent or at is None or at < since:
+            if at is None or at < since:
                 continue
-            session = str(event.record.get("session", ""))
-            entry = found.setdefault(
-                session,
-                {"session": session, "mine": session == mine, "records": 0, "issues": []},
-            )
+            group = key(event)
+            if group is None:
+                continue
+            entry = found.setdefault(group, {**blank(group), "records": 0, "issues": []})
             entry["records"] += 1
             if read.iid not in entry["issues"]:
                 entry["issues"].append(read.iid)
             if at >= entry.get("_last", 0):
                 entry.update(_last=at, last_at=event.created_at, last_issue=read.iid)
                 entry["last_note"] = event.note_id
-    sessions = sorted(found.values(), key=lambda e: -e["_last"])
-    for entry in sessions:
+    groups = sorted(found.values(), key=lambda e: -e["_last"])
+    for entry in groups:
         del entry["_last"]
         entry["issues"].sort()
         entry["age_seconds"] = output.age_seconds(entry["last_at"], now)
+    return groups
+
+
+def _session(event: Event) -> str:
+    return str(event.record.get("session", ""))
+
+
+def sessions_doc(
+    reads: list[IssueRead], *, agent: str, mine: str, now: float, since: float
+) -> dict[str, Any]:
+    """Each session that wrote under ``agent`` since ``since``, latest first. Pure."""
+    sessions = _tally(
+        reads,
+        lambda event: _session(event) if event.agent == agent else None,
+        lambda session: {"session": session, "mine": session == mine},
+        now=now,
+        since=since,
+    )
     return {
         "agent": agent,
         "session": mine,
@@ -67,27 +92,13 @@ def other_names(
     reads: list[IssueRead], *, agent: str, session: str, now: float, since: float
 ) -> list[dict[str, Any]]:
     """Each other name that wrote a record in ``session`` since ``since``, latest first. Pure."""
-    found: dict[str, dict[str, Any]] = {}
-    for read in reads:
-        for event in read.ledger.trail if read.ledger else ():
-            at = output.epoch(event.created_at)
-            if event.agent == agent or at is None or at < since:
-                continue
-            if str(event.record.get("session", "")) != session:
-                continue
-            entry = found.setdefault(event.agent, {"name": event.agent, "records": 0, "issues": []})
-            entry["records"] += 1
-            if read.iid not in entry["issues"]:
-                entry["issues"].append(read.iid)
-            if at >= entry.get("_last", 0):
-                entry.update(_last=at, last_at=event.created_at, last_issue=read.iid)
-                entry["last_note"] = event.note_id
-    names = sorted(found.values(), key=lambda e: -e["_last"])
-    for entry in names:
-        del entry["_last"]
-        entry["issues"].sort()
-        entry["age_seconds"] = output.age_seconds(entry["last_at"], now)
-    return names
+    return _tally(
+        reads,
+        lambda event: event.agent if event.agent != agent and _session(event) == session else None,
+        lambda name: {"name": name},
+        now=now,
+        since=since,
+    )
 
 
 def identity_text(doc: dict[str, Any], style: Style) -> str:

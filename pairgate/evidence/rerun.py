@@ -18,48 +18,42 @@ from typing import Any
 
 from pairgate.evidence.schema import (
     EVIDENCE_SCHEMA,
+    SHA256_FIELD,
+    SHA_FIELD,
     check_evidence,
     digest_problem,
     evidence_digest,
     load_json,
+    strict_object,
     write_json,
 )
 
 RERUN_SCHEMA_NAME = "pairgate-evidence-rerun"
 RERUN_SCHEMA_VERSION = 1
 
-_SHA = {"type": "string", "pattern": "^[0-9a-f]{40}([0-9a-f]{24})?$"}
-_SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 _DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
 _POSITIVE = {"type": "integer", "minimum": 1}
-
-
-def _object(properties: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": list(properties),
-        "properties": dict(properties),
-    }
 
 
 RERUN_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "pairgate mutation evidence re-run",
-    **_object(
+    **strict_object(
         {
             "schema": {"const": RERUN_SCHEMA_NAME},
             "v": {"const": RERUN_SCHEMA_VERSION},
             "created_at": {"type": "string"},
-            "issue": _object({"project": {"type": "string", "minLength": 1}, "iid": _POSITIVE}),
-            "offer": _object(
+            "issue": strict_object(
+                {"project": {"type": "string", "minLength": 1}, "iid": _POSITIVE}
+            ),
+            "offer": strict_object(
                 {
                     "note_id": _POSITIVE,
                     "sender": {"type": "string", "minLength": 1},
-                    "sha": _SHA,
+                    "sha": SHA_FIELD,
                     "evidence_digest": _DIGEST,
                     "mutant_index": _POSITIVE,
-                    "mutant_sha256": _SHA256,
+                    "mutant_sha256": SHA256_FIELD,
                 }
             ),
             "evidence": {k: v for k, v in EVIDENCE_SCHEMA.items() if k not in ("$schema", "title")},

@@ -23,14 +23,14 @@ SCHEMA_VERSION = 1
 VERDICTS = ("killed", "survived", "error", "refused")
 OUTCOMES = ("passed", "assertion-failed", "failed", "crashed", "timed-out", "error")
 
-_SHA = {"type": "string", "pattern": "^[0-9a-f]{40}([0-9a-f]{24})?$"}
-_SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+SHA_FIELD = {"type": "string", "pattern": "^[0-9a-f]{40}([0-9a-f]{24})?$"}
+SHA256_FIELD = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 _TEXT = {"type": "string"}
 _COUNT = {"type": "integer", "minimum": 0}
 _LINE = {"type": "integer", "minimum": 0}
 
 
-def _object(properties: Mapping[str, Any]) -> dict[str, Any]:
+def strict_object(properties: Mapping[str, Any]) -> dict[str, Any]:
     """An object with exactly these keys: a document that adds or drops one is not this one."""
     return {
         "type": "object",
@@ -40,7 +40,7 @@ def _object(properties: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-_ISOLATION = _object(
+_ISOLATION = strict_object(
     {
         "mode": {"enum": ["namespaces", "env-only"]},
         "network": {"enum": ["blocked", "allowed", "not-blocked"]},
@@ -49,11 +49,11 @@ _ISOLATION = _object(
     }
 )
 
-_FAILED_TEST = _object(
+_FAILED_TEST = strict_object(
     {"id": _TEXT, "kind": {"enum": ["assertion", "crash", "error"]}, "message": _TEXT}
 )
 
-_RUN = _object(
+_RUN = strict_object(
     {
         "command": _TEXT,
         "runner": {"enum": ["pytest", "exit-code"]},
@@ -68,17 +68,17 @@ _RUN = _object(
     }
 )
 
-_HUNK = _object(
+_HUNK = strict_object(
     {"file": _TEXT, "old_start": _LINE, "old_lines": _LINE, "new_start": _LINE, "new_lines": _LINE}
 )
 
-_MUTANT = _object(
+_MUTANT = strict_object(
     {
         "index": {"type": "integer", "minimum": 1},
         "name": _TEXT,
-        "patch": _object(
+        "patch": strict_object(
             {
-                "sha256": _SHA256,
+                "sha256": SHA256_FIELD,
                 "text": _TEXT,
                 "files": {"type": "array", "items": _TEXT},
                 "hunks": {"type": "array", "items": _HUNK},
@@ -97,31 +97,31 @@ _MUTANT = _object(
 EVIDENCE_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "pairgate mutation evidence",
-    **_object(
+    **strict_object(
         {
             "schema": {"const": SCHEMA_NAME},
             "v": {"const": SCHEMA_VERSION},
             "created_at": _TEXT,
-            "repository": _object({"path": _TEXT, "root_commit": _SHA}),
-            "sha": _SHA,
+            "repository": strict_object({"path": _TEXT, "root_commit": SHA_FIELD}),
+            "sha": SHA_FIELD,
             "command": {"type": "string", "minLength": 1},
             "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
             "network": {"type": "boolean"},
             "environment": {"type": "array", "items": _TEXT},
             "baseline": _RUN,
             "mutants": {"type": "array", "minItems": 1, "items": _MUTANT},
-            "sensitive_changes": _object(
+            "sensitive_changes": strict_object(
                 {
-                    "base": {"oneOf": [{"type": "null"}, _SHA]},
+                    "base": {"oneOf": [{"type": "null"}, SHA_FIELD]},
                     "base_source": _TEXT,
                     "patterns": {"type": "array", "items": _TEXT},
                     "files": {
                         "type": "array",
-                        "items": _object({"path": _TEXT, "pattern": _TEXT}),
+                        "items": strict_object({"path": _TEXT, "pattern": _TEXT}),
                     },
                 }
             ),
-            "summary": _object({v: _COUNT for v in VERDICTS}),
+            "summary": strict_object({v: _COUNT for v in VERDICTS}),
             "digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
         }
     ),
