@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from pairgate.evidence.schema import (
+    DIGEST_FIELD,
     EVIDENCE_SCHEMA,
     SHA256_FIELD,
     SHA_FIELD,
     check_evidence,
     digest_problem,
     evidence_digest,
+    first_problem,
     load_json,
     strict_object,
     write_json,
@@ -31,7 +33,6 @@ from pairgate.evidence.schema import (
 RERUN_SCHEMA_NAME = "pairgate-evidence-rerun"
 RERUN_SCHEMA_VERSION = 1
 
-_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
 _POSITIVE = {"type": "integer", "minimum": 1}
 
 
@@ -51,13 +52,13 @@ RERUN_SCHEMA: dict[str, Any] = {
                     "note_id": _POSITIVE,
                     "sender": {"type": "string", "minLength": 1},
                     "sha": SHA_FIELD,
-                    "evidence_digest": _DIGEST,
+                    "evidence_digest": DIGEST_FIELD,
                     "mutant_index": _POSITIVE,
                     "mutant_sha256": SHA256_FIELD,
                 }
             ),
             "evidence": {k: v for k, v in EVIDENCE_SCHEMA.items() if k not in ("$schema", "title")},
-            "digest": _DIGEST,
+            "digest": DIGEST_FIELD,
         }
     ),
 }
@@ -68,15 +69,6 @@ def _validator() -> Any:
     import jsonschema
 
     return jsonschema.Draft202012Validator(RERUN_SCHEMA)
-
-
-def _schema_problem(doc: object) -> str | None:
-    validator = _validator()
-    if validator.is_valid(doc):
-        return None
-    error = min(validator.iter_errors(doc), key=lambda e: (len(e.path), e.message))
-    where = "/".join(str(p) for p in error.path) or "document"
-    return f"schema: {where}: {error.message}"
 
 
 def rerun_document(
@@ -117,7 +109,7 @@ def rerun_document(
 def check_rerun(doc: object) -> str | None:
     """None when ``doc`` is a whole re-run document (schema, both digests, and the evidence
     inside run at the offer's SHA with the offer's mutant first), else the first problem."""
-    problem = _schema_problem(doc)
+    problem = first_problem(_validator(), doc)
     if problem:
         return problem
     assert isinstance(doc, Mapping)

@@ -25,6 +25,7 @@ OUTCOMES = ("passed", "assertion-failed", "failed", "crashed", "timed-out", "err
 
 SHA_FIELD = {"type": "string", "pattern": "^[0-9a-f]{40}([0-9a-f]{24})?$"}
 SHA256_FIELD = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+DIGEST_FIELD = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
 _TEXT = {"type": "string"}
 _COUNT = {"type": "integer", "minimum": 0}
 _LINE = {"type": "integer", "minimum": 0}
@@ -122,7 +123,7 @@ EVIDENCE_SCHEMA: dict[str, Any] = {
                 }
             ),
             "summary": strict_object({v: _COUNT for v in VERDICTS}),
-            "digest": {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"},
+            "digest": DIGEST_FIELD,
         }
     ),
 }
@@ -136,9 +137,13 @@ def _validator() -> Any:
 
 
 def check_evidence(doc: object) -> str | None:
-    """None when ``doc`` is an evidence document by the schema, else the first problem (the
-    shallowest, so the message names the outermost thing that is wrong)."""
-    validator = _validator()
+    """None when ``doc`` is an evidence document by the schema, else the first problem."""
+    return first_problem(_validator(), doc)
+
+
+def first_problem(validator: Any, doc: object) -> str | None:
+    """None when ``validator`` finds ``doc`` valid, else its first problem (the shallowest, so
+    the message names the outermost thing that is wrong)."""
     if validator.is_valid(doc):
         return None
     error = min(validator.iter_errors(doc), key=lambda e: (len(e.path), e.message))
