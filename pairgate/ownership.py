@@ -8,37 +8,37 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    77  errors.py: Exit codes, the error family and the run context every door is given.
-  line   156  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   309  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   529  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1032  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1539  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1843  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2225  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2337  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2413  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2663  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2904  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3240  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3388  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  3556  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  3783  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4170  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4314  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4529  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  4957  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5413  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5562  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  5957  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6038  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6551  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6901  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7126  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7537  command_reader/read.py: read_command: the command reader's one entry point.
-  line  7608  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  7783  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8119  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    78  errors.py: Exit codes, the error family and the run context every door is given.
+  line   157  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   310  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   530  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1033  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1546  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1850  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2247  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2359  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2435  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2685  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2926  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3262  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3410  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  3578  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  3805  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4192  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4336  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4551  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  4979  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5435  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5584  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  5979  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6060  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6573  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6923  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7148  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7559  command_reader/read.py: read_command: the command reader's one entry point.
+  line  7630  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  7805  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8141  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ import dataclasses
 import difflib
 import enum
 import functools
+import gc
 import hashlib
 import json
 import os
@@ -1465,7 +1466,9 @@ def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
     if first is None:
         raise MalformedRecord("a mochi-task marker that is not one well-formed line")
     # (Another marker line would start with MARKER_OPEN: a find rules most out cheaply.)
-    second = _MARKER_LINE.search(text, first.end()) if MARKER_OPEN in text[first.end() :] else None
+    second = (
+        _MARKER_LINE.search(text, first.end()) if text.find(MARKER_OPEN, first.end()) >= 0 else None
+    )
     if second is not None:
         more = 2 + sum(1 for _ in _MARKER_LINE.finditer(text, second.end()))
         raise MalformedRecord(f"{more} markers in one note (a note carries one)")
@@ -1496,26 +1499,29 @@ def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
 
 
 # Readers fold the same notes again (a verb reads before and after it writes; the board reads
-# every issue), and a note's body decides all that reading it finds: remember, per body, the
-# kind, the marker JSON and whether the digest matches (or why it is malformed). A record is
-# decoded afresh for every fold, so no two ledgers share one. Bounded (in notes and in the
-# characters held) by starting afresh when full.
-_READS: dict[str, tuple[str, str, bool] | str] = {}
+# every issue), and a note's body decides all that reading it finds: remember, per note, its
+# body and the kind, the marker JSON and whether the digest matches (or why it is malformed).
+# Keyed by note id, not by body: hashing every body costs a first fold a twentieth of its time,
+# and the body kept beside the answer is compared on every hit, so the answer is always the
+# body's own (an edited note, or another instance's note of the same id, reads afresh). A
+# record is decoded afresh for every fold, so no two ledgers share one. Bounded (in notes and
+# in the characters held) by starting afresh when full.
+_READS: dict[int, tuple[str, tuple[str, str, bool] | str]] = {}
 _READS_MAX = 65536
 _READS_MAX_CHARS = 64 * 1024 * 1024
 _reads_chars = 0
 
 
-def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
-    """(kind, record, whether its digest matches its content) of a note that carries a marker;
-    MalformedRecord otherwise. What the fold reads a note with."""
+def read_record(note_id: int, body: str) -> tuple[str, dict[str, Any], bool]:
+    """(kind, record, whether its digest matches its content) of note ``note_id``, whose body
+    carries a marker; MalformedRecord otherwise. What the fold reads a note with."""
     global _reads_chars
-    known = _READS.get(body)
-    if known is None:
+    seen = _READS.get(note_id)
+    if seen is None or seen[0] != body:
         try:
             kind, raw, record, human = _parsed(body)
         except MalformedRecord as exc:
-            known = str(exc)
+            known: tuple[str, str, bool] | str = str(exc)
         else:
             sealed = _digest_matches(kind, record, human)
             known = (kind, raw, sealed)
@@ -1523,10 +1529,11 @@ def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
         if len(_READS) >= _READS_MAX or _reads_chars > _READS_MAX_CHARS:
             _READS.clear()
             _reads_chars = 2 * len(body)
-        _READS[body] = known
+        _READS[note_id] = (body, known)
         if isinstance(known, str):
             raise MalformedRecord(known)
         return kind, record, sealed
+    known = seen[1]
     if isinstance(known, str):
         raise MalformedRecord(known)
     return known[0], _json_decoded(known[1]), known[2]
@@ -1844,6 +1851,10 @@ class Constraint:
 # =============================================================================================
 
 
+# The events _Fold applies (the board-wide kinds are _BoardFold's).
+_ISSUE_EVENTS = tuple(event for event, kind in KIND_OF_EVENT.items() if kind not in BOARD_KINDS)
+
+
 def identity_pattern(config: Config) -> re.Pattern[str]:
     """<agent_identity_prefix>-lead|-review|-solo|-finder, optionally with a suffix (-42)."""
     prefix = re.escape(str(config["agent_identity_prefix"]))
@@ -1879,10 +1890,11 @@ class _Fold:
         self.approvals: list[Approval] = []
         # (digest, note id) of the last record before the one being applied
         self.seen: tuple[str | None, int | None] = (None, None)
-
-    def apply(self, note_id: int, record: Mapping[str, Any]) -> str | None:
-        """Apply one record; return why it is void, or None when it took effect."""
-        return getattr(self, f"_{record['event']}")(note_id, record)
+        # event -> its rule: applying a record returns why it is void, or None when it took
+        # effect. Looked up once here rather than by name for every record.
+        self.rules: dict[str, Callable[[int, Mapping[str, Any]], str | None]] = {
+            event: getattr(self, f"_{event}") for event in _ISSUE_EVENTS
+        }
 
     def _not_holder(self, agent: str) -> str | None:
         if agent == self.holder:
@@ -1910,17 +1922,12 @@ class _Fold:
         return None
 
     def _new_offer(self, note_id: int, r: Mapping[str, Any]) -> Offer:
+        mr = r["mr"]
+        # Positional, in Offer's field order: a fold builds one for every handoff and approval.
         return Offer(
-            note_id=note_id,
-            sender=r["agent"],
-            to=r["to"],
-            role=r["role"],
-            sha=r["sha"],
-            mr=MrRef(r["mr"]["project"], r["mr"]["iid"]),
-            reason=r["reason"],
-            event=r["event"],
-            supersedes=r["supersedes"],
-        )
+            note_id, r["agent"], r["to"], r["role"], r["sha"], MrRef(mr["project"], mr["iid"]),
+            r["reason"], r["event"], r["supersedes"],
+        )  # fmt: skip
 
     def _handoff(self, note_id: int, r: Mapping[str, Any]) -> str | None:
         void = self._not_holder(r["agent"]) or self._offer_blocked(r)
@@ -2045,10 +2052,25 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
     markers. Notes are taken in id order (GitLab's creation order). ``issue`` is the tracker
     issue the notes were read from: a record naming another is skipped as replayed."""
+    # A fold builds containers by the ten thousand (decoded records, events, offers) that hold
+    # no cycles and outlive it: the cyclic collector's passes, which their allocation alone
+    # sets off, can free none of them. Paused for the fold, and only if it was running (the
+    # board folds in several threads: whichever paused it starts it again).
+    running = gc.isenabled()
+    gc.disable()
+    try:
+        return _fold(notes, config=config, issue=issue)
+    finally:
+        if running:
+            gc.enable()
+
+
+def _fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     authors = frozenset(config["ledger_author_user_ids"])
     here = f"{config['tracker_project']}#{issue}"  # what a record of this issue names
     here_folded = here.casefold()
     state = _Fold(config)
+    rules = state.rules
     board = _BoardFold()
     skipped: list[Skipped] = []
     breaks: list[Break] = []
@@ -2074,7 +2096,7 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
         if note.updated_at != note.created_at and _edited(note):
             edited.append(note_id)
         try:
-            kind, record, sealed = read_record(body)
+            kind, record, sealed = read_record(note_id, body)
         except MalformedRecord as exc:
             skipped.append(Skipped(note_id, "malformed", str(exc), _author(note)))
             continue
@@ -2123,7 +2145,7 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
         digests[digest] = note_id
         state.seen = (head, head_note)
         head, head_note = digest, note_id
-        void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note_id, record)
+        void = board.apply(note, record) if kind in BOARD_KINDS else rules[event](note_id, record)
         trail.append(Event(note_id, kind, event, record["agent"], record, note.created_at, void))
     return Ledger(
         holder=state.holder,

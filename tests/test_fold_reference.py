@@ -108,7 +108,29 @@ def test_what_the_reader_remembers_is_bounded(monkeypatch: pytest.MonkeyPatch) -
     records._READS.clear()
     again = fold(notes, config=config, issue=ISSUE)
     assert len(records._READS) <= 5
-    assert sum(2 * len(body) for body in records._READS) <= 4000 + 2 * max(
+    assert sum(2 * len(body) for body, _ in records._READS.values()) <= 4000 + 2 * max(
         len(n.body) for n in notes
     )
     compare(again, first)  # forgetting changes nothing but the time
+
+
+def test_a_note_read_again_with_another_body_is_read_afresh(reference: ModuleType) -> None:
+    """What the reader remembers is keyed by note id, so a note edited between two folds (or
+    another instance's note of the same id) must not be given its old body's reading."""
+    env = {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)}
+    config, old_config = load_config(env), reference.load_config(env)
+    for seed in range(40):
+        notes = trail(seed, size=12)
+        records._READS.clear()
+        fold([Note.from_api(n) for n in notes], config=config, issue=ISSUE)
+        # The same ids, each record's human text edited: its digest no longer matches.
+        changed = [
+            {**n, "body": "Edited. " + n["body"]} if records.MARKER_OPEN in n["body"] else n
+            for n in notes
+        ]
+        new = fold([Note.from_api(n) for n in changed], config=config, issue=ISSUE)
+        old = reference.fold(
+            [reference.Note.from_api(n) for n in changed], config=old_config, issue=ISSUE
+        )
+        compare(new, old)
+        assert not new.trail  # nothing read from the first bodies' answers

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from operator import attrgetter
@@ -32,6 +33,9 @@ from pairgate.standalone.records import (
     constraint_id,
     read_record,
 )
+
+# The events _Fold applies (the board-wide kinds are _BoardFold's).
+_ISSUE_EVENTS = tuple(event for event, kind in KIND_OF_EVENT.items() if kind not in BOARD_KINDS)
 
 
 def identity_pattern(config: Config) -> re.Pattern[str]:
@@ -69,10 +73,11 @@ class _Fold:
         self.approvals: list[Approval] = []
         # (digest, note id) of the last record before the one being applied
         self.seen: tuple[str | None, int | None] = (None, None)
-
-    def apply(self, note_id: int, record: Mapping[str, Any]) -> str | None:
-        """Apply one record; return why it is void, or None when it took effect."""
-        return getattr(self, f"_{record['event']}")(note_id, record)
+        # event -> its rule: applying a record returns why it is void, or None when it took
+        # effect. Looked up once here rather than by name for every record.
+        self.rules: dict[str, Callable[[int, Mapping[str, Any]], str | None]] = {
+            event: getattr(self, f"_{event}") for event in _ISSUE_EVENTS
+        }
 
     def _not_holder(self, agent: str) -> str | None:
         if agent == self.holder:
@@ -100,17 +105,12 @@ class _Fold:
         return None
 
     def _new_offer(self, note_id: int, r: Mapping[str, Any]) -> Offer:
+        mr = r["mr"]
+        # Positional, in Offer's field order: a fold builds one for every handoff and approval.
         return Offer(
-            note_id=note_id,
-            sender=r["agent"],
-            to=r["to"],
-            role=r["role"],
-            sha=r["sha"],
-            mr=MrRef(r["mr"]["project"], r["mr"]["iid"]),
-            reason=r["reason"],
-            event=r["event"],
-            supersedes=r["supersedes"],
-        )
+            note_id, r["agent"], r["to"], r["role"], r["sha"], MrRef(mr["project"], mr["iid"]),
+            r["reason"], r["event"], r["supersedes"],
+        )  # fmt: skip
 
     def _handoff(self, note_id: int, r: Mapping[str, Any]) -> str | None:
         void = self._not_holder(r["agent"]) or self._offer_blocked(r)
@@ -235,10 +235,25 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
     markers. Notes are taken in id order (GitLab's creation order). ``issue`` is the tracker
     issue the notes were read from: a record naming another is skipped as replayed."""
+    # A fold builds containers by the ten thousand (decoded records, events, offers) that hold
+    # no cycles and outlive it: the cyclic collector's passes, which their allocation alone
+    # sets off, can free none of them. Paused for the fold, and only if it was running (the
+    # board folds in several threads: whichever paused it starts it again).
+    running = gc.isenabled()
+    gc.disable()
+    try:
+        return _fold(notes, config=config, issue=issue)
+    finally:
+        if running:
+            gc.enable()
+
+
+def _fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     authors = frozenset(config["ledger_author_user_ids"])
     here = f"{config['tracker_project']}#{issue}"  # what a record of this issue names
     here_folded = here.casefold()
     state = _Fold(config)
+    rules = state.rules
     board = _BoardFold()
     skipped: list[Skipped] = []
     breaks: list[Break] = []
@@ -264,7 +279,7 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
         if note.updated_at != note.created_at and _edited(note):
             edited.append(note_id)
         try:
-            kind, record, sealed = read_record(body)
+            kind, record, sealed = read_record(note_id, body)
         except MalformedRecord as exc:
             skipped.append(Skipped(note_id, "malformed", str(exc), _author(note)))
             continue
@@ -313,7 +328,7 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
         digests[digest] = note_id
         state.seen = (head, head_note)
         head, head_note = digest, note_id
-        void = board.apply(note, record) if kind in BOARD_KINDS else state.apply(note_id, record)
+        void = board.apply(note, record) if kind in BOARD_KINDS else rules[event](note_id, record)
         trail.append(Event(note_id, kind, event, record["agent"], record, note.created_at, void))
     return Ledger(
         holder=state.holder,

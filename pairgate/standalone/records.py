@@ -444,7 +444,9 @@ def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
     if first is None:
         raise MalformedRecord("a mochi-task marker that is not one well-formed line")
     # (Another marker line would start with MARKER_OPEN: a find rules most out cheaply.)
-    second = _MARKER_LINE.search(text, first.end()) if MARKER_OPEN in text[first.end() :] else None
+    second = (
+        _MARKER_LINE.search(text, first.end()) if text.find(MARKER_OPEN, first.end()) >= 0 else None
+    )
     if second is not None:
         more = 2 + sum(1 for _ in _MARKER_LINE.finditer(text, second.end()))
         raise MalformedRecord(f"{more} markers in one note (a note carries one)")
@@ -475,26 +477,29 @@ def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
 
 
 # Readers fold the same notes again (a verb reads before and after it writes; the board reads
-# every issue), and a note's body decides all that reading it finds: remember, per body, the
-# kind, the marker JSON and whether the digest matches (or why it is malformed). A record is
-# decoded afresh for every fold, so no two ledgers share one. Bounded (in notes and in the
-# characters held) by starting afresh when full.
-_READS: dict[str, tuple[str, str, bool] | str] = {}
+# every issue), and a note's body decides all that reading it finds: remember, per note, its
+# body and the kind, the marker JSON and whether the digest matches (or why it is malformed).
+# Keyed by note id, not by body: hashing every body costs a first fold a twentieth of its time,
+# and the body kept beside the answer is compared on every hit, so the answer is always the
+# body's own (an edited note, or another instance's note of the same id, reads afresh). A
+# record is decoded afresh for every fold, so no two ledgers share one. Bounded (in notes and
+# in the characters held) by starting afresh when full.
+_READS: dict[int, tuple[str, tuple[str, str, bool] | str]] = {}
 _READS_MAX = 65536
 _READS_MAX_CHARS = 64 * 1024 * 1024
 _reads_chars = 0
 
 
-def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
-    """(kind, record, whether its digest matches its content) of a note that carries a marker;
-    MalformedRecord otherwise. What the fold reads a note with."""
+def read_record(note_id: int, body: str) -> tuple[str, dict[str, Any], bool]:
+    """(kind, record, whether its digest matches its content) of note ``note_id``, whose body
+    carries a marker; MalformedRecord otherwise. What the fold reads a note with."""
     global _reads_chars
-    known = _READS.get(body)
-    if known is None:
+    seen = _READS.get(note_id)
+    if seen is None or seen[0] != body:
         try:
             kind, raw, record, human = _parsed(body)
         except MalformedRecord as exc:
-            known = str(exc)
+            known: tuple[str, str, bool] | str = str(exc)
         else:
             sealed = _digest_matches(kind, record, human)
             known = (kind, raw, sealed)
@@ -502,10 +507,11 @@ def read_record(body: str) -> tuple[str, dict[str, Any], bool]:
         if len(_READS) >= _READS_MAX or _reads_chars > _READS_MAX_CHARS:
             _READS.clear()
             _reads_chars = 2 * len(body)
-        _READS[body] = known
+        _READS[note_id] = (body, known)
         if isinstance(known, str):
             raise MalformedRecord(known)
         return kind, record, sealed
+    known = seen[1]
     if isinstance(known, str):
         raise MalformedRecord(known)
     return known[0], _json_decoded(known[1]), known[2]
