@@ -1,10 +1,13 @@
-"""The floor of a reader that asks GitLab: python, http.client, the given GETs on one keep-alive
-connection, and their parse (each answer decoded; the marker regex over every note body in it).
+"""The floor of a reader that asks GitLab: python, http.client, the given requests on one
+keep-alive connection, and their parse (each answer decoded; the marker regex over every note
+body in it).
 
     python3 benchmarks/floor_client.py '{"url": "http://127.0.0.1:8080", "token": "...",
                                          "paths": ["/api/v4/projects/1", ...]}'
 
-What benchmarks/run.py times against the hook's merge decision and ``pairgate status``.
+``paths`` are GETs; ``requests`` instead lists each call as {"method", "target", "body"} (a
+POST's JSON body, such as a GraphQL query). What benchmarks/run.py times against the hook's
+merge decision and ``pairgate status``.
 """
 
 import http.client
@@ -20,8 +23,14 @@ def main() -> None:
     spec = json.loads(sys.argv[1])
     where = urlsplit(spec["url"])
     conn = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
-    for path in spec["paths"]:
-        conn.request("GET", path, headers={"PRIVATE-TOKEN": spec["token"]})
+    calls = spec.get("requests") or [{"method": "GET", "target": p} for p in spec["paths"]]
+    for call in calls:
+        headers = {"PRIVATE-TOKEN": spec["token"]}
+        body = None
+        if call.get("body") is not None:
+            headers["Content-Type"] = "application/json"
+            body = json.dumps(call["body"]).encode()
+        conn.request(call["method"], call["target"], body=body, headers=headers)
         answer = json.loads(conn.getresponse().read())
         for item in answer if isinstance(answer, list) else [answer]:
             found = MARKER.search(str(item.get("body") or "")) if isinstance(item, dict) else None

@@ -10,7 +10,7 @@ on stdin:
   chunks, as the hook does) and exits, started as ``bash <path>``; ``bash -c true`` for scale;
 - a command that says glab but merges nothing (Python reads it, no GitLab);
 - a merge of an approved merge request, decided against a sandbox on loopback; its floor:
-  python with http.client making the same GETs the hook made, and their parse
+  python with http.client making the same requests the hook made (bodies and all), and their parse
   (benchmarks/floor_client.py).
 
 ``python3`` is the interpreter running this script (its directory first on PATH), so that a
@@ -86,13 +86,48 @@ def hook_json(command: str) -> str:
     )
 
 
-def floor_argv(sandbox: RunningSandbox, log: list[dict[str, Any]]) -> list[str]:
-    """The floor client's command line for ``log``'s GETs."""
-    gets = [
-        e["path"] + (f"?{e['query']}" if e["query"] else "") for e in log if e["method"] == "GET"
-    ]
-    spec = {"url": sandbox.url, "token": sandbox.token("agents"), "paths": gets}
+def floor_argv(
+    sandbox: RunningSandbox, log: list[dict[str, Any]], calls: list[dict[str, Any]] | None = None
+) -> list[str]:
+    """The floor client's command line: ``calls`` ({"method", "target", "body"}) when given,
+    else ``log``'s requests, which must then all be GETs (the log keeps no bodies)."""
+    if calls is None:
+        if any(e["method"] != "GET" for e in log):
+            raise SystemExit("floor_argv: the log has requests with bodies; pass calls")
+        calls = [
+            {"method": "GET", "target": e["path"] + (f"?{e['query']}" if e["query"] else "")}
+            for e in log
+        ]
+    spec = {"url": sandbox.url, "token": sandbox.token("agents"), "requests": calls}
     return [sys.executable, str(FLOOR_CLIENT), json.dumps(spec)]
+
+
+def hook_calls(env: dict[str, str], project: str, iid: int) -> list[dict[str, Any]]:
+    """The requests the hook's reader makes to decide this merge, bodies and all: the gate's
+    decision made in this process through the hook's transport, each call recorded."""
+    from pairgate.standalone import gitlab_once
+    from pairgate.standalone.config import load_config
+    from pairgate.standalone.gate import gate_merge
+    from pairgate.standalone.gitlab import gitlab_from_env
+    from pairgate.standalone.hook import HOOK_TIMEOUT
+
+    calls: list[dict[str, Any]] = []
+    answer = gitlab_once.OneAttempt._answer
+
+    def recorded(self: Any, target: str, body: Any = None) -> Any:
+        calls.append({"method": "GET" if body is None else "POST", "target": target, "body": body})
+        return answer(self, target, body)
+
+    gitlab_once.OneAttempt._answer = recorded  # type: ignore[method-assign]
+    try:
+        config = load_config(env)
+        client = gitlab_from_env(
+            config, env, timeout=HOOK_TIMEOUT, transport=gitlab_once.one_attempt_transport
+        )
+        gate_merge(client, config, project, iid, now=time.time())
+    finally:
+        gitlab_once.OneAttempt._answer = answer  # type: ignore[method-assign]
+    return calls
 
 
 def measure(sandbox: RunningSandbox, tmp: Path, runs: int = RUNS) -> dict[str, Any]:
@@ -113,6 +148,11 @@ def measure(sandbox: RunningSandbox, tmp: Path, runs: int = RUNS) -> dict[str, A
     sandbox.clear_requests()
     subprocess.run(hook, input=merge, env=env, capture_output=True, text=True, check=False)
     log = sandbox.requests()
+    calls = hook_calls(
+        {**env, "PAIRGATE_CONFIG": str(hooks / "pairgate-config.json")}, project, iid
+    )
+    if [c["method"] for c in calls] != [e["method"] for e in log]:
+        raise SystemExit(f"the hook made {log}, its reader in this process {calls}")
     harmless = hook_json("git status")
     return medians_ms(
         {
@@ -121,7 +161,7 @@ def measure(sandbox: RunningSandbox, tmp: Path, runs: int = RUNS) -> dict[str, A
             "harmless: git status": (hook, harmless),
             "reads glab, no merge": (hook, hook_json("glab mr view 3")),
             f"merge {project}!{iid} (approved, --sha)": (hook, merge),
-            f"floor: the same {len(log)} GETs": (floor_argv(sandbox, log), ""),
+            f"floor: the same {len(log)} requests": (floor_argv(sandbox, log, calls), ""),
         },
         env,
         runs,

@@ -9,36 +9,37 @@ package around it, so it imports only the standard library and the runtime depen
 
 Contents (where each source module begins, and what it holds):
   line    78  errors.py: Exit codes, the error family and the run context every door is given.
-  line   157  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   310  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   530  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1033  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1546  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1850  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2247  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2359  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2435  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2685  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2926  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3262  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3410  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  3578  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  3805  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4192  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4336  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4551  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  4979  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5435  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5584  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  5979  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6060  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6573  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6923  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7148  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7559  command_reader/read.py: read_command: the command reader's one entry point.
-  line  7630  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  7805  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8141  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line   159  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   312  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   534  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1041  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
+  line  1231  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1744  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2048  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2445  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2557  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2633  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2883  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3124  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3460  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3608  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  3776  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4003  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4395  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4539  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4754  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5182  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5638  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5787  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6182  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6263  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6776  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7126  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7351  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7762  command_reader/read.py: read_command: the command reader's one entry point.
+  line  7833  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8008  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8344  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
-import difflib
 import enum
 import functools
 import gc
@@ -59,9 +59,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from operator import attrgetter
@@ -70,7 +68,9 @@ from typing import Any, TYPE_CHECKING, TextIO, TypeVar
 from urllib.parse import quote, urlencode, urlsplit
 
 if TYPE_CHECKING:
+    import http.client
     import requests
+    import ssl
     from urllib3.util.retry import Retry
 
 
@@ -117,6 +117,8 @@ class Refusal(PairgateError):
 
 def fresh_id() -> str:
     """A fresh random id (a record's write_id)."""
+    import uuid  # here, not at the top: the merge hook writes nothing and starts faster
+
     return uuid.uuid4().hex
 
 
@@ -484,6 +486,8 @@ def _installed(directory: Path) -> bool:
 
 def _unknown(key: str, missing: list[str]) -> str:
     """An unknown key, with the known key it most likely misspells (a missing one first)."""
+    import difflib  # only a misspelt configuration pays for it
+
     near = difflib.get_close_matches(key, missing, n=1, cutoff=0.6) or difflib.get_close_matches(
         key, CONFIG_KEYS, n=1, cutoff=0.6
     )
@@ -642,7 +646,7 @@ class _Https:
         api_url: str,
         token: str,
         *,
-        retry: Retry,
+        retry: Retry | None = None,
         timeout: Any,
         token_source: str = "the token",
         url_source: str = "the GitLab URL",
@@ -651,6 +655,7 @@ class _Https:
         import requests
         from requests.adapters import HTTPAdapter
 
+        retry = retry if retry is not None else read_retry()
         self.api_url = api_url.rstrip("/")
         # Named in errors: which variable gave the token and the URL, so a refusal says what
         # to set rather than only that something was refused.
@@ -962,9 +967,12 @@ def gitlab_from_env(
     *,
     retry: Retry | None = None,
     timeout: Any = TIMEOUT,
+    transport: Callable[..., Any] = _Https,
 ) -> GitLab:
     """The client a run uses: HTTPS with <env_prefix>_TASK_API_TOKEN for reads and
-    <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set."""
+    <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set.
+    ``transport`` builds each HTTPS transport (_Https's arguments; the merge hook's is
+    gitlab_once.one_attempt_transport)."""
     read_token = env.get(config.env_name("TASK_API_TOKEN"), "").strip()
     write_token = env.get(config.env_name("TASK_WRITE_TOKEN"), "").strip()
     api_url, origin = api_url_from_env(config, env)
@@ -983,12 +991,12 @@ def gitlab_from_env(
     ]
     glab = _Glab(hostname, env, instead=" and ".join(missing))
 
-    def https(token: str, variable: str, scope: str) -> _Https:
+    def https(token: str, variable: str, scope: str) -> Any:
         assert api_url is not None
-        return _Https(
+        return transport(
             api_url,
             token,
-            retry=retry or read_retry(),
+            retry=retry,
             timeout=timeout,
             token_source=variable,
             url_source=origin,
@@ -1017,7 +1025,7 @@ def gitlab_with_token(
     transport = _Https(
         client.api_url,
         token,
-        retry=retry or read_retry(),
+        retry=retry,
         timeout=TIMEOUT,
         token_source=source,
         url_source=client.origin,
@@ -1027,6 +1035,196 @@ def gitlab_with_token(
 
 
 # end pairgate/standalone/gitlab.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/gitlab_once.py
+# =============================================================================================
+
+
+def plain_route(api_url: str) -> tuple[bool, ssl.SSLContext | None]:
+    """Whether requests would call ``api_url`` with nothing but a connection (no proxy, no
+    .netrc signing), and the TLS context it would verify with (None for loopback http): where
+    OneAttempt stands in for it exactly. Read from the environment as requests reads it: a
+    proxy is urllib's getproxies() (no_proxy is not weighed: any proxy at all leaves the call
+    to requests), .netrc is $NETRC or ~/.netrc or ~/_netrc, the CA bundle is
+    $REQUESTS_CA_BUNDLE, then $CURL_CA_BUNDLE, then certifi's."""
+    import urllib.request
+
+    if any(scheme != "no" for scheme in urllib.request.getproxies()):
+        return False, None
+    netrc = os.environ.get("NETRC")
+    for name in [netrc] if netrc else ["~/.netrc", "~/_netrc"]:
+        try:
+            if os.path.exists(os.path.expanduser(name)):
+                return False, None
+        except KeyError:  # no home directory to expand, as requests allows
+            continue
+    if urlsplit(api_url).scheme != "https":
+        return True, None
+    import ssl
+
+    bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    if not bundle:
+        import certifi
+
+        bundle = certifi.where()
+    if os.path.isdir(bundle):
+        return True, ssl.create_default_context(capath=bundle)
+    return True, ssl.create_default_context(cafile=bundle)
+
+
+class OneAttempt:
+    """Reads for a run that makes one attempt a call and never retries (the merge hook), through
+    the standard library's http.client: importing requests and urllib3 would cost such a run
+    more than the rest of its work.
+
+    It answers only what it can answer exactly as ``library()`` (requests, no retry) would: a
+    2xx JSON answer that is all of what was asked. Anything else (an error status, a redirect,
+    a dropped or refused connection, a list with a next page) is asked again of the library,
+    whose answer or error is the call's; so is every write. A GraphQL query is a POST that
+    reads, answered here as a GET is (errors in a 200 answer are GitLab.graphql's to refuse).
+    A failure thus costs one more request, and never reads differently. Where plain_route says
+    requests would add to the call (a proxy, .netrc), every call is the library's. One
+    connection, kept open: not for threads."""
+
+    name = "HTTPS"
+
+    def __init__(
+        self,
+        library: Callable[[], _Https],
+        api_url: str,
+        token: str,
+        *,
+        timeout: tuple[float, float],
+    ) -> None:
+        self._build = library
+        self._library: _Https | None = None
+        parts = urlsplit(api_url.rstrip("/"))
+        self._parts, self._base = parts, parts.path
+        self._graphql_url = graphql_url(parts.geturl())
+        self._headers = {"PRIVATE-TOKEN": token, "User-Agent": "pairgate"}
+        self._timeout = timeout
+        self._route: tuple[bool, ssl.SSLContext | None] | None = None  # plain_route's, once
+        self._connection: http.client.HTTPConnection | None = None
+
+    def __repr__(self) -> str:  # the token never appears in a repr or a traceback
+        return f"OneAttempt({self._parts.geturl()!r}, token=<hidden>)"
+
+    def library(self) -> _Https:
+        """The requests transport every call it does not answer goes to, built on first use."""
+        if self._library is None:
+            self._library = self._build()
+        return self._library
+
+    def _connect(self) -> http.client.HTTPConnection:
+        import http.client
+
+        connect, read = self._timeout
+        host, port = self._parts.hostname, self._parts.port
+        assert host is not None
+        assert self._route is not None
+        connection = (
+            http.client.HTTPSConnection(host, port, timeout=connect, context=self._route[1])
+            if self._parts.scheme == "https"
+            else http.client.HTTPConnection(host, port, timeout=connect)
+        )
+        connection.connect()
+        assert connection.sock is not None
+        connection.sock.settimeout(read)  # (connect, read), as requests takes its timeout
+        return connection
+
+    def _close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def _answer(
+        self, target: str, body: Mapping[str, Any] | None = None
+    ) -> tuple[Any, bool] | None:
+        """(the decoded JSON, whether GitLab says more pages follow) of one GET of ``target``
+        (a path and query on this host), or one POST of ``body`` as JSON; None when the library
+        must ask instead."""
+        import http.client
+
+        if self._route is None:
+            self._route = plain_route(self._parts.geturl())
+        if not self._route[0]:
+            return None
+        method, headers, data = "GET", self._headers, None
+        if body is not None:
+            method, headers = "POST", {**headers, "Content-Type": "application/json"}
+            data = json.dumps(body, allow_nan=False).encode("utf-8")  # as requests sends json=
+        try:
+            if self._connection is None:
+                self._connection = self._connect()
+            self._connection.request(method, target, body=data, headers=headers)
+            response = self._connection.getresponse()
+            raw = response.read()
+        except (OSError, http.client.HTTPException):
+            self._close()
+            return None
+        if response.will_close:
+            self._close()
+        if not 200 <= response.status < 300 or not raw:
+            return None
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return None
+        # X-Next-Page names the next page of GitLab's offset pagination, and a Link header
+        # carries rel="next" in every pagination it has: either one hands the listing over.
+        more = (
+            bool(response.getheader("X-Next-Page"))
+            or "next" in (response.getheader("Link") or "").lower()
+        )
+        return value, more
+
+    def _target(self, path: str, params: Mapping[str, Any]) -> str:
+        query = _query(params)
+        return f"{self._base}/{path}" + (f"?{urlencode(query)}" if query else "")
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        answer = self._answer(self._target(path, params))
+        if answer is None:
+            return self.library().get(path, params)
+        return answer[0]
+
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        answer = self._answer(self._target(path, {**params, "per_page": PER_PAGE}))
+        if answer is None or answer[1] or not isinstance(answer[0], list):
+            yield from self.library().pages(path, params)
+            return
+        yield answer[0]
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        body = {"query": query, "variables": dict(variables)}
+        answer = self._answer(urlsplit(self._graphql_url).path, body)
+        if answer is None:
+            return self.library().graphql(query, variables)
+        return answer[0]
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        return self.library().send(method, path, data)
+
+
+def one_attempt_transport(
+    api_url: str, token: str, *, retry: Any, timeout: Any, **names: str
+) -> OneAttempt:
+    """The transport gitlab_from_env builds for a run that never retries (``transport=`` this):
+    OneAttempt, which asks plain_route on its first call and leaves every call to requests (no
+    retry) where it does not stand in exactly. Nothing is imported or read before a call, so a
+    writer that never writes costs nothing."""
+    if retry is not None:
+        raise ValueError("a one-attempt transport takes no retry policy")
+
+    def library() -> _Https:
+        return _Https(api_url, token, retry=read_retry(attempts=0), timeout=timeout, **names)
+
+    return OneAttempt(library, api_url, token, timeout=timeout)
+
+
+# end pairgate/standalone/gitlab_once.py
 
 
 # =============================================================================================
@@ -3923,6 +4121,9 @@ def read_all_notes(client: GitLab, config: Config, issues: Iterable[int]) -> dic
     wanted = sorted(set(issues))
     if len(wanted) <= 1:
         return {issue: one(issue) for issue in wanted}
+    # Imported here: every door loads this file, and only the audit runs readers in threads.
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=min(AUDIT_WORKERS, len(wanted))) as pool:
         return dict(zip(wanted, pool.map(one, wanted), strict=True))
 
@@ -4151,6 +4352,8 @@ def audit(
     # An approval binds the merge base it reviewed, and only GitLab's single-MR answer carries
     # diff_refs (its listing leaves them out): one read per gated merge.
     in_scope = {id(m) for m, (_, scope) in scoped if scope.in_scope}
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
         merged = list(
             pool.map(lambda m: with_diff_refs(client, m) if id(m) in in_scope else m, merged)
@@ -7858,7 +8061,7 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
     if problems:
         raise HookDenied(_hook_message(config, problems, reading.merges))
     _hook_currency_note(ctx, here, config)
-    client = gitlab_from_env(config, ctx.env, retry=read_retry(attempts=0), timeout=HOOK_TIMEOUT)
+    client = gitlab_from_env(config, ctx.env, timeout=HOOK_TIMEOUT, transport=one_attempt_transport)
     refused = []
     for merge in reading.merges:
         assert merge.project is not None and merge.iid is not None

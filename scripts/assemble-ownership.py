@@ -34,6 +34,7 @@ MODULES = (
     "schema_check.py",
     "config.py",
     "gitlab.py",
+    "gitlab_once.py",
     "records.py",
     "ledger.py",
     "fold.py",

@@ -475,6 +475,30 @@ def test_every_disguise_of_an_approved_merge_bound_to_its_head_is_allowed(
     assert refused == {}
 
 
+def test_an_approved_merge_is_decided_without_requests_or_jsonschema(
+    deployed: Path, sandbox: RunningSandbox, approved: tuple[str, int, int]
+) -> None:
+    """Importing requests, urllib3 or jsonschema cost a merge decision more than the rest of
+    its work: the hook's reader asks GitLab through http.client (gitlab_once.OneAttempt) and
+    checks records with the fast schema check, and leaves them to what fails or is refused."""
+    project, iid, _ = approved
+    head = head_of(sandbox, project, iid)
+    driver = DRIVER + "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    stdin = json.dumps(hook_input(f"glab mr merge {iid} -R {project} --sha {head}")) + "\n"
+    result = subprocess.run(
+        [sys.executable, "-E", "-P", "-B", "-c", driver, str(deployed)],
+        input=stdin,
+        env={"PATH": PYTHON_FIRST, "HOME": str(HOME), **agent_env(sandbox)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    decided, imported = result.stdout.splitlines()
+    assert json.loads(decided)[0] == 0, decided  # allowed: approved, and bound to its head
+    assert {"requests", "urllib3", "jsonschema"} & set(json.loads(imported)) == set()
+
+
 @pytest.mark.slow
 def test_every_disguise_of_an_approved_merge_that_names_no_head_is_blocked(
     deployed: Path, sandbox: RunningSandbox, approved: tuple[str, int, int]

@@ -16,7 +16,6 @@ whole audit, however many merge requests cite it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -154,6 +153,9 @@ def read_all_notes(client: GitLab, config: Config, issues: Iterable[int]) -> dic
     wanted = sorted(set(issues))
     if len(wanted) <= 1:
         return {issue: one(issue) for issue in wanted}
+    # Imported here: every door loads this file, and only the audit runs readers in threads.
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=min(AUDIT_WORKERS, len(wanted))) as pool:
         return dict(zip(wanted, pool.map(one, wanted), strict=True))
 
@@ -382,6 +384,8 @@ def audit(
     # An approval binds the merge base it reviewed, and only GitLab's single-MR answer carries
     # diff_refs (its listing leaves them out): one read per gated merge.
     in_scope = {id(m) for m, (_, scope) in scoped if scope.in_scope}
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
         merged = list(
             pool.map(lambda m: with_diff_refs(client, m) if id(m) in in_scope else m, merged)

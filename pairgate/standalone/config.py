@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -185,6 +184,8 @@ def _installed(directory: Path) -> bool:
 
 def _unknown(key: str, missing: list[str]) -> str:
     """An unknown key, with the known key it most likely misspells (a missing one first)."""
+    import difflib  # only a misspelt configuration pays for it
+
     near = difflib.get_close_matches(key, missing, n=1, cutoff=0.6) or difflib.get_close_matches(
         key, CONFIG_KEYS, n=1, cutoff=0.6
     )

@@ -7,7 +7,7 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -130,7 +130,7 @@ class _Https:
         api_url: str,
         token: str,
         *,
-        retry: Retry,
+        retry: Retry | None = None,
         timeout: Any,
         token_source: str = "the token",
         url_source: str = "the GitLab URL",
@@ -139,6 +139,7 @@ class _Https:
         import requests
         from requests.adapters import HTTPAdapter
 
+        retry = retry if retry is not None else read_retry()
         self.api_url = api_url.rstrip("/")
         # Named in errors: which variable gave the token and the URL, so a refusal says what
         # to set rather than only that something was refused.
@@ -450,9 +451,12 @@ def gitlab_from_env(
     *,
     retry: Retry | None = None,
     timeout: Any = TIMEOUT,
+    transport: Callable[..., Any] = _Https,
 ) -> GitLab:
     """The client a run uses: HTTPS with <env_prefix>_TASK_API_TOKEN for reads and
-    <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set."""
+    <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set.
+    ``transport`` builds each HTTPS transport (_Https's arguments; the merge hook's is
+    gitlab_once.one_attempt_transport)."""
     read_token = env.get(config.env_name("TASK_API_TOKEN"), "").strip()
     write_token = env.get(config.env_name("TASK_WRITE_TOKEN"), "").strip()
     api_url, origin = api_url_from_env(config, env)
@@ -471,12 +475,12 @@ def gitlab_from_env(
     ]
     glab = _Glab(hostname, env, instead=" and ".join(missing))
 
-    def https(token: str, variable: str, scope: str) -> _Https:
+    def https(token: str, variable: str, scope: str) -> Any:
         assert api_url is not None
-        return _Https(
+        return transport(
             api_url,
             token,
-            retry=retry or read_retry(),
+            retry=retry,
             timeout=timeout,
             token_source=variable,
             url_source=origin,
@@ -505,7 +509,7 @@ def gitlab_with_token(
     transport = _Https(
         client.api_url,
         token,
-        retry=retry or read_retry(),
+        retry=retry,
         timeout=TIMEOUT,
         token_source=source,
         url_source=client.origin,

@@ -24,7 +24,8 @@ from pairgate.standalone.command_reader.words import (
 from pairgate.standalone.config import CONFIG_ENV, CONFIG_FILENAME, Config, load_config
 from pairgate.standalone.errors import Context, Exit, PairgateError, reader_dir
 from pairgate.standalone.gate import gate_merge, project_in_group
-from pairgate.standalone.gitlab import GitLab, encode_project, gitlab_from_env, read_retry
+from pairgate.standalone.gitlab import GitLab, encode_project, gitlab_from_env
+from pairgate.standalone.gitlab_once import one_attempt_transport
 from pairgate.standalone.scope import ROSTER_FILENAME
 from pairgate.standalone.verdict import GateVerdict
 
@@ -80,7 +81,7 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
     if problems:
         raise HookDenied(_hook_message(config, problems, reading.merges))
     _hook_currency_note(ctx, here, config)
-    client = gitlab_from_env(config, ctx.env, retry=read_retry(attempts=0), timeout=HOOK_TIMEOUT)
+    client = gitlab_from_env(config, ctx.env, timeout=HOOK_TIMEOUT, transport=one_attempt_transport)
     refused = []
     for merge in reading.merges:
         assert merge.project is not None and merge.iid is not None

@@ -1,0 +1,197 @@
+"""The merge hook's reads: one attempt a call through http.client, with requests behind it."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode, urlsplit
+
+from pairgate.standalone.gitlab import PER_PAGE, _Https, _query, graphql_url, read_retry
+
+if TYPE_CHECKING:
+    import http.client
+    import ssl
+
+
+def plain_route(api_url: str) -> tuple[bool, ssl.SSLContext | None]:
+    """Whether requests would call ``api_url`` with nothing but a connection (no proxy, no
+    .netrc signing), and the TLS context it would verify with (None for loopback http): where
+    OneAttempt stands in for it exactly. Read from the environment as requests reads it: a
+    proxy is urllib's getproxies() (no_proxy is not weighed: any proxy at all leaves the call
+    to requests), .netrc is $NETRC or ~/.netrc or ~/_netrc, the CA bundle is
+    $REQUESTS_CA_BUNDLE, then $CURL_CA_BUNDLE, then certifi's."""
+    import urllib.request
+
+    if any(scheme != "no" for scheme in urllib.request.getproxies()):
+        return False, None
+    netrc = os.environ.get("NETRC")
+    for name in [netrc] if netrc else ["~/.netrc", "~/_netrc"]:
+        try:
+            if os.path.exists(os.path.expanduser(name)):
+                return False, None
+        except KeyError:  # no home directory to expand, as requests allows
+            continue
+    if urlsplit(api_url).scheme != "https":
+        return True, None
+    import ssl
+
+    bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    if not bundle:
+        import certifi
+
+        bundle = certifi.where()
+    if os.path.isdir(bundle):
+        return True, ssl.create_default_context(capath=bundle)
+    return True, ssl.create_default_context(cafile=bundle)
+
+
+class OneAttempt:
+    """Reads for a run that makes one attempt a call and never retries (the merge hook), through
+    the standard library's http.client: importing requests and urllib3 would cost such a run
+    more than the rest of its work.
+
+    It answers only what it can answer exactly as ``library()`` (requests, no retry) would: a
+    2xx JSON answer that is all of what was asked. Anything else (an error status, a redirect,
+    a dropped or refused connection, a list with a next page) is asked again of the library,
+    whose answer or error is the call's; so is every write. A GraphQL query is a POST that
+    reads, answered here as a GET is (errors in a 200 answer are GitLab.graphql's to refuse).
+    A failure thus costs one more request, and never reads differently. Where plain_route says
+    requests would add to the call (a proxy, .netrc), every call is the library's. One
+    connection, kept open: not for threads."""
+
+    name = "HTTPS"
+
+    def __init__(
+        self,
+        library: Callable[[], _Https],
+        api_url: str,
+        token: str,
+        *,
+        timeout: tuple[float, float],
+    ) -> None:
+        self._build = library
+        self._library: _Https | None = None
+        parts = urlsplit(api_url.rstrip("/"))
+        self._parts, self._base = parts, parts.path
+        self._graphql_url = graphql_url(parts.geturl())
+        self._headers = {"PRIVATE-TOKEN": token, "User-Agent": "pairgate"}
+        self._timeout = timeout
+        self._route: tuple[bool, ssl.SSLContext | None] | None = None  # plain_route's, once
+        self._connection: http.client.HTTPConnection | None = None
+
+    def __repr__(self) -> str:  # the token never appears in a repr or a traceback
+        return f"OneAttempt({self._parts.geturl()!r}, token=<hidden>)"
+
+    def library(self) -> _Https:
+        """The requests transport every call it does not answer goes to, built on first use."""
+        if self._library is None:
+            self._library = self._build()
+        return self._library
+
+    def _connect(self) -> http.client.HTTPConnection:
+        import http.client
+
+        connect, read = self._timeout
+        host, port = self._parts.hostname, self._parts.port
+        assert host is not None
+        assert self._route is not None
+        connection = (
+            http.client.HTTPSConnection(host, port, timeout=connect, context=self._route[1])
+            if self._parts.scheme == "https"
+            else http.client.HTTPConnection(host, port, timeout=connect)
+        )
+        connection.connect()
+        assert connection.sock is not None
+        connection.sock.settimeout(read)  # (connect, read), as requests takes its timeout
+        return connection
+
+    def _close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def _answer(
+        self, target: str, body: Mapping[str, Any] | None = None
+    ) -> tuple[Any, bool] | None:
+        """(the decoded JSON, whether GitLab says more pages follow) of one GET of ``target``
+        (a path and query on this host), or one POST of ``body`` as JSON; None when the library
+        must ask instead."""
+        import http.client
+
+        if self._route is None:
+            self._route = plain_route(self._parts.geturl())
+        if not self._route[0]:
+            return None
+        method, headers, data = "GET", self._headers, None
+        if body is not None:
+            method, headers = "POST", {**headers, "Content-Type": "application/json"}
+            data = json.dumps(body, allow_nan=False).encode("utf-8")  # as requests sends json=
+        try:
+            if self._connection is None:
+                self._connection = self._connect()
+            self._connection.request(method, target, body=data, headers=headers)
+            response = self._connection.getresponse()
+            raw = response.read()
+        except (OSError, http.client.HTTPException):
+            self._close()
+            return None
+        if response.will_close:
+            self._close()
+        if not 200 <= response.status < 300 or not raw:
+            return None
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return None
+        # X-Next-Page names the next page of GitLab's offset pagination, and a Link header
+        # carries rel="next" in every pagination it has: either one hands the listing over.
+        more = (
+            bool(response.getheader("X-Next-Page"))
+            or "next" in (response.getheader("Link") or "").lower()
+        )
+        return value, more
+
+    def _target(self, path: str, params: Mapping[str, Any]) -> str:
+        query = _query(params)
+        return f"{self._base}/{path}" + (f"?{urlencode(query)}" if query else "")
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        answer = self._answer(self._target(path, params))
+        if answer is None:
+            return self.library().get(path, params)
+        return answer[0]
+
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        answer = self._answer(self._target(path, {**params, "per_page": PER_PAGE}))
+        if answer is None or answer[1] or not isinstance(answer[0], list):
+            yield from self.library().pages(path, params)
+            return
+        yield answer[0]
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        body = {"query": query, "variables": dict(variables)}
+        answer = self._answer(urlsplit(self._graphql_url).path, body)
+        if answer is None:
+            return self.library().graphql(query, variables)
+        return answer[0]
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        return self.library().send(method, path, data)
+
+
+def one_attempt_transport(
+    api_url: str, token: str, *, retry: Any, timeout: Any, **names: str
+) -> OneAttempt:
+    """The transport gitlab_from_env builds for a run that never retries (``transport=`` this):
+    OneAttempt, which asks plain_route on its first call and leaves every call to requests (no
+    retry) where it does not stand in exactly. Nothing is imported or read before a call, so a
+    writer that never writes costs nothing."""
+    if retry is not None:
+        raise ValueError("a one-attempt transport takes no retry policy")
+
+    def library() -> _Https:
+        return _Https(api_url, token, retry=read_retry(attempts=0), timeout=timeout, **names)
+
+    return OneAttempt(library, api_url, token, timeout=timeout)

@@ -1,0 +1,209 @@
+"""The merge hook's reader (gitlab_once): OneAttempt answers a call itself only as requests with
+no retry would, and leaves everything else to requests, whose answer or error is the call's.
+Each pair of clients below reads the sandbox the same way; the request log shows who asked."""
+
+from __future__ import annotations
+
+import base64
+import ssl
+from pathlib import Path
+from typing import Any
+
+import certifi
+import pytest
+from conftest import agent_env
+from test_gitlab_environment import Recorder, no_proxy_variables, recorder  # noqa: F401
+
+from pairgate.standalone.config import Config
+from pairgate.standalone.gitlab import GitLab, GitLabError, gitlab_from_env, read_retry
+from pairgate.standalone.gitlab_once import one_attempt_transport, plain_route
+from pairgate.standalone.hook import HOOK_TIMEOUT
+
+PROJECT = "projects/acme%2Fapp"
+NOTES = "projects/acme%2Ftracker/issues/1/notes"
+QUERY = "query($path: ID!) { project(fullPath: $path) { fullPath } }"
+
+
+def once(sandbox: Any, config: Config, **env: str) -> GitLab:
+    return gitlab_from_env(
+        config, agent_env(sandbox, **env), timeout=HOOK_TIMEOUT, transport=one_attempt_transport
+    )
+
+
+def library(sandbox: Any, config: Config, **env: str) -> GitLab:
+    return gitlab_from_env(
+        config, agent_env(sandbox, **env), retry=read_retry(attempts=0), timeout=HOOK_TIMEOUT
+    )
+
+
+def asked(sandbox: Any) -> list[str]:
+    paths = [f"{r['method']} {r['path']}" for r in sandbox.requests()]
+    sandbox.clear_requests()
+    return paths
+
+
+@pytest.fixture
+def plain(no_proxy_variables: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:  # noqa: F811
+    """No proxy and no .netrc: the route OneAttempt stands in on."""
+    no_proxy_variables.setenv("NETRC", str(tmp_path / "no-netrc"))
+    return no_proxy_variables
+
+
+def test_it_answers_a_get_a_short_list_and_a_query_itself_as_requests_would(
+    sandbox: Any, config: Config, plain: pytest.MonkeyPatch
+) -> None:
+    for i in range(5):
+        sandbox.note(1, f"note {i}")
+    fast, slow = once(sandbox, config), library(sandbox, config)
+    sandbox.clear_requests()
+    answers = [
+        fast.get(PROJECT),
+        fast.get_all(NOTES, sort="asc", order_by="created_at"),
+        fast.graphql(QUERY, {"path": "acme/tracker"}),
+    ]
+    assert asked(sandbox) == [f"GET /api/v4/{PROJECT}", f"GET /api/v4/{NOTES}", "POST /api/graphql"]
+    assert answers == [
+        slow.get(PROJECT),
+        slow.get_all(NOTES, sort="asc", order_by="created_at"),
+        slow.graphql(QUERY, {"path": "acme/tracker"}),
+    ]
+    assert [n["body"] for n in answers[1]] == [f"note {i}" for i in range(5)]
+
+
+def test_a_list_with_a_next_page_is_read_whole_by_requests(
+    sandbox: Any, config: Config, plain: pytest.MonkeyPatch
+) -> None:
+    for i in range(150):
+        sandbox.note(1, f"note {i}")
+    sandbox.clear_requests()
+    notes = once(sandbox, config).get_all(NOTES, sort="asc", order_by="created_at")
+    assert [n["body"] for n in notes] == [f"note {i}" for i in range(150)]
+    # Its own first page, then requests' two: nothing of a page it did not finish is used.
+    assert asked(sandbox) == [f"GET /api/v4/{NOTES}"] * 3
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [{"status": 500}, {"status": 429, "retry_after": 0}, {"status": 404}, {"drop": True}],
+)
+def test_a_failed_call_is_asked_again_and_fails_as_requests_fails(
+    sandbox: Any, config: Config, plain: pytest.MonkeyPatch, fault: dict[str, Any]
+) -> None:
+    sandbox.fault(method="GET", path="/issues/1$", count=10, **fault)
+    with pytest.raises(GitLabError) as expected:
+        library(sandbox, config).get("projects/acme%2Ftracker/issues/1")
+    sandbox.clear_requests()
+    with pytest.raises(GitLabError) as got:
+        once(sandbox, config).get("projects/acme%2Ftracker/issues/1")
+    assert (type(got.value), got.value.message, got.value.status) == (
+        type(expected.value),
+        expected.value.message,
+        expected.value.status,
+    )
+    assert asked(sandbox) == ["GET /api/v4/projects/acme%2Ftracker/issues/1"] * 2
+
+
+def test_one_failure_is_not_retried_by_requests_either(
+    sandbox: Any, config: Config, plain: pytest.MonkeyPatch
+) -> None:
+    """The fault covers one request: OneAttempt's. requests' one attempt then answers."""
+    sandbox.fault(method="GET", path="/issues/1$", status=502, count=1)
+    assert once(sandbox, config).get("projects/acme%2Ftracker/issues/1")["iid"] == 1
+    assert len(asked(sandbox)) == 2
+
+
+def test_a_refused_token_says_what_to_set(
+    sandbox: Any, config: Config, plain: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(GitLabError, match="set PAIRGATE_TEST_TASK_API_TOKEN to a token") as got:
+        once(sandbox, config, PAIRGATE_TEST_TASK_API_TOKEN="not-a-token").get(PROJECT)
+    assert got.value.status == 401
+
+
+def test_an_unreachable_gitlab_fails_as_requests_fails(
+    config: Config, plain: pytest.MonkeyPatch
+) -> None:
+    env = {
+        "PAIRGATE_CONFIG": str(config.path),
+        "PAIRGATE_TEST_GITLAB_URL": "http://127.0.0.1:9",  # discard: nothing listens
+        "PAIRGATE_TEST_TASK_API_TOKEN": "token",
+    }
+    errors = []
+    for transport in (one_attempt_transport, None):
+        kwargs: dict[str, Any] = {"transport": transport} if transport else {}
+        if transport is None:
+            kwargs["retry"] = read_retry(attempts=0)
+        client = gitlab_from_env(config, env, timeout=HOOK_TIMEOUT, **kwargs)
+        with pytest.raises(GitLabError) as failed:
+            client.get(PROJECT)
+        errors.append((failed.value.message, failed.value.status))
+    assert errors[0] == errors[1]
+    assert "cannot reach GitLab at http://127.0.0.1:9/api/v4 (connection refused" in errors[0][0]
+
+
+def test_a_proxy_leaves_every_call_to_requests(
+    sandbox: Any,
+    config: Config,
+    recorder: Recorder,  # noqa: F811
+    plain: pytest.MonkeyPatch,
+) -> None:
+    plain.setenv("http_proxy", recorder.url)
+    assert plain_route(sandbox.url) == (False, None)
+    assert once(sandbox, config).get(PROJECT) == {"answered_by": "recorder"}
+    (line, _), *_ = recorder.seen
+    assert line == f"{sandbox.url}/api/v4/{PROJECT}"  # through the proxy, as requests sends it
+    plain.delenv("http_proxy")
+    assert sandbox.requests() == []
+
+
+def test_a_netrc_leaves_every_call_to_requests(
+    config: Config,
+    recorder: Recorder,  # noqa: F811
+    plain: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    netrc = tmp_path / ".netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password secret\n")
+    netrc.chmod(0o600)
+    plain.setenv("NETRC", str(netrc))
+    assert plain_route(recorder.url) == (False, None)
+    env = {
+        "PAIRGATE_CONFIG": str(config.path),
+        "PAIRGATE_TEST_GITLAB_URL": recorder.url,
+        "PAIRGATE_TEST_TASK_API_TOKEN": "token-1",
+    }
+    client = gitlab_from_env(config, env, timeout=HOOK_TIMEOUT, transport=one_attempt_transport)
+    assert client.get("projects/1") == {"answered_by": "recorder"}
+    (_, headers), *_ = recorder.seen
+    assert headers["Authorization"] == "Basic " + base64.b64encode(b"someone:secret").decode()
+
+
+@pytest.mark.parametrize("variable", ["REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", None])
+def test_https_verifies_with_the_bundle_requests_would_use(
+    plain: pytest.MonkeyPatch, variable: str | None, tmp_path: Path
+) -> None:
+    plain.delenv("REQUESTS_CA_BUNDLE", raising=False)
+    plain.delenv("CURL_CA_BUNDLE", raising=False)
+    bundle = tmp_path / "one-ca.pem"
+    bundle.write_text(Path(certifi.where()).read_text().split("-----END CERTIFICATE-----")[0])
+    bundle.write_text(bundle.read_text() + "-----END CERTIFICATE-----\n")
+    if variable:
+        plain.setenv(variable, str(bundle))
+    ok, context = plain_route("https://gitlab.example.com/api/v4")
+    assert ok and isinstance(context, ssl.SSLContext)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    cas = context.cert_store_stats()["x509_ca"]
+    assert cas == 1 if variable else cas > 100  # the one CA named, or certifi's
+
+
+def test_it_takes_no_retry_policy() -> None:
+    with pytest.raises(ValueError, match="no retry policy"):
+        one_attempt_transport("http://127.0.0.1", "t", retry=read_retry(), timeout=(1.0, 1.0))
+
+
+def test_the_token_never_appears_in_a_repr(
+    sandbox: Any, config: Config, plain: pytest.MonkeyPatch
+) -> None:
+    client = once(sandbox, config)
+    client.get(PROJECT)
+    assert sandbox.token("agents") not in repr(client)
