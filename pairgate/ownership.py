@@ -8,14 +8,14 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    78  errors.py: Exit codes, the error family and the run context every door is given.
-  line   159  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   312  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   534  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1041  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
-  line  1231  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1744  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2048  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line    77  errors.py: Exit codes, the error family and the run context every door is given.
+  line   158  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   321  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   543  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1050  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
+  line  1240  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1755  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2059  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
   line  2445  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
   line  2557  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
   line  2633  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
@@ -49,7 +49,6 @@ import ast
 import dataclasses
 import enum
 import functools
-import gc
 import hashlib
 import json
 import os
@@ -279,6 +278,16 @@ class SchemaCheck:
         try:
             return bool(self._fast.is_valid(instance))
         except Exception:  # a value it cannot read (a lone surrogate, ...): jsonschema decides
+            return False
+
+    def accepts_decoded(self, instance: Any) -> bool:
+        """``accepts(instance, decoded=True)``, for an instance json.loads returned: the fold
+        calls it for every record."""
+        if self._fast is None:
+            return False
+        try:
+            return self._fast.is_valid(instance) is True
+        except Exception:  # as accepts: jsonschema decides what the fast check cannot read
             return False
 
     def authority(self) -> Any:
@@ -1683,7 +1692,7 @@ def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
     check = (
         _CHECKS.get((kind, version, event)) if type(event) is str and type(version) is int else None
     )
-    if check is None or not check.accepts(record, decoded=True):
+    if check is None or not check.accepts_decoded(record):
         problem = schema_problem(kind, record, decoded=True)
         if problem:
             raise MalformedRecord(problem)
@@ -1704,7 +1713,10 @@ def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
 # body's own (an edited note, or another instance's note of the same id, reads afresh). A
 # record is decoded afresh for every fold, so no two ledgers share one. Bounded (in notes and
 # in the characters held) by starting afresh when full.
-_READS: dict[int, tuple[str, tuple[str, str, bool] | str]] = {}
+# One flat tuple per note, (body, kind, marker JSON, sealed), or (body, None, why, False) for a
+# malformed one: a fold of ten thousand records keeps ten thousand of them, and the cyclic
+# collector's passes cost by the object.
+_READS: dict[int, tuple[str, str | None, str, bool]] = {}
 _READS_MAX = 65536
 _READS_MAX_CHARS = 64 * 1024 * 1024
 _reads_chars = 0
@@ -1719,22 +1731,21 @@ def read_record(note_id: int, body: str) -> tuple[str, dict[str, Any], bool]:
         try:
             kind, raw, record, human = _parsed(body)
         except MalformedRecord as exc:
-            known: tuple[str, str, bool] | str = str(exc)
+            seen = (body, None, str(exc), False)
         else:
-            sealed = _digest_matches(kind, record, human)
-            known = (kind, raw, sealed)
+            seen = (body, kind, raw, _digest_matches(kind, record, human))
         _reads_chars += 2 * len(body)  # the body, and the marker JSON cut from it
         if len(_READS) >= _READS_MAX or _reads_chars > _READS_MAX_CHARS:
             _READS.clear()
             _reads_chars = 2 * len(body)
-        _READS[note_id] = (body, known)
-        if isinstance(known, str):
-            raise MalformedRecord(known)
-        return kind, record, sealed
-    known = seen[1]
-    if isinstance(known, str):
-        raise MalformedRecord(known)
-    return known[0], _json_decoded(known[1]), known[2]
+        _READS[note_id] = seen
+        if seen[1] is None:
+            raise MalformedRecord(seen[2])
+        return kind, record, seen[3]
+    _, kind_seen, raw_seen, sealed = seen
+    if kind_seen is None:
+        raise MalformedRecord(raw_seen)
+    return kind_seen, _json_decoded(raw_seen), sealed
 
 
 # end pairgate/standalone/records.py
@@ -2128,6 +2139,9 @@ class _Fold:
         )  # fmt: skip
 
     def _handoff(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        if r["agent"] == self.holder and self.offer is None and r["supersedes"] is None:
+            self.offer = self._new_offer(note_id, r)  # the usual case, without the two checks
+            return None
         void = self._not_holder(r["agent"]) or self._offer_blocked(r)
         if void is None:
             self.offer = self._new_offer(note_id, r)
@@ -2190,12 +2204,12 @@ class _Fold:
         return None
 
     def _accept(self, note_id: int, r: Mapping[str, Any]) -> str | None:
-        void = self._answerable(r)
-        if void is None:
-            assert self.offer is not None
-            self._take(note_id, r["agent"], self.offer.role, self.offer.sender)
-            self.offer = None
-        return void
+        offer = self.offer
+        if offer is None or offer.note_id != r["offer"] or offer.to != r["agent"]:
+            return self._answerable(r)  # which says why
+        self._take(note_id, r["agent"], offer.role, offer.sender)
+        self.offer = None
+        return None
 
     def _decline(self, note_id: int, r: Mapping[str, Any]) -> str | None:
         void = self._answerable(r)
@@ -2250,20 +2264,6 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
     markers. Notes are taken in id order (GitLab's creation order). ``issue`` is the tracker
     issue the notes were read from: a record naming another is skipped as replayed."""
-    # A fold builds containers by the ten thousand (decoded records, events, offers) that hold
-    # no cycles and outlive it: the cyclic collector's passes, which their allocation alone
-    # sets off, can free none of them. Paused for the fold, and only if it was running (the
-    # board folds in several threads: whichever paused it starts it again).
-    running = gc.isenabled()
-    gc.disable()
-    try:
-        return _fold(notes, config=config, issue=issue)
-    finally:
-        if running:
-            gc.enable()
-
-
-def _fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     authors = frozenset(config["ledger_author_user_ids"])
     here = f"{config['tracker_project']}#{issue}"  # what a record of this issue names
     here_folded = here.casefold()

@@ -108,7 +108,7 @@ def test_what_the_reader_remembers_is_bounded(monkeypatch: pytest.MonkeyPatch) -
     records._READS.clear()
     again = fold(notes, config=config, issue=ISSUE)
     assert len(records._READS) <= 5
-    assert sum(2 * len(body) for body, _ in records._READS.values()) <= 4000 + 2 * max(
+    assert sum(2 * len(body) for body, *_ in records._READS.values()) <= 4000 + 2 * max(
         len(n.body) for n in notes
     )
     compare(again, first)  # forgetting changes nothing but the time

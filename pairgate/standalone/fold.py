@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -113,6 +112,9 @@ class _Fold:
         )  # fmt: skip
 
     def _handoff(self, note_id: int, r: Mapping[str, Any]) -> str | None:
+        if r["agent"] == self.holder and self.offer is None and r["supersedes"] is None:
+            self.offer = self._new_offer(note_id, r)  # the usual case, without the two checks
+            return None
         void = self._not_holder(r["agent"]) or self._offer_blocked(r)
         if void is None:
             self.offer = self._new_offer(note_id, r)
@@ -175,12 +177,12 @@ class _Fold:
         return None
 
     def _accept(self, note_id: int, r: Mapping[str, Any]) -> str | None:
-        void = self._answerable(r)
-        if void is None:
-            assert self.offer is not None
-            self._take(note_id, r["agent"], self.offer.role, self.offer.sender)
-            self.offer = None
-        return void
+        offer = self.offer
+        if offer is None or offer.note_id != r["offer"] or offer.to != r["agent"]:
+            return self._answerable(r)  # which says why
+        self._take(note_id, r["agent"], offer.role, offer.sender)
+        self.offer = None
+        return None
 
     def _decline(self, note_id: int, r: Mapping[str, Any]) -> str | None:
         void = self._answerable(r)
@@ -235,20 +237,6 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
     markers. Notes are taken in id order (GitLab's creation order). ``issue`` is the tracker
     issue the notes were read from: a record naming another is skipped as replayed."""
-    # A fold builds containers by the ten thousand (decoded records, events, offers) that hold
-    # no cycles and outlive it: the cyclic collector's passes, which their allocation alone
-    # sets off, can free none of them. Paused for the fold, and only if it was running (the
-    # board folds in several threads: whichever paused it starts it again).
-    running = gc.isenabled()
-    gc.disable()
-    try:
-        return _fold(notes, config=config, issue=issue)
-    finally:
-        if running:
-            gc.enable()
-
-
-def _fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     authors = frozenset(config["ledger_author_user_ids"])
     here = f"{config['tracker_project']}#{issue}"  # what a record of this issue names
     here_folded = here.casefold()

@@ -463,7 +463,7 @@ def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
     check = (
         _CHECKS.get((kind, version, event)) if type(event) is str and type(version) is int else None
     )
-    if check is None or not check.accepts(record, decoded=True):
+    if check is None or not check.accepts_decoded(record):
         problem = schema_problem(kind, record, decoded=True)
         if problem:
             raise MalformedRecord(problem)
@@ -484,7 +484,10 @@ def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
 # body's own (an edited note, or another instance's note of the same id, reads afresh). A
 # record is decoded afresh for every fold, so no two ledgers share one. Bounded (in notes and
 # in the characters held) by starting afresh when full.
-_READS: dict[int, tuple[str, tuple[str, str, bool] | str]] = {}
+# One flat tuple per note, (body, kind, marker JSON, sealed), or (body, None, why, False) for a
+# malformed one: a fold of ten thousand records keeps ten thousand of them, and the cyclic
+# collector's passes cost by the object.
+_READS: dict[int, tuple[str, str | None, str, bool]] = {}
 _READS_MAX = 65536
 _READS_MAX_CHARS = 64 * 1024 * 1024
 _reads_chars = 0
@@ -499,19 +502,18 @@ def read_record(note_id: int, body: str) -> tuple[str, dict[str, Any], bool]:
         try:
             kind, raw, record, human = _parsed(body)
         except MalformedRecord as exc:
-            known: tuple[str, str, bool] | str = str(exc)
+            seen = (body, None, str(exc), False)
         else:
-            sealed = _digest_matches(kind, record, human)
-            known = (kind, raw, sealed)
+            seen = (body, kind, raw, _digest_matches(kind, record, human))
         _reads_chars += 2 * len(body)  # the body, and the marker JSON cut from it
         if len(_READS) >= _READS_MAX or _reads_chars > _READS_MAX_CHARS:
             _READS.clear()
             _reads_chars = 2 * len(body)
-        _READS[note_id] = (body, known)
-        if isinstance(known, str):
-            raise MalformedRecord(known)
-        return kind, record, sealed
-    known = seen[1]
-    if isinstance(known, str):
-        raise MalformedRecord(known)
-    return known[0], _json_decoded(known[1]), known[2]
+        _READS[note_id] = seen
+        if seen[1] is None:
+            raise MalformedRecord(seen[2])
+        return kind, record, seen[3]
+    _, kind_seen, raw_seen, sealed = seen
+    if kind_seen is None:
+        raise MalformedRecord(raw_seen)
+    return kind_seen, _json_decoded(raw_seen), sealed

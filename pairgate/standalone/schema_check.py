@@ -138,6 +138,16 @@ class SchemaCheck:
         except Exception:  # a value it cannot read (a lone surrogate, ...): jsonschema decides
             return False
 
+    def accepts_decoded(self, instance: Any) -> bool:
+        """``accepts(instance, decoded=True)``, for an instance json.loads returned: the fold
+        calls it for every record."""
+        if self._fast is None:
+            return False
+        try:
+            return self._fast.is_valid(instance) is True
+        except Exception:  # as accepts: jsonschema decides what the fast check cannot read
+            return False
+
     def authority(self) -> Any:
         """jsonschema's validator, built (and jsonschema imported) on first use."""
         if self._authority is None:
