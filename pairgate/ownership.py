@@ -13,33 +13,33 @@ Contents (where each source module begins, and what it holds):
   line   321  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   543  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line  1050  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
-  line  1240  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1755  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2059  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2445  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2557  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2633  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2883  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3124  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3460  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3608  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  3776  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4003  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4395  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4539  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4754  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5182  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5638  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5787  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6182  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6263  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6776  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7126  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7351  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7762  command_reader/read.py: read_command: the command reader's one entry point.
-  line  7833  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8008  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8344  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1256  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1780  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2084  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2470  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2582  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2658  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2908  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3149  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3485  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3633  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  3801  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4028  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4420  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4564  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4779  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5207  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5663  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5812  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6207  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6288  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6801  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7151  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7376  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7787  command_reader/read.py: read_command: the command reader's one entry point.
+  line  7858  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8033  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8369  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -1091,7 +1091,8 @@ class OneAttempt:
     It answers only what it can answer exactly as ``library()`` (requests, no retry) would: a
     2xx JSON answer that is all of what was asked. Anything else (an error status, a redirect,
     a dropped or refused connection, a list with a next page) is asked again of the library,
-    whose answer or error is the call's; so is every write. A GraphQL query is a POST that
+    whose answer or error is the call's; so is every write. A timeout is not asked again: it
+    fails at once, naming the URL, rather than waiting as long a second time. A GraphQL query is a POST that
     reads, answered here as a GET is (errors in a 200 answer are GitLab.graphql's to refuse).
     A failure thus costs one more request, and never reads differently. Where plain_route says
     requests would add to the call (a proxy, .netrc), every call is the library's. One
@@ -1106,8 +1107,10 @@ class OneAttempt:
         token: str,
         *,
         timeout: tuple[float, float],
+        url_source: str = "the GitLab URL",
     ) -> None:
         self._build = library
+        self._url_source = url_source  # named when GitLab does not answer in time
         self._library: _Https | None = None
         parts = urlsplit(api_url.rstrip("/"))
         self._parts, self._base = parts, parts.path
@@ -1164,12 +1167,24 @@ class OneAttempt:
         if body is not None:
             method, headers = "POST", {**headers, "Content-Type": "application/json"}
             data = json.dumps(body, allow_nan=False).encode("utf-8")  # as requests sends json=
+        connect, read = self._timeout
+        limit = connect if self._connection is None else read
         try:
             if self._connection is None:
                 self._connection = self._connect()
+                limit = read
             self._connection.request(method, target, body=data, headers=headers)
             response = self._connection.getresponse()
             raw = response.read()
+        except TimeoutError:
+            # Not asked again: requests would wait as long once more, past the hook's own bound.
+            self._close()
+            what = urlsplit(target).path.removeprefix(self._base)
+            late = (
+                f"GitLab at {self._parts.geturl()} did not answer within {limit:g} s (the URL is "
+                f"from {self._url_source})"
+            )
+            raise _error(method, what, None, late, read=True) from None
         except (OSError, http.client.HTTPException):
             self._close()
             return None
@@ -1230,7 +1245,8 @@ def one_attempt_transport(
     def library() -> _Https:
         return _Https(api_url, token, retry=read_retry(attempts=0), timeout=timeout, **names)
 
-    return OneAttempt(library, api_url, token, timeout=timeout)
+    source = names.get("url_source", "the GitLab URL")
+    return OneAttempt(library, api_url, token, timeout=timeout, url_source=source)
 
 
 # end pairgate/standalone/gitlab_once.py
@@ -1612,9 +1628,13 @@ def _digest_matches(kind: str, record: dict[str, Any], human: str) -> bool:
     if next(reversed(record)) != "digest":
         return record_digest(kind, record, human) == record["digest"]
     digest = record.pop("digest")
+    content = {"kind": kind, "record": record, "text": " ".join(human.split())}
     try:
-        canonical = _canonical_json(
-            {"kind": kind, "record": record, "text": " ".join(human.split())}
+        # _canonical_json's work, in this frame: the fold calls this for every record it reads.
+        canonical = (
+            "".join(_C_CANONICAL(content, 0))
+            if _C_CANONICAL is not None
+            else _CANONICAL_JSON.encode(content)
         )
     finally:
         record["digest"] = digest
@@ -1681,9 +1701,14 @@ def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
         raise MalformedRecord(f"{more} markers in one note (a note carries one)")
     kind, raw = first.group(1, 2)
     try:
-        record = _json_decoded(raw)
-    except ValueError as exc:
-        raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
+        record, end = _DECODER.raw_decode(raw)  # _json_decoded, its usual case in this frame
+        if end != len(raw):
+            record = json.loads(raw)
+    except ValueError:
+        try:
+            record = json.loads(raw)  # which words the error
+        except ValueError as exc:
+            raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
     if not isinstance(record, dict):
         raise MalformedRecord("not an object")
     # The fast check first, straight from the table (the fold's hot path); schema_problem for

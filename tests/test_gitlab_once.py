@@ -5,7 +5,9 @@ Each pair of clients below reads the sandbox the same way; the request log shows
 from __future__ import annotations
 
 import base64
+import socket
 import ssl
+import time
 from pathlib import Path
 from typing import Any
 
@@ -207,3 +209,30 @@ def test_the_token_never_appears_in_a_repr(
     client = once(sandbox, config)
     client.get(PROJECT)
     assert sandbox.token("agents") not in repr(client)
+
+
+def test_a_gitlab_that_does_not_answer_fails_once_naming_the_url(
+    config: Config, plain: pytest.MonkeyPatch
+) -> None:
+    """requests would wait as long again: a timeout is not asked twice."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)  # takes connections (the kernel does), never answers
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    env = {
+        "PAIRGATE_CONFIG": str(config.path),
+        "PAIRGATE_TEST_GITLAB_URL": url,
+        "PAIRGATE_TEST_TASK_API_TOKEN": "token",
+    }
+    client = gitlab_from_env(config, env, timeout=(0.3, 0.3), transport=one_attempt_transport)
+    started = time.monotonic()
+    with pytest.raises(GitLabError) as failed:
+        client.get("projects/1")
+    elapsed = time.monotonic() - started
+    listener.close()
+    assert 0.25 < elapsed < 0.55, elapsed  # one read timeout, not two
+    assert failed.value.status is None
+    assert failed.value.message == (
+        f"pairgate: GitLab GET /projects/1: no answer: GitLab at {url}/api/v4 did not answer "
+        "within 0.3 s (the URL is from PAIRGATE_TEST_GITLAB_URL)"
+    )

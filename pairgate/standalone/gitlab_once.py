@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
-from pairgate.standalone.gitlab import PER_PAGE, _Https, _query, graphql_url, read_retry
+from pairgate.standalone.gitlab import PER_PAGE, _error, _Https, _query, graphql_url, read_retry
 
 if TYPE_CHECKING:
     import http.client
@@ -55,7 +55,8 @@ class OneAttempt:
     It answers only what it can answer exactly as ``library()`` (requests, no retry) would: a
     2xx JSON answer that is all of what was asked. Anything else (an error status, a redirect,
     a dropped or refused connection, a list with a next page) is asked again of the library,
-    whose answer or error is the call's; so is every write. A GraphQL query is a POST that
+    whose answer or error is the call's; so is every write. A timeout is not asked again: it
+    fails at once, naming the URL, rather than waiting as long a second time. A GraphQL query is a POST that
     reads, answered here as a GET is (errors in a 200 answer are GitLab.graphql's to refuse).
     A failure thus costs one more request, and never reads differently. Where plain_route says
     requests would add to the call (a proxy, .netrc), every call is the library's. One
@@ -70,8 +71,10 @@ class OneAttempt:
         token: str,
         *,
         timeout: tuple[float, float],
+        url_source: str = "the GitLab URL",
     ) -> None:
         self._build = library
+        self._url_source = url_source  # named when GitLab does not answer in time
         self._library: _Https | None = None
         parts = urlsplit(api_url.rstrip("/"))
         self._parts, self._base = parts, parts.path
@@ -128,12 +131,24 @@ class OneAttempt:
         if body is not None:
             method, headers = "POST", {**headers, "Content-Type": "application/json"}
             data = json.dumps(body, allow_nan=False).encode("utf-8")  # as requests sends json=
+        connect, read = self._timeout
+        limit = connect if self._connection is None else read
         try:
             if self._connection is None:
                 self._connection = self._connect()
+                limit = read
             self._connection.request(method, target, body=data, headers=headers)
             response = self._connection.getresponse()
             raw = response.read()
+        except TimeoutError:
+            # Not asked again: requests would wait as long once more, past the hook's own bound.
+            self._close()
+            what = urlsplit(target).path.removeprefix(self._base)
+            late = (
+                f"GitLab at {self._parts.geturl()} did not answer within {limit:g} s (the URL is "
+                f"from {self._url_source})"
+            )
+            raise _error(method, what, None, late, read=True) from None
         except (OSError, http.client.HTTPException):
             self._close()
             return None
@@ -194,4 +209,5 @@ def one_attempt_transport(
     def library() -> _Https:
         return _Https(api_url, token, retry=read_retry(attempts=0), timeout=timeout, **names)
 
-    return OneAttempt(library, api_url, token, timeout=timeout)
+    source = names.get("url_source", "the GitLab URL")
+    return OneAttempt(library, api_url, token, timeout=timeout, url_source=source)

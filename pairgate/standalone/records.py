@@ -383,9 +383,13 @@ def _digest_matches(kind: str, record: dict[str, Any], human: str) -> bool:
     if next(reversed(record)) != "digest":
         return record_digest(kind, record, human) == record["digest"]
     digest = record.pop("digest")
+    content = {"kind": kind, "record": record, "text": " ".join(human.split())}
     try:
-        canonical = _canonical_json(
-            {"kind": kind, "record": record, "text": " ".join(human.split())}
+        # _canonical_json's work, in this frame: the fold calls this for every record it reads.
+        canonical = (
+            "".join(_C_CANONICAL(content, 0))
+            if _C_CANONICAL is not None
+            else _CANONICAL_JSON.encode(content)
         )
     finally:
         record["digest"] = digest
@@ -452,9 +456,14 @@ def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
         raise MalformedRecord(f"{more} markers in one note (a note carries one)")
     kind, raw = first.group(1, 2)
     try:
-        record = _json_decoded(raw)
-    except ValueError as exc:
-        raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
+        record, end = _DECODER.raw_decode(raw)  # _json_decoded, its usual case in this frame
+        if end != len(raw):
+            record = json.loads(raw)
+    except ValueError:
+        try:
+            record = json.loads(raw)  # which words the error
+        except ValueError as exc:
+            raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
     if not isinstance(record, dict):
         raise MalformedRecord("not an object")
     # The fast check first, straight from the table (the fold's hot path); schema_problem for
