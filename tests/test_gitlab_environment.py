@@ -113,27 +113,42 @@ def test_the_environment_is_read_once_per_client(
     assert client(sandbox, config).get("projects/acme%2Ftracker")["id"]
 
 
+# What a .netrc entry for loopback signs a call with.
+NETRC_SIGNATURE = "Basic " + base64.b64encode(b"someone:secret").decode()
+
+
+def signing_netrc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A .netrc with an entry for loopback, named by NETRC."""
+    netrc = tmp_path / ".netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password secret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    return netrc
+
+
+def recorder_env(config: Config, recorder: Recorder, **tokens: str) -> dict[str, str]:
+    """An environment whose GitLab is the recorder, with the read token (and ``tokens``)."""
+    return {
+        "PAIRGATE_CONFIG": str(config.path),
+        "PAIRGATE_TEST_GITLAB_URL": recorder.url,
+        "PAIRGATE_TEST_TASK_API_TOKEN": "token-1",
+        **tokens,
+    }
+
+
 def test_a_netrc_entry_still_signs_the_calls(
     config: Config,
     recorder: Recorder,
     no_proxy_variables: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    netrc = tmp_path / ".netrc"
-    netrc.write_text("machine 127.0.0.1 login someone password secret\n")
-    netrc.chmod(0o600)
-    no_proxy_variables.setenv("NETRC", str(netrc))
-    env = {
-        "PAIRGATE_CONFIG": str(config.path),
-        "PAIRGATE_TEST_GITLAB_URL": recorder.url,
-        "PAIRGATE_TEST_TASK_API_TOKEN": "token-1",
-        "PAIRGATE_TEST_TASK_WRITE_TOKEN": "token-1",
-    }
+    netrc = signing_netrc(tmp_path, no_proxy_variables)
+    env = recorder_env(config, recorder, PAIRGATE_TEST_TASK_WRITE_TOKEN="token-1")
     gitlab = gitlab_from_env(config, env, retry=read_retry(attempts=0))
     netrc.unlink()  # read when the client was built
     assert gitlab.get("projects/1") == {"answered_by": "recorder"}
     (_, headers), *_ = recorder.seen
-    assert headers["Authorization"] == "Basic " + base64.b64encode(b"someone:secret").decode()
+    assert headers["Authorization"] == NETRC_SIGNATURE
     assert headers["PRIVATE-TOKEN"] == "token-1"
 
 

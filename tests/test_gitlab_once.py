@@ -4,7 +4,6 @@ Each pair of clients below reads the sandbox the same way; the request log shows
 
 from __future__ import annotations
 
-import base64
 import socket
 import ssl
 import time
@@ -14,7 +13,14 @@ from typing import Any
 import certifi
 import pytest
 from conftest import agent_env
-from test_gitlab_environment import Recorder, no_proxy_variables, recorder  # noqa: F401
+from test_gitlab_environment import (  # noqa: F401
+    NETRC_SIGNATURE,
+    Recorder,
+    no_proxy_variables,
+    recorder,
+    recorder_env,
+    signing_netrc,
+)
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.gitlab import GitLab, GitLabError, gitlab_from_env, read_retry
@@ -164,20 +170,13 @@ def test_a_netrc_leaves_every_call_to_requests(
     plain: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    netrc = tmp_path / ".netrc"
-    netrc.write_text("machine 127.0.0.1 login someone password secret\n")
-    netrc.chmod(0o600)
-    plain.setenv("NETRC", str(netrc))
+    signing_netrc(tmp_path, plain)
     assert plain_route(recorder.url) == (False, None)
-    env = {
-        "PAIRGATE_CONFIG": str(config.path),
-        "PAIRGATE_TEST_GITLAB_URL": recorder.url,
-        "PAIRGATE_TEST_TASK_API_TOKEN": "token-1",
-    }
+    env = recorder_env(config, recorder)
     client = gitlab_from_env(config, env, timeout=HOOK_TIMEOUT, transport=one_attempt_transport)
     assert client.get("projects/1") == {"answered_by": "recorder"}
     (_, headers), *_ = recorder.seen
-    assert headers["Authorization"] == "Basic " + base64.b64encode(b"someone:secret").decode()
+    assert headers["Authorization"] == NETRC_SIGNATURE
 
 
 @pytest.mark.parametrize("variable", ["REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", None])
