@@ -116,7 +116,7 @@ if [[ -n ${HOME:-} ]]; then
 else
   cache=(-B)
 fi
-run='import sys; sys.path.insert(0, sys.argv[1]); import ownership; sys.exit(ownership.standalone_main(["hook"]))'
+run='import sys; sys.path.insert(0, sys.argv[1]); import ownership; ownership.hook_process()'
 
 status=0
 PAIRGATE_CONFIG=$config "${runner[@]}" "$python" -E -P "${cache[@]}" -c "$run" "$here" <<<"$input" || status=$?

@@ -8,44 +8,45 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    77  errors.py: Exit codes, the error family and the run context every door is given.
-  line   158  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   321  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   543  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1050  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
-  line  1256  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1780  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2084  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2470  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2582  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2658  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2908  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3149  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3485  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3633  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  3801  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4028  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4420  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4564  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4779  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5207  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5663  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5812  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6207  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6288  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6801  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7151  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7376  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7787  command_reader/read.py: read_command: the command reader's one entry point.
-  line  7858  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8033  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8369  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    78  errors.py: Exit codes, the error family and the run context every door is given.
+  line   159  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   322  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   544  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1051  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
+  line  1257  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1781  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2085  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2471  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2583  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2659  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2909  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3150  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3486  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3634  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  3802  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4029  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4421  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4565  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4780  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5208  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5664  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5813  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6208  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6289  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6802  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7152  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7377  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7788  command_reader/read.py: read_command: the command reader's one entry point.
+  line  7859  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8034  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8384  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import dataclasses
 import enum
 import functools
@@ -63,7 +64,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, TYPE_CHECKING, TextIO, TypeVar
+from typing import Any, NoReturn, TYPE_CHECKING, TextIO, TypeVar
 from urllib.parse import quote, urlencode, urlsplit
 
 if TYPE_CHECKING:
@@ -8338,6 +8339,20 @@ def hook_main(ctx: Context, stdin: TextIO) -> int:
             message = f"the merge hook could not decide, so it blocks: {message}"
         print(f"pairgate: {message}", file=ctx.stderr)
         return Exit.ERROR
+
+
+def hook_process() -> NoReturn:
+    """The merge hook's Python half as block-unapproved-merge.sh starts it: hook_main on this
+    process's environment and streams, then out through os._exit once what it wrote is flushed.
+    Nothing it holds needs CPython's teardown (it writes no file, starts no thread and registers
+    nothing to run at exit; its one child, git, has been waited for), and tearing down the
+    reader's modules cost a merge decision about 15 ms."""
+    code = hook_main(Context(), sys.stdin)
+    for stream in (sys.stdout, sys.stderr):
+        # Nobody reading what it wrote: the exit code still says all that counts.
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def _hook_missing_module(exc: ModuleNotFoundError) -> str:

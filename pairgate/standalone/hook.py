@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from pairgate.standalone.command_reader.glab import _normalise_repo
 from pairgate.standalone.command_reader.mcp import read_tool_call
@@ -333,6 +335,20 @@ def hook_main(ctx: Context, stdin: TextIO) -> int:
             message = f"the merge hook could not decide, so it blocks: {message}"
         print(f"pairgate: {message}", file=ctx.stderr)
         return Exit.ERROR
+
+
+def hook_process() -> NoReturn:
+    """The merge hook's Python half as block-unapproved-merge.sh starts it: hook_main on this
+    process's environment and streams, then out through os._exit once what it wrote is flushed.
+    Nothing it holds needs CPython's teardown (it writes no file, starts no thread and registers
+    nothing to run at exit; its one child, git, has been waited for), and tearing down the
+    reader's modules cost a merge decision about 15 ms."""
+    code = hook_main(Context(), sys.stdin)
+    for stream in (sys.stdout, sys.stderr):
+        # Nobody reading what it wrote: the exit code still says all that counts.
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
 
 
 def _hook_missing_module(exc: ModuleNotFoundError) -> str:
