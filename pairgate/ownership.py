@@ -12,34 +12,34 @@ Contents (where each source module begins, and what it holds):
   line   159  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
   line   322  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   544  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1051  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
-  line  1257  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1781  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2085  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2471  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2583  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2659  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2909  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3150  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3486  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3634  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  3802  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4029  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4421  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4565  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4780  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5208  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5664  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5813  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6208  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6289  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6802  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7152  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7377  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7788  command_reader/read.py: read_command: the command reader's one entry point.
-  line  7859  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8034  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8384  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1059  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
+  line  1312  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1836  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2140  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2526  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2638  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2714  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2964  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3205  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3541  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3689  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  3857  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4084  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4476  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4620  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4835  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5263  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5719  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5868  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6263  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6344  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6857  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7207  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7432  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7843  command_reader/read.py: read_command: the command reader's one entry point.
+  line  7914  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8089  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8439  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -710,13 +710,21 @@ class _Https:
 
         what = urlsplit(url).path.removeprefix(urlsplit(self.api_url).path)
         try:
+            # No redirect is followed: the token would travel with it, to wherever it points.
             response = self._session.request(
-                method, url, params=params, json=body, timeout=self._timeout
+                method, url, params=params, json=body, timeout=self._timeout, allow_redirects=False
             )
         except requests.ConnectionError as exc:
             raise _error(method, what, None, self._unreachable(exc), read=read) from None
         except requests.RequestException as exc:
             raise _error(method, what, None, type(exc).__name__, read=read) from None
+        if response.is_redirect:
+            where = response.headers.get("Location", "nowhere named")
+            detail = (
+                f"a redirect to {where}, which pairgate does not follow (its token would go "
+                f"with it): set {self.url_source} to the GitLab it points at"
+            )
+            raise _error(method, what, response.status_code, detail, read=read)
         if response.status_code >= 400:
             detail = _error_detail(response)
             if response.status_code in (401, 403):
@@ -1058,7 +1066,9 @@ def plain_route(api_url: str) -> tuple[bool, ssl.SSLContext | None]:
     OneAttempt stands in for it exactly. Read from the environment as requests reads it: a
     proxy is urllib's getproxies() (no_proxy is not weighed: any proxy at all leaves the call
     to requests), .netrc is $NETRC or ~/.netrc or ~/_netrc, the CA bundle is
-    $REQUESTS_CA_BUNDLE, then $CURL_CA_BUNDLE, then certifi's."""
+    $REQUESTS_CA_BUNDLE, then $CURL_CA_BUNDLE, then certifi's. A URL with a user or password
+    in it (requests signs with them) or with anything but ASCII in it (requests encodes its
+    host and path its own way) is left to requests too, as is a bundle that does not load."""
     import urllib.request
 
     if any(scheme != "no" for scheme in urllib.request.getproxies()):
@@ -1070,7 +1080,10 @@ def plain_route(api_url: str) -> tuple[bool, ssl.SSLContext | None]:
                 return False, None
         except KeyError:  # no home directory to expand, as requests allows
             continue
-    if urlsplit(api_url).scheme != "https":
+    parts = urlsplit(api_url)
+    if parts.username is not None or parts.password is not None or not api_url.isascii():
+        return False, None  # requests adds Basic auth, or encodes IDNA 2008 / the path itself
+    if parts.scheme != "https":
         return True, None
     import ssl
 
@@ -1079,9 +1092,43 @@ def plain_route(api_url: str) -> tuple[bool, ssl.SSLContext | None]:
         import certifi
 
         bundle = certifi.where()
-    if os.path.isdir(bundle):
-        return True, ssl.create_default_context(capath=bundle)
-    return True, ssl.create_default_context(cafile=bundle)
+    try:
+        if os.path.isdir(bundle):
+            context = ssl.create_default_context(capath=bundle)
+        else:
+            context = ssl.create_default_context(cafile=bundle)
+    except OSError:  # a missing or unreadable bundle: requests says so in its own words
+        return False, None
+    context.hostname_checks_common_name = False  # as urllib3's context: a SAN, or no match
+    return True, context
+
+
+def _quiet(connection: http.client.HTTPConnection) -> bool:
+    """No bytes wait on a kept connection (urllib3's is_connection_dropped, inverted)."""
+    import select
+
+    sock = connection.sock
+    if sock is None:
+        return False
+    if getattr(sock, "pending", lambda: 0)():
+        return False
+    return not select.select([sock], [], [], 0)[0]
+
+
+def _as_requests_reads(response: http.client.HTTPResponse) -> bool:
+    """Whether requests would read this body as it stands: no content coding, one framing,
+    and JSON it decodes as UTF-8 (application/json, no other charset)."""
+    headers = response.msg
+    if (headers.get("Content-Encoding") or "identity").strip().lower() != "identity":
+        return False
+    if len(set(headers.get_all("Content-Length") or [])) > 1:
+        return False
+    coding = headers.get("Transfer-Encoding")
+    if coding is not None and coding.strip().lower() != "chunked":
+        return False
+    media = headers.get_content_type()
+    charset = headers.get_content_charset()
+    return media == "application/json" and charset in (None, "utf-8")
 
 
 class OneAttempt:
@@ -1170,12 +1217,20 @@ class OneAttempt:
             data = json.dumps(body, allow_nan=False).encode("utf-8")  # as requests sends json=
         connect, read = self._timeout
         limit = connect if self._connection is None else read
+        if self._connection is not None and not _quiet(self._connection):
+            # Bytes nobody has asked for yet would be read as this call's answer: urllib3
+            # drops such a connection too.
+            self._close()
+            limit = connect
         try:
             if self._connection is None:
                 self._connection = self._connect()
                 limit = read
             self._connection.request(method, target, body=data, headers=headers)
             response = self._connection.getresponse()
+            if not _as_requests_reads(response):  # before reading: its framing may be another's
+                self._close()
+                return None
             raw = response.read()
         except TimeoutError:
             # Not asked again: requests would wait as long once more, past the hook's own bound.
@@ -1194,7 +1249,7 @@ class OneAttempt:
         if not 200 <= response.status < 300 or not raw:
             return None
         try:
-            value = json.loads(raw)
+            value = json.loads(raw.decode("utf-8"))  # requests: utf-8 for application/json
         except ValueError:
             return None
         # X-Next-Page names the next page of GitLab's offset pagination, and a Link header

@@ -4,9 +4,12 @@ Each pair of clients below reads the sandbox the same way; the request log shows
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +196,7 @@ def test_https_verifies_with_the_bundle_requests_would_use(
     ok, context = plain_route("https://gitlab.example.com/api/v4")
     assert ok and isinstance(context, ssl.SSLContext)
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert not context.hostname_checks_common_name  # a name in the SAN, as urllib3 requires
     cas = context.cert_store_stats()["x509_ca"]
     assert cas == 1 if variable else cas > 100  # the one CA named, or certifi's
 
@@ -235,3 +239,189 @@ def test_a_gitlab_that_does_not_answer_fails_once_naming_the_url(
         f"pairgate: GitLab GET /projects/1: no answer: GitLab at {url}/api/v4 did not answer "
         "within 0.3 s (the URL is from PAIRGATE_TEST_GITLAB_URL)"
     )
+
+
+# -- what a server (or anything on the path) may send that http.client reads otherwise ----------
+
+Answer = Callable[[int, bytes], bytes]  # (request number, request head) -> the bytes sent back
+
+
+class Scripted:
+    """A loopback HTTP server that answers each request with what ``answer`` says, byte for
+    byte, and keeps connections open; it counts the connections it was given."""
+
+    def __init__(self, answer: Answer) -> None:
+        self.answer, self.served, self.connections = answer, 0, 0
+        # Sent unasked, once the answer to request N has gone: N -> the bytes, and when sent.
+        self.unasked: dict[int, bytes] = {}
+        self.sent_unasked = threading.Event()
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        buffer = b""
+        with conn, contextlib.suppress(OSError):  # a client that hangs up ends its connection
+            while True:
+                while b"\r\n\r\n" not in buffer:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buffer += data
+                head, buffer = buffer.split(b"\r\n\r\n", 1)
+                length = next(
+                    (
+                        int(line.split(b":", 1)[1])
+                        for line in head.split(b"\r\n")[1:]
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
+                while len(buffer) < length:
+                    buffer += conn.recv(65536)
+                buffer = buffer[length:]
+                number, self.served = self.served, self.served + 1
+                conn.sendall(self.answer(number, head))
+                if number in self.unasked:
+                    time.sleep(0.02)  # after the client has read the answer it asked for
+                    conn.sendall(self.unasked[number])
+                    self.sent_unasked.set()
+
+
+def http_answer(body: bytes, *headers: str, status: str = "200 OK") -> bytes:
+    lines = [f"HTTP/1.1 {status}", *headers]
+    if not any(h.lower().startswith("content-length") for h in headers):
+        lines.append(f"Content-Length: {len(body)}")
+    if not any(h.lower().startswith("content-type") for h in headers):
+        lines.append("Content-Type: application/json")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+@pytest.fixture
+def scripted() -> Iterator[Callable[[Answer], Scripted]]:
+    servers: list[Scripted] = []
+
+    def start(answer: Answer) -> Scripted:
+        servers.append(Scripted(answer))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.sock.close()
+
+
+def both(config: Config, url: str) -> tuple[GitLab, GitLab]:
+    """The hook's client and requests with no retry, both reading ``url``."""
+    env = {
+        "PAIRGATE_CONFIG": str(config.path),
+        "PAIRGATE_TEST_GITLAB_URL": url,
+        "PAIRGATE_TEST_TASK_API_TOKEN": "token",
+    }
+    return (
+        gitlab_from_env(config, env, timeout=(2.0, 2.0), transport=one_attempt_transport),
+        gitlab_from_env(config, env, timeout=(2.0, 2.0), retry=read_retry(attempts=0)),
+    )
+
+
+def outcome(call: Callable[[], Any]) -> tuple[Any, ...]:
+    try:
+        return ("answer", call())
+    except GitLabError as exc:
+        return ("error", exc.message, exc.status)
+
+
+def test_bytes_nobody_asked_for_are_never_read_as_the_next_answer(
+    config: Config, plain: pytest.MonkeyPatch, scripted: Callable[[Answer], Scripted]
+) -> None:
+    """A server (or anything on the path) that sends a second answer unasked on a kept
+    connection: urllib3 drops such a connection, and so does OneAttempt."""
+
+    def answer(number: int, head: bytes) -> bytes:
+        if number == 0:
+            return http_answer(b'{"sha": "abc"}')
+        return http_answer(b'[{"id": 1, "body": "the real notes"}]')
+
+    server = scripted(answer)
+    server.unasked[0] = http_answer(b'[{"id": 99, "body": "FORGED approval"}]')
+    fast, _ = both(config, server.url)
+    assert fast.get("projects/1") == {"sha": "abc"}
+    assert server.sent_unasked.wait(5)
+    assert fast.get_all("projects/1/issues/1/notes") == [{"id": 1, "body": "the real notes"}]
+    assert server.connections == 2
+
+
+@pytest.mark.parametrize(
+    "headers, body",
+    [
+        pytest.param(("Content-Encoding: gzip",), b"[]", id="a content coding"),
+        pytest.param(("Content-Type: text/plain",), b'["caf\xc3\xa9"]', id="text/plain"),
+        pytest.param(
+            ("Content-Type: application/json; charset=iso-8859-1",),
+            b'["caf\xc3\xa9"]',
+            id="another charset",
+        ),
+        pytest.param((), b'\xef\xbb\xbf["bom"]', id="a byte order mark"),
+        pytest.param((), b'["\xed\xa0\x80"]', id="not UTF-8"),
+        pytest.param(("Content-Length: 2", "Content-Length: 40"), b"[]", id="two lengths"),
+    ],
+)
+def test_a_body_requests_reads_otherwise_is_left_to_requests(
+    config: Config,
+    plain: pytest.MonkeyPatch,
+    scripted: Callable[[Answer], Scripted],
+    headers: tuple[str, ...],
+    body: bytes,
+) -> None:
+    server = scripted(lambda number, head: http_answer(body, *headers))
+    fast, slow = both(config, server.url)
+    assert outcome(lambda: fast.get_all("projects/1/issues/1/notes")) == outcome(
+        lambda: slow.get_all("projects/1/issues/1/notes")
+    )
+
+
+def test_no_redirect_is_followed_and_the_token_goes_nowhere_else(
+    config: Config,
+    plain: pytest.MonkeyPatch,
+    scripted: Callable[[Answer], Scripted],
+    recorder: Recorder,  # noqa: F811
+) -> None:
+    elsewhere = f"{recorder.url}/api/v4/projects/1"
+    server = scripted(
+        lambda number, head: http_answer(b"", f"Location: {elsewhere}", status="302 Found")
+    )
+    for client in both(config, server.url):
+        with pytest.raises(GitLabError) as refused:
+            client.get("projects/1")
+        assert refused.value.status == 302
+        assert f"a redirect to {elsewhere}, which pairgate does not follow" in refused.value.message
+        assert "set PAIRGATE_TEST_GITLAB_URL to the GitLab it points at" in refused.value.message
+    assert recorder.seen == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://someone:secret@gitlab.example.com/api/v4", "https://gitlab.exämple.com/api/v4"],
+    ids=["a user in the URL", "a name that is not ASCII"],
+)
+def test_a_url_requests_would_sign_or_encode_is_left_to_requests(
+    plain: pytest.MonkeyPatch, url: str
+) -> None:
+    assert plain_route(url) == (False, None)
+
+
+@pytest.mark.parametrize("bundle", ["missing.pem", "empty.pem"])
+def test_a_bundle_that_does_not_load_is_left_to_requests(
+    plain: pytest.MonkeyPatch, tmp_path: Path, bundle: str
+) -> None:
+    (tmp_path / "empty.pem").write_text("")
+    plain.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / bundle))
+    assert plain_route("https://gitlab.example.com/api/v4") == (False, None)

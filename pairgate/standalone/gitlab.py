@@ -184,13 +184,21 @@ class _Https:
 
         what = urlsplit(url).path.removeprefix(urlsplit(self.api_url).path)
         try:
+            # No redirect is followed: the token would travel with it, to wherever it points.
             response = self._session.request(
-                method, url, params=params, json=body, timeout=self._timeout
+                method, url, params=params, json=body, timeout=self._timeout, allow_redirects=False
             )
         except requests.ConnectionError as exc:
             raise _error(method, what, None, self._unreachable(exc), read=read) from None
         except requests.RequestException as exc:
             raise _error(method, what, None, type(exc).__name__, read=read) from None
+        if response.is_redirect:
+            where = response.headers.get("Location", "nowhere named")
+            detail = (
+                f"a redirect to {where}, which pairgate does not follow (its token would go "
+                f"with it): set {self.url_source} to the GitLab it points at"
+            )
+            raise _error(method, what, response.status_code, detail, read=read)
         if response.status_code >= 400:
             detail = _error_detail(response)
             if response.status_code in (401, 403):

@@ -21,7 +21,9 @@ def plain_route(api_url: str) -> tuple[bool, ssl.SSLContext | None]:
     OneAttempt stands in for it exactly. Read from the environment as requests reads it: a
     proxy is urllib's getproxies() (no_proxy is not weighed: any proxy at all leaves the call
     to requests), .netrc is $NETRC or ~/.netrc or ~/_netrc, the CA bundle is
-    $REQUESTS_CA_BUNDLE, then $CURL_CA_BUNDLE, then certifi's."""
+    $REQUESTS_CA_BUNDLE, then $CURL_CA_BUNDLE, then certifi's. A URL with a user or password
+    in it (requests signs with them) or with anything but ASCII in it (requests encodes its
+    host and path its own way) is left to requests too, as is a bundle that does not load."""
     import urllib.request
 
     if any(scheme != "no" for scheme in urllib.request.getproxies()):
@@ -33,7 +35,10 @@ def plain_route(api_url: str) -> tuple[bool, ssl.SSLContext | None]:
                 return False, None
         except KeyError:  # no home directory to expand, as requests allows
             continue
-    if urlsplit(api_url).scheme != "https":
+    parts = urlsplit(api_url)
+    if parts.username is not None or parts.password is not None or not api_url.isascii():
+        return False, None  # requests adds Basic auth, or encodes IDNA 2008 / the path itself
+    if parts.scheme != "https":
         return True, None
     import ssl
 
@@ -42,9 +47,43 @@ def plain_route(api_url: str) -> tuple[bool, ssl.SSLContext | None]:
         import certifi
 
         bundle = certifi.where()
-    if os.path.isdir(bundle):
-        return True, ssl.create_default_context(capath=bundle)
-    return True, ssl.create_default_context(cafile=bundle)
+    try:
+        if os.path.isdir(bundle):
+            context = ssl.create_default_context(capath=bundle)
+        else:
+            context = ssl.create_default_context(cafile=bundle)
+    except OSError:  # a missing or unreadable bundle: requests says so in its own words
+        return False, None
+    context.hostname_checks_common_name = False  # as urllib3's context: a SAN, or no match
+    return True, context
+
+
+def _quiet(connection: http.client.HTTPConnection) -> bool:
+    """No bytes wait on a kept connection (urllib3's is_connection_dropped, inverted)."""
+    import select
+
+    sock = connection.sock
+    if sock is None:
+        return False
+    if getattr(sock, "pending", lambda: 0)():
+        return False
+    return not select.select([sock], [], [], 0)[0]
+
+
+def _as_requests_reads(response: http.client.HTTPResponse) -> bool:
+    """Whether requests would read this body as it stands: no content coding, one framing,
+    and JSON it decodes as UTF-8 (application/json, no other charset)."""
+    headers = response.msg
+    if (headers.get("Content-Encoding") or "identity").strip().lower() != "identity":
+        return False
+    if len(set(headers.get_all("Content-Length") or [])) > 1:
+        return False
+    coding = headers.get("Transfer-Encoding")
+    if coding is not None and coding.strip().lower() != "chunked":
+        return False
+    media = headers.get_content_type()
+    charset = headers.get_content_charset()
+    return media == "application/json" and charset in (None, "utf-8")
 
 
 class OneAttempt:
@@ -133,12 +172,20 @@ class OneAttempt:
             data = json.dumps(body, allow_nan=False).encode("utf-8")  # as requests sends json=
         connect, read = self._timeout
         limit = connect if self._connection is None else read
+        if self._connection is not None and not _quiet(self._connection):
+            # Bytes nobody has asked for yet would be read as this call's answer: urllib3
+            # drops such a connection too.
+            self._close()
+            limit = connect
         try:
             if self._connection is None:
                 self._connection = self._connect()
                 limit = read
             self._connection.request(method, target, body=data, headers=headers)
             response = self._connection.getresponse()
+            if not _as_requests_reads(response):  # before reading: its framing may be another's
+                self._close()
+                return None
             raw = response.read()
         except TimeoutError:
             # Not asked again: requests would wait as long once more, past the hook's own bound.
@@ -157,7 +204,7 @@ class OneAttempt:
         if not 200 <= response.status < 300 or not raw:
             return None
         try:
-            value = json.loads(raw)
+            value = json.loads(raw.decode("utf-8"))  # requests: utf-8 for application/json
         except ValueError:
             return None
         # X-Next-Page names the next page of GitLab's offset pagination, and a Link header
