@@ -12,34 +12,34 @@ Contents (where each source module begins, and what it holds):
   line   159  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
   line   322  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   544  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1059  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
-  line  1312  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1836  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2140  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2526  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2638  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2714  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2964  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3205  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3541  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3689  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  3857  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4084  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4476  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4620  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4835  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5263  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5719  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5868  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6263  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6344  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6857  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7207  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7432  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7843  command_reader/read.py: read_command: the command reader's one entry point.
-  line  7914  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8089  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8439  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1085  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
+  line  1338  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1862  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2166  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2552  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2664  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2740  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2990  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3231  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3567  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3715  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  3883  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4110  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4502  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4646  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4861  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5289  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5745  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5894  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6289  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6370  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6883  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7233  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7458  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7869  command_reader/read.py: read_command: the command reader's one entry point.
+  line  7940  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8115  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8465  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -593,6 +593,33 @@ def _retry_class() -> type[Retry]:
     return _Retry
 
 
+class _LeavesOrigin(Exception):
+    """A redirect off the API's origin (scheme, host and port), which is not followed."""
+
+    def __init__(self, status: int, location: str) -> None:
+        super().__init__(location)
+        self.status, self.location = status, location
+
+
+@functools.cache
+def _session_class() -> type[requests.Session]:
+    import requests
+
+    class _Session(requests.Session):
+        """requests' Session, following a redirect only within one origin: GitLab redirects a
+        GET of a moved project to its new path, and the token goes with every request, so a
+        redirect anywhere else stops the call before it is sent."""
+
+        origin: tuple[str, str] = ("", "")
+
+        def rebuild_auth(self, prepared_request: Any, response: Any) -> None:
+            if urlsplit(prepared_request.url)[:2] != self.origin:
+                raise _LeavesOrigin(response.status_code, str(prepared_request.url))
+            super().rebuild_auth(prepared_request, response)
+
+    return _Session
+
+
 def read_retry(*, attempts: int = 4, backoff_factor: float = 0.5) -> Retry:
     """The retry policy: GET is retried on a dropped answer, 429 and 5xx (Retry-After honoured
     on 429 and 503, exponential backoff otherwise). A connection that cannot be made is not
@@ -662,7 +689,6 @@ class _Https:
         url_source: str = "the GitLab URL",
         scope: str = "read_api",
     ) -> None:
-        import requests
         from requests.adapters import HTTPAdapter
 
         retry = retry if retry is not None else read_retry()
@@ -673,7 +699,8 @@ class _Https:
         self.graphql_url = graphql_url(self.api_url)
         self._origin = urlsplit(self.api_url)[:2]
         self._timeout = timeout
-        self._session = requests.Session()
+        self._session = _session_class()()
+        self._session.origin = self._origin  # type: ignore[attr-defined]
         self._session.headers.update({"PRIVATE-TOKEN": token, "User-Agent": "pairgate"})
         adapter = HTTPAdapter(max_retries=retry, pool_maxsize=POOL_SIZE)
         self._session.mount("http://", adapter)
@@ -710,21 +737,20 @@ class _Https:
 
         what = urlsplit(url).path.removeprefix(urlsplit(self.api_url).path)
         try:
-            # No redirect is followed: the token would travel with it, to wherever it points.
             response = self._session.request(
-                method, url, params=params, json=body, timeout=self._timeout, allow_redirects=False
+                method, url, params=params, json=body, timeout=self._timeout
             )
+        except _LeavesOrigin as left:
+            detail = (
+                f"a redirect to {left.location}, off {self.api_url}'s origin, which pairgate "
+                f"does not follow (its token would go with it): set {self.url_source} to the "
+                f"GitLab it points at"
+            )
+            raise _error(method, what, left.status, detail, read=read) from None
         except requests.ConnectionError as exc:
             raise _error(method, what, None, self._unreachable(exc), read=read) from None
         except requests.RequestException as exc:
             raise _error(method, what, None, type(exc).__name__, read=read) from None
-        if response.is_redirect:
-            where = response.headers.get("Location", "nowhere named")
-            detail = (
-                f"a redirect to {where}, which pairgate does not follow (its token would go "
-                f"with it): set {self.url_source} to the GitLab it points at"
-            )
-            raise _error(method, what, response.status_code, detail, read=read)
         if response.status_code >= 400:
             detail = _error_detail(response)
             if response.status_code in (401, 403):

@@ -388,7 +388,7 @@ def test_a_body_requests_reads_otherwise_is_left_to_requests(
     )
 
 
-def test_no_redirect_is_followed_and_the_token_goes_nowhere_else(
+def test_a_redirect_off_the_origin_is_not_followed_and_the_token_goes_nowhere_else(
     config: Config,
     plain: pytest.MonkeyPatch,
     scripted: Callable[[Answer], Scripted],
@@ -402,9 +402,27 @@ def test_no_redirect_is_followed_and_the_token_goes_nowhere_else(
         with pytest.raises(GitLabError) as refused:
             client.get("projects/1")
         assert refused.value.status == 302
-        assert f"a redirect to {elsewhere}, which pairgate does not follow" in refused.value.message
-        assert "set PAIRGATE_TEST_GITLAB_URL to the GitLab it points at" in refused.value.message
+        assert refused.value.message == (
+            f"pairgate: GitLab GET /projects/1: HTTP 302: a redirect to {elsewhere}, off "
+            f"{server.url}/api/v4's origin, which pairgate does not follow (its token would go "
+            f"with it): set PAIRGATE_TEST_GITLAB_URL to the GitLab it points at"
+        )
     assert recorder.seen == []
+
+
+def test_a_redirect_within_the_origin_is_followed_as_gitlab_moves_a_project(
+    config: Config, plain: pytest.MonkeyPatch, scripted: Callable[[Answer], Scripted]
+) -> None:
+    """GitLab answers a GET of a moved project's old path with 301 to its id."""
+
+    def answer(number: int, head: bytes) -> bytes:
+        if b"acme%2Fold" in head.split(b"\r\n", 1)[0]:
+            return http_answer(b"", "Location: /api/v4/projects/12", status="301 Moved Permanently")
+        return http_answer(b'{"id": 12, "path_with_namespace": "acme/new"}')
+
+    server = scripted(answer)
+    for client in both(config, server.url):
+        assert client.get("projects/acme%2Fold") == {"id": 12, "path_with_namespace": "acme/new"}
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,33 @@ def _retry_class() -> type[Retry]:
     return _Retry
 
 
+class _LeavesOrigin(Exception):
+    """A redirect off the API's origin (scheme, host and port), which is not followed."""
+
+    def __init__(self, status: int, location: str) -> None:
+        super().__init__(location)
+        self.status, self.location = status, location
+
+
+@functools.cache
+def _session_class() -> type[requests.Session]:
+    import requests
+
+    class _Session(requests.Session):
+        """requests' Session, following a redirect only within one origin: GitLab redirects a
+        GET of a moved project to its new path, and the token goes with every request, so a
+        redirect anywhere else stops the call before it is sent."""
+
+        origin: tuple[str, str] = ("", "")
+
+        def rebuild_auth(self, prepared_request: Any, response: Any) -> None:
+            if urlsplit(prepared_request.url)[:2] != self.origin:
+                raise _LeavesOrigin(response.status_code, str(prepared_request.url))
+            super().rebuild_auth(prepared_request, response)
+
+    return _Session
+
+
 def read_retry(*, attempts: int = 4, backoff_factor: float = 0.5) -> Retry:
     """The retry policy: GET is retried on a dropped answer, 429 and 5xx (Retry-After honoured
     on 429 and 503, exponential backoff otherwise). A connection that cannot be made is not
@@ -136,7 +163,6 @@ class _Https:
         url_source: str = "the GitLab URL",
         scope: str = "read_api",
     ) -> None:
-        import requests
         from requests.adapters import HTTPAdapter
 
         retry = retry if retry is not None else read_retry()
@@ -147,7 +173,8 @@ class _Https:
         self.graphql_url = graphql_url(self.api_url)
         self._origin = urlsplit(self.api_url)[:2]
         self._timeout = timeout
-        self._session = requests.Session()
+        self._session = _session_class()()
+        self._session.origin = self._origin  # type: ignore[attr-defined]
         self._session.headers.update({"PRIVATE-TOKEN": token, "User-Agent": "pairgate"})
         adapter = HTTPAdapter(max_retries=retry, pool_maxsize=POOL_SIZE)
         self._session.mount("http://", adapter)
@@ -184,21 +211,20 @@ class _Https:
 
         what = urlsplit(url).path.removeprefix(urlsplit(self.api_url).path)
         try:
-            # No redirect is followed: the token would travel with it, to wherever it points.
             response = self._session.request(
-                method, url, params=params, json=body, timeout=self._timeout, allow_redirects=False
+                method, url, params=params, json=body, timeout=self._timeout
             )
+        except _LeavesOrigin as left:
+            detail = (
+                f"a redirect to {left.location}, off {self.api_url}'s origin, which pairgate "
+                f"does not follow (its token would go with it): set {self.url_source} to the "
+                f"GitLab it points at"
+            )
+            raise _error(method, what, left.status, detail, read=read) from None
         except requests.ConnectionError as exc:
             raise _error(method, what, None, self._unreachable(exc), read=read) from None
         except requests.RequestException as exc:
             raise _error(method, what, None, type(exc).__name__, read=read) from None
-        if response.is_redirect:
-            where = response.headers.get("Location", "nowhere named")
-            detail = (
-                f"a redirect to {where}, which pairgate does not follow (its token would go "
-                f"with it): set {self.url_source} to the GitLab it points at"
-            )
-            raise _error(method, what, response.status_code, detail, read=read)
         if response.status_code >= 400:
             detail = _error_detail(response)
             if response.status_code in (401, 403):
