@@ -10,36 +10,36 @@ package around it, so it imports only the standard library and the runtime depen
 Contents (where each source module begins, and what it holds):
   line    78  errors.py: Exit codes, the error family and the run context every door is given.
   line   159  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   322  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   544  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1085  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
-  line  1338  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1862  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2166  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2552  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2664  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2740  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2990  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3231  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3567  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3715  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  3883  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4110  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4502  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4646  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4861  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5289  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5745  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5894  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6289  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6370  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6883  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7233  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7458  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7869  command_reader/read.py: read_command: the command reader's one entry point.
-  line  7940  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8115  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8465  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line   317  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   539  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1080  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
+  line  1333  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1847  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2151  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2537  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2649  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2725  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2975  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3216  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3552  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3700  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  3868  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4095  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4487  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4631  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4846  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5274  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5730  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5879  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6274  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6355  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6868  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7218  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7443  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7854  command_reader/read.py: read_command: the command reader's one entry point.
+  line  7925  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8100  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8450  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -274,21 +274,16 @@ class SchemaCheck:
 
     def accepts(self, instance: Any, *, decoded: bool = False) -> bool:
         """The fast check alone: True only when it accepts (False says nothing)."""
-        if self._fast is None or not (decoded or json_typed(instance)):
-            return False
-        try:
-            return bool(self._fast.is_valid(instance))
-        except Exception:  # a value it cannot read (a lone surrogate, ...): jsonschema decides
-            return False
+        return (decoded or json_typed(instance)) and self.accepts_decoded(instance)
 
     def accepts_decoded(self, instance: Any) -> bool:
-        """``accepts(instance, decoded=True)``, for an instance json.loads returned: the fold
-        calls it for every record."""
+        """``accepts(instance, decoded=True)``, for an instance json.loads returned (the fold
+        calls it for every record it reads)."""
         if self._fast is None:
             return False
         try:
             return self._fast.is_valid(instance) is True
-        except Exception:  # as accepts: jsonschema decides what the fast check cannot read
+        except Exception:  # a value it cannot read (a lone surrogate, ...): jsonschema decides
             return False
 
     def authority(self) -> Any:
@@ -1710,13 +1705,9 @@ def _digest_matches(kind: str, record: dict[str, Any], human: str) -> bool:
     if next(reversed(record)) != "digest":
         return record_digest(kind, record, human) == record["digest"]
     digest = record.pop("digest")
-    content = {"kind": kind, "record": record, "text": " ".join(human.split())}
     try:
-        # _canonical_json's work, in this frame: the fold calls this for every record it reads.
-        canonical = (
-            "".join(_C_CANONICAL(content, 0))
-            if _C_CANONICAL is not None
-            else _CANONICAL_JSON.encode(content)
+        canonical = _canonical_json(
+            {"kind": kind, "record": record, "text": " ".join(human.split())}
         )
     finally:
         record["digest"] = digest
@@ -1783,14 +1774,9 @@ def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
         raise MalformedRecord(f"{more} markers in one note (a note carries one)")
     kind, raw = first.group(1, 2)
     try:
-        record, end = _DECODER.raw_decode(raw)  # _json_decoded, its usual case in this frame
-        if end != len(raw):
-            record = json.loads(raw)
-    except ValueError:
-        try:
-            record = json.loads(raw)  # which words the error
-        except ValueError as exc:
-            raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
+        record = _json_decoded(raw)
+    except ValueError as exc:
+        raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
     if not isinstance(record, dict):
         raise MalformedRecord("not an object")
     # The fast check first, straight from the table (the fold's hot path); schema_problem for
@@ -1814,15 +1800,14 @@ def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
 
 # Readers fold the same notes again (a verb reads before and after it writes; the board reads
 # every issue), and a note's body decides all that reading it finds: remember, per note, its
-# body and the kind, the marker JSON and whether the digest matches (or why it is malformed).
-# Keyed by note id, not by body: hashing every body costs a first fold a twentieth of its time,
-# and the body kept beside the answer is compared on every hit, so the answer is always the
-# body's own (an edited note, or another instance's note of the same id, reads afresh). A
-# record is decoded afresh for every fold, so no two ledgers share one. Bounded (in notes and
-# in the characters held) by starting afresh when full.
-# One flat tuple per note, (body, kind, marker JSON, sealed), or (body, None, why, False) for a
-# malformed one: a fold of ten thousand records keeps ten thousand of them, and the cyclic
-# collector's passes cost by the object.
+# body and the kind, the marker JSON and whether the digest matches (or why it is malformed),
+# as one flat tuple (body, kind, marker JSON, sealed), or (body, None, why, False): a fold of
+# ten thousand records keeps ten thousand, and the cyclic collector's passes cost by the
+# object. Keyed by note id, not by body: hashing every body cost a first fold a twentieth of
+# its time, and the body kept beside the answer is compared on every hit, so the answer is
+# always the body's own (an edited note, or another instance's note of the same id, reads
+# afresh). A record is decoded afresh for every fold, so no two ledgers share one. Bounded (in
+# notes and in the characters held) by starting afresh when full.
 _READS: dict[int, tuple[str, str | None, str, bool]] = {}
 _READS_MAX = 65536
 _READS_MAX_CHARS = 64 * 1024 * 1024
@@ -8427,7 +8412,7 @@ def hook_process() -> NoReturn:
     process's environment and streams, then out through os._exit once what it wrote is flushed.
     Nothing it holds needs CPython's teardown (it writes no file, starts no thread and registers
     nothing to run at exit; its one child, git, has been waited for), and tearing down the
-    reader's modules cost a merge decision about 15 ms."""
+    reader's modules cost a merge decision several milliseconds."""
     code = hook_main(Context(), sys.stdin)
     for stream in (sys.stdout, sys.stderr):
         # Nobody reading what it wrote: the exit code still says all that counts.

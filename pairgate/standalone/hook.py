@@ -342,7 +342,7 @@ def hook_process() -> NoReturn:
     process's environment and streams, then out through os._exit once what it wrote is flushed.
     Nothing it holds needs CPython's teardown (it writes no file, starts no thread and registers
     nothing to run at exit; its one child, git, has been waited for), and tearing down the
-    reader's modules cost a merge decision about 15 ms."""
+    reader's modules cost a merge decision several milliseconds."""
     code = hook_main(Context(), sys.stdin)
     for stream in (sys.stdout, sys.stderr):
         # Nobody reading what it wrote: the exit code still says all that counts.

@@ -383,13 +383,9 @@ def _digest_matches(kind: str, record: dict[str, Any], human: str) -> bool:
     if next(reversed(record)) != "digest":
         return record_digest(kind, record, human) == record["digest"]
     digest = record.pop("digest")
-    content = {"kind": kind, "record": record, "text": " ".join(human.split())}
     try:
-        # _canonical_json's work, in this frame: the fold calls this for every record it reads.
-        canonical = (
-            "".join(_C_CANONICAL(content, 0))
-            if _C_CANONICAL is not None
-            else _CANONICAL_JSON.encode(content)
+        canonical = _canonical_json(
+            {"kind": kind, "record": record, "text": " ".join(human.split())}
         )
     finally:
         record["digest"] = digest
@@ -456,14 +452,9 @@ def _parsed(body: str) -> tuple[str, str, dict[str, Any], str]:
         raise MalformedRecord(f"{more} markers in one note (a note carries one)")
     kind, raw = first.group(1, 2)
     try:
-        record, end = _DECODER.raw_decode(raw)  # _json_decoded, its usual case in this frame
-        if end != len(raw):
-            record = json.loads(raw)
-    except ValueError:
-        try:
-            record = json.loads(raw)  # which words the error
-        except ValueError as exc:
-            raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
+        record = _json_decoded(raw)
+    except ValueError as exc:
+        raise MalformedRecord(f"the marker JSON does not parse: {exc}") from None
     if not isinstance(record, dict):
         raise MalformedRecord("not an object")
     # The fast check first, straight from the table (the fold's hot path); schema_problem for
@@ -487,15 +478,14 @@ def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
 
 # Readers fold the same notes again (a verb reads before and after it writes; the board reads
 # every issue), and a note's body decides all that reading it finds: remember, per note, its
-# body and the kind, the marker JSON and whether the digest matches (or why it is malformed).
-# Keyed by note id, not by body: hashing every body costs a first fold a twentieth of its time,
-# and the body kept beside the answer is compared on every hit, so the answer is always the
-# body's own (an edited note, or another instance's note of the same id, reads afresh). A
-# record is decoded afresh for every fold, so no two ledgers share one. Bounded (in notes and
-# in the characters held) by starting afresh when full.
-# One flat tuple per note, (body, kind, marker JSON, sealed), or (body, None, why, False) for a
-# malformed one: a fold of ten thousand records keeps ten thousand of them, and the cyclic
-# collector's passes cost by the object.
+# body and the kind, the marker JSON and whether the digest matches (or why it is malformed),
+# as one flat tuple (body, kind, marker JSON, sealed), or (body, None, why, False): a fold of
+# ten thousand records keeps ten thousand, and the cyclic collector's passes cost by the
+# object. Keyed by note id, not by body: hashing every body cost a first fold a twentieth of
+# its time, and the body kept beside the answer is compared on every hit, so the answer is
+# always the body's own (an edited note, or another instance's note of the same id, reads
+# afresh). A record is decoded afresh for every fold, so no two ledgers share one. Bounded (in
+# notes and in the characters held) by starting afresh when full.
 _READS: dict[int, tuple[str, str | None, str, bool]] = {}
 _READS_MAX = 65536
 _READS_MAX_CHARS = 64 * 1024 * 1024

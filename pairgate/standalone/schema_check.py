@@ -131,21 +131,16 @@ class SchemaCheck:
 
     def accepts(self, instance: Any, *, decoded: bool = False) -> bool:
         """The fast check alone: True only when it accepts (False says nothing)."""
-        if self._fast is None or not (decoded or json_typed(instance)):
-            return False
-        try:
-            return bool(self._fast.is_valid(instance))
-        except Exception:  # a value it cannot read (a lone surrogate, ...): jsonschema decides
-            return False
+        return (decoded or json_typed(instance)) and self.accepts_decoded(instance)
 
     def accepts_decoded(self, instance: Any) -> bool:
-        """``accepts(instance, decoded=True)``, for an instance json.loads returned: the fold
-        calls it for every record."""
+        """``accepts(instance, decoded=True)``, for an instance json.loads returned (the fold
+        calls it for every record it reads)."""
         if self._fast is None:
             return False
         try:
             return self._fast.is_valid(instance) is True
-        except Exception:  # as accepts: jsonschema decides what the fast check cannot read
+        except Exception:  # a value it cannot read (a lone surrogate, ...): jsonschema decides
             return False
 
     def authority(self) -> Any:
