@@ -12,34 +12,34 @@ Contents (where each source module begins, and what it holds):
   line   159  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
   line   317  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   539  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1080  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
-  line  1333  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1847  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2151  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2537  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2649  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2725  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2975  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3216  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3552  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3700  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  3868  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4095  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4487  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4631  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4846  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5274  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5730  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5879  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6274  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6355  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6868  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7218  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7443  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7854  command_reader/read.py: read_command: the command reader's one entry point.
-  line  7925  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8100  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8450  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1090  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
+  line  1343  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1857  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2161  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2547  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2659  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2735  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2985  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3226  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3562  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3710  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  3878  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4105  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4497  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4641  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4856  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5284  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5740  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5889  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6284  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6365  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6878  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7228  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7453  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7864  command_reader/read.py: read_command: the command reader's one entry point.
+  line  7935  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8110  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8460  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -742,7 +742,7 @@ class _Https:
                 f"GitLab it points at"
             )
             raise _error(method, what, left.status, detail, read=read) from None
-        except requests.ConnectionError as exc:
+        except (requests.ConnectionError, requests.Timeout) as exc:
             raise _error(method, what, None, self._unreachable(exc), read=read) from None
         except requests.RequestException as exc:
             raise _error(method, what, None, type(exc).__name__, read=read) from None
@@ -755,8 +755,18 @@ class _Https:
 
     def _unreachable(self, exc: Exception) -> str:
         # A refused or unresolvable connection is not retried (only 429, 5xx and a dropped
-        # answer are): say where the URL came from, since that is what to fix.
+        # answer are): say where the URL came from, since that is what to fix. A timeout is
+        # said as one: a GitLab that took the connection and never answered was reached.
         cause = " ".join(str(exc).split())
+        if "timed out" in cause.lower():  # urllib3's words for either timeout
+            connect, read = (
+                self._timeout if isinstance(self._timeout, tuple) else (self._timeout,) * 2
+            )
+            limit = connect if "connect timeout" in cause.lower() else read
+            return (
+                f"GitLab at {self.api_url} did not answer within {limit:g} s (the URL is from "
+                f"{self.url_source})"
+            )
         reason = "connection refused" if "refused" in cause.lower() else type(exc).__name__
         return (
             f"cannot reach GitLab at {self.api_url} ({reason}; the URL is from "

@@ -221,7 +221,7 @@ class _Https:
                 f"GitLab it points at"
             )
             raise _error(method, what, left.status, detail, read=read) from None
-        except requests.ConnectionError as exc:
+        except (requests.ConnectionError, requests.Timeout) as exc:
             raise _error(method, what, None, self._unreachable(exc), read=read) from None
         except requests.RequestException as exc:
             raise _error(method, what, None, type(exc).__name__, read=read) from None
@@ -234,8 +234,18 @@ class _Https:
 
     def _unreachable(self, exc: Exception) -> str:
         # A refused or unresolvable connection is not retried (only 429, 5xx and a dropped
-        # answer are): say where the URL came from, since that is what to fix.
+        # answer are): say where the URL came from, since that is what to fix. A timeout is
+        # said as one: a GitLab that took the connection and never answered was reached.
         cause = " ".join(str(exc).split())
+        if "timed out" in cause.lower():  # urllib3's words for either timeout
+            connect, read = (
+                self._timeout if isinstance(self._timeout, tuple) else (self._timeout,) * 2
+            )
+            limit = connect if "connect timeout" in cause.lower() else read
+            return (
+                f"GitLab at {self.api_url} did not answer within {limit:g} s (the URL is from "
+                f"{self.url_source})"
+            )
         reason = "connection refused" if "refused" in cause.lower() else type(exc).__name__
         return (
             f"cannot reach GitLab at {self.api_url} ({reason}; the URL is from "
