@@ -27,19 +27,19 @@ Contents (where each source module begins, and what it holds):
   line  4105  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
   line  4497  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
   line  4641  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4856  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5284  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5740  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5889  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6284  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6365  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6878  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7228  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7453  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7864  command_reader/read.py: read_command: the command reader's one entry point.
-  line  7935  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8110  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8460  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  4861  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5289  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5745  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5894  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6289  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6370  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6883  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7233  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7458  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7869  command_reader/read.py: read_command: the command reader's one entry point.
+  line  7940  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8115  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8465  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -4645,6 +4645,18 @@ def file_findings(
 DEFAULT_AUDIT_DAYS = 7
 
 
+def add_project_filter(parser: argparse.ArgumentParser) -> None:
+    """--project, for the commands that read the gated projects (audit, doctor)."""
+    parser.add_argument(
+        "--project",
+        dest="projects",
+        action="append",
+        default=[],
+        metavar="PROJECT",
+        help="only this gated project (repeatable; default: every project in the group's listing)",
+    )
+
+
 def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
     """The audit's own flags (--json and --verbose come with each door)."""
     window = parser.add_mutually_exclusive_group()
@@ -4659,14 +4671,7 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"merges in the last N days (default: {DEFAULT_AUDIT_DAYS})",
     )
-    parser.add_argument(
-        "--project",
-        dest="projects",
-        action="append",
-        default=[],
-        metavar="PROJECT",
-        help="only this gated project (repeatable; default: every project in the group's listing)",
-    )
+    add_project_filter(parser)
     parser.add_argument(
         "--file-issues",
         action="store_true",

@@ -220,7 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=(verbose, json_out),
     )
     # The audit's flags are the flat door's too (python3 ownership.py audit): one definition.
-    from pairgate.standalone.audit_door import add_audit_arguments
+    from pairgate.standalone.audit_door import add_audit_arguments, add_project_filter
 
     add_audit_arguments(p)
 
@@ -229,14 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
         "every way around the merge gate the gated projects' settings leave open, with the fix",
         parents=(verbose, json_out),
     )
-    p.add_argument(
-        "--project",
-        dest="projects",
-        action="append",
-        default=[],
-        metavar="PROJECT",
-        help="only this gated project (repeatable; default: every project in the group's listing)",
-    )
+    add_project_filter(p)
 
     p = command(
         "status",

@@ -126,11 +126,11 @@ def signing_netrc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return netrc
 
 
-def recorder_env(config: Config, recorder: Recorder, **tokens: str) -> dict[str, str]:
-    """An environment whose GitLab is the recorder, with the read token (and ``tokens``)."""
+def gitlab_env(config: Config, url: str, **tokens: str) -> dict[str, str]:
+    """An environment whose GitLab is at ``url``, with the read token (and ``tokens``)."""
     return {
         "PAIRGATE_CONFIG": str(config.path),
-        "PAIRGATE_TEST_GITLAB_URL": recorder.url,
+        "PAIRGATE_TEST_GITLAB_URL": url,
         "PAIRGATE_TEST_TASK_API_TOKEN": "token-1",
         **tokens,
     }
@@ -143,7 +143,7 @@ def test_a_netrc_entry_still_signs_the_calls(
     tmp_path: Path,
 ) -> None:
     netrc = signing_netrc(tmp_path, no_proxy_variables)
-    env = recorder_env(config, recorder, PAIRGATE_TEST_TASK_WRITE_TOKEN="token-1")
+    env = gitlab_env(config, recorder.url, PAIRGATE_TEST_TASK_WRITE_TOKEN="token-1")
     gitlab = gitlab_from_env(config, env, retry=read_retry(attempts=0))
     netrc.unlink()  # read when the client was built
     assert gitlab.get("projects/1") == {"answered_by": "recorder"}

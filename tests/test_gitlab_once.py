@@ -19,9 +19,9 @@ from conftest import agent_env
 from test_gitlab_environment import (  # noqa: F401
     NETRC_SIGNATURE,
     Recorder,
+    gitlab_env,
     no_proxy_variables,
     recorder,
-    recorder_env,
     signing_netrc,
 )
 
@@ -44,6 +44,17 @@ def once(sandbox: Any, config: Config, **env: str) -> GitLab:
 def library(sandbox: Any, config: Config, **env: str) -> GitLab:
     return gitlab_from_env(
         config, agent_env(sandbox, **env), retry=read_retry(attempts=0), timeout=HOOK_TIMEOUT
+    )
+
+
+def both(
+    config: Config, url: str, *, timeout: tuple[float, float] = (2.0, 2.0)
+) -> tuple[GitLab, GitLab]:
+    """The hook's client and requests with no retry, both reading the GitLab at ``url``."""
+    env = gitlab_env(config, url)
+    return (
+        gitlab_from_env(config, env, timeout=timeout, transport=one_attempt_transport),
+        gitlab_from_env(config, env, timeout=timeout, retry=read_retry(attempts=0)),
     )
 
 
@@ -134,17 +145,8 @@ def test_a_refused_token_says_what_to_set(
 def test_an_unreachable_gitlab_fails_as_requests_fails(
     config: Config, plain: pytest.MonkeyPatch
 ) -> None:
-    env = {
-        "PAIRGATE_CONFIG": str(config.path),
-        "PAIRGATE_TEST_GITLAB_URL": "http://127.0.0.1:9",  # discard: nothing listens
-        "PAIRGATE_TEST_TASK_API_TOKEN": "token",
-    }
     errors = []
-    for transport in (one_attempt_transport, None):
-        kwargs: dict[str, Any] = {"transport": transport} if transport else {}
-        if transport is None:
-            kwargs["retry"] = read_retry(attempts=0)
-        client = gitlab_from_env(config, env, timeout=HOOK_TIMEOUT, **kwargs)
+    for client in both(config, "http://127.0.0.1:9", timeout=HOOK_TIMEOUT):  # discard: no one
         with pytest.raises(GitLabError) as failed:
             client.get(PROJECT)
         errors.append((failed.value.message, failed.value.status))
@@ -175,7 +177,7 @@ def test_a_netrc_leaves_every_call_to_requests(
 ) -> None:
     signing_netrc(tmp_path, plain)
     assert plain_route(recorder.url) == (False, None)
-    env = recorder_env(config, recorder)
+    env = gitlab_env(config, recorder.url)
     client = gitlab_from_env(config, env, timeout=HOOK_TIMEOUT, transport=one_attempt_transport)
     assert client.get("projects/1") == {"answered_by": "recorder"}
     (_, headers), *_ = recorder.seen
@@ -223,18 +225,12 @@ def test_a_gitlab_that_does_not_answer_fails_once_naming_the_url(
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)  # takes connections (the kernel does), never answers
     url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    env = {
-        "PAIRGATE_CONFIG": str(config.path),
-        "PAIRGATE_TEST_GITLAB_URL": url,
-        "PAIRGATE_TEST_TASK_API_TOKEN": "token",
-    }
-    for kwargs in ({"transport": one_attempt_transport}, {"retry": read_retry(attempts=0)}):
-        client = gitlab_from_env(config, env, timeout=(0.3, 0.3), **kwargs)  # type: ignore[arg-type]
+    for client in both(config, url, timeout=(0.3, 0.3)):
         started = time.monotonic()
         with pytest.raises(GitLabError) as failed:
             client.get("projects/1")
         elapsed = time.monotonic() - started
-        assert 0.25 < elapsed < 0.55, (kwargs, elapsed)  # one read timeout, not two
+        assert 0.25 < elapsed < 0.55, (client, elapsed)  # one read timeout, not two
         assert failed.value.status is None
         assert failed.value.message == (
             f"pairgate: GitLab GET /projects/1: no answer: GitLab at {url}/api/v4 did not answer "
@@ -319,19 +315,6 @@ def scripted() -> Iterator[Callable[[Answer], Scripted]]:
     yield start
     for server in servers:
         server.sock.close()
-
-
-def both(config: Config, url: str) -> tuple[GitLab, GitLab]:
-    """The hook's client and requests with no retry, both reading ``url``."""
-    env = {
-        "PAIRGATE_CONFIG": str(config.path),
-        "PAIRGATE_TEST_GITLAB_URL": url,
-        "PAIRGATE_TEST_TASK_API_TOKEN": "token",
-    }
-    return (
-        gitlab_from_env(config, env, timeout=(2.0, 2.0), transport=one_attempt_transport),
-        gitlab_from_env(config, env, timeout=(2.0, 2.0), retry=read_retry(attempts=0)),
-    )
 
 
 def outcome(call: Callable[[], Any]) -> tuple[Any, ...]:

@@ -49,13 +49,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="list the files that judge the change changed since here (default: the merge base "
         "with origin/main, if any)",
     )
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=DEFAULT_TIMEOUT,
-        metavar="S",
-        help=f"seconds per run; the whole process tree is killed then (default: {DEFAULT_TIMEOUT:g})",
-    )
+    _add_timeout(p)
     p.add_argument(
         "--jobs", type=int, default=1, metavar="N", help="mutants run at once (default: 1)"
     )
@@ -87,6 +81,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="DIR",
         help="a clone holding the offered commit (default: .)",
     )
+    _add_timeout(p)
+    p.add_argument("--network", action="store_true", help="let the runs reach the network")
+    p.add_argument(
+        "--out", type=Path, metavar="FILE", help="write the re-run here, for approve --evidence"
+    )
+    p.add_argument("--json", action="store_true", help="print the re-run document")
+    return family
+
+
+def _add_timeout(p: argparse.ArgumentParser) -> None:
+    """--timeout, which run and rerun take alike."""
     p.add_argument(
         "--timeout",
         type=float,
@@ -94,12 +99,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="S",
         help=f"seconds per run; the whole process tree is killed then (default: {DEFAULT_TIMEOUT:g})",
     )
-    p.add_argument("--network", action="store_true", help="let the runs reach the network")
-    p.add_argument(
-        "--out", type=Path, metavar="FILE", help="write the re-run here, for approve --evidence"
-    )
-    p.add_argument("--json", action="store_true", help="print the re-run document")
-    return family
 
 
 def _issue(text: str) -> int:

@@ -20,6 +20,18 @@ from pairgate.standalone.scope import AutomationFamily, load_automation_families
 DEFAULT_AUDIT_DAYS = 7
 
 
+def add_project_filter(parser: argparse.ArgumentParser) -> None:
+    """--project, for the commands that read the gated projects (audit, doctor)."""
+    parser.add_argument(
+        "--project",
+        dest="projects",
+        action="append",
+        default=[],
+        metavar="PROJECT",
+        help="only this gated project (repeatable; default: every project in the group's listing)",
+    )
+
+
 def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
     """The audit's own flags (--json and --verbose come with each door)."""
     window = parser.add_mutually_exclusive_group()
@@ -34,14 +46,7 @@ def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"merges in the last N days (default: {DEFAULT_AUDIT_DAYS})",
     )
-    parser.add_argument(
-        "--project",
-        dest="projects",
-        action="append",
-        default=[],
-        metavar="PROJECT",
-        help="only this gated project (repeatable; default: every project in the group's listing)",
-    )
+    add_project_filter(parser)
     parser.add_argument(
         "--file-issues",
         action="store_true",
