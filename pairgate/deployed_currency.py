@@ -19,7 +19,6 @@ exit 0 CURRENT, 1 STALE, 2 UNVERIFIABLE.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -241,6 +240,8 @@ def describe(currency: Currency) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import argparse  # here: the merge hook imports this module, and reads no arguments
+
     parser = argparse.ArgumentParser(
         prog="deployed_currency.py",
         description="Does a checkout hold every origin/main commit to its deployed paths?",

@@ -9,42 +9,41 @@ package around it, so it imports only the standard library and the runtime depen
 
 Contents (where each source module begins, and what it holds):
   line    78  errors.py: Exit codes, the error family and the run context every door is given.
-  line   159  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   317  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   539  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1090  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
-  line  1343  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1857  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2161  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2547  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2659  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2735  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2985  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3226  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3562  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3710  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  3878  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4105  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4497  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4641  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4861  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5289  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5745  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5894  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6289  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6370  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6883  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7233  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7458  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7869  command_reader/read.py: read_command: the command reader's one entry point.
-  line  7940  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8115  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8465  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line   173  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   331  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   553  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1104  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
+  line  1357  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1871  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2175  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2561  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2673  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2749  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2999  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3240  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3576  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3724  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  3892  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4125  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4517  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4661  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4881  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5310  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5766  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5915  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6310  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6391  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6904  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7254  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7479  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7890  command_reader/read.py: read_command: the command reader's one entry point.
+  line  7961  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8136  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8486  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
 
-import argparse
 import ast
 import contextlib
 import dataclasses
@@ -64,10 +63,11 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, NoReturn, TYPE_CHECKING, TextIO, TypeVar
+from typing import Any, NoReturn, TYPE_CHECKING, TextIO, TypeVar, dataclass_transform
 from urllib.parse import quote, urlencode, urlsplit
 
 if TYPE_CHECKING:
+    import argparse
     import http.client
     import requests
     import ssl
@@ -77,6 +77,20 @@ if TYPE_CHECKING:
 # =============================================================================================
 # begin pairgate/standalone/errors.py
 # =============================================================================================
+
+
+_Class = TypeVar("_Class")
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+def value_type(cls: type[_Class]) -> type[_Class]:
+    """A dataclass of values: compared and hashed by its fields, and never assigned to once
+    built. mypy holds the last (``frozen_default``: an assignment to a field is a type error,
+    and ``bash scripts/check`` runs mypy). At run time it is a plain dataclass with the frozen
+    one's hash, because ``dataclass(frozen=True)`` generates two more methods per class when
+    the module is imported (the 31 value types cost each merge-hook decision about 4 ms) and
+    sets every field through ``object.__setattr__``, which the fold pays for each record."""
+    return dataclass(cls, unsafe_hash=True)
 
 
 class Exit(enum.IntEnum):
@@ -122,7 +136,7 @@ def fresh_id() -> str:
     return uuid.uuid4().hex
 
 
-@dataclass(frozen=True)
+@value_type
 class Context:
     """What a run reads from outside: environment, clock and streams, injected so tests never
     read the real environment by accident and never sleep."""
@@ -408,7 +422,7 @@ _KEY_GRAMMAR_HINTS = {
 }
 
 
-@dataclass(frozen=True)
+@value_type
 class Config:
     """A loaded, validated configuration. ``values`` holds exactly the file's keys."""
 
@@ -1885,7 +1899,7 @@ def quick_init(cls: type[_Frozen]) -> type[_Frozen]:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Note:
     """One GitLab note, as read."""
 
@@ -1912,7 +1926,7 @@ class Note:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class MrRef:
     project: str  # the full path
     iid: int
@@ -1922,7 +1936,7 @@ class MrRef:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Offer:
     """A pending offer: a handoff, or the offer back that an approval carries."""
 
@@ -1938,7 +1952,7 @@ class Offer:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Approval:
     note_id: int
     approver: str
@@ -1959,7 +1973,7 @@ class Approval:
     withdraw_reason: str | None = None
 
 
-@dataclass(frozen=True)
+@value_type
 class Hold:
     """Someone took the issue (a claim or an accept) at ``note_id``, in ``role``."""
 
@@ -1969,7 +1983,7 @@ class Hold:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Skipped:
     """A note whose marker is not part of the state, and why."""
 
@@ -1980,7 +1994,7 @@ class Skipped:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Break:
     """A record whose ``prev`` names no earlier record: something before it was deleted or
     rewritten."""
@@ -1991,7 +2005,7 @@ class Break:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Event:
     """One authentic, well-formed record on the trail. ``void`` says why the fold gave it no
     effect (a claim while held, an accept of a stale offer, ...); None when it took effect."""
@@ -2005,7 +2019,7 @@ class Event:
     void: str | None = None
 
 
-@dataclass(frozen=True)
+@value_type
 class Ledger:
     holder: str | None = None
     role: str | None = None
@@ -2109,7 +2123,7 @@ def stamp_epoch(stamp: str) -> float | None:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Freeze:
     """One recorded freeze window. ``until`` is the note's server time plus ``minutes``."""
 
@@ -2144,7 +2158,7 @@ class Freeze:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Constraint:
     """A standing constraint recorded on the issue: only ``imposer`` may lift it."""
 
@@ -2674,7 +2688,7 @@ def _project_of(data: Mapping[str, Any], fallback: str) -> str:
     return fallback
 
 
-@dataclass(frozen=True)
+@value_type
 class MergeRequestFacts:
     """What pairgate needs to know about one merge request, as GitLab reported it."""
 
@@ -2737,7 +2751,7 @@ class MergeRequestFacts:
 
 
 # CONTRACT (the merge gate issue builds it; merge-check, both validators and the hook call it):
-#   @dataclass(frozen=True) class GateVerdict:  allowed: bool, in_scope: bool, message: str, ...
+#   @value_type class GateVerdict:  allowed: bool, in_scope: bool, message: str, ...
 #   def gate_merge(client: GitLab, config: Config, project: str, iid: int, *, now) -> GateVerdict
 #       reads the MR, the group listing and the cited issues' ledgers, then decides with pure
 #       functions; any read error raises PairgateError (fail closed: never a pass).
@@ -2766,7 +2780,7 @@ ROSTER_SCHEMA: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
+@value_type
 class AutomationFamily:
     """One unattended merge request family: an MR is the family's when all three hold."""
 
@@ -2932,7 +2946,7 @@ def author_account(
     return f"{who}, not an automation account: no family of the roster is authored by it"
 
 
-@dataclass(frozen=True)
+@value_type
 class Scope:
     in_scope: bool
     code: str  # "in-scope", "outside-group", "generic-issue-only", "renovate", "automation"
@@ -3001,7 +3015,7 @@ def same_mr(a: MrRef | None, b: MrRef | None) -> bool:
     )
 
 
-@dataclass(frozen=True)
+@value_type
 class Hand:
     """An agent with a hand in the work, and the record that shows it."""
 
@@ -3134,7 +3148,7 @@ def v1_note(approval: Approval) -> str | None:
 # -- the gate's judgement of one approval ------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@value_type
 class Judged:
     """One approval naming the merge request, as the gate judged it: ``code`` "counts", or why
     not (not-at-head, retargeted, base-moved, withdrawn, self-approval-only,
@@ -3227,7 +3241,7 @@ def edit_candidates(
 # =============================================================================================
 
 
-@dataclass(frozen=True)
+@value_type
 class Check:
     """One validator's answer: the record job's or the approval job's."""
 
@@ -3236,7 +3250,7 @@ class Check:
     message: str
 
 
-@dataclass(frozen=True)
+@value_type
 class GateVerdict:
     """The gate's one verdict. merge-check passes on ``allowed``; the record job on
     ``record.ok``; the approval job on ``approval.ok`` (a never-approved MR is ok there)."""
@@ -3718,7 +3732,7 @@ class NotProven(PairgateError):
     """A CI variable disagrees with what the job's credentials prove (exit 2)."""
 
 
-@dataclass(frozen=True)
+@value_type
 class ProvenJob:
     """A gate job's facts as its job token proved them."""
 
@@ -3889,11 +3903,17 @@ VALIDATOR_CHECKS: dict[str, str | None] = {
 }
 
 
-class _ArgParser(argparse.ArgumentParser):
-    """argparse whose usage errors are UsageErrors, so ``report`` prints them (exit 2)."""
+def arg_parser(prog: str, description: str | None = None) -> argparse.ArgumentParser:
+    """argparse whose usage errors are UsageErrors, so ``report`` prints them (exit 2).
+    argparse is imported here rather than at the top: the merge hook reads no arguments, and
+    importing it cost each of its decisions a millisecond."""
+    import argparse
 
-    def error(self, message: str) -> Any:
-        raise UsageError(f"{self.format_usage().rstrip()}\n{self.prog}: error: {message}")
+    class ArgParser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:
+            raise UsageError(f"{self.format_usage().rstrip()}\n{self.prog}: error: {message}")
+
+    return ArgParser(prog=prog, description=description)
 
 
 def print_verdict(
@@ -4032,8 +4052,8 @@ def validator_main(
     return Exit.OK
 
 
-def _validator_parser(name: str) -> _ArgParser:
-    parser = _ArgParser(prog=f"{name}.py", description=validator_main.__doc__)
+def _validator_parser(name: str) -> argparse.ArgumentParser:
+    parser = arg_parser(f"{name}.py", validator_main.__doc__)
     parser.add_argument(
         "--read-token-variable",
         metavar="NAME",
@@ -4115,7 +4135,7 @@ def audit_stamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@dataclass(frozen=True)
+@value_type
 class MergedMr:
     """One merged merge request, as GitLab's listing shows it after the merge."""
 
@@ -4257,7 +4277,7 @@ class LedgersAt:
         return self._folds[key]
 
 
-@dataclass(frozen=True)
+@value_type
 class MergeJudged:
     """One merged merge request and what the audit says about it."""
 
@@ -4403,7 +4423,7 @@ def finding_reason(
 # -- the whole audit ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@value_type
 class AuditReport:
     since: float
     until: float
@@ -4503,7 +4523,7 @@ AUDIT_MARKER = "pairgate-audit"
 _AUDIT_MARKER_LINE = re.compile(r"^<!-- pairgate-audit (\{.*\}) -->[ \t]*$", re.MULTILINE)
 
 
-@dataclass(frozen=True)
+@value_type
 class Filed:
     issue: int  # the tracker issue's iid
     new: bool  # opened by this run
@@ -4871,6 +4891,7 @@ def audit_json(report: AuditReport, filed: dict[tuple[str, int], Filed]) -> dict
 # so that nothing else pays for it. Its imports sit here, not at the top, to keep the sections
 # independent of each other.
 
+
 # The hook's fast test. A command can run a glab merge only if its text says glab, merge or accept,
 # or if it has a character through which bash could build a word the text does not spell
 # (quotes, backslashes, expansions, globs, braces). Anything else is allowed without reading it;
@@ -4952,7 +4973,7 @@ def _mentions_merge(text: str) -> bool:
     return "glab" in text.lower() and _MERGE_MENTION.search(text) is not None
 
 
-@dataclass(frozen=True)
+@value_type
 class MergeFound:
     """One merge the command would make. ``problem`` says why it cannot be attributed to one
     project and one merge request; it is empty when ``project`` and ``iid`` are both known.
@@ -4971,7 +4992,7 @@ class MergeFound:
     kind: str = "merge"
 
 
-@dataclass(frozen=True)
+@value_type
 class PushFound:
     """A ``git push`` that arms auto-merge with push options (GitLab then merges the merge request
     of ``branch`` at the pushed commit). ``remote`` is the remote as spelled (a URL or a remote's
@@ -4989,7 +5010,7 @@ class PushFound:
     problem: str = ""
 
 
-@dataclass(frozen=True)
+@value_type
 class CommandReading:
     """What a command would merge, what the reader could not read, and which texts name a glab
     merge without being one. The hook allows the command only when ``unknown`` and
@@ -5024,7 +5045,7 @@ DYNAMIC = _Dyn()
 _Part = str | _Dyn
 
 
-@dataclass(frozen=True)
+@value_type
 class _Word:
     """One shell word after quote removal: literal parts and dynamic ones."""
 
@@ -5267,7 +5288,7 @@ def _dynamic_word(word: _Word) -> _Word:
 # --- what a command's standard input is ------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@value_type
 class _Stdin:
     """A command's standard input as far as the reader can tell: ``text`` when the command line
     spells it (a heredoc, a here-string, echo piped in), else ``None``; ``dynamic`` when it
@@ -6026,7 +6047,7 @@ def _env_split(argv: list[_Word]) -> list[_Word] | None:
     return None
 
 
-@dataclass(frozen=True)
+@value_type
 class _Opts:
     """A program's options as getopt_long reads them: ``short`` in getopt's notation ("c:" takes
     a value, "t::" an attached one only); ``long`` maps each long name to 0 (no value), 1 (a
@@ -8482,7 +8503,7 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
         return hook_main(ctx, sys.stdin)
     try:
         if argv[:1] in (["merge-check"], ["audit"]):
-            parser = _ArgParser(prog=f"ownership.py {argv[0]}")
+            parser = arg_parser(f"ownership.py {argv[0]}")
             if argv[0] == "merge-check":
                 parser.add_argument("--mr", required=True, type=int, metavar="IID")
                 parser.add_argument("--mr-project", required=True, metavar="PROJECT")

@@ -24,10 +24,10 @@ The rules (docs/agent-handoff-reference.md, "What an approval binds"):
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pairgate.standalone.config import Config
+from pairgate.standalone.errors import value_type
 from pairgate.standalone.fold import WRITER_SAYS, identity_pattern
 from pairgate.standalone.ledger import Approval, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
@@ -48,7 +48,7 @@ def same_mr(a: MrRef | None, b: MrRef | None) -> bool:
     )
 
 
-@dataclass(frozen=True)
+@value_type
 class Hand:
     """An agent with a hand in the work, and the record that shows it."""
 
@@ -181,7 +181,7 @@ def v1_note(approval: Approval) -> str | None:
 # -- the gate's judgement of one approval ------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@value_type
 class Judged:
     """One approval naming the merge request, as the gate judged it: ``code`` "counts", or why
     not (not-at-head, retargeted, base-moved, withdrawn, self-approval-only,

@@ -16,12 +16,12 @@ whole audit, however many merge requests cite it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import PairgateError
+from pairgate.standalone.errors import PairgateError, value_type
 from pairgate.standalone.fold import fold
 from pairgate.standalone.gate import gate_scope, group_project_paths, judge_merge, ledger_issues
 from pairgate.standalone.gitlab import GitLab, encode_project
@@ -45,7 +45,7 @@ def audit_stamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@dataclass(frozen=True)
+@value_type
 class MergedMr:
     """One merged merge request, as GitLab's listing shows it after the merge."""
 
@@ -187,7 +187,7 @@ class LedgersAt:
         return self._folds[key]
 
 
-@dataclass(frozen=True)
+@value_type
 class MergeJudged:
     """One merged merge request and what the audit says about it."""
 
@@ -333,7 +333,7 @@ def finding_reason(
 # -- the whole audit ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@value_type
 class AuditReport:
     since: float
     until: float

@@ -3,11 +3,10 @@ and ``python3 ownership.py audit`` (the scheduled pipeline's) both run ``run_aud
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pairgate.standalone.audit import AuditReport, MergeJudged, audit, audit_stamp
 from pairgate.standalone.audit_issues import AUDIT_LABEL, Filed, file_findings
@@ -16,6 +15,9 @@ from pairgate.standalone.errors import Context, Exit, UsageError
 from pairgate.standalone.gate import project_in_group
 from pairgate.standalone.gitlab import GitLab, encode_project
 from pairgate.standalone.scope import AutomationFamily, load_automation_families, roster_path
+
+if TYPE_CHECKING:
+    import argparse
 
 DEFAULT_AUDIT_DAYS = 7
 

@@ -15,12 +15,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pairgate.standalone.audit import MergeJudged, audit_stamp
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import ConfigError
+from pairgate.standalone.errors import ConfigError, value_type
 from pairgate.standalone.gitlab import GitLab, WriteUncertain, encode_project
 from pairgate.standalone.ledger import stamp_epoch
 from pairgate.standalone.records import neutralise_quick_actions
@@ -30,7 +29,7 @@ AUDIT_MARKER = "pairgate-audit"
 _AUDIT_MARKER_LINE = re.compile(r"^<!-- pairgate-audit (\{.*\}) -->[ \t]*$", re.MULTILINE)
 
 
-@dataclass(frozen=True)
+@value_type
 class Filed:
     issue: int  # the tracker issue's iid
     new: bool  # opened by this run

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from pairgate.standalone.errors import PairgateError
+from pairgate.standalone.errors import PairgateError, value_type
 from pairgate.standalone.gitlab import TIMEOUT, _checked_url, read_retry
 
 MR_REF = re.compile(r"refs/merge-requests/([1-9][0-9]*)/(head|merge|train)")
@@ -34,7 +33,7 @@ class NotProven(PairgateError):
     """A CI variable disagrees with what the job's credentials prove (exit 2)."""
 
 
-@dataclass(frozen=True)
+@value_type
 class ProvenJob:
     """A gate job's facts as its job token proved them."""
 

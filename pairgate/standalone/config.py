@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pairgate.standalone.errors import ConfigError, reader_dir
+from pairgate.standalone.errors import ConfigError, reader_dir, value_type
 from pairgate.standalone.schema_check import _draft_validator
 
 CONFIG_ENV = "PAIRGATE_CONFIG"
@@ -101,7 +100,7 @@ _KEY_GRAMMAR_HINTS = {
 }
 
 
-@dataclass(frozen=True)
+@value_type
 class Config:
     """A loaded, validated configuration. ``values`` holds exactly the file's keys."""
 

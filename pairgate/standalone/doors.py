@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pairgate.standalone.ci_job import NotProven, prove_job
 from pairgate.standalone.config import CONFIG_ENV, Config, load_config
@@ -16,6 +15,9 @@ from pairgate.standalone.gate import gate_merge
 from pairgate.standalone.gitlab import GitLab, gitlab_from_env
 from pairgate.standalone.scope import ROSTER_FILENAME, load_automation_families, roster_path
 from pairgate.standalone.verdict import Check, GateVerdict
+
+if TYPE_CHECKING:
+    import argparse
 
 # The doors. merge-check (the package CLI and ``python3 ownership.py merge-check``) and the three
 # validators print the same verdict; only what each treats as a failure differs.
@@ -27,11 +29,17 @@ VALIDATOR_CHECKS: dict[str, str | None] = {
 }
 
 
-class _ArgParser(argparse.ArgumentParser):
-    """argparse whose usage errors are UsageErrors, so ``report`` prints them (exit 2)."""
+def arg_parser(prog: str, description: str | None = None) -> argparse.ArgumentParser:
+    """argparse whose usage errors are UsageErrors, so ``report`` prints them (exit 2).
+    argparse is imported here rather than at the top: the merge hook reads no arguments, and
+    importing it cost each of its decisions a millisecond."""
+    import argparse
 
-    def error(self, message: str) -> Any:
-        raise UsageError(f"{self.format_usage().rstrip()}\n{self.prog}: error: {message}")
+    class ArgParser(argparse.ArgumentParser):
+        def error(self, message: str) -> Any:
+            raise UsageError(f"{self.format_usage().rstrip()}\n{self.prog}: error: {message}")
+
+    return ArgParser(prog=prog, description=description)
 
 
 def print_verdict(
@@ -170,8 +178,8 @@ def validator_main(
     return Exit.OK
 
 
-def _validator_parser(name: str) -> _ArgParser:
-    parser = _ArgParser(prog=f"{name}.py", description=validator_main.__doc__)
+def _validator_parser(name: str) -> argparse.ArgumentParser:
+    parser = arg_parser(f"{name}.py", validator_main.__doc__)
     parser.add_argument(
         "--read-token-variable",
         metavar="NAME",

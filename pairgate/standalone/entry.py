@@ -6,7 +6,7 @@ import sys
 
 from pairgate.standalone.audit_door import add_audit_arguments, run_audit
 from pairgate.standalone.config import load_config
-from pairgate.standalone.doors import _ArgParser, run_merge_check
+from pairgate.standalone.doors import arg_parser, run_merge_check
 from pairgate.standalone.errors import Context, Exit, UsageError, report
 from pairgate.standalone.gitlab import gitlab_from_env
 from pairgate.standalone.hook import hook_main
@@ -28,7 +28,7 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
         return hook_main(ctx, sys.stdin)
     try:
         if argv[:1] in (["merge-check"], ["audit"]):
-            parser = _ArgParser(prog=f"ownership.py {argv[0]}")
+            parser = arg_parser(f"ownership.py {argv[0]}")
             if argv[0] == "merge-check":
                 parser.add_argument("--mr", required=True, type=int, metavar="IID")
                 parser.add_argument("--mr-project", required=True, metavar="PROJECT")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
+from pairgate.standalone.errors import value_type
 from pairgate.standalone.records import ROLES
 
 _Frozen = TypeVar("_Frozen")
@@ -38,7 +38,7 @@ def quick_init(cls: type[_Frozen]) -> type[_Frozen]:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Note:
     """One GitLab note, as read."""
 
@@ -65,7 +65,7 @@ class Note:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class MrRef:
     project: str  # the full path
     iid: int
@@ -75,7 +75,7 @@ class MrRef:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Offer:
     """A pending offer: a handoff, or the offer back that an approval carries."""
 
@@ -91,7 +91,7 @@ class Offer:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Approval:
     note_id: int
     approver: str
@@ -112,7 +112,7 @@ class Approval:
     withdraw_reason: str | None = None
 
 
-@dataclass(frozen=True)
+@value_type
 class Hold:
     """Someone took the issue (a claim or an accept) at ``note_id``, in ``role``."""
 
@@ -122,7 +122,7 @@ class Hold:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Skipped:
     """A note whose marker is not part of the state, and why."""
 
@@ -133,7 +133,7 @@ class Skipped:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Break:
     """A record whose ``prev`` names no earlier record: something before it was deleted or
     rewritten."""
@@ -144,7 +144,7 @@ class Break:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Event:
     """One authentic, well-formed record on the trail. ``void`` says why the fold gave it no
     effect (a claim while held, an accept of a stale offer, ...); None when it took effect."""
@@ -158,7 +158,7 @@ class Event:
     void: str | None = None
 
 
-@dataclass(frozen=True)
+@value_type
 class Ledger:
     holder: str | None = None
     role: str | None = None
@@ -262,7 +262,7 @@ def stamp_epoch(stamp: str) -> float | None:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Freeze:
     """One recorded freeze window. ``until`` is the note's server time plus ``minutes``."""
 
@@ -297,7 +297,7 @@ class Freeze:
 
 
 @quick_init
-@dataclass(frozen=True)
+@value_type
 class Constraint:
     """A standing constraint recorded on the issue: only ``imposer`` may lift it."""
 

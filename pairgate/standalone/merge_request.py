@@ -7,8 +7,10 @@ cannot disagree on its head or its project.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from pairgate.standalone.errors import value_type
 
 
 def _project_of(data: Mapping[str, Any], fallback: str) -> str:
@@ -25,7 +27,7 @@ def _project_of(data: Mapping[str, Any], fallback: str) -> str:
     return fallback
 
 
-@dataclass(frozen=True)
+@value_type
 class MergeRequestFacts:
     """What pairgate needs to know about one merge request, as GitLab reported it."""
 

@@ -5,17 +5,16 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import ConfigError, reader_dir
+from pairgate.standalone.errors import ConfigError, reader_dir, value_type
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.schema_check import _draft_validator
 
 # CONTRACT (the merge gate issue builds it; merge-check, both validators and the hook call it):
-#   @dataclass(frozen=True) class GateVerdict:  allowed: bool, in_scope: bool, message: str, ...
+#   @value_type class GateVerdict:  allowed: bool, in_scope: bool, message: str, ...
 #   def gate_merge(client: GitLab, config: Config, project: str, iid: int, *, now) -> GateVerdict
 #       reads the MR, the group listing and the cited issues' ledgers, then decides with pure
 #       functions; any read error raises PairgateError (fail closed: never a pass).
@@ -44,7 +43,7 @@ ROSTER_SCHEMA: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
+@value_type
 class AutomationFamily:
     """One unattended merge request family: an MR is the family's when all three hold."""
 
@@ -210,7 +209,7 @@ def author_account(
     return f"{who}, not an automation account: no family of the roster is authored by it"
 
 
-@dataclass(frozen=True)
+@value_type
 class Scope:
     in_scope: bool
     code: str  # "in-scope", "outside-group", "generic-issue-only", "renovate", "automation"

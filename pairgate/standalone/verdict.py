@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pairgate.standalone.approvals import Judged, judge, same_mr, v1_note
 from pairgate.standalone.config import Config
+from pairgate.standalone.errors import value_type
 from pairgate.standalone.ledger import Approval, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import Scope
 
 
-@dataclass(frozen=True)
+@value_type
 class Check:
     """One validator's answer: the record job's or the approval job's."""
 
@@ -22,7 +22,7 @@ class Check:
     message: str
 
 
-@dataclass(frozen=True)
+@value_type
 class GateVerdict:
     """The gate's one verdict. merge-check passes on ``allowed``; the record job on
     ``record.ok``; the approval job on ``approval.ok`` (a never-approved MR is ok there)."""

@@ -14,8 +14,10 @@ import re
 # so that nothing else pays for it. Its imports sit here, not at the top, to keep the sections
 # independent of each other.
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
+
+from pairgate.standalone.errors import value_type
 
 # The hook's fast test. A command can run a glab merge only if its text says glab, merge or accept,
 # or if it has a character through which bash could build a word the text does not spell
@@ -98,7 +100,7 @@ def _mentions_merge(text: str) -> bool:
     return "glab" in text.lower() and _MERGE_MENTION.search(text) is not None
 
 
-@dataclass(frozen=True)
+@value_type
 class MergeFound:
     """One merge the command would make. ``problem`` says why it cannot be attributed to one
     project and one merge request; it is empty when ``project`` and ``iid`` are both known.
@@ -117,7 +119,7 @@ class MergeFound:
     kind: str = "merge"
 
 
-@dataclass(frozen=True)
+@value_type
 class PushFound:
     """A ``git push`` that arms auto-merge with push options (GitLab then merges the merge request
     of ``branch`` at the pushed commit). ``remote`` is the remote as spelled (a URL or a remote's
@@ -135,7 +137,7 @@ class PushFound:
     problem: str = ""
 
 
-@dataclass(frozen=True)
+@value_type
 class CommandReading:
     """What a command would merge, what the reader could not read, and which texts name a glab
     merge without being one. The hook allows the command only when ``unknown`` and
@@ -170,7 +172,7 @@ DYNAMIC = _Dyn()
 _Part = str | _Dyn
 
 
-@dataclass(frozen=True)
+@value_type
 class _Word:
     """One shell word after quote removal: literal parts and dynamic ones."""
 
@@ -413,7 +415,7 @@ def _dynamic_word(word: _Word) -> _Word:
 # --- what a command's standard input is ------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@value_type
 class _Stdin:
     """A command's standard input as far as the reader can tell: ``text`` when the command line
     spells it (a heredoc, a here-string, echo piped in), else ``None``; ``dynamic`` when it

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from pairgate.standalone.command_reader.words import DYNAMIC, _literal_word, _Word
+from pairgate.standalone.errors import value_type
 
 # --- wrappers -----------------------------------------------------------------------------------
 
@@ -140,7 +140,7 @@ def _env_split(argv: list[_Word]) -> list[_Word] | None:
     return None
 
 
-@dataclass(frozen=True)
+@value_type
 class _Opts:
     """A program's options as getopt_long reads them: ``short`` in getopt's notation ("c:" takes
     a value, "t::" an attached one only); ``long`` maps each long name to 0 (no value), 1 (a
