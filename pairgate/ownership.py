@@ -8,45 +8,44 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    78  errors.py: Exit codes, the error family and the run context every door is given.
-  line   173  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   331  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   553  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1104  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
-  line  1357  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1871  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2175  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2561  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2673  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2749  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2999  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3240  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3576  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3724  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  3892  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4125  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4517  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4661  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4881  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5310  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5766  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5915  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6310  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6391  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6904  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7254  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7479  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7890  command_reader/read.py: read_command: the command reader's one entry point.
-  line  7961  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8136  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8486  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    77  errors.py: Exit codes, the error family and the run context every door is given.
+  line   172  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   330  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   552  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1103  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
+  line  1356  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1870  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2139  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2525  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2637  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2713  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2963  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3204  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3540  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3688  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  3856  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4089  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4481  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4625  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4845  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5274  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5730  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5879  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6274  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6355  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6868  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7218  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7443  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7854  command_reader/read.py: read_command: the command reader's one entry point.
+  line  7925  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8100  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8450  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
-import dataclasses
 import enum
 import functools
 import hashlib
@@ -1872,33 +1871,6 @@ def read_record(note_id: int, body: str) -> tuple[str, dict[str, Any], bool]:
 # =============================================================================================
 
 
-_Frozen = TypeVar("_Frozen")
-
-
-def quick_init(cls: type[_Frozen]) -> type[_Frozen]:
-    """A frozen dataclass, with an __init__ that puts its fields straight into the instance's
-    dict. The generated one calls object.__setattr__ per field, which is most of the cost of
-    building one, and a fold builds several per record. Same signature and defaults; the class
-    stays frozen (setting a field afterwards still raises)."""
-    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    assert all(f.default_factory is dataclasses.MISSING for f in fields), cls
-    defaults = {
-        f"_default_{f.name}": f.default for f in fields if f.default is not dataclasses.MISSING
-    }
-    params = ", ".join(
-        f.name if f.default is dataclasses.MISSING else f"{f.name}=_default_{f.name}"
-        for f in fields
-    )
-    sets = "".join(f"\n    fields[{f.name!r}] = {f.name}" for f in fields)
-    source = f"def __init__(self, {params}):\n    fields = self.__dict__{sets}\n"
-    exec(source, defaults)  # as dataclasses itself builds __init__
-    init = defaults["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    cls.__init__ = init  # type: ignore[method-assign]
-    return cls
-
-
-@quick_init
 @value_type
 class Note:
     """One GitLab note, as read."""
@@ -1925,7 +1897,6 @@ class Note:
         )
 
 
-@quick_init
 @value_type
 class MrRef:
     project: str  # the full path
@@ -1935,7 +1906,6 @@ class MrRef:
         return f"{self.project}!{self.iid}"
 
 
-@quick_init
 @value_type
 class Offer:
     """A pending offer: a handoff, or the offer back that an approval carries."""
@@ -1951,7 +1921,6 @@ class Offer:
     supersedes: int | None = None
 
 
-@quick_init
 @value_type
 class Approval:
     note_id: int
@@ -1982,7 +1951,6 @@ class Hold:
     note_id: int
 
 
-@quick_init
 @value_type
 class Skipped:
     """A note whose marker is not part of the state, and why."""
@@ -1993,7 +1961,6 @@ class Skipped:
     author: str = ""
 
 
-@quick_init
 @value_type
 class Break:
     """A record whose ``prev`` names no earlier record: something before it was deleted or
@@ -2004,7 +1971,6 @@ class Break:
     reason: str
 
 
-@quick_init
 @value_type
 class Event:
     """One authentic, well-formed record on the trail. ``void`` says why the fold gave it no
@@ -2122,7 +2088,6 @@ def stamp_epoch(stamp: str) -> float | None:
         return None
 
 
-@quick_init
 @value_type
 class Freeze:
     """One recorded freeze window. ``until`` is the note's server time plus ``minutes``."""
@@ -2157,7 +2122,6 @@ class Freeze:
         return mr is not None and mr.iid == int(iid) and mr.project.casefold() == project.casefold()
 
 
-@quick_init
 @value_type
 class Constraint:
     """A standing constraint recorded on the issue: only ``imposer`` may lift it."""

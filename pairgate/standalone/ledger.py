@@ -2,42 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from pairgate.standalone.errors import value_type
 from pairgate.standalone.records import ROLES
 
-_Frozen = TypeVar("_Frozen")
 
-
-def quick_init(cls: type[_Frozen]) -> type[_Frozen]:
-    """A frozen dataclass, with an __init__ that puts its fields straight into the instance's
-    dict. The generated one calls object.__setattr__ per field, which is most of the cost of
-    building one, and a fold builds several per record. Same signature and defaults; the class
-    stays frozen (setting a field afterwards still raises)."""
-    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
-    assert all(f.default_factory is dataclasses.MISSING for f in fields), cls
-    defaults = {
-        f"_default_{f.name}": f.default for f in fields if f.default is not dataclasses.MISSING
-    }
-    params = ", ".join(
-        f.name if f.default is dataclasses.MISSING else f"{f.name}=_default_{f.name}"
-        for f in fields
-    )
-    sets = "".join(f"\n    fields[{f.name!r}] = {f.name}" for f in fields)
-    source = f"def __init__(self, {params}):\n    fields = self.__dict__{sets}\n"
-    exec(source, defaults)  # as dataclasses itself builds __init__
-    init = defaults["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    cls.__init__ = init  # type: ignore[method-assign]
-    return cls
-
-
-@quick_init
 @value_type
 class Note:
     """One GitLab note, as read."""
@@ -64,7 +37,6 @@ class Note:
         )
 
 
-@quick_init
 @value_type
 class MrRef:
     project: str  # the full path
@@ -74,7 +46,6 @@ class MrRef:
         return f"{self.project}!{self.iid}"
 
 
-@quick_init
 @value_type
 class Offer:
     """A pending offer: a handoff, or the offer back that an approval carries."""
@@ -90,7 +61,6 @@ class Offer:
     supersedes: int | None = None
 
 
-@quick_init
 @value_type
 class Approval:
     note_id: int
@@ -121,7 +91,6 @@ class Hold:
     note_id: int
 
 
-@quick_init
 @value_type
 class Skipped:
     """A note whose marker is not part of the state, and why."""
@@ -132,7 +101,6 @@ class Skipped:
     author: str = ""
 
 
-@quick_init
 @value_type
 class Break:
     """A record whose ``prev`` names no earlier record: something before it was deleted or
@@ -143,7 +111,6 @@ class Break:
     reason: str
 
 
-@quick_init
 @value_type
 class Event:
     """One authentic, well-formed record on the trail. ``void`` says why the fold gave it no
@@ -261,7 +228,6 @@ def stamp_epoch(stamp: str) -> float | None:
         return None
 
 
-@quick_init
 @value_type
 class Freeze:
     """One recorded freeze window. ``until`` is the note's server time plus ``minutes``."""
@@ -296,7 +262,6 @@ class Freeze:
         return mr is not None and mr.iid == int(iid) and mr.project.casefold() == project.casefold()
 
 
-@quick_init
 @value_type
 class Constraint:
     """A standing constraint recorded on the issue: only ``imposer`` may lift it."""
