@@ -29,10 +29,8 @@ from pairgate.evidence.surface import evidence_field, evidence_summary
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.config import Config
 from pairgate.standalone.records import compose_note, parse_marker
-from tests.evidence_repos import CALC, TESTS, Package, make_package
+from tests.evidence_repos import CALC, PYTEST, TESTS, Package, make_package
 
-# pytest without its plugins' start-up (a second a run on a loaded machine); a real suite still
-PYTEST = "PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 python3 -m pytest -q"
 FILES = {"calc/__init__.py": CALC, "tests/test_calc.py": TESTS}
 
 

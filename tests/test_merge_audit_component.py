@@ -62,7 +62,17 @@ def publish(sandbox: RunningSandbox) -> None:
     sandbox.commit("main", files, project="acme/tracker", message="Deploy the audit")
 
 
-def run(repo: Path, sandbox: RunningSandbox, **variables: str) -> Pipeline:
+def run(
+    repo: Path,
+    sandbox: RunningSandbox,
+    *,
+    schema: bool = False,
+    python: Path | None = None,
+    **variables: str,
+) -> Pipeline:
+    """The scheduled pipeline. Its python3 is this interpreter, or the one in the directory
+    ``python`` names. ``schema`` checks the configuration against GitLab's CI schema first (as
+    in tests/gcl.py: a quarter of a second a run, so only one test asks for it)."""
     values = {
         "CI_PIPELINE_SOURCE": "schedule",
         "CI_SERVER_URL": sandbox.url,
@@ -72,12 +82,15 @@ def run(repo: Path, sandbox: RunningSandbox, **variables: str) -> Pipeline:
         **variables,
     }
     argv = [gitlab_ci_local(), "--force-shell-executor", "--shell-executor-no-image"]
+    if not schema:
+        argv.append("--no-json-schema-validation")
     argv += ["--ignore-predefined-vars", "CI_PIPELINE_SOURCE,CI_API_V4_URL,CI_SERVER_URL"]
     for name, value in values.items():
         argv += ["--variable", f"{name}={value}"]
     home = repo.parent / "home"
     home.mkdir(exist_ok=True)
-    env = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "HOME": str(home)}
+    first = python or Path(sys.executable).parent
+    env = {"PATH": f"{first}:{os.environ['PATH']}", "HOME": str(home)}
     proc = subprocess.run(
         argv, cwd=repo, env=env, capture_output=True, text=True, timeout=300, check=False
     )
@@ -114,9 +127,44 @@ def test_a_merge_around_the_gate_fails_the_scheduled_job_and_is_filed_once(
 def test_a_clean_window_passes(repo: Path, sandbox: RunningSandbox) -> None:
     publish(sandbox)
     through_the_gate(World(sandbox))
-    result = run(repo, sandbox)
+    result = run(repo, sandbox, schema=True)  # and GitLab's CI schema accepts the job
     assert result.job(JOB) == "PASS" and result.code == 0, result.output
     assert "0 finding(s)" in result.lines(JOB)
+
+
+def fake_python(directory: Path, script: str) -> Path:
+    """A directory whose python3 is ``script`` (a shell script)."""
+    directory.mkdir()
+    python = directory / "python3"
+    python.write_text(f"#!/bin/sh\n{script}\n", encoding="utf-8")
+    python.chmod(0o755)
+    return directory
+
+
+def test_an_old_python_in_the_image_is_a_clear_error(
+    repo: Path, sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    publish(sandbox)
+    old = fake_python(
+        tmp_path / "old", 'case " $* " in *" -V "*) echo "Python 3.9.2";; esac\nexit 1'
+    )
+    result = run(repo, sandbox, python=old)
+    assert result.job(JOB) == "FAIL" and result.code == 1, result.output
+    assert "merge-audit: the job image has Python 3.9.2; the audit needs python3 >= 3.11" in (
+        result.output
+    )
+    assert "Traceback" not in result.output
+
+
+def test_an_image_without_the_modules_is_a_clear_error(
+    repo: Path, sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    publish(sandbox)
+    bare = fake_python(tmp_path / "bare", f'exec {sys.executable} -S "$@"')  # no site-packages
+    result = run(repo, sandbox, python=bare)
+    assert result.job(JOB) == "FAIL" and result.code == 1, result.output
+    assert "merge-audit: the job image's python3 lacks: requests jsonschema yaml" in result.output
+    assert "Traceback" not in result.output
 
 
 def test_the_files_come_from_one_commit_and_nothing_else_is_fetched(
