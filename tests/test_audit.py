@@ -179,7 +179,9 @@ def test_an_unreadable_ledger_is_never_a_pass(sandbox: RunningSandbox) -> None:
     world = World(sandbox)
     mr, _ = through_the_gate(world)
     issue = int(mr["description"].rpartition("#")[2])
-    sandbox.fault(path=rf"/issues/{issue}/notes$", status=500, count=100)
+    # A 403, not a 5xx: the reader retries 5xx with real backoff (tests/test_gitlab_client.py covers
+    # that with a zero backoff); here only "unreadable" matters.
+    sandbox.fault(path=rf"/issues/{issue}/notes$", status=403, count=100)
     result = audit(sandbox)
     sandbox.clear_faults()
     assert result.code == 2, result.out + result.err
