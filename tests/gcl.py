@@ -105,6 +105,16 @@ class Pipeline:
         return "\n".join(re.findall(rf"^{re.escape(name)}\s+> (.*)$", self.output, re.MULTILINE))
 
 
+def fake_python(directory: Path, script: str) -> Path:
+    """A directory whose python3 is ``script`` (a shell script): a job image's python3, for
+    ``run``'s ``python``."""
+    directory.mkdir()
+    python = directory / "python3"
+    python.write_text(f"#!/bin/sh\n{script}\n", encoding="utf-8")
+    python.chmod(0o755)
+    return directory
+
+
 def git_commit(path: Path, message: str) -> None:
     git = ["git", "-c", "user.name=gate", "-c", "user.email=gate@example.invalid"]
     subprocess.run(["git", "add", "-A"], cwd=path, check=True)

@@ -38,6 +38,7 @@ from tests.gcl import (
     component_files,
     component_include,
     dump,
+    fake_python,
     gitlab_ci_local,
     preview,
     publish,
@@ -207,15 +208,6 @@ def test_an_unset_read_token_variable_is_a_clear_failure(
     result = run(repo, sandbox, variables, variables={"GATE_READ_TOKEN": ""})
     assert (result.job(RECORD), result.job(APPROVAL)) == ("FAIL", "FAIL")
     assert "the CI variable GATE_READ_TOKEN (input read-token-variable) is not set" in result.output
-
-
-def fake_python(directory: Path, script: str) -> Path:
-    """A directory whose python3 is ``script`` (a shell script)."""
-    directory.mkdir()
-    python = directory / "python3"
-    python.write_text(f"#!/bin/sh\n{script}\n", encoding="utf-8")
-    python.chmod(0o755)
-    return directory
 
 
 def test_an_old_python_in_the_image_is_a_clear_error(

@@ -17,7 +17,7 @@ from pairgate.sandbox.testing import RunningSandbox
 from tests.audit_world import by_curl_without_approval, through_the_gate
 from tests.conftest import FIXTURE_CONFIG, FIXTURES, ROOT
 from tests.gate_world import World
-from tests.gcl import Pipeline, gitlab_ci_local
+from tests.gcl import Pipeline, fake_python, gitlab_ci_local
 
 pytestmark = pytest.mark.slow
 
@@ -130,15 +130,6 @@ def test_a_clean_window_passes(repo: Path, sandbox: RunningSandbox) -> None:
     result = run(repo, sandbox, schema=True)  # and GitLab's CI schema accepts the job
     assert result.job(JOB) == "PASS" and result.code == 0, result.output
     assert "0 finding(s)" in result.lines(JOB)
-
-
-def fake_python(directory: Path, script: str) -> Path:
-    """A directory whose python3 is ``script`` (a shell script)."""
-    directory.mkdir()
-    python = directory / "python3"
-    python.write_text(f"#!/bin/sh\n{script}\n", encoding="utf-8")
-    python.chmod(0o755)
-    return directory
 
 
 def test_an_old_python_in_the_image_is_a_clear_error(

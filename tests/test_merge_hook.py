@@ -480,7 +480,8 @@ def test_an_approved_merge_is_decided_without_requests_or_jsonschema(
 ) -> None:
     """Importing requests, urllib3 or jsonschema cost a merge decision more than the rest of
     its work: the hook's reader asks GitLab through http.client (gitlab_once.OneAttempt) and
-    checks records with the fast schema check, and leaves them to what fails or is refused."""
+    checks records with the fast schema check, and leaves them to what fails or is refused.
+    Nor does it import argparse: it reads no arguments (doors.arg_parser imports it)."""
     project, iid, _ = approved
     head = head_of(sandbox, project, iid)
     driver = DRIVER + "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
@@ -496,7 +497,7 @@ def test_an_approved_merge_is_decided_without_requests_or_jsonschema(
     )
     decided, imported = result.stdout.splitlines()
     assert json.loads(decided)[0] == 0, decided  # allowed: approved, and bound to its head
-    assert {"requests", "urllib3", "jsonschema"} & set(json.loads(imported)) == set()
+    assert {"requests", "urllib3", "jsonschema", "argparse"} & set(json.loads(imported)) == set()
 
 
 @pytest.mark.slow
