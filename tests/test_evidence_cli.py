@@ -18,7 +18,7 @@ from pairgate.parser import _Parser
 from pairgate.standalone.config import Config, load_config
 from pairgate.standalone.errors import Context, UsageError, report
 from tests.conftest import FIXTURE_CONFIG
-from tests.evidence_repos import PYTEST, Package, make_package
+from tests.evidence_repos import PLAIN_PYTEST, PYTEST, Package, make_package
 from tests.gitrepos import commit
 
 _META = ("command", "evidence_action", "reads_config", "writes")
@@ -104,12 +104,14 @@ def test_a_malformed_command_line_is_a_usage_error(argv: list[str], said: str) -
 
 
 def test_all_killed_is_exit_0_with_a_short_table(pkg: Package, config: Config) -> None:
+    # The command as a user writes it, plugins and all (the other tests turn auto-loading off).
     kill = pkg.calc("kill.patch", "a + b", "a - b")
-    code, out, err = run(config, "--test", PYTEST, "--mutant", str(kill), "--repo", str(pkg.repo))
+    argv = ["--test", PLAIN_PYTEST, "--mutant", str(kill), "--repo", str(pkg.repo)]
+    code, out, err = run(config, *argv)
     assert (code, err) == (0, "")
     lines = out.splitlines()
     assert lines[0] == f"Mutation evidence at {pkg.sha()} of {pkg.repo}"
-    assert lines[1] == f"Test: {PYTEST} (timeout 300 s, runner pytest)"
+    assert lines[1] == f"Test: {PLAIN_PYTEST} (timeout 300 s, runner pytest)"
     assert lines[2].startswith("Isolation: ")
     assert lines[3].startswith("Baseline: passed in ")
     assert lines[4].split() == ["#", "MUTANT", "FILES", "VERDICT", "WHY"]

@@ -345,7 +345,7 @@ def test_the_publishing_jobs_run_where_they_should_and_nowhere_else(tmp_path: Pa
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "pairgate")
 
-    checked = []  # GitLab's CI schema, checked on the first listing (the file is the same)
+    checked: list[bool] = []  # GitLab's CI schema: checked on the first listing (one file)
 
     def publishing(**variables: str) -> set[str]:
         argv = [gitlab_ci_local(), "--list-json"]
