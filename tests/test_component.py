@@ -210,15 +210,26 @@ def test_an_unset_read_token_variable_is_a_clear_failure(
     assert "the CI variable GATE_READ_TOKEN (input read-token-variable) is not set" in result.output
 
 
+@pytest.mark.parametrize(
+    ("version", "script"),
+    [
+        ("Python 3.9.2", 'case " $* " in *" -V "*) echo "Python 3.9.2";; esac\nexit 1'),
+        # Python 2 knows no -I: the check's start fails, and -V alone still names the version.
+        (
+            "Python 2.7.18",
+            'case " $* " in *" -I "*) echo "Unknown option: -I" >&2; exit 2;;'
+            ' *" -V "*) echo "Python 2.7.18" >&2;; esac',
+        ),
+    ],
+    ids=["3.9", "2.7"],
+)
 def test_an_old_python_in_the_image_is_a_clear_error(
-    repo: Path, sandbox: RunningSandbox, world: World, tmp_path: Path
+    repo: Path, sandbox: RunningSandbox, world: World, tmp_path: Path, version: str, script: str
 ) -> None:
-    old = fake_python(
-        tmp_path / "old", 'case " $* " in *" -V "*) echo "Python 3.9.2";; esac\nexit 1'
-    )
+    old = fake_python(tmp_path / "old", script)
     result = run(repo, sandbox, ci(sandbox, approved_at_head(world)), python=old)
     assert (result.job(RECORD), result.job(APPROVAL)) == ("FAIL", "FAIL")
-    assert "the job image has Python 3.9.2; the validators need python3 >= 3.11" in result.output
+    assert f"the job image has {version}; the validators need python3 >= 3.11" in result.output
     assert "Traceback" not in result.output
 
 
