@@ -68,7 +68,9 @@ def run_program(
     )
 
 
-PAIRGATE = [sys.executable, "-B", "-m", "pairgate"]
+# Without -B: the first program compiles the package's modules into __pycache__ and the rest of
+# the suite's programs load them (in a fresh clone, -B had each one compile them all again).
+PAIRGATE = [sys.executable, "-m", "pairgate"]
 
 
 @pytest.fixture

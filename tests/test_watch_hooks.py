@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURE_CONFIG, Result, run_program
+from conftest import FIXTURE_CONFIG, PAIRGATE, Result, run_program
 from watchkit import LEAD, World
 
 from pairgate.watch.hooks import STOP_LIMIT
 
-HOOK = [sys.executable, "-B", "-m", "pairgate", "inbox", "--claude-hook"]
+HOOK = [*PAIRGATE, "inbox", "--claude-hook"]
 SESSION = "5f1c9e2a-7b1d-4c55-9a4e-3d2f1e0b9c71"
 
 
