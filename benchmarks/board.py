@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 from pairgate import tracker as boardread  # noqa: E402
 from pairgate.main import main  # noqa: E402
 from pairgate.standalone.errors import Context, fresh_id  # noqa: E402
-from pairgate.standalone.records import _READS, compose_note  # noqa: E402
+from pairgate.standalone.records import compose_note, forget_reads  # noqa: E402
 
 CONFIG = ROOT / "tests" / "fixtures" / "pairgate-config.json"
 TRACKER = "/projects/acme%2Ftracker/issues"
@@ -134,7 +134,7 @@ def run_board(sandbox: Sandbox, workers: int | None = None) -> tuple[int, float,
         "PAIRGATE_TEST_TASK_WRITE_TOKEN": sandbox.token("agents"),
     }
     out, err = io.StringIO(), io.StringIO()
-    _READS.clear()  # as in a fresh process: no note read before
+    forget_reads()  # as in a fresh process: no note read before
     chosen = boardread.WORKERS
     boardread.WORKERS = workers or chosen
     try:

@@ -14,32 +14,32 @@ Contents (where each source module begins, and what it holds):
   line   552  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line  1103  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
   line  1356  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1870  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2139  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2525  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2637  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2713  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2963  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3204  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3540  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3688  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  3856  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4089  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4481  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4625  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4845  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5274  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5730  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5879  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6274  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6355  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6868  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7218  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7443  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7854  command_reader/read.py: read_command: the command reader's one entry point.
-  line  7925  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8100  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8450  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1889  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2158  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2544  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2656  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2732  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  2982  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3223  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3559  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3707  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  3875  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4108  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4500  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4644  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4864  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5293  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5749  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5898  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6293  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6374  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6887  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7237  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7462  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7873  command_reader/read.py: read_command: the command reader's one entry point.
+  line  7944  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8119  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8469  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -1822,45 +1822,64 @@ def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
 
 
 # Readers fold the same notes again (a verb reads before and after it writes; the board reads
-# every issue), and a note's body decides all that reading it finds: remember, per note, its
-# body and the kind, the marker JSON and whether the digest matches (or why it is malformed),
-# as one flat tuple (body, kind, marker JSON, sealed), or (body, None, why, False): a fold of
-# ten thousand records keeps ten thousand, and the cyclic collector's passes cost by the
-# object. Keyed by note id, not by body: hashing every body cost a first fold a twentieth of
-# its time, and the body kept beside the answer is compared on every hit, so the answer is
-# always the body's own (an edited note, or another instance's note of the same id, reads
-# afresh). A record is decoded afresh for every fold, so no two ledgers share one. Bounded (in
-# notes and in the characters held) by starting afresh when full.
-_READS: dict[int, tuple[str, str | None, str, bool]] = {}
+# every issue), and a note's body decides all that reading it finds. So the reader remembers, per
+# note, its body when it read as a valid record whose digest matches (nearly every note a fold
+# reads), and otherwise (body, kind, marker JSON) for a tampered record or (body, None, why) for
+# a malformed one. The common case keeps a str alone: a tuple for each of ten thousand records
+# cost a first fold 3-4 ms in allocations and the cyclic collector's passes over them, more than
+# finding the marker again on a hit (one regex search) costs a second. Keyed by note id, not by
+# body: hashing every body cost a first fold a twentieth of its time, and the body kept is
+# compared on every hit, so the answer is always the body's own (an edited note, or another
+# instance's note of the same id, reads afresh). A record is decoded afresh for every fold, so
+# no two ledgers share one. Bounded (in notes and in the characters held) by starting afresh
+# when full.
+_SEALED: dict[int, str] = {}
+_UNSEALED: dict[int, tuple[str, str | None, str]] = {}
 _READS_MAX = 65536
 _READS_MAX_CHARS = 64 * 1024 * 1024
 _reads_chars = 0
+
+
+def forget_reads() -> None:
+    """Forget every note read, as in a fresh process (for tests and benchmarks)."""
+    global _reads_chars
+    _SEALED.clear()
+    _UNSEALED.clear()
+    _reads_chars = 0
 
 
 def read_record(note_id: int, body: str) -> tuple[str, dict[str, Any], bool]:
     """(kind, record, whether its digest matches its content) of note ``note_id``, whose body
     carries a marker; MalformedRecord otherwise. What the fold reads a note with."""
     global _reads_chars
-    seen = _READS.get(note_id)
-    if seen is None or seen[0] != body:
-        try:
-            kind, raw, record, human = _parsed(body)
-        except MalformedRecord as exc:
-            seen = (body, None, str(exc), False)
-        else:
-            seen = (body, kind, raw, _digest_matches(kind, record, human))
-        _reads_chars += 2 * len(body)  # the body, and the marker JSON cut from it
-        if len(_READS) >= _READS_MAX or _reads_chars > _READS_MAX_CHARS:
-            _READS.clear()
-            _reads_chars = 2 * len(body)
-        _READS[note_id] = seen
-        if seen[1] is None:
-            raise MalformedRecord(seen[2])
-        return kind, record, seen[3]
-    _, kind_seen, raw_seen, sealed = seen
-    if kind_seen is None:
-        raise MalformedRecord(raw_seen)
-    return kind_seen, _json_decoded(raw_seen), sealed
+    if _SEALED.get(note_id) == body:
+        found = _MARKER_LINE.search(body.replace("\r\n", "\n") if "\r" in body else body)
+        if found is not None:  # (always: the same body read as a record before)
+            kind, raw = found.group(1, 2)
+            return kind, _json_decoded(raw), True
+    if _UNSEALED:
+        unsealed = _UNSEALED.get(note_id)
+        if unsealed is not None and unsealed[0] == body:
+            _, kind_seen, json_or_why = unsealed
+            if kind_seen is None:
+                raise MalformedRecord(json_or_why)
+            return kind_seen, _json_decoded(json_or_why), False
+    if len(_SEALED) + len(_UNSEALED) >= _READS_MAX or _reads_chars > _READS_MAX_CHARS:
+        forget_reads()
+    try:
+        kind, raw, record, human = _parsed(body)
+    except MalformedRecord as exc:
+        why = str(exc)
+        _UNSEALED[note_id] = (body, None, why)
+        _reads_chars += len(body) + len(why)
+        raise
+    if _digest_matches(kind, record, human):
+        _SEALED[note_id] = body
+        _reads_chars += len(body)
+        return kind, record, True
+    _UNSEALED[note_id] = (body, kind, raw)
+    _reads_chars += 2 * len(body)  # the body, and the marker JSON cut from it
+    return kind, record, False
 
 
 # end pairgate/standalone/records.py

@@ -76,7 +76,7 @@ def test_generated_trails_fold_to_the_same_ledger(reference: ModuleType) -> None
             [reference.Note.from_api(n) for n in notes], config=old_config, issue=ISSUE
         )
         ours = [Note.from_api(n) for n in notes]
-        records._READS.clear()
+        records.forget_reads()
         first = fold(ours, config=config, issue=ISSUE)
         compare(first, old)
         compare(fold(ours, config=config, issue=ISSUE), old)
@@ -100,18 +100,26 @@ def test_generated_trails_fold_to_the_same_ledger(reference: ModuleType) -> None
 def test_what_the_reader_remembers_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     config = load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
     notes = [Note.from_api(n) for n in trail(7, size=40)]
-    records._READS.clear()
+    records.forget_reads()
     first = fold(notes, config=config, issue=ISSUE)
-    assert 20 <= len(records._READS) <= 40
+    assert 20 <= _held()[0] <= 40
+    assert records._UNSEALED  # the trail's tampered and malformed notes, remembered apart
     monkeypatch.setattr(records, "_READS_MAX", 5)
     monkeypatch.setattr(records, "_READS_MAX_CHARS", 4000)
-    records._READS.clear()
+    records.forget_reads()
     again = fold(notes, config=config, issue=ISSUE)
-    assert len(records._READS) <= 5
-    assert sum(2 * len(body) for body, *_ in records._READS.values()) <= 4000 + 2 * max(
-        len(n.body) for n in notes
-    )
+    count, chars = _held()
+    assert count <= 5
+    assert chars <= 4000 + 2 * max(len(n.body) for n in notes)
     compare(again, first)  # forgetting changes nothing but the time
+
+
+def _held() -> tuple[int, int]:
+    """(notes, characters) the reader remembers, counted from what it holds."""
+    unsealed = records._UNSEALED.values()
+    return len(records._SEALED) + len(unsealed), sum(map(len, records._SEALED.values())) + sum(
+        len(body) + len(json_or_why) for body, _, json_or_why in unsealed
+    )
 
 
 def test_a_note_read_again_with_another_body_is_read_afresh(reference: ModuleType) -> None:
@@ -121,7 +129,7 @@ def test_a_note_read_again_with_another_body_is_read_afresh(reference: ModuleTyp
     config, old_config = load_config(env), reference.load_config(env)
     for seed in range(40):
         notes = trail(seed, size=12)
-        records._READS.clear()
+        records.forget_reads()
         fold([Note.from_api(n) for n in notes], config=config, issue=ISSUE)
         # The same ids, each record's human text edited: its digest no longer matches.
         changed = [
@@ -134,3 +142,13 @@ def test_a_note_read_again_with_another_body_is_read_afresh(reference: ModuleTyp
         )
         compare(new, old)
         assert not new.trail  # nothing read from the first bodies' answers
+        # The edits undone, then made again: each body gets its own reading back, whichever of
+        # the two (a record that reads, a tampered or malformed one) it was remembered as.
+        original = reference.fold(
+            [reference.Note.from_api(n) for n in notes], config=old_config, issue=ISSUE
+        )
+        compare(fold([Note.from_api(n) for n in notes], config=config, issue=ISSUE), original)
+        compare(fold([Note.from_api(n) for n in changed], config=config, issue=ISSUE), old)
+        records.forget_reads()  # and the other way: first read tampered, then as written
+        compare(fold([Note.from_api(n) for n in changed], config=config, issue=ISSUE), old)
+        compare(fold([Note.from_api(n) for n in notes], config=config, issue=ISSUE), original)

@@ -180,10 +180,10 @@ def without_fast_library(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """As in a CI image with only requests, jsonschema and pyyaml: jsonschema_rs not importable."""
     monkeypatch.setitem(sys.modules, "jsonschema_rs", None)
     records._CHECKS.clear()
-    records._READS.clear()
+    records.forget_reads()
     yield
     records._CHECKS.clear()
-    records._READS.clear()
+    records.forget_reads()
 
 
 def _record_cases() -> list[tuple[str, Any]]:

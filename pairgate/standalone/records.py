@@ -477,42 +477,61 @@ def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
 
 
 # Readers fold the same notes again (a verb reads before and after it writes; the board reads
-# every issue), and a note's body decides all that reading it finds: remember, per note, its
-# body and the kind, the marker JSON and whether the digest matches (or why it is malformed),
-# as one flat tuple (body, kind, marker JSON, sealed), or (body, None, why, False): a fold of
-# ten thousand records keeps ten thousand, and the cyclic collector's passes cost by the
-# object. Keyed by note id, not by body: hashing every body cost a first fold a twentieth of
-# its time, and the body kept beside the answer is compared on every hit, so the answer is
-# always the body's own (an edited note, or another instance's note of the same id, reads
-# afresh). A record is decoded afresh for every fold, so no two ledgers share one. Bounded (in
-# notes and in the characters held) by starting afresh when full.
-_READS: dict[int, tuple[str, str | None, str, bool]] = {}
+# every issue), and a note's body decides all that reading it finds. So the reader remembers, per
+# note, its body when it read as a valid record whose digest matches (nearly every note a fold
+# reads), and otherwise (body, kind, marker JSON) for a tampered record or (body, None, why) for
+# a malformed one. The common case keeps a str alone: a tuple for each of ten thousand records
+# cost a first fold 3-4 ms in allocations and the cyclic collector's passes over them, more than
+# finding the marker again on a hit (one regex search) costs a second. Keyed by note id, not by
+# body: hashing every body cost a first fold a twentieth of its time, and the body kept is
+# compared on every hit, so the answer is always the body's own (an edited note, or another
+# instance's note of the same id, reads afresh). A record is decoded afresh for every fold, so
+# no two ledgers share one. Bounded (in notes and in the characters held) by starting afresh
+# when full.
+_SEALED: dict[int, str] = {}
+_UNSEALED: dict[int, tuple[str, str | None, str]] = {}
 _READS_MAX = 65536
 _READS_MAX_CHARS = 64 * 1024 * 1024
 _reads_chars = 0
+
+
+def forget_reads() -> None:
+    """Forget every note read, as in a fresh process (for tests and benchmarks)."""
+    global _reads_chars
+    _SEALED.clear()
+    _UNSEALED.clear()
+    _reads_chars = 0
 
 
 def read_record(note_id: int, body: str) -> tuple[str, dict[str, Any], bool]:
     """(kind, record, whether its digest matches its content) of note ``note_id``, whose body
     carries a marker; MalformedRecord otherwise. What the fold reads a note with."""
     global _reads_chars
-    seen = _READS.get(note_id)
-    if seen is None or seen[0] != body:
-        try:
-            kind, raw, record, human = _parsed(body)
-        except MalformedRecord as exc:
-            seen = (body, None, str(exc), False)
-        else:
-            seen = (body, kind, raw, _digest_matches(kind, record, human))
-        _reads_chars += 2 * len(body)  # the body, and the marker JSON cut from it
-        if len(_READS) >= _READS_MAX or _reads_chars > _READS_MAX_CHARS:
-            _READS.clear()
-            _reads_chars = 2 * len(body)
-        _READS[note_id] = seen
-        if seen[1] is None:
-            raise MalformedRecord(seen[2])
-        return kind, record, seen[3]
-    _, kind_seen, raw_seen, sealed = seen
-    if kind_seen is None:
-        raise MalformedRecord(raw_seen)
-    return kind_seen, _json_decoded(raw_seen), sealed
+    if _SEALED.get(note_id) == body:
+        found = _MARKER_LINE.search(body.replace("\r\n", "\n") if "\r" in body else body)
+        if found is not None:  # (always: the same body read as a record before)
+            kind, raw = found.group(1, 2)
+            return kind, _json_decoded(raw), True
+    if _UNSEALED:
+        unsealed = _UNSEALED.get(note_id)
+        if unsealed is not None and unsealed[0] == body:
+            _, kind_seen, json_or_why = unsealed
+            if kind_seen is None:
+                raise MalformedRecord(json_or_why)
+            return kind_seen, _json_decoded(json_or_why), False
+    if len(_SEALED) + len(_UNSEALED) >= _READS_MAX or _reads_chars > _READS_MAX_CHARS:
+        forget_reads()
+    try:
+        kind, raw, record, human = _parsed(body)
+    except MalformedRecord as exc:
+        why = str(exc)
+        _UNSEALED[note_id] = (body, None, why)
+        _reads_chars += len(body) + len(why)
+        raise
+    if _digest_matches(kind, record, human):
+        _SEALED[note_id] = body
+        _reads_chars += len(body)
+        return kind, record, True
+    _UNSEALED[note_id] = (body, kind, raw)
+    _reads_chars += 2 * len(body)  # the body, and the marker JSON cut from it
+    return kind, record, False
