@@ -12,34 +12,34 @@ Contents (where each source module begins, and what it holds):
   line   172  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
   line   330  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   552  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1103  gitlab_once.py: The merge hook's reads: one attempt a call through http.client, with requests behind it.
-  line  1356  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1889  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2158  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2544  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2656  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2732  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  2982  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3223  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3559  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3707  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  3875  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4108  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4500  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4644  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4864  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5293  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5749  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5898  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6293  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6374  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6887  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7237  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7462  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7873  command_reader/read.py: read_command: the command reader's one entry point.
-  line  7944  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8119  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8469  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1103  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  1398  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1931  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2200  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2586  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2698  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2774  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3024  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3265  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3601  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3749  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  3937  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4171  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4563  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4707  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4927  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5356  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5812  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  5961  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6356  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6437  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  6950  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7300  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7525  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  7936  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8007  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8182  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8532  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -1104,7 +1104,7 @@ def gitlab_with_token(
 # =============================================================================================
 
 
-def plain_route(api_url: str) -> tuple[bool, ssl.SSLContext | None]:
+def plain_route(api_url: str, *, trust_env: bool = True) -> tuple[bool, ssl.SSLContext | None]:
     """Whether requests would call ``api_url`` with nothing but a connection (no proxy, no
     .netrc signing), and the TLS context it would verify with (None for loopback http): where
     OneAttempt stands in for it exactly. Read from the environment as requests reads it: a
@@ -1112,18 +1112,21 @@ def plain_route(api_url: str) -> tuple[bool, ssl.SSLContext | None]:
     to requests), .netrc is $NETRC or ~/.netrc or ~/_netrc, the CA bundle is
     $REQUESTS_CA_BUNDLE, then $CURL_CA_BUNDLE, then certifi's. A URL with a user or password
     in it (requests signs with them) or with anything but ASCII in it (requests encodes its
-    host and path its own way) is left to requests too, as is a bundle that does not load."""
-    import urllib.request
+    host and path its own way) is left to requests too, as is a bundle that does not load.
+    ``trust_env=False``: as a requests session that does not read the environment (no proxy,
+    no .netrc, certifi's bundle), which ``GET /job`` uses."""
+    if trust_env:
+        import urllib.request
 
-    if any(scheme != "no" for scheme in urllib.request.getproxies()):
-        return False, None
-    netrc = os.environ.get("NETRC")
-    for name in [netrc] if netrc else ["~/.netrc", "~/_netrc"]:
-        try:
-            if os.path.exists(os.path.expanduser(name)):
-                return False, None
-        except KeyError:  # no home directory to expand, as requests allows
-            continue
+        if any(scheme != "no" for scheme in urllib.request.getproxies()):
+            return False, None
+        netrc = os.environ.get("NETRC")
+        for name in [netrc] if netrc else ["~/.netrc", "~/_netrc"]:
+            try:
+                if os.path.exists(os.path.expanduser(name)):
+                    return False, None
+            except KeyError:  # no home directory to expand, as requests allows
+                continue
     parts = urlsplit(api_url)
     if parts.username is not None or parts.password is not None or not api_url.isascii():
         return False, None  # requests adds Basic auth, or encodes IDNA 2008 / the path itself
@@ -1131,7 +1134,9 @@ def plain_route(api_url: str) -> tuple[bool, ssl.SSLContext | None]:
         return True, None
     import ssl
 
-    bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    bundle = trust_env and (
+        os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    )
     if not bundle:
         import certifi
 
@@ -1176,19 +1181,23 @@ def _as_requests_reads(response: http.client.HTTPResponse) -> bool:
 
 
 class OneAttempt:
-    """Reads for a run that makes one attempt a call and never retries (the merge hook), through
-    the standard library's http.client: importing requests and urllib3 would cost such a run
-    more than the rest of its work.
+    """Reads whose first attempt goes through the standard library's http.client: importing
+    requests and urllib3 would cost a run that reads a few answers more than the rest of its
+    work. The merge hook makes one attempt a call (one_attempt_transport); a gate job has the
+    rest of its retry policy behind the first (first_attempt_transport).
 
-    It answers only what it can answer exactly as ``library()`` (requests, no retry) would: a
-    2xx JSON answer that is all of what was asked. Anything else (an error status, a redirect,
-    a dropped or refused connection, a list with a next page) is asked again of the library,
-    whose answer or error is the call's; so is every write. A timeout is not asked again: it
-    fails at once, naming the URL, rather than waiting as long a second time. A GraphQL query is a POST that
-    reads, answered here as a GET is (errors in a 200 answer are GitLab.graphql's to refuse).
-    A failure thus costs one more request, and never reads differently. Where plain_route says
-    requests would add to the call (a proxy, .netrc), every call is the library's. One
-    connection, kept open: not for threads."""
+    It answers only what it can answer exactly as ``library()`` (requests) would: a 2xx JSON
+    answer that is all of what was asked. Anything else (an error status, a redirect, a
+    dropped or refused connection, a list with a next page) is asked again of the library,
+    whose answer or error is the call's; so is every write. A timeout is asked again only with
+    ``ask_again_after_timeout`` and only while reading (requests retries a read timeout, never
+    a connect timeout); otherwise it fails at once, naming the URL, rather than waiting as long
+    a second time. A GraphQL query is a POST that reads, answered here as a GET is (errors in a
+    200 answer are GitLab.graphql's to refuse). A failure thus costs one more request, and
+    never reads differently. Where plain_route says requests would add to the call (a proxy,
+    .netrc), every call is the library's. ``header`` carries the token (``JOB-TOKEN`` for a
+    job's own); ``trust_env=False`` stands in for a session that does not read the environment.
+    One connection, kept open: not for threads."""
 
     name = "HTTPS"
 
@@ -1200,6 +1209,9 @@ class OneAttempt:
         *,
         timeout: tuple[float, float],
         url_source: str = "the GitLab URL",
+        header: str = "PRIVATE-TOKEN",
+        trust_env: bool = True,
+        ask_again_after_timeout: bool = False,
     ) -> None:
         self._build = library
         self._url_source = url_source  # named when GitLab does not answer in time
@@ -1207,7 +1219,8 @@ class OneAttempt:
         parts = urlsplit(api_url.rstrip("/"))
         self._parts, self._base = parts, parts.path
         self._graphql_url = graphql_url(parts.geturl())
-        self._headers = {"PRIVATE-TOKEN": token, "User-Agent": "pairgate"}
+        self._headers = {header: token, "User-Agent": "pairgate"}
+        self._trust_env, self._ask_again_after_timeout = trust_env, ask_again_after_timeout
         self._timeout = timeout
         self._route: tuple[bool, ssl.SSLContext | None] | None = None  # plain_route's, once
         self._connection: http.client.HTTPConnection | None = None
@@ -1252,7 +1265,7 @@ class OneAttempt:
         import http.client
 
         if self._route is None:
-            self._route = plain_route(self._parts.geturl())
+            self._route = plain_route(self._parts.geturl(), trust_env=self._trust_env)
         if not self._route[0]:
             return None
         method, headers, data = "GET", self._headers, None
@@ -1260,16 +1273,16 @@ class OneAttempt:
             method, headers = "POST", {**headers, "Content-Type": "application/json"}
             data = json.dumps(body, allow_nan=False).encode("utf-8")  # as requests sends json=
         connect, read = self._timeout
-        limit = connect if self._connection is None else read
         if self._connection is not None and not _quiet(self._connection):
             # Bytes nobody has asked for yet would be read as this call's answer: urllib3
             # drops such a connection too.
             self._close()
-            limit = connect
+        connecting, limit = self._connection is None, read
         try:
             if self._connection is None:
+                limit = connect
                 self._connection = self._connect()
-                limit = read
+                connecting, limit = False, read
             self._connection.request(method, target, body=data, headers=headers)
             response = self._connection.getresponse()
             if not _as_requests_reads(response):  # before reading: its framing may be another's
@@ -1277,8 +1290,11 @@ class OneAttempt:
                 return None
             raw = response.read()
         except TimeoutError:
-            # Not asked again: requests would wait as long once more, past the hook's own bound.
+            # Asked again only where requests would retry it; the merge hook's would wait as
+            # long once more, past its own bound.
             self._close()
+            if self._ask_again_after_timeout and not connecting:
+                return None
             what = urlsplit(target).path.removeprefix(self._base)
             late = (
                 f"GitLab at {self._parts.geturl()} did not answer within {limit:g} s (the URL is "
@@ -1314,6 +1330,12 @@ class OneAttempt:
             return self.library().get(path, params)
         return answer[0]
 
+    def answered(self, path: str, params: Mapping[str, Any]) -> tuple[Any] | None:
+        """(the decoded answer,) to one GET of ``path``, when this transport gives it exactly
+        as requests would; None when requests must ask (``get`` without the library)."""
+        answer = self._answer(self._target(path, params))
+        return None if answer is None else (answer[0],)
+
     def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         answer = self._answer(self._target(path, {**params, "per_page": PER_PAGE}))
         if answer is None or answer[1] or not isinstance(answer[0], list):
@@ -1347,6 +1369,26 @@ def one_attempt_transport(
 
     source = names.get("url_source", "the GitLab URL")
     return OneAttempt(library, api_url, token, timeout=timeout, url_source=source)
+
+
+def first_attempt_transport(
+    api_url: str, token: str, *, retry: Retry | None, timeout: Any, **names: str
+) -> OneAttempt:
+    """The transport gitlab_from_env builds for a gate job's reads (``transport=`` this): each
+    call's first attempt is OneAttempt's, and what it does not answer (a read timeout
+    included) goes to requests with ``retry`` (read_retry's by default) less the attempt
+    already made, so a call that keeps failing makes as many attempts as requests alone would.
+    Single-threaded runs only (OneAttempt keeps one connection)."""
+
+    def library() -> _Https:
+        policy = retry if retry is not None else read_retry()
+        rest = policy.new(total=max(policy.total - 1, 0)) if type(policy.total) is int else policy
+        return _Https(api_url, token, retry=rest, timeout=timeout, **names)
+
+    source = names.get("url_source", "the GitLab URL")
+    return OneAttempt(
+        library, api_url, token, timeout=timeout, url_source=source, ask_again_after_timeout=True
+    )
 
 
 # end pairgate/standalone/gitlab_once.py
@@ -3757,12 +3799,32 @@ def instance_urls(env: Mapping[str, str], pinned: str) -> tuple[str, str]:
 
 
 def read_job(api_url: str, job_token: str) -> Mapping[str, Any]:
-    """``GET /job`` with the job token (retried as every read is)."""
+    """``GET /job`` with the job token (retried as every read is). Its first attempt goes
+    through http.client (gitlab_once.OneAttempt), as the gate's other reads do, and requests
+    asks again for whatever that does not answer exactly as it would."""
+    if not job_token.strip():
+        raise NotProven("CI_JOB_TOKEN is empty: only a running job's own token proves its job")
+    first = OneAttempt(
+        _no_library, api_url, job_token.strip(), timeout=TIMEOUT, header="JOB-TOKEN",
+        trust_env=False, ask_again_after_timeout=True,
+    )  # fmt: skip
+    try:
+        answered = first.answered("job", {})
+    except GitLabError:  # the connection timed out: requests would not ask again either
+        raise NotProven(f"GET {api_url}/job: no answer (ConnectTimeout)") from None
+    if answered is not None and isinstance(answered[0], dict):
+        return answered[0]
+    return _read_job_again(api_url, job_token)
+
+
+def _no_library() -> Any:
+    raise AssertionError("read_job asks requests itself")
+
+
+def _read_job_again(api_url: str, job_token: str) -> Mapping[str, Any]:
     import requests
     from requests.adapters import HTTPAdapter
 
-    if not job_token.strip():
-        raise NotProven("CI_JOB_TOKEN is empty: only a running job's own token proves its job")
     session = requests.Session()
     session.trust_env = False  # no proxy, CA bundle or netrc from the environment
     session.mount("http://", HTTPAdapter(max_retries=read_retry()))
@@ -3992,6 +4054,7 @@ def validator_main(
                 config.env_name("GITLAB_URL"): proven.server_url,
                 config.env_name("TASK_API_TOKEN"): read_token,
             },
+            transport=first_attempt_transport,
         )
         families = load_automation_families(roster_path(config, args.automation_families))
         verdict = gate_merge(
@@ -8496,7 +8559,10 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
             parser.add_argument("--verbose", action="store_true")
             args = parser.parse_args(argv[1:])
             config = load_config(ctx.env)
-            client = gitlab_from_env(config, ctx.env)
+            if argv[0] == "merge-check":  # one thread reads: first attempts through http.client
+                client = gitlab_from_env(config, ctx.env, transport=first_attempt_transport)
+            else:  # the audit reads from several threads
+                client = gitlab_from_env(config, ctx.env)
             if args.verbose:
                 print(client.describe(), file=ctx.stderr)
             if argv[0] == "merge-check":

@@ -189,7 +189,9 @@ def test_a_host_that_cannot_answer_get_job_is_sent_no_read_token(
     code, _, err = validate(env)
     assert code == 2
     assert f"GET {url}/api/v4/job answered HTTP 404: the job token proves no running job" in err
-    assert [r["private"] for r in handler.seen] == [None]
+    # GET /job twice, never with the read token: http.client's first attempt, then requests',
+    # which OneAttempt leaves a 404 to; and nothing after it.
+    assert [(r["path"], r["private"]) for r in handler.seen] == [("/api/v4/job", None)] * 2
 
 
 def test_the_configured_gitlab_url_variable_is_not_read_by_the_job(

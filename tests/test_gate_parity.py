@@ -36,9 +36,11 @@ def flat(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
-def flat_runs(
+def flat_commands(
     flat: Path, sandbox: RunningSandbox, project: str, iid: int
-) -> dict[str, subprocess.Popen[str]]:
+) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """Each flat door's command line and environment, as a gate job (the validators) or an
+    operator (``ownership.py merge-check``) runs it for ``project!iid``."""
     read_token = sandbox.info["users"]["agents"]["read_token"]
     ci = clean_env(
         CI="true",
@@ -50,33 +52,26 @@ def flat_runs(
     # Compiled once for the module's cases, outside the flat directory (-B would compile the
     # 3,900-line reader in every program of every case).
     python = [sys.executable, "-X", f"pycache_prefix={flat.parent / 'pycache'}"]
-    runs = {
-        name: [*python, f"{name}.py", "--read-token-variable", "GATE_READ_TOKEN"]
+    commands = {
+        name: ([*python, f"{name}.py", "--read-token-variable", "GATE_READ_TOKEN"], ci)
         for name in VALIDATORS
     }
-    runs["ownership.py"] = [
-        *python,
-        "ownership.py",
-        "merge-check",
-        "--mr",
-        str(iid),
-        "--mr-project",
-        project,
-        "--json",
-    ]
     standalone = clean_env(
         PAIRGATE_TEST_GITLAB_URL=sandbox.url, PAIRGATE_TEST_TASK_API_TOKEN=read_token
     )
+    merge_check = ["ownership.py", "merge-check", "--mr", str(iid), "--mr-project", project]
+    commands["ownership.py"] = ([*python, *merge_check, "--json"], standalone)
+    return commands
+
+
+def flat_runs(
+    flat: Path, sandbox: RunningSandbox, project: str, iid: int
+) -> dict[str, subprocess.Popen[str]]:
     return {
         name: subprocess.Popen(
-            argv,
-            cwd=flat,
-            env=standalone if name == "ownership.py" else ci,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+            argv, cwd=flat, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        for name, argv in runs.items()
+        for name, (argv, env) in flat_commands(flat, sandbox, project, iid).items()
     }
 
 
@@ -117,3 +112,42 @@ def test_every_door_gives_the_same_verdict(
             assert out.rstrip().endswith("Background: docs/agent-handoff.md.")
         if code == 2:
             assert "could not decide; this job fails closed" in err
+
+
+# Runs a flat program as python3 does, then prints its exit code and the modules it imported.
+IMPORTS_DRIVER = """import json, runpy, sys
+sys.argv = sys.argv[1:]
+sys.path.insert(0, ".")
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+    code = 0
+except SystemExit as exit:
+    code = exit.code
+print(code)
+print(json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
+"""
+
+
+def test_the_flat_doors_decide_an_allowed_merge_without_requests(
+    sandbox: RunningSandbox, flat: Path
+) -> None:
+    """Importing requests and urllib3 cost each gate job a third of its time: the validators
+    and ``ownership.py merge-check`` make each read's first attempt through http.client
+    (gitlab_once.first_attempt_transport; GET /job too), and leave to requests only what that
+    does not answer as requests would."""
+    case = next(c for c in CASES if c.name == "approved-at-head")
+    project, iid = case.build(World(sandbox))
+    for name, (argv, env) in flat_commands(flat, sandbox, project, iid).items():
+        python, script = argv[:3], argv[3:]
+        done = subprocess.run(
+            [*python, "-c", IMPORTS_DRIVER, *script],
+            cwd=flat,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        code, imported = done.stdout.splitlines()[-2:]
+        assert code == "0", (name, done.stdout, done.stderr)
+        assert {"requests", "urllib3"} & set(json.loads(imported)) == set(), name

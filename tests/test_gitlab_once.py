@@ -27,7 +27,11 @@ from test_gitlab_environment import (  # noqa: F401
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.gitlab import GitLab, GitLabError, gitlab_from_env, read_retry
-from pairgate.standalone.gitlab_once import one_attempt_transport, plain_route
+from pairgate.standalone.gitlab_once import (
+    first_attempt_transport,
+    one_attempt_transport,
+    plain_route,
+)
 from pairgate.standalone.hook import HOOK_TIMEOUT
 
 PROJECT = "projects/acme%2Fapp"
@@ -428,3 +432,87 @@ def test_a_bundle_that_does_not_load_is_left_to_requests(
     (tmp_path / "empty.pem").write_text("")
     plain.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / bundle))
     assert plain_route("https://gitlab.example.com/api/v4") == (False, None)
+
+
+# -- a gate job's reads: the first attempt through http.client, the retry policy's rest behind --
+
+NO_WAIT = read_retry(attempts=2, backoff_factor=0)
+
+
+def first_then_library(
+    sandbox: Any, config: Config, retry: Any = NO_WAIT, **env: str
+) -> tuple[GitLab, GitLab]:
+    """A gate job's client and requests alone, with the same retry policy."""
+    variables = agent_env(sandbox, **env)
+    return (
+        gitlab_from_env(config, variables, retry=retry, transport=first_attempt_transport),
+        gitlab_from_env(config, variables, retry=retry),
+    )
+
+
+def test_a_gate_job_reads_through_http_client_as_requests_would(
+    sandbox: Any, config: Config, plain: pytest.MonkeyPatch
+) -> None:
+    sandbox.note(1, "a note")
+    first, alone = first_then_library(sandbox, config)
+    sandbox.clear_requests()
+    answers = [first.get(PROJECT), first.get_all(NOTES, sort="asc", order_by="created_at")]
+    assert asked(sandbox) == [f"GET /api/v4/{PROJECT}", f"GET /api/v4/{NOTES}"]
+    assert answers == [alone.get(PROJECT), alone.get_all(NOTES, sort="asc", order_by="created_at")]
+    assert first._reader._library is None  # requests never asked, nor built
+
+
+@pytest.mark.parametrize(
+    "fault", [{"status": 500}, {"status": 429, "retry_after": 0}, {"drop": True}]
+)
+def test_a_read_that_keeps_failing_makes_as_many_attempts_as_requests_alone(
+    sandbox: Any, config: Config, plain: pytest.MonkeyPatch, fault: dict[str, Any]
+) -> None:
+    sandbox.fault(method="GET", path="/issues/1$", count=20, **fault)
+    first, alone = first_then_library(sandbox, config)
+    errors = []
+    for client in (alone, first):
+        with pytest.raises(GitLabError) as failed:
+            client.get("projects/acme%2Ftracker/issues/1")
+        errors.append((type(failed.value), failed.value.message, failed.value.status))
+        # The policy's three attempts (one and two retries), whoever makes them.
+        assert asked(sandbox) == ["GET /api/v4/projects/acme%2Ftracker/issues/1"] * 3
+    assert errors[0] == errors[1]
+
+
+def test_a_failed_first_attempt_is_retried_by_requests(
+    sandbox: Any, config: Config, plain: pytest.MonkeyPatch
+) -> None:
+    sandbox.fault(method="GET", path="/issues/1$", status=503, count=2, retry_after=0)
+    first, _ = first_then_library(sandbox, config)
+    assert first.get("projects/acme%2Ftracker/issues/1")["iid"] == 1
+    assert len(asked(sandbox)) == 3  # http.client's, then requests' and its one retry
+
+
+def test_a_read_that_times_out_is_asked_again_as_requests_asks_again(
+    config: Config, plain: pytest.MonkeyPatch
+) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # takes connections (the kernel does), never answers
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    env = gitlab_env(config, url)
+    retry = read_retry(attempts=1, backoff_factor=0)
+    found = []
+    for transport in (first_attempt_transport, None):
+        client = gitlab_from_env(
+            config,
+            env,
+            retry=retry,
+            timeout=(0.3, 0.3),
+            **({"transport": transport} if transport else {}),
+        )
+        started = time.monotonic()
+        with pytest.raises(GitLabError) as failed:
+            client.get("projects/1")
+        found.append((failed.value.message, round(time.monotonic() - started, 1)))
+    listener.close()
+    (first_message, first_time), (alone_message, alone_time) = found
+    assert first_message == alone_message
+    assert "did not answer within 0.3 s" in first_message
+    assert 0.55 < alone_time < 0.9 and 0.55 < first_time < 0.9  # two read timeouts each

@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from pairgate.standalone.errors import PairgateError, value_type
-from pairgate.standalone.gitlab import TIMEOUT, _checked_url, read_retry
+from pairgate.standalone.gitlab import TIMEOUT, GitLabError, _checked_url, read_retry
+from pairgate.standalone.gitlab_once import OneAttempt
 
 MR_REF = re.compile(r"refs/merge-requests/([1-9][0-9]*)/(head|merge|train)")
 
@@ -75,12 +76,32 @@ def instance_urls(env: Mapping[str, str], pinned: str) -> tuple[str, str]:
 
 
 def read_job(api_url: str, job_token: str) -> Mapping[str, Any]:
-    """``GET /job`` with the job token (retried as every read is)."""
+    """``GET /job`` with the job token (retried as every read is). Its first attempt goes
+    through http.client (gitlab_once.OneAttempt), as the gate's other reads do, and requests
+    asks again for whatever that does not answer exactly as it would."""
+    if not job_token.strip():
+        raise NotProven("CI_JOB_TOKEN is empty: only a running job's own token proves its job")
+    first = OneAttempt(
+        _no_library, api_url, job_token.strip(), timeout=TIMEOUT, header="JOB-TOKEN",
+        trust_env=False, ask_again_after_timeout=True,
+    )  # fmt: skip
+    try:
+        answered = first.answered("job", {})
+    except GitLabError:  # the connection timed out: requests would not ask again either
+        raise NotProven(f"GET {api_url}/job: no answer (ConnectTimeout)") from None
+    if answered is not None and isinstance(answered[0], dict):
+        return answered[0]
+    return _read_job_again(api_url, job_token)
+
+
+def _no_library() -> Any:
+    raise AssertionError("read_job asks requests itself")
+
+
+def _read_job_again(api_url: str, job_token: str) -> Mapping[str, Any]:
     import requests
     from requests.adapters import HTTPAdapter
 
-    if not job_token.strip():
-        raise NotProven("CI_JOB_TOKEN is empty: only a running job's own token proves its job")
     session = requests.Session()
     session.trust_env = False  # no proxy, CA bundle or netrc from the environment
     session.mount("http://", HTTPAdapter(max_retries=read_retry()))

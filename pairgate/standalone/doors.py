@@ -13,6 +13,7 @@ from pairgate.standalone.config import CONFIG_ENV, Config, load_config
 from pairgate.standalone.errors import ConfigError, Context, Exit, PairgateError, UsageError, report
 from pairgate.standalone.gate import gate_merge
 from pairgate.standalone.gitlab import GitLab, gitlab_from_env
+from pairgate.standalone.gitlab_once import first_attempt_transport
 from pairgate.standalone.scope import ROSTER_FILENAME, load_automation_families, roster_path
 from pairgate.standalone.verdict import Check, GateVerdict
 
@@ -135,6 +136,7 @@ def validator_main(
                 config.env_name("GITLAB_URL"): proven.server_url,
                 config.env_name("TASK_API_TOKEN"): read_token,
             },
+            transport=first_attempt_transport,
         )
         families = load_automation_families(roster_path(config, args.automation_families))
         verdict = gate_merge(

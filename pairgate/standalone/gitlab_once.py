@@ -1,4 +1,5 @@
-"""The merge hook's reads: one attempt a call through http.client, with requests behind it."""
+"""Reads that make their first attempt through http.client, with requests behind it: the merge
+hook's (one attempt a call) and the gate jobs' (the rest of the retry policy behind it)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,10 @@ if TYPE_CHECKING:
     import http.client
     import ssl
 
+    from urllib3.util.retry import Retry
 
-def plain_route(api_url: str) -> tuple[bool, ssl.SSLContext | None]:
+
+def plain_route(api_url: str, *, trust_env: bool = True) -> tuple[bool, ssl.SSLContext | None]:
     """Whether requests would call ``api_url`` with nothing but a connection (no proxy, no
     .netrc signing), and the TLS context it would verify with (None for loopback http): where
     OneAttempt stands in for it exactly. Read from the environment as requests reads it: a
@@ -23,18 +26,21 @@ def plain_route(api_url: str) -> tuple[bool, ssl.SSLContext | None]:
     to requests), .netrc is $NETRC or ~/.netrc or ~/_netrc, the CA bundle is
     $REQUESTS_CA_BUNDLE, then $CURL_CA_BUNDLE, then certifi's. A URL with a user or password
     in it (requests signs with them) or with anything but ASCII in it (requests encodes its
-    host and path its own way) is left to requests too, as is a bundle that does not load."""
-    import urllib.request
+    host and path its own way) is left to requests too, as is a bundle that does not load.
+    ``trust_env=False``: as a requests session that does not read the environment (no proxy,
+    no .netrc, certifi's bundle), which ``GET /job`` uses."""
+    if trust_env:
+        import urllib.request
 
-    if any(scheme != "no" for scheme in urllib.request.getproxies()):
-        return False, None
-    netrc = os.environ.get("NETRC")
-    for name in [netrc] if netrc else ["~/.netrc", "~/_netrc"]:
-        try:
-            if os.path.exists(os.path.expanduser(name)):
-                return False, None
-        except KeyError:  # no home directory to expand, as requests allows
-            continue
+        if any(scheme != "no" for scheme in urllib.request.getproxies()):
+            return False, None
+        netrc = os.environ.get("NETRC")
+        for name in [netrc] if netrc else ["~/.netrc", "~/_netrc"]:
+            try:
+                if os.path.exists(os.path.expanduser(name)):
+                    return False, None
+            except KeyError:  # no home directory to expand, as requests allows
+                continue
     parts = urlsplit(api_url)
     if parts.username is not None or parts.password is not None or not api_url.isascii():
         return False, None  # requests adds Basic auth, or encodes IDNA 2008 / the path itself
@@ -42,7 +48,9 @@ def plain_route(api_url: str) -> tuple[bool, ssl.SSLContext | None]:
         return True, None
     import ssl
 
-    bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    bundle = trust_env and (
+        os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    )
     if not bundle:
         import certifi
 
@@ -87,19 +95,23 @@ def _as_requests_reads(response: http.client.HTTPResponse) -> bool:
 
 
 class OneAttempt:
-    """Reads for a run that makes one attempt a call and never retries (the merge hook), through
-    the standard library's http.client: importing requests and urllib3 would cost such a run
-    more than the rest of its work.
+    """Reads whose first attempt goes through the standard library's http.client: importing
+    requests and urllib3 would cost a run that reads a few answers more than the rest of its
+    work. The merge hook makes one attempt a call (one_attempt_transport); a gate job has the
+    rest of its retry policy behind the first (first_attempt_transport).
 
-    It answers only what it can answer exactly as ``library()`` (requests, no retry) would: a
-    2xx JSON answer that is all of what was asked. Anything else (an error status, a redirect,
-    a dropped or refused connection, a list with a next page) is asked again of the library,
-    whose answer or error is the call's; so is every write. A timeout is not asked again: it
-    fails at once, naming the URL, rather than waiting as long a second time. A GraphQL query is a POST that
-    reads, answered here as a GET is (errors in a 200 answer are GitLab.graphql's to refuse).
-    A failure thus costs one more request, and never reads differently. Where plain_route says
-    requests would add to the call (a proxy, .netrc), every call is the library's. One
-    connection, kept open: not for threads."""
+    It answers only what it can answer exactly as ``library()`` (requests) would: a 2xx JSON
+    answer that is all of what was asked. Anything else (an error status, a redirect, a
+    dropped or refused connection, a list with a next page) is asked again of the library,
+    whose answer or error is the call's; so is every write. A timeout is asked again only with
+    ``ask_again_after_timeout`` and only while reading (requests retries a read timeout, never
+    a connect timeout); otherwise it fails at once, naming the URL, rather than waiting as long
+    a second time. A GraphQL query is a POST that reads, answered here as a GET is (errors in a
+    200 answer are GitLab.graphql's to refuse). A failure thus costs one more request, and
+    never reads differently. Where plain_route says requests would add to the call (a proxy,
+    .netrc), every call is the library's. ``header`` carries the token (``JOB-TOKEN`` for a
+    job's own); ``trust_env=False`` stands in for a session that does not read the environment.
+    One connection, kept open: not for threads."""
 
     name = "HTTPS"
 
@@ -111,6 +123,9 @@ class OneAttempt:
         *,
         timeout: tuple[float, float],
         url_source: str = "the GitLab URL",
+        header: str = "PRIVATE-TOKEN",
+        trust_env: bool = True,
+        ask_again_after_timeout: bool = False,
     ) -> None:
         self._build = library
         self._url_source = url_source  # named when GitLab does not answer in time
@@ -118,7 +133,8 @@ class OneAttempt:
         parts = urlsplit(api_url.rstrip("/"))
         self._parts, self._base = parts, parts.path
         self._graphql_url = graphql_url(parts.geturl())
-        self._headers = {"PRIVATE-TOKEN": token, "User-Agent": "pairgate"}
+        self._headers = {header: token, "User-Agent": "pairgate"}
+        self._trust_env, self._ask_again_after_timeout = trust_env, ask_again_after_timeout
         self._timeout = timeout
         self._route: tuple[bool, ssl.SSLContext | None] | None = None  # plain_route's, once
         self._connection: http.client.HTTPConnection | None = None
@@ -163,7 +179,7 @@ class OneAttempt:
         import http.client
 
         if self._route is None:
-            self._route = plain_route(self._parts.geturl())
+            self._route = plain_route(self._parts.geturl(), trust_env=self._trust_env)
         if not self._route[0]:
             return None
         method, headers, data = "GET", self._headers, None
@@ -171,16 +187,16 @@ class OneAttempt:
             method, headers = "POST", {**headers, "Content-Type": "application/json"}
             data = json.dumps(body, allow_nan=False).encode("utf-8")  # as requests sends json=
         connect, read = self._timeout
-        limit = connect if self._connection is None else read
         if self._connection is not None and not _quiet(self._connection):
             # Bytes nobody has asked for yet would be read as this call's answer: urllib3
             # drops such a connection too.
             self._close()
-            limit = connect
+        connecting, limit = self._connection is None, read
         try:
             if self._connection is None:
+                limit = connect
                 self._connection = self._connect()
-                limit = read
+                connecting, limit = False, read
             self._connection.request(method, target, body=data, headers=headers)
             response = self._connection.getresponse()
             if not _as_requests_reads(response):  # before reading: its framing may be another's
@@ -188,8 +204,11 @@ class OneAttempt:
                 return None
             raw = response.read()
         except TimeoutError:
-            # Not asked again: requests would wait as long once more, past the hook's own bound.
+            # Asked again only where requests would retry it; the merge hook's would wait as
+            # long once more, past its own bound.
             self._close()
+            if self._ask_again_after_timeout and not connecting:
+                return None
             what = urlsplit(target).path.removeprefix(self._base)
             late = (
                 f"GitLab at {self._parts.geturl()} did not answer within {limit:g} s (the URL is "
@@ -225,6 +244,12 @@ class OneAttempt:
             return self.library().get(path, params)
         return answer[0]
 
+    def answered(self, path: str, params: Mapping[str, Any]) -> tuple[Any] | None:
+        """(the decoded answer,) to one GET of ``path``, when this transport gives it exactly
+        as requests would; None when requests must ask (``get`` without the library)."""
+        answer = self._answer(self._target(path, params))
+        return None if answer is None else (answer[0],)
+
     def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         answer = self._answer(self._target(path, {**params, "per_page": PER_PAGE}))
         if answer is None or answer[1] or not isinstance(answer[0], list):
@@ -258,3 +283,23 @@ def one_attempt_transport(
 
     source = names.get("url_source", "the GitLab URL")
     return OneAttempt(library, api_url, token, timeout=timeout, url_source=source)
+
+
+def first_attempt_transport(
+    api_url: str, token: str, *, retry: Retry | None, timeout: Any, **names: str
+) -> OneAttempt:
+    """The transport gitlab_from_env builds for a gate job's reads (``transport=`` this): each
+    call's first attempt is OneAttempt's, and what it does not answer (a read timeout
+    included) goes to requests with ``retry`` (read_retry's by default) less the attempt
+    already made, so a call that keeps failing makes as many attempts as requests alone would.
+    Single-threaded runs only (OneAttempt keeps one connection)."""
+
+    def library() -> _Https:
+        policy = retry if retry is not None else read_retry()
+        rest = policy.new(total=max(policy.total - 1, 0)) if type(policy.total) is int else policy
+        return _Https(api_url, token, retry=rest, timeout=timeout, **names)
+
+    source = names.get("url_source", "the GitLab URL")
+    return OneAttempt(
+        library, api_url, token, timeout=timeout, url_source=source, ask_again_after_timeout=True
+    )
