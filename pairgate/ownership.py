@@ -8,38 +8,38 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    77  errors.py: Exit codes, the error family and the run context every door is given.
-  line   172  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   330  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   552  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1103  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  1398  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1931  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2200  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2586  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2698  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2774  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3024  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3265  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3601  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3749  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  3937  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4171  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4563  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4707  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4927  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5356  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5812  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  5961  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6356  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6437  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  6950  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7300  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7525  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  7936  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8007  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8182  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8532  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    78  errors.py: Exit codes, the error family and the run context every door is given.
+  line   173  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   331  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   553  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1104  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  1500  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  2033  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2302  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2688  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2800  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2876  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3126  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3367  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3703  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3851  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  4043  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4277  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4669  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4813  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5033  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5462  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5918  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6067  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6462  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6543  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  7056  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7406  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7631  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8042  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8113  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8288  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8638  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     import argparse
     import http.client
     import requests
+    import socket
     import ssl
     from urllib3.util.retry import Retry
 
@@ -1175,29 +1176,75 @@ def _as_requests_reads(response: http.client.HTTPResponse) -> bool:
     coding = headers.get("Transfer-Encoding")
     if coding is not None and coding.strip().lower() != "chunked":
         return False
+    if len(headers.get_all("Content-Type") or []) != 1:  # requests reads two as one, joined
+        return False
     media = headers.get_content_type()
     charset = headers.get_content_charset()
     return media == "application/json" and charset in (None, "utf-8")
 
 
+# A header value requests sends (requests.utils._validate_header_part): http.client takes more
+# (a folded line, a leading space), and raises on less with the value in its message.
+_SENDABLE = re.compile(r"\S[^\r\n]*|")
+
+
+def _sendable(token: str) -> bool:
+    try:
+        token.encode("latin-1")  # as http.client encodes a header
+    except UnicodeEncodeError:
+        return False
+    return _SENDABLE.fullmatch(token) is not None
+
+
+def wait_as_requests_would(refused: tuple[int, str | None] | None, policy: Retry) -> None:
+    """Before requests asks again what a first attempt was refused ((status, Retry-After)):
+    wait what ``policy`` would have waited before its first retry. That is the Retry-After
+    where it honours one (urllib3's first retry has no backoff), so a GitLab that asked for
+    time is not asked again sooner."""
+    if refused is None:
+        return
+    status, after = refused
+    if after is None:
+        return
+    if not policy.respect_retry_after_header or status not in policy.RETRY_AFTER_STATUS_CODES:
+        return
+    if not policy.is_retry("GET", status, has_retry_after=True):
+        return
+    try:
+        seconds = policy.get_retry_after(_RetryAfter(after))  # type: ignore[arg-type]
+    except Exception:  # a Retry-After urllib3 cannot read: requests will say so, or not wait
+        return
+    if seconds:
+        time.sleep(seconds)
+
+
+class _RetryAfter:
+    """What Retry.get_retry_after reads of a response: its Retry-After header."""
+
+    def __init__(self, value: str) -> None:
+        self.headers = {"Retry-After": value}
+
+
 class OneAttempt:
     """Reads whose first attempt goes through the standard library's http.client: importing
     requests and urllib3 would cost a run that reads a few answers more than the rest of its
-    work. The merge hook makes one attempt a call (one_attempt_transport); a gate job has the
-    rest of its retry policy behind the first (first_attempt_transport).
+    work. The merge hook makes one attempt a call (one_attempt_transport); a gate job has
+    requests' retry policy behind the first (first_attempt_transport).
 
     It answers only what it can answer exactly as ``library()`` (requests) would: a 2xx JSON
     answer that is all of what was asked. Anything else (an error status, a redirect, a
     dropped or refused connection, a list with a next page) is asked again of the library,
     whose answer or error is the call's; so is every write. A timeout is asked again only with
-    ``ask_again_after_timeout`` and only while reading (requests retries a read timeout, never
-    a connect timeout); otherwise it fails at once, naming the URL, rather than waiting as long
-    a second time. A GraphQL query is a POST that reads, answered here as a GET is (errors in a
-    200 answer are GitLab.graphql's to refuse). A failure thus costs one more request, and
-    never reads differently. Where plain_route says requests would add to the call (a proxy,
-    .netrc), every call is the library's. ``header`` carries the token (``JOB-TOKEN`` for a
-    job's own); ``trust_env=False`` stands in for a session that does not read the environment.
-    One connection, kept open: not for threads."""
+    ``ask_again_after_timeout``, and not while connecting (urllib3 retries a read timeout, a
+    TLS handshake's included, never a connect timeout); otherwise it fails at once, naming the
+    URL, rather than waiting as long a second time. ``wait_before_library`` is given the
+    refused answer's (status, Retry-After) before the library asks again. A GraphQL query is a
+    POST that reads, answered here as a GET is (errors in a 200 answer are GitLab.graphql's to
+    refuse). A failure thus costs one more request, and never reads differently. Where
+    plain_route says requests would add to the call (a proxy, .netrc), or the token is not a
+    header value requests would send, every call is the library's. ``header`` carries the
+    token (``JOB-TOKEN`` for a job's own); ``trust_env=False`` stands in for a session that
+    does not read the environment. One connection, kept open: not for threads."""
 
     name = "HTTPS"
 
@@ -1212,6 +1259,7 @@ class OneAttempt:
         header: str = "PRIVATE-TOKEN",
         trust_env: bool = True,
         ask_again_after_timeout: bool = False,
+        wait_before_library: Callable[[tuple[int, str | None] | None], None] | None = None,
     ) -> None:
         self._build = library
         self._url_source = url_source  # named when GitLab does not answer in time
@@ -1221,6 +1269,9 @@ class OneAttempt:
         self._graphql_url = graphql_url(parts.geturl())
         self._headers = {header: token, "User-Agent": "pairgate"}
         self._trust_env, self._ask_again_after_timeout = trust_env, ask_again_after_timeout
+        self._sendable = _sendable(token)
+        self._wait = wait_before_library
+        self.refused: tuple[int, str | None] | None = None  # the last answer, when not 2xx
         self._timeout = timeout
         self._route: tuple[bool, ssl.SSLContext | None] | None = None  # plain_route's, once
         self._connection: http.client.HTTPConnection | None = None
@@ -1234,21 +1285,52 @@ class OneAttempt:
             self._library = self._build()
         return self._library
 
-    def _connect(self) -> http.client.HTTPConnection:
-        import http.client
+    def _asked_again(self) -> _Https:
+        """The library, for a call this transport did not answer: after the wait for what the
+        first attempt was told, when there was one."""
+        if self._wait is not None:
+            self._wait(self.refused)
+        return self.library()
 
-        connect, read = self._timeout
+    def stands_in(self) -> bool:
+        """Whether calls are tried here first (plain_route's answer, read once)."""
+        if self._route is None:
+            self._route = plain_route(self._parts.geturl(), trust_env=self._trust_env)
+        return self._route[0] and self._sendable
+
+    def _socket(self) -> socket.socket:
+        """A TCP connection to the host, within the connect timeout."""
+        import socket
+
         host, port = self._parts.hostname, self._parts.port
         assert host is not None
-        assert self._route is not None
-        connection = (
-            http.client.HTTPSConnection(host, port, timeout=connect, context=self._route[1])
-            if self._parts.scheme == "https"
-            else http.client.HTTPConnection(host, port, timeout=connect)
-        )
-        connection.connect()
-        assert connection.sock is not None
-        connection.sock.settimeout(read)  # (connect, read), as requests takes its timeout
+        port = port or (443 if self._parts.scheme == "https" else 80)
+        sock = socket.create_connection((host, port), timeout=self._timeout[0])
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as http.client's own
+        return sock
+
+    def _over(self, sock: socket.socket) -> http.client.HTTPConnection:
+        """An http.client connection over ``sock``, its TLS handshake made (within the connect
+        timeout, as urllib3 makes it); then the read timeout, as requests takes (connect,
+        read)."""
+        import http.client
+
+        host, port = self._parts.hostname, self._parts.port
+        assert host is not None and self._route is not None
+        connection: http.client.HTTPConnection
+        if self._parts.scheme == "https":
+            context = self._route[1]
+            assert context is not None
+            try:
+                sock = context.wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
+            connection = http.client.HTTPSConnection(host, port, context=context)
+        else:
+            connection = http.client.HTTPConnection(host, port)
+        sock.settimeout(self._timeout[1])
+        connection.sock = sock
         return connection
 
     def _close(self) -> None:
@@ -1258,15 +1340,15 @@ class OneAttempt:
 
     def _answer(
         self, target: str, body: Mapping[str, Any] | None = None
-    ) -> tuple[Any, bool] | None:
-        """(the decoded JSON, whether GitLab says more pages follow) of one GET of ``target``
+    ) -> tuple[Any, bool, int] | None:
+        """(the decoded JSON, whether GitLab says more pages follow, the status) of one GET of
+        ``target``
         (a path and query on this host), or one POST of ``body`` as JSON; None when the library
         must ask instead."""
         import http.client
 
-        if self._route is None:
-            self._route = plain_route(self._parts.geturl(), trust_env=self._trust_env)
-        if not self._route[0]:
+        self.refused = None
+        if not self.stands_in():
             return None
         method, headers, data = "GET", self._headers, None
         if body is not None:
@@ -1277,12 +1359,14 @@ class OneAttempt:
             # Bytes nobody has asked for yet would be read as this call's answer: urllib3
             # drops such a connection too.
             self._close()
-        connecting, limit = self._connection is None, read
+        connecting, limit = False, read
         try:
             if self._connection is None:
-                limit = connect
-                self._connection = self._connect()
-                connecting, limit = False, read
+                connecting, limit = True, connect
+                sock = self._socket()
+                connecting = False  # a handshake that times out is a read timeout to urllib3
+                self._connection = self._over(sock)
+                limit = read
             self._connection.request(method, target, body=data, headers=headers)
             response = self._connection.getresponse()
             if not _as_requests_reads(response):  # before reading: its framing may be another's
@@ -1301,12 +1385,15 @@ class OneAttempt:
                 f"from {self._url_source})"
             )
             raise _error(method, what, None, late, read=True) from None
-        except (OSError, http.client.HTTPException):
+        except (OSError, ValueError, http.client.HTTPException):
             self._close()
             return None
         if response.will_close:
             self._close()
-        if not 200 <= response.status < 300 or not raw:
+        if not 200 <= response.status < 300:
+            self.refused = (response.status, response.getheader("Retry-After"))
+            return None
+        if not raw:
             return None
         try:
             value = json.loads(raw.decode("utf-8"))  # requests: utf-8 for application/json
@@ -1318,7 +1405,7 @@ class OneAttempt:
             bool(response.getheader("X-Next-Page"))
             or "next" in (response.getheader("Link") or "").lower()
         )
-        return value, more
+        return value, more, response.status
 
     def _target(self, path: str, params: Mapping[str, Any]) -> str:
         query = _query(params)
@@ -1327,19 +1414,20 @@ class OneAttempt:
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
         answer = self._answer(self._target(path, params))
         if answer is None:
-            return self.library().get(path, params)
+            return self._asked_again().get(path, params)
         return answer[0]
 
-    def answered(self, path: str, params: Mapping[str, Any]) -> tuple[Any] | None:
-        """(the decoded answer,) to one GET of ``path``, when this transport gives it exactly
-        as requests would; None when requests must ask (``get`` without the library)."""
+    def answered(self, path: str, params: Mapping[str, Any]) -> tuple[Any, int] | None:
+        """(the decoded answer, its status) of one GET of ``path``, when this transport gives
+        it exactly as requests would; None when requests must ask (``get`` without the
+        library; ``refused`` then holds a non-2xx status and its Retry-After)."""
         answer = self._answer(self._target(path, params))
-        return None if answer is None else (answer[0],)
+        return None if answer is None else (answer[0], answer[2])
 
     def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         answer = self._answer(self._target(path, {**params, "per_page": PER_PAGE}))
         if answer is None or answer[1] or not isinstance(answer[0], list):
-            yield from self.library().pages(path, params)
+            yield from self._asked_again().pages(path, params)
             return
         yield answer[0]
 
@@ -1347,7 +1435,7 @@ class OneAttempt:
         body = {"query": query, "variables": dict(variables)}
         answer = self._answer(urlsplit(self._graphql_url).path, body)
         if answer is None:
-            return self.library().graphql(query, variables)
+            return self._asked_again().graphql(query, variables)
         return answer[0]
 
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
@@ -1376,18 +1464,32 @@ def first_attempt_transport(
 ) -> OneAttempt:
     """The transport gitlab_from_env builds for a gate job's reads (``transport=`` this): each
     call's first attempt is OneAttempt's, and what it does not answer (a read timeout
-    included) goes to requests with ``retry`` (read_retry's by default) less the attempt
-    already made, so a call that keeps failing makes as many attempts as requests alone would.
-    Single-threaded runs only (OneAttempt keeps one connection)."""
+    included) goes to requests with ``retry`` (read_retry's by default), after waiting any
+    Retry-After the first attempt was given as ``retry`` would. So a failing read costs one
+    request more than requests alone, never a retry less. Single-threaded runs only
+    (OneAttempt keeps one connection)."""
+    policy: list[Retry] = []  # built (urllib3 imported) only when requests is asked
+
+    def rules() -> Retry:
+        if not policy:
+            policy.append(retry if retry is not None else read_retry())
+        return policy[0]
 
     def library() -> _Https:
-        policy = retry if retry is not None else read_retry()
-        rest = policy.new(total=max(policy.total - 1, 0)) if type(policy.total) is int else policy
-        return _Https(api_url, token, retry=rest, timeout=timeout, **names)
+        return _Https(api_url, token, retry=rules(), timeout=timeout, **names)
+
+    def wait(refused: tuple[int, str | None] | None) -> None:
+        wait_as_requests_would(refused, rules())
 
     source = names.get("url_source", "the GitLab URL")
     return OneAttempt(
-        library, api_url, token, timeout=timeout, url_source=source, ask_again_after_timeout=True
+        library,
+        api_url,
+        token,
+        timeout=timeout,
+        url_source=source,
+        ask_again_after_timeout=True,
+        wait_before_library=wait,
     )
 
 
@@ -3798,10 +3900,12 @@ def instance_urls(env: Mapping[str, str], pinned: str) -> tuple[str, str]:
     return server, api
 
 
-def read_job(api_url: str, job_token: str) -> Mapping[str, Any]:
-    """``GET /job`` with the job token (retried as every read is). Its first attempt goes
-    through http.client (gitlab_once.OneAttempt), as the gate's other reads do, and requests
-    asks again for whatever that does not answer exactly as it would."""
+def read_job(api_url: str, job_token: str, *, retry: Retry | None = None) -> Mapping[str, Any]:
+    """``GET /job`` with the job token, retried as every read is (``retry``: read_retry's).
+    Its first attempt goes through http.client (gitlab_once.OneAttempt), as the gate's other
+    reads do; requests asks again whatever that does not answer exactly as it would, after any
+    Retry-After it was given. The session reads nothing from the environment, and so does the
+    first attempt."""
     if not job_token.strip():
         raise NotProven("CI_JOB_TOKEN is empty: only a running job's own token proves its job")
     first = OneAttempt(
@@ -3812,23 +3916,25 @@ def read_job(api_url: str, job_token: str) -> Mapping[str, Any]:
         answered = first.answered("job", {})
     except GitLabError:  # the connection timed out: requests would not ask again either
         raise NotProven(f"GET {api_url}/job: no answer (ConnectTimeout)") from None
-    if answered is not None and isinstance(answered[0], dict):
+    if answered is not None and answered[1] == 200 and isinstance(answered[0], dict):
         return answered[0]
-    return _read_job_again(api_url, job_token)
+    policy = retry if retry is not None else read_retry()
+    wait_as_requests_would(first.refused, policy)
+    return _read_job_again(api_url, job_token, policy)
 
 
 def _no_library() -> Any:
     raise AssertionError("read_job asks requests itself")
 
 
-def _read_job_again(api_url: str, job_token: str) -> Mapping[str, Any]:
+def _read_job_again(api_url: str, job_token: str, policy: Retry) -> Mapping[str, Any]:
     import requests
     from requests.adapters import HTTPAdapter
 
     session = requests.Session()
     session.trust_env = False  # no proxy, CA bundle or netrc from the environment
-    session.mount("http://", HTTPAdapter(max_retries=read_retry()))
-    session.mount("https://", HTTPAdapter(max_retries=read_retry()))
+    session.mount("http://", HTTPAdapter(max_retries=policy))
+    session.mount("https://", HTTPAdapter(max_retries=policy))
     try:
         response = session.get(
             f"{api_url}/job", headers={"JOB-TOKEN": job_token.strip()}, timeout=TIMEOUT

@@ -112,6 +112,13 @@ def test_what_the_reader_remembers_is_bounded(monkeypatch: pytest.MonkeyPatch) -
     assert count <= 5
     assert chars <= 4000 + 2 * max(len(n.body) for n in notes)
     compare(again, first)  # forgetting changes nothing but the time
+    # The characters alone bound it too, whichever kind of note holds them.
+    monkeypatch.setattr(records, "_READS_MAX", 65536)
+    monkeypatch.setattr(records, "_READS_MAX_CHARS", 3000)
+    records.forget_reads()
+    compare(fold(notes, config=config, issue=ISSUE), first)
+    count, chars = _held()
+    assert 0 < count < 20 and chars <= 3000 + 2 * max(len(n.body) for n in notes)
 
 
 def _held() -> tuple[int, int]:

@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
+from pairgate.standalone.ci_job import NotProven, read_job
 from pairgate.standalone.doors import validator_main
 from pairgate.standalone.errors import Context
+from pairgate.standalone.gitlab import read_retry
 from tests.conftest import FIXTURE_CONFIG
 from tests.gate_world import World, approved_at_head, ci_variables, never_approved
 
@@ -129,6 +131,7 @@ class _Fake(http.server.BaseHTTPRequestHandler):
 
     seen: list[dict[str, Any]]
     job: dict[str, Any] | None
+    status: int = 200  # what GET /job answers with, when it answers a job
 
     def do_GET(self) -> None:
         self.seen.append(
@@ -139,7 +142,7 @@ class _Fake(http.server.BaseHTTPRequestHandler):
             }
         )
         body = json.dumps(self.job).encode() if self.path == "/api/v4/job" and self.job else b""
-        self.send_response(200 if body else 404)
+        self.send_response(self.status if body else 404)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
         self.wfile.write(body)
@@ -150,7 +153,7 @@ class _Fake(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def fake() -> Iterator[tuple[str, type[_Fake]]]:
-    handler = type("Fake", (_Fake,), {"seen": [], "job": None})
+    handler = type("Fake", (_Fake,), {"seen": [], "job": None, "status": 200})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}", handler
@@ -283,3 +286,21 @@ def test_the_tokens_on_stdin_need_no_variable(sandbox: RunningSandbox, world: Wo
     assert (code, err) == (0, "")
     code, _, err = validate(env, "--tokens-on-stdin", stdin=f"{job_token}\n")
     assert code == 2 and "the read token (the second line on stdin) is empty" in err
+
+
+@pytest.mark.parametrize("status", [201, 203, 500])
+def test_get_job_takes_a_200_alone_and_asks_as_many_times_as_requests_would(
+    fake: tuple[str, type[_Fake]], status: int
+) -> None:
+    """Only a 200 answers GET /job (requests' path says so for any other status); a status
+    requests retries is asked the policy's attempts over, and once more: the first attempt."""
+    url, handler = fake
+    handler.job, handler.status = {"id": 1, "status": "running"}, status
+    with pytest.raises(NotProven, match=f"answered HTTP {status}: the job token proves no"):
+        read_job(f"{url}/api/v4", "a-job-token", retry=read_retry(attempts=2, backoff_factor=0))
+    attempts = 1 + (3 if status == 500 else 1)
+    assert [r["job"] for r in handler.seen] == ["a-job-token"] * attempts
+    handler.seen.clear()
+    handler.status = 200
+    assert read_job(f"{url}/api/v4", "a-job-token") == handler.job
+    assert len(handler.seen) == 1  # answered by its first attempt

@@ -434,13 +434,13 @@ def test_a_bundle_that_does_not_load_is_left_to_requests(
     assert plain_route("https://gitlab.example.com/api/v4") == (False, None)
 
 
-# -- a gate job's reads: the first attempt through http.client, the retry policy's rest behind --
+# -- a gate job's reads: the first attempt through http.client, requests' retries behind it ---
 
-NO_WAIT = read_retry(attempts=2, backoff_factor=0)
+BACKOFF = read_retry(attempts=2, backoff_factor=0.5)
 
 
 def first_then_library(
-    sandbox: Any, config: Config, retry: Any = NO_WAIT, **env: str
+    sandbox: Any, config: Config, retry: Any = BACKOFF, **env: str
 ) -> tuple[GitLab, GitLab]:
     """A gate job's client and requests alone, with the same retry policy."""
     variables = agent_env(sandbox, **env)
@@ -448,6 +448,14 @@ def first_then_library(
         gitlab_from_env(config, variables, retry=retry, transport=first_attempt_transport),
         gitlab_from_env(config, variables, retry=retry),
     )
+
+
+@pytest.fixture
+def slept(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Every wait urllib3 and OneAttempt make, recorded instead of slept."""
+    waits: list[float] = []
+    monkeypatch.setattr(time, "sleep", waits.append)
+    return waits
 
 
 def test_a_gate_job_reads_through_http_client_as_requests_would(
@@ -463,56 +471,144 @@ def test_a_gate_job_reads_through_http_client_as_requests_would(
 
 
 @pytest.mark.parametrize(
-    "fault", [{"status": 500}, {"status": 429, "retry_after": 0}, {"drop": True}]
+    "fault, first_wait",
+    [({"status": 500}, []), ({"status": 429, "retry_after": 3}, [3.0]), ({"drop": True}, [])],
 )
-def test_a_read_that_keeps_failing_makes_as_many_attempts_as_requests_alone(
-    sandbox: Any, config: Config, plain: pytest.MonkeyPatch, fault: dict[str, Any]
+def test_a_read_that_keeps_failing_costs_one_request_more_and_waits_as_requests_waits(
+    sandbox: Any,
+    config: Config,
+    plain: pytest.MonkeyPatch,
+    slept: list[float],
+    fault: Any,
+    first_wait: list[float],
 ) -> None:
     sandbox.fault(method="GET", path="/issues/1$", count=20, **fault)
     first, alone = first_then_library(sandbox, config)
-    errors = []
+    seen = []
     for client in (alone, first):
         with pytest.raises(GitLabError) as failed:
             client.get("projects/acme%2Ftracker/issues/1")
-        errors.append((type(failed.value), failed.value.message, failed.value.status))
-        # The policy's three attempts (one and two retries), whoever makes them.
-        assert asked(sandbox) == ["GET /api/v4/projects/acme%2Ftracker/issues/1"] * 3
-    assert errors[0] == errors[1]
+        seen.append((failed.value.message, failed.value.status, len(asked(sandbox)), [*slept]))
+        slept.clear()
+    (alone_message, alone_status, alone_asked, alone_waits), (message, status, count, waits) = seen
+    assert (message, status) == (alone_message, alone_status)
+    assert (alone_asked, count) == (3, 4)  # the policy's three attempts, and the first one's
+    # requests' waits between its attempts (the backoff, or the Retry-After each answer asks
+    # for), and before its first the wait the first attempt was told to make.
+    assert alone_waits == (first_wait * 2 or [1.0])
+    assert waits == first_wait + alone_waits
+
+
+def test_a_retry_after_given_to_the_first_attempt_is_waited_before_requests_asks(
+    sandbox: Any, config: Config, plain: pytest.MonkeyPatch, slept: list[float]
+) -> None:
+    sandbox.fault(method="GET", path="/issues/1$", status=429, retry_after=7, count=1)
+    first, alone = first_then_library(sandbox, config)
+    assert alone.get("projects/acme%2Ftracker/issues/1")["iid"] == 1
+    assert (len(asked(sandbox)), slept) == (2, [7.0])
+    slept.clear()
+    sandbox.fault(method="GET", path="/issues/1$", status=429, retry_after=7, count=1)
+    assert first.get("projects/acme%2Ftracker/issues/1")["iid"] == 1
+    assert (len(asked(sandbox)), slept) == (2, [7.0])  # http.client's, then requests' after 7 s
 
 
 def test_a_failed_first_attempt_is_retried_by_requests(
-    sandbox: Any, config: Config, plain: pytest.MonkeyPatch
+    sandbox: Any, config: Config, plain: pytest.MonkeyPatch, slept: list[float]
 ) -> None:
-    sandbox.fault(method="GET", path="/issues/1$", status=503, count=2, retry_after=0)
+    sandbox.fault(method="GET", path="/issues/1$", status=503, count=2)
     first, _ = first_then_library(sandbox, config)
     assert first.get("projects/acme%2Ftracker/issues/1")["iid"] == 1
-    assert len(asked(sandbox)) == 3  # http.client's, then requests' and its one retry
+    assert len(asked(sandbox)) == 3  # http.client's, then requests' and its first retry
 
 
-def test_a_read_that_times_out_is_asked_again_as_requests_asks_again(
-    config: Config, plain: pytest.MonkeyPatch
+@pytest.mark.parametrize("token", ["half\nhalf", "half\r\n folded"])
+def test_a_token_requests_would_not_send_is_never_sent_nor_shown(
+    sandbox: Any, config: Config, plain: pytest.MonkeyPatch, token: str
 ) -> None:
+    """requests refuses a header value with a line break before sending anything; http.client
+    sends a folded one, and raises on the rest with the value in its message."""
+    first, alone = first_then_library(sandbox, config, PAIRGATE_TEST_TASK_API_TOKEN=token)
+    sandbox.clear_requests()
+    got = outcome(lambda: first.get(PROJECT))
+    assert asked(sandbox) == []
+    assert got == outcome(lambda: alone.get(PROJECT)) and got[0] == "error"
+    assert "half" not in str(got)
+
+
+def test_a_connect_timeout_is_not_asked_again(config: Config, plain: pytest.MonkeyPatch) -> None:
+    """requests does not retry a connection that could not be made in time (connect=0)."""
+
+    def times_out(*args: Any, **kwargs: Any) -> socket.socket:
+        raise TimeoutError("timed out")
+
+    plain.setattr(socket, "create_connection", times_out)  # OneAttempt's connect, not urllib3's
+    client = gitlab_from_env(
+        config,
+        gitlab_env(config, "http://127.0.0.1:9"),
+        timeout=(0.3, 0.3),
+        transport=first_attempt_transport,
+    )
+    with pytest.raises(GitLabError, match=r"did not answer within 0\.3 s"):
+        client.get("projects/1")
+    assert client._reader._library is None
+
+
+@pytest.fixture
+def silent() -> Iterator[tuple[str, list[socket.socket]]]:
+    """A host that takes every connection and never says a word (nor a TLS handshake)."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
-    listener.listen(8)  # takes connections (the kernel does), never answers
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    env = gitlab_env(config, url)
+    listener.listen(16)
+    taken: list[socket.socket] = []
+
+    def take() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                taken.append(listener.accept()[0])
+
+    threading.Thread(target=take, daemon=True).start()
+    yield f"127.0.0.1:{listener.getsockname()[1]}", taken
+    listener.close()
+    for sock in taken:
+        sock.close()
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_read_timeout_is_asked_again_as_requests_asks_again(
+    config: Config, plain: pytest.MonkeyPatch, silent: tuple[str, list[Any]], scheme: str
+) -> None:
+    """A read timeout, and a TLS handshake that times out (a read timeout to urllib3), are
+    retried by requests: the first attempt's is asked again."""
+    host, taken = silent
+    env = gitlab_env(config, f"{scheme}://{host}")
     retry = read_retry(attempts=1, backoff_factor=0)
     found = []
-    for transport in (first_attempt_transport, None):
-        client = gitlab_from_env(
-            config,
-            env,
-            retry=retry,
-            timeout=(0.3, 0.3),
-            **({"transport": transport} if transport else {}),
-        )
-        started = time.monotonic()
+    for transport in ({"transport": first_attempt_transport}, {}):
+        client = gitlab_from_env(config, env, retry=retry, timeout=(0.3, 0.3), **transport)
         with pytest.raises(GitLabError) as failed:
             client.get("projects/1")
-        found.append((failed.value.message, round(time.monotonic() - started, 1)))
-    listener.close()
-    (first_message, first_time), (alone_message, alone_time) = found
+        found.append((failed.value.message, len(taken)))
+        taken.clear()
+    (first_message, first_connections), (alone_message, alone_connections) = found
     assert first_message == alone_message
-    assert "did not answer within 0.3 s" in first_message
-    assert 0.55 < alone_time < 0.9 and 0.55 < first_time < 0.9  # two read timeouts each
+    assert "did not answer within" in first_message
+    assert (first_connections, alone_connections) == (3, 2)  # one more: the first attempt's
+
+
+def test_get_job_reads_nothing_from_the_environment(
+    plain: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """GET /job's session does not trust the environment (a merge request's CI file can set
+    variables), so neither does its first attempt: no proxy, no .netrc, certifi's bundle."""
+    bundle = tmp_path / "one-ca.pem"
+    bundle.write_text(
+        Path(certifi.where()).read_text().split("-----END CERTIFICATE-----")[0]
+        + "-----END CERTIFICATE-----\n"
+    )
+    plain.setenv("https_proxy", "http://127.0.0.1:9")
+    plain.setenv("REQUESTS_CA_BUNDLE", str(bundle))
+    (tmp_path / "netrc").write_text("machine gitlab.example.com login a password b\n")
+    plain.setenv("NETRC", str(tmp_path / "netrc"))
+    assert plain_route("https://gitlab.example.com/api/v4") == (False, None)
+    ok, context = plain_route("https://gitlab.example.com/api/v4", trust_env=False)
+    assert ok and context is not None and context.cert_store_stats()["x509_ca"] > 100

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pairgate.standalone.errors import PairgateError, value_type
 from pairgate.standalone.gitlab import TIMEOUT, GitLabError, _checked_url, read_retry
-from pairgate.standalone.gitlab_once import OneAttempt
+from pairgate.standalone.gitlab_once import OneAttempt, wait_as_requests_would
+
+if TYPE_CHECKING:
+    from urllib3.util.retry import Retry
 
 MR_REF = re.compile(r"refs/merge-requests/([1-9][0-9]*)/(head|merge|train)")
 
@@ -75,10 +78,12 @@ def instance_urls(env: Mapping[str, str], pinned: str) -> tuple[str, str]:
     return server, api
 
 
-def read_job(api_url: str, job_token: str) -> Mapping[str, Any]:
-    """``GET /job`` with the job token (retried as every read is). Its first attempt goes
-    through http.client (gitlab_once.OneAttempt), as the gate's other reads do, and requests
-    asks again for whatever that does not answer exactly as it would."""
+def read_job(api_url: str, job_token: str, *, retry: Retry | None = None) -> Mapping[str, Any]:
+    """``GET /job`` with the job token, retried as every read is (``retry``: read_retry's).
+    Its first attempt goes through http.client (gitlab_once.OneAttempt), as the gate's other
+    reads do; requests asks again whatever that does not answer exactly as it would, after any
+    Retry-After it was given. The session reads nothing from the environment, and so does the
+    first attempt."""
     if not job_token.strip():
         raise NotProven("CI_JOB_TOKEN is empty: only a running job's own token proves its job")
     first = OneAttempt(
@@ -89,23 +94,25 @@ def read_job(api_url: str, job_token: str) -> Mapping[str, Any]:
         answered = first.answered("job", {})
     except GitLabError:  # the connection timed out: requests would not ask again either
         raise NotProven(f"GET {api_url}/job: no answer (ConnectTimeout)") from None
-    if answered is not None and isinstance(answered[0], dict):
+    if answered is not None and answered[1] == 200 and isinstance(answered[0], dict):
         return answered[0]
-    return _read_job_again(api_url, job_token)
+    policy = retry if retry is not None else read_retry()
+    wait_as_requests_would(first.refused, policy)
+    return _read_job_again(api_url, job_token, policy)
 
 
 def _no_library() -> Any:
     raise AssertionError("read_job asks requests itself")
 
 
-def _read_job_again(api_url: str, job_token: str) -> Mapping[str, Any]:
+def _read_job_again(api_url: str, job_token: str, policy: Retry) -> Mapping[str, Any]:
     import requests
     from requests.adapters import HTTPAdapter
 
     session = requests.Session()
     session.trust_env = False  # no proxy, CA bundle or netrc from the environment
-    session.mount("http://", HTTPAdapter(max_retries=read_retry()))
-    session.mount("https://", HTTPAdapter(max_retries=read_retry()))
+    session.mount("http://", HTTPAdapter(max_retries=policy))
+    session.mount("https://", HTTPAdapter(max_retries=policy))
     try:
         response = session.get(
             f"{api_url}/job", headers={"JOB-TOKEN": job_token.strip()}, timeout=TIMEOUT

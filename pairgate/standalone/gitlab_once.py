@@ -1,10 +1,12 @@
 """Reads that make their first attempt through http.client, with requests behind it: the merge
-hook's (one attempt a call) and the gate jobs' (the rest of the retry policy behind it)."""
+hook's (one attempt a call) and the gate jobs' (requests' retry policy behind it)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
@@ -13,6 +15,7 @@ from pairgate.standalone.gitlab import PER_PAGE, _error, _Https, _query, graphql
 
 if TYPE_CHECKING:
     import http.client
+    import socket
     import ssl
 
     from urllib3.util.retry import Retry
@@ -89,29 +92,75 @@ def _as_requests_reads(response: http.client.HTTPResponse) -> bool:
     coding = headers.get("Transfer-Encoding")
     if coding is not None and coding.strip().lower() != "chunked":
         return False
+    if len(headers.get_all("Content-Type") or []) != 1:  # requests reads two as one, joined
+        return False
     media = headers.get_content_type()
     charset = headers.get_content_charset()
     return media == "application/json" and charset in (None, "utf-8")
 
 
+# A header value requests sends (requests.utils._validate_header_part): http.client takes more
+# (a folded line, a leading space), and raises on less with the value in its message.
+_SENDABLE = re.compile(r"\S[^\r\n]*|")
+
+
+def _sendable(token: str) -> bool:
+    try:
+        token.encode("latin-1")  # as http.client encodes a header
+    except UnicodeEncodeError:
+        return False
+    return _SENDABLE.fullmatch(token) is not None
+
+
+def wait_as_requests_would(refused: tuple[int, str | None] | None, policy: Retry) -> None:
+    """Before requests asks again what a first attempt was refused ((status, Retry-After)):
+    wait what ``policy`` would have waited before its first retry. That is the Retry-After
+    where it honours one (urllib3's first retry has no backoff), so a GitLab that asked for
+    time is not asked again sooner."""
+    if refused is None:
+        return
+    status, after = refused
+    if after is None:
+        return
+    if not policy.respect_retry_after_header or status not in policy.RETRY_AFTER_STATUS_CODES:
+        return
+    if not policy.is_retry("GET", status, has_retry_after=True):
+        return
+    try:
+        seconds = policy.get_retry_after(_RetryAfter(after))  # type: ignore[arg-type]
+    except Exception:  # a Retry-After urllib3 cannot read: requests will say so, or not wait
+        return
+    if seconds:
+        time.sleep(seconds)
+
+
+class _RetryAfter:
+    """What Retry.get_retry_after reads of a response: its Retry-After header."""
+
+    def __init__(self, value: str) -> None:
+        self.headers = {"Retry-After": value}
+
+
 class OneAttempt:
     """Reads whose first attempt goes through the standard library's http.client: importing
     requests and urllib3 would cost a run that reads a few answers more than the rest of its
-    work. The merge hook makes one attempt a call (one_attempt_transport); a gate job has the
-    rest of its retry policy behind the first (first_attempt_transport).
+    work. The merge hook makes one attempt a call (one_attempt_transport); a gate job has
+    requests' retry policy behind the first (first_attempt_transport).
 
     It answers only what it can answer exactly as ``library()`` (requests) would: a 2xx JSON
     answer that is all of what was asked. Anything else (an error status, a redirect, a
     dropped or refused connection, a list with a next page) is asked again of the library,
     whose answer or error is the call's; so is every write. A timeout is asked again only with
-    ``ask_again_after_timeout`` and only while reading (requests retries a read timeout, never
-    a connect timeout); otherwise it fails at once, naming the URL, rather than waiting as long
-    a second time. A GraphQL query is a POST that reads, answered here as a GET is (errors in a
-    200 answer are GitLab.graphql's to refuse). A failure thus costs one more request, and
-    never reads differently. Where plain_route says requests would add to the call (a proxy,
-    .netrc), every call is the library's. ``header`` carries the token (``JOB-TOKEN`` for a
-    job's own); ``trust_env=False`` stands in for a session that does not read the environment.
-    One connection, kept open: not for threads."""
+    ``ask_again_after_timeout``, and not while connecting (urllib3 retries a read timeout, a
+    TLS handshake's included, never a connect timeout); otherwise it fails at once, naming the
+    URL, rather than waiting as long a second time. ``wait_before_library`` is given the
+    refused answer's (status, Retry-After) before the library asks again. A GraphQL query is a
+    POST that reads, answered here as a GET is (errors in a 200 answer are GitLab.graphql's to
+    refuse). A failure thus costs one more request, and never reads differently. Where
+    plain_route says requests would add to the call (a proxy, .netrc), or the token is not a
+    header value requests would send, every call is the library's. ``header`` carries the
+    token (``JOB-TOKEN`` for a job's own); ``trust_env=False`` stands in for a session that
+    does not read the environment. One connection, kept open: not for threads."""
 
     name = "HTTPS"
 
@@ -126,6 +175,7 @@ class OneAttempt:
         header: str = "PRIVATE-TOKEN",
         trust_env: bool = True,
         ask_again_after_timeout: bool = False,
+        wait_before_library: Callable[[tuple[int, str | None] | None], None] | None = None,
     ) -> None:
         self._build = library
         self._url_source = url_source  # named when GitLab does not answer in time
@@ -135,6 +185,9 @@ class OneAttempt:
         self._graphql_url = graphql_url(parts.geturl())
         self._headers = {header: token, "User-Agent": "pairgate"}
         self._trust_env, self._ask_again_after_timeout = trust_env, ask_again_after_timeout
+        self._sendable = _sendable(token)
+        self._wait = wait_before_library
+        self.refused: tuple[int, str | None] | None = None  # the last answer, when not 2xx
         self._timeout = timeout
         self._route: tuple[bool, ssl.SSLContext | None] | None = None  # plain_route's, once
         self._connection: http.client.HTTPConnection | None = None
@@ -148,21 +201,52 @@ class OneAttempt:
             self._library = self._build()
         return self._library
 
-    def _connect(self) -> http.client.HTTPConnection:
-        import http.client
+    def _asked_again(self) -> _Https:
+        """The library, for a call this transport did not answer: after the wait for what the
+        first attempt was told, when there was one."""
+        if self._wait is not None:
+            self._wait(self.refused)
+        return self.library()
 
-        connect, read = self._timeout
+    def stands_in(self) -> bool:
+        """Whether calls are tried here first (plain_route's answer, read once)."""
+        if self._route is None:
+            self._route = plain_route(self._parts.geturl(), trust_env=self._trust_env)
+        return self._route[0] and self._sendable
+
+    def _socket(self) -> socket.socket:
+        """A TCP connection to the host, within the connect timeout."""
+        import socket
+
         host, port = self._parts.hostname, self._parts.port
         assert host is not None
-        assert self._route is not None
-        connection = (
-            http.client.HTTPSConnection(host, port, timeout=connect, context=self._route[1])
-            if self._parts.scheme == "https"
-            else http.client.HTTPConnection(host, port, timeout=connect)
-        )
-        connection.connect()
-        assert connection.sock is not None
-        connection.sock.settimeout(read)  # (connect, read), as requests takes its timeout
+        port = port or (443 if self._parts.scheme == "https" else 80)
+        sock = socket.create_connection((host, port), timeout=self._timeout[0])
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as http.client's own
+        return sock
+
+    def _over(self, sock: socket.socket) -> http.client.HTTPConnection:
+        """An http.client connection over ``sock``, its TLS handshake made (within the connect
+        timeout, as urllib3 makes it); then the read timeout, as requests takes (connect,
+        read)."""
+        import http.client
+
+        host, port = self._parts.hostname, self._parts.port
+        assert host is not None and self._route is not None
+        connection: http.client.HTTPConnection
+        if self._parts.scheme == "https":
+            context = self._route[1]
+            assert context is not None
+            try:
+                sock = context.wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
+            connection = http.client.HTTPSConnection(host, port, context=context)
+        else:
+            connection = http.client.HTTPConnection(host, port)
+        sock.settimeout(self._timeout[1])
+        connection.sock = sock
         return connection
 
     def _close(self) -> None:
@@ -172,15 +256,15 @@ class OneAttempt:
 
     def _answer(
         self, target: str, body: Mapping[str, Any] | None = None
-    ) -> tuple[Any, bool] | None:
-        """(the decoded JSON, whether GitLab says more pages follow) of one GET of ``target``
+    ) -> tuple[Any, bool, int] | None:
+        """(the decoded JSON, whether GitLab says more pages follow, the status) of one GET of
+        ``target``
         (a path and query on this host), or one POST of ``body`` as JSON; None when the library
         must ask instead."""
         import http.client
 
-        if self._route is None:
-            self._route = plain_route(self._parts.geturl(), trust_env=self._trust_env)
-        if not self._route[0]:
+        self.refused = None
+        if not self.stands_in():
             return None
         method, headers, data = "GET", self._headers, None
         if body is not None:
@@ -191,12 +275,14 @@ class OneAttempt:
             # Bytes nobody has asked for yet would be read as this call's answer: urllib3
             # drops such a connection too.
             self._close()
-        connecting, limit = self._connection is None, read
+        connecting, limit = False, read
         try:
             if self._connection is None:
-                limit = connect
-                self._connection = self._connect()
-                connecting, limit = False, read
+                connecting, limit = True, connect
+                sock = self._socket()
+                connecting = False  # a handshake that times out is a read timeout to urllib3
+                self._connection = self._over(sock)
+                limit = read
             self._connection.request(method, target, body=data, headers=headers)
             response = self._connection.getresponse()
             if not _as_requests_reads(response):  # before reading: its framing may be another's
@@ -215,12 +301,15 @@ class OneAttempt:
                 f"from {self._url_source})"
             )
             raise _error(method, what, None, late, read=True) from None
-        except (OSError, http.client.HTTPException):
+        except (OSError, ValueError, http.client.HTTPException):
             self._close()
             return None
         if response.will_close:
             self._close()
-        if not 200 <= response.status < 300 or not raw:
+        if not 200 <= response.status < 300:
+            self.refused = (response.status, response.getheader("Retry-After"))
+            return None
+        if not raw:
             return None
         try:
             value = json.loads(raw.decode("utf-8"))  # requests: utf-8 for application/json
@@ -232,7 +321,7 @@ class OneAttempt:
             bool(response.getheader("X-Next-Page"))
             or "next" in (response.getheader("Link") or "").lower()
         )
-        return value, more
+        return value, more, response.status
 
     def _target(self, path: str, params: Mapping[str, Any]) -> str:
         query = _query(params)
@@ -241,19 +330,20 @@ class OneAttempt:
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
         answer = self._answer(self._target(path, params))
         if answer is None:
-            return self.library().get(path, params)
+            return self._asked_again().get(path, params)
         return answer[0]
 
-    def answered(self, path: str, params: Mapping[str, Any]) -> tuple[Any] | None:
-        """(the decoded answer,) to one GET of ``path``, when this transport gives it exactly
-        as requests would; None when requests must ask (``get`` without the library)."""
+    def answered(self, path: str, params: Mapping[str, Any]) -> tuple[Any, int] | None:
+        """(the decoded answer, its status) of one GET of ``path``, when this transport gives
+        it exactly as requests would; None when requests must ask (``get`` without the
+        library; ``refused`` then holds a non-2xx status and its Retry-After)."""
         answer = self._answer(self._target(path, params))
-        return None if answer is None else (answer[0],)
+        return None if answer is None else (answer[0], answer[2])
 
     def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         answer = self._answer(self._target(path, {**params, "per_page": PER_PAGE}))
         if answer is None or answer[1] or not isinstance(answer[0], list):
-            yield from self.library().pages(path, params)
+            yield from self._asked_again().pages(path, params)
             return
         yield answer[0]
 
@@ -261,7 +351,7 @@ class OneAttempt:
         body = {"query": query, "variables": dict(variables)}
         answer = self._answer(urlsplit(self._graphql_url).path, body)
         if answer is None:
-            return self.library().graphql(query, variables)
+            return self._asked_again().graphql(query, variables)
         return answer[0]
 
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
@@ -290,16 +380,30 @@ def first_attempt_transport(
 ) -> OneAttempt:
     """The transport gitlab_from_env builds for a gate job's reads (``transport=`` this): each
     call's first attempt is OneAttempt's, and what it does not answer (a read timeout
-    included) goes to requests with ``retry`` (read_retry's by default) less the attempt
-    already made, so a call that keeps failing makes as many attempts as requests alone would.
-    Single-threaded runs only (OneAttempt keeps one connection)."""
+    included) goes to requests with ``retry`` (read_retry's by default), after waiting any
+    Retry-After the first attempt was given as ``retry`` would. So a failing read costs one
+    request more than requests alone, never a retry less. Single-threaded runs only
+    (OneAttempt keeps one connection)."""
+    policy: list[Retry] = []  # built (urllib3 imported) only when requests is asked
+
+    def rules() -> Retry:
+        if not policy:
+            policy.append(retry if retry is not None else read_retry())
+        return policy[0]
 
     def library() -> _Https:
-        policy = retry if retry is not None else read_retry()
-        rest = policy.new(total=max(policy.total - 1, 0)) if type(policy.total) is int else policy
-        return _Https(api_url, token, retry=rest, timeout=timeout, **names)
+        return _Https(api_url, token, retry=rules(), timeout=timeout, **names)
+
+    def wait(refused: tuple[int, str | None] | None) -> None:
+        wait_as_requests_would(refused, rules())
 
     source = names.get("url_source", "the GitLab URL")
     return OneAttempt(
-        library, api_url, token, timeout=timeout, url_source=source, ask_again_after_timeout=True
+        library,
+        api_url,
+        token,
+        timeout=timeout,
+        url_source=source,
+        ask_again_after_timeout=True,
+        wait_before_library=wait,
     )
