@@ -13,33 +13,33 @@ Contents (where each source module begins, and what it holds):
   line   331  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   553  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line  1104  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  1500  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  2033  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2302  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2695  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2807  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2883  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3133  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3374  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3710  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3858  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  4050  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4284  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4676  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4820  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5040  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5469  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5925  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6074  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6469  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6550  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  7063  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7413  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7638  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8049  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8120  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8295  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8645  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1506  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  2039  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2308  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2701  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2813  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2889  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3139  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3380  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3716  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3864  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  4064  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4298  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4690  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4834  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5054  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5483  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5939  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6088  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6483  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6564  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  7077  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7427  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7652  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8063  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8134  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8309  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8659  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -1105,7 +1105,9 @@ def gitlab_with_token(
 # =============================================================================================
 
 
-def plain_route(api_url: str, *, trust_env: bool = True) -> tuple[bool, ssl.SSLContext | None]:
+def plain_route(
+    api_url: str, *, trust_env: bool = True, bundle: str | None = None
+) -> tuple[bool, ssl.SSLContext | None]:
     """Whether requests would call ``api_url`` with nothing but a connection (no proxy, no
     .netrc signing), and the TLS context it would verify with (None for loopback http): where
     OneAttempt stands in for it exactly. Read from the environment as requests reads it: a
@@ -1115,7 +1117,7 @@ def plain_route(api_url: str, *, trust_env: bool = True) -> tuple[bool, ssl.SSLC
     in it (requests signs with them) or with anything but ASCII in it (requests encodes its
     host and path its own way) is left to requests too, as is a bundle that does not load.
     ``trust_env=False``: as a requests session that does not read the environment (no proxy,
-    no .netrc, certifi's bundle), which ``GET /job`` uses."""
+    no .netrc) and verifies with ``bundle``, else certifi's, which ``GET /job`` uses."""
     if trust_env:
         import urllib.request
 
@@ -1135,9 +1137,8 @@ def plain_route(api_url: str, *, trust_env: bool = True) -> tuple[bool, ssl.SSLC
         return True, None
     import ssl
 
-    bundle = trust_env and (
-        os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
-    )
+    if trust_env:
+        bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
     if not bundle:
         import certifi
 
@@ -1244,7 +1245,8 @@ class OneAttempt:
     plain_route says requests would add to the call (a proxy, .netrc), or the token is not a
     header value requests would send, every call is the library's. ``header`` carries the
     token (``JOB-TOKEN`` for a job's own); ``trust_env=False`` stands in for a session that
-    does not read the environment. One connection, kept open: not for threads."""
+    does not read the environment and verifies with ``bundle``. One connection, kept open: not
+    for threads."""
 
     name = "HTTPS"
 
@@ -1260,6 +1262,7 @@ class OneAttempt:
         trust_env: bool = True,
         ask_again_after_timeout: bool = False,
         wait_before_library: Callable[[tuple[int, str | None] | None], None] | None = None,
+        bundle: str | None = None,
     ) -> None:
         self._build = library
         self._url_source = url_source  # named when GitLab does not answer in time
@@ -1269,6 +1272,7 @@ class OneAttempt:
         self._graphql_url = graphql_url(parts.geturl())
         self._headers = {header: token, "User-Agent": "pairgate"}
         self._trust_env, self._ask_again_after_timeout = trust_env, ask_again_after_timeout
+        self._bundle = bundle  # the CA bundle, where the environment is not read
         self._sendable = _sendable(token)
         self._wait = wait_before_library
         self.refused: tuple[int, str | None] | None = None  # the last answer, when not 2xx
@@ -1295,7 +1299,9 @@ class OneAttempt:
     def stands_in(self) -> bool:
         """Whether calls are tried here first (plain_route's answer, read once)."""
         if self._route is None:
-            self._route = plain_route(self._parts.geturl(), trust_env=self._trust_env)
+            self._route = plain_route(
+                self._parts.geturl(), trust_env=self._trust_env, bundle=self._bundle
+            )
         return self._route[0] and self._sendable
 
     def _socket(self) -> socket.socket:
@@ -3907,17 +3913,19 @@ def instance_urls(env: Mapping[str, str], pinned: str) -> tuple[str, str]:
     return server, api
 
 
-def read_job(api_url: str, job_token: str, *, retry: Retry | None = None) -> Mapping[str, Any]:
-    """``GET /job`` with the job token, retried as every read is (``retry``: read_retry's).
-    Its first attempt goes through http.client (gitlab_once.OneAttempt), as the gate's other
-    reads do; requests asks again whatever that does not answer exactly as it would, after any
-    Retry-After it was given. The session reads nothing from the environment, and so does the
-    first attempt."""
+def read_job(
+    api_url: str, job_token: str, *, retry: Retry | None = None, bundle: str | None = None
+) -> Mapping[str, Any]:
+    """``GET /job`` with the job token, retried as every read is (``retry``: read_retry's),
+    over HTTPS verified with ``bundle`` (the job's CA bundle), else certifi's. Its first
+    attempt goes through http.client (gitlab_once.OneAttempt), as the gate's other reads do;
+    requests asks again whatever that does not answer exactly as it would, after any
+    Retry-After it was given. Neither reads a proxy or .netrc from the environment."""
     if not job_token.strip():
         raise NotProven("CI_JOB_TOKEN is empty: only a running job's own token proves its job")
     first = OneAttempt(
         _no_library, api_url, job_token.strip(), timeout=TIMEOUT, header="JOB-TOKEN",
-        trust_env=False, ask_again_after_timeout=True,
+        trust_env=False, ask_again_after_timeout=True, bundle=bundle,
     )  # fmt: skip
     try:
         answered = first.answered("job", {})
@@ -3927,19 +3935,22 @@ def read_job(api_url: str, job_token: str, *, retry: Retry | None = None) -> Map
         return answered[0]
     policy = retry if retry is not None else read_retry()
     wait_as_requests_would(first.refused, policy)
-    return _read_job_again(api_url, job_token, policy)
+    return _read_job_again(api_url, job_token, policy, bundle)
 
 
 def _no_library() -> Any:
     raise AssertionError("read_job asks requests itself")
 
 
-def _read_job_again(api_url: str, job_token: str, policy: Retry) -> Mapping[str, Any]:
+def _read_job_again(
+    api_url: str, job_token: str, policy: Retry, bundle: str | None
+) -> Mapping[str, Any]:
     import requests
     from requests.adapters import HTTPAdapter
 
     session = requests.Session()
-    session.trust_env = False  # no proxy, CA bundle or netrc from the environment
+    session.trust_env = False  # no proxy or netrc from the environment
+    session.verify = bundle or True
     session.mount("http://", HTTPAdapter(max_retries=policy))
     session.mount("https://", HTTPAdapter(max_retries=policy))
     try:
@@ -4040,7 +4051,10 @@ def checked_job(job: Mapping[str, Any], env: Mapping[str, str], server: str) -> 
 def prove_job(env: Mapping[str, str], job_token: str, *, pinned: str = "") -> ProvenJob:
     """The instance and the merge request pipeline this job's token proves."""
     server, api = instance_urls(env, pinned)
-    return checked_job(read_job(api, job_token), env, server)
+    # The CA bundle the job is given (the components pass CI_SERVER_TLS_CA_FILE as
+    # REQUESTS_CA_BUNDLE), as requests reads it for the job's other reads.
+    bundle = env.get("REQUESTS_CA_BUNDLE") or env.get("CURL_CA_BUNDLE") or None
+    return checked_job(read_job(api, job_token, bundle=bundle), env, server)
 
 
 # end pairgate/standalone/ci_job.py

@@ -5,11 +5,15 @@ job of a sandbox merge request pipeline has."""
 
 from __future__ import annotations
 
+import datetime
 import http.server
 import io
+import ipaddress
 import json
+import ssl
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -304,3 +308,102 @@ def test_get_job_takes_a_200_alone_and_asks_as_many_times_as_requests_would(
     handler.status = 200
     assert read_job(f"{url}/api/v4", "a-job-token") == handler.job
     assert len(handler.seen) == 1  # answered by its first attempt
+
+
+def _private_ca(directory: Path) -> tuple[Path, Path, Path]:
+    """A CA of its own, and a certificate it signed for 127.0.0.1 (as an instance with a
+    private CA has, which the runner names in CI_SERVER_TLS_CA_FILE): (CA, cert, key)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def certificate(subject: str, key: Any, issuer: Any, signer: Any, ca: bool) -> Any:
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(issuer)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if not ca:
+            san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+            builder = builder.add_extension(san, critical=False)
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key, leaf_key = (
+        ec.generate_private_key(ec.SECP256R1()),
+        ec.generate_private_key(ec.SECP256R1()),
+    )
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "a private CA")])
+    ca = certificate("a private CA", ca_key, ca_name, ca_key, True)
+    leaf = certificate("127.0.0.1", leaf_key, ca_name, ca_key, False)
+    paths = directory / "ca.pem", directory / "leaf.pem", directory / "leaf.key"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        leaf_key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
+@pytest.fixture
+def tls_fake(tmp_path: Path) -> Iterator[tuple[str, type[_Fake], Path]]:
+    """The fake GET /job over HTTPS, its certificate from a private CA: (url, handler, CA)."""
+    ca, cert, key = _private_ca(tmp_path)
+    handler = type("Fake", (_Fake,), {"seen": [], "job": None, "status": 200})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"https://127.0.0.1:{server.server_address[1]}", handler, ca
+    server.shutdown()
+
+
+def test_get_job_on_an_instance_with_a_private_ca_verifies_with_the_jobs_bundle(
+    tls_fake: tuple[str, type[_Fake], Path],
+) -> None:
+    """The components hand the job CI_SERVER_TLS_CA_FILE as REQUESTS_CA_BUNDLE: GET /job is
+    verified with it (its first attempt and requests' both), and fails closed without it."""
+    url, handler, ca = tls_fake
+    handler.job = {"id": 1, "status": "running"}
+    assert read_job(f"{url}/api/v4", "a-job-token", bundle=str(ca)) == handler.job
+    handler.status = 503  # the first attempt refused: requests asks, with the same bundle
+    with pytest.raises(NotProven, match="answered HTTP 503"):
+        read_job(f"{url}/api/v4", "a-job-token", bundle=str(ca), retry=read_retry(attempts=0))
+    assert len(handler.seen) == 3  # one answered, then the first attempt and requests' one
+    with pytest.raises(NotProven, match=r"no answer \(SSLError\)"):
+        read_job(f"{url}/api/v4", "a-job-token", retry=read_retry(attempts=0))
+    assert len(handler.seen) == 3  # certifi's bundle does not trust it: nothing was read
+
+
+def test_a_validator_proves_its_job_with_the_ca_bundle_it_is_given(
+    sandbox: RunningSandbox,
+    world: World,
+    tls_fake: tuple[str, type[_Fake], Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    url, handler, ca = tls_fake
+    env = job_env(sandbox, approved_at_head(world))
+    real = sandbox.http.get(f"{sandbox.api_url}/job", headers={"JOB-TOKEN": env["CI_JOB_TOKEN"]})
+    handler.job = json.loads(real.text.replace(sandbox.url, url))
+    moved = {**env, "CI_SERVER_URL": url, "CI_API_V4_URL": f"{url}/api/v4"}
+    code, _, err = validate(moved)
+    assert code == 2 and f"GET {url}/api/v4/job: no answer (SSLError)" in err
+    assert all(r["private"] is None for r in handler.seen)  # nothing past GET /job
+    handler.seen.clear()
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(ca))  # as the job's process has it
+    code, _, err = validate({**moved, "REQUESTS_CA_BUNDLE": str(ca)})
+    assert code == 2  # the fake serves no merge request: no pass
+    assert "/job" not in err  # but the job was proven, and the reads went on
+    assert handler.seen[0]["job"] == env["CI_JOB_TOKEN"] and any(r["private"] for r in handler.seen)

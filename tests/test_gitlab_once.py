@@ -598,8 +598,9 @@ def test_a_read_timeout_is_asked_again_as_requests_asks_again(
 def test_get_job_reads_nothing_from_the_environment(
     plain: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """GET /job's session does not trust the environment (a merge request's CI file can set
-    variables), so neither does its first attempt: no proxy, no .netrc, certifi's bundle."""
+    """GET /job's session reads no proxy, .netrc or CA bundle from the environment (it is
+    handed the job's bundle: tests/test_gate_job_proof.py), so neither does its first
+    attempt: with none handed to it, certifi's."""
     bundle = tmp_path / "one-ca.pem"
     bundle.write_text(
         Path(certifi.where()).read_text().split("-----END CERTIFICATE-----")[0]

@@ -78,17 +78,19 @@ def instance_urls(env: Mapping[str, str], pinned: str) -> tuple[str, str]:
     return server, api
 
 
-def read_job(api_url: str, job_token: str, *, retry: Retry | None = None) -> Mapping[str, Any]:
-    """``GET /job`` with the job token, retried as every read is (``retry``: read_retry's).
-    Its first attempt goes through http.client (gitlab_once.OneAttempt), as the gate's other
-    reads do; requests asks again whatever that does not answer exactly as it would, after any
-    Retry-After it was given. The session reads nothing from the environment, and so does the
-    first attempt."""
+def read_job(
+    api_url: str, job_token: str, *, retry: Retry | None = None, bundle: str | None = None
+) -> Mapping[str, Any]:
+    """``GET /job`` with the job token, retried as every read is (``retry``: read_retry's),
+    over HTTPS verified with ``bundle`` (the job's CA bundle), else certifi's. Its first
+    attempt goes through http.client (gitlab_once.OneAttempt), as the gate's other reads do;
+    requests asks again whatever that does not answer exactly as it would, after any
+    Retry-After it was given. Neither reads a proxy or .netrc from the environment."""
     if not job_token.strip():
         raise NotProven("CI_JOB_TOKEN is empty: only a running job's own token proves its job")
     first = OneAttempt(
         _no_library, api_url, job_token.strip(), timeout=TIMEOUT, header="JOB-TOKEN",
-        trust_env=False, ask_again_after_timeout=True,
+        trust_env=False, ask_again_after_timeout=True, bundle=bundle,
     )  # fmt: skip
     try:
         answered = first.answered("job", {})
@@ -98,19 +100,22 @@ def read_job(api_url: str, job_token: str, *, retry: Retry | None = None) -> Map
         return answered[0]
     policy = retry if retry is not None else read_retry()
     wait_as_requests_would(first.refused, policy)
-    return _read_job_again(api_url, job_token, policy)
+    return _read_job_again(api_url, job_token, policy, bundle)
 
 
 def _no_library() -> Any:
     raise AssertionError("read_job asks requests itself")
 
 
-def _read_job_again(api_url: str, job_token: str, policy: Retry) -> Mapping[str, Any]:
+def _read_job_again(
+    api_url: str, job_token: str, policy: Retry, bundle: str | None
+) -> Mapping[str, Any]:
     import requests
     from requests.adapters import HTTPAdapter
 
     session = requests.Session()
-    session.trust_env = False  # no proxy, CA bundle or netrc from the environment
+    session.trust_env = False  # no proxy or netrc from the environment
+    session.verify = bundle or True
     session.mount("http://", HTTPAdapter(max_retries=policy))
     session.mount("https://", HTTPAdapter(max_retries=policy))
     try:
@@ -211,4 +216,7 @@ def checked_job(job: Mapping[str, Any], env: Mapping[str, str], server: str) -> 
 def prove_job(env: Mapping[str, str], job_token: str, *, pinned: str = "") -> ProvenJob:
     """The instance and the merge request pipeline this job's token proves."""
     server, api = instance_urls(env, pinned)
-    return checked_job(read_job(api, job_token), env, server)
+    # The CA bundle the job is given (the components pass CI_SERVER_TLS_CA_FILE as
+    # REQUESTS_CA_BUNDLE), as requests reads it for the job's other reads.
+    bundle = env.get("REQUESTS_CA_BUNDLE") or env.get("CURL_CA_BUNDLE") or None
+    return checked_job(read_job(api, job_token, bundle=bundle), env, server)

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from urllib3.util.retry import Retry
 
 
-def plain_route(api_url: str, *, trust_env: bool = True) -> tuple[bool, ssl.SSLContext | None]:
+def plain_route(
+    api_url: str, *, trust_env: bool = True, bundle: str | None = None
+) -> tuple[bool, ssl.SSLContext | None]:
     """Whether requests would call ``api_url`` with nothing but a connection (no proxy, no
     .netrc signing), and the TLS context it would verify with (None for loopback http): where
     OneAttempt stands in for it exactly. Read from the environment as requests reads it: a
@@ -31,7 +33,7 @@ def plain_route(api_url: str, *, trust_env: bool = True) -> tuple[bool, ssl.SSLC
     in it (requests signs with them) or with anything but ASCII in it (requests encodes its
     host and path its own way) is left to requests too, as is a bundle that does not load.
     ``trust_env=False``: as a requests session that does not read the environment (no proxy,
-    no .netrc, certifi's bundle), which ``GET /job`` uses."""
+    no .netrc) and verifies with ``bundle``, else certifi's, which ``GET /job`` uses."""
     if trust_env:
         import urllib.request
 
@@ -51,9 +53,8 @@ def plain_route(api_url: str, *, trust_env: bool = True) -> tuple[bool, ssl.SSLC
         return True, None
     import ssl
 
-    bundle = trust_env and (
-        os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
-    )
+    if trust_env:
+        bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
     if not bundle:
         import certifi
 
@@ -160,7 +161,8 @@ class OneAttempt:
     plain_route says requests would add to the call (a proxy, .netrc), or the token is not a
     header value requests would send, every call is the library's. ``header`` carries the
     token (``JOB-TOKEN`` for a job's own); ``trust_env=False`` stands in for a session that
-    does not read the environment. One connection, kept open: not for threads."""
+    does not read the environment and verifies with ``bundle``. One connection, kept open: not
+    for threads."""
 
     name = "HTTPS"
 
@@ -176,6 +178,7 @@ class OneAttempt:
         trust_env: bool = True,
         ask_again_after_timeout: bool = False,
         wait_before_library: Callable[[tuple[int, str | None] | None], None] | None = None,
+        bundle: str | None = None,
     ) -> None:
         self._build = library
         self._url_source = url_source  # named when GitLab does not answer in time
@@ -185,6 +188,7 @@ class OneAttempt:
         self._graphql_url = graphql_url(parts.geturl())
         self._headers = {header: token, "User-Agent": "pairgate"}
         self._trust_env, self._ask_again_after_timeout = trust_env, ask_again_after_timeout
+        self._bundle = bundle  # the CA bundle, where the environment is not read
         self._sendable = _sendable(token)
         self._wait = wait_before_library
         self.refused: tuple[int, str | None] | None = None  # the last answer, when not 2xx
@@ -211,7 +215,9 @@ class OneAttempt:
     def stands_in(self) -> bool:
         """Whether calls are tried here first (plain_route's answer, read once)."""
         if self._route is None:
-            self._route = plain_route(self._parts.geturl(), trust_env=self._trust_env)
+            self._route = plain_route(
+                self._parts.geturl(), trust_env=self._trust_env, bundle=self._bundle
+            )
         return self._route[0] and self._sendable
 
     def _socket(self) -> socket.socket:
