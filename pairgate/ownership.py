@@ -13,33 +13,33 @@ Contents (where each source module begins, and what it holds):
   line   331  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   553  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line  1104  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  1506  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  2039  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2308  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2701  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2813  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2889  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3139  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3380  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3716  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3864  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  4064  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4298  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4690  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4834  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5054  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5483  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5939  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6088  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6483  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6564  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  7077  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7427  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7652  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8063  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8134  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8309  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8659  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1512  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  2045  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2314  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2707  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2819  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2895  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3145  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3386  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3722  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3870  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  4070  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4304  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4696  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4840  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5060  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5489  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5945  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6094  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6489  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6570  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  7083  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7433  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7658  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8069  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8140  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8315  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8665  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -1199,15 +1199,13 @@ def _sendable(token: str) -> bool:
 
 def wait_as_requests_would(refused: tuple[int, str | None] | None, policy: Retry) -> None:
     """Before requests asks again what a first attempt was refused ((status, Retry-After)):
-    wait what ``policy`` would have waited before its first retry. That is the Retry-After
-    where it honours one (urllib3's first retry has no backoff), so a GitLab that asked for
-    time is not asked again sooner."""
+    wait what ``policy`` would have waited before its first retry. That is the Retry-After of
+    any status it retries, as urllib3 honours it (its first retry has no backoff), so a GitLab
+    that asked for time is not asked again sooner."""
     if refused is None:
         return
     status, after = refused
-    if after is None:
-        return
-    if not policy.respect_retry_after_header or status not in policy.RETRY_AFTER_STATUS_CODES:
+    if after is None or not policy.respect_retry_after_header:
         return
     if not policy.is_retry("GET", status, has_retry_after=True):
         return
@@ -1306,13 +1304,19 @@ class OneAttempt:
 
     def _socket(self) -> socket.socket:
         """A TCP connection to the host, within the connect timeout."""
+        import errno
         import socket
 
         host, port = self._parts.hostname, self._parts.port
         assert host is not None
         port = port or (443 if self._parts.scheme == "https" else 80)
         sock = socket.create_connection((host, port), timeout=self._timeout[0])
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as http.client's own
+        try:  # as http.client's own connect: a request is not held back for an ACK
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as exc:
+            if exc.errno != errno.ENOPROTOOPT:
+                sock.close()
+                raise
         return sock
 
     def _over(self, sock: socket.socket) -> http.client.HTTPConnection:
@@ -1337,6 +1341,7 @@ class OneAttempt:
             connection = http.client.HTTPConnection(host, port)
         sock.settimeout(self._timeout[1])
         connection.sock = sock
+        connection.auto_open = 0  # never reconnected behind this class's back, untimed
         return connection
 
     def _close(self) -> None:
@@ -1375,6 +1380,10 @@ class OneAttempt:
                 limit = read
             self._connection.request(method, target, body=data, headers=headers)
             response = self._connection.getresponse()
+            if not 200 <= response.status < 300:  # whatever its body: requests asks again
+                self.refused = (response.status, response.getheader("Retry-After"))
+                self._close()
+                return None
             if not _as_requests_reads(response):  # before reading: its framing may be another's
                 self._close()
                 return None
@@ -1396,9 +1405,6 @@ class OneAttempt:
             return None
         if response.will_close:
             self._close()
-        if not 200 <= response.status < 300:
-            self.refused = (response.status, response.getheader("Retry-After"))
-            return None
         if not raw:
             return None
         try:

@@ -57,6 +57,14 @@ def test_the_round(trail: Trail) -> None:
     assert ledger.names == {LEAD, REVIEW}
 
 
+def test_the_offer_names_the_role_taken_not_the_accept(trail: Trail) -> None:
+    trail.claim(LEAD)
+    offer = trail.handoff(LEAD, REVIEW, role="review")
+    trail.accept(REVIEW, offer, LEAD, role="lead")  # the accept's own role field says lead
+    ledger = trail.fold()
+    assert (ledger.holder, ledger.role, ledger.accepted_from) == (REVIEW, "review", LEAD)
+
+
 def test_decline_returns_the_offer_and_the_sender_keeps_the_issue(trail: Trail) -> None:
     trail.claim(LEAD)
     offer = trail.handoff(LEAD, REVIEW)

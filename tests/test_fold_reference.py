@@ -88,6 +88,12 @@ def test_generated_trails_fold_to_the_same_ledger(reference: ModuleType) -> None
         seen["edited"] = seen.get("edited", 0) + len(old.edited)
         seen["concurrent"] = seen.get("concurrent", 0) + len(old.concurrent)
         seen["approvals"] = seen.get("approvals", 0) + len(old.approvals)
+        for event in ("accept", "decline", "handoff"):
+            taken = [e for e in old.trail if e.event == event and e.void is None]
+            seen[f"{event}s taken"] = seen.get(f"{event}s taken", 0) + len(taken)
+        superseding = [e for e in old.trail if e.void is None and e.record.get("supersedes")]
+        seen["supersedes taken"] = seen.get("supersedes taken", 0) + len(superseding)
+        seen["pending at the end"] = seen.get("pending at the end", 0) + (old.offer is not None)
         seen["freezes"] = seen.get("freezes", 0) + len(old.freezes)
         seen["constraints"] = seen.get("constraints", 0) + len(old.constraints)
     # The trails reach every part of a ledger, or the comparison would prove little.
@@ -95,6 +101,9 @@ def test_generated_trails_fold_to_the_same_ledger(reference: ModuleType) -> None
         assert seen.get(part, 0) >= 20, (part, seen)
     for part in ("edited", "concurrent", "approvals", "freezes", "constraints"):
         assert seen.get(part, 0) >= 5, (part, seen)
+    for part in ("accepts taken", "declines taken", "handoffs taken", "pending at the end"):
+        assert seen.get(part, 0) >= 20, (part, seen)
+    assert seen.get("supersedes taken", 0) >= 5, seen
 
 
 def test_what_the_reader_remembers_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,6 +12,7 @@ import ipaddress
 import json
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -136,6 +137,7 @@ class _Fake(http.server.BaseHTTPRequestHandler):
     seen: list[dict[str, Any]]
     job: dict[str, Any] | None
     status: int = 200  # what GET /job answers with, when it answers a job
+    retry_after: str | None = None  # and the Retry-After it sends
 
     def do_GET(self) -> None:
         self.seen.append(
@@ -148,6 +150,8 @@ class _Fake(http.server.BaseHTTPRequestHandler):
         body = json.dumps(self.job).encode() if self.path == "/api/v4/job" and self.job else b""
         self.send_response(self.status if body else 404)
         self.send_header("Content-Type", "application/json")
+        if self.retry_after is not None:
+            self.send_header("Retry-After", self.retry_after)
         self.end_headers()
         self.wfile.write(body)
 
@@ -407,3 +411,16 @@ def test_a_validator_proves_its_job_with_the_ca_bundle_it_is_given(
     assert code == 2  # the fake serves no merge request: no pass
     assert "/job" not in err  # but the job was proven, and the reads went on
     assert handler.seen[0]["job"] == env["CI_JOB_TOKEN"] and any(r["private"] for r in handler.seen)
+
+
+def test_get_job_waits_the_retry_after_its_first_attempt_is_given(
+    fake: tuple[str, type[_Fake]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, handler = fake
+    handler.job, handler.status, handler.retry_after = {"id": 1}, 503, "7"
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    with pytest.raises(NotProven, match="answered HTTP 503"):
+        read_job(f"{url}/api/v4", "a-job-token", retry=read_retry(attempts=1, backoff_factor=0))
+    # Before requests' first attempt, then before its retry: as requests alone waits once.
+    assert (len(handler.seen), slept) == (3, [7.0, 7.0])

@@ -361,6 +361,11 @@ def test_bytes_nobody_asked_for_are_never_read_as_the_next_answer(
         pytest.param((), b'\xef\xbb\xbf["bom"]', id="a byte order mark"),
         pytest.param((), b'["\xed\xa0\x80"]', id="not UTF-8"),
         pytest.param(("Content-Length: 2", "Content-Length: 40"), b"[]", id="two lengths"),
+        pytest.param(
+            ("Content-Type: application/json", "Content-Type: text/plain; charset=iso-8859-1"),
+            b'["caf\xc3\xa9"]',
+            id="two content types",
+        ),
     ],
 )
 def test_a_body_requests_reads_otherwise_is_left_to_requests(
@@ -510,6 +515,46 @@ def test_a_retry_after_given_to_the_first_attempt_is_waited_before_requests_asks
     sandbox.fault(method="GET", path="/issues/1$", status=429, retry_after=7, count=1)
     assert first.get("projects/acme%2Ftracker/issues/1")["iid"] == 1
     assert (len(asked(sandbox)), slept) == (2, [7.0])  # http.client's, then requests' after 7 s
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        http_answer(
+            b"Retry later\n",
+            "Content-Type: text/plain",
+            "Retry-After: 7",
+            status="429 Too Many Requests",
+        ),
+        http_answer(
+            b"<html>down</html>",
+            "Content-Type: text/html",
+            "Retry-After: 7",
+            status="503 Service Unavailable",
+        ),
+        http_answer(b'{"message": "500"}', "Retry-After: 7", status="500 Internal Server Error"),
+    ],
+    ids=["429 in text", "503 in html", "500 with a retry-after"],
+)
+def test_a_retry_after_is_waited_whatever_the_refusal_says_it_in(
+    config: Config,
+    plain: pytest.MonkeyPatch,
+    scripted: Callable[[Answer], Scripted],
+    slept: list[float],
+    refusal: bytes,
+) -> None:
+    """GitLab's own 429 is plain text, and a balancer's 503 is a page: urllib3 waits out the
+    Retry-After of any status it retries, and so does the first attempt before handing over."""
+    waits = []
+    for transport in ({"transport": first_attempt_transport}, {}):
+        server = scripted(
+            lambda number, head: refusal if number == 0 else http_answer(b'{"id": 1}')
+        )
+        client = gitlab_from_env(config, gitlab_env(config, server.url), retry=BACKOFF, **transport)
+        assert client.get("projects/1") == {"id": 1}
+        waits.append([*slept])
+        slept.clear()
+    assert waits == [[7.0], [7.0]]
 
 
 def test_a_failed_first_attempt_is_retried_by_requests(

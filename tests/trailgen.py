@@ -85,6 +85,7 @@ def trail(seed: int, size: int) -> list[dict[str, Any]]:
     write_ids: list[str] = []
     offers: list[int] = []
     note_id = rng.randint(1, 50)
+    story: dict[str, Any] = {"holder": None, "offer": None}  # who took it last; the last offer
     for n in range(size):
         note_id += rng.choice((1, 1, 1, 2, 7))
         author, system = AUTHOR, False
@@ -92,6 +93,24 @@ def trail(seed: int, size: int) -> list[dict[str, Any]]:
         event = rng.choices(list(WEIGHTS), weights=list(WEIGHTS.values()))[0]
         kind = KINDS[event]
         record = _fields(event, rng, [x["id"] for x in notes], offers)
+        # Seven times in ten a record follows the story so far, as verbs write them: an answer
+        # to the latest offer by its receiver, an offer or a release by whoever took the issue
+        # last, a claim by an agent that may claim. Otherwise few offers would ever be taken
+        # (a random answer names the pending offer by chance), and the rules that apply an
+        # answer would go untested.
+        follows = rng.random() < 0.7
+        if follows:
+            if event in ("accept", "decline") and story["offer"]:
+                offer_note, sender, receiver, role = story["offer"]
+                record |= {"offer": offer_note, "agent": receiver, "from": sender}
+                if event == "accept":
+                    record["role"] = role
+            elif event == "claim":
+                record["agent"] = rng.choice(AGENTS[:3])  # no finder: it never claims
+            elif event in ("handoff", "approve", "release") and story["holder"]:
+                record["agent"] = story["holder"]
+                if event != "release":
+                    record["supersedes"] = story["offer"][0] if story["offer"] else None
         record["write_id"] = (
             rng.choice(write_ids)
             if write_ids and rng.random() < 0.04
@@ -138,6 +157,18 @@ def trail(seed: int, size: int) -> list[dict[str, Any]]:
         write_ids.append(record["write_id"])
         if event in ("handoff", "approve"):
             offers.append(note_id)
+        if not follows or twist < 0.33:  # the story goes on from the records the fold takes
+            pass
+        elif event in ("handoff", "approve") and story["holder"]:
+            story["offer"] = (note_id, record["agent"], record["to"], record["role"])
+        elif event == "claim" and story["holder"] is None:
+            story["holder"] = record["agent"]
+        elif event == "accept":
+            story["holder"], story["offer"] = record["agent"], None
+        elif event == "decline":
+            story["offer"] = None
+        elif event in ("release", "close") and story["offer"] is None:
+            story["holder"] = None
         notes.append(
             {
                 "id": note_id,

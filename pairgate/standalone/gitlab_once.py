@@ -115,15 +115,13 @@ def _sendable(token: str) -> bool:
 
 def wait_as_requests_would(refused: tuple[int, str | None] | None, policy: Retry) -> None:
     """Before requests asks again what a first attempt was refused ((status, Retry-After)):
-    wait what ``policy`` would have waited before its first retry. That is the Retry-After
-    where it honours one (urllib3's first retry has no backoff), so a GitLab that asked for
-    time is not asked again sooner."""
+    wait what ``policy`` would have waited before its first retry. That is the Retry-After of
+    any status it retries, as urllib3 honours it (its first retry has no backoff), so a GitLab
+    that asked for time is not asked again sooner."""
     if refused is None:
         return
     status, after = refused
-    if after is None:
-        return
-    if not policy.respect_retry_after_header or status not in policy.RETRY_AFTER_STATUS_CODES:
+    if after is None or not policy.respect_retry_after_header:
         return
     if not policy.is_retry("GET", status, has_retry_after=True):
         return
@@ -222,13 +220,19 @@ class OneAttempt:
 
     def _socket(self) -> socket.socket:
         """A TCP connection to the host, within the connect timeout."""
+        import errno
         import socket
 
         host, port = self._parts.hostname, self._parts.port
         assert host is not None
         port = port or (443 if self._parts.scheme == "https" else 80)
         sock = socket.create_connection((host, port), timeout=self._timeout[0])
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as http.client's own
+        try:  # as http.client's own connect: a request is not held back for an ACK
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as exc:
+            if exc.errno != errno.ENOPROTOOPT:
+                sock.close()
+                raise
         return sock
 
     def _over(self, sock: socket.socket) -> http.client.HTTPConnection:
@@ -253,6 +257,7 @@ class OneAttempt:
             connection = http.client.HTTPConnection(host, port)
         sock.settimeout(self._timeout[1])
         connection.sock = sock
+        connection.auto_open = 0  # never reconnected behind this class's back, untimed
         return connection
 
     def _close(self) -> None:
@@ -291,6 +296,10 @@ class OneAttempt:
                 limit = read
             self._connection.request(method, target, body=data, headers=headers)
             response = self._connection.getresponse()
+            if not 200 <= response.status < 300:  # whatever its body: requests asks again
+                self.refused = (response.status, response.getheader("Retry-After"))
+                self._close()
+                return None
             if not _as_requests_reads(response):  # before reading: its framing may be another's
                 self._close()
                 return None
@@ -312,9 +321,6 @@ class OneAttempt:
             return None
         if response.will_close:
             self._close()
-        if not 200 <= response.status < 300:
-            self.refused = (response.status, response.getheader("Retry-After"))
-            return None
         if not raw:
             return None
         try:
