@@ -13,33 +13,33 @@ Contents (where each source module begins, and what it holds):
   line   331  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   553  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line  1104  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  1512  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  2045  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2314  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2707  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2819  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2895  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3145  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3386  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3722  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3870  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  4070  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4304  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4696  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4840  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5060  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5489  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5945  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6094  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6489  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6570  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  7083  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7433  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7658  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8069  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8140  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8315  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8665  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1511  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  2044  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2313  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2706  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2818  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2894  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3144  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3385  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3721  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3869  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  4069  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4303  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4695  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4839  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5059  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5488  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5944  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6093  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6488  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6569  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  7082  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7432  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7657  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8068  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8139  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8314  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8664  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -1353,9 +1353,8 @@ class OneAttempt:
         self, target: str, body: Mapping[str, Any] | None = None
     ) -> tuple[Any, bool, int] | None:
         """(the decoded JSON, whether GitLab says more pages follow, the status) of one GET of
-        ``target``
-        (a path and query on this host), or one POST of ``body`` as JSON; None when the library
-        must ask instead."""
+        ``target`` (a path and query on this host), or one POST of ``body`` as JSON; None when
+        the library must ask instead (``refused`` then holds a non-2xx status)."""
         import http.client
 
         self.refused = None

@@ -269,9 +269,8 @@ class OneAttempt:
         self, target: str, body: Mapping[str, Any] | None = None
     ) -> tuple[Any, bool, int] | None:
         """(the decoded JSON, whether GitLab says more pages follow, the status) of one GET of
-        ``target``
-        (a path and query on this host), or one POST of ``body`` as JSON; None when the library
-        must ask instead."""
+        ``target`` (a path and query on this host), or one POST of ``body`` as JSON; None when
+        the library must ask instead (``refused`` then holds a non-2xx status)."""
         import http.client
 
         self.refused = None
