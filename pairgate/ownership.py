@@ -23,23 +23,23 @@ Contents (where each source module begins, and what it holds):
   line  3385  verdict.py: The merge gate's verdict: pure functions from facts already read.
   line  3721  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
   line  3869  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  4069  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4303  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4695  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4839  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5059  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5488  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5944  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6093  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6488  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6569  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  7082  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7432  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7657  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8068  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8139  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8314  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8664  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  4074  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4308  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4700  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4844  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5064  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5493  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5949  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6098  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6493  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6574  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  7087  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7437  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7662  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8073  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8144  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8319  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8669  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -3959,8 +3959,13 @@ def _read_job_again(
     session.mount("http://", HTTPAdapter(max_retries=policy))
     session.mount("https://", HTTPAdapter(max_retries=policy))
     try:
+        # Not followed: GitLab answers GET /job itself, and the job token would go with a
+        # redirect to wherever it points.
         response = session.get(
-            f"{api_url}/job", headers={"JOB-TOKEN": job_token.strip()}, timeout=TIMEOUT
+            f"{api_url}/job",
+            headers={"JOB-TOKEN": job_token.strip()},
+            timeout=TIMEOUT,
+            allow_redirects=False,
         )
     except requests.RequestException as exc:
         raise NotProven(f"GET {api_url}/job: no answer ({type(exc).__name__})") from None

@@ -138,6 +138,7 @@ class _Fake(http.server.BaseHTTPRequestHandler):
     job: dict[str, Any] | None
     status: int = 200  # what GET /job answers with, when it answers a job
     retry_after: str | None = None  # and the Retry-After it sends
+    location: str | None = None  # and the Location
 
     def do_GET(self) -> None:
         self.seen.append(
@@ -152,6 +153,8 @@ class _Fake(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         if self.retry_after is not None:
             self.send_header("Retry-After", self.retry_after)
+        if self.location is not None:
+            self.send_header("Location", self.location)
         self.end_headers()
         self.wfile.write(body)
 
@@ -424,3 +427,21 @@ def test_get_job_waits_the_retry_after_its_first_attempt_is_given(
         read_job(f"{url}/api/v4", "a-job-token", retry=read_retry(attempts=1, backoff_factor=0))
     # Before requests' first attempt, then before its retry: as requests alone waits once.
     assert (len(handler.seen), slept) == (3, [7.0, 7.0])
+
+
+def test_get_job_follows_no_redirect_so_the_job_token_stays_on_the_instance(
+    fake: tuple[str, type[_Fake]],
+) -> None:
+    url, handler = fake
+    elsewhere = type("Elsewhere", (_Fake,), {"seen": [], "job": {"id": 1}, "status": 200})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), elsewhere)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        handler.job, handler.status = {"id": 1}, 302
+        handler.location = f"http://127.0.0.1:{server.server_address[1]}/api/v4/job"
+        with pytest.raises(NotProven, match="answered HTTP 302: the job token proves no"):
+            read_job(f"{url}/api/v4", "a-job-token", retry=read_retry(attempts=0))
+    finally:
+        server.shutdown()
+    assert len(handler.seen) == 2  # the first attempt's, then requests'
+    assert elsewhere.seen == []

@@ -119,8 +119,13 @@ def _read_job_again(
     session.mount("http://", HTTPAdapter(max_retries=policy))
     session.mount("https://", HTTPAdapter(max_retries=policy))
     try:
+        # Not followed: GitLab answers GET /job itself, and the job token would go with a
+        # redirect to wherever it points.
         response = session.get(
-            f"{api_url}/job", headers={"JOB-TOKEN": job_token.strip()}, timeout=TIMEOUT
+            f"{api_url}/job",
+            headers={"JOB-TOKEN": job_token.strip()},
+            timeout=TIMEOUT,
+            allow_redirects=False,
         )
     except requests.RequestException as exc:
         raise NotProven(f"GET {api_url}/job: no answer ({type(exc).__name__})") from None
