@@ -166,7 +166,7 @@ class _Fake(http.server.BaseHTTPRequestHandler):
 def fake() -> Iterator[tuple[str, type[_Fake]]]:
     handler = type("Fake", (_Fake,), {"seen": [], "job": None, "status": 200})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}", handler
     server.shutdown()
 
@@ -372,7 +372,7 @@ def tls_fake(tmp_path: Path) -> Iterator[tuple[str, type[_Fake], Path]]:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
     yield f"https://127.0.0.1:{server.server_address[1]}", handler, ca
     server.shutdown()
 
@@ -435,7 +435,7 @@ def test_get_job_follows_no_redirect_so_the_job_token_stays_on_the_instance(
     url, handler = fake
     elsewhere = type("Elsewhere", (_Fake,), {"seen": [], "job": {"id": 1}, "status": 200})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), elsewhere)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
     try:
         handler.job, handler.status = {"id": 1}, 302
         handler.location = f"http://127.0.0.1:{server.server_address[1]}/api/v4/job"

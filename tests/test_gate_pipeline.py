@@ -185,7 +185,7 @@ def trap() -> Iterator[tuple[int, list[str]]]:
     seen: list[str] = []
     handler = type("Trap", (_Trap,), {"seen": seen})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     yield server.server_address[1], seen
     server.shutdown()

@@ -128,7 +128,7 @@ def gitlab_api() -> Iterator[tuple[str, list[str]]]:
     seen: list[str] = []
     handler = type("Recorder", (_Recorder,), {"seen": seen})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", seen
