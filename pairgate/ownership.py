@@ -13,33 +13,33 @@ Contents (where each source module begins, and what it holds):
   line   331  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   553  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line  1104  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  1511  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  2044  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2313  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2706  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2818  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2894  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3144  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3385  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3721  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3869  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  4074  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4308  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4700  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4844  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5064  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5493  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5949  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6098  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6493  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6574  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  7087  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7437  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7662  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8073  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8144  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8319  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8669  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1509  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  2042  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2311  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2704  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2816  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2892  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3142  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3383  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3719  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3867  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  4072  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4306  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4698  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4842  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5062  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5491  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5947  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6096  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6491  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6572  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  7085  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7435  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7660  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8071  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8142  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8317  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8667  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -1479,12 +1479,10 @@ def first_attempt_transport(
     Retry-After the first attempt was given as ``retry`` would. So a failing read costs one
     request more than requests alone, never a retry less. Single-threaded runs only
     (OneAttempt keeps one connection)."""
-    policy: list[Retry] = []  # built (urllib3 imported) only when requests is asked
 
+    @functools.cache  # built (urllib3 imported) only when requests is asked
     def rules() -> Retry:
-        if not policy:
-            policy.append(retry if retry is not None else read_retry())
-        return policy[0]
+        return retry if retry is not None else read_retry()
 
     def library() -> _Https:
         return _Https(api_url, token, retry=rules(), timeout=timeout, **names)

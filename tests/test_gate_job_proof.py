@@ -5,6 +5,7 @@ job of a sandbox merge request pipeline has."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import http.server
 import io
@@ -162,13 +163,26 @@ class _Fake(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@contextlib.contextmanager
+def _serving(
+    job: dict[str, Any] | None = None, tls: ssl.SSLContext | None = None
+) -> Iterator[tuple[str, type[_Fake]]]:
+    """A fake of its own, served (over ``tls`` when given): (its URL, its handler class)."""
+    handler = type("Fake", (_Fake,), {"seen": [], "job": job})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
+    try:
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}", handler
+    finally:
+        server.shutdown()
+
+
 @pytest.fixture
 def fake() -> Iterator[tuple[str, type[_Fake]]]:
-    handler = type("Fake", (_Fake,), {"seen": [], "job": None, "status": 200})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    server.shutdown()
+    with _serving() as served:
+        yield served
 
 
 def test_without_a_pin_a_host_every_url_variable_names_can_answer_as_gitlab(
@@ -367,14 +381,10 @@ def _private_ca(directory: Path) -> tuple[Path, Path, Path]:
 def tls_fake(tmp_path: Path) -> Iterator[tuple[str, type[_Fake], Path]]:
     """The fake GET /job over HTTPS, its certificate from a private CA: (url, handler, CA)."""
     ca, cert, key = _private_ca(tmp_path)
-    handler = type("Fake", (_Fake,), {"seen": [], "job": None, "status": 200})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
-    yield f"https://127.0.0.1:{server.server_address[1]}", handler, ca
-    server.shutdown()
+    with _serving(tls=context) as (url, handler):
+        yield url, handler, ca
 
 
 def test_get_job_on_an_instance_with_a_private_ca_verifies_with_the_jobs_bundle(
@@ -433,15 +443,10 @@ def test_get_job_follows_no_redirect_so_the_job_token_stays_on_the_instance(
     fake: tuple[str, type[_Fake]],
 ) -> None:
     url, handler = fake
-    elsewhere = type("Elsewhere", (_Fake,), {"seen": [], "job": {"id": 1}, "status": 200})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), elsewhere)
-    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
-    try:
+    with _serving(job={"id": 1}) as (elsewhere_url, elsewhere):
         handler.job, handler.status = {"id": 1}, 302
-        handler.location = f"http://127.0.0.1:{server.server_address[1]}/api/v4/job"
+        handler.location = f"{elsewhere_url}/api/v4/job"
         with pytest.raises(NotProven, match="answered HTTP 302: the job token proves no"):
             read_job(f"{url}/api/v4", "a-job-token", retry=read_retry(attempts=0))
-    finally:
-        server.shutdown()
     assert len(handler.seen) == 2  # the first attempt's, then requests'
     assert elsewhere.seen == []

@@ -157,18 +157,17 @@ def trail(seed: int, size: int) -> list[dict[str, Any]]:
         write_ids.append(record["write_id"])
         if event in ("handoff", "approve"):
             offers.append(note_id)
-        if not follows or twist < 0.33:  # the story goes on from the records the fold takes
-            pass
-        elif event in ("handoff", "approve") and story["holder"]:
-            story["offer"] = (note_id, record["agent"], record["to"], record["role"])
-        elif event == "claim" and story["holder"] is None:
-            story["holder"] = record["agent"]
-        elif event == "accept":
-            story["holder"], story["offer"] = record["agent"], None
-        elif event == "decline":
-            story["offer"] = None
-        elif event in ("release", "close") and story["offer"] is None:
-            story["holder"] = None
+        if follows and twist >= 0.33:  # the story goes on from records no twist touched
+            if event in ("handoff", "approve") and story["holder"]:
+                story["offer"] = (note_id, record["agent"], record["to"], record["role"])
+            elif event == "claim" and story["holder"] is None:
+                story["holder"] = record["agent"]
+            elif event == "accept":
+                story["holder"], story["offer"] = record["agent"], None
+            elif event == "decline":
+                story["offer"] = None
+            elif event in ("release", "close") and story["offer"] is None:
+                story["holder"] = None
         notes.append(
             {
                 "id": note_id,

@@ -3,6 +3,7 @@ hook's (one attempt a call) and the gate jobs' (requests' retry policy behind it
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -395,12 +396,10 @@ def first_attempt_transport(
     Retry-After the first attempt was given as ``retry`` would. So a failing read costs one
     request more than requests alone, never a retry less. Single-threaded runs only
     (OneAttempt keeps one connection)."""
-    policy: list[Retry] = []  # built (urllib3 imported) only when requests is asked
 
+    @functools.cache  # built (urllib3 imported) only when requests is asked
     def rules() -> Retry:
-        if not policy:
-            policy.append(retry if retry is not None else read_retry())
-        return policy[0]
+        return retry if retry is not None else read_retry()
 
     def library() -> _Https:
         return _Https(api_url, token, retry=rules(), timeout=timeout, **names)
