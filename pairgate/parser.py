@@ -504,10 +504,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the merge hook will be deployed (default: .claude/hooks)",
     )
 
-    command(
+    p = command(
         "demo",
         "play one whole round against an embedded sandbox",
         reads_config=False,
+    )
+    p.add_argument(
+        "--ci",
+        action="store_true",
+        help="play it through the CI door: the sandbox runs the tracker-held pipeline with "
+        "gitlab-ci-local and the merge API obeys it (needs gitlab-ci-local; the plain demo "
+        "does not)",
     )
     return parser
 

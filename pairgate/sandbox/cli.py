@@ -8,8 +8,7 @@ import signal
 import threading
 from pathlib import Path
 
-from pairgate.sandbox import defaults, gcl, kit
-from pairgate.sandbox.runner import Runner
+from pairgate.sandbox import defaults, kit
 from pairgate.sandbox.server import Sandbox
 from pairgate.standalone.config import validate_config
 from pairgate.standalone.errors import Context, PairgateError, UsageError
@@ -32,13 +31,16 @@ def serve(
             "pairgate sandbox: --gitlab-ci-local and --runner-shared-home choose how --runner "
             "runs pipelines; give --runner too"
         )
-    program = _runner_program(gitlab_ci_local) if runner else None
+    run = None
+    if runner:
+        from pairgate.sandbox.runner import Runner  # only a run that asks pays for its import
+
+        run = Runner(_runner_program(gitlab_ci_local), shared_home=runner_shared_home)
     if with_example and state is not None and state.exists():
         raise PairgateError(
             f"pairgate sandbox: --with-example builds on the default world, and {state} holds "
             "a saved one; drop --state, or give a new state file. Nothing was started."
         )
-    run = Runner(program, shared_home=runner_shared_home) if program else None
     try:
         sandbox = Sandbox(host, port, state=state, runner=run)
     except OSError as error:
@@ -72,6 +74,8 @@ def serve(
 
 def _runner_program(explicit: str | None) -> str:
     """gitlab-ci-local, or a usage error (exit 2) saying how to install what is missing."""
+    from pairgate.sandbox import gcl
+
     missing = gcl.missing(explicit)
     if missing:
         raise UsageError(

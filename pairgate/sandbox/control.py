@@ -7,7 +7,7 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING, Any
 
-from pairgate.sandbox import defaults, pipelines, repo, tokens
+from pairgate.sandbox import defaults, merging, pipelines, repo, tokens
 from pairgate.sandbox import jobs as ci_jobs
 from pairgate.sandbox.access import renderer
 from pairgate.sandbox.faults import Fault
@@ -69,6 +69,7 @@ def update_pipeline(app: App, req: Request, pipeline_id: str) -> Any:
         pipelines.update_jobs(app.world, pipeline, req.params.get("jobs") or [])
     except ValueError as error:
         raise _bad(str(error)) from None
+    merging.process(app.world, pipeline, runner=app.runner)  # as a runner finishing it would
     return _pipeline_reply(app, req, pipeline)
 
 
@@ -126,6 +127,7 @@ def set_job(app: App, req: Request, job_id: str) -> Any:
         ci_jobs.set_status(world, job, ci_jobs.checked_status(req.params.get("status")))
     except ValueError as error:
         raise _bad(str(error)) from None
+    merging.process(world, world.pipelines[job.pipeline_id], runner=app.runner)
     return renderer(req).job(job) | {"token": job.token}
 
 

@@ -11,7 +11,7 @@ import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from pairgate.sandbox import defaults, graphql_api
@@ -27,7 +27,6 @@ from pairgate.sandbox.httpd import (
 )
 from pairgate.sandbox.model import World
 from pairgate.sandbox.records import Options, Token
-from pairgate.sandbox.runner import Runner
 
 # The resource modules register their routes on API when imported.
 from pairgate.sandbox import (  # noqa: F401  isort: skip
@@ -47,6 +46,9 @@ from pairgate.sandbox import (  # noqa: F401  isort: skip
     tokens,
     variables,
 )
+
+if TYPE_CHECKING:
+    from pairgate.sandbox.runner import Runner
 
 DEFAULT_STATUS = {"GET": 200, "POST": 201, "PUT": 200, "DELETE": 204}
 

@@ -14,7 +14,6 @@ from urllib.parse import quote
 import requests
 
 from pairgate.sandbox.records import Options
-from pairgate.sandbox.runner import Runner
 from pairgate.sandbox.server import Sandbox
 
 
@@ -270,7 +269,11 @@ def running_sandbox(
     (they survive ``reset``). ``runner``: the gitlab-ci-local that runs its pipelines
     (runner.py; ``shared_home`` gives its jobs one HOME). Every one started is watched for
     unserved requests."""
-    run = Runner(runner, shared_home=shared_home) if runner else None
+    run = None
+    if runner:
+        from pairgate.sandbox.runner import Runner
+
+        run = Runner(runner, shared_home=shared_home)
     server = Sandbox("127.0.0.1", 0, options=Options(**options), runner=run).start()
     running = RunningSandbox(server)
     watched = _Watched(running.url, server.app.unserved)
