@@ -281,7 +281,7 @@ class Runner:
         if plan is None or job_id not in plan.builds.values() or job_id not in world.jobs:
             return False
         job = world.jobs[job_id]
-        text = ci_variables.mask(trace, plan.masked)
+        text = ci_variables.mask(trace, [*plan.masked, job.token])  # GitLab masks the token too
         job.trace = (job.trace or "") + text if phase == "after" else text
         if phase == "main" and job.status not in FINISHED:
             set_status(world, job, "success" if code == 0 else "failed")
