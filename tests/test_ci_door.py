@@ -12,6 +12,7 @@ makes before the merge request exists is not what these cases are about.
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ class Door:
     mr: int = 0
     sha: str = ""
     branch: str = ""
+    approval: int = 0  # the approval's note
 
     @property
     def lead(self) -> dict[str, str]:
@@ -59,26 +61,40 @@ class Door:
     def review(self) -> dict[str, str]:
         return agent_env(self.sandbox, REVIEW)
 
-    def push(self, files: dict[str, str | None], *, options: list[str] | None = None) -> str:
+    def push(
+        self,
+        files: dict[str, str | None],
+        *,
+        options: list[str] | None = None,
+        message: str = "Work on the issue",
+    ) -> str:
         """A commit pushed to the branch (with push ``options``)."""
         self.sha = secrets.token_hex(20)
         self.sandbox.mirror_commit(
-            self.sha, self.branch, files, message="Work on the issue", push_options=options
+            self.sha, self.branch, files, message=message, push_options=options
         )
         return self.sha
 
-    def open(self, files: dict[str, str | None] | None = None) -> Door:
-        """An issue the lead claims, then a merge request citing it: GitLab starts its merge
-        request pipeline, where the approval's jobs fail until the review approves its head.
+    def open(self, files: dict[str, str | None] | None = None, *, pipeline: bool = True) -> Door:
+        """An issue the lead claims, then a merge request citing it, whose opening runs a merge
+        request pipeline: the approval's jobs fail until the review approves its head.
         (Claimed first: a pipeline that ran before the claim fails the record job too, and
-        handoff refuses to offer a head whose pipeline failed on anything but the approval.)"""
+        handoff refuses to offer a head whose pipeline failed on anything but the approval.)
+        With ``pipeline`` False no pipeline runs before the review's: the merge request opens
+        at a ``[skip ci]`` commit and the work is pushed with ``ci.skip`` (both skipped)."""
         self.issue = int(self.sandbox.create_issue("Work through the CI door")["iid"])
         self.verb(self.lead, "claim", "--role", "lead")
         self.branch = f"issue-{self.issue}"
-        self.push(files or {f"work-{self.issue}.txt": "a change\n"}, options=["ci.skip"])
+        work = files or {f"work-{self.issue}.txt": "a change\n"}
+        if not pipeline:
+            self.push({f"start-{self.issue}.txt": "\n"}, message="Start [skip ci]")
+        else:
+            self.push(work, options=["ci.skip"])
         description = f"Related to acme/tracker#{self.issue}"
         mr = self.sandbox.create_mr(self.branch, title="Work", description=description)
         self.mr = int(mr["iid"])
+        if not pipeline:
+            self.push(work, options=["ci.skip"])
         return self
 
     def verb(self, env: dict[str, str], *argv: str) -> str:
@@ -93,7 +109,10 @@ class Door:
 
     def approve(self) -> Door:
         mr = ["--mr", str(self.mr), "--mr-project", "acme/app"]
-        self.verb(self.review, "approve", *mr, "--sha", self.sha, "--to", LEAD)
+        said = self.verb(self.review, "approve", *mr, "--sha", self.sha, "--to", LEAD)
+        found = re.search(r"\(note (\d+)\)", said)
+        assert found, said
+        self.approval = int(found.group(1))
         return self
 
     def merge(self, **fields: Any) -> requests.Response:
@@ -172,7 +191,7 @@ def test_an_unapproved_mr_is_refused_and_the_same_mr_approved_at_its_head_merges
 
 
 def test_a_push_after_the_approval_is_refused(door: Door) -> None:
-    door.open().review_round()
+    door.open(pipeline=False).review_round()
     assert door.gate()[MERGE_CHECK] == "success"
     door.push({"late.txt": "after the review\n"})
     assert door.gate()[MERGE_CHECK] == "failed"
@@ -200,7 +219,7 @@ def test_an_mr_whose_own_ci_file_redefines_the_gate_jobs_is_refused(door: Door) 
 
 
 def test_a_freeze_is_refused(door: Door) -> None:
-    door.open()
+    door.open(pipeline=False)
     door.verb(door.lead, "handoff", "--to", REVIEW, "--role", "review", "--sha", door.sha)
     door.verb(door.review, "accept")
     reason = "Holding the merge: the release is being cut"
@@ -235,7 +254,8 @@ def test_auto_merge_set_before_the_approval_merges_only_after_it(door: Door) -> 
     "pipeline stands, and the merge goes through",
 )
 def test_a_withdrawn_approval_is_refused(door: Door) -> None:
-    door.open().review_round()
+    door.open(pipeline=False).review_round()
     assert door.gate()[MERGE_CHECK] == "success"
-    door.verb(door.review, "withdraw", "--reason", "I read it again: the rounding is wrong")
+    reason = "I read it again: the rounding is wrong"
+    door.verb(door.review, "withdraw", "--approval", str(door.approval), "--reason", reason)
     assert refused(door.merge())

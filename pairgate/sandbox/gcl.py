@@ -199,8 +199,6 @@ def run(
 def write_shell(directory: Path, *, url: str, run_id: str) -> Path:
     """The directory whose ``bash`` is the sandbox's job shell for one run (shim.py)."""
     directory.mkdir(parents=True)
-    path = directory / "bash"
     python = os.path.realpath(sys.executable)  # a binary: a script interpreter could be bash
-    path.write_text(shim.program(python=python, url=url, run_id=run_id), encoding="utf-8")
-    path.chmod(0o700)
+    shim.write(directory, python=python, url=url, run_id=run_id)
     return directory

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from pairgate.sandbox import ci_config, ci_plans, ci_variables, gcl, merging, pipelines
+from pairgate.sandbox import ci_config, ci_plans, ci_variables, gcl, merging, pipelines, repo
 from pairgate.sandbox.ci_plans import Plan
 from pairgate.sandbox.jobs import FINISHED, QUEUED, set_status
 from pairgate.sandbox.model import World
@@ -86,6 +86,9 @@ class Runner:
     def merge_request_pipeline(
         self, world: World, project: Project, mr: MergeRequest, user: User | None, **kw: Any
     ) -> Pipeline | None:
+        """None for a merge request with no commits (CreatePipelineService#can_create_pipeline_for?)."""
+        if not repo.mr_commits(world, mr):
+            return None
         ref, sha, source_sha = pipelines.merge_request_ref(world, project, mr, user)
         return self.create(
             world, project, ref=ref, sha=sha, source="merge_request_event", user=user,
