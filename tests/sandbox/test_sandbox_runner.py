@@ -1,14 +1,15 @@
 """The sandbox's runner (``pairgate sandbox --runner``): which pipelines GitLab's events make,
-what their jobs are given, child pipelines, statuses and logs back in the sandbox, [skip ci]
-and ci.skip. One scenario of four pipelines is played once for the module (gitlab-ci-local
-starts are what cost), and each test reads one part of what it left; python-gitlab reads the
-new routes.
+what their jobs are given, child pipelines, statuses and logs back in the sandbox, [skip ci],
+retries. One scenario of four pipelines is played once (gitlab-ci-local starts are what cost),
+in one test, so that no two test workers play it; each ``check_`` reads one part of what it
+left, and python-gitlab reads the new routes.
 
 Each job runs probe.py, which prints what it was given as one ``FACTS {...}`` line of its log.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 from collections.abc import Iterator
@@ -84,8 +85,8 @@ class Scenario:
         return job
 
 
-@pytest.fixture(scope="module")
-def scenario() -> Iterator[Scenario]:
+@contextlib.contextmanager
+def played() -> Iterator[Scenario]:
     """A push to a new branch (a branch pipeline), the merge request (its pipeline), a push to
     it (a merge request pipeline and no branch pipeline: the workflow says so), a pipeline by
     the API on another branch, and one it refuses."""
@@ -113,7 +114,7 @@ def scenario() -> Iterator[Scenario]:
         yield Scenario(sandbox, made, no_jobs)
 
 
-def test_each_event_makes_the_pipelines_gitlab_makes_with_their_source(scenario: Scenario) -> None:
+def check_each_event_makes_the_pipelines_gitlab_makes_with_their_source(scenario: Scenario) -> None:
     listed = scenario.sandbox.api("GET", "/projects/2/pipelines", params={"sort": "asc"})
     assert [(p["ref"], p["source"], p["status"]) for p in listed] == [
         ("feature", "push", "success"),
@@ -129,7 +130,7 @@ def test_each_event_makes_the_pipelines_gitlab_makes_with_their_source(scenario:
     )
 
 
-def test_a_job_is_given_gitlabs_variables_and_the_projects(scenario: Scenario) -> None:
+def check_a_job_is_given_gitlabs_variables_and_the_projects(scenario: Scenario) -> None:
     sandbox = scenario.sandbox
     mr = scenario.pipelines["mr"]
     job = next(j for j in scenario.jobs(mr["id"]) if j["name"] == "facts")
@@ -157,7 +158,7 @@ def test_a_job_is_given_gitlabs_variables_and_the_projects(scenario: Scenario) -
     assert push["CI_MERGE_REQUEST_IID"] is None
 
 
-def test_a_job_token_answers_get_job_for_its_job_while_it_runs(scenario: Scenario) -> None:
+def check_a_job_token_answers_get_job_for_its_job_while_it_runs(scenario: Scenario) -> None:
     job = scenario.only_job("push")
     facts = scenario.facts(job["id"])
     assert facts["job"] == {"id": job["id"], "name": "facts", "status": "running"}
@@ -170,7 +171,7 @@ def test_a_job_token_answers_get_job_for_its_job_while_it_runs(scenario: Scenari
     assert token not in others and not token.startswith("sandbox-job-")
 
 
-def test_each_job_gets_a_fresh_home_and_work_directory(scenario: Scenario) -> None:
+def check_each_job_gets_a_fresh_home_and_work_directory(scenario: Scenario) -> None:
     seen = []
     for made_by in ("push", "mr", "mr push", "api"):
         for job in scenario.jobs(scenario.pipelines[made_by]["id"]):
@@ -181,7 +182,7 @@ def test_each_job_gets_a_fresh_home_and_work_directory(scenario: Scenario) -> No
     assert len({pwd for _, pwd in seen}) == 4
 
 
-def test_a_trigger_job_runs_its_child_pipeline_and_takes_its_status(scenario: Scenario) -> None:
+def check_a_trigger_job_runs_its_child_pipeline_and_takes_its_status(scenario: Scenario) -> None:
     sandbox = scenario.sandbox
     mr = scenario.pipelines["mr"]
     (bridge,) = sandbox.api("GET", f"/projects/2/pipelines/{mr['id']}/bridges")
@@ -209,7 +210,7 @@ def test_a_trigger_job_runs_its_child_pipeline_and_takes_its_status(scenario: Sc
     assert scenario.pipelines["push"]["id"] not in {p["id"] for p in listed}
 
 
-def test_python_gitlab_reads_pipelines_bridges_jobs_and_traces(scenario: Scenario) -> None:
+def check_python_gitlab_reads_pipelines_bridges_jobs_and_traces(scenario: Scenario) -> None:
     project = scenario.sandbox.gitlab().projects.get(2)
     pipeline = project.pipelines.get(scenario.pipelines["mr"]["id"])
     assert pipeline.source == "merge_request_event" and pipeline.status == "success"
@@ -222,7 +223,7 @@ def test_python_gitlab_reads_pipelines_bridges_jobs_and_traces(scenario: Scenari
     assert (created["source"], created["ref"], created["status"]) == ("api", "other", "pending")
 
 
-def test_python_gitlab_keeps_ci_variables_and_the_configuration_path(scenario: Scenario) -> None:
+def check_python_gitlab_keeps_ci_variables_and_the_configuration_path(scenario: Scenario) -> None:
     project = scenario.sandbox.gitlab("maintainer").projects.get(2)
     assert {v.key: (v.masked, v.protected) for v in project.variables.list()} == {
         "SECRET": (True, False),
@@ -237,3 +238,27 @@ def test_python_gitlab_keeps_ci_variables_and_the_configuration_path(scenario: S
     assert "cannot include leading slash or directory traversal" in str(traversal.value)
     denied = scenario.sandbox.request("GET", "/projects/2/variables", "agents")
     assert (denied.status_code, denied.json()) == (403, {"message": "403 Forbidden"})
+
+
+def check_a_retried_job_runs_again_in_a_home_of_its_own(scenario: Scenario) -> None:
+    sandbox = scenario.sandbox
+    old = scenario.only_job("push")
+    new = sandbox.api("POST", f"/projects/2/jobs/{old['id']}/retry")
+    sandbox.wait_for_pipelines()
+    again = sandbox.api("GET", f"/projects/2/jobs/{new['id']}")
+    assert (again["status"], again["name"]) == ("success", "facts")
+    facts = scenario.facts(new["id"])
+    assert facts["job"]["id"] == new["id"] and facts["home_held"] == []
+    assert facts["home"] != scenario.facts(old["id"])["home"]
+
+
+def test_the_runner_plays_gitlabs_pipelines() -> None:
+    with played() as scenario:
+        check_each_event_makes_the_pipelines_gitlab_makes_with_their_source(scenario)
+        check_a_job_is_given_gitlabs_variables_and_the_projects(scenario)
+        check_a_job_token_answers_get_job_for_its_job_while_it_runs(scenario)
+        check_each_job_gets_a_fresh_home_and_work_directory(scenario)
+        check_a_trigger_job_runs_its_child_pipeline_and_takes_its_status(scenario)
+        check_python_gitlab_reads_pipelines_bridges_jobs_and_traces(scenario)
+        check_python_gitlab_keeps_ci_variables_and_the_configuration_path(scenario)
+        check_a_retried_job_runs_again_in_a_home_of_its_own(scenario)
