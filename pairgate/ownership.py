@@ -210,7 +210,7 @@ def log_crash(error: BaseException, ctx: Context, *, program: str) -> None:
     try:
         where = state_dir(ctx.env)
         if where is None:
-            raise OSError("no state directory: neither XDG_STATE_HOME nor HOME names one")
+            raise OSError("no state directory: set XDG_STATE_HOME, or HOME to a directory")
         path = where / CRASH_LOG
         _write_log(path, _crash_report(program, trace, now=ctx.now()))
     except Exception as exc:
