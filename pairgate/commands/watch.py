@@ -10,7 +10,6 @@ the next move; ``inbox`` is how that agent reads and acknowledges them.
 from __future__ import annotations
 
 import argparse
-import shlex
 from pathlib import Path
 
 from pairgate.watch import HOOK_EVENTS, REMIND_AFTER
@@ -88,4 +87,7 @@ def inbox_ack(p: argparse.ArgumentParser) -> None:
 
 
 def store_flag(store: Path | None) -> str:
+    """`` --store PATH`` for a command a handler suggests, when the store was given."""
+    import shlex  # here: --help builds this module's flags and needs no quoting
+
     return f" --store {shlex.quote(str(store))}" if store is not None else ""
