@@ -25,22 +25,22 @@ Contents (where each source module begins, and what it holds):
   line  3974  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
   line  4179  doors.py: The gate's doors that print: merge-check and the three CI validators.
   line  4413  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4462  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4854  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4997  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5180  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5609  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6065  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6214  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6609  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6690  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  7203  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7553  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7778  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8189  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8260  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8435  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8788  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  4460  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4852  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4995  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5178  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5607  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6063  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6212  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6607  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6688  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  7201  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7551  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7776  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8187  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8258  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8433  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8786  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -4413,8 +4413,6 @@ def _ci_token(env: Mapping[str, str], variable: str) -> str:
 # begin pairgate/standalone/audit_flags.py
 # =============================================================================================
 
-
-__all__ = ["AUDIT_LABEL", "DEFAULT_AUDIT_DAYS", "add_audit_arguments", "add_project_filter"]
 
 DEFAULT_AUDIT_DAYS = 7
 # The label of the issues ``audit --file-issues`` opens (audit_issues.py).
