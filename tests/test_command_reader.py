@@ -6,13 +6,18 @@ gate then decides), disguised merges the reading alone blocks, and harmless comm
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pairgate.standalone.command_reader.mcp import read_tool_call
+from pairgate.standalone.command_reader.program_table import PROGRAMS
 from pairgate.standalone.command_reader.read import read_command
+from pairgate.standalone.command_reader.reading import ProgramReader, Reading
 from pairgate.standalone.command_reader.words import (
     CommandReading,
     MergeFound,
+    Word,
     could_name_glab_merge,
 )
 
@@ -90,6 +95,12 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ("zsh -c \"bash -c 'glab mr merge 12 -R acme/app'\"", APP),
     ("dash -e -c 'glab mr merge 12 -R acme/app'", APP),
     ("busybox sh -c 'glab mr merge 12 -R acme/app'", APP),
+    ("ksh -c 'glab mr merge 12 -R acme/app'", APP),
+    ("mksh -c 'glab mr merge 12 -R acme/app'", APP),
+    ("ash -c 'glab mr merge 12 -R acme/app'", APP),
+    ("yash -c 'glab mr merge 12 -R acme/app'", APP),
+    ("posh -c 'glab mr merge 12 -R acme/app'", APP),
+    ("ionice -c 3 glab mr merge 12 -R acme/app", APP),
     ("su -c 'glab mr merge 12 -R acme/app' bot", APP),
     ('eval "glab mr merge 12 -R acme/app"', APP),
     ("eval glab mr merge 12 -R acme/app", APP),
@@ -192,6 +203,7 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ),
     # a renamed copy of glab, for every subcommand
     ("cp /usr/bin/glab /tmp/g && /tmp/g mr merge 12 -R acme/app", APP),
+    ("install -m 755 /usr/bin/glab /tmp/g && /tmp/g -R acme/app mr merge 12", APP),
     ("/tmp/g api -X PUT projects/acme%2Fapp/merge_requests/12/merge", APP),
     ("/tmp/g alias set tofu 'mr merge' && /tmp/g tofu 12 -R acme/app", APP),
     ('ln -s "$(command -v glab)" ~/bin/g && g -R acme/app mr merge 12', APP),
@@ -235,11 +247,13 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ("echo -e 'gl\\x61b mr merge 12 -R acme/app' > m.sh && chmod +x m.sh && ./m.sh", APP),
     ("echo 'glab mr merge 12 -R acme/app' | tee m.sh > /dev/null; bash m.sh", APP),
     ("echo 'glab mr merge 12 -R acme/app' > m.sh; bash < m.sh", APP),
+    ("echo 'glab mr merge 12 -R acme/app' > m.txt; mv m.txt m.sh; bash m.sh", APP),
     ("for i in 1 2; do bash m.sh; echo 'glab mr merge 12 -R acme/app' > m.sh; done", APP),
     # make runs its recipes in a shell
     ("make -f - <<'EOF'\nall:\n\t@glab mr merge 12 -R acme/app\nEOF", APP),
     ("cat > Makefile <<'EOF'\nall:\n\tglab mr merge 12 -R acme/app\nEOF\nmake", APP),
     ("make --eval='x := $(shell glab mr merge 12 -R acme/app)'", APP),
+    ("gmake -f - <<'EOF'\nall:\n\tglab mr merge 12 -R acme/app\nEOF", APP),
     ("find . -name x -exec flock /tmp/l -c 'glab mr merge 12 -R acme/app' \\;", APP),
     # a /merge quick action in a note or a description (GitLab runs it; it merges)
     ("glab mr note 12 -R acme/app -m '/merge'", APP),
@@ -480,6 +494,31 @@ def test_a_merge_the_reader_cannot_attribute_is_blocked_saying_why(command: str,
 def test_a_harmless_command_merges_nothing(command: str) -> None:
     reading = read_command(command)
     assert reading == CommandReading()
+
+
+def test_every_row_of_the_program_table_reads_cases_of_the_corpus(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each row of PROGRAMS is the reader of its program in a case of the tables above (whose
+    readings the tests above hold), one that merges or blocks among them: a row no case
+    reaches, or that only harmless cases reach, is a row nothing checks."""
+    cases: dict[str, set[str]] = {name: set() for name in PROGRAMS}
+    command = ""
+
+    def spy(name: str, reader: ProgramReader) -> ProgramReader:
+        def read(reading: Reading, argv: list[Word], *rest: Any) -> None:
+            assert argv[0].tail == name  # the row reads the program it is named for
+            cases[name].add(command)
+            reader(reading, argv, *rest)
+
+        return read
+
+    for name, reader in list(PROGRAMS.items()):
+        monkeypatch.setitem(PROGRAMS, name, spy(name, reader))
+    merging = {c for c, _ in ATTRIBUTED} | {c for c, _ in BLOCKED}
+    for command in [*merging, *HARMLESS]:
+        read_command(command)
+    assert [name for name, seen in cases.items() if not seen & merging] == []
 
 
 def test_the_outside_project_is_read_like_any_other_and_left_to_the_gate() -> None:

@@ -19,6 +19,14 @@ from pairgate.standalone.scope import AutomationFamily, load_automation_families
 if TYPE_CHECKING:
     import argparse
 
+__all__ = [
+    "add_audit_arguments",
+    "add_project_filter",
+    "audit_window",
+    "gated_projects",
+    "run_audit",
+]
+
 DEFAULT_AUDIT_DAYS = 7
 
 

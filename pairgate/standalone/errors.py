@@ -11,6 +11,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO, TypeVar, dataclass_transform
 
+__all__ = [
+    "ConfigError",
+    "Context",
+    "Exit",
+    "PairgateError",
+    "Refusal",
+    "UsageError",
+    "fresh_id",
+    "reader_dir",
+    "report",
+    "value_type",
+]
+
 _Class = TypeVar("_Class")
 
 
