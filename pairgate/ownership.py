@@ -32,17 +32,17 @@ Contents (where each source module begins, and what it holds):
   line  5942  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
   line  6021  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
   line  6168  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6258  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6626  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7015  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7251  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7496  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  7883  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  7941  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8365  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8535  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8560  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8906  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  6263  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6631  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7021  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7257  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7539  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  7950  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8008  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8451  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8621  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8646  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8992  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -6244,6 +6244,11 @@ class Reading(Protocol):
         """The command writes ``text`` to ``path`` (None: a path bash computes)."""
         ...
 
+    def read_alone(self, text: str, depth: int) -> CommandReading:
+        """What ``text`` would do as a later command of its own, which finds on disk what this
+        one leaves there (its files, copies of glab, glab and git aliases) and nothing else."""
+        ...
+
 
 # A row of the program table: reads one program's arguments (the program's words, the
 # command's assignments, the layer it stands in, its standard input, whether xargs appends more
@@ -6896,6 +6901,7 @@ GIT_CONFIG_OPTS = Opts(
      "expiry-date": 0, "null": 0, "name-only": 0, "includes": 0, "no-includes": 0,
      "show-origin": 0, "show-scope": 0, "default": 1, "comment": 1, "value": 1,
      "fixed-value": 0, "all": 0, "regexp": 0, "url": 1},
+    permute=False,
 )  # fmt: skip
 GIT_PUSH_OPTS = Opts(
     "46dfnquvo:",
@@ -7346,13 +7352,15 @@ def _git_alias(
 
 
 def _git_config(reading: Reading, argv: list[Word], args: list[Word], layer: Layer) -> None:
-    """``git config [scope] NAME VALUE`` and ``git config set NAME VALUE``: a setting of
-    GIT_SETTINGS stays in the configuration file for every later git command, which the hook
-    reads without this one."""
+    """``git config [scope] NAME VALUE`` and ``git config set [scope] NAME VALUE``: git stops
+    at the first word that is not an option (builtin/config.c, PARSE_OPT_STOP_AT_NON_OPTION),
+    so a value may start with ``-``. A setting of GIT_SETTINGS stays in the configuration file
+    for every later git command, which the hook reads without this one."""
     options, operands, _ = getopt(args, GIT_CONFIG_OPTS)
     names = {name for name, _ in options}
     if operands and operands[0].value == "set":
-        operands = operands[1:]
+        set_options, operands, _ = getopt(operands[1:], GIT_CONFIG_OPTS)
+        names |= {name for name, _ in set_options}
     elif operands and operands[0].value in ("get", "list", "unset", "rename-section",
                                              "remove-section", "edit"):  # fmt: skip
         return
@@ -7372,14 +7380,49 @@ def _git_config(reading: Reading, argv: list[Word], args: list[Word], layer: Lay
 
 
 def _alias_setting(reading: Reading, argv: list[Word], key: str, value: Word, layer: Layer) -> None:
-    """``alias.NAME``: remembered for the git commands after it in this command; one that
-    pushes with an auto-merge option stays for later pushes the hook does not see."""
-    if value.value is not None and AUTO_MERGE_TEXT.search(value.value):
+    """``alias.NAME``: remembered for the git commands after it in this command. git keeps it
+    for later commands too, where ``git NAME`` is read without this definition, and only bash
+    decides what a ``!`` alias runs: so the definition blocks when a later ``git NAME``, read
+    now, would merge, arm auto-merge, or could not be read."""
+    name = key[len("alias.") :]
+    reading.git_aliases[name] = (value, layer)
+    words = spelled(argv)
+    text = value.value
+    if text is not None and AUTO_MERGE_TEXT.search(text):
         reading.unclear(
-            f"{spelled(argv)}: defines a git alias that pushes with an auto-merge option, kept "
-            "for later commands the hook does not read together with this one"
+            f"{words}: defines a git alias that pushes with an auto-merge option, kept for "
+            "later commands the hook does not read together with this one"
         )
-    reading.git_aliases[key[len("alias.") :]] = (value, layer)
+        return
+    if text is None:
+        reading.unclear(
+            f"{words}: defines the git alias {name} with text built from variables or "
+            "substitutions, kept for later commands the hook does not read together with "
+            "this one; spell the alias's text"
+        )
+        return
+    if text.startswith("!"):
+        runs = text[1:]  # git runs it in a shell (run_command, use_shell)
+    else:
+        try:
+            runs = "git " + shlex.join(shlex.split(text))
+        except ValueError:
+            return  # git refuses such an alias when it is used
+    later = reading.read_alone(runs, layer.depth + 1)
+    runs_merge = [m.words for m in later.merges] + [p.words for p in later.pushes]
+    if runs_merge:
+        reading.unclear(
+            f"{words}: defines the git alias {name}, which runs {short(runs_merge[0])} when a "
+            f"later command says `git {name}`; git keeps the alias, and the hook reads that "
+            "command without this definition. Merge with glab mr merge <iid> -R <project> "
+            "--sha <approved head> instead"
+        )
+    elif later.problems():
+        reading.unclear(
+            f"{words}: defines the git alias {name}, which a later command runs as "
+            f"`git {name}`, where the hook reads it without this definition, and the hook "
+            f"cannot tell what it runs: {short(later.problems()[0])}"
+        )
 
 
 def _push_option_setting(
@@ -7660,26 +7703,47 @@ def read_sudo(
     open_args: bool,
 ) -> None:
     """sudo and doas wrap the program they run, unless they run a shell (-s, -i)."""
-    if not _sudo_shell(reading, argv, layer, stdin):
+    if not _sudo_shell(reading, argv, env, layer, stdin):
         read_wrapped(reading, argv, env, layer, stdin, open_args)
 
 
-def _sudo_shell(reading: Reading, argv: list[Word], layer: Layer, stdin: Stdin | None) -> bool:
-    """``sudo -s``/``-i`` (and ``doas -s``) run the command in a shell: sudo joins its words
-    with spaces and escapes every character but letters, digits, ``_``, ``-`` and ``$``
-    (sudo's parse_args.c), and the shell reads that; with no command, the shell reads
-    standard input. True when it was such a call."""
+# Where a command sets SHELL for the commands after it (sudo -s runs $SHELL).
+_SETS_SHELL = re.compile(r"(?<![\w$])SHELL=")
+
+
+def _sudo_shell(
+    reading: Reading, argv: list[Word], env: dict[str, Word], layer: Layer, stdin: Stdin | None
+) -> bool:
+    """``sudo -s``/``-i`` (and ``doas -s``) run a shell, ``SHELL -c TEXT``: for ``-s`` the
+    program $SHELL names (sudo(8)), for ``-i`` the target user's login shell. TEXT is the
+    command's words joined with spaces, every character but letters, digits, ``_``, ``-`` and
+    ``$`` escaped with a backslash (sudo's src/parse_args.c; sudo-rs escapes the same,
+    src/common/command.rs). So one quoted word stays one word to that shell, the name of a
+    program, never a script: ``sudo -s 'glab mr merge 1'`` runs a program named ``glab mr
+    merge 1``. With no command, the shell reads standard input. True when it was such a call."""
     doas = argv[0].tail == "doas"
     options, operands, unclear = getopt(argv[1:], DOAS_OPTS if doas else SUDO_OPTS)
-    if not {name for name, _ in options} & {"s", "shell", "i", "login"}:
+    names = {name for name, _ in options}
+    if not names & {"s", "shell", "i", "login"}:
         return False
     if unclear:
         unclear_arguments(reading, argv, "the command")
         return True
+    shell = None if names & {"i", "login"} else env.get("SHELL")
+    if shell is None and not names & {"i", "login"} and _SETS_SHELL.search(reading.text):
+        reading.unclear(
+            f"{spelled(argv)}: {argv[0].raw} -s runs the program $SHELL names, which this command "
+            "sets elsewhere; the hook cannot tell which program that is: set SHELL on the sudo "
+            "command itself, or run the shell by name (sudo bash -c '...')"
+        )
+        return True
     while operands and ASSIGNMENT.match(operands[0].value or ""):
         operands = operands[1:]  # sudo's own VAR=value
     if doas or not operands:
-        shell_stdin(reading, argv, stdin, layer)
+        if shell is not None:
+            reading.run([shell], {}, layer, stdin)
+        else:
+            shell_stdin(reading, argv, stdin, layer)
         return True
     values = [w.value for w in operands]
     if any(v is None for v in values):
@@ -7687,7 +7751,10 @@ def _sudo_shell(reading: Reading, argv: list[Word], layer: Layer, stdin: Stdin |
         return True
     layer.consume(operands)
     text = " ".join(re.sub(r"([^A-Za-z0-9_$-])", r"\\\1", v or "") for v in values)
-    reading.read(text, layer.depth + 1)
+    if shell is not None:
+        reading.run([shell, literal_word("-c"), literal_word(text)], {}, layer, stdin)
+    else:
+        reading.read(text, layer.depth + 1)
     return True
 
 
@@ -8262,18 +8329,28 @@ class Reader:
 
     def _assignment(self, node: Any, layer: Layer) -> None:
         """``NAME=value`` on its own or exported: git reads GIT_CONFIG_* from the environment,
-        so one that sets auto-merge push options (or that the hook cannot read) blocks."""
+        for every git command after it, so one that sets auto-merge push options or a git
+        alias (or that the hook cannot read) blocks."""
         name = node.child_by_field_name("name")
         value = node.child_by_field_name("value")
-        if name is None or not re.fullmatch(r"GIT_CONFIG\w*", name.text.decode("utf-8", "replace")):
+        variable = name.text.decode("utf-8", "replace") if name is not None else ""
+        if not re.fullmatch(r"GIT_CONFIG\w*", variable):
             return
         text = parsed_word(value, layer.src).value if value is not None else ""
+        said = short(layer.src[node.start_byte : node.end_byte].decode("utf-8", "replace"))
         if text is None or AUTO_MERGE_TEXT.search(text):
             self.unclear(
-                f"{short(layer.src[node.start_byte : node.end_byte].decode('utf-8', 'replace'))}"
-                ": git configuration set through the environment for the commands after it, "
-                "which may arm auto-merge on a push; pass it to the one git command instead "
+                f"{said}: git configuration set through the environment for the commands after "
+                "it, which may arm auto-merge on a push; pass it to the one git command instead "
                 "(git -c push.pushOption=...)"
+            )
+        elif re.fullmatch(r"GIT_CONFIG_KEY_\d+|GIT_CONFIG_PARAMETERS", variable) and re.search(
+            r"(?i)\balias\.", text
+        ):
+            self.unclear(
+                f"{said}: git configuration set through the environment for the commands after "
+                "it, which defines a git alias; pass it to the one git command instead "
+                "(git -c alias.NAME=...)"
             )
 
     # the steps of reading.Reading that the program readers take
@@ -8310,6 +8387,15 @@ class Reader:
 
     def unclear(self, why: str) -> None:
         self.unknown.append(why)
+
+    def read_alone(self, text: str, depth: int) -> CommandReading:
+        later = Reader(text)
+        later.files = dict(self.files)
+        later.glab_names = set(self.glab_names)
+        later.glab_aliases = dict(self.glab_aliases)
+        later.git_aliases = dict(self.git_aliases)
+        later.read(text, depth)
+        return later.result()
 
     # the end of a reading
 

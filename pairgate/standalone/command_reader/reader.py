@@ -361,18 +361,28 @@ class Reader:
 
     def _assignment(self, node: Any, layer: Layer) -> None:
         """``NAME=value`` on its own or exported: git reads GIT_CONFIG_* from the environment,
-        so one that sets auto-merge push options (or that the hook cannot read) blocks."""
+        for every git command after it, so one that sets auto-merge push options or a git
+        alias (or that the hook cannot read) blocks."""
         name = node.child_by_field_name("name")
         value = node.child_by_field_name("value")
-        if name is None or not re.fullmatch(r"GIT_CONFIG\w*", name.text.decode("utf-8", "replace")):
+        variable = name.text.decode("utf-8", "replace") if name is not None else ""
+        if not re.fullmatch(r"GIT_CONFIG\w*", variable):
             return
         text = parsed_word(value, layer.src).value if value is not None else ""
+        said = short(layer.src[node.start_byte : node.end_byte].decode("utf-8", "replace"))
         if text is None or AUTO_MERGE_TEXT.search(text):
             self.unclear(
-                f"{short(layer.src[node.start_byte : node.end_byte].decode('utf-8', 'replace'))}"
-                ": git configuration set through the environment for the commands after it, "
-                "which may arm auto-merge on a push; pass it to the one git command instead "
+                f"{said}: git configuration set through the environment for the commands after "
+                "it, which may arm auto-merge on a push; pass it to the one git command instead "
                 "(git -c push.pushOption=...)"
+            )
+        elif re.fullmatch(r"GIT_CONFIG_KEY_\d+|GIT_CONFIG_PARAMETERS", variable) and re.search(
+            r"(?i)\balias\.", text
+        ):
+            self.unclear(
+                f"{said}: git configuration set through the environment for the commands after "
+                "it, which defines a git alias; pass it to the one git command instead "
+                "(git -c alias.NAME=...)"
             )
 
     # the steps of reading.Reading that the program readers take
@@ -409,6 +419,15 @@ class Reader:
 
     def unclear(self, why: str) -> None:
         self.unknown.append(why)
+
+    def read_alone(self, text: str, depth: int) -> CommandReading:
+        later = Reader(text)
+        later.files = dict(self.files)
+        later.glab_names = set(self.glab_names)
+        later.glab_aliases = dict(self.glab_aliases)
+        later.git_aliases = dict(self.git_aliases)
+        later.read(text, depth)
+        return later.result()
 
     # the end of a reading
 

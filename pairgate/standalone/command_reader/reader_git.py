@@ -14,6 +14,7 @@ from pairgate.standalone.command_reader.words import (
     Stdin,
     Word,
     literal_word,
+    short,
     spelled,
 )
 from pairgate.standalone.command_reader.wrappers import (
@@ -124,13 +125,15 @@ def _git_alias(
 
 
 def _git_config(reading: Reading, argv: list[Word], args: list[Word], layer: Layer) -> None:
-    """``git config [scope] NAME VALUE`` and ``git config set NAME VALUE``: a setting of
-    GIT_SETTINGS stays in the configuration file for every later git command, which the hook
-    reads without this one."""
+    """``git config [scope] NAME VALUE`` and ``git config set [scope] NAME VALUE``: git stops
+    at the first word that is not an option (builtin/config.c, PARSE_OPT_STOP_AT_NON_OPTION),
+    so a value may start with ``-``. A setting of GIT_SETTINGS stays in the configuration file
+    for every later git command, which the hook reads without this one."""
     options, operands, _ = getopt(args, GIT_CONFIG_OPTS)
     names = {name for name, _ in options}
     if operands and operands[0].value == "set":
-        operands = operands[1:]
+        set_options, operands, _ = getopt(operands[1:], GIT_CONFIG_OPTS)
+        names |= {name for name, _ in set_options}
     elif operands and operands[0].value in ("get", "list", "unset", "rename-section",
                                              "remove-section", "edit"):  # fmt: skip
         return
@@ -150,14 +153,49 @@ def _git_config(reading: Reading, argv: list[Word], args: list[Word], layer: Lay
 
 
 def _alias_setting(reading: Reading, argv: list[Word], key: str, value: Word, layer: Layer) -> None:
-    """``alias.NAME``: remembered for the git commands after it in this command; one that
-    pushes with an auto-merge option stays for later pushes the hook does not see."""
-    if value.value is not None and AUTO_MERGE_TEXT.search(value.value):
+    """``alias.NAME``: remembered for the git commands after it in this command. git keeps it
+    for later commands too, where ``git NAME`` is read without this definition, and only bash
+    decides what a ``!`` alias runs: so the definition blocks when a later ``git NAME``, read
+    now, would merge, arm auto-merge, or could not be read."""
+    name = key[len("alias.") :]
+    reading.git_aliases[name] = (value, layer)
+    words = spelled(argv)
+    text = value.value
+    if text is not None and AUTO_MERGE_TEXT.search(text):
         reading.unclear(
-            f"{spelled(argv)}: defines a git alias that pushes with an auto-merge option, kept "
-            "for later commands the hook does not read together with this one"
+            f"{words}: defines a git alias that pushes with an auto-merge option, kept for "
+            "later commands the hook does not read together with this one"
         )
-    reading.git_aliases[key[len("alias.") :]] = (value, layer)
+        return
+    if text is None:
+        reading.unclear(
+            f"{words}: defines the git alias {name} with text built from variables or "
+            "substitutions, kept for later commands the hook does not read together with "
+            "this one; spell the alias's text"
+        )
+        return
+    if text.startswith("!"):
+        runs = text[1:]  # git runs it in a shell (run_command, use_shell)
+    else:
+        try:
+            runs = "git " + shlex.join(shlex.split(text))
+        except ValueError:
+            return  # git refuses such an alias when it is used
+    later = reading.read_alone(runs, layer.depth + 1)
+    runs_merge = [m.words for m in later.merges] + [p.words for p in later.pushes]
+    if runs_merge:
+        reading.unclear(
+            f"{words}: defines the git alias {name}, which runs {short(runs_merge[0])} when a "
+            f"later command says `git {name}`; git keeps the alias, and the hook reads that "
+            "command without this definition. Merge with glab mr merge <iid> -R <project> "
+            "--sha <approved head> instead"
+        )
+    elif later.problems():
+        reading.unclear(
+            f"{words}: defines the git alias {name}, which a later command runs as "
+            f"`git {name}`, where the hook reads it without this definition, and the hook "
+            f"cannot tell what it runs: {short(later.problems()[0])}"
+        )
 
 
 def _push_option_setting(

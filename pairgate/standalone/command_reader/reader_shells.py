@@ -217,26 +217,47 @@ def read_sudo(
     open_args: bool,
 ) -> None:
     """sudo and doas wrap the program they run, unless they run a shell (-s, -i)."""
-    if not _sudo_shell(reading, argv, layer, stdin):
+    if not _sudo_shell(reading, argv, env, layer, stdin):
         read_wrapped(reading, argv, env, layer, stdin, open_args)
 
 
-def _sudo_shell(reading: Reading, argv: list[Word], layer: Layer, stdin: Stdin | None) -> bool:
-    """``sudo -s``/``-i`` (and ``doas -s``) run the command in a shell: sudo joins its words
-    with spaces and escapes every character but letters, digits, ``_``, ``-`` and ``$``
-    (sudo's parse_args.c), and the shell reads that; with no command, the shell reads
-    standard input. True when it was such a call."""
+# Where a command sets SHELL for the commands after it (sudo -s runs $SHELL).
+_SETS_SHELL = re.compile(r"(?<![\w$])SHELL=")
+
+
+def _sudo_shell(
+    reading: Reading, argv: list[Word], env: dict[str, Word], layer: Layer, stdin: Stdin | None
+) -> bool:
+    """``sudo -s``/``-i`` (and ``doas -s``) run a shell, ``SHELL -c TEXT``: for ``-s`` the
+    program $SHELL names (sudo(8)), for ``-i`` the target user's login shell. TEXT is the
+    command's words joined with spaces, every character but letters, digits, ``_``, ``-`` and
+    ``$`` escaped with a backslash (sudo's src/parse_args.c; sudo-rs escapes the same,
+    src/common/command.rs). So one quoted word stays one word to that shell, the name of a
+    program, never a script: ``sudo -s 'glab mr merge 1'`` runs a program named ``glab mr
+    merge 1``. With no command, the shell reads standard input. True when it was such a call."""
     doas = argv[0].tail == "doas"
     options, operands, unclear = getopt(argv[1:], DOAS_OPTS if doas else SUDO_OPTS)
-    if not {name for name, _ in options} & {"s", "shell", "i", "login"}:
+    names = {name for name, _ in options}
+    if not names & {"s", "shell", "i", "login"}:
         return False
     if unclear:
         unclear_arguments(reading, argv, "the command")
         return True
+    shell = None if names & {"i", "login"} else env.get("SHELL")
+    if shell is None and not names & {"i", "login"} and _SETS_SHELL.search(reading.text):
+        reading.unclear(
+            f"{spelled(argv)}: {argv[0].raw} -s runs the program $SHELL names, which this command "
+            "sets elsewhere; the hook cannot tell which program that is: set SHELL on the sudo "
+            "command itself, or run the shell by name (sudo bash -c '...')"
+        )
+        return True
     while operands and ASSIGNMENT.match(operands[0].value or ""):
         operands = operands[1:]  # sudo's own VAR=value
     if doas or not operands:
-        shell_stdin(reading, argv, stdin, layer)
+        if shell is not None:
+            reading.run([shell], {}, layer, stdin)
+        else:
+            shell_stdin(reading, argv, stdin, layer)
         return True
     values = [w.value for w in operands]
     if any(v is None for v in values):
@@ -244,7 +265,10 @@ def _sudo_shell(reading: Reading, argv: list[Word], layer: Layer, stdin: Stdin |
         return True
     layer.consume(operands)
     text = " ".join(re.sub(r"([^A-Za-z0-9_$-])", r"\\\1", v or "") for v in values)
-    reading.read(text, layer.depth + 1)
+    if shell is not None:
+        reading.run([shell, literal_word("-c"), literal_word(text)], {}, layer, stdin)
+    else:
+        reading.read(text, layer.depth + 1)
     return True
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pairgate.standalone.command_reader.words import (
+    CommandReading,
     MergeFound,
     PushFound,
     Stdin,
@@ -90,6 +91,11 @@ class Reading(Protocol):
 
     def write_file(self, path: str | None, text: Stdin, *, append: bool = False) -> None:
         """The command writes ``text`` to ``path`` (None: a path bash computes)."""
+        ...
+
+    def read_alone(self, text: str, depth: int) -> CommandReading:
+        """What ``text`` would do as a later command of its own, which finds on disk what this
+        one leaves there (its files, copies of glab, glab and git aliases) and nothing else."""
         ...
 
 

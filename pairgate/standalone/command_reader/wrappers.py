@@ -304,6 +304,7 @@ GIT_CONFIG_OPTS = Opts(
      "expiry-date": 0, "null": 0, "name-only": 0, "includes": 0, "no-includes": 0,
      "show-origin": 0, "show-scope": 0, "default": 1, "comment": 1, "value": 1,
      "fixed-value": 0, "all": 0, "regexp": 0, "url": 1},
+    permute=False,
 )  # fmt: skip
 GIT_PUSH_OPTS = Opts(
     "46dfnquvo:",
