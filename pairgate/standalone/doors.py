@@ -20,6 +20,8 @@ from pairgate.standalone.verdict import Check, GateVerdict
 if TYPE_CHECKING:
     import argparse
 
+__all__ = ["arg_parser", "run_merge_check", "validator_main"]
+
 # The doors. merge-check (the package CLI and ``python3 ownership.py merge-check``) and the three
 # validators print the same verdict; only what each treats as a failure differs.
 
@@ -149,7 +151,7 @@ def validator_main(
             )
     except Exception as exc:  # the validators' one translation point: never a pass
         print(f"{name}: could not decide; this job fails closed.", file=ctx.stderr)
-        return report(exc, ctx.stderr)
+        return report(exc, ctx, program=name)
     head = f" at {verdict.head_sha}" if verdict.head_sha else ""
     print(
         f"{name}: {verdict.project}!{verdict.iid}{head} (pipeline {proven.pipeline_id} on "
