@@ -25,14 +25,13 @@ import yaml
 from pairgate.sandbox import ci_config, ci_variables, gcl, pipelines
 from pairgate.sandbox.jobs import add_job
 from pairgate.sandbox.model import World
-from pairgate.sandbox.records import Job, Pipeline, Project, User
+from pairgate.sandbox.records import Pipeline, Project, User
 
 CONFIG_FILE = ".pairgate-sandbox-ci.yml"  # untracked: never copied into a job's directory
 STATE = ".pairgate-sandbox-gcl"  # gitlab-ci-local's state directory in a checkout
 _PROBE = "pairgate-sandbox-workflow"
 _RULE_KEYS = ("rules", "workflow", "only", "except", "variables", "include")
 _NAMES = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
-_SKIPPED = "skipped"
 
 
 @dataclass
@@ -224,7 +223,7 @@ def record(
     a configuration error stores a pipeline without jobs, skipped or failed, and no plan."""
     pipeline = prepared.pipeline
     if prepared.skip or prepared.error is not None or evaluated is None:
-        pipeline.status = _SKIPPED if prepared.skip else "failed"
+        pipeline.status = "skipped" if prepared.skip else "failed"
         pipeline.yaml_errors = None if prepared.skip else prepared.error
         pipelines.store(world, pipeline)
         return pipeline, None
@@ -241,11 +240,12 @@ def record(
         depth=prepared.depth,
     )
     stages = _stages(evaluated.document)
-    first = min((stages.index(j.get("stage", "test")) for j in evaluated.jobs), default=0)
+    rank = {stage: n for n, stage in enumerate(stages)}
+    first = min((rank.get(j.get("stage", "test"), 0) for j in evaluated.jobs), default=0)
     for spec in evaluated.jobs:
         name = str(spec["name"])
         definition = evaluated.document.get(name) or {}
-        ready = stages.index(spec.get("stage", "test")) == first or spec.get("needs") == []
+        ready = rank.get(spec.get("stage", "test"), 0) == first or spec.get("needs") == []
         status = "manual" if spec.get("when") == "manual" else ("pending" if ready else "created")
         job = add_job(
             world,
@@ -295,8 +295,3 @@ def create_now(
         prepared.error = str(error)
         return record(world, prepared, None)
     return record(world, prepared, evaluated)
-
-
-def job_of(world: World, plan: Plan, name: str) -> Job | None:
-    job_id = plan.builds.get(name)
-    return world.jobs.get(job_id) if job_id else None

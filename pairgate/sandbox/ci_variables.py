@@ -9,8 +9,6 @@ pipelines predefined_variables.md#predefined-variables-for-merge-request-pipelin
 
 from __future__ import annotations
 
-from typing import Any
-
 from pairgate.sandbox import protection, repo
 from pairgate.sandbox.ci_config import config_path
 from pairgate.sandbox.model import World
@@ -148,7 +146,3 @@ def mask(text: str, secrets: list[str]) -> str:
         if secret:
             text = text.replace(secret, "[MASKED]")
     return text
-
-
-def describe(variables: dict[str, Any]) -> list[str]:
-    return sorted(variables)

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from pairgate.sandbox import ci_config, ci_plans, ci_variables, gcl, merging, pipelines, repo
+from pairgate.sandbox import ci_children, ci_plans, ci_variables, gcl, merging, pipelines, repo
 from pairgate.sandbox.ci_plans import Plan
+from pairgate.sandbox.entities import Renderer
 from pairgate.sandbox.jobs import FINISHED, QUEUED, set_status
 from pairgate.sandbox.model import World
 from pairgate.sandbox.records import Job, MergeRequest, Pipeline, Project, User
@@ -34,8 +35,6 @@ if TYPE_CHECKING:
     from pairgate.sandbox.server import App
 
 RUN_FILE = ".pairgate-sandbox-run.yml"
-MAX_DEPTH = 2  # child pipelines below a pipeline (Ci::CreateDownstreamPipelineService)
-_DEPEND = {"success": "success", "canceled": "canceled"}  # anything else finished: failed
 
 
 class Runner:
@@ -183,7 +182,7 @@ class Runner:
             world = app.world
             bridge = world.jobs[bridge_id]
             set_status(world, bridge, "running")
-            prepared, depend = self._child(world, plan, bridge)
+            prepared, depend = ci_children.prepare(world, plan, bridge, base=self.url)
         if prepared is None:
             return
         try:
@@ -197,7 +196,7 @@ class Runner:
             bridge = world.jobs[bridge_id]
             made = ci_plans.record(world, prepared, evaluated)
             if made is None:
-                _fail(world, bridge, "No stages / jobs for this pipeline.")
+                ci_children.fail(world, bridge, "No stages / jobs for this pipeline.")
                 return
             child, child_plan = made
             child.bridge_id, bridge.downstream_id = bridge.id, child.id
@@ -210,45 +209,9 @@ class Runner:
             if generation == self._generation and depend:
                 world = app.world
                 status = self._status(world, world.pipelines[child.id])
-                set_status(world, world.jobs[bridge_id], _DEPEND.get(status, "failed"))
-
-    def _child(
-        self, world: World, plan: Plan, bridge: Job
-    ) -> tuple[ci_plans.Prepared | None, bool]:
-        parent = world.pipelines[bridge.pipeline_id]
-        project = world.projects[parent.project_id]
-        spec = plan.document.get(plan.bridges[bridge.id]) or {}
-        trigger = spec.get("trigger") or {}
-        if not isinstance(trigger, dict) or "include" not in trigger:
-            _fail(world, bridge, "trigger: project (a multi-project pipeline) is not served here")
-            return None, False
-        depend = trigger.get("strategy") in ("depend", "mirror")
-        if plan.depth >= MAX_DEPTH:
-            _fail(world, bridge, "reached_max_descendant_pipelines_depth")
-            return None, depend
-        forwarded = _forwarded(plan, spec, trigger, parent)
-        values = {**plan.variables, "CI_PIPELINE_SOURCE": "parent_pipeline", **forwarded}
-        user = world.users.get(parent.user_id or 0)
-        try:
-            sources = ci_config.child_sources(
-                world, project, parent.sha, trigger["include"], values, user
-            )
-        except ci_config.ConfigError as error:
-            _fail(world, bridge, str(error))
-            return None, depend
-        config = ci_config.Source(_merged(sources), sources[0].path)
-        branch = plan.variables.get("CI_COMMIT_REF_NAME")
-        prepared = ci_plans.prepare(
-            world, project, ref=parent.ref, sha=parent.sha, source="parent_pipeline",
-            user=user, base=self.url, mr_iid=parent.mr_iid, branch=branch,
-            ignore_skip=True, config=config, parent=parent, depth=plan.depth + 1,
-            variables=[{"key": k, "value": v} for k, v in forwarded.items()],
-        )  # fmt: skip
-        return prepared, depend
+                set_status(world, world.jobs[bridge_id], ci_children.bridge_status(status))
 
     def _status(self, world: World, pipeline: Pipeline) -> str:
-        from pairgate.sandbox.entities import Renderer
-
         return Renderer(world, "").pipeline_status(pipeline)
 
     # -- what the job shell asks (control.py; the caller holds the server's lock) --------------
@@ -349,52 +312,3 @@ class Runner:
 
 def _need(need: Any) -> str:
     return str(need.get("job") if isinstance(need, dict) else need)
-
-
-def _fail(world: World, bridge: Job, reason: str) -> None:
-    set_status(world, bridge, "failed")
-    bridge.trace = f"Downstream pipeline cannot be created: {reason}\n"
-
-
-def _forwarded(
-    plan: Plan, spec: dict[str, Any], trigger: dict[str, Any], parent: Pipeline
-) -> dict[str, str]:
-    """What a trigger job passes its child as pipeline variables (Downstream::Generator): its
-    YAML variables and the inherited global ones unless ``forward: yaml_variables: false``,
-    then the parent's pipeline variables with ``forward: pipeline_variables: true``."""
-    forward = trigger.get("forward") or {}
-    out: dict[str, str] = {}
-    if forward.get("yaml_variables", True):
-        inherit = (spec.get("inherit") or {}).get("variables", True)
-        globals_ = plan.document.get("variables") or {}
-        if inherit is True:
-            out |= {k: _value(v) for k, v in globals_.items()}
-        elif isinstance(inherit, list):
-            out |= {k: _value(v) for k, v in globals_.items() if k in inherit}
-        out |= {k: _value(v) for k, v in (spec.get("variables") or {}).items()}
-    if forward.get("pipeline_variables", False):
-        out |= ci_variables.pipeline_variables(parent)
-    return out
-
-
-def _value(value: Any) -> str:
-    return str(value.get("value", "")) if isinstance(value, dict) else str(value)
-
-
-def _merged(sources: list[ci_config.Source]) -> str:
-    """Several included files as one configuration: later files override earlier ones, hashes
-    merged deeply and everything else replaced (GitLab's include merge)."""
-    if len(sources) == 1:
-        return sources[0].text
-    merged: dict[str, Any] = {}
-    for source in sources:
-        _deep_merge(merged, yaml.safe_load(source.text) or {})
-    return yaml.safe_dump(merged)
-
-
-def _deep_merge(into: dict[str, Any], other: dict[str, Any]) -> None:
-    for key, value in other.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _deep_merge(into[key], value)
-        else:
-            into[key] = value

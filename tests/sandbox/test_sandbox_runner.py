@@ -252,6 +252,33 @@ def check_a_retried_job_runs_again_in_a_home_of_its_own(scenario: Scenario) -> N
     assert facts["home"] != scenario.facts(old["id"])["home"]
 
 
+def check_skip_ci_and_ci_skip_make_skipped_pipelines_that_block_a_merge(
+    scenario: Scenario,
+) -> None:
+    sandbox = scenario.sandbox
+    before = {p["id"] for p in sandbox.api("GET", "/projects/2/pipelines")}
+    sandbox.commit("feature", {"a.txt": "a\n"}, message="Tidy up [ci skip]")
+    head = sandbox.mirror_commit(
+        secrets.token_hex(20), "feature", {"b.txt": "b\n"}, push_options=["ci.skip"]
+    )["id"]
+    made = [p for p in sandbox.api("GET", "/projects/2/pipelines") if p["id"] not in before]
+    assert sorted((p["ref"], p["status"]) for p in made) == [
+        ("feature", "skipped"),  # [skip ci] and ci.skip come before the workflow
+        ("feature", "skipped"),
+        ("refs/merge-requests/1/head", "skipped"),
+        ("refs/merge-requests/1/head", "skipped"),
+    ]
+    assert not sandbox.server.app.runner.busy()  # nothing to run
+    sandbox.settings(only_allow_merge_if_pipeline_succeeds=True)
+    mr = sandbox.api("GET", "/projects/2/merge_requests/1")
+    assert (mr["sha"], mr["head_pipeline"]["status"]) == (head, "skipped")
+    assert mr["detailed_merge_status"] == "ci_must_pass"
+    sandbox.settings(allow_merge_on_skipped_pipeline=True)
+    assert (
+        sandbox.api("GET", "/projects/2/merge_requests/1")["detailed_merge_status"] == "mergeable"
+    )
+
+
 def test_the_runner_plays_gitlabs_pipelines() -> None:
     with played() as scenario:
         check_each_event_makes_the_pipelines_gitlab_makes_with_their_source(scenario)
@@ -262,3 +289,4 @@ def test_the_runner_plays_gitlabs_pipelines() -> None:
         check_python_gitlab_reads_pipelines_bridges_jobs_and_traces(scenario)
         check_python_gitlab_keeps_ci_variables_and_the_configuration_path(scenario)
         check_a_retried_job_runs_again_in_a_home_of_its_own(scenario)
+        check_skip_ci_and_ci_skip_make_skipped_pipelines_that_block_a_merge(scenario)
