@@ -7,7 +7,8 @@ tracker's default branch with the gate's files; acme/app's CI/CD configuration f
 ``<path>@acme/tracker``, "Pipelines must succeed" on and skipped pipelines not successful, and
 the read token a masked CI/CD variable. acme/app's own ``.gitlab-ci.yml`` (one job) runs as the
 child pipeline. Merge request branches are pushed with ``ci.skip``: the branch pipeline GitLab
-makes before the merge request exists is not what these cases are about.
+makes before the merge request exists is not what these cases are about. The first case is the
+round ``pairgate demo --ci`` plays, which deploys the same way in a sandbox of its own.
 """
 
 from __future__ import annotations
@@ -175,19 +176,25 @@ def refused(response: requests.Response) -> bool:
     return (response.status_code, response.json()) == (405, {"message": "405 Method Not Allowed"})
 
 
-def test_an_unapproved_mr_is_refused_and_the_same_mr_approved_at_its_head_merges(
-    door: Door,
-) -> None:
-    door.open()
-    assert refused(door.merge())
-    assert door.state()["detailed_merge_status"] == "ci_must_pass"
-    assert door.gate()[MERGE_CHECK] == "failed"
-    assert f"FAILED: no approval in acme/tracker#{door.issue} names" in door.trace(MERGE_CHECK)
-    door.review_round()
-    merged = door.merge()
-    assert merged.status_code == 200, merged.text
-    assert merged.json()["state"] == "merged"
-    assert door.gate() == dict.fromkeys(GATE_JOBS, "success")
+def test_an_unapproved_mr_is_refused_and_the_same_mr_approved_at_its_head_merges() -> None:
+    """The round ``pairgate demo --ci`` plays: the deployment above, the unapproved merge
+    request's pipeline failing on the gate job and its merge refused, then approve's green
+    pipeline and the merge. (Its own sandbox and deployment: one round, not two.)"""
+    gitlab_ci_local()
+    result = run_cli(["demo", "--ci"], env={})
+    assert result.code == 0, result.err
+    steps = re.findall(r"^== \d+\. (.*)$", result.out, re.MULTILINE)
+    merges = [s.rsplit(": ", 1)[1] for s in steps if s.startswith("The merge button")]
+    pipelines = [s.rsplit(": ", 1)[1] for s in steps if s.startswith("Merge request pipeline")]
+    assert merges == ["HTTP 405", "HTTP 200"]
+    assert pipelines == ["failed", "success"]
+    first, second = result.out.split("== 6.", 1)
+    assert f"{MERGE_CHECK}: failed" in first and "GitLab answers" in first
+    assert '{"message": "405 Method Not Allowed"}' in first
+    assert "FAILED: no approval in acme/tracker#2 names acme/app!1" in first
+    assert all(f"{job}: success" in second for job in GATE_JOBS)
+    assert "acme/app!1 may merge: acme-review approved its head" in second
+    assert re.search(r"GitLab answers merged, merge commit [0-9a-f]{40}\.", second)
 
 
 def test_a_push_after_the_approval_is_refused(door: Door) -> None:
