@@ -3,10 +3,10 @@ under the server's lock unless the caller wants the answer at once (GitLab creat
 within the request that asks for one):
 
 1. ``prepare`` (reads the world): the configuration, the commit's files, the variables.
-2. ``evaluate`` (no world): the commit checked out, one gitlab-ci-local ``--list-json`` start
-   for the jobs and the expanded configuration, and one more for ``workflow:rules`` when the
-   configuration has them (gitlab-ci-local only takes their variables). Both are remembered
-   for a configuration and the values of the variables its rules read.
+2. ``evaluate`` (no world): the commit checked out, and one gitlab-ci-local ``--list-json``
+   start for the jobs, the expanded configuration and ``workflow:rules`` (asked as one more
+   job's rules: gitlab-ci-local only takes their variables), remembered for a configuration and
+   the values of the variables its rules read.
 3. ``record`` (writes the world): the pipeline and its jobs, unless no job is left, when GitLab
    creates no pipeline.
 """
@@ -161,12 +161,7 @@ class Evaluator:
         if key is not None and key in self.cache:
             jobs, document, admitted = self.cache[key]
         else:
-            home = self.home()
-            found = gcl.evaluate(
-                self.program, cwd, CONFIG_FILE, prepared.variables, state=STATE, home=home
-            )
-            jobs, document = found.jobs, found.document
-            admitted = self._workflow(document, prepared.variables, cwd, home)
+            jobs, document, admitted = self._ask(prepared, cwd)
             if key is not None:
                 self.cache[key] = (jobs, document, admitted)
         kept = [j for j in jobs if j.get("when") != "never"] if admitted else []
@@ -177,35 +172,60 @@ class Evaluator:
         home.mkdir(exist_ok=True)
         return home
 
-    def _workflow(
-        self, document: dict[str, Any], variables: dict[str, str], cwd: Path, home: Path
-    ) -> bool:
-        """Do the configuration's ``workflow:rules`` admit the pipeline? Asked of
-        gitlab-ci-local as the rules of one job (it evaluates a job's rules, not the
-        workflow's)."""
+    def _ask(
+        self, prepared: Prepared, cwd: Path
+    ) -> tuple[list[dict[str, Any]], dict[str, Any], bool]:
+        """gitlab-ci-local's jobs and expanded configuration, and whether ``workflow:rules``
+        admit the pipeline. gitlab-ci-local evaluates a job's rules but not the workflow's, so
+        the workflow's are asked as the rules of one more job: written into the configuration
+        itself when it includes nothing (one start), else in a file of their own (two)."""
+        home, variables = self.home(), prepared.variables
+        raw = _plain(prepared.text or "")
+        rules = ((raw or {}).get("workflow") or {}).get("rules")
+        if raw is not None and rules:
+            probed = {**raw, _PROBE: {"stage": ".pre", "rules": rules, "script": [":"]}}
+            (cwd / CONFIG_FILE).write_text(
+                yaml.safe_dump(probed, sort_keys=False), encoding="utf-8"
+            )
+        found = gcl.evaluate(self.program, cwd, CONFIG_FILE, variables, state=STATE, home=home)
+        jobs = [j for j in found.jobs if j["name"] != _PROBE]
+        document = {k: v for k, v in found.document.items() if k != _PROBE}
+        if raw is not None and rules:
+            return jobs, document, _admits(found.jobs)
         rules = (document.get("workflow") or {}).get("rules")
         if not rules:
-            return True
+            return jobs, document, True
         probe = {
             "variables": document.get("variables") or {},
             _PROBE: {"rules": rules, "script": [":"]},
         }
         name = ".pairgate-sandbox-workflow.yml"
         (cwd / name).write_text(yaml.safe_dump(probe), encoding="utf-8")
-        found = gcl.evaluate(
+        alone = gcl.evaluate(
             self.program, cwd, name, variables, state=STATE + "-workflow", home=home
         )
-        return any(j["name"] == _PROBE and j.get("when") != "never" for j in found.jobs)
+        return jobs, document, _admits(alone.jobs)
+
+
+def _admits(jobs: list[dict[str, Any]]) -> bool:
+    return any(j["name"] == _PROBE and j.get("when") != "never" for j in jobs)
+
+
+def _plain(text: str) -> dict[str, Any] | None:
+    """The configuration as a mapping, when it includes no other file and YAML reads it
+    without GitLab's own tags (``!reference``); else None."""
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return document if isinstance(document, dict) and "include" not in document else None
 
 
 def _cache_key(text: str, variables: dict[str, str]) -> tuple[Any, ...] | None:
     """The text and the values of the variables named where rules and includes live; None (no
     remembering) for a configuration that includes files, whose answer depends on them too."""
-    try:
-        document = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return None
-    if not isinstance(document, dict) or "include" in document:
+    document = _plain(text)
+    if document is None:
         return None
     named: set[str] = set()
     for key, value in document.items():
