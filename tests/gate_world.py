@@ -500,7 +500,11 @@ GATE_JOBS = (
 
 
 def ci_variables(
-    sandbox: RunningSandbox, mr: tuple[str, int], *, jobs: tuple[str, ...] = GATE_JOBS
+    sandbox: RunningSandbox,
+    mr: tuple[str, int],
+    *,
+    jobs: tuple[str, ...] = GATE_JOBS,
+    source: str = "merge_request_event",
 ) -> dict[str, str]:
     """What GitLab gives a gate job of a merge request pipeline of ``mr``: a pipeline in the
     sandbox at the MR's head (the main branch's head when there is no such MR), its jobs
@@ -518,6 +522,7 @@ def ci_variables(
         f"refs/merge-requests/{iid}/head",
         [{"name": name, "status": "running"} for name in jobs],
         sha=sha,
+        source=source,
     )
     return {
         "CI_SERVER_URL": sandbox.url,

@@ -100,6 +100,11 @@ class Pipeline:
         )
         return found.group(1) if found else "absent"
 
+    def jobs(self) -> dict[str, str]:
+        """Every job of gitlab-ci-local's summary, by status (PASS, FAIL or WARN)."""
+        found = re.findall(r"^ (PASS|FAIL|WARN)\s+(\S+)(?:\s+pre_script)?\s*$", self.output, re.M)
+        return {name: status for status, name in found}
+
     def lines(self, name: str) -> str:
         """What one job printed."""
         return "\n".join(re.findall(rf"^{re.escape(name)}\s+> (.*)$", self.output, re.MULTILINE))
