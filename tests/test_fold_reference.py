@@ -3,8 +3,8 @@
 tests/reference_fold/ownership_independence.py is the reader as the approval-independence work
 left it (commit 25165ec), before the fold was made fast (its records name their issue, v2), cut
 to what this comparison runs: the oracle for "behaviour identical". Over generated trails
-(tests/trailgen.py) both folds must give equal ledgers, first fold and again (the second reads
-from what the first remembered)."""
+(tests/kit/trailgen.py) both folds must give equal ledgers, first fold and again (the second
+reads from what the first remembered)."""
 
 from __future__ import annotations
 
@@ -17,14 +17,13 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from conftest import FIXTURE_CONFIG
-from ledgerkit import ISSUE
-from trailgen import trail
 
 from pairgate.standalone import records
 from pairgate.standalone.config import load_config
 from pairgate.standalone.fold import fold
 from pairgate.standalone.ledger import Ledger, Note
+from tests.kit.names import FIXTURE_CONFIG, ISSUE
+from tests.kit.trailgen import trail
 
 REFERENCE = Path(__file__).resolve().parent / "reference_fold" / "ownership_independence.py"
 REFERENCE_SHA256 = "9bff560629dc762305c69d7d1eb821bd661d6ee2b5c4941287488fdf0a720f15"

@@ -36,9 +36,8 @@ from typing import Any
 import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
-from tests.conftest import FIXTURE_CONFIG, run_cli
-from tests.gate_world import TRACKER, World, approved_at_head, ci_variables, ref
-from tests.gcl import (
+from tests.kit.gate_cases import approved_at_head, ci_variables, ref
+from tests.kit.gcl import (
     APPROVAL,
     GATE_INPUTS,
     MERGE_CHECK,
@@ -52,6 +51,9 @@ from tests.gcl import (
     repository,
     run,
 )
+from tests.kit.names import FIXTURE_CONFIG, TRACKER
+from tests.kit.run import run_cli
+from tests.kit.world import World
 
 pytestmark = pytest.mark.slow
 
@@ -218,7 +220,7 @@ def setting(sandbox: RunningSandbox) -> Setting:
     victim = approved_at_head(world)
     unclaimed, selfed = world.issue(), world.issue()
     mr = world.mr(f"Related to {TRACKER}#{unclaimed} and {TRACKER}#{selfed}")
-    world.ledger(selfed).solo(mr["sha"], ref(mr))
+    world.trail(selfed).solo(sha=mr["sha"], mr=ref(mr))
     return Setting(sandbox, ref(mr), victim[1], ci_variables(sandbox, ref(mr)), tracker_sha)
 
 
