@@ -139,12 +139,9 @@ class Round:
         )
         self.mr = int(mr["iid"])
         self.sha = str(mr["sha"])
-        self.clock: Clock | None = None
-        self.state: Path | None = None
-        if watch_dir is not None:
-            self.clock = Clock()
-            self.state = watch_dir / "state"
-            self.pushed = watch_dir / "pushed.jsonl"
+        self.watch_dir = watch_dir
+        self.clock = None if watch_dir is None else Clock()
+        self.state = None if watch_dir is None else watch_dir / "state"  # XDG_STATE_HOME
 
     @classmethod
     def on(cls, other: Round, issue: int) -> Round:
@@ -159,7 +156,7 @@ class Round:
     def env(self, agent: str | None = LEAD, **extra: str) -> dict[str, str]:
         """The environment ``agent`` runs pairgate in (None: no agent identity)."""
         state = {} if self.state is None else {"XDG_STATE_HOME": str(self.state)}
-        return agent_env(self.sb, agent, **state, **extra)
+        return agent_env(self.sb, agent, **{**state, **extra})
 
     @property
     def lead(self) -> dict[str, str]:
@@ -265,6 +262,12 @@ class Round:
 
     # -- the watcher (a round given a watch_dir) ------------------------------------------------
 
+    @property
+    def pushed(self) -> Path:
+        """The file the pushing poll appends each batch to."""
+        assert self.watch_dir is not None, "only a round given a watch_dir pushes batches"
+        return self.watch_dir / "pushed.jsonl"
+
     def watch(self, *argv: Any, agent: str | None = None) -> Result:
         return self.run(agent, "watch", *argv)
 
@@ -298,7 +301,7 @@ class Round:
         return self.run(agent, "inbox", "ack", batch, *argv)
 
     def store(self) -> Store:
-        assert self.state is not None, "a round with a watch_dir keeps a store"
+        assert self.state is not None, "only a round given a watch_dir keeps a watcher's store"
         path = self.state / "pairgate" / "acme%2Ftracker.sqlite3"
         return Store.open(path, tracker=TRACKER)
 
