@@ -24,9 +24,9 @@ import pytest
 import requests
 
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox
-from tests.boardkit import APP_ID, LEAD, REVIEW, ok
-from tests.conftest import FIXTURE_CONFIG, agent_env, run_cli
-from tests.gcl import TRACKER_FILES, gitlab_ci_local
+from tests.kit.gcl import TRACKER_FILES, gitlab_ci_local
+from tests.kit.names import APP, FIXTURE_CONFIG, LEAD, REVIEW, mr_path, project_path
+from tests.kit.run import agent_env, ok, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -119,25 +119,25 @@ class Door:
     def merge(self, **fields: Any) -> requests.Response:
         """A merge through GitLab's merge API, as the agents account, bound to the head."""
         self.sandbox.wait_for_pipelines()
-        path = f"/projects/{APP_ID}/merge_requests/{self.mr}/merge"
+        path = f"{mr_path(APP, self.mr)}/merge"
         return self.sandbox.request("PUT", path, "agents", json={"sha": self.sha, **fields})
 
     def state(self) -> dict[str, Any]:
         self.sandbox.wait_for_pipelines()
-        return dict(self.sandbox.api("GET", f"/projects/{APP_ID}/merge_requests/{self.mr}"))
+        return dict(self.sandbox.api("GET", mr_path(APP, self.mr)))
 
     def gate(self) -> dict[str, str]:
         """The head pipeline's gate jobs, by status; asserts the pipeline is at the head."""
         head = self.state()["head_pipeline"]
         assert head["sha"] == self.sha and head["source"] == "merge_request_event", head
-        jobs = self.sandbox.api("GET", f"/projects/{APP_ID}/pipelines/{head['id']}/jobs")
+        jobs = self.sandbox.api("GET", f"{project_path()}/pipelines/{head['id']}/jobs")
         return {j["name"]: j["status"] for j in jobs}
 
     def trace(self, job: str) -> str:
         head = self.state()["head_pipeline"]
-        jobs = self.sandbox.api("GET", f"/projects/{APP_ID}/pipelines/{head['id']}/jobs")
+        jobs = self.sandbox.api("GET", f"{project_path()}/pipelines/{head['id']}/jobs")
         found = next(j for j in jobs if j["name"] == job)
-        return self.sandbox.request("GET", f"/projects/{APP_ID}/jobs/{found['id']}/trace").text
+        return self.sandbox.request("GET", f"{project_path()}/jobs/{found['id']}/trace").text
 
 
 def deploy(sandbox: RunningSandbox, tmp: Path) -> None:
@@ -212,10 +212,10 @@ def test_an_mr_whose_own_ci_file_redefines_the_gate_jobs_is_refused(door: Door) 
     jobs = door.gate()  # the tracker's jobs, as the tracker defines them
     assert set(jobs) == set(GATE_JOBS) and jobs[MERGE_CHECK] == "failed", jobs
     head = door.state()["head_pipeline"]["id"]
-    (bridge,) = door.sandbox.api("GET", f"/projects/{APP_ID}/pipelines/{head}/bridges")
+    (bridge,) = door.sandbox.api("GET", f"{project_path()}/pipelines/{head}/bridges")
     assert bridge["name"] == "project-pipeline" and bridge["status"] == "success"
     child = bridge["downstream_pipeline"]["id"]
-    child_jobs = door.sandbox.api("GET", f"/projects/{APP_ID}/pipelines/{child}/jobs")
+    child_jobs = door.sandbox.api("GET", f"{project_path()}/pipelines/{child}/jobs")
     assert {j["name"]: j["status"] for j in child_jobs} == dict.fromkeys(GATE_JOBS, "success")
 
 

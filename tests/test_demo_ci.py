@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PAIRGATE, ROOT, clean_env
+from tests.kit.names import ROOT
+from tests.kit.run import PAIRGATE, clean_env
 
 pytestmark = pytest.mark.slow
 

@@ -167,7 +167,7 @@ def test_runner_without_gitlab_ci_local_exits_2_naming_how_to_install_it(tmp_pat
 def test_runner_as_a_program_says_what_runs_then_sigterm_exits_0() -> None:
     import requests
 
-    from tests.gcl import gitlab_ci_local
+    from tests.kit.gcl import gitlab_ci_local
 
     proc = start("--runner", "--gitlab-ci-local", gitlab_ci_local(), "--runner-shared-home")
     try:

@@ -21,7 +21,7 @@ import pytest
 import requests
 
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox
-from tests.gcl import gitlab_ci_local
+from tests.kit.gcl import gitlab_ci_local
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from pairgate.sandbox.testing import running_sandbox
-from tests.gcl import gitlab_ci_local
+from tests.kit.gcl import gitlab_ci_local
 
 pytestmark = pytest.mark.slow
 
