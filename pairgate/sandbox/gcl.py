@@ -142,9 +142,12 @@ def evaluate(
     """One ``--list-json`` start; raises GclError with its message on a configuration it
     refuses."""
     argv = [*_argv(gcl, file, state, variables), "--list-json"]
-    done = subprocess.run(
-        argv, cwd=cwd, env=_env(home), capture_output=True, text=True, timeout=_TIMEOUT
-    )
+    try:
+        done = subprocess.run(
+            argv, cwd=cwd, env=_env(home), capture_output=True, text=True, timeout=_TIMEOUT
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        raise GclError(f"the sandbox's runner could not run gitlab-ci-local: {error}") from None
     expanded = cwd / state / "expanded-gitlab-ci.yml"
     if done.returncode != 0 or not expanded.is_file():
         raise GclError(_complaint(done.stdout + done.stderr))

@@ -12,6 +12,7 @@ runner is for trying pipelines, not a boundary around untrusted code.
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
 import os
 import shutil
@@ -122,19 +123,27 @@ class Runner:
         ]
         for child in children:
             child.start()
-        output = ""
+        output, broke = "", False
         if plan.builds:
-            output = self._run_jobs(plan)
+            output, broke = self._run_guarded(plan)
         for child in children:
             child.join()
         app = self._app()
         with app.lock:
             if generation == self._generation:
-                self._end(app.world, plan, output)
+                self._end(app.world, plan, output, broke=broke)
+
+    def _run_guarded(self, plan: Plan, names: tuple[str, ...] = ()) -> tuple[str, bool]:
+        """The jobs' output, and whether gitlab-ci-local itself could not be run (then the jobs
+        that did not end fail, as GitLab fails a job whose runner breaks)."""
+        try:
+            return self._run_jobs(plan, names), False
+        except (OSError, subprocess.SubprocessError) as error:
+            return f"the sandbox's runner could not run gitlab-ci-local: {error}\n", True
 
     def _run_jobs(self, plan: Plan, names: tuple[str, ...] = ()) -> str:
         document = {
-            key: value
+            key: copy.deepcopy(value)  # the plan's document may be the evaluator's, remembered
             for key, value in plan.document.items()
             if not (isinstance(value, dict) and "trigger" in value)
         }
@@ -151,15 +160,18 @@ class Runner:
         )  # fmt: skip
         return output
 
-    def _end(self, world: World, plan: Plan, output: str) -> None:
+    def _end(self, world: World, plan: Plan, output: str, *, broke: bool = False) -> None:
         pipeline = world.pipelines.get(plan.pipeline_id)
         if pipeline is None:
             return
         for job_id in plan.builds.values():
             job = world.jobs[job_id]
-            if job.status in QUEUED and job.status != "manual":
+            if job.status in QUEUED and job.status != "manual" and not broke:
                 set_status(world, job, "skipped")
-            elif job.status == "running":  # its shell never reported back
+            elif job.status == "running" or (
+                broke and job.status in QUEUED and job.status != "manual"
+            ):
+                # its shell never reported back, or the runner broke
                 set_status(world, job, "failed")
                 job.trace = ci_variables.mask(output, plan.masked)
         self.settled(world, pipeline)
@@ -271,11 +283,11 @@ class Runner:
     def _rerun_thread(self, plan: Plan, name: str, generation: int) -> None:
         try:
             self.plans[plan.run_id] = plan
-            output = self._run_jobs(plan, (name,))
+            output, broke = self._run_guarded(plan, (name,))
             app = self._app()
             with app.lock:
                 if generation == self._generation:
-                    self._end(app.world, plan, output)
+                    self._end(app.world, plan, output, broke=broke)
         finally:
             with self._idle:
                 self._busy -= 1

@@ -5,6 +5,8 @@ job a HOME of its own, and the later job runs clean."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from pairgate.sandbox.testing import running_sandbox
@@ -52,3 +54,17 @@ def test_the_default_runner_gives_the_later_job_a_clean_home() -> None:
     log = later_log(shared_home=False)
     assert "POISONED" not in log
     assert "home held 0 files" in log
+
+
+def test_a_runner_whose_gitlab_ci_local_cannot_start_fails_the_pipeline_saying_so(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "gitlab-ci-local"
+    with running_sandbox(runner=str(missing)) as sandbox:
+        sandbox.commit("feature", {".gitlab-ci.yml": "test:\n  script: [echo ok]\n"})
+        sandbox.wait_for_pipelines()
+        (pipeline,) = sandbox.api("GET", "/projects/2/pipelines")
+        shown = sandbox.api("GET", f"/projects/2/pipelines/{pipeline['id']}")
+        assert (shown["status"], shown["source"]) == ("failed", "push")
+        assert "could not run gitlab-ci-local" in shown["yaml_errors"]
+        assert str(missing) in shown["yaml_errors"]
