@@ -12,34 +12,34 @@ Contents (where each source module begins, and what it holds):
   line   174  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
   line   332  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   554  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1105  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  1510  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  2093  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2362  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2765  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2877  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2953  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3203  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3444  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3780  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3928  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  4133  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4367  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4759  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4903  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5123  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5552  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6008  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6157  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6552  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6633  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  7146  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7496  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7721  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8132  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8203  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8378  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8728  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1107  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  1512  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  2095  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2364  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2767  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2893  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2969  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3219  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3460  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3796  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3944  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  4149  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4383  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4782  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4926  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5146  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5575  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6031  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6180  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6575  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6656  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  7169  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7519  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7744  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8155  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8226  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8401  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8751  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -559,8 +559,9 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
 TIMEOUT: tuple[float, float] = (5.0, 30.0)
 GLAB_TIMEOUT = 120.0
 PER_PAGE = 100  # GitLab's maximum; it clamps larger values rather than refusing them
-# Connections kept per host: one for each of the board's 16 readers and 3 label listings
-# (pairgate/tracker.py), so none is opened and dropped for want of room.
+# Connections kept per host (REST, and GraphQL apart): one for each of the board's 16 readers
+# and 3 label listings (pairgate/tracker.py) and the audit's 16, so none is opened and dropped
+# for want of room.
 POOL_SIZE = 20
 # A read is retried on these. A write never is: see GitLab.write.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -719,7 +720,8 @@ class _Https:
         # (requests picks the longest matching prefix), so no REST write is ever retried.
         methods = frozenset(retry.allowed_methods or ()) | {"POST"}
         self._session.mount(
-            self.graphql_url, HTTPAdapter(max_retries=retry.new(allowed_methods=methods))
+            self.graphql_url,
+            HTTPAdapter(max_retries=retry.new(allowed_methods=methods), pool_maxsize=POOL_SIZE),
         )
         self._resolve_environment()
 
@@ -2811,40 +2813,54 @@ def note_gid_number(gid: object) -> int | None:
 
 
 def read_last_edited(
-    client: GitLab, config: Config, wanted: Mapping[int, Iterable[int]]
+    client: GitLab, config: Config, wanted: Mapping[int, Iterable[int]], *, workers: int = 1
 ) -> dict[int, str | None]:
     """note id -> GitLab's lastEditedAt (None: never edited) for the notes ``wanted`` names per
-    tracker issue. One GraphQL query per issue in the common case; a note GitLab does not list
-    raises GitLabError (whether it was edited is unknown, so nothing may pass on it)."""
-    found: dict[int, str | None] = {}
+    tracker issue. One GraphQL query per issue in the common case, up to ``workers`` issues at
+    a time; a note GitLab does not list raises GitLabError (whether it was edited is unknown, so
+    nothing may pass on it), the first issue's in ``wanted``'s order when several fail."""
     tracker = config["tracker_project"]
-    for issue, ids in wanted.items():
-        missing = set(ids)
-        before: str | None = None
-        while missing:
-            variables = {"path": tracker, "iid": str(issue), "before": before}
-            data = client.graphql(LAST_EDITED_QUERY, variables)
-            notes = ((data.get("project") or {}).get("issue") or {}).get("notes")
-            if not isinstance(notes, dict):
-                raise GitLabError(
-                    f"pairgate: GitLab GraphQL does not show {tracker}#{issue} to this token, so "
-                    f"whether its approvals were edited is unknown"
-                )
-            for node in notes.get("nodes") or ():
-                number = note_gid_number((node or {}).get("id"))
-                if number in missing:
-                    found[number] = node.get("lastEditedAt")
-                    missing.discard(number)
-            page = notes.get("pageInfo") or {}
-            if not missing or not page.get("hasPreviousPage") or not page.get("startCursor"):
-                break
-            before = page["startCursor"]
-        if missing:
-            listed = ", ".join(str(n) for n in sorted(missing))
+    asked = [(issue, set(ids)) for issue, ids in wanted.items()]
+    if workers > 1 and len(asked) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(workers, len(asked))) as pool:
+            each = list(pool.map(lambda one: _issue_last_edited(client, tracker, *one), asked))
+    else:
+        each = [_issue_last_edited(client, tracker, issue, ids) for issue, ids in asked]
+    return {note: edited for found in each for note, edited in found.items()}
+
+
+def _issue_last_edited(
+    client: GitLab, tracker: str, issue: int, missing: set[int]
+) -> dict[int, str | None]:
+    """read_last_edited for one issue: newest page first, as far back as the notes asked."""
+    found: dict[int, str | None] = {}
+    before: str | None = None
+    while missing:
+        variables = {"path": tracker, "iid": str(issue), "before": before}
+        data = client.graphql(LAST_EDITED_QUERY, variables)
+        notes = ((data.get("project") or {}).get("issue") or {}).get("notes")
+        if not isinstance(notes, dict):
             raise GitLabError(
-                f"pairgate: GitLab GraphQL does not list note {listed} of {tracker}#{issue}, "
-                f"so whether it was edited is unknown"
+                f"pairgate: GitLab GraphQL does not show {tracker}#{issue} to this token, so "
+                f"whether its approvals were edited is unknown"
             )
+        for node in notes.get("nodes") or ():
+            number = note_gid_number((node or {}).get("id"))
+            if number in missing:
+                found[number] = node.get("lastEditedAt")
+                missing.discard(number)
+        page = notes.get("pageInfo") or {}
+        if not missing or not page.get("hasPreviousPage") or not page.get("startCursor"):
+            break
+        before = page["startCursor"]
+    if missing:
+        listed = ", ".join(str(n) for n in sorted(missing))
+        raise GitLabError(
+            f"pairgate: GitLab GraphQL does not list note {listed} of {tracker}#{issue}, "
+            f"so whether it was edited is unknown"
+        )
     return found
 
 
@@ -4368,8 +4384,9 @@ def _ci_token(env: Mapping[str, str], variable: str) -> str:
 # =============================================================================================
 
 
-# requests keeps ten connections per host: more readers than that would drop connections.
-AUDIT_WORKERS = 10
+# Readers at a time, as many as the board's (pairgate/tracker.py, where the count is sized): the
+# client keeps a connection for each (gitlab.POOL_SIZE), for REST and GraphQL alike.
+AUDIT_WORKERS = 16
 
 
 def audit_stamp(seconds: float) -> str:
@@ -4731,12 +4748,18 @@ def audit(
     notes = read_all_notes(client, config, wanted)
     readable = {i: n for i, n in notes.items() if not isinstance(n, PairgateError)}
     ledgers_at = LedgersAt(readable, config)
-    # Whether each approval note was edited: one GraphQL read per issue that holds approvals.
+    # Whether each approval note was edited: one GraphQL read per issue that holds approvals,
+    # concurrently like the notes reads (each one a round trip, and a window cites hundreds).
     approvals = {
         issue: [a.note_id for a in fold(listed, config=config, issue=issue).approvals]
         for issue, listed in readable.items()
     }
-    edits = read_last_edited(client, config, {i: ids for i, ids in approvals.items() if ids})
+    edits = read_last_edited(
+        client,
+        config,
+        {i: ids for i, ids in approvals.items() if ids},
+        workers=AUDIT_WORKERS,
+    )
     judged = tuple(
         judge_merged(
             m,
