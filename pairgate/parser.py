@@ -20,7 +20,7 @@ TRACKER = "<tracker_project>"
 CLI = "<cli_command>"
 
 # argparse's own dests that are not handler arguments.
-_META = ("command", "reads_config", "writes")
+_META = ("command", "reads_config", "writes", "version_verbose")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,6 +56,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--version",
         action="store_true",
         help="print the installed distribution's version and exit",
+    )
+    parser.add_argument(
+        "--verbose",
+        dest="version_verbose",
+        action="store_true",
+        help="with --version: also say which schema checker is active",
     )
     sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
 
