@@ -12,7 +12,7 @@ chain the fold reads in full; the lead and the reviewer each write in a session 
 merges every merge request, injects ``--latency-ms`` of latency on every request to GitLab's
 API, REST and GraphQL alike, and runs ``audit`` in-process. The merge requests that cite an
 issue after its first are merged unapproved: the audit finds them. ``--quick`` is a small world
-(40 merge requests citing 10 issues) for a smoke run.
+(6 merge requests citing 3 issues, 1 ms a request) for a smoke run.
 
 Targets: under 5 s of wall time at the defaults, and each issue's notes read once. The floor in
 requests: the merged listing's pages, one notes listing per cited issue, one read of each gated
@@ -24,6 +24,7 @@ merged listing and the frozen-label listing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import math
@@ -31,6 +32,7 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -191,6 +193,19 @@ def run_audit(sandbox: Sandbox) -> tuple[int, float, float, dict[str, Any]]:
     return code, wall, used, json.loads(out.getvalue() or "{}")
 
 
+@contextlib.contextmanager
+def audit_world(
+    mrs: int = 1000, issues: int = 300, notes: int = 20, latency_ms: int = 20
+) -> Iterator[tuple[Sandbox, float]]:
+    """A sandbox process holding the merges, its latency injected from here on (REST and
+    GraphQL alike), and how long the world took to build."""
+    with sandbox_process() as sandbox:
+        built = build(sandbox, mrs, issues, notes)
+        sandbox.clear_requests()
+        sandbox.fault(path="^/api/", delay_ms=latency_ms, count=10**9)
+        yield sandbox, built
+
+
 def kind(request: dict[str, Any]) -> str:
     path = request["path"]
     if path == "/api/graphql":
@@ -213,15 +228,12 @@ def main_(argv: list[str]) -> int:
     parser.add_argument("--quick", action="store_true", help="a small world, for a smoke run")
     args = parser.parse_args(argv)
     if args.quick:
-        args.mrs, args.issues, args.notes = min(args.mrs, 40), min(args.issues, 10), 8
-    with sandbox_process() as sandbox:
-        built = build(sandbox, args.mrs, args.issues, args.notes)
+        args.mrs, args.issues, args.notes, args.latency_ms = 6, 3, 6, 1
+    with audit_world(args.mrs, args.issues, args.notes, args.latency_ms) as (sandbox, built):
         print(
             f"world: {args.mrs} merged MRs citing {args.issues} issues of {args.notes} notes, "
             f"built in {built:.1f}s"
         )
-        sandbox.clear_requests()
-        sandbox.fault(path="^/api/", delay_ms=args.latency_ms, count=10**9)
         code, wall, cpu, doc = run_audit(sandbox)
         log = sandbox.requests()
     notes = Counter(r["path"] for r in log if kind(r) == "notes listing")
