@@ -14,32 +14,32 @@ Contents (where each source module begins, and what it holds):
   line   554  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line  1107  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
   line  1512  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  2095  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2364  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2767  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2893  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2969  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3219  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3460  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3796  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3944  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  4149  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4383  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4782  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4926  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5146  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5575  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6031  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6180  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6575  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6656  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  7169  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7519  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7744  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8155  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8226  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8401  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8751  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  2098  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2367  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2770  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2896  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2972  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3222  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3463  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3799  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3947  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  4152  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4386  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4785  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4929  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5149  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5578  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6034  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6183  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6578  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6659  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  7172  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7522  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7747  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8158  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8229  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8404  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8754  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -2001,9 +2001,10 @@ _READS_MAX_CHARS = 64 * 1024 * 1024
 class IssueReads:
     """What the reader remembers of one issue's notes (``remembered`` hands it out)."""
 
-    __slots__ = ("chars", "counted", "folding", "sealed", "unsealed")
+    __slots__ = ("chars", "counted", "folding", "issue", "sealed", "unsealed")
 
-    def __init__(self) -> None:
+    def __init__(self, issue: str) -> None:
+        self.issue = issue
         self.sealed: dict[int, str] = {}
         self.unsealed: dict[int, tuple[str, str | None, str]] = {}
         self.chars = 0  # the characters held: bodies, and the marker JSON or why kept with them
@@ -2029,7 +2030,7 @@ def remembered(issue: str) -> IssueReads:
     with _reads_lock:
         reads = _READS.pop(issue, None)
         if reads is None:
-            reads = IssueReads()
+            reads = IssueReads(issue)
         _READS[issue] = reads
         reads.folding += 1
     return reads
@@ -2040,6 +2041,8 @@ def fold_done(reads: IssueReads) -> None:
     folded) until what is held is within its bounds again."""
     with _reads_lock:
         reads.folding -= 1
+        if _READS.get(reads.issue) is not reads:  # forgotten meanwhile (forget_reads)
+            return
         now = (len(reads.sealed) + len(reads.unsealed), reads.chars)
         _held[0] += now[0] - reads.counted[0]
         _held[1] += now[1] - reads.counted[1]

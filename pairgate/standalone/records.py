@@ -501,9 +501,10 @@ _READS_MAX_CHARS = 64 * 1024 * 1024
 class IssueReads:
     """What the reader remembers of one issue's notes (``remembered`` hands it out)."""
 
-    __slots__ = ("chars", "counted", "folding", "sealed", "unsealed")
+    __slots__ = ("chars", "counted", "folding", "issue", "sealed", "unsealed")
 
-    def __init__(self) -> None:
+    def __init__(self, issue: str) -> None:
+        self.issue = issue
         self.sealed: dict[int, str] = {}
         self.unsealed: dict[int, tuple[str, str | None, str]] = {}
         self.chars = 0  # the characters held: bodies, and the marker JSON or why kept with them
@@ -529,7 +530,7 @@ def remembered(issue: str) -> IssueReads:
     with _reads_lock:
         reads = _READS.pop(issue, None)
         if reads is None:
-            reads = IssueReads()
+            reads = IssueReads(issue)
         _READS[issue] = reads
         reads.folding += 1
     return reads
@@ -540,6 +541,8 @@ def fold_done(reads: IssueReads) -> None:
     folded) until what is held is within its bounds again."""
     with _reads_lock:
         reads.folding -= 1
+        if _READS.get(reads.issue) is not reads:  # forgotten meanwhile (forget_reads)
+            return
         now = (len(reads.sealed) + len(reads.unsealed), reads.chars)
         _held[0] += now[0] - reads.counted[0]
         _held[1] += now[1] - reads.counted[1]
