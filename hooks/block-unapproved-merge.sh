@@ -38,7 +38,7 @@ if ((${#input} <= 8192)) && [[ $input != *'\u'* ]]; then
   if [[ -n $trusted ]]; then
     shopt -s nocasematch
     case $command_json in
-      *glab* | *merge* | *accept* | *'$'* | *'`'* | *"'"* | *'*'* | *'?'* | *'['* | *'{'* | *'\\'* | *'\"'* | *'\') ;;
+      *glab* | *merge* | *accept* | *'$'* | *'`'* | *"'"* | *'*'* | *'?'* | *'['* | *'{'* | *"\\\\"* | *"\\\""* | *"\\") ;;
       *) exit 0 ;;
     esac
   fi
