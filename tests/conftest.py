@@ -17,7 +17,7 @@ from pairgate.sandbox import testing as sandbox_testing
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox
 from pairgate.standalone.config import Config, load_config
 from pairgate.standalone.errors import Context
-from tests import suite_configuration
+from tests import pgcluster, suite_configuration
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -209,3 +209,29 @@ def agent_env(
 def config() -> Config:
     """The suite's configuration, loaded."""
     return load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
+
+
+# -- the watch store on both of its databases (tests/pgcluster.py) --------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[pgcluster.Cluster]:
+    """One throwaway PostgreSQL server for this pytest process, started on first use."""
+    with pgcluster.running() as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty watch store's location: a SQLite file, then a PostgreSQL schema of its own
+    (a test taking this fixture runs on both)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "watch.sqlite3")
+    cluster = request.getfixturevalue("postgres_cluster")
+    return str(cluster.url(cluster.new_schema()))
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: pgcluster.Cluster) -> str:
+    """A new, empty PostgreSQL watch store (a schema of its own)."""
+    return postgres_cluster.url(postgres_cluster.new_schema())

@@ -155,7 +155,7 @@ def status_doc(db: Store, *, now: float) -> dict[str, Any]:
         row["oldest_age_seconds"] = max(row["oldest_age_seconds"], int(now - batch.created_at))
     counts = db.counts()
     return {
-        "store": str(db.path),
+        "store": db.where,
         "tracker": db.meta("tracker"),
         "last_poll_at": stamp("last_poll_at"),
         "last_ok_poll_at": stamp("last_ok_poll_at"),
