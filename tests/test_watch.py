@@ -19,9 +19,20 @@ from pairgate.watch.read import OVERLAP, SWEEP
 HOLDER = "cites acme/tracker#{issue}: the holder (the next step as lead)"
 
 
+# The tests of what the store keeps (batches, attempts, ACKs, moves, reminders, final notices,
+# a restart) run on both of its databases; the others on the default SQLite file.
+both = pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+
+
 @pytest.fixture
-def world(sandbox: Any, tmp_path: Path) -> World:
-    w = World(sandbox, tmp_path)
+def backend() -> str:
+    return "sqlite"
+
+
+@pytest.fixture
+def world(sandbox: Any, tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> World:
+    url = request.getfixturevalue("postgres_url") if backend == "postgresql" else None
+    w = World(sandbox, tmp_path, store_url=url)
     w.claim()
     w.poll()  # the first look: nothing on the merge request yet
     return w
@@ -43,6 +54,7 @@ def test_nothing_happened_nothing_is_sent(world: World) -> None:
     assert (result.code, result.out) == (0, "Nothing is waiting for acme-lead.\n")
 
 
+@both
 def test_a_comment_goes_to_the_holder_with_the_rule(world: World) -> None:
     note = world.comment("Please rename x.")
     world.poll()
@@ -195,6 +207,7 @@ def test_an_offer_goes_to_its_receiver_and_so_do_the_mrs_events(world: World) ->
     assert world.batches(LEAD) == []
 
 
+@both
 def test_a_turn_move_reissues_under_new_ids_and_an_old_ack_clears_nothing(world: World) -> None:
     world.comment("for whoever owes the move")
     world.poll()
@@ -214,6 +227,7 @@ def test_a_turn_move_reissues_under_new_ids_and_an_old_ack_clears_nothing(world:
     assert moved[0]["batch"] in still
 
 
+@both
 def test_an_ack_by_another_name_is_refused(world: World) -> None:
     world.comment("x")
     world.poll()
@@ -228,6 +242,7 @@ def test_an_ack_by_another_name_is_refused(world: World) -> None:
     assert only_batch(world)["batch"] == batch  # still pending
 
 
+@both
 def test_ack_clears_its_batch_and_records_the_note(world: World) -> None:
     world.comment("x")
     world.poll()
@@ -244,11 +259,12 @@ def test_ack_clears_its_batch_and_records_the_note(world: World) -> None:
     assert done is not None and (done.state, done.ack_note) == ("acked", "renamed it")
 
 
+@both
 def test_reminders_stop_for_the_acked_batch_only_and_new_events_do_not_wait(
     world: World, sandbox: Any, tmp_path: Path
 ) -> None:
     other = World(sandbox, tmp_path / "other", title="Second")
-    other.state = world.state  # the same store
+    other.state, other.store_url = world.state, world.store_url  # the same store
     other.claim()
     world.comment("one")
     other.comment("two")
@@ -274,6 +290,7 @@ def test_reminders_stop_for_the_acked_batch_only_and_new_events_do_not_wait(
     assert attempts == {b1: 2, b2: 3}
 
 
+@both
 def test_a_restart_between_store_and_send_sends_it(world: World) -> None:
     world.comment("stored, never sent")
     config = load_config(world.env())
@@ -288,6 +305,7 @@ def test_a_restart_between_store_and_send_sends_it(world: World) -> None:
     assert len(world.pushes()) == 1  # sent, not yet due again: pending, not re-sent every poll
 
 
+@both
 def test_a_failed_push_is_retried_and_a_taken_one_stays_pending(world: World) -> None:
     world.comment("x")
     failing = world.watch("--once", "--deliver-command", "false")
@@ -303,6 +321,7 @@ def test_a_failed_push_is_retried_and_a_taken_one_stays_pending(world: World) ->
     assert batch["attempts"] == 2 and batch["state"] == "pending"
 
 
+@both
 def test_merge_ends_the_chase_with_one_final_notice(world: World) -> None:
     world.comment("please fix")
     world.push_poll()
@@ -328,6 +347,7 @@ def test_merge_ends_the_chase_with_one_final_notice(world: World) -> None:
     assert world.batches() == []
 
 
+@both
 def test_a_closed_mr_in_pull_mode_is_shown_once(world: World) -> None:
     world.comment("x")
     world.poll()
@@ -441,6 +461,7 @@ def test_an_unreadable_store_is_an_error(world: World, tmp_path: Path) -> None:
     assert result.code == 2 and f"cannot use the watch store {junk}" in result.err
 
 
+@both
 def test_status_says_what_the_store_holds(world: World) -> None:
     world.comment("x")
     world.poll()

@@ -38,10 +38,18 @@ class Clock:
 
 class World:
     def __init__(
-        self, sandbox: RunningSandbox, tmp: Path, *, title: str = "Fix the widget"
+        self,
+        sandbox: RunningSandbox,
+        tmp: Path,
+        *,
+        title: str = "Fix the widget",
+        store_url: str | None = None,
     ) -> None:
         self.sb = sandbox
         self.state = tmp / "state"
+        # None: the default SQLite file under XDG_STATE_HOME; else the store every command of
+        # this world uses (<env_prefix>_WATCH_STORE), such as a postgresql:// URL.
+        self.store_url = store_url
         self.clock = Clock()
         self.pushed = tmp / "pushed.jsonl"
         self.issue = int(sandbox.create_issue(title)["iid"])
@@ -55,6 +63,8 @@ class World:
     # -- commands ---------------------------------------------------------------------------
 
     def env(self, agent: str | None = LEAD, **extra: str) -> dict[str, str]:
+        if self.store_url:
+            extra = {"PAIRGATE_TEST_WATCH_STORE": self.store_url, **extra}
         return agent_env(self.sb, agent, XDG_STATE_HOME=str(self.state), **extra)
 
     def _run(self, entry: Any, argv: list[str], env: dict[str, str]) -> Result:
@@ -129,7 +139,8 @@ class World:
 
     def store(self) -> Store:
         config = load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
-        return Store.open(self.state / "pairgate" / STORE_NAME, tracker=config["tracker_project"])
+        where = self.store_url or self.state / "pairgate" / STORE_NAME
+        return Store.open(where, tracker=config["tracker_project"])
 
 
 def kinds(batch: dict[str, Any]) -> list[str]:

@@ -154,7 +154,10 @@ class Rounds:
                     self.poll(claim=True, interval=interval)
                     next_poll = now + interval
                 self.hooks()
-                wait = TICK if interval is None else min(TICK, max(0.0, next_poll - self.ctx.now()))
+                # Wake at least once a lease: a dead watcher's work is taken over in time.
+                wait = min(TICK, self.lease)
+                if interval is not None:
+                    wait = min(wait, max(0.0, next_poll - self.ctx.now()))
                 receiver.wake.wait(wait)
                 receiver.wake.clear()
         except KeyboardInterrupt:

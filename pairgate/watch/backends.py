@@ -83,7 +83,11 @@ class SQLite:
         self.where = str(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.conn = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None)
+            # A connection may serve more than one thread (the webhook receiver's, each under
+            # the receiver's lock); a Store is never used by two threads at once.
+            self.conn = sqlite3.connect(
+                path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False
+            )
             self.conn.row_factory = sqlite3.Row
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")

@@ -12,8 +12,9 @@ never waits on a read of GitLab. The watcher's loop is woken to turn it into obs
 - Stored, or a redelivery of a stored one (``webhook.key``): 200. The store failing: 503, which
   GitLab records as a failed delivery; the safety-net poll still sees the change.
 
-Requests are served one at a time: each is one short insert, and a slow sender is cut off
-after READ_TIMEOUT seconds.
+Each connection has a thread (a sender that keeps its connection open, as GitLab's HTTP client
+may, holds up no other), and a sender silent for READ_TIMEOUT seconds is cut off. The store's
+one connection is used under a lock: each use is one short insert.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import json
 import socket
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from pairgate.standalone.errors import PairgateError, UsageError
@@ -53,7 +54,8 @@ def same_secret(given: str | None, token: str) -> bool:
     return hmac.compare_digest(digest(given.encode()).digest(), digest(token.encode()).digest())
 
 
-class _Server(HTTPServer):
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
     receiver: Receiver
 
     def server_bind(self) -> None:
@@ -127,11 +129,14 @@ class Receiver:
         self.token = token
         self.now = now
         self.wake = threading.Event()  # set when a hook was stored
-        self._open = open_store
-        self._store: Store | None = None
+        self._store = open_store()
+        self._lock = threading.Lock()
         self._server = _Server(address, _Handler, bind_and_activate=True)
         self._server.receiver = self
-        self._thread = threading.Thread(target=self._serve, daemon=True, name="pairgate-hooks")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
+            name="pairgate-hooks",
+        )  # fmt: skip
 
     @property
     def url(self) -> str:
@@ -142,31 +147,25 @@ class Receiver:
         self._thread.start()
         return self
 
-    def _serve(self) -> None:
-        self._store = self._open()
-        try:
-            self._server.serve_forever(poll_interval=0.05)
-        finally:
-            self._store.close()
-
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+        with self._lock:
+            self._store.close()
 
     def store_hook(self, headers: dict[str, str], body: dict[str, Any], raw: str) -> bool:
-        assert self._store is not None
-        stored = self._store.add_hook(
-            key=webhook.key(headers, body),
-            event=headers.get("x-gitlab-event", ""),
-            body=raw,
-            now=self.now(),
-        )
+        with self._lock:
+            stored = self._store.add_hook(
+                key=webhook.key(headers, body),
+                event=headers.get("x-gitlab-event", ""),
+                body=raw,
+                now=self.now(),
+            )
         if stored:
             self.wake.set()
         return stored
 
     def refused(self, reason: str, remote: str) -> None:
-        assert self._store is not None
-        with contextlib.suppress(PairgateError):  # the 401 goes out all the same
+        with self._lock, contextlib.suppress(PairgateError):  # the 401 goes out all the same
             self._store.refuse_hook(reason=reason, remote=remote, now=self.now())
