@@ -184,5 +184,5 @@ def replan(store: Store, config: Config, *, now: float) -> list[int]:
         if isinstance(s, IssueSnap)
     } | {s.iid: s for s in subjects.values() if isinstance(s, IssueSnap)}
     routes = routing.routes(subjects, issues, tracker)
-    plan = batches.plan(open_events, live, routes, store.last_recipients())
+    plan = batches.plan(open_events, live, routes, store.last_recipients(subjects))
     return store.apply(plan, now) if not plan.empty else []

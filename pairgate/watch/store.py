@@ -353,10 +353,20 @@ class Store(HookQueue):
         found = self._batches("id = ?", (batch_id,))
         return found[0] if found else None
 
-    def last_recipients(self) -> dict[str, str]:
-        rows = self._q(
-            "SELECT subject, recipient FROM batches WHERE recipient IS NOT NULL ORDER BY id"
-        )
+    def last_recipients(self, subjects: Iterable[str] | None = None) -> dict[str, str]:
+        """Who last had a batch of each subject (of ``subjects`` only, when given)."""
+        if subjects is None:
+            rows = self._q(
+                "SELECT subject, recipient FROM batches WHERE recipient IS NOT NULL ORDER BY id"
+            )
+        else:
+            rows = []
+            for chunk in _chunks(sorted(set(subjects))):
+                rows += self._q(
+                    "SELECT subject, recipient FROM batches WHERE recipient IS NOT NULL AND "
+                    f"subject IN ({_marks(chunk)}) ORDER BY id",
+                    chunk,
+                )
         return {r["subject"]: r["recipient"] for r in rows}
 
     def apply(self, plan: Plan, now: float) -> list[int]:

@@ -60,8 +60,10 @@ class HookQueue:
     _db: Database
 
     def add_hook(self, *, key: str, event: str, body: str, now: float) -> bool:
-        """Store one received hook; False when its key was stored before (a redelivery)."""
-        with self._db.writing():
+        """Store one received hook; False when its key was stored before (a redelivery). Its
+        own short transaction, which never waits for the store's writers (the key's
+        uniqueness is the guard): the answer to GitLab must not wait on a poll's commit."""
+        with self._db.claiming():
             added = self._db.x(
                 "INSERT INTO hooks (key, event, received_at, body) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (key) DO NOTHING",
@@ -75,7 +77,7 @@ class HookQueue:
 
     def refuse_hook(self, *, reason: str, remote: str, now: float) -> None:
         """Count a request refused with 401, and keep the last one's reason and sender."""
-        with self._db.writing():
+        with self._db.claiming():
             count = int(_get(self._db, "hooks_refused") or 0)
             _put(self._db, "hooks_refused", str(count + 1))
             _put(self._db, "last_hook_refused", json.dumps({"at": now, "reason": reason,
