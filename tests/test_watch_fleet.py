@@ -101,20 +101,20 @@ def test_a_watcher_killed_mid_batch_is_taken_over_when_its_lease_runs_out(
     world.poll()  # stored and batched, never pushed
     started = tmp_path / "push-started"
     stuck = f"sh -c 'touch {started}; sleep 60'"
-    dead = Watcher(world, tmp_path / "a", "--no-poll", "--lease", "2", "--deliver-command", stuck)
+    dead = Watcher(world, tmp_path / "a", "--no-poll", "--lease", "1", "--deliver-command", stuck)
     until(started.exists, 15)
     dead.kill()  # mid-batch: it claimed the batch and never recorded the push
     store = world.store()
     (claimed,) = store.live_batches()
     assert claimed.attempts == 0
     box = tmp_path / "pushed"
-    alive = Watcher(world, tmp_path / "b", "--no-poll", "--lease", "2", push_to=box)
+    alive = Watcher(world, tmp_path / "b", "--no-poll", "--lease", "1", push_to=box)
     try:
         (taken,) = until(lambda: pushes(box), 15, step=0.05)
         assert taken["events"][0]["detail"]["note_id"] == note["id"]
         with store.writing():
             store.ack(claimed.id, agent=LEAD, note="done", now=time.time(), cli="pairgate")
-        time.sleep(2.5)  # more than a lease: the watcher has looked again
+        time.sleep(1.5)  # more than a lease: the watcher has looked again
     finally:
         assert alive.stop() == 0
     check_the_store(store, [note["id"]], pushes(box))
