@@ -1,15 +1,15 @@
 """evidence: the command line of mutation evidence (``evidence run`` and ``evidence rerun``).
 
-This module only registers the parser, and stays light because main builds its parser for every
-command; the handlers are ``pairgate/commands/evidence_run.py`` and
-``pairgate/commands/evidence_rerun.py``, and the runner ``pairgate.evidence``.
+This module holds their help and argument functions (the command table's rows name them), and
+stays light because main builds its parser for every command; the handlers are
+``pairgate/commands/evidence_run.py`` and ``pairgate/commands/evidence_rerun.py``, and the
+runner ``pairgate.evidence``.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from pairgate.evidence import DEFAULT_TIMEOUT
 
@@ -25,12 +25,7 @@ RERUN_HELP = (
 )
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``evidence`` (with ``run`` and ``rerun``) on the CLI's subparsers action."""
-    family = subparsers.add_parser("evidence", help=HELP, description=HELP)
-    sub = family.add_subparsers(dest="evidence_action", metavar="<subcommand>", required=True)
-    p = sub.add_parser("run", help=RUN_HELP, description=RUN_HELP)
-    family.set_defaults(reads_config=True, writes=False)
+def run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--test", required=True, metavar="CMD", help="the test command (run by sh -c)")
     p.add_argument(
         "--mutant",
@@ -57,7 +52,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, metavar="FILE", help="write the evidence here (atomically)")
     p.add_argument("--json", action="store_true", help="print the evidence document")
 
-    p = sub.add_parser("rerun", help=RERUN_HELP, description=RERUN_HELP)
+
+def rerun(p: argparse.ArgumentParser) -> None:
     p.add_argument("issue", type=_issue, metavar="ISSUE", help="the tracker issue's number")
     p.add_argument(
         "--mutant-index",
@@ -87,7 +83,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--out", type=Path, metavar="FILE", help="write the re-run here, for approve --evidence"
     )
     p.add_argument("--json", action="store_true", help="print the re-run document")
-    return family
 
 
 def _add_timeout(p: argparse.ArgumentParser) -> None:
@@ -105,17 +100,3 @@ def _issue(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return int(text)
-
-
-def evidence(*, evidence_action: str, client: Any, **flags: Any) -> int:
-    """``evidence <subcommand>``: the subcommand's handler, imported on demand. Only ``rerun``
-    reads GitLab (the offer, from the issue's ledger); main builds the client for the family."""
-    if evidence_action == "run":
-        from pairgate.commands.evidence_run import run_evidence
-
-        return run_evidence(**flags)
-    if evidence_action == "rerun":
-        from pairgate.commands.evidence_rerun import rerun_evidence
-
-        return rerun_evidence(client=client, **flags)
-    raise ValueError(f"evidence: no subcommand {evidence_action!r}")  # a registration bug

@@ -1,5 +1,5 @@
-"""``watch`` and ``inbox`` on the command line: ``add_parser`` registers both (and ``inbox ack``)
-on the main parser's subcommands. The handlers are ``commands/watcher.py`` (``watch`` and its
+"""``watch``, ``inbox`` and ``inbox ack`` on the command line: their argument functions (the
+command table's rows name them). The handlers are ``commands/watcher.py`` (``watch`` and its
 ``--status``) and ``commands/inbox.py``; this module stays light, because main builds its parser
 (and so imports this) for every command.
 
@@ -10,14 +10,16 @@ the next move; ``inbox`` is how that agent reads and acknowledges them.
 from __future__ import annotations
 
 import argparse
-import shlex
-from typing import Any
 
 from pairgate.watch import HOOK_EVENTS, REMIND_AFTER
 
 INTERVAL = 180.0
 HOOKED_INTERVAL = 900.0  # with webhooks the poll is the safety net for lost hooks
 LEASE = 120.0  # pairgate.watch.delivery.LEASE
+STORE_HELP = (
+    "the watch store: a SQLite file or a postgresql:// URL (default: <env_prefix>_WATCH_STORE, "
+    "else $XDG_STATE_HOME/pairgate/<tracker>.sqlite3)"
+)
 
 
 def _seconds(text: str) -> float:
@@ -30,15 +32,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-def add_parser(subparsers: Any) -> None:
-    """Register ``watch`` and ``inbox`` (with ``inbox ack``) on main's subparsers."""
-    store_help = (
-        "the watch store: a SQLite file or a postgresql:// URL (default: "
-        "<env_prefix>_WATCH_STORE, else $XDG_STATE_HOME/pairgate/<tracker>.sqlite3)"
-    )
-    text = "poll GitLab and deliver merge request and ledger events to the agent who owes the next move"
-    p = subparsers.add_parser("watch", help=text, description=text)
-    p.set_defaults(reads_config=True, writes=False)
+def watch(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--once", action="store_true", help="poll once and deliver (for a scheduled job)"
     )
@@ -49,7 +43,7 @@ def add_parser(subparsers: Any) -> None:
         help="seconds between polls (default: 180; 900 with --listen, where the poll is the "
         "safety net for lost webhooks)",
     )
-    p.add_argument("--store", metavar="WHERE", help=store_help)
+    p.add_argument("--store", metavar="WHERE", help=STORE_HELP)
     p.add_argument(
         "--listen",
         metavar="HOST:PORT",
@@ -92,9 +86,8 @@ def add_parser(subparsers: Any) -> None:
         "--verbose", action="store_true", help="say which GitLab URL and transport were used"
     )
 
-    text = "your pending batches of GitLab events; ack one when handled"
-    p = subparsers.add_parser("inbox", help=text, description=text)
-    p.set_defaults(reads_config=False, writes=False)
+
+def inbox(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent", metavar="AGENT", help="whose inbox (default: <env_prefix>_AGENT_ID)")
     p.add_argument("--json", action="store_true", help="print JSON with stable keys")
     p.add_argument(
@@ -104,34 +97,34 @@ def add_parser(subparsers: Any) -> None:
         help="speak Claude Code's hook protocol for EVENT (SessionStart, UserPromptSubmit, Stop), "
         "reading the hook's JSON on stdin",
     )
-    p.add_argument("--store", metavar="WHERE", help=store_help)
+    p.add_argument("--store", metavar="WHERE", help=STORE_HELP)
     p.add_argument(
         "--remind-after",
         type=_seconds,
         metavar="SECONDS",
         help="when a shown batch is due again (default: the watcher's setting, else 1800)",
     )
-    actions = p.add_subparsers(dest="inbox_action", metavar="ack")
-    ack = actions.add_parser(
-        "ack",
-        help="acknowledge a batch you have handled",
-        description="acknowledge a batch you have handled (only its recipient may)",
-    )
-    ack.add_argument("batch", metavar="BATCH", help="the batch id, such as b12")
-    ack.add_argument("--note", metavar="TEXT", help="what you did, recorded with the ack")
-    ack.add_argument(
+
+
+def inbox_ack(p: argparse.ArgumentParser) -> None:
+    p.add_argument("batch", metavar="BATCH", help="the batch id, such as b12")
+    p.add_argument("--note", metavar="TEXT", help="what you did, recorded with the ack")
+    p.add_argument(
         "--as",
         dest="as_agent",
         metavar="AGENT",
         help="act as this agent identity (default: <env_prefix>_AGENT_ID)",
     )
-    ack.add_argument("--store", metavar="WHERE", help=store_help)
+    p.add_argument("--store", metavar="WHERE", help=STORE_HELP)
 
 
 def store_flag(store: str | None) -> str:
-    """``--store`` as a notification spells it: a PostgreSQL URL without its password."""
+    """`` --store WHERE`` for a command a handler suggests, when the store was given: a
+    PostgreSQL URL without its password."""
     if store is None:
         return ""
+    import shlex  # here: --help builds this module's flags and needs no quoting
+
     from pairgate.watch.backends import shown
 
     return f" --store {shlex.quote(shown(store))}"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pairgate.standalone.errors import Refusal, UsageError
+from pairgate.standalone.errors import Refusal, UsageError, state_home
 from pairgate.watch import schema
 from pairgate.watch.backends import (
     Database,
@@ -51,18 +51,15 @@ _CHUNK = 500  # ids per IN (...) list
 
 
 def default_path(env: Mapping[str, str], tracker: str) -> Path:
-    """$XDG_STATE_HOME/pairgate/<tracker, URL-encoded>.sqlite3, else ~/.local/state/... (the
-    XDG base directory rule: a relative XDG_STATE_HOME is ignored)."""
-    state = env.get("XDG_STATE_HOME", "")
-    if not state or not Path(state).is_absolute():
-        home = env.get("HOME", "")
-        if not home:
-            raise UsageError(
-                "pairgate: no place for the watch store: set XDG_STATE_HOME or HOME, or pass "
-                "--store PATH"
-            )
-        state = str(Path(home) / ".local" / "state")
-    return Path(state) / "pairgate" / f"{quote(tracker, safe='')}.sqlite3"
+    """<state home>/pairgate/<tracker, URL-encoded>.sqlite3: $XDG_STATE_HOME, else
+    ~/.local/state (``state_home``)."""
+    state = state_home(env)
+    if state is None:
+        raise UsageError(
+            "pairgate: no place for the watch store: set XDG_STATE_HOME or HOME, or pass "
+            "--store PATH"
+        )
+    return state / "pairgate" / f"{quote(tracker, safe='')}.sqlite3"
 
 
 def locate(given: str | None, env: Mapping[str, str], variable: str, tracker: str) -> str | Path:
