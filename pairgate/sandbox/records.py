@@ -228,3 +228,22 @@ class Job:
     kind: str = "build"  # "bridge": a trigger job (GET .../bridges), whose status its child sets
     downstream_id: int | None = None  # a bridge's child pipeline
     trace: str | None = None  # the log the runner sent back (masked), GET .../trace
+
+
+@dataclass
+class WebHook:
+    """A project or group webhook (project_webhooks.md, group_webhooks.md): where GitLab POSTs
+    the events its flags select (webhooks.py, webhook_events.py)."""
+
+    id: int
+    url: str
+    created_at: str
+    project_id: int | None = None  # a project hook
+    group_id: int | None = None  # a group hook: every project of the group
+    token: str | None = None  # write-only: never rendered
+    name: str | None = None
+    description: str | None = None
+    events: dict[str, bool] = field(default_factory=dict)  # push_events, note_events, ...
+    enable_ssl_verification: bool = True
+    push_events_branch_filter: str | None = None
+    branch_filter_strategy: str = "wildcard"
