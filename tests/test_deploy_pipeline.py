@@ -13,7 +13,12 @@ from typing import Any
 import pytest
 import yaml
 
-from pairgate.tracker_pipeline import Component, checked_inputs, interpolate, parse_component
+from pairgate.deployment.tracker_pipeline import (
+    Component,
+    checked_inputs,
+    interpolate,
+    parse_component,
+)
 from tests.conftest import FIXTURE_CONFIG, ROOT, run_cli
 from tests.gitrepos import GIT_ENV, World, make_world
 

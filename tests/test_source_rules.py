@@ -1,5 +1,6 @@
 """Two rules no behaviour test would see broken: no gate door takes an override flag, and
-deploy_agents.py is the only code that reads the liveness-oracle markers."""
+the agent-template renderer (pairgate/deployment/agent_templates.py) is the only code that reads
+the liveness-oracle markers."""
 
 from __future__ import annotations
 
@@ -107,9 +108,9 @@ def code_files() -> list[Path]:
     return sorted(p for p in found if p.suffix in ("", ".py", ".sh", ".yml", ".yaml"))
 
 
-def test_deploy_agents_is_the_only_reader_of_the_oracle_markers() -> None:
+def test_the_agent_template_renderer_is_the_only_reader_of_the_oracle_markers() -> None:
     readers = [
         p for p in code_files() if MARKER.search(p.read_text(encoding="utf-8", errors="replace"))
     ]
-    assert [p.name for p in readers] == ["deploy_agents.py"], readers
+    assert [p.name for p in readers] == ["agent_templates.py"], readers
     assert len(code_files()) > 40  # the scan sees the code it is meant to

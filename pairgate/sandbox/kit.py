@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pairgate.deployment import files_of
+from pairgate.deployment.file_set import files_of
 from pairgate.sandbox import defaults
 from pairgate.standalone.config import CONFIG_FILENAME
 from pairgate.standalone.errors import PairgateError
