@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pairgate import output
-from pairgate.approval_view import scope_for, with_cited
 from pairgate.merge_requests import citing, open_group_mrs
 from pairgate.standalone.approvals import independence
 from pairgate.standalone.config import Config
@@ -29,6 +28,7 @@ from pairgate.tracker import (
 )
 from pairgate.tracker import read_issues as read_named
 from pairgate.turn import begin, identity, refuse_void, write
+from pairgate.views.approvals import scope_for, with_cited
 
 
 def decide(
