@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pairgate.doctor_checks import MERGE_CHECK_JOB
+from pairgate.doctor.checks import MERGE_CHECK_JOB
 from pairgate.sandbox.testing import RunningSandbox
 from tests.conftest import Result, agent_env, run_cli
 

@@ -1,5 +1,5 @@
 """doctor's checks: each way around the merge gate that a setting leaves open, judged from what
-GitLab answered. Pure: the reads are pairgate/commands/doctor.py's.
+GitLab answered. Pure: the reads are reads.py's.
 
 Every check says which API fields it read, and where GitLab documents them; a field missing from
 an answer is "cannot-read" (never a guess). The fields: doc/api/projects.md (the project
