@@ -30,7 +30,7 @@ def sources() -> dict[str, Path]:
         "validate-mr-carries-ownership-record.py": (
             resource_dir("validators") / "validate-mr-carries-ownership-record.py"
         ),
-        "deployed_currency.py": package_file("deployed_currency.py"),
+        "deployed_currency.py": package_file("currency/deployed_currency.py"),
     }
 
 
