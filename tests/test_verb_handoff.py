@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from ledgerkit import Round
 
-from pairgate.merge_requests import APPROVAL_JOB, MERGE_CHECK_JOB
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import MrRef
+from pairgate.verbs.merge_requests import APPROVAL_JOB, MERGE_CHECK_JOB
 
 
 @pytest.fixture

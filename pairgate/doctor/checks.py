@@ -18,7 +18,7 @@ import yaml
 
 # The merge-check job the tracker-held pipeline must hold (templates/mr-merge-check/): ONE name,
 # so that the component and doctor cannot drift apart.
-from pairgate.merge_requests import MERGE_CHECK_JOB
+from pairgate.verbs.merge_requests import MERGE_CHECK_JOB
 
 PASS, HOLE, CANNOT_READ = "pass", "hole", "cannot-read"
 MAINTAINER = 40
