@@ -674,7 +674,8 @@ UNBOUND_MERGES = [
     "tmux new-session -d 'glab mr merge 12 -R acme/app'",
     "source /dev/stdin <<< 'glab mr merge 12 -R acme/app'",
     "git -c alias.x='!glab mr merge 12 -R acme/app' x",
-    "git config alias.x '!glab mr merge 12 -R acme/app' && git x",
+    # (`git config alias.x ...` defines an alias for later commands too: the reading blocks it)
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!glab mr merge 12 -R acme/app' git x",
     "cat > m.sh <<'EOF'\nglab mr merge 12 -R acme/app\nEOF\nbash m.sh",
     "echo 'glab mr merge 12 -R acme/app' > m.sh; sh m.sh",
     "printf 'gl\\141b mr m\\x65rge 12 -R acme/app\\n' > m.sh; . ./m.sh",
@@ -729,6 +730,16 @@ READ_BLOCKED = [
     ("git push -o merge_request.merge_when_pipeline_succeeds", "cannot tell which commit"),
     ("git -c push.pushOption=merge_request.auto_merge push origin feature", "resolves to a commit"),
     ("git config push.pushOption merge_request.auto_merge", "sets push.pushOption"),
+    # a git alias kept for later commands, where `git ship` is read without its definition
+    ("git config alias.ship '!gl\"\"ab mr m\"\"erge 1 -R acme/app'", "defines the git alias ship, which runs"),
+    ("git config set --global alias.ship '!gl\"\"ab mr m\"\"erge 1 -R acme/app'", "defines the git alias ship"),
+    ("git config --file ~/.gitconfig alias.ship '!gl\"\"ab mr m\"\"erge 1 -R acme/app'", "defines the git alias ship"),
+    ("git config alias.ship '-c alias.x=!gl\"\"ab\\ mr\\ m\"\"erge\\ 1\\ -R\\ acme/app x'", "defines the git alias ship"),
+    ("export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.ship GIT_CONFIG_VALUE_0='!gl\"\"ab mr m\"\"erge 1 -R acme/app'; git ship",
+     "which defines a git alias"),
+    # sudo -s runs the program $SHELL names
+    ("echo 'gl\"\"ab mr m\"\"erge 1 -R acme/app' > s.sh; export SHELL=./s.sh; sudo -s true",
+     "which this command sets elsewhere"),
     ("echo " + "$(echo " * 1600 + "hi" + ")" * 1600, "the reader's budget"),
 ]  # fmt: skip
 
