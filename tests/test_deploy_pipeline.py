@@ -19,8 +19,9 @@ from pairgate.deployment.tracker_pipeline import (
     interpolate,
     parse_component,
 )
-from tests.conftest import FIXTURE_CONFIG, ROOT, run_cli
-from tests.gitrepos import GIT_ENV, World, make_world
+from tests.kit.gitrepos import GIT_ENV, World, make_world
+from tests.kit.names import FIXTURE_CONFIG, ROOT
+from tests.kit.run import run_cli
 
 FLAGS = [
     "--image",

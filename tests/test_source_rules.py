@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from pairgate.commands.table import command_rows
-from tests.conftest import FIXTURE_CONFIG, ROOT, run_cli, run_program
+from tests.kit.names import FIXTURE_CONFIG, ROOT
+from tests.kit.run import run_cli, run_program
 
 # What would let a caller past the gate's verdict, in any spelling.
 OVERRIDE = re.compile(
