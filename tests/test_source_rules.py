@@ -127,12 +127,11 @@ def test_the_agent_template_renderer_is_the_only_reader_of_the_oracle_markers() 
 
 # Top to bottom; a module imports from its own layer or one below. The domain is every module
 # no other layer names: verbs/, views/, doctor/, deployment/, currency/, watch/, evidence/,
-# sandbox/ and the modules they share at the top (tracker, output, resources).
+# sandbox/ and the modules they share at the top (tracker, output, resources, version).
 COMMAND_LINE = (
     "pairgate.__main__",
     "pairgate.main",
     "pairgate.parser",
-    "pairgate.version",
     "pairgate.finding_vocabulary",  # the guard's console script
 )
 COMMANDS = ("pairgate.commands",)
