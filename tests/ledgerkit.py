@@ -62,7 +62,7 @@ class Trail:
             **fields,
         }
         if kind in ISSUE_BOUND_KINDS and "issue" not in record:
-            record["issue"] = f"{self.config['tracker_project']}#{self.issue}"
+            record["issue"] = f"{self.config.tracker_project}#{self.issue}"
         body, sealed = compose_note(kind, record, human or f"{agent} {event}")
         self.prev = sealed["digest"]
         return self.note(body, author=author)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -115,10 +116,13 @@ def test_renovate_namespace_must_be_followed_by_a_slash(config: Config) -> None:
 
 
 def test_a_configuration_without_the_namespaces_key_exempts_nothing(
-    config: Config,
+    config: Config, tmp_path: Path
 ) -> None:
-    values = {k: v for k, v in config.values.items() if k != "renovate_exempt_namespaces"}
-    older = replace(config, values=values)
+    assert not scope(MR, config).in_scope  # the fixture's namespaces exempt MR
+    values = json.loads(FIXTURE_CONFIG.read_text())
+    del values["renovate_exempt_namespaces"]
+    (tmp_path / "older.json").write_text(json.dumps(values))
+    older = load_config({"PAIRGATE_CONFIG": str(tmp_path / "older.json")})
     assert scope(MR, older).in_scope
 
 
@@ -137,7 +141,7 @@ def test_generic_issue_only_is_out_of_scope_but_not_with_another(
 
 
 def test_generic_issue_null_means_none(config: Config) -> None:
-    none = replace(config, values={**config.values, "generic_tracking_issue": None})
+    none = replace(config, generic_tracking_issue=None)
     assert scope(replace(MR, labels=()), none, cited=(1,)).in_scope
 
 

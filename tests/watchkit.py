@@ -129,7 +129,7 @@ class World:
 
     def store(self) -> Store:
         config = load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
-        return Store.open(self.state / "pairgate" / STORE_NAME, tracker=config["tracker_project"])
+        return Store.open(self.state / "pairgate" / STORE_NAME, tracker=config.tracker_project)
 
 
 def kinds(batch: dict[str, Any]) -> list[str]:

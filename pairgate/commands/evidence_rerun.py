@@ -144,7 +144,7 @@ def rerun_evidence(
         raise type(exc)(f"{cli} evidence rerun: {exc.message}") from None
     doc = rerun_document(
         inner,
-        project=config["tracker_project"],
+        project=config.tracker_project,
         issue=issue,
         offer_note=event.note_id,
         sender=event.agent,

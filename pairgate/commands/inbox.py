@@ -85,12 +85,12 @@ def listing(
             f"{config.cli} inbox: whose inbox? Pass --agent <agent> or set "
             f"{config.env_name('AGENT_ID')}"
         )
-    path = store or default_path(ctx.env, config["tracker_project"])
+    path = store or default_path(ctx.env, config.tracker_project)
     if not path.exists():
         shown: list[delivery.Shown] = []
         where = f" (no watch store at {path} yet: the watcher has not run; {config.cli} watch)"
     else:
-        db = Store.open(path, tracker=config["tracker_project"])
+        db = Store.open(path, tracker=config.tracker_project)
         try:
             shown = delivery.pull(
                 db,
@@ -128,13 +128,13 @@ def ack(
 ) -> int:
     me = identity(ctx, config, as_agent)
     number = _batch_id(batch, config.cli)
-    path = store or default_path(ctx.env, config["tracker_project"])
+    path = store or default_path(ctx.env, config.tracker_project)
     if not path.exists():
         raise UsageError(
             f"{config.cli} inbox ack: there is no watch store at {path}: the watcher has not run "
             f"there (start it: {config.cli} watch)"
         )
-    db = Store.open(path, tracker=config["tracker_project"])
+    db = Store.open(path, tracker=config.tracker_project)
     try:
         with db.writing():
             before = db.batch(number)
@@ -187,10 +187,10 @@ def claude(
             file=ctx.stderr,
         )
         return Exit.OK
-    path = store or default_path(ctx.env, config["tracker_project"])
+    path = store or default_path(ctx.env, config.tracker_project)
     if not path.exists():
         return Exit.OK
-    db = Store.open(path, tracker=config["tracker_project"])
+    db = Store.open(path, tracker=config.tracker_project)
     try:
         out = hooks.answer(
             event,

@@ -19,7 +19,7 @@ from pairgate.watch.store import Store, default_path
 
 def _open(ctx: Context, config: Config, store: Path | None) -> Store:
     return Store.open(
-        store or default_path(ctx.env, config["tracker_project"]), tracker=config["tracker_project"]
+        store or default_path(ctx.env, config.tracker_project), tracker=config.tracker_project
     )
 
 
