@@ -12,38 +12,38 @@ Contents (where each source module begins, and what it holds):
   line   283  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
   line   441  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   681  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1214  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1483  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1876  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  1952  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2193  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  2798  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2910  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3149  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3485  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3633  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4023  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4070  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4213  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4396  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  4801  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5006  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5245  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5675  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6131  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6210  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6357  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6452  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6820  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7210  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7446  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7728  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8139  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8197  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8640  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8810  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8835  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9184  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1216  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1485  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1878  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  1954  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2195  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  2802  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2914  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3153  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3489  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3637  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4027  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4074  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4217  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4400  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  4805  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5010  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5249  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5679  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6135  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6214  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6361  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6456  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6824  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7214  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7450  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7732  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8143  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8201  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8644  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8814  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8839  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9188  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -1050,8 +1050,10 @@ def _digest_matches(kind: str, record: dict[str, Any], human: str) -> bool:
     """record_digest(kind, record, human) == record["digest"], for a record just decoded: its
     digest is taken out and put back instead of copying the record (when it is the last key, as
     every writer puts it, so the record's key order is kept)."""
+    digest: object
     if next(reversed(record)) != "digest":
-        return record_digest(kind, record, human) == record["digest"]
+        digest = record["digest"]
+        return record_digest(kind, record, human) == digest
     digest = record.pop("digest")
     try:
         canonical = _canonical_json(
@@ -2266,7 +2268,8 @@ def _session_class() -> type[requests.Session]:
         def rebuild_auth(self, prepared_request: Any, response: Any) -> None:
             if urlsplit(prepared_request.url)[:2] != self.origin:
                 raise _LeavesOrigin(response.status_code, str(prepared_request.url))
-            super().rebuild_auth(prepared_request, response)
+            # types-requests leaves rebuild_auth unannotated.
+            super().rebuild_auth(prepared_request, response)  # type: ignore[no-untyped-call]
 
     return _Session
 
@@ -2595,7 +2598,8 @@ class GitLab:
     def pages(self, path: str, **params: Any) -> Iterator[list[Any]]:
         """The pages of a list as they arrive, so a reader can start on the first while the
         next is read."""
-        return self._reader.pages(path, params)
+        pages: Iterator[list[Any]] = self._reader.pages(path, params)
+        return pages
 
     def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> Any:
         """One GraphQL query (POST /api/graphql) through the reader: a read, retried as GETs

@@ -113,7 +113,8 @@ def _session_class() -> type[requests.Session]:
         def rebuild_auth(self, prepared_request: Any, response: Any) -> None:
             if urlsplit(prepared_request.url)[:2] != self.origin:
                 raise _LeavesOrigin(response.status_code, str(prepared_request.url))
-            super().rebuild_auth(prepared_request, response)
+            # types-requests leaves rebuild_auth unannotated.
+            super().rebuild_auth(prepared_request, response)  # type: ignore[no-untyped-call]
 
     return _Session
 
@@ -442,7 +443,8 @@ class GitLab:
     def pages(self, path: str, **params: Any) -> Iterator[list[Any]]:
         """The pages of a list as they arrive, so a reader can start on the first while the
         next is read."""
-        return self._reader.pages(path, params)
+        pages: Iterator[list[Any]] = self._reader.pages(path, params)
+        return pages
 
     def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> Any:
         """One GraphQL query (POST /api/graphql) through the reader: a read, retried as GETs
