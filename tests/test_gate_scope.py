@@ -95,7 +95,7 @@ def test_renovate_with_all_four_conditions_is_exempt(config: Config) -> None:
         ({"labels": ("dependencies",)}, "label"),
         ({"author_id": 10}, "author is user id 10"),
         ({"source_branch": "renovatebot/x"}, "source branch"),
-        ({"project": "partner/shared-lib"}, "renovate_exempt_namespaces"),
+        ({"project": "partner/shared-lib"}, "in none of renovate_exempt_namespaces ['acme']"),
     ],
 )
 def test_renovate_missing_any_one_condition_stays_in_scope(

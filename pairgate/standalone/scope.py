@@ -178,8 +178,8 @@ def renovate_exemption_gaps(mr: MergeRequestFacts, config: Config) -> list[str]:
         )
     namespaces = config.renovate_exempt_namespaces
     if not any(under(mr.project, ns) for ns in namespaces):
-        gaps.append(
-            f"its project {mr.project} is in none of renovate_exempt_namespaces {namespaces}"
+        gaps.append(  # the list as the file spells it
+            f"its project {mr.project} is in none of renovate_exempt_namespaces {list(namespaces)}"
         )
     return gaps
 
