@@ -19,31 +19,31 @@ Contents (where each source module begins, and what it holds):
   line  2195  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line  2802  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
   line  2914  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3154  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3490  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3638  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4028  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4075  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4218  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4401  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  4806  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5011  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5250  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5680  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6136  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6215  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6362  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6457  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6825  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7215  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7451  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7733  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8144  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8202  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8645  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8815  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8840  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9189  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  3153  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3489  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3637  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4027  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4074  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4217  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4400  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  4805  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5010  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5249  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5679  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6135  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6214  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6361  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6456  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6824  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7214  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7450  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7732  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8143  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8201  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8644  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8814  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8839  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9188  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -3066,8 +3066,7 @@ def renovate_exemption_gaps(mr: MergeRequestFacts, config: Config) -> list[str]:
     namespaces = config.renovate_exempt_namespaces
     if not any(under(mr.project, ns) for ns in namespaces):
         gaps.append(  # the list as the file spells it
-            f"its project {mr.project} is in none of renovate_exempt_namespaces "
-            f"{list(namespaces)}"
+            f"its project {mr.project} is in none of renovate_exempt_namespaces {list(namespaces)}"
         )
     return gaps
 

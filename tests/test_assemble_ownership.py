@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.kit.names import ROOT
 
 SCRIPT = ROOT / "scripts" / "assemble-ownership.py"
 

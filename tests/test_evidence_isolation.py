@@ -19,7 +19,7 @@ import pytest
 from pairgate.evidence.isolation import DEAD_PROXY, env_only, probe
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.runner import Request, collect
-from tests.evidence_repos import Package, make_package, marker, processes_with, sleeper_code
+from tests.kit.evidence_repos import Package, make_package, marker, processes_with, sleeper_code
 
 NAMESPACES = probe().mode == "namespaces"
 needs_namespaces = pytest.mark.skipif(

@@ -2,7 +2,7 @@
 approve --evidence, and what status, board and waiting show of them.
 
 The local repository is the source of truth: a real git repository with a real pytest suite
-and real mutants (tests/evidence_repos.py). The sandbox's own commit ids are not git's, so its
+and real mutants (tests/kit/evidence_repos.py). The sandbox's own commit ids are not git's, so its
 merge request is given the local commit's id (``mirror_commit``, POST /-/sandbox/commits), and
 the evidence run in a clone of the local repository is of the MR's head.
 
@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ledgerkit import Round
 
 from pairgate.evidence.handoff import patches_from_block
 from pairgate.evidence.patches import Patch
@@ -29,7 +28,8 @@ from pairgate.evidence.surface import evidence_field, evidence_summary
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.config import Config
 from pairgate.standalone.records import compose_note, parse_marker
-from tests.evidence_repos import CALC, PYTEST, TESTS, Package, make_package
+from tests.kit.evidence_repos import CALC, PYTEST, TESTS, Package, make_package
+from tests.kit.world import Round
 
 FILES = {"calc/__init__.py": CALC, "tests/test_calc.py": TESTS}
 
@@ -90,7 +90,7 @@ def world(sandbox: RunningSandbox, docs: Docs) -> Round:
     w = Round(sandbox)
     sandbox.mirror_commit(docs.sha, w.branch, FILES)
     assert w.head == docs.sha
-    w.claimed()
+    w.claim()
     return w
 
 
@@ -192,7 +192,7 @@ def test_evidence_run_at_another_sha_refuses_the_handoff(
     sandbox: RunningSandbox, docs: Docs, tmp_path: Path
 ) -> None:
     world = Round(sandbox)  # its head is the sandbox's own commit, not the evidence's
-    world.claimed()
+    world.claim()
     before = world.notes()
     path = docs.file(tmp_path, docs.good)
     result = handoff(world, "--evidence", path)
@@ -277,7 +277,7 @@ def test_a_file_that_is_not_evidence_refuses_and_one_that_cannot_be_read_is_exit
 def offered_and_accepted(world: Round, docs: Docs, tmp_path: Path) -> int:
     assert handoff(world, "--evidence", docs.file(tmp_path, docs.good)).code == 0
     note = last_note(world)["id"]
-    world.accepted()
+    world.accept()
     return int(note)
 
 
@@ -426,7 +426,7 @@ def test_a_rerun_of_another_offer_refuses_the_approval(
     again = handoff(world, "--evidence", docs.file(tmp_path, docs.good), "--supersede", first)
     assert again.code == 0, again.err
     second = int(last_note(world)["id"])
-    world.accepted()
+    world.accept()
     result = approve(world, "--evidence", path)
     assert result.code == 1
     assert (
@@ -439,7 +439,7 @@ def test_a_rerun_of_an_offer_without_evidence_refuses_the_approval(
 ) -> None:
     assert handoff(world).code == 0
     offer = int(last_note(world)["id"])
-    world.accepted()
+    world.accept()
     result = approve(world, "--evidence", wrapped(world, docs, offer, tmp_path))
     assert result.code == 1
     assert f"  - the offer in note {offer} carries no mutation evidence" in result.err
@@ -577,7 +577,8 @@ def test_the_wrapped_rerun_is_what_the_command_line_writes(docs: Docs) -> None:
 
 def test_evidence_run_goes_through_main_with_no_gitlab_credentials(docs: Docs) -> None:
     """The evidence family gets main's GitLab client (rerun reads the ledger); run needs none."""
-    from tests.conftest import FIXTURE_CONFIG, run_cli
+    from tests.kit.names import FIXTURE_CONFIG
+    from tests.kit.run import run_cli
 
     test = "! grep -q 'a - b' calc/__init__.py"  # the exit-code runner: 1 is a kill
     argv = ["evidence", "run", "--test", test, "--mutant", str(docs.add), "--repo"]

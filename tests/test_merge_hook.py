@@ -19,9 +19,11 @@ import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.command_reader.read import read_command
-from tests.conftest import FIXTURE_CONFIG, FIXTURES, PAIRGATE, ROOT, agent_env, run_program
-from tests.gate_world import World, approved_at_head, never_approved, outside_the_group
-from tests.suite_configuration import RENAMED_CONFIG
+from tests.kit.gate_cases import approved_at_head, never_approved, outside_the_group
+from tests.kit.names import FIXTURE_CONFIG, FIXTURES, ROOT
+from tests.kit.run import PAIRGATE, agent_env, run_program
+from tests.kit.suite_configuration import RENAMED_CONFIG
+from tests.kit.world import World
 from tests.test_command_reader import APP, ATTRIBUTED, HARMLESS
 
 HOOK = "block-unapproved-merge.sh"
