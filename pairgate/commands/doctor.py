@@ -83,7 +83,7 @@ def run_checks(
     ctx: Context, config: Config, client: GitLab, named: list[str]
 ) -> tuple[list[str], list[DoctorCheck]]:
     """The gated projects looked at, and every check's answer."""
-    tracker = config["tracker_project"]
+    tracker = config.tracker_project
     paths = sorted(
         gated_projects(client, config, named, command="doctor")
         if named
@@ -98,7 +98,7 @@ def run_checks(
     default_branch = (
         None if isinstance(tracker_data, Exception) else tracker_data.get("default_branch")
     )
-    agents = list(config["ledger_author_user_ids"])
+    agents = list(config.ledger_author_user_ids)
     bot, bot_source = review_bot_id(config, ctx.env, client)
 
     @functools.cache
@@ -134,7 +134,7 @@ def run_checks(
         checks += setting_checks(path, data)
         checks.append(pipeline_check(path, data, tracker, default_branch, pipeline_text))
         checks += _roles(path, "projects", agents, bot, bot_source, level)
-        if any(under(path, ns) for ns in config["renovate_exempt_namespaces"]):
+        if any(under(path, ns) for ns in config.renovate_exempt_namespaces):
             rules = _read(
                 functools.partial(
                     client.get_all, f"projects/{encode_project(path)}/protected_branches"
@@ -143,14 +143,14 @@ def run_checks(
             checks.append(
                 renovate_check(
                     path,
-                    config["renovate_branch_prefix"],
-                    int(config["renovate_bot_user_id"]),
+                    config.renovate_branch_prefix,
+                    config.renovate_bot_user_id,
                     rules,
                     functools.partial(level, "projects", path),
                 )
             )
     checks += _roles(
-        config["group_path"], "groups", agents, bot, bot_source, level, ref=config["group_id"]
+        config.group_path, "groups", agents, bot, bot_source, level, ref=config.group_id
     )
     return paths, checks
 
@@ -256,7 +256,7 @@ def _print(checks: list[DoctorCheck], projects: int, config: Config, ctx: Contex
     counts = {s: len([c for c in checks if c.status == s]) for s in (PASS, HOLE, CANNOT_READ)}
     print(
         f"doctor: {len(checks)} checks over {projects} project(s) and group "
-        f"{config['group_path']}: {counts[PASS]} pass, {counts[HOLE]} hole(s), "
+        f"{config.group_path}: {counts[PASS]} pass, {counts[HOLE]} hole(s), "
         f"{counts[CANNOT_READ]} cannot read",
         file=ctx.stdout,
     )
