@@ -100,7 +100,7 @@ def check_rerun_for(turn: Turn, doc: object, path: Path, *, sha: str, again: Aga
     problems = verify_for_approve(
         doc,
         sha=sha,
-        project=turn.config["tracker_project"],
+        project=turn.config.tracker_project,
         issue=turn.issue,
         offer_note=None if offer is None else offer.note_id,
         offer_evidence=None
@@ -168,7 +168,7 @@ def approve(
             "--server-approval-only records nothing"
         )
     rerun = None if evidence is None else read_rerun(evidence)
-    project = mr_project or config["tracker_project"]
+    project = mr_project or config.tracker_project
     turn = begin(ctx, config, client, issue, as_agent)
     bot = review_bot(turn)  # before anything is written: no half-done approval
     cli, ledger = turn.cli, turn.ledger
@@ -209,7 +209,7 @@ def approve(
 
     must_hold(turn, "approve")
     if ledger.role != "review":
-        prefix = config["agent_identity_prefix"]
+        prefix = config.agent_identity_prefix
         raise Refusal(
             f"{cli} approve: {turn.agent} holds #{issue} as {ledger.role}; only the review role "
             f"approves.\nOffer it to a reviewer: "
@@ -303,7 +303,7 @@ def cited_ledgers(turn: Turn, mr: MergeRequestFacts) -> dict[int, Ledger]:
     """The ledgers of the other tracker issues ``mr`` cites (the generic tracking issue left
     out): independence is judged across all of them, as the gate judges it."""
     config = turn.config
-    cited = cited_issues(mr.text, mr_project=mr.project, tracker=config["tracker_project"])
-    others = [n for n in cited if n not in (turn.issue, config["generic_tracking_issue"])]
+    cited = cited_issues(mr.text, mr_project=mr.project, tracker=config.tracker_project)
+    others = [n for n in cited if n not in (turn.issue, config.generic_tracking_issue)]
     ledgers = pooled(lambda n: read_ledger(turn.client, config, n), others)
     return dict(zip(others, ledgers, strict=True))

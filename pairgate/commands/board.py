@@ -137,7 +137,7 @@ def board_doc(
 ) -> dict[str, Any]:
     issues = [issue_doc(r, mrs, now, config=config, ledgers=ledgers) for r in reads]
     return {
-        "tracker_project": config["tracker_project"],
+        "tracker_project": config.tracker_project,
         "now": output.iso(now),
         "closed_included": closed,
         "live_freezes": [f for i in issues for f in i["freezes"] if f["live"]],

@@ -92,14 +92,12 @@ def deploy_hooks(
     if list:
         if check:
             raise UsageError(f"{command}: --check compares a --target; it does not go with --list")
-        read_sources(
-            command, config["cli_install_command"]
-        )  # a missing source is refused, not listed
+        read_sources(command, config.cli_install_command)  # a missing source is refused, not listed
         for name, path in sources().items():
             print(f"{name}\t{path}", file=ctx.stdout)
         return Exit.OK
     assert target is not None  # argparse requires --target or --list
-    contents = read_sources(command, config["cli_install_command"])
+    contents = read_sources(command, config.cli_install_command)
     if check:
         return check_target(ctx, command, target, contents)
     return install_target(ctx, command, target, contents)

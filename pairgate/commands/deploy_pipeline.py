@@ -59,8 +59,8 @@ def input_values(
     common: dict[str, object] = {
         "image": image,
         "runner-tags": runner_tags,
-        "tracker-project": config["tracker_project"],
-        "env-prefix": config["env_prefix"],
+        "tracker-project": config.tracker_project,
+        "env-prefix": config.env_prefix,
         "read-token-variable": read_token_variable,
         "reader-path": f"{where}/ownership.py",
         "config-path": f"{where}/pairgate-config.json",
@@ -92,7 +92,7 @@ def rendered(config: Config, command: str, values: dict[str, dict[str, object]])
             f"({exc.strerror or exc}: {exc.filename}). Reinstall pairgate. Nothing was written."
         ) from None
     try:
-        text = render(frame, texts, values, tracker=config["tracker_project"], command=command)
+        text = render(frame, texts, values, tracker=config.tracker_project, command=command)
     except UsageError as exc:
         raise UsageError(
             f"{config.cli} deploy-pipeline: {exc.message}. Nothing was written."
@@ -141,8 +141,8 @@ def deploy_pipeline(
     for line in install.install(command, target.parent, files, mode=MODE, again=again):
         print(line, file=ctx.stdout)
     print(
-        f"commit it to {config['tracker_project']}'s default branch, and set each gated "
-        f"project's CI/CD configuration file to <its path there>@{config['tracker_project']}",
+        f"commit it to {config.tracker_project}'s default branch, and set each gated "
+        f"project's CI/CD configuration file to <its path there>@{config.tracker_project}",
         file=ctx.stdout,
     )
     return Exit.OK

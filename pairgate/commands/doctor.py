@@ -57,7 +57,7 @@ def _print(checks: list[DoctorCheck], projects: int, config: Config, ctx: Contex
     counts = {s: len([c for c in checks if c.status == s]) for s in (PASS, HOLE, CANNOT_READ)}
     print(
         f"doctor: {len(checks)} checks over {projects} project(s) and group "
-        f"{config['group_path']}: {counts[PASS]} pass, {counts[HOLE]} hole(s), "
+        f"{config.group_path}: {counts[PASS]} pass, {counts[HOLE]} hole(s), "
         f"{counts[CANNOT_READ]} cannot read",
         file=ctx.stdout,
     )

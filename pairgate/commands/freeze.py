@@ -56,7 +56,7 @@ def resolve_scope(client: GitLab, config: Config, issue: int, scope: str, cli: s
         if len(found) > 1:
             names = ", ".join(f"mr:{p}!{iid}" for p in found)
             raise UsageError(f"{cli} freeze: --scope mr:{iid} is ambiguous; name one: {names}")
-        project = found[0] if found else config["tracker_project"]
+        project = found[0] if found else config.tracker_project
     read_mr(client, project, iid, cli=cli)  # refuses a merge request that does not exist
     return f"mr:{project}!{iid}"
 

@@ -64,7 +64,7 @@ def inbox_ack(
 
 
 def _where(ctx: Context, config: Config, store: str | None) -> str | Path:
-    return locate(store, ctx.env, config.env_name("WATCH_STORE"), config["tracker_project"])
+    return locate(store, ctx.env, config.env_name("WATCH_STORE"), config.tracker_project)
 
 
 def _exists(where: str | Path) -> bool:
@@ -73,7 +73,7 @@ def _exists(where: str | Path) -> bool:
 
 
 def _open(ctx: Context, config: Config, where: str | Path) -> Store:
-    return Store.open(where, tracker=config["tracker_project"], now=ctx.now())
+    return Store.open(where, tracker=config.tracker_project, now=ctx.now())
 
 
 def _remind_after(db: Store, given: float | None) -> float:

@@ -48,7 +48,7 @@ def claim(
             f"{cli} claim: {agent} is a finder, and a finder never claims an issue: it files "
             f"evidence (an issue and failing tests) and a lead picks the issue up.\n"
             f"A lead claims it: {command(cli, 'claim', issue, role='lead')} --as "
-            f"{config['agent_identity_prefix']}-lead"
+            f"{config.agent_identity_prefix}-lead"
         )
     if ledger.holder == agent:
         raise Refusal(

@@ -70,7 +70,7 @@ def report(
     ]
     return {
         "issue": issue,
-        "project": config["tracker_project"],
+        "project": config.tracker_project,
         "state": state.get("state"),
         "holder": ledger.holder,
         "role": ledger.role,
@@ -147,7 +147,7 @@ def add_gate_runs(client: GitLab, ledger: Ledger, doc: dict[str, Any]) -> None:
 def out_of_scope_authors(config: Config, mrs: list[MergeRequestFacts]) -> dict[MrKey, str]:
     """For each MR citing only the generic tracking issue (out of the gate's scope on that
     alone): who opened it, and whether the automation roster says that account is automation."""
-    generic = config["generic_tracking_issue"]
+    generic = config.generic_tracking_issue
     lone = [m for m in mrs if generic is not None and not cited_by(m, config)]
     if not lone:
         return {}

@@ -61,12 +61,13 @@ class RenderError(PairgateError):
 
 
 def deployed_name(config: Config, role: str) -> str:
-    return f"{config['agent_identity_prefix']}-{role}"
+    return f"{config.agent_identity_prefix}-{role}"
 
 
 def config_values(config: Config) -> dict[str, str]:
     """The values ``{{config:<key>}}`` may name."""
-    values = {key: str(config[key]) for key in CONFIG_PLACEHOLDERS}
+    named = config.as_json()
+    values = {key: str(named[key]) for key in CONFIG_PLACEHOLDERS}
     tracker = values["tracker_project"]
     values["tracker_name"] = tracker.rsplit("/", 1)[-1]
     values["tracker_api_path"] = quote(tracker, safe="")

@@ -79,7 +79,7 @@ def run_checks(
     ctx: Context, config: Config, client: GitLab, named: list[str]
 ) -> tuple[list[str], list[DoctorCheck]]:
     """The gated projects looked at, and every check's answer."""
-    tracker = config["tracker_project"]
+    tracker = config.tracker_project
     paths = sorted(
         gated_projects(client, config, named, command="doctor")
         if named
@@ -94,7 +94,7 @@ def run_checks(
     default_branch = (
         None if isinstance(tracker_data, Exception) else tracker_data.get("default_branch")
     )
-    agents = list(config["ledger_author_user_ids"])
+    agents = list(config.ledger_author_user_ids)
     bot, bot_source = review_bot_id(config, ctx.env, client)
 
     @functools.cache
@@ -130,7 +130,7 @@ def run_checks(
         checks += setting_checks(path, data)
         checks.append(pipeline_check(path, data, tracker, default_branch, pipeline_text))
         checks += _roles(path, "projects", agents, bot, bot_source, level)
-        if any(under(path, ns) for ns in config["renovate_exempt_namespaces"]):
+        if any(under(path, ns) for ns in config.renovate_exempt_namespaces):
             rules = _read(
                 functools.partial(
                     client.get_all, f"projects/{encode_project(path)}/protected_branches"
@@ -139,14 +139,14 @@ def run_checks(
             checks.append(
                 renovate_check(
                     path,
-                    config["renovate_branch_prefix"],
-                    int(config["renovate_bot_user_id"]),
+                    config.renovate_branch_prefix,
+                    config.renovate_bot_user_id,
                     rules,
                     functools.partial(level, "projects", path),
                 )
             )
     checks += _roles(
-        config["group_path"], "groups", agents, bot, bot_source, level, ref=config["group_id"]
+        config.group_path, "groups", agents, bot, bot_source, level, ref=config.group_id
     )
     return paths, checks
 
