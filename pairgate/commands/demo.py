@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from pairgate.demo_round import Dispatch, Step, sandboxed_round
+from pairgate.sandbox.demo_round import Dispatch, Step, sandboxed_round
 from pairgate.standalone.errors import Context
 
 WIDTH = 96
@@ -39,9 +39,9 @@ def show(step: Step, n: int) -> str:
 
 def demo(*, ctx: Context, dispatch: Dispatch, ci: bool = False) -> int:
     """``dispatch`` runs one pairgate command line (main gives its own dispatcher). ``ci``: the
-    round through the CI door (demo_ci.py), which needs gitlab-ci-local."""
+    round through the CI door (sandbox/demo_ci.py), which needs gitlab-ci-local."""
     if ci:
-        from pairgate.demo_ci import ci_round, program
+        from pairgate.sandbox.demo_ci import ci_round, program
 
         steps = ci_round(dispatch, program())
         title = "one round through the CI door, its pipelines run by gitlab-ci-local"

@@ -16,19 +16,20 @@ from typing import Any
 
 from pairgate import output as render
 from pairgate.commands.evidence_run import evidence_text, read_patch
+from pairgate.evidence import DEFAULT_TIMEOUT
 from pairgate.evidence.handoff import patches_from_block
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.rerun import offered_mutant, own_mutant, rerun_document, write_rerun
-from pairgate.evidence.runner import DEFAULT_TIMEOUT, Request, rerun
+from pairgate.evidence.runner import Request, rerun
 from pairgate.evidence.surface import offer_under_review, record_field
 from pairgate.output import Style
-from pairgate.preconditions import command
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, Refusal, UsageError
 from pairgate.standalone.fold import fold
 from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.reads import read_notes
-from pairgate.turn import damage
+from pairgate.verbs.preconditions import command
+from pairgate.verbs.turn import damage
 
 
 def rerun_text(doc: dict[str, Any], style: Style) -> str:
@@ -144,7 +145,7 @@ def rerun_evidence(
         raise type(exc)(f"{cli} evidence rerun: {exc.message}") from None
     doc = rerun_document(
         inner,
-        project=config["tracker_project"],
+        project=config.tracker_project,
         issue=issue,
         offer_note=event.note_id,
         sender=event.agent,

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from pairgate import output as render
+from pairgate.evidence import DEFAULT_TIMEOUT
 from pairgate.evidence.patches import Patch
-from pairgate.evidence.runner import DEFAULT_TIMEOUT, Request, collect
+from pairgate.evidence.runner import Request, collect
 from pairgate.evidence.schema import write_evidence
 from pairgate.output import Cell, Style
 from pairgate.standalone.config import Config

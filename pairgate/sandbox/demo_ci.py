@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pairgate.demo_round import LEAD, PREFIX, PROJECT, REVIEW, Dispatch, Step, _Player
 from pairgate.resources import package_file, resource_dir
 from pairgate.sandbox import gcl
 from pairgate.sandbox.defaults import pairgate_config
+from pairgate.sandbox.demo_round import LEAD, PREFIX, PROJECT, REVIEW, Dispatch, Step, _Player
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox
 from pairgate.standalone.errors import Context, PairgateError, UsageError
 
