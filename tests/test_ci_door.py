@@ -9,6 +9,18 @@ the read token a masked CI/CD variable. acme/app's own ``.gitlab-ci.yml`` (one j
 child pipeline. Merge request branches are pushed with ``ci.skip``: the branch pipeline GitLab
 makes before the merge request exists is not what these cases are about. The first case is the
 round ``pairgate demo --ci`` plays, which deploys the same way in a sandbox of its own.
+
+Each case was run against a deliberately broken gate; what each break lets through, and the
+cases that fail on it:
+- the verdict allows every merge request: every case but the withdrawn approval's;
+- an approval outlives a push (the head not compared): the push after the approval;
+- freezes never read into the verdict: the freeze;
+- the gate's jobs in the project's own ``.gitlab-ci.yml`` (no configuration file setting): the
+  merge request that redefines them;
+- ``approve`` starts no pipeline (a refusal that never lifts): the approved merge and
+  auto-merge, and the push and freeze cases, whose gate jobs never run at the approved head;
+- the merge-check job rendered ``allow_failure: true``: every case but the push's, which the
+  approval-at-head job still fails.
 """
 
 from __future__ import annotations
