@@ -101,8 +101,11 @@ def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
                 )
             if row.reads_gitlab:
                 from pairgate.standalone.gitlab import gitlab_from_env
+                from pairgate.standalone.gitlab_once import first_attempt_per_thread
 
-                given["client"] = client = gitlab_from_env(config, ctx.env)
+                given["client"] = client = gitlab_from_env(
+                    config, ctx.env, transport=first_attempt_per_thread
+                )
                 if verbose:
                     print(client.describe(), file=ctx.stderr)
         if row.dispatches:  # it plays command lines through this same dispatcher

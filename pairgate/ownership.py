@@ -8,42 +8,43 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    83  errors.py: Exit codes, the error family and the run context every door is given.
-  line   284  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   442  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   682  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1270  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1539  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1942  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2018  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2259  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  2868  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2994  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3233  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3569  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3717  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4114  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4161  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4304  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4487  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  4892  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5097  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5336  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5766  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6222  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6301  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6448  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6543  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6911  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7301  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7537  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7819  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8230  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8288  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8731  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8901  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8926  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9275  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    84  errors.py: Exit codes, the error family and the run context every door is given.
+  line   281  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   439  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
+  line   461  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   701  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1289  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1558  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1961  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2037  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2278  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  2887  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3013  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3252  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3588  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3736  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4133  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4180  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4323  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4506  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  4965  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5170  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5409  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5839  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6295  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6374  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6521  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6616  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6984  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7374  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7610  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7892  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8303  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8361  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8804  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8974  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8999  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9348  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -82,20 +83,6 @@ if TYPE_CHECKING:
 # =============================================================================================
 # begin pairgate/standalone/errors.py
 # =============================================================================================
-
-
-_Class = TypeVar("_Class")
-
-
-@dataclass_transform(frozen_default=True, field_specifiers=(field,))
-def value_type(cls: type[_Class]) -> type[_Class]:
-    """A dataclass of values: compared and hashed by its fields, and never assigned to once
-    built. mypy holds the last (``frozen_default``: an assignment to a field is a type error,
-    and ``bash scripts/check`` runs mypy). At run time it is a plain dataclass with the frozen
-    one's hash, because ``dataclass(frozen=True)`` generates two more methods per class when
-    the module is imported (the 31 value types cost each merge-hook decision about 4 ms) and
-    sets every field through ``object.__setattr__``, which the fold pays for each record."""
-    return dataclass(cls, unsafe_hash=True)
 
 
 class Exit(enum.IntEnum):
@@ -141,16 +128,26 @@ def fresh_id() -> str:
     return uuid.uuid4().hex
 
 
-@value_type
 class Context:
     """What a run reads from outside: environment, clock and streams, injected so tests never
-    read the real environment by accident and never sleep."""
+    read the real environment by accident and never sleep. A plain class, not a value type:
+    every run builds one, and the dataclass machinery would cost each start of the CLI and of
+    the merge hook more than the rest of its set-up."""
 
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    now: Callable[[], float] = time.time
-    stdout: TextIO = field(default_factory=lambda: sys.stdout)
-    stderr: TextIO = field(default_factory=lambda: sys.stderr)
-    new_id: Callable[[], str] = fresh_id  # write ids: the example trail makes them deterministic
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        now: Callable[[], float] = time.time,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+        new_id: Callable[[], str] = fresh_id,  # write ids: the example trail makes them fixed
+    ) -> None:
+        self.env: Mapping[str, str] = dict(os.environ) if env is None else env
+        self.now = now
+        # Read at construction, as before: a test that swaps sys.stdout later keeps its own.
+        self.stdout: TextIO = sys.stdout if stdout is None else stdout
+        self.stderr: TextIO = sys.stderr if stderr is None else stderr
+        self.new_id = new_id
 
 
 def report(error: BaseException, ctx: Context, *, program: str = "pairgate") -> Exit:
@@ -436,6 +433,28 @@ def draft_validator(schema: Mapping[str, Any]) -> SchemaCheck:
 
 
 # end pairgate/standalone/schema_check.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/values.py
+# =============================================================================================
+
+
+_Class = TypeVar("_Class")
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+def value_type(cls: type[_Class]) -> type[_Class]:
+    """A dataclass of values: compared and hashed by its fields, and never assigned to once
+    built. mypy holds the last (``frozen_default``: an assignment to a field is a type error,
+    and ``bash scripts/check`` runs mypy). At run time it is a plain dataclass with the frozen
+    one's hash, because ``dataclass(frozen=True)`` generates two more methods per class when
+    the module is imported (the 31 value types cost each merge-hook decision about 4 ms) and
+    sets every field through ``object.__setattr__``, which the fold pays for each record."""
+    return dataclass(cls, unsafe_hash=True)
+
+
+# end pairgate/standalone/values.py
 
 
 # =============================================================================================
@@ -4861,28 +4880,82 @@ def first_attempt_transport(
     included) goes to requests with ``retry`` (read_retry's by default), after waiting any
     Retry-After the first attempt was given as ``retry`` would. So a failing read costs one
     request more than requests alone, never a retry less. Single-threaded runs only
-    (OneAttempt keeps one connection)."""
+    (OneAttempt keeps one connection): first_attempt_per_thread is for threads."""
+    return _first_attempts(api_url, token, retry=retry, timeout=timeout, names=names)()
+
+
+def first_attempt_per_thread(
+    api_url: str, token: str, *, retry: Retry | None, timeout: Any, **names: str
+) -> _PerThread:
+    """first_attempt_transport for the CLI, whose readers run in threads (board, status,
+    audit): each thread's first attempts go through http.client on a connection of its own,
+    and what they do not answer goes to one shared requests transport. So a command that
+    reads a few answers never imports requests, and one that fails costs one request more,
+    never a retry less."""
+    return _PerThread(_first_attempts(api_url, token, retry=retry, timeout=timeout, names=names))
+
+
+def _first_attempts(
+    api_url: str, token: str, *, retry: Retry | None, timeout: Any, names: Mapping[str, str]
+) -> Callable[[], OneAttempt]:
+    """A maker of first-attempt transports that share one requests transport."""
 
     @functools.cache  # built (urllib3 imported) only when requests is asked
     def rules() -> Retry:
         return retry if retry is not None else read_retry()
 
+    # Built once: two threads that ask it at the same first moment may each build one, and
+    # each is a whole transport, so no lock is needed for that rare extra session.
+    @functools.cache
     def library() -> Https:
         return Https(api_url, token, retry=rules(), timeout=timeout, **names)
 
     def wait(refused: tuple[int, str | None] | None) -> None:
         wait_as_requests_would(refused, rules())
 
-    source = names.get("url_source", "the GitLab URL")
-    return OneAttempt(
-        library,
-        api_url,
-        token,
-        timeout=timeout,
-        url_source=source,
-        ask_again_after_timeout=True,
-        wait_before_library=wait,
-    )
+    def one() -> OneAttempt:
+        return OneAttempt(
+            library,
+            api_url,
+            token,
+            timeout=timeout,
+            url_source=names.get("url_source", "the GitLab URL"),
+            ask_again_after_timeout=True,
+            wait_before_library=wait,
+        )
+
+    return one
+
+
+class _PerThread:
+    """Calls made from any thread, each thread's through a OneAttempt of its own (one kept
+    connection each), all of them behind one requests transport."""
+
+    name = "HTTPS"
+
+    def __init__(self, build: Callable[[], OneAttempt]) -> None:
+        import threading
+
+        self._build = build
+        self._local = threading.local()
+
+    def _mine(self) -> OneAttempt:
+        mine: OneAttempt | None = getattr(self._local, "transport", None)
+        if mine is None:
+            mine = self._local.transport = self._build()
+        return mine
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        return self._mine().get(path, params)
+
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        return self._mine().pages(path, params)
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        return self._mine().graphql(query, variables)
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        return self._mine().send(method, path, data)
 
 
 # end pairgate/standalone/gitlab_once.py

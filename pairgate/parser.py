@@ -27,7 +27,10 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.format_usage().rstrip()}\n{self.prog}: error: {message}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line's parser; with ``only``, a command's name, one with that command
+    alone (what ``parse`` uses: building all thirty costs every run more than the rest of its
+    start)."""
     parser = _Parser(
         prog="pairgate",
         description=(
@@ -54,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --version: also say which schema checker is active",
     )
     sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
-    _add_rows(sub, COMMANDS)
+    _add_rows(sub, [row for row in COMMANDS if row.name == only] or COMMANDS)
     return parser
 
 
@@ -75,6 +78,17 @@ def _add_rows(sub: Any, rows: Sequence[Command]) -> None:
             _add_rows(actions, row.subcommands)
 
 
+def named_command(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names: its first word that is no flag, when a row has that name.
+    The parser's own flags take no value, so that word is where argparse looks for the
+    command too. None (parse with every row) for anything else, so an unknown or missing
+    command is answered with the whole list of choices."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if any(row.name == word for row in COMMANDS) else None
+    return None
+
+
 def destinations(parser: argparse.ArgumentParser) -> tuple[str, ...]:
     """The destinations of a parser's own flags and positionals: the handler's arguments."""
     return tuple(
@@ -87,7 +101,7 @@ def destinations(parser: argparse.ArgumentParser) -> tuple[str, ...]:
 def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, Command | None, dict[str, Any]]:
     """``argv`` parsed: the namespace (for --version), the command's row (None when no command
     was named) and the handler's flags, by destination."""
-    args = build_parser().parse_args(list(argv))
+    args = build_parser(named_command(argv)).parse_args(list(argv))
     chosen = getattr(args, CHOSEN, None)
     if chosen is None:
         return args, None, {}

@@ -8,9 +8,8 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO, TypeVar, dataclass_transform
+from typing import TextIO
 
 __all__ = [
     "CRASH_LOG",
@@ -26,21 +25,7 @@ __all__ = [
     "report",
     "state_dir",
     "state_home",
-    "value_type",
 ]
-
-_Class = TypeVar("_Class")
-
-
-@dataclass_transform(frozen_default=True, field_specifiers=(field,))
-def value_type(cls: type[_Class]) -> type[_Class]:
-    """A dataclass of values: compared and hashed by its fields, and never assigned to once
-    built. mypy holds the last (``frozen_default``: an assignment to a field is a type error,
-    and ``bash scripts/check`` runs mypy). At run time it is a plain dataclass with the frozen
-    one's hash, because ``dataclass(frozen=True)`` generates two more methods per class when
-    the module is imported (the 31 value types cost each merge-hook decision about 4 ms) and
-    sets every field through ``object.__setattr__``, which the fold pays for each record."""
-    return dataclass(cls, unsafe_hash=True)
 
 
 class Exit(enum.IntEnum):
@@ -86,16 +71,26 @@ def fresh_id() -> str:
     return uuid.uuid4().hex
 
 
-@value_type
 class Context:
     """What a run reads from outside: environment, clock and streams, injected so tests never
-    read the real environment by accident and never sleep."""
+    read the real environment by accident and never sleep. A plain class, not a value type:
+    every run builds one, and the dataclass machinery would cost each start of the CLI and of
+    the merge hook more than the rest of its set-up."""
 
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    now: Callable[[], float] = time.time
-    stdout: TextIO = field(default_factory=lambda: sys.stdout)
-    stderr: TextIO = field(default_factory=lambda: sys.stderr)
-    new_id: Callable[[], str] = fresh_id  # write ids: the example trail makes them deterministic
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        now: Callable[[], float] = time.time,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+        new_id: Callable[[], str] = fresh_id,  # write ids: the example trail makes them fixed
+    ) -> None:
+        self.env: Mapping[str, str] = dict(os.environ) if env is None else env
+        self.now = now
+        # Read at construction, as before: a test that swaps sys.stdout later keeps its own.
+        self.stdout: TextIO = sys.stdout if stdout is None else stdout
+        self.stderr: TextIO = sys.stderr if stderr is None else stderr
+        self.new_id = new_id
 
 
 def report(error: BaseException, ctx: Context, *, program: str = "pairgate") -> Exit:
