@@ -9375,10 +9375,11 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
             parser.add_argument("--verbose", action="store_true")
             args = parser.parse_args(argv[1:])
             config = load_config(ctx.env)
-            if argv[0] == "merge-check":  # one thread reads: first attempts through http.client
-                client = gitlab_from_env(config, ctx.env, transport=first_attempt_transport)
-            else:  # the audit reads from several threads
-                client = gitlab_from_env(config, ctx.env)
+            # First attempts through http.client: merge-check reads from one thread, the
+            # audit from several, each with a connection of its own.
+            one = argv[0] == "merge-check"
+            transport = first_attempt_transport if one else first_attempt_per_thread
+            client = gitlab_from_env(config, ctx.env, transport=transport)
             if args.verbose:
                 print(client.describe(), file=ctx.stderr)
             if argv[0] == "merge-check":
