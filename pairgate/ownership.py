@@ -8,43 +8,43 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    84  errors.py: Exit codes, the error family and the run context every door is given.
-  line   281  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   439  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
-  line   461  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   701  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1289  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1558  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1961  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2037  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2278  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  2887  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3013  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3252  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3588  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3736  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4133  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4180  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4323  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4506  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  4965  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5170  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5409  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5839  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6295  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6374  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6521  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6616  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6984  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7374  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7610  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7892  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8303  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8361  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8804  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8974  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8999  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9348  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    86  errors.py: Exit codes, the error family and the run context every door is given.
+  line   292  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   450  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
+  line   472  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   712  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1300  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1569  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1972  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2048  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2289  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  2898  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3024  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3263  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3599  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3747  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4144  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4195  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4338  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4521  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  4980  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5185  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5424  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5854  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6310  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6389  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6536  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6631  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6999  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7389  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7625  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7907  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8318  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8376  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8819  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8989  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9014  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9363  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -77,12 +77,19 @@ if TYPE_CHECKING:
     import requests
     import socket
     import ssl
+    from pathlib import Path
+    from typing import TextIO
     from urllib3.util.retry import Retry
 
 
 # =============================================================================================
 # begin pairgate/standalone/errors.py
 # =============================================================================================
+
+
+# typing.TYPE_CHECKING without importing typing or pathlib, which would cost every start of the
+# CLI, --help's included (mypy and ruff read any name TYPE_CHECKING as typing's).
+
 
 
 class Exit(enum.IntEnum):
@@ -172,6 +179,8 @@ def state_home(env: Mapping[str, str]) -> Path | None:
     """Where pairgate keeps state (in its ``pairgate`` directory): $XDG_STATE_HOME, else
     ~/.local/state, by the XDG base directory rule (a relative XDG_STATE_HOME is ignored); None
     with neither."""
+    from pathlib import Path
+
     state = env.get("XDG_STATE_HOME", "")
     if state and Path(state).is_absolute():
         return Path(state)
@@ -185,7 +194,7 @@ def state_dir(env: Mapping[str, str]) -> Path | None:
     or where making it would make a home directory that is not there."""
     base = state_home(env)
     home = env.get("HOME", "")
-    if base is None or (home and base.is_relative_to(home) and not Path(home).is_dir()):
+    if base is None or (home and base.is_relative_to(home) and not os.path.isdir(home)):
         return None
     return base / "pairgate"
 
@@ -233,7 +242,7 @@ def _crash_report(program: str, trace: str, *, now: float) -> str:
         f"when: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(now))}\n"
         f"program: {program}\n"
         f"argv: {sys.argv!r}\n"
-        f"code: {Path(__file__).resolve()} (pairgate installed: {_installed_version()})\n"
+        f"code: {os.path.realpath(__file__)} (pairgate installed: {_installed_version()})\n"
         f"python: {sys.version.split()[0]} ({sys.executable}) on {platform.platform()}\n\n"
         f"{trace}"
     )
@@ -270,6 +279,8 @@ def reader_dir() -> Path:
     for the configuration, the roster and the hook's files. In the package these modules sit in
     ``pairgate/standalone/``, one level below ``pairgate/ownership.py``; assembled, they are
     ownership.py itself."""
+    from pathlib import Path
+
     here = Path(__file__).resolve().parent
     return here.parent if __name__.startswith("pairgate.standalone.") else here
 
@@ -4132,6 +4143,10 @@ def audit(
 # =============================================================================================
 # begin pairgate/standalone/audit_flags.py
 # =============================================================================================
+
+
+# typing.TYPE_CHECKING without importing typing, which would cost --help (mypy and ruff read any
+# name TYPE_CHECKING as typing's).
 
 
 DEFAULT_AUDIT_DAYS = 7

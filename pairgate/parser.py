@@ -7,19 +7,60 @@ the argument functions it names, nothing else. main.py dispatches what it parses
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from typing import Any
+import os
+import sys
 
 from pairgate.commands.table import COMMANDS, Command
+
+# typing.TYPE_CHECKING without importing typing, which costs every start (mypy and ruff read
+# any name TYPE_CHECKING as it): the names below are for annotations only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
 
 # Each leaf parser's default for this destination is (its row, its flags' destinations): what
 # main needs to call the handler. It is no flag, so no handler sees it.
 CHOSEN = "_pairgate_command"
 
 
+def columns() -> int:
+    """The terminal's width as shutil.get_terminal_size reads it ($COLUMNS, else standard
+    output's terminal, else 80), without importing shutil: argparse imports it to ask at every
+    add_argument, which costs each start more than building the parser."""
+    try:
+        given = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        given = 0
+    if given > 0:
+        return given
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, at the width argparse would choose (``columns``)."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        width = columns() - 2 if width is None else width  # argparse's margin
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, with usage errors raised as UsageError (exit 2) instead of printed and exited,
-    so the one translation point sees them too."""
+    so the one translation point sees them too, and help formatted by ``_Formatter``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> Any:
         from pairgate.standalone.errors import UsageError

@@ -12,7 +12,7 @@ import pytest
 
 from pairgate.commands.table import COMMANDS, Command, command_rows
 from pairgate.main import context_arguments, handler, main_flags
-from pairgate.parser import CHOSEN, build_parser, destinations, named_command, parse
+from pairgate.parser import CHOSEN, build_parser, columns, destinations, named_command, parse
 from tests.kit.names import ROOT
 
 ROWS = command_rows()
@@ -91,6 +91,30 @@ def test_a_command_no_row_names_is_parsed_against_every_row(argv: list[str]) -> 
 def test_an_unknown_command_is_answered_with_every_choice() -> None:
     with pytest.raises(Exception, match="invalid choice: 'stauts' \\(choose from 'claim'"):
         parse(["stauts"])
+
+
+@pytest.mark.parametrize("given", [None, "132", "0", "-5", "wide", ""])
+def test_help_is_as_wide_as_argparse_would_make_it(
+    given: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    if given is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", given)
+    assert columns() == shutil.get_terminal_size().columns
+    assert build_parser()._get_formatter()._width == columns() - 2
+
+
+def test_starting_the_cli_imports_neither_typing_nor_shutil() -> None:
+    code = (
+        "import sys; from pairgate.main import run; from pairgate.parser import parse; "
+        "parse(['status', '1']); "
+        "print(sorted({'typing', 'shutil', 'dataclasses', 'requests'} & set(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.stdout.strip() == "[]", done.stderr
 
 
 def test_a_row_that_reads_gitlab_reads_the_configuration() -> None:

@@ -8,8 +8,13 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import TextIO
+
+# typing.TYPE_CHECKING without importing typing or pathlib, which would cost every start of the
+# CLI, --help's included (mypy and ruff read any name TYPE_CHECKING as typing's).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import TextIO
 
 __all__ = [
     "CRASH_LOG",
@@ -115,6 +120,8 @@ def state_home(env: Mapping[str, str]) -> Path | None:
     """Where pairgate keeps state (in its ``pairgate`` directory): $XDG_STATE_HOME, else
     ~/.local/state, by the XDG base directory rule (a relative XDG_STATE_HOME is ignored); None
     with neither."""
+    from pathlib import Path
+
     state = env.get("XDG_STATE_HOME", "")
     if state and Path(state).is_absolute():
         return Path(state)
@@ -128,7 +135,7 @@ def state_dir(env: Mapping[str, str]) -> Path | None:
     or where making it would make a home directory that is not there."""
     base = state_home(env)
     home = env.get("HOME", "")
-    if base is None or (home and base.is_relative_to(home) and not Path(home).is_dir()):
+    if base is None or (home and base.is_relative_to(home) and not os.path.isdir(home)):
         return None
     return base / "pairgate"
 
@@ -176,7 +183,7 @@ def _crash_report(program: str, trace: str, *, now: float) -> str:
         f"when: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(now))}\n"
         f"program: {program}\n"
         f"argv: {sys.argv!r}\n"
-        f"code: {Path(__file__).resolve()} (pairgate installed: {_installed_version()})\n"
+        f"code: {os.path.realpath(__file__)} (pairgate installed: {_installed_version()})\n"
         f"python: {sys.version.split()[0]} ({sys.executable}) on {platform.platform()}\n\n"
         f"{trace}"
     )
@@ -213,5 +220,7 @@ def reader_dir() -> Path:
     for the configuration, the roster and the hook's files. In the package these modules sit in
     ``pairgate/standalone/``, one level below ``pairgate/ownership.py``; assembled, they are
     ownership.py itself."""
+    from pathlib import Path
+
     here = Path(__file__).resolve().parent
     return here.parent if __name__.startswith("pairgate.standalone.") else here
