@@ -8,42 +8,43 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    83  errors.py: Exit codes, the error family and the run context every door is given.
-  line   284  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   442  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   682  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1270  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1539  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1942  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2018  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2259  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  2868  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2994  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3233  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3569  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3717  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4114  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4161  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4304  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4487  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  4892  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5097  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5336  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5766  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6222  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6301  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6448  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6543  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6911  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7301  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7537  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7819  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8230  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8288  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8731  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8901  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8926  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9275  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    86  errors.py: Exit codes, the error family and the run context every door is given.
+  line   292  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   450  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
+  line   472  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   712  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1300  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1569  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1972  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2048  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2289  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  2898  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3024  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3263  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3599  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3747  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4144  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4195  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4338  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4521  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  4980  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5185  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5424  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5854  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6310  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6389  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6536  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6631  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6999  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7389  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7625  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7907  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8318  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8376  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8819  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8989  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9014  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9363  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ if TYPE_CHECKING:
     import requests
     import socket
     import ssl
+    from pathlib import Path
+    from typing import TextIO
     from urllib3.util.retry import Retry
 
 
@@ -84,18 +87,9 @@ if TYPE_CHECKING:
 # =============================================================================================
 
 
-_Class = TypeVar("_Class")
+# typing.TYPE_CHECKING without importing typing or pathlib, which would cost every start of the
+# CLI, --help's included (mypy and ruff read any name TYPE_CHECKING as typing's).
 
-
-@dataclass_transform(frozen_default=True, field_specifiers=(field,))
-def value_type(cls: type[_Class]) -> type[_Class]:
-    """A dataclass of values: compared and hashed by its fields, and never assigned to once
-    built. mypy holds the last (``frozen_default``: an assignment to a field is a type error,
-    and ``bash scripts/check`` runs mypy). At run time it is a plain dataclass with the frozen
-    one's hash, because ``dataclass(frozen=True)`` generates two more methods per class when
-    the module is imported (the 31 value types cost each merge-hook decision about 4 ms) and
-    sets every field through ``object.__setattr__``, which the fold pays for each record."""
-    return dataclass(cls, unsafe_hash=True)
 
 
 class Exit(enum.IntEnum):
@@ -141,16 +135,26 @@ def fresh_id() -> str:
     return uuid.uuid4().hex
 
 
-@value_type
 class Context:
     """What a run reads from outside: environment, clock and streams, injected so tests never
-    read the real environment by accident and never sleep."""
+    read the real environment by accident and never sleep. A plain class, not a value type:
+    every run builds one, and the dataclass machinery would cost each start of the CLI and of
+    the merge hook more than the rest of its set-up."""
 
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    now: Callable[[], float] = time.time
-    stdout: TextIO = field(default_factory=lambda: sys.stdout)
-    stderr: TextIO = field(default_factory=lambda: sys.stderr)
-    new_id: Callable[[], str] = fresh_id  # write ids: the example trail makes them deterministic
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        now: Callable[[], float] = time.time,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+        new_id: Callable[[], str] = fresh_id,  # write ids: the example trail makes them fixed
+    ) -> None:
+        self.env: Mapping[str, str] = dict(os.environ) if env is None else env
+        self.now = now
+        # Read at construction, as before: a test that swaps sys.stdout later keeps its own.
+        self.stdout: TextIO = sys.stdout if stdout is None else stdout
+        self.stderr: TextIO = sys.stderr if stderr is None else stderr
+        self.new_id = new_id
 
 
 def report(error: BaseException, ctx: Context, *, program: str = "pairgate") -> Exit:
@@ -175,6 +179,8 @@ def state_home(env: Mapping[str, str]) -> Path | None:
     """Where pairgate keeps state (in its ``pairgate`` directory): $XDG_STATE_HOME, else
     ~/.local/state, by the XDG base directory rule (a relative XDG_STATE_HOME is ignored); None
     with neither."""
+    from pathlib import Path
+
     state = env.get("XDG_STATE_HOME", "")
     if state and Path(state).is_absolute():
         return Path(state)
@@ -188,7 +194,7 @@ def state_dir(env: Mapping[str, str]) -> Path | None:
     or where making it would make a home directory that is not there."""
     base = state_home(env)
     home = env.get("HOME", "")
-    if base is None or (home and base.is_relative_to(home) and not Path(home).is_dir()):
+    if base is None or (home and base.is_relative_to(home) and not os.path.isdir(home)):
         return None
     return base / "pairgate"
 
@@ -236,7 +242,7 @@ def _crash_report(program: str, trace: str, *, now: float) -> str:
         f"when: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(now))}\n"
         f"program: {program}\n"
         f"argv: {sys.argv!r}\n"
-        f"code: {Path(__file__).resolve()} (pairgate installed: {_installed_version()})\n"
+        f"code: {os.path.realpath(__file__)} (pairgate installed: {_installed_version()})\n"
         f"python: {sys.version.split()[0]} ({sys.executable}) on {platform.platform()}\n\n"
         f"{trace}"
     )
@@ -273,6 +279,8 @@ def reader_dir() -> Path:
     for the configuration, the roster and the hook's files. In the package these modules sit in
     ``pairgate/standalone/``, one level below ``pairgate/ownership.py``; assembled, they are
     ownership.py itself."""
+    from pathlib import Path
+
     here = Path(__file__).resolve().parent
     return here.parent if __name__.startswith("pairgate.standalone.") else here
 
@@ -436,6 +444,28 @@ def draft_validator(schema: Mapping[str, Any]) -> SchemaCheck:
 
 
 # end pairgate/standalone/schema_check.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/values.py
+# =============================================================================================
+
+
+_Class = TypeVar("_Class")
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+def value_type(cls: type[_Class]) -> type[_Class]:
+    """A dataclass of values: compared and hashed by its fields, and never assigned to once
+    built. mypy holds the last (``frozen_default``: an assignment to a field is a type error,
+    and ``bash scripts/check`` runs mypy). At run time it is a plain dataclass with the frozen
+    one's hash, because ``dataclass(frozen=True)`` generates two more methods per class when
+    the module is imported (the 31 value types cost each merge-hook decision about 4 ms) and
+    sets every field through ``object.__setattr__``, which the fold pays for each record."""
+    return dataclass(cls, unsafe_hash=True)
+
+
+# end pairgate/standalone/values.py
 
 
 # =============================================================================================
@@ -4115,6 +4145,10 @@ def audit(
 # =============================================================================================
 
 
+# typing.TYPE_CHECKING without importing typing, which would cost --help (mypy and ruff read any
+# name TYPE_CHECKING as typing's).
+
+
 DEFAULT_AUDIT_DAYS = 7
 # The label of the issues ``audit --file-issues`` opens (audit_issues.py).
 AUDIT_LABEL = "pairgate::audit"
@@ -4861,28 +4895,82 @@ def first_attempt_transport(
     included) goes to requests with ``retry`` (read_retry's by default), after waiting any
     Retry-After the first attempt was given as ``retry`` would. So a failing read costs one
     request more than requests alone, never a retry less. Single-threaded runs only
-    (OneAttempt keeps one connection)."""
+    (OneAttempt keeps one connection): first_attempt_per_thread is for threads."""
+    return _first_attempts(api_url, token, retry=retry, timeout=timeout, names=names)()
+
+
+def first_attempt_per_thread(
+    api_url: str, token: str, *, retry: Retry | None, timeout: Any, **names: str
+) -> _PerThread:
+    """first_attempt_transport for the CLI, whose readers run in threads (board, status,
+    audit): each thread's first attempts go through http.client on a connection of its own,
+    and what they do not answer goes to one shared requests transport. So a command that
+    reads a few answers never imports requests, and one that fails costs one request more,
+    never a retry less."""
+    return _PerThread(_first_attempts(api_url, token, retry=retry, timeout=timeout, names=names))
+
+
+def _first_attempts(
+    api_url: str, token: str, *, retry: Retry | None, timeout: Any, names: Mapping[str, str]
+) -> Callable[[], OneAttempt]:
+    """A maker of first-attempt transports that share one requests transport."""
 
     @functools.cache  # built (urllib3 imported) only when requests is asked
     def rules() -> Retry:
         return retry if retry is not None else read_retry()
 
+    # Built once: two threads that ask it at the same first moment may each build one, and
+    # each is a whole transport, so no lock is needed for that rare extra session.
+    @functools.cache
     def library() -> Https:
         return Https(api_url, token, retry=rules(), timeout=timeout, **names)
 
     def wait(refused: tuple[int, str | None] | None) -> None:
         wait_as_requests_would(refused, rules())
 
-    source = names.get("url_source", "the GitLab URL")
-    return OneAttempt(
-        library,
-        api_url,
-        token,
-        timeout=timeout,
-        url_source=source,
-        ask_again_after_timeout=True,
-        wait_before_library=wait,
-    )
+    def one() -> OneAttempt:
+        return OneAttempt(
+            library,
+            api_url,
+            token,
+            timeout=timeout,
+            url_source=names.get("url_source", "the GitLab URL"),
+            ask_again_after_timeout=True,
+            wait_before_library=wait,
+        )
+
+    return one
+
+
+class _PerThread:
+    """Calls made from any thread, each thread's through a OneAttempt of its own (one kept
+    connection each), all of them behind one requests transport."""
+
+    name = "HTTPS"
+
+    def __init__(self, build: Callable[[], OneAttempt]) -> None:
+        import threading
+
+        self._build = build
+        self._local = threading.local()
+
+    def _mine(self) -> OneAttempt:
+        mine: OneAttempt | None = getattr(self._local, "transport", None)
+        if mine is None:
+            mine = self._local.transport = self._build()
+        return mine
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        return self._mine().get(path, params)
+
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        return self._mine().pages(path, params)
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        return self._mine().graphql(query, variables)
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        return self._mine().send(method, path, data)
 
 
 # end pairgate/standalone/gitlab_once.py
@@ -9302,10 +9390,11 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
             parser.add_argument("--verbose", action="store_true")
             args = parser.parse_args(argv[1:])
             config = load_config(ctx.env)
-            if argv[0] == "merge-check":  # one thread reads: first attempts through http.client
-                client = gitlab_from_env(config, ctx.env, transport=first_attempt_transport)
-            else:  # the audit reads from several threads
-                client = gitlab_from_env(config, ctx.env)
+            # First attempts through http.client: merge-check reads from one thread, the
+            # audit from several, each with a connection of its own.
+            one = argv[0] == "merge-check"
+            transport = first_attempt_transport if one else first_attempt_per_thread
+            client = gitlab_from_env(config, ctx.env, transport=transport)
             if args.verbose:
                 print(client.describe(), file=ctx.stderr)
             if argv[0] == "merge-check":

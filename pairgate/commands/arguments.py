@@ -1,7 +1,7 @@
 """Each command's argument function: the flags it adds to its subcommand's parser.
 
 The command table (``table.py``) names one per command. Building the parser imports this module
-and nothing else of a command, so it stays light: argparse, pathlib and the shared flags below,
+and nothing else of a command, so it stays light: argparse and the shared flags below,
 no domain module. --help reads no configuration, so a value a deployment configures is spelled
 as the key it comes from (the specification: --help works in a fresh install).
 """
@@ -9,7 +9,6 @@ as the key it comes from (the specification: --help works in a fresh install).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from pairgate.standalone.audit_flags import add_audit_arguments, add_project_filter
 
@@ -19,6 +18,20 @@ TRACKER = "<tracker_project>"
 CLI = "<cli_command>"
 
 Parser = argparse.ArgumentParser
+
+# typing.TYPE_CHECKING without importing typing, which costs every start (mypy and ruff read
+# any name TYPE_CHECKING as it): the names below are for annotations only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def path(value: str) -> Path:
+    """argparse's type for a path flag: pathlib is imported when a path is given, so building
+    the parser (every start, and --help) does not import it."""
+    from pathlib import Path
+
+    return Path(value)
 
 
 def issue_number(text: str) -> int:
@@ -71,7 +84,7 @@ def reason(p: Parser, *, required: bool = False) -> None:
     group.add_argument(
         "--reason-file",
         metavar="PATH",
-        type=Path,
+        type=path,
         help="read the reason from a file (use this for text that quotes commands)",
     )
 
@@ -112,7 +125,7 @@ def handoff(p: Parser) -> None:
     p.add_argument("--supersede", type=int, metavar="NOTE_ID", help="replace this pending offer")
     p.add_argument(
         "--evidence",
-        type=Path,
+        type=path,
         metavar="FILE",
         help=f"the mutation evidence ({CLI} evidence run --out FILE) at --sha, every mutant "
         "killed: the note shows its table and patches (without it, the offer is marked as "
@@ -149,7 +162,7 @@ def approve(p: Parser) -> None:
     p.add_argument("--supersede", type=int, metavar="NOTE_ID", help="replace this pending offer")
     p.add_argument(
         "--evidence",
-        type=Path,
+        type=path,
         metavar="FILE",
         help=f"your re-run ({CLI} evidence rerun --out FILE) of the offer's mutant and one of "
         "your own, at --sha: the approval records it (without it, it records no re-run)",
@@ -165,7 +178,7 @@ def withdraw(p: Parser) -> None:
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--reason", metavar="TEXT", help="what is wrong with it, in the note")
     group.add_argument(
-        "--reason-file", metavar="PATH", type=Path, help="read the reason from a file"
+        "--reason-file", metavar="PATH", type=path, help="read the reason from a file"
     )
 
 
@@ -257,7 +270,7 @@ def impose(p: Parser) -> None:
     clause.add_argument(
         "--text-file",
         metavar="PATH",
-        type=Path,
+        type=path,
         help="read the clause from a file (use this for text that quotes commands)",
     )
 
@@ -269,7 +282,7 @@ def lift_check(p: Parser) -> None:
     )
     group = p.add_mutually_exclusive_group()
     group.add_argument(
-        "--constraint-file", metavar="F", type=Path, help="the constraint's clause, from a file"
+        "--constraint-file", metavar="F", type=path, help="the constraint's clause, from a file"
     )
     group.add_argument("--constraint-text", metavar="T", help="the constraint's clause")
 
@@ -285,7 +298,7 @@ def deploy_agents(p: Parser) -> None:
     p.add_argument(
         "--target",
         required=True,
-        type=Path,
+        type=path,
         metavar="DIR",
         help="the deployment's agents directory",
     )
@@ -295,7 +308,7 @@ def deploy_agents(p: Parser) -> None:
 def deploy_hooks(p: Parser) -> None:
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument(
-        "--target", type=Path, metavar="DIR", help="the hooks directory to install into"
+        "--target", type=path, metavar="DIR", help="the hooks directory to install into"
     )
     mode.add_argument(
         "--list", action="store_true", help="print <deployed name><TAB><source path> per file"
@@ -305,7 +318,7 @@ def deploy_hooks(p: Parser) -> None:
 
 def deploy_pipeline(p: Parser) -> None:
     p.add_argument(
-        "--target", required=True, type=Path, metavar="FILE", help="the pipeline file to write"
+        "--target", required=True, type=path, metavar="FILE", help="the pipeline file to write"
     )
     check(p)
     p.add_argument(
@@ -344,10 +357,10 @@ def deploy_pipeline(p: Parser) -> None:
 def sandbox(p: Parser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1 (loopback)")
     p.add_argument("--port", type=int, default=0, help="default: 0, a free port")
-    p.add_argument("--state", type=Path, metavar="FILE", help="load and save the world here")
+    p.add_argument("--state", type=path, metavar="FILE", help="load and save the world here")
     p.add_argument(
         "--config-out",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="write a pairgate configuration for it, and beside it the files it names (agent "
         "texts, liveness oracle, review-bot token, automation roster, _hooklib.sh)",
@@ -392,7 +405,7 @@ def demo(p: Parser) -> None:
 def init(p: Parser) -> None:
     json_out(p)
     p.add_argument(
-        "--target", required=True, type=Path, metavar="DIR", help="where to write (made if absent)"
+        "--target", required=True, type=path, metavar="DIR", help="where to write (made if absent)"
     )
     p.add_argument(
         "--tracker-project",

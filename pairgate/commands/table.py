@@ -15,13 +15,17 @@ configuration; ``client`` when it reads GitLab; ``verbose`` only when it keeps i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
-
 from pairgate.commands import arguments, evidence, watch
 
-Arguments = Callable[[Any], None]  # adds a command's flags to its argparse parser
-Writes = bool | Callable[[Mapping[str, Any]], bool]
+# typing.TYPE_CHECKING without importing typing, which costs every start (mypy and ruff read
+# any name TYPE_CHECKING as it): the names below are for annotations only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    Arguments = Callable[[Any], None]  # adds a command's flags to its argparse parser
+    Writes = bool | Callable[[Mapping[str, Any]], bool]
 
 
 class Command:

@@ -27,10 +27,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import value_type
 from pairgate.standalone.fold import WRITER_SAYS, identity_pattern
 from pairgate.standalone.ledger import Approval, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
+from pairgate.standalone.values import value_type
 
 __all__ = [
     "Judged",

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import PairgateError, value_type
+from pairgate.standalone.errors import PairgateError
 from pairgate.standalone.fold import fold
 from pairgate.standalone.gate import gate_scope, group_project_paths, judge_merge, ledger_issues
 from pairgate.standalone.gitlab import GitLab, encode_project
@@ -34,6 +34,7 @@ from pairgate.standalone.scope import (
     renovate_exemption_gaps,
     under,
 )
+from pairgate.standalone.values import value_type
 from pairgate.standalone.verdict import GateVerdict
 
 __all__ = [

@@ -8,8 +8,9 @@ from dataclasses import MISSING, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from pairgate.standalone.errors import ConfigError, reader_dir, value_type
+from pairgate.standalone.errors import ConfigError, reader_dir
 from pairgate.standalone.schema_check import draft_validator
+from pairgate.standalone.values import value_type
 
 __all__ = [
     "CONFIG_ENV",

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from pairgate.standalone.errors import value_type
 from pairgate.standalone.records import ROLES
+from pairgate.standalone.values import value_type
 
 __all__ = [
     "FROZEN_LABEL",

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import ConfigError, reader_dir, value_type
+from pairgate.standalone.errors import ConfigError, reader_dir
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.schema_check import draft_validator
+from pairgate.standalone.values import value_type
 
 __all__ = [
     "RENOVATE_LABEL",

@@ -7,10 +7,10 @@ from typing import Any
 
 from pairgate.standalone.approvals import Judged, judge, same_mr, v1_note
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import value_type
 from pairgate.standalone.ledger import Approval, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import Scope
+from pairgate.standalone.values import value_type
 
 __all__ = ["Check", "GateVerdict", "decide"]
 

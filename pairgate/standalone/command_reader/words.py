@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import field
 from typing import Any
 
-from pairgate.standalone.errors import value_type
+from pairgate.standalone.values import value_type
 
 __all__ = [
     "COMMIT_SHA",
