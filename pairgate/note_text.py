@@ -82,13 +82,22 @@ def note_text(
             parts.append(f"This offer replaces the one in note {r['supersedes']}.")
         rerun = r.get("rerun")
         if rerun:
+            from pairgate.evidence.surface import SELF_REPORTED, rerun_summary
+
             parts.append(
                 f"Re-run before approving, at `{rerun['sha']}`: the offer's mutant "
                 f"{rerun['offered']['index']} {rerun['offered']['verdict']}, the reviewer's own "
-                f"mutant {rerun['own']['verdict']} (re-run digest `{rerun['digest']}`)."
+                f"mutant {rerun['own']['verdict']} (re-run digest `{rerun['digest']}`; "
+                f"{rerun_summary(rerun)}). approve ran both mutants again itself and got the "
+                f"same verdicts. Like all evidence from an agent's session it is "
+                f"{SELF_REPORTED}."
             )
         else:
             parts.append("Approved without a re-run of the mutation evidence.")
+        if "ci_rerun" in r:
+            from pairgate.evidence.ci_result import ci_words
+
+            parts.append(f"{ci_words(r['ci_rerun'])}.")
     elif event == "withdraw":
         parts = [
             f"{agent} withdraws its approval in note {r['approval']}: no merge gate counts it "

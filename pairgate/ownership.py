@@ -12,34 +12,34 @@ Contents (where each source module begins, and what it holds):
   line   173  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
   line   331  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   553  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1104  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  1509  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  2042  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2311  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2704  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2816  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2892  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3142  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3383  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3719  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3867  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  4072  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4306  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4698  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4842  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5062  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5491  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5947  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6096  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6491  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6572  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  7085  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7435  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7660  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8071  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8142  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8317  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8667  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1115  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  1520  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  2090  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2359  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2752  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2864  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2940  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3190  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3431  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3767  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3915  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  4120  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4354  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4746  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4890  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5110  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5539  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  5995  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6144  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6539  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6620  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  7133  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7483  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7708  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8119  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8190  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8365  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8715  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -797,6 +797,10 @@ class _Https:
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
         return _decoded(self._call("GET", f"{self.api_url}/{path}", params=_query(params)))
 
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        response = self._call("GET", f"{self.api_url}/{path}", params=_query(params))
+        return response.content.decode("utf-8", errors="replace")
+
     def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         url: str | None = f"{self.api_url}/{path}"
         query: dict[str, str] | None = _query({**params, "per_page": PER_PAGE})
@@ -905,6 +909,9 @@ class _Glab:
         out = self._run("GET", self.argv(_with_query(path, params)))
         return json.loads(out) if out.strip() else None
 
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        return self._run("GET", self.argv(_with_query(path, params)))
+
     def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         # glab prints every page before it exits: they arrive as one.
         endpoint = _with_query(path, {**params, "per_page": PER_PAGE})
@@ -945,6 +952,10 @@ class GitLab:
     def get(self, path: str, **params: Any) -> Any:
         """One GET. Retried on 429/5xx/dropped connections (HTTPS); raises GitLabError."""
         return self._reader.get(path, params)
+
+    def get_text(self, path: str, **params: Any) -> str:
+        """One GET of a plain-text answer (a job's log), retried as ``get`` is."""
+        return str(self._reader.get_text(path, params))
 
     def get_all(self, path: str, **params: Any) -> list[Any]:
         """Every page of a list, following the next-page link until there is none."""
@@ -1572,23 +1583,35 @@ _OFFER_FIELDS: dict[str, Any] = {
 }
 
 
-def _closed_object(properties: Mapping[str, Any]) -> dict[str, Any]:
+def _closed_object(
+    properties: Mapping[str, Any], optional: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """An object with exactly these keys, and ``optional`` ones added after records without
+    them were written."""
     return {
         "type": "object",
         "additionalProperties": False,
         "required": list(properties),
-        "properties": dict(properties),
+        "properties": {**properties, **(optional or {})},
     }
 
 
 # Mutation evidence (docs/agent-handoff-reference.md, "Mutation evidence"). Added after records
 # were first written, so they are in OPTIONAL_FIELDS: every new handoff writes ``evidence`` and
-# every new approval ``rerun`` (null or the object), and a record without them still reads.
-OPTIONAL_FIELDS = frozenset({"evidence", "rerun"})
+# every new approval ``rerun`` and ``ci_rerun`` (null or the object), and a record without them
+# still reads. Keys added to those objects later are optional in them for the same reason.
+OPTIONAL_FIELDS = frozenset({"evidence", "rerun", "ci_rerun"})
 _EVIDENCE_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
 _VERDICT = {"enum": ["killed", "survived", "error", "refused"]}
 _FILES = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _MUTANT_INDEX = {"type": "integer", "minimum": 1}
+_ISOLATION_MODE = {"enum": ["bubblewrap", "namespaces", "env-only"]}
+_NETWORK = {"enum": ["blocked", "allowed", "not-blocked"]}
+_WEAK = {
+    "type": "boolean",
+    "description": "judged by the exit-code rule: nothing shows that a test judged a mutant",
+}
+_COUNT = {"type": "integer", "minimum": 0}
 _EVIDENCE_FIELD = {
     "description": "the mutation evidence the offer carries: its digest and each mutant's hash",
     "oneOf": [
@@ -1598,8 +1621,8 @@ _EVIDENCE_FIELD = {
                 "digest": _EVIDENCE_DIGEST,
                 "sha": _SHA,
                 "command": {"type": "string", "minLength": 1, "maxLength": 10_000},
-                "isolation": {"enum": ["namespaces", "env-only"]},
-                "network": {"enum": ["blocked", "allowed", "not-blocked"]},
+                "isolation": _ISOLATION_MODE,
+                "network": _NETWORK,
                 "mutants": {
                     "type": "array",
                     "minItems": 1,
@@ -1612,7 +1635,8 @@ _EVIDENCE_FIELD = {
                         }
                     ),
                 },
-            }
+            },
+            {"weak": _WEAK},
         ),
     ],
 }
@@ -1631,6 +1655,29 @@ _RERUN_FIELD = {
                 ),
                 "own": _closed_object({"sha256": _DIGEST, "files": _FILES, "verdict": _VERDICT}),
                 "digest": _EVIDENCE_DIGEST,
+            },
+            {"isolation": _ISOLATION_MODE, "network": _NETWORK, "weak": _WEAK},
+        ),
+    ],
+}
+_CI_RERUN_FIELD = {
+    "description": "the CI job's re-run of the approved offer's mutants at the approved SHA, as "
+    "its job log said it, when one had finished",
+    "oneOf": [
+        {"type": "null"},
+        _closed_object(
+            {
+                "job": _NOTE_ID,
+                "pipeline": _NOTE_ID,
+                "sha": _SHA,
+                "offer_note": _NOTE_ID,
+                "evidence_digest": _EVIDENCE_DIGEST,
+                "status": {"enum": ["pass", "fail", "error"]},
+                "killed": _COUNT,
+                "total": _COUNT,
+                "isolation": _ISOLATION_MODE,
+                "network": _NETWORK,
+                "weak": _WEAK,
             }
         ),
     ],
@@ -1653,6 +1700,7 @@ EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
             "not_covering": {"type": "array", "items": {"type": "string", "minLength": 1}},
             "self_approval": {"type": "boolean"},
             "rerun": _RERUN_FIELD,
+            "ci_rerun": _CI_RERUN_FIELD,
         },
     },
 }

@@ -31,8 +31,9 @@ EVIDENCE = {
     "digest": "sha256:" + "e" * 64,
     "sha": SHA,
     "command": "pytest -q",
-    "isolation": "namespaces",
+    "isolation": "bubblewrap",
     "network": "blocked",
+    "weak": False,
     "mutants": [
         {"index": 1, "sha256": H1, "files": ["calc.py"], "verdict": "killed"},
         {"index": 2, "sha256": H2, "files": ["calc.py"], "verdict": "killed"},
@@ -134,7 +135,7 @@ def test_a_note_whose_evidence_was_edited_is_tampered(trail: Trail) -> None:
     ledger = trail.fold()
     assert [s.kind for s in ledger.skipped] == ["tampered"] and ledger.offer is None
     with pytest.raises(MalformedRecord):
-        parse_marker(offer.body.replace('"isolation":"namespaces"', '"isolation":"none"'))
+        parse_marker(offer.body.replace('"isolation":"bubblewrap"', '"isolation":"none"'))
 
 
 # -- which offer ------------------------------------------------------------------------------
@@ -182,13 +183,22 @@ def test_an_approval_by_a_claimant_answers_no_offer(trail: Trail) -> None:
 def test_the_summaries() -> None:
     assert evidence_summary(None) == "no mutation evidence"
     assert evidence_summary(EVIDENCE) == "2/2 killed"
-    weak = {**EVIDENCE, "isolation": "env-only", "network": "not-blocked"}
-    assert evidence_summary(weak) == "2/2 killed (env-only, network not-blocked)"
+    weaker = {**EVIDENCE, "isolation": "env-only", "network": "not-blocked"}
+    assert evidence_summary(weaker) == (
+        "2/2 killed (env-only: the filesystem was not sealed, network not-blocked)"
+    )
+    # a record written before bubblewrap: its namespaces did not seal the filesystem
+    old = {k: v for k, v in EVIDENCE.items() if k != "weak"} | {"isolation": "namespaces"}
+    assert evidence_summary(old) == "2/2 killed (namespaces: the filesystem was not sealed)"
     survived = copy.deepcopy(EVIDENCE)
     survived["mutants"][0]["verdict"] = "survived"
     assert evidence_summary(survived) == "1/2 killed"
     assert rerun_summary(None) == "no re-run"
     assert rerun_summary(RERUN) == "mutant 2 killed, own survived"
+    weak = {**RERUN, "isolation": "bubblewrap", "network": "allowed", "weak": True}
+    assert rerun_summary(weak) == (
+        "mutant 2 killed, own survived (WEAK: exit-code rule, network allowed)"
+    )
 
 
 def test_only_an_offer_to_review_is_marked_for_lacking_evidence(trail: Trail) -> None:
@@ -230,26 +240,36 @@ def _inner(offered_verdict: str = "killed", *, sha: str = SHA) -> dict[str, Any]
         "timed_out": False,
         "duration_ms": 1,
         "isolation": {
-            "mode": "namespaces",
+            "mode": "bubblewrap",
+            "filesystem": "sealed",
             "network": "blocked",
             "tree_kill": "pid-namespace",
+            "processes": {"max": 256, "by": "pids-cgroup", "why": ""},
             "description": "d",
         },
         "outcome": "passed",
         "detail": "d",
         "failed_tests": [],
         "output_tail": "",
+        "log_path": None,
+        "changed_files": [],
+        "unexpected_changes": [],
     }
     doc: dict[str, Any] = {
         "schema": "pairgate-evidence",
-        "v": 1,
+        "v": 2,
         "created_at": "2026-01-01T00:00:00Z",
+        "status": "pass",
+        "weak": False,
         "repository": {"path": "/r", "root_commit": SHA},
         "sha": sha,
         "command": "pytest -q",
         "timeout_seconds": 300,
         "network": False,
+        "pids": 256,
         "environment": [],
+        "workspace": {"kind": "tmpfs", "path": "/dev/shm"},
+        "may_change": [],
         "baseline": run,
         "mutants": [_mutant(1, H2, offered_verdict), _mutant(2, "3" * 64, "killed")],
         "sensitive_changes": {"base": None, "base_source": "none", "patterns": [], "files": []},
@@ -293,6 +313,9 @@ def test_a_good_rerun_backs_the_approval_and_gives_the_record_field() -> None:
         "offered": {"index": 2, "sha256": H2, "verdict": "killed"},
         "own": {"sha256": "3" * 64, "files": ["calc.py"], "verdict": "killed"},
         "digest": doc["digest"],
+        "isolation": "bubblewrap",
+        "network": "blocked",
+        "weak": False,
     }
 
 

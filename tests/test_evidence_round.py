@@ -300,7 +300,7 @@ def test_the_reviewer_reruns_and_the_approval_records_it_on_every_surface(
     assert result.out.startswith(
         f"Re-run of mutant 2 of the offer in note {offer} (acme-lead, evidence "
         f"{docs.good['digest']}) on acme/tracker#{world.issue}, and of your own\n"
-        f"Mutation evidence at {docs.sha} of {docs.pkg.repo}\n"
+        f"Mutation evidence at {docs.sha} of {docs.pkg.repo}: pass\n"
     )
     doc = json.loads(out.read_text())
     assert doc["offer"]["note_id"] == offer
@@ -579,11 +579,15 @@ def test_evidence_run_goes_through_main_with_no_gitlab_credentials(docs: Docs) -
     """The evidence family gets main's GitLab client (rerun reads the ledger); run needs none."""
     from tests.conftest import FIXTURE_CONFIG, run_cli
 
-    test = "! grep -q 'a - b' calc/__init__.py"  # the exit-code runner: 1 is a kill
+    test = "! grep -q 'a - b' calc/__init__.py"  # the exit-code runner: 1 is a kill, but weak
     argv = ["evidence", "run", "--test", test, "--mutant", str(docs.add), "--repo"]
     result = run_cli([*argv, str(docs.pkg.repo)], {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
-    assert result.code == 0, result.err
+    assert result.code == 1, result.err
     assert "add.patch" in result.out and "killed" in result.out
+    assert "\nWEAK: the runner reports no failing tests (the exit-code rule)" in result.out
+    assert "pairgate evidence run: every mutant failed the command, but the evidence is weak" in (
+        result.err
+    )
 
 
 def test_accept_after_a_push_asks_for_evidence_at_the_new_head(

@@ -43,7 +43,7 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     token = marker()
     # The hanging mutant's grandchild leaves the process group (as a daemon does), so only the
     # pid namespace can take it down; the weaker mode promises only the process group.
-    daemon = probe().mode == "namespaces"
+    daemon = probe().has_userns
     mutants = [
         pkg.calc("kill.patch", "a + b", "a - b"),
         pkg.calc("survive.patch", "max(lo, min(x, hi))", "min(hi, max(x, lo))"),

@@ -7,7 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pairgate.evidence.rerun import read_rerun, rerun_field, verify_for_approve
+from pairgate.evidence.rerun import (
+    read_rerun,
+    reproduction_problems,
+    rerun_field,
+    verify_for_approve,
+)
 from pairgate.evidence.surface import NO_RERUN, accepted_offer, record_field, rerun_summary
 from pairgate.merge_requests import checked_sha
 from pairgate.note_text import note_text
@@ -141,6 +146,25 @@ def check_rerun_for(turn: Turn, doc: object, path: Path, *, sha: str, again: Aga
     )
 
 
+def reproduced(turn: Turn, doc: Any, path: Path) -> dict[str, Any]:
+    """approve's own run of the re-run's mutants; a refusal (exit 1) unless it gives what the
+    document claims. A document is self-reported (a plain digest): this run is the check."""
+    from pairgate.commands.evidence_rerun import reproduce
+
+    again = reproduce(doc, ctx=turn.ctx, config=turn.config)
+    problems = reproduction_problems(doc, again)
+    if problems:
+        listed = "\n".join(f"  - {p}" for p in problems)
+        raise Refusal(
+            f"{turn.cli} approve: approve ran the re-run's mutants again at "
+            f"{again['sha'][:12]}, and its run does not give what {path} claims:\n{listed}\n"
+            f"A re-run document is self-reported and checked by running it again: this one was "
+            f"not made by the run it describes, or the tests are flaky. Re-run with "
+            f"{turn.cli} evidence rerun, then approve with the document it writes."
+        )
+    return again
+
+
 def approve(
     *,
     ctx: Context,
@@ -236,8 +260,10 @@ def approve(
             f"diff_refs are empty), and an approval binds the target branch and merge base it "
             f"reviewed. Wait a moment, then: {again()}"
         )
+    observed = None
     if evidence is not None:
         check_rerun_for(turn, rerun, evidence, sha=sha, again=again)
+        observed = reproduced(turn, rerun, evidence)
     ref = MrRef(project, mr)
     others = cited_ledgers(turn, found)
     because = self_approval_rule(turn.agent, to, ledger.accepted_from)
@@ -256,7 +282,7 @@ def approve(
         "target_branch": found.target_branch,
         "base_sha": found.base_sha,
         "start_sha": found.start_sha,
-        "rerun": None if rerun is None else rerun_field(rerun),
+        "rerun": None if rerun is None else rerun_field(rerun, observed),
     }
     # The issue says why by name, as every surface does.
     said = ([because] if because else []) + list(against)

@@ -9,3 +9,5 @@ record fields and the words every surface shows; ``isolation`` runs one command 
 
 # A run longer than this is killed, with its whole process tree (evidence run --timeout).
 DEFAULT_TIMEOUT = 300.0
+# At most this many processes per run (evidence run --pids), where the machine can cap them.
+DEFAULT_PIDS = 256

@@ -16,6 +16,11 @@ from pairgate.standalone.ledger import Event, Ledger
 
 NO_EVIDENCE = "no mutation evidence"
 NO_RERUN = "no re-run"
+# What evidence from an agent's session is, said on every surface that shows some.
+SELF_REPORTED = (
+    "self-reported: run in the agent's session, its digest catches accidents, not forgery; "
+    "the reviewer's re-run is the check"
+)
 
 
 def evidence_field(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -27,6 +32,7 @@ def evidence_field(doc: Mapping[str, Any]) -> dict[str, Any]:
         "command": doc["command"],
         "isolation": iso["mode"],
         "network": iso["network"],
+        "weak": bool(doc["weak"]),
         "mutants": [
             {
                 "index": m["index"],
@@ -73,24 +79,45 @@ def record_field(ledger: Ledger, note_id: int, name: str) -> dict[str, Any] | No
     return dict(value) if isinstance(value, Mapping) else None
 
 
+def isolation_words(mode: str, network: str) -> str:
+    """What held less than the sealed filesystem with no network ("" when that held)."""
+    parts = []
+    if mode != "bubblewrap":
+        parts.append(f"{mode}: the filesystem was not sealed")
+    if network != "blocked":
+        parts.append(f"network {network}")
+    return ", ".join(parts)
+
+
 def evidence_summary(evidence: Mapping[str, Any] | None) -> str:
-    """``3/3 killed``, with the isolation when it was the weaker mode; or NO_EVIDENCE."""
+    """``3/3 killed``, with the isolation when it was a weaker mode, and ``weak`` when the
+    exit-code rule judged it; or NO_EVIDENCE."""
     if evidence is None:
         return NO_EVIDENCE
     mutants = evidence["mutants"]
     killed = sum(m["verdict"] == "killed" for m in mutants)
     text = f"{killed}/{len(mutants)} killed"
-    if evidence["isolation"] != "namespaces" or evidence["network"] != "blocked":
-        text += f" ({evidence['isolation']}, network {evidence['network']})"
-    return text
+    words = isolation_words(evidence["isolation"], evidence["network"])
+    if evidence.get("weak"):
+        words = ", ".join(w for w in ("WEAK: exit-code rule", words) if w)
+    return f"{text} ({words})" if words else text
 
 
 def rerun_summary(rerun: Mapping[str, Any] | None) -> str:
-    """``mutant 2 killed, own killed``; or NO_RERUN."""
+    """``mutant 2 killed, own killed``, with what held less; or NO_RERUN."""
     if rerun is None:
         return NO_RERUN
     offered, own = rerun["offered"], rerun["own"]
-    return f"mutant {offered['index']} {offered['verdict']}, own {own['verdict']}"
+    text = f"mutant {offered['index']} {offered['verdict']}, own {own['verdict']}"
+    # A re-run recorded before the isolation was recorded says nothing of it.
+    words = (
+        isolation_words(rerun["isolation"], rerun.get("network", "blocked"))
+        if "isolation" in rerun
+        else ""
+    )
+    if rerun.get("weak"):
+        words = ", ".join(w for w in ("WEAK: exit-code rule", words) if w)
+    return f"{text} ({words})" if words else text
 
 
 def approved_offer(ledger: Ledger, approval_note: int) -> Event | None:
