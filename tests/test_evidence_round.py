@@ -24,7 +24,7 @@ from pairgate.evidence.handoff import patches_from_block
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.rerun import rerun_document, rerun_field
 from pairgate.evidence.runner import Request, collect, rerun
-from pairgate.evidence.schema import evidence_digest
+from pairgate.evidence.schema import evidence_digest, sealed
 from pairgate.evidence.surface import evidence_field, evidence_summary
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.config import Config
@@ -387,6 +387,43 @@ def test_a_rerun_whose_own_mutant_survives_exits_1_and_approve_records_it_with_a
     assert "Re-run before approving: mutant 1 killed, own survived." in result.out
     assert "warning: your own mutant was not killed (survived)" in result.err
     assert "re-run: mutant 1 killed, own survived" in world.run(None, "status", world.issue).out
+
+
+def test_a_rerun_built_without_running_anything_is_refused_by_approve(
+    world: Round, docs: Docs, tmp_path: Path
+) -> None:
+    """The red team's forgery: a re-run document written by hand, claiming the reviewer's own
+    mutant (one no test notices) was killed, sealed with pairgate's own functions. Its schema
+    and digests check; approve runs its mutants again and refuses it."""
+    offer = offered_and_accepted(world, docs, tmp_path)
+    forged = json.loads(json.dumps(docs.rerun_inner))
+    own = forged["mutants"][1]
+    own["patch"].update(
+        text=docs.survivor.read_text(), sha256=Patch("", docs.survivor.read_text()).sha256
+    )
+    own["patch"]["files"] = ["calc/__init__.py"]
+    path = docs.file(
+        tmp_path,
+        rerun_document(
+            sealed(forged),
+            project="acme/tracker",
+            issue=world.issue,
+            offer_note=offer,
+            sender="acme-lead",
+            offered=evidence_field(docs.good),
+            index=2,
+            now=0.0,
+        ),
+        "forged.json",
+    )
+    result = approve(world, "--evidence", path)
+    assert result.code == 1
+    assert (
+        f"pairgate approve: approve ran the re-run's mutants again at {docs.sha[:12]}, and its "
+        f"run does not give what {path} claims:\n"
+        "  - your own mutant: the document says killed, approve's own run gives survived"
+    ) in result.err
+    assert record_of(last_note(world))["event"] == "accept"  # nothing was written
 
 
 def wrapped(world: Round, docs: Docs, offer_note: int, tmp_path: Path) -> Path:
