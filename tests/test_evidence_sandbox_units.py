@@ -67,10 +67,11 @@ def test_rlimit_nproc_is_set_inside_a_user_namespace_only() -> None:
     assert "/u/prlimit" not in line(Isolation("namespaces", "", TOOLS, CGROUP))
 
 
-def sealed_line(*, network: bool = False, sealing: Sealing = Sealing()) -> list[str]:
+def sealed_line(*, network: bool = False, sealing: Sealing | None = None) -> list[str]:
     iso = Isolation("bubblewrap", "", TOOLS, CGROUP)
     return line(
-        iso, network=network, places=PLACES, env={"HOME": bwrap.INSIDE_HOME}, sealing=sealing,
+        iso, network=network, places=PLACES, env={"HOME": bwrap.INSIDE_HOME},
+        sealing=sealing or Sealing(),
         seccomp=9 if network else None,
     )  # fmt: skip
 
@@ -88,8 +89,9 @@ def test_the_sealed_program_line_drops_everything_and_binds_nothing_of_the_host_
         assert flag in options
     assert pairs(options, "--cap-drop", 1) == [("ALL",)]
     assert "--share-net" not in options and "--seccomp" not in options
-    assert pairs(options, "--bind") == [(str(PLACES.clone), "/evidence/repo")] + [
-        (str(PLACES.report), "/evidence/report")
+    assert pairs(options, "--bind") == [
+        (str(PLACES.clone), "/evidence/repo"),
+        (str(PLACES.report), "/evidence/report"),
     ]
     assert ("/", "/") not in pairs(options, "--ro-bind")  # /proc of the host never beneath
     assert ("/usr", "/usr") in pairs(options, "--ro-bind")
@@ -102,9 +104,8 @@ def test_the_sealed_program_line_drops_everything_and_binds_nothing_of_the_host_
     assert pairs(options, "--remount-ro", 1) == [("/",)]
     assert ("HOME", bwrap.INSIDE_HOME) in pairs(options, "--setenv")
     assert options.index("--clearenv") < options.index("--setenv")
-    assert argv[argv.index("--") + 1 :] == ["/u/timeout", "-s", "KILL", "7.5", "/bin/sh", "-c"] + [
-        "pytest -q"
-    ]
+    inner = ["/u/timeout", "-s", "KILL", "7.5", "/bin/sh", "-c", "pytest -q"]
+    assert argv[argv.index("--") + 1 :] == inner
 
 
 def test_with_network_the_sealed_line_shares_the_network_and_loads_the_filter() -> None:
@@ -163,7 +164,9 @@ ALLOW, EPERM = 0x7FFF0000, 0x00050001
         (X86_64, 0, 0, ALLOW),  # read
     ],
 )
-def test_the_filter_refuses_unix_sockets_and_io_uring(arch: int, nr: int, arg0: int, want: int) -> None:
+def test_the_filter_refuses_unix_sockets_and_io_uring(
+    arch: int, nr: int, arg0: int, want: int
+) -> None:
     program = bwrap.seccomp_program("x86_64")
     assert program is not None
     assert run_bpf(program, arch=arch, nr=nr, arg0=arg0) == want
@@ -303,9 +306,12 @@ def test_the_changed_files_are_what_the_run_added_modified_or_deleted(tmp_path: 
     (clone / "pkg/c.py").chmod(0o755)
     found = changes.changed(clone, pristine, expected=expected, given=given, since_ns=since)
     assert found == ["new.txt", "pkg/a.py", "pkg/b.py", "pkg/c.py"]
-    assert changes.unexpected(
-        [*found, ".pytest_cache/v/x", "sub/__pycache__/m.pyc"], changes.DEFAULT_MAY_CHANGE
-    ) == found
+    assert (
+        changes.unexpected(
+            [*found, ".pytest_cache/v/x", "sub/__pycache__/m.pyc"], changes.DEFAULT_MAY_CHANGE
+        )
+        == found
+    )
     assert changes.unexpected(found, ("pkg/",)) == ["new.txt"]
 
 

@@ -213,7 +213,7 @@ def escapes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     finally:
         served.close()
     tail = doc["baseline"]["output_tail"]
-    line = next((l for l in tail.splitlines() if l.startswith("ESCAPES ")), None)
+    line = next((t for t in tail.splitlines() if t.startswith("ESCAPES ")), None)
     assert line is not None, tail
     yield {
         "found": json.loads(line.removeprefix("ESCAPES ")),
@@ -304,7 +304,7 @@ def test_a_fork_bomb_is_capped(tmp_path: Path) -> None:
     base = doc["baseline"]
     assert base["isolation"]["processes"]["max"] == 24
     assert base["isolation"]["processes"]["by"] in ("pids-cgroup", "rlimit-nproc")
-    said = [l for l in base["output_tail"].splitlines() if l.startswith("capped at")]
+    said = [t for t in base["output_tail"].splitlines() if t.startswith("capped at")]
     assert said and int(said[0].split()[2]) < 24, base["output_tail"]
     assert not base["timed_out"]
 
@@ -333,7 +333,7 @@ def test_with_network_it_reaches_the_network_and_still_no_host_socket(tmp_path: 
         doc = collect(Request(repo, "python3 net.py", (mutant,), network=True))
     finally:
         served.close()
-    said = dict(l.split(" ", 1) for l in doc["baseline"]["output_tail"].splitlines() if " " in l)
+    said = dict(t.split(" ", 1) for t in doc["baseline"]["output_tail"].splitlines() if " " in t)
     assert said["tcp"] == "connected"
     assert said["path"] in ("FileNotFoundError", "PermissionError")
     assert said["abstract"] == "PermissionError"  # no Unix socket can be made at all

@@ -17,8 +17,8 @@ from pairgate.evidence.handoff import (
     verify_for_handoff,
 )
 from pairgate.evidence.isolation import Isolation, Tools
-from pairgate.evidence.proclimit import ProcessCap
 from pairgate.evidence.patches import patch_sha256, touched
+from pairgate.evidence.proclimit import ProcessCap
 from pairgate.evidence.schema import (
     check_evidence,
     digest_problem,
@@ -142,7 +142,7 @@ def test_junit_tells_assertions_in_tests_from_crashes_and_errors(tmp_path: Path)
         '<testsuites><testsuite name="pytest">'
         + case("a", f'<failure message="assert 1 == 2">{IN_TEST}</failure>')
         + case("b", f'<failure message="AssertionError: boom">{IN_TEST}</failure>')
-        + case("c", f'<failure message="Failed: DID NOT RAISE">tests/t.py:9: Failed</failure>')
+        + case("c", '<failure message="Failed: DID NOT RAISE">tests/t.py:9: Failed</failure>')
         + case("d", f'<failure message="ZeroDivisionError: x">{IN_TEST}</failure>')
         + case("e", f'<failure type="AssertionError" message="3 != 4">{IN_TEST}</failure>')
         + case("f", f'<failure type="builtins.TypeError" message="assert">{IN_TEST}</failure>')
@@ -180,8 +180,14 @@ def test_junit_tells_assertions_in_tests_from_crashes_and_errors(tmp_path: Path)
 @pytest.mark.parametrize(
     ("text", "frame"),
     [
-        ("tests/t.py:3: in test_x\n    f()\nsrc/m.py:7: in f\n    g()\nE   ValueError", "src/m.py:7"),
-        ('Traceback:\n  File "tests/t.py", line 3, in t\n  File "src/m.py", line 9, in g', "src/m.py:9"),
+        (
+            "tests/t.py:3: in test_x\n    f()\nsrc/m.py:7: in f\n    g()\nE   ValueError",
+            "src/m.py:7",
+        ),
+        (
+            'Traceback:\n  File "tests/t.py", line 3, in t\n  File "src/m.py", line 9, in g',
+            "src/m.py:9",
+        ),
         ("Engine/test_a.py:4: AssertionError", "Engine/test_a.py:4"),
         ("E   tests/t.py:1: looks like a location\n>   also:2: not one", ""),
         ("", ""),
@@ -417,7 +423,10 @@ def test_a_sealed_document_passes_its_schema_and_digest() -> None:
         (lambda d: d["baseline"]["isolation"].update(mode="trust-me"), "baseline/isolation/mode"),
         (lambda d: d.update(v=1), "v"),
         (lambda d: d.update(status="fine"), "status"),
-        (lambda d: d["baseline"]["isolation"].update(filesystem="mostly"), "baseline/isolation/filesystem"),
+        (
+            lambda d: d["baseline"]["isolation"].update(filesystem="mostly"),
+            "baseline/isolation/filesystem",
+        ),
         (lambda d: d.update(digest="md5:1"), "digest"),
     ],
 )
