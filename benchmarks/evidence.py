@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """What mutation evidence costs, on a repository of 2,000 files. Prints; asserts nothing.
 
-- The overhead of one mutant run over running the test command directly (goal: under 0.5 s):
-  the cost of one more mutant ((8 mutants - 1 mutant) / 7, serial) less the direct run (and
-  less the runs' own test time), the same with ``true`` as the test command (the runner's own
-  cost, without the test's jitter), and its parts (a fresh copy of the checkout, the sandbox's
-  start-up).
+- The overhead of one mutant run over running the test command directly (goal: at most
+  0.25 s; at most 0.5 s must hold): the cost of one more mutant ((8 mutants - 1 mutant) / 7,
+  serial) less the direct run (and less the runs' own test time), the same with ``true`` as the
+  test command (the runner's own cost, without the test's jitter), and its parts (a fresh copy
+  of the checkout on the filesystem the evidence chose, the sandbox's start-up).
 - ``--jobs 2`` on 8 mutants against serial (goal: at most 60% of the serial time), both for the
   whole run (the baseline always runs first, alone) and for the mutants' part of it.
 
@@ -25,8 +25,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pairgate.evidence import gitops  # noqa: E402
-from pairgate.evidence.isolation import fixed_env, probe, run_isolated  # noqa: E402
+from pairgate.evidence import gitops, workspace  # noqa: E402
+from pairgate.evidence.isolation import Places, fixed_env, probe, run_isolated  # noqa: E402
 from pairgate.evidence.patches import Patch  # noqa: E402
 from pairgate.evidence.runner import Request, collect  # noqa: E402
 from tests.evidence_repos import make_package  # noqa: E402
@@ -66,7 +66,11 @@ def main() -> int:
         mutants = [pkg.calc(f"m{i}.patch", "a + b", f"a + b + {i + 1}") for i in range(8)]
         patches = tuple(Patch(p.name, p.read_text()) for p in mutants)
         isolation = probe()
-        print(f"evidence benchmark: {count} files, isolation {isolation.mode}, test: {COMMAND}")
+        place = workspace.choose(10**8, runtime_dir=None)
+        print(
+            f"evidence benchmark: {count} files, isolation {isolation.mode}, copies on "
+            f"{workspace.filesystem_kind(place)} ({place}), test: {COMMAND}"
+        )
 
         env = fixed_env(home=work, tmp=work, junit=work / "direct.xml", proxy_off=False)
         direct = timed(
@@ -90,29 +94,40 @@ def main() -> int:
         # The same runs' own test time, as the evidence measured it around the command.
         own = min(m["run"]["duration_ms"] for d in docs[-ROUNDS:] for m in d["mutants"]) / 1000
         genv = gitops.git_env(work)
-        gitops.clone_base(genv, pkg.repo / ".git", work / "base")
-        gitops.clone_run(genv, work / "base", work / "pristine", pkg.sha())
+        scratch = Path(tempfile.mkdtemp(prefix="pairgate-evidence-bench-", dir=place))
+        gitops.seed_checkout(genv, pkg.repo / ".git", pkg.sha(), scratch / "pristine")
         counter = iter(range(1000))
-        checkout = timed(
-            lambda: gitops.copy_checkout(work / "pristine", work / f"run{next(counter)}")
-        )
+
+        def copy_and_remove() -> None:
+            dest = scratch / f"run{next(counter)}"
+            gitops.copy_checkout(scratch / "pristine", dest)
+            subprocess.run(["rm", "-rf", str(dest)], check=True)
+
+        checkout = timed(copy_and_remove)
         log = work / "log"
+        places = Places(scratch / "pristine", work, work, work)
         sandboxed = timed(
             lambda: run_isolated(
-                "true", cwd=work, env=env, log=log, timeout=30, network=False, isolation=isolation
+                "true", places=places, env=env, log=log, timeout=30, network=False, pids=256,
+                isolation=isolation,
             ),
             rounds=5,
-        )
+        )  # fmt: skip
+        subprocess.run(["rm", "-rf", str(scratch)], check=True)
         bare = timed(lambda: subprocess.run(["/bin/sh", "-c", "true"], env=env), rounds=5)
 
         print("one mutant run")
         line("the test command run directly", direct)
         line("evidence run, 1 mutant (clone, baseline, 1 mutant)", one)
         line("one more mutant (8 mutants - 1 mutant) / 7", per_mutant)
-        line("overhead of one mutant run over the direct run", per_mutant - direct, "goal < 0.5 s")
+        line(
+            "overhead of one mutant run over the direct run",
+            per_mutant - direct,
+            "goal <= 0.25 s (must: <= 0.5 s)",
+        )
         line("the same, over the least test time the evidence measured", per_mutant - own)
-        line("one more mutant when the test command is `true`", bare_mutant, "goal < 0.5 s")
-        line("  of which: a fresh copy of the checkout", checkout)
+        line("one more mutant when the test command is `true`", bare_mutant, "goal <= 0.25 s")
+        line("  of which: a fresh copy of the checkout, and its removal", checkout)
         line("  of which: the sandbox's start-up (true, sandboxed - bare)", sandboxed - bare)
 
         parallel = evidence(8, jobs=2)

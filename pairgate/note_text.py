@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pairgate.evidence.ci_result import ci_words
+from pairgate.evidence.surface import SELF_REPORTED, rerun_summary
+
 
 def quoted(text: str) -> str:
     """A block quote of free text, with ``<`` escaped so it cannot open an HTML comment."""
@@ -82,8 +85,6 @@ def note_text(
             parts.append(f"This offer replaces the one in note {r['supersedes']}.")
         rerun = r.get("rerun")
         if rerun:
-            from pairgate.evidence.surface import SELF_REPORTED, rerun_summary
-
             parts.append(
                 f"Re-run before approving, at `{rerun['sha']}`: the offer's mutant "
                 f"{rerun['offered']['index']} {rerun['offered']['verdict']}, the reviewer's own "
@@ -95,9 +96,13 @@ def note_text(
         else:
             parts.append("Approved without a re-run of the mutation evidence.")
         if "ci_rerun" in r:
-            from pairgate.evidence.ci_result import ci_words
-
-            parts.append(f"{ci_words(r['ci_rerun'])}.")
+            ci = r["ci_rerun"]
+            parts.append(
+                f"{ci_words(ci)}: the offer's mutants re-run at the merge request's head by the "
+                "tracker-held pipeline, outside the agents' sessions."
+                if ci
+                else "No CI re-run of the offer's evidence had finished at the approved head."
+            )
     elif event == "withdraw":
         parts = [
             f"{agent} withdraws its approval in note {r['approval']}: no merge gate counts it "

@@ -383,6 +383,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="the instance the gate jobs must run on (default: <env_prefix>_GITLAB_URL)",
     )
+    p.add_argument(
+        "--evidence-image",
+        metavar="IMAGE",
+        help="add the mr-evidence job (rerun-mr-evidence), which re-runs an offer's mutants at "
+        "the merge request's head, with this image: the project's test image with pairgate, "
+        "git and bubblewrap",
+    )
 
     from pairgate.commands.evidence import add_parser as add_evidence_parser
     from pairgate.commands.watch import add_parser as add_watch_parsers

@@ -2,7 +2,8 @@
 two ways:
 
 - **Tracker-held**: the pipeline GitLab runs when the project's CI/CD configuration file is
-  ``<path>@<tracker>`` is the tracker's file (rendered here by deploy-pipeline); the merge
+  ``<path>@<tracker>`` is the tracker's file (rendered here by deploy-pipeline, with the
+  mr-evidence job, which the corpus cannot change either); the merge
   request's ``.gitlab-ci.yml`` only becomes its child pipeline. gitlab-ci-local 4.73.0 runs
   the tracker's file as the pipeline but not ``trigger: include: project`` (it warns that the
   child is a no-op), so the child part is asserted on the rendered YAML
@@ -53,6 +54,7 @@ from tests.gcl import (
 pytestmark = pytest.mark.slow
 
 JOBS = (RECORD, APPROVAL, MERGE_CHECK)
+EVIDENCE = "rerun-mr-evidence"
 TRACKER_FILE = ".tracker/pipeline.yml"
 EVIL = {
     "evil/sitecustomize.py": "print('PWNED: sitecustomize')\nimport os\nos._exit(0)\n",
@@ -234,6 +236,7 @@ def tracker_pipeline(sandbox: RunningSandbox, path: Path) -> str:
     """deploy-pipeline's file, pinned to the sandbox, with the gate's files in gate/."""
     flags = ["--image", "python:3.11-slim", "--runner-tag", "pairgate", "--gate-dir", "gate"]
     flags += ["--read-token-variable", "GATE_READ_TOKEN", "--gitlab-url", sandbox.url]
+    flags += ["--evidence-image", "python:3.11-slim"]
     result = run_cli(
         ["deploy-pipeline", "--target", str(path), *flags],
         env={"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)},
@@ -308,12 +311,18 @@ def test_through_the_tracker_held_pipeline_every_gate_job_runs_and_fails(
     assert result.code == 1
     for job in JOBS:
         assert f"{job}: {setting.mr[0]}!{setting.mr[1]} at" in result.lines(job), result.output
+    # The evidence job ran as the tracker wrote it, for the merge request its token proves
+    # (whose offers carry no evidence: nothing to re-run).
+    assert result.job(EVIDENCE) == "PASS", result.output
+    assert f"{EVIDENCE}: {setting.mr[0]}!{setting.mr[1]} at " in result.lines(
+        EVIDENCE
+    ) and "nothing to re-run" in result.lines(EVIDENCE), result.output
     # Each job resolved the tracker's default branch once and read every file at that commit.
     heads = [
         r for r in log if r["path"] == "/api/v4/projects/acme%2Ftracker/repository/branches/main"
     ]
     files = [r for r in log if "/repository/files/" in r["path"]]
-    assert len(heads) == 3 and len(files) == 5 + 5 + 4
+    assert len(heads) == 4 and len(files) == 5 + 5 + 4 + 1
     assert all(f"ref={setting.tracker_sha}" in r["query"] for r in files), files
     assert "`project-pipeline.trigger.include.*.project` will be no-op" in result.output
     assert_nothing_leaked(result, calls, trap, setting)

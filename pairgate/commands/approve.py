@@ -7,13 +7,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pairgate.evidence.ci_result import ci_words, read_ci_rerun, state_words
 from pairgate.evidence.rerun import (
     read_rerun,
     reproduction_problems,
     rerun_field,
     verify_for_approve,
 )
-from pairgate.evidence.surface import NO_RERUN, accepted_offer, record_field, rerun_summary
+from pairgate.evidence.surface import (
+    NO_RERUN,
+    SELF_REPORTED,
+    accepted_offer,
+    record_field,
+    rerun_summary,
+)
 from pairgate.merge_requests import checked_sha
 from pairgate.note_text import note_text
 from pairgate.preconditions import (
@@ -165,6 +172,25 @@ def reproduced(turn: Turn, doc: Any, path: Path) -> dict[str, Any]:
     return again
 
 
+def ci_rerun_of(turn: Turn, ref: MrRef, sha: str) -> tuple[bool, dict[str, Any] | None, str]:
+    """(whether the approved offer carries evidence, the CI re-run of it at ``sha`` when one
+    finished and counts, what to say of it)."""
+    offer = accepted_offer(turn.ledger)
+    evidence = None if offer is None else record_field(turn.ledger, offer.note_id, "evidence")
+    if offer is None or evidence is None:
+        return False, None, ""
+    state = read_ci_rerun(
+        turn.client,
+        ref,
+        sha=sha,
+        offer_note=offer.note_id,
+        evidence_digest=str(evidence["digest"]),
+    )
+    if state["state"] == "done":
+        return True, state["result"], f"{ci_words(state['result'])}."
+    return True, None, f"{state_words(state)}; the approval records no CI re-run."
+
+
 def approve(
     *,
     ctx: Context,
@@ -265,6 +291,7 @@ def approve(
         check_rerun_for(turn, rerun, evidence, sha=sha, again=again)
         observed = reproduced(turn, rerun, evidence)
     ref = MrRef(project, mr)
+    carries, ci_rerun, ci_said = ci_rerun_of(turn, ref, sha)
     others = cited_ledgers(turn, found)
     because = self_approval_rule(turn.agent, to, ledger.accepted_from)
     against = reasons_against(
@@ -284,6 +311,8 @@ def approve(
         "start_sha": found.start_sha,
         "rerun": None if rerun is None else rerun_field(rerun, observed),
     }
+    if carries:  # the CI re-run answers an offer's evidence: none to record without one
+        fields["ci_rerun"] = ci_rerun
     # The issue says why by name, as every surface does.
     said = ([because] if because else []) + list(against)
     human = note_text(
@@ -314,6 +343,10 @@ def approve(
             )
     else:
         turn.say(f"The approval records {NO_RERUN} (no --evidence).")
+    if ci_said:
+        turn.say(ci_said)
+    if recorded or carries:
+        turn.say(f"Evidence and re-runs from an agent's session are {SELF_REPORTED}.")
     written = next(a for a in turn.ledger.approvals if a.note_id == event.note_id)
     reasons = independence(issue, written, {issue: turn.ledger, **others}, config=config)
     if reasons:

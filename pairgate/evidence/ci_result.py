@@ -146,7 +146,9 @@ def state_words(state: Mapping[str, Any]) -> str:
     if kind == "running":
         return f"CI re-run: job {state['job']} {state['job_status']}"
     if kind == "no-result":
-        return f"CI re-run: job {state['job']} {state['job_status']}, without a result for this offer"
+        return (
+            f"CI re-run: job {state['job']} {state['job_status']}, without a result for this offer"
+        )
     if kind == "unknown":
         return "CI re-run: its pipelines could not be read"
     return NO_CI_RERUN

@@ -7,6 +7,7 @@ import os
 import shutil
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -73,16 +74,17 @@ class Runs:
     sealing: Sealing
     python_dir: str | None
     logs: Path | None  # where each run's whole log is kept (--logs), or None
+    take: Callable[[], Path]  # a directory holding a fresh copy of the checkout at ``repo``
+    give_back: Callable[[Path], None]  # removes it once the run is over
 
     def run(self, index: int, patch: Patch | None) -> dict[str, Any]:
         """One run in a fresh copy: ``applied``, ``apply_error``, ``refused`` (why the mutant
         is refused before it runs, or None) and ``run`` of the entry."""
-        where = self.work / f"run-{index}"
+        where = self.take()
         places = Places(where / "repo", where / "report", where / "home", where / "tmp")
-        for d in (places.report, places.home, places.tmp):
-            d.mkdir(parents=True)
         try:
-            gitops.copy_checkout(self.pristine, places.clone)
+            for d in (places.report, places.home, places.tmp):
+                d.mkdir()
             files: list[str] = []
             if patch is not None:
                 error, refused, files = apply_mutant(
@@ -112,7 +114,7 @@ class Runs:
             applied = patch is not None
             return {"applied": applied, "apply_error": None, "refused": None, "run": run}
         finally:
-            remove(where)
+            self.give_back(where)
 
     def _test(self, places: Places, log: Path, name: str) -> dict[str, Any]:
         iso = self.isolation

@@ -21,6 +21,7 @@ from typing import Any
 
 from pairgate.evidence import DEFAULT_PIDS, DEFAULT_TIMEOUT, gitops, workspace
 from pairgate.evidence.changes import DEFAULT_MAY_CHANGE
+from pairgate.evidence.copies import Copies
 from pairgate.evidence.isolation import Isolation, Sealing, probe, python_roots
 from pairgate.evidence.one_run import Runs, public, remove
 from pairgate.evidence.patches import Patch, touched
@@ -166,6 +167,12 @@ def collect(
                 logs = Path(
                     tempfile.mkdtemp(prefix=f"{found.sha[:12]}-{stamp}-", dir=request.logs)
                 ).resolve()
+            copies = Copies(
+                work / "pristine",
+                work,
+                total=1 + len(request.patches),
+                ahead=request.jobs + 1,
+            )
             runs = Runs(
                 command=request.command,
                 timeout=request.timeout,
@@ -180,15 +187,20 @@ def collect(
                 sealing=Sealing(python_roots(), request.hide_dirs, request.hide_files),
                 python_dir=python_dir,
                 logs=logs,
+                take=copies.take,
+                give_back=copies.give_back,
             )
-            baseline = runs.run(0, None)["run"]
-            ran: list[dict[str, Any] | None]
-            if baseline["outcome"] != "passed":
-                ran = [None] * len(request.patches)
-            else:
-                with ThreadPoolExecutor(max_workers=request.jobs) as pool:
-                    indexes = range(1, len(request.patches) + 1)
-                    ran = list(pool.map(runs.run, indexes, request.patches))
+            try:
+                baseline = runs.run(0, None)["run"]
+                ran: list[dict[str, Any] | None]
+                if baseline["outcome"] != "passed":
+                    ran = [None] * len(request.patches)
+                else:
+                    with ThreadPoolExecutor(max_workers=request.jobs) as pool:
+                        indexes = range(1, len(request.patches) + 1)
+                        ran = list(pool.map(runs.run, indexes, request.patches))
+            finally:
+                copies.close()
         finally:
             remove(work)
     except OSError as exc:

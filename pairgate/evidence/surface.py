@@ -147,15 +147,20 @@ def offer_keys(ledger: Ledger, note_id: int, *, kind: str, role: str) -> dict[st
 def approval_keys(ledger: Ledger, note_id: int) -> dict[str, Any]:
     """An approval's ``approved_offer`` (the note of the handoff it answers, or null), that
     offer's ``evidence`` and ``evidence_summary``, and its own ``rerun`` and ``rerun_summary``."""
+    from pairgate.evidence.ci_result import ci_words
+
     offer = approved_offer(ledger, note_id)
     evidence = None if offer is None else record_field(ledger, offer.note_id, "evidence")
     rerun = record_field(ledger, note_id, "rerun")
+    ci = record_field(ledger, note_id, "ci_rerun")
     return {
         "approved_offer": None if offer is None else offer.note_id,
         "evidence": evidence,
         "evidence_summary": evidence_summary(evidence),
         "rerun": rerun,
         "rerun_summary": rerun_summary(rerun),
+        "ci_rerun": ci,
+        "ci_rerun_summary": ci_words(ci),
     }
 
 
@@ -164,4 +169,6 @@ def approval_words(keys: Mapping[str, Any]) -> str:
     evidence = keys["evidence_summary"]
     rerun = keys["rerun_summary"]
     first = evidence if evidence == NO_EVIDENCE else f"evidence: {evidence}"
-    return f"{first}; {rerun if rerun == NO_RERUN else f're-run: {rerun}'}"
+    words = f"{first}; {rerun if rerun == NO_RERUN else f're-run: {rerun}'}"
+    # An approval written before CI re-runs, or with none finished, says nothing of them.
+    return f"{words}; {keys['ci_rerun_summary']}" if keys.get("ci_rerun") else words

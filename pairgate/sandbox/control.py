@@ -117,15 +117,21 @@ def _ci_reply(app: App, project: Project) -> dict[str, Any]:
 
 @ROUTER.route("POST", "/jobs/{job_id}")
 def set_job(app: App, req: Request, job_id: str) -> Any:
-    """Move a job to a status, as its runner would; the pipeline's status follows."""
+    """Move a job to a status, as its runner would; the pipeline's status follows. ``trace``,
+    when given, is its log from then on."""
     world = app.world
     job = world.jobs.get(int(job_id)) if job_id.isdigit() else None
     if job is None:
         raise not_found("Job")
+    trace = req.params.get("trace")
+    if trace is not None and not isinstance(trace, str):
+        raise _bad("trace must be a string")
     try:
         ci_jobs.set_status(world, job, ci_jobs.checked_status(req.params.get("status")))
     except ValueError as error:
         raise _bad(str(error)) from None
+    if trace is not None:
+        job.trace = trace
     return renderer(req).job(job) | {"token": job.token}
 
 

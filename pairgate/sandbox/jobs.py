@@ -1,5 +1,6 @@
-"""CI jobs: their statuses (moved by the sandbox-only ``POST /-/sandbox/jobs/:id``, as a runner
-would), ``GET /job`` by job token, and ``POST /projects/:id/jobs/:job_id/retry``.
+"""CI jobs: their statuses and logs (set by the sandbox-only ``POST /-/sandbox/jobs/:id``, as a
+runner would), ``GET /job`` by job token, ``GET /projects/:id/jobs/:job_id/trace`` and
+``POST /projects/:id/jobs/:job_id/retry``.
 
 A job's token authenticates as ``CI_JOB_TOKEN`` only while the job is running (server.py), as
 on GitLab, where a finished job's token answers 401.
@@ -94,6 +95,23 @@ def get_project_job(req: Request, project_id: str, job_id: str) -> Any:
     current_user(req)
     project = project_for(req, project_id, level=REPORTER)
     return renderer(req).job(_job_for(req, project, job_id))
+
+
+@API.route("GET", "/projects/{project_id}/jobs/{job_id}/trace")
+def get_trace(req: Request, project_id: str, job_id: str) -> Any:
+    """The job's log as plain text (lib/api/ci/jobs.rb: ``text/plain``, the log or '', with a
+    Content-Disposition naming ``<id>.log``)."""
+    current_user(req)
+    project = project_for(req, project_id, level=REPORTER)
+    job = _job_for(req, project, job_id)
+    return Reply(
+        200,
+        job.trace,
+        {
+            "Content-Type": "text/plain",
+            "Content-Disposition": f'infile; filename="{job.id}.log"',
+        },
+    )
 
 
 @API.route("POST", "/projects/{project_id}/jobs/{job_id}/retry")

@@ -215,3 +215,4 @@ class Job:
     started_at: str | None = None
     finished_at: str | None = None
     retried: bool = False  # replaced by a retry: hidden from job lists and the status
+    trace: str = ""  # its log, as its runner sent it (POST /-/sandbox/jobs/:id)

@@ -112,9 +112,13 @@ class RunningSandbox:
         """The jobs a merge request pipeline of ``project`` gets (None: no CI configuration)."""
         return dict(self.control("POST", "ci", json={"project": project, "jobs": jobs}))
 
-    def set_job(self, job_id: int, status: str) -> dict[str, Any]:
-        """Move a job to ``status`` as its runner would; returns the job with its token."""
-        return dict(self.control("POST", f"jobs/{job_id}", json={"status": status}))
+    def set_job(self, job_id: int, status: str, *, trace: str | None = None) -> dict[str, Any]:
+        """Move a job to ``status`` as its runner would (and give it ``trace`` as its log);
+        returns the job with its token."""
+        body: dict[str, Any] = {"status": status}
+        if trace is not None:
+            body["trace"] = trace
+        return dict(self.control("POST", f"jobs/{job_id}", json=body))
 
     # -- the world ----------------------------------------------------------------------------
 

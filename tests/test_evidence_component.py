@@ -1,0 +1,187 @@
+"""The mr-evidence component, run by gitlab-ci-local against the sandbox: its job,
+rerun-mr-evidence, re-runs the pending offer's recorded mutants at the merge request's head and
+publishes the result (the job's artifact and one log line bound to its job and the SHA); given
+back to the sandbox as the job's log, status, approve and evidence rerun show it, and the
+approval records it.
+
+The merge request's repository is a real git repository holding a real package (the job checks
+it out, as a runner does); the sandbox's merge request is given its commit (``mirror_commit``).
+The jobs run in the local shell, so this machine's python3 (with pairgate) stands for the job
+image, and its bubblewrap for the image's. The whole round on the sandbox's own runner, against
+an offer made there, is left to the runner's tests.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from ledgerkit import Round
+
+from pairgate.evidence.ci_result import CI_JOB, parse_trace
+from pairgate.evidence.patches import Patch
+from pairgate.evidence.runner import Request, collect
+from pairgate.evidence.schema import write_evidence
+from pairgate.sandbox.testing import RunningSandbox
+from tests.evidence_repos import CALC, PYTEST, TESTS
+from tests.gate_world import ci_variables
+from tests.gcl import COMMON_INPUTS, GATE, component_files, component_include, dump
+from tests.gcl import publish as publish_gate
+from tests.gcl import repository, run
+from tests.gitrepos import GIT_ENV
+
+pytestmark = pytest.mark.slow
+
+INPUTS = {
+    k: COMMON_INPUTS[k]
+    for k in ("image", "runner-tags", "tracker-project", "env-prefix", "read-token-variable")
+}
+INPUTS["config-path"] = f"{GATE}/pairgate-config.json"
+FILES = {"calc/__init__.py": CALC, "tests/test_calc.py": TESTS}
+
+
+def mutant(repo: Path, name: str, old: str, new: str, into: Path) -> Path:
+    import subprocess
+
+    (repo / "calc" / "__init__.py").write_text(CALC.replace(old, new))
+    diff = subprocess.run(
+        ["git", "-C", str(repo), "diff", "--no-color"],
+        env=GIT_ENV,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    (repo / "calc" / "__init__.py").write_text(CALC)
+    path = into / name
+    path.write_text(diff)
+    return path
+
+
+class Offered:
+    """A merge request whose head is a real package, offered to review with evidence."""
+
+    def __init__(self, sandbox: RunningSandbox, tmp: Path) -> None:
+        publish_gate(sandbox)
+        ci = {"include": [component_include("mr-evidence", INPUTS)]}
+        files: dict[str, str | bytes] = {
+            **component_files("mr-evidence"),
+            ".gitlab-ci.yml": dump(ci),
+            **FILES,
+        }
+        self.repo = repository(tmp / "mr", sandbox, files)
+        self.sha = _head(self.repo)
+        self.round = Round(sandbox)
+        sandbox.mirror_commit(self.sha, self.round.branch, {**files})
+        assert self.round.head == self.sha
+        self.round.claimed()
+        patches = tmp / "patches"
+        patches.mkdir()
+        self.mutants = [
+            mutant(self.repo, "add.patch", "a + b", "a - b", patches),
+            mutant(self.repo, "clamp.patch", "max(lo, min(x, hi))", "min(x, hi)", patches),
+        ]
+        doc = collect(
+            Request(
+                self.repo,
+                PYTEST,
+                tuple(Patch(p.name, p.read_text()) for p in self.mutants),
+                jobs=2,
+            )
+        )
+        self.evidence = tmp / "evidence.json"
+        write_evidence(doc, self.evidence)
+        r = self.round
+        offered = r.run(
+            "acme-lead",
+            *("handoff", r.issue, "--to", "acme-review", "--role", "review", "--sha", self.sha),
+            *("--mr", r.mr, "--mr-project", r.project, "--evidence", self.evidence),
+        )
+        assert offered.code == 0, offered.err
+        self.sandbox = sandbox
+
+    def ci(self) -> dict[str, str]:
+        return ci_variables(self.sandbox, (self.round.project, self.round.mr), jobs=(CI_JOB,))
+
+
+def _head(repo: Path) -> str:
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+@pytest.fixture
+def offered(sandbox: RunningSandbox, tmp_path: Path) -> Offered:
+    return Offered(sandbox, tmp_path)
+
+
+def job_id(ci: dict[str, str], sandbox: RunningSandbox) -> int:
+    pipeline = sandbox.api("GET", f"/projects/2/pipelines/{ci['CI_PIPELINE_ID']}/jobs")
+    return int(pipeline[0]["id"])
+
+
+def test_the_job_reruns_the_offers_mutants_and_every_surface_shows_it(
+    offered: Offered, sandbox: RunningSandbox
+) -> None:
+    ci = offered.ci()
+    result = run(offered.repo, sandbox, ci, jobs=(CI_JOB,))
+    assert result.job(CI_JOB) == "PASS", result.output
+    said = result.lines(CI_JOB)
+    job = job_id(ci, sandbox)
+    line = parse_trace(said)
+    assert line is not None, said
+    assert (line["job"], line["pipeline"], line["sha"]) == (
+        job,
+        int(ci["CI_PIPELINE_ID"]),
+        offered.sha,
+    )
+    assert (line["killed"], line["total"], line["status"], line["weak"]) == (2, 2, "pass", False)
+    assert line["offer_note"] == offered.round.notes()[-1]["id"]
+    assert f"{CI_JOB}: mutant 1: killed" in said and f"{CI_JOB}: mutant 2: killed" in said
+    # the artifact holds the result and the whole evidence document of the run
+    artifact = json.loads((offered.repo / "pairgate-evidence-ci.json").read_text())
+    assert artifact["result"] == line and artifact["evidence"]["sha"] == offered.sha
+
+    # The sandbox has no runner here: give it the job's log as a runner would.
+    sandbox.set_job(job, "success", trace=said)
+    r = offered.round
+    words = f"CI re-run: job {job}, 2/2 killed"
+    assert words in r.run(None, "status", r.issue).out
+    status = json.loads(r.run(None, "status", r.issue, "--json").out)
+    assert status["offer"]["ci_rerun"]["state"] == "done"
+    assert r.run("acme-review", "accept", r.issue).code == 0
+    approved = r.run(
+        "acme-review",
+        *("approve", r.issue, "--mr", r.mr, "--mr-project", r.project, "--sha", offered.sha),
+        *("--to", "acme-lead"),
+    )
+    assert approved.code == 0, approved.err
+    assert f"{words}." in approved.out
+    note = r.notes()[-1]
+    assert f"{words}: the offer's mutants re-run at the merge request's head" in note["body"]
+    record = json.loads(re.search(r"mochi-task:approval (\{.*\}) -->", note["body"])[1])
+    assert record["ci_rerun"]["job"] == job and record["ci_rerun"]["killed"] == 2
+    assert words in r.run(None, "status", r.issue).out  # the approval's line shows it too
+
+
+def test_with_no_offer_carrying_evidence_there_is_nothing_to_rerun(
+    sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    publish_gate(sandbox)
+    files: dict[str, str | bytes] = {
+        **component_files("mr-evidence"),
+        ".gitlab-ci.yml": dump({"include": [component_include("mr-evidence", INPUTS)]}),
+        **FILES,
+    }
+    repo = repository(tmp_path / "mr", sandbox, files)
+    r = Round(sandbox)
+    sandbox.mirror_commit(_head(repo), r.branch, {**files})
+    result = run(repo, sandbox, ci_variables(sandbox, (r.project, r.mr), jobs=(CI_JOB,)))
+    assert result.job(CI_JOB) == "PASS", result.output
+    assert "nothing to re-run: no offer of it at its head carries mutation evidence" in (
+        result.lines(CI_JOB)
+    )
+    assert parse_trace(result.lines(CI_JOB)) is None
