@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -27,9 +28,16 @@ from pairgate.evidence.schema import write_evidence
 from pairgate.sandbox.testing import RunningSandbox
 from tests.evidence_repos import CALC, PYTEST, TESTS
 from tests.gate_world import ci_variables
-from tests.gcl import COMMON_INPUTS, GATE, component_files, component_include, dump
+from tests.gcl import (
+    COMMON_INPUTS,
+    GATE,
+    component_files,
+    component_include,
+    dump,
+    repository,
+    run,
+)
 from tests.gcl import publish as publish_gate
-from tests.gcl import repository, run
 from tests.gitrepos import GIT_ENV
 
 pytestmark = pytest.mark.slow
@@ -43,8 +51,6 @@ FILES = {"calc/__init__.py": CALC, "tests/test_calc.py": TESTS}
 
 
 def mutant(repo: Path, name: str, old: str, new: str, into: Path) -> Path:
-    import subprocess
-
     (repo / "calc" / "__init__.py").write_text(CALC.replace(old, new))
     diff = subprocess.run(
         ["git", "-C", str(repo), "diff", "--no-color"],
@@ -106,8 +112,6 @@ class Offered:
 
 
 def _head(repo: Path) -> str:
-    import subprocess
-
     return subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
