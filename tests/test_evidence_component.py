@@ -157,6 +157,13 @@ def test_the_job_reruns_the_offers_mutants_and_every_surface_shows_it(
     status = json.loads(r.run(None, "status", r.issue, "--json").out)
     assert status["offer"]["ci_rerun"]["state"] == "done"
     assert r.run("acme-review", "accept", r.issue).code == 0
+    reran = r.run(
+        "acme-review",
+        *("evidence", "rerun", r.issue, "--mutant-index", 1, "--mutant", offered.mutants[1]),
+        *("--test", PYTEST, "--repo", offered.repo),
+    )
+    assert reran.code == 0, reran.err
+    assert f"{words} (the offer's mutants, in CI)" in reran.out
     approved = r.run(
         "acme-review",
         *("approve", r.issue, "--mr", r.mr, "--mr-project", r.project, "--sha", offered.sha),

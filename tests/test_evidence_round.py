@@ -161,12 +161,25 @@ def test_status_board_and_waiting_show_the_offers_evidence(
 ) -> None:
     assert handoff(world, "--evidence", docs.file(tmp_path, docs.good)).code == 0
     text = world.run(None, "status", world.issue).out
-    assert f"  evidence: {docs.killed} (digest {docs.good['digest']})" in text.splitlines()
+    assert (
+        f"  evidence: {docs.killed} (digest {docs.good['digest']}; self-reported: run in the "
+        "agent's session, its digest catches accidents, not forgery; the reviewer's re-run is "
+        "the check)"
+    ) in text.splitlines()
+    assert "  no CI re-run" in text.splitlines()  # the merge request has no pipeline
     offer = json_of(world, "status", world.issue)["offer"]
     assert offer["evidence"] == evidence_field(docs.good)
     assert offer["evidence_summary"] == docs.killed
+    assert offer["ci_rerun"] == {
+        "state": "none",
+        "job": None,
+        "job_status": None,
+        "pipeline": None,
+        "result": None,
+    }
     board = world.run(None, "board").out
     assert re.search(rf"-> acme-review as review, \d+s, evidence {re.escape(docs.killed)}", board)
+    assert "Mutation evidence and re-runs are self-reported: run in the agent's session" in board
     (entry,) = json_of(world, "board")["issues"]
     assert entry["offer"]["evidence_summary"] == docs.killed
     waiting = world.run(None, "waiting", "--agent", "acme-review").out

@@ -18,6 +18,7 @@ from typing import Any
 from pairgate import output as render
 from pairgate.commands.evidence_run import evidence_text, keep, read_patch, request_for
 from pairgate.evidence import DEFAULT_PIDS
+from pairgate.evidence.ci_result import read_ci_rerun, state_words
 from pairgate.evidence.handoff import patches_from_block
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.rerun import offered_mutant, own_mutant, rerun_document, write_rerun
@@ -29,6 +30,7 @@ from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, Refusal, UsageError
 from pairgate.standalone.fold import fold
 from pairgate.standalone.gitlab import GitLab
+from pairgate.standalone.ledger import MrRef
 from pairgate.standalone.reads import read_notes
 from pairgate.turn import damage
 
@@ -200,6 +202,16 @@ def rerun_evidence(
         render.dump(doc, ctx.stdout)
     else:
         print(rerun_text(doc, Style(render.use_colour(ctx.stdout, ctx.env))), file=ctx.stdout)
+        mr = event.record.get("mr") or {}
+        if mr:
+            ci = read_ci_rerun(
+                client,
+                MrRef(str(mr["project"]), int(mr["iid"])),
+                sha=sha,
+                offer_note=event.note_id,
+                evidence_digest=str(recorded["digest"]),
+            )
+            print(f"{state_words(ci)} (the offer's mutants, in CI)", file=ctx.stdout)
         if out is not None:
             print(
                 f"Written to {out}; approve with it: {cli} approve {issue} ... --evidence "
