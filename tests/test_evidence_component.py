@@ -82,6 +82,8 @@ class Offered:
         sandbox.mirror_commit(self.sha, self.round.branch, {**files})
         assert self.round.head == self.sha
         self.round.claimed()
+        # The project's merge request pipelines run the job (the tracker-held pipeline's).
+        sandbox.set_ci(self.round.project, [{"name": CI_JOB}])
         patches = tmp / "patches"
         patches.mkdir()
         self.mutants = [
@@ -105,10 +107,27 @@ class Offered:
             *("--mr", r.mr, "--mr-project", r.project, "--evidence", self.evidence),
         )
         assert offered.code == 0, offered.err
+        self.handoff_out = offered.out
         self.sandbox = sandbox
 
-    def ci(self) -> dict[str, str]:
-        return ci_variables(self.sandbox, (self.round.project, self.round.mr), jobs=(CI_JOB,))
+    def started(self) -> tuple[int, dict[str, str]]:
+        """The job of the pipeline the handoff started, running as its runner runs it, and
+        what GitLab gives it (tests/gate_world.ci_variables, for that pipeline)."""
+        r, sandbox = self.round, self.sandbox
+        (pipeline, *_) = sandbox.api("GET", f"/projects/2/merge_requests/{r.mr}/pipelines")
+        (job,) = sandbox.api("GET", f"/projects/2/pipelines/{pipeline['id']}/jobs")
+        token = sandbox.set_job(job["id"], "running")["token"]
+        return int(job["id"]), {
+            "CI_SERVER_URL": sandbox.url,
+            "CI_API_V4_URL": sandbox.api_url,
+            "CI_JOB_TOKEN": str(token),
+            "CI_PIPELINE_ID": str(pipeline["id"]),
+            "CI_PROJECT_ID": "2",
+            "CI_MERGE_REQUEST_PROJECT_ID": "2",
+            "CI_MERGE_REQUEST_PROJECT_PATH": r.project,
+            "CI_MERGE_REQUEST_IID": str(r.mr),
+            "CI_COMMIT_SHA": self.sha,
+        }
 
 
 def _head(repo: Path) -> str:
@@ -122,19 +141,18 @@ def offered(sandbox: RunningSandbox, tmp_path: Path) -> Offered:
     return Offered(sandbox, tmp_path)
 
 
-def job_id(ci: dict[str, str], sandbox: RunningSandbox) -> int:
-    pipeline = sandbox.api("GET", f"/projects/2/pipelines/{ci['CI_PIPELINE_ID']}/jobs")
-    return int(pipeline[0]["id"])
-
-
 def test_the_job_reruns_the_offers_mutants_and_every_surface_shows_it(
     offered: Offered, sandbox: RunningSandbox
 ) -> None:
-    ci = offered.ci()
+    # The offer started a merge request pipeline, whose job has not run yet.
+    assert "started merge request pipeline " in offered.handoff_out
+    r = offered.round
+    assert "CI re-run: job " in r.run(None, "status", r.issue).out
+    assert " pending" in r.run(None, "status", r.issue).out
+    job, ci = offered.started()
     result = run(offered.repo, sandbox, ci, jobs=(CI_JOB,))
     assert result.job(CI_JOB) == "PASS", result.output
     said = result.lines(CI_JOB)
-    job = job_id(ci, sandbox)
     line = parse_trace(said)
     assert line is not None, said
     assert (line["job"], line["pipeline"], line["sha"]) == (
@@ -151,7 +169,6 @@ def test_the_job_reruns_the_offers_mutants_and_every_surface_shows_it(
 
     # The sandbox has no runner here: give it the job's log as a runner would.
     sandbox.set_job(job, "success", trace=said)
-    r = offered.round
     words = f"CI re-run: job {job}, 2/2 killed"
     assert words in r.run(None, "status", r.issue).out
     status = json.loads(r.run(None, "status", r.issue, "--json").out)
