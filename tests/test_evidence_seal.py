@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -394,3 +395,49 @@ def test_a_configuration_inside_a_tree_the_run_sees_is_masked(
     assert "seen = True" in tail  # the tree is given...
     assert "refused pairgate/review-bot.token" in tail and "glpat-masked" not in tail  # ...masked
     assert "pairgate-config.json" not in tail
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root, to run the sandbox as another user with setpriv",
+)
+def test_for_a_caller_that_is_not_root_rlimit_nproc_caps_a_fork_bomb() -> None:
+    """BUBBLEWRAP, with the RLIMIT_NPROC cap (where no pids cgroup can be made): the kernel
+    applies the limit to any user but real root, counted in the run's own user namespace. The
+    sandbox's program line, as pairgate builds it, run as nobody."""
+    import tempfile
+
+    # a directory nobody may enter (pytest's own are the caller's alone)
+    with tempfile.TemporaryDirectory(prefix="pairgate-evidence-nobody-") as where:
+        Path(where).chmod(0o755)
+        forked, said = _bomb_as_nobody(Path(where))
+    assert "Cannot fork" in said
+    assert 0 < forked < 16
+
+
+def _bomb_as_nobody(tmp_path: Path) -> tuple[int, str]:
+    """How many processes the bomb made before a fork was refused, and what it said."""
+    from pairgate.evidence.isolation import Isolation, Places, argv_for, find_tools
+    from pairgate.evidence.proclimit import ProcessCap
+
+    places = Places(tmp_path / "repo", tmp_path / "report", tmp_path, tmp_path)
+    for d in (places.clone, places.report):
+        d.mkdir()
+        d.chmod(0o777)
+    iso = Isolation("bubblewrap", "", find_tools(), ProcessCap("rlimit-nproc", ""))
+    # dash gives up at the first fork it is refused ("Cannot fork"): the count it left says
+    # how many it got
+    bomb = "n=0; while sleep 30 & do n=$((n+1)); echo $n > count; [ $n -ge 200 ] && break; done"
+    argv = argv_for(
+        bomb, isolation=iso, network=False, timeout=20, pids=16, places=places,
+        env={"PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert "--nproc=16:16" in argv
+    done = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *argv],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    count = places.clone / "count"
+    return (int(count.read_text()) if count.exists() else 0), done.stdout + done.stderr
