@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pairgate.evidence.ci_result import ci_words
-from pairgate.evidence.surface import SELF_REPORTED, rerun_summary
+from pairgate.evidence.surface import SELF_REPORTED, ci_words, rerun_summary
 
 
 def quoted(text: str) -> str:

@@ -19,10 +19,10 @@ import pytest
 from pairgate.evidence.isolation import (
     DEAD_PROXY,
     Isolation,
-    _try_unshare,
     env_only,
     find_tools,
     probe,
+    unshare_problem,
     weaker,
 )
 from pairgate.evidence.patches import Patch
@@ -31,7 +31,7 @@ from pairgate.evidence.runner import Request, collect
 from tests.evidence_repos import Package, make_package, marker, processes_with, sleeper_code
 
 BUBBLEWRAP = probe().mode == "bubblewrap"
-NO_UNSHARE = _try_unshare(find_tools())
+NO_UNSHARE = unshare_problem(find_tools())
 needs_bubblewrap = pytest.mark.skipif(
     not BUBBLEWRAP, reason=f"no bubblewrap on this machine: {probe().why}"
 )

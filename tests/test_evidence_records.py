@@ -17,6 +17,7 @@ from pairgate.evidence.surface import (
     approval_keys,
     approval_words,
     approved_offer,
+    ci_words,
     evidence_summary,
     offer_keys,
     offer_under_review,
@@ -78,7 +79,24 @@ def test_records_written_before_the_fields_still_read(trail: Trail) -> None:
         "evidence_summary": "no mutation evidence",
         "rerun": None,
         "rerun_summary": "no re-run",
+        "ci_rerun": None,
+        "ci_rerun_summary": "no CI re-run",
     }
+
+
+CI = {
+    "job": 57,
+    "pipeline": 901,
+    "sha": SHA,
+    "offer_note": 101,
+    "evidence_digest": EVIDENCE["digest"],
+    "status": "pass",
+    "killed": 2,
+    "total": 2,
+    "isolation": "bubblewrap",
+    "network": "blocked",
+    "weak": False,
+}
 
 
 def test_the_fields_are_written_and_read_back(trail: Trail) -> None:
@@ -91,6 +109,17 @@ def test_the_fields_are_written_and_read_back(trail: Trail) -> None:
     keys = approval_keys(ledger, approval.id)
     assert keys["evidence"] == EVIDENCE and keys["rerun"]["offer_note"] == offer.id
     assert approval_words(keys) == "evidence: 2/2 killed; re-run: mutant 2 killed, own survived"
+    # the CI re-run, when one had finished, and its words
+    ci = {**CI, "offer_note": offer.id}
+    again = trail.approve("acme-review", "acme-lead", rerun=None, ci_rerun=ci, supersedes=None)
+    keys = approval_keys(trail.fold(), again.id)
+    assert keys["ci_rerun"] == ci and keys["ci_rerun_summary"] == "CI re-run: job 57, 2/2 killed"
+    assert approval_words(keys).endswith("; no re-run; CI re-run: job 57, 2/2 killed")
+    weaker = {**ci, "isolation": "env-only", "network": "not-blocked", "weak": True}
+    assert approval_words({**keys, "ci_rerun": weaker, "ci_rerun_summary": ci_words(weaker)}) == (
+        "evidence: 2/2 killed; no re-run; CI re-run: job 57, 2/2 killed (WEAK: exit-code rule, "
+        "env-only: the filesystem was not sealed, network not-blocked)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -102,6 +131,9 @@ def test_the_fields_are_written_and_read_back(trail: Trail) -> None:
         ("ownership", "handoff", "evidence", "3/3 killed", "evidence"),
         ("approval", "approve", "rerun", {**RERUN, "own": None}, "rerun"),
         ("approval", "approve", "rerun", {**RERUN, "sha": "abc"}, "rerun"),
+        ("approval", "approve", "ci_rerun", {**CI, "job": 0}, "ci_rerun"),
+        ("approval", "approve", "ci_rerun", {**CI, "extra": 1}, "ci_rerun"),
+        ("ownership", "handoff", "ci_rerun", None, "Additional properties"),
         ("ownership", "claim", "evidence", None, "Additional properties"),
         ("ownership", "handoff", "rerun", None, "Additional properties"),
     ],

@@ -346,3 +346,46 @@ def test_documents_are_kept_by_repository_and_sha(tmp_path: Path) -> None:
     assert store.last(root, "r" * 40) == second
     assert store.last(root, "r" * 40, "a" * 40) == first
     assert store.last(root, "x" * 40) is None
+
+
+# -- the CI re-run's line ------------------------------------------------------------------------
+
+RESULT = {
+    "schema": "pairgate-evidence-ci",
+    "v": 1,
+    "job": 57,
+    "pipeline": 901,
+    "project": "acme/app",
+    "mr": 1,
+    "sha": "a" * 40,
+    "issue": 4,
+    "offer_note": 1003,
+    "evidence_digest": "sha256:" + "e" * 64,
+    "status": "pass",
+    "killed": 2,
+    "total": 2,
+    "mutants": [{"index": 1, "verdict": "killed"}, {"index": 2, "verdict": "killed"}],
+    "isolation": "bubblewrap",
+    "network": "blocked",
+    "weak": False,
+    "digest": "sha256:" + "d" * 64,
+}
+
+
+def test_the_last_result_line_of_a_job_log_counts_only_for_its_job_sha_and_offer() -> None:
+    from pairgate.evidence.ci_result import counts, parse_trace, result_line
+
+    faked = result_line({**RESULT, "killed": 0})  # printed earlier, by anyone
+    stamped = "2026-01-01T00:00:00.000000Z 01O " + result_line(RESULT)  # timestamped logs
+    log = f"section_start:1:x\n{faked}\nrunning the mutants\n{stamped}\nsection_end\n"
+    assert parse_trace(log) == RESULT
+    assert parse_trace(log + "pairgate-evidence-ci: {not json}\n") is None  # the last one
+    assert parse_trace(result_line({**RESULT, "killed": -1})) is None  # not the schema
+    assert parse_trace("no line at all") is None
+    binding = {"job": 57, "pipeline": 901, "sha": "a" * 40, "offer_note": 1003}
+    digest = RESULT["evidence_digest"]
+    assert counts(RESULT, **binding, evidence_digest=str(digest))
+    for key, other in (("job", 58), ("pipeline", 902), ("sha", "b" * 40), ("offer_note", 9)):
+        assert not counts(RESULT, **{**binding, key: other}, evidence_digest=str(digest))
+    assert not counts(RESULT, **binding, evidence_digest="sha256:" + "0" * 64)
+    assert not counts(None, **binding, evidence_digest=str(digest))

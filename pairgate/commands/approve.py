@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pairgate.evidence.ci_result import ci_words, read_ci_rerun, state_words
+from pairgate.evidence.ci_result import read_ci_rerun, state_words
 from pairgate.evidence.rerun import (
     read_rerun,
     reproduction_problems,
@@ -18,6 +18,7 @@ from pairgate.evidence.surface import (
     NO_RERUN,
     SELF_REPORTED,
     accepted_offer,
+    ci_words,
     record_field,
     rerun_summary,
 )

@@ -25,13 +25,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from pairgate.evidence.schema import DIGEST_FIELD, ISOLATION_MODES, SHA_FIELD, first_problem
+from pairgate.evidence.surface import NO_CI_RERUN, ci_words
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
 from pairgate.standalone.ledger import MrRef
 
 CI_JOB = "rerun-mr-evidence"
 LINE_PREFIX = "pairgate-evidence-ci: "
 CI_SCHEMA_NAME = "pairgate-evidence-ci"
-NO_CI_RERUN = "no CI re-run"
 _LINE = re.compile(r"pairgate-evidence-ci: (\{.*\})\s*$")
 _POSITIVE = {"type": "integer", "minimum": 1}
 _COUNT = {"type": "integer", "minimum": 0}
@@ -123,19 +123,6 @@ def ci_field(result: Mapping[str, Any]) -> dict[str, Any]:
         weak=result["weak"],
     )
     return field
-
-
-def ci_words(field: Mapping[str, Any] | None) -> str:
-    """``CI re-run: job 57, 2/2 killed`` (with what held less), or NO_CI_RERUN."""
-    if field is None:
-        return NO_CI_RERUN
-    from pairgate.evidence.surface import isolation_words
-
-    text = f"CI re-run: job {field['job']}, {field['killed']}/{field['total']} killed"
-    words = isolation_words(field["isolation"], field["network"])
-    if field["weak"]:
-        words = ", ".join(w for w in ("WEAK: exit-code rule", words) if w)
-    return f"{text} ({words})" if words else text
 
 
 def state_words(state: Mapping[str, Any]) -> str:

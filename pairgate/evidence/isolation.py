@@ -224,7 +224,8 @@ def _try_bwrap(tools: Tools) -> str | None:
     return None if why is None else f"bwrap failed here: {why}"
 
 
-def _try_unshare(tools: Tools) -> str | None:
+def unshare_problem(tools: Tools) -> str | None:
+    """None when rootless namespaces work here (the namespaces mode), else why not."""
     if tools.unshare is None:
         return "unshare is not installed"
     argv = [tools.unshare, "-rnpf", "--mount-proc", "--kill-child", "--", "/bin/sh", "-c", "exit 0"]
@@ -239,7 +240,7 @@ def probe() -> Isolation:
     no_bwrap = _try_bwrap(tools)
     if no_bwrap is None:
         return Isolation("bubblewrap", "", tools, cap)
-    no_unshare = _try_unshare(tools)
+    no_unshare = unshare_problem(tools)
     if no_unshare is None:
         return Isolation("namespaces", no_bwrap, tools, cap)
     return Isolation("env-only", f"{no_bwrap}; {no_unshare}", tools, cap)

@@ -16,6 +16,7 @@ from pairgate.standalone.ledger import Event, Ledger
 
 NO_EVIDENCE = "no mutation evidence"
 NO_RERUN = "no re-run"
+NO_CI_RERUN = "no CI re-run"
 # What evidence from an agent's session is, said on every surface that shows some.
 SELF_REPORTED = (
     "self-reported: run in the agent's session, its digest catches accidents, not forgery; "
@@ -120,6 +121,18 @@ def rerun_summary(rerun: Mapping[str, Any] | None) -> str:
     return f"{text} ({words})" if words else text
 
 
+def ci_words(field: Mapping[str, Any] | None) -> str:
+    """``CI re-run: job 57, 2/2 killed`` (with what held less), or NO_CI_RERUN, of an
+    approval's ``ci_rerun`` field (ci_result.py reads it from the job's log)."""
+    if field is None:
+        return NO_CI_RERUN
+    text = f"CI re-run: job {field['job']}, {field['killed']}/{field['total']} killed"
+    words = isolation_words(field["isolation"], field["network"])
+    if field["weak"]:
+        words = ", ".join(w for w in ("WEAK: exit-code rule", words) if w)
+    return f"{text} ({words})" if words else text
+
+
 def approved_offer(ledger: Ledger, approval_note: int) -> Event | None:
     """The handoff the approver held the issue by when it approved in ``approval_note``: the
     last accept that took effect before it, unless a claim took the issue afresh after."""
@@ -147,8 +160,6 @@ def offer_keys(ledger: Ledger, note_id: int, *, kind: str, role: str) -> dict[st
 def approval_keys(ledger: Ledger, note_id: int) -> dict[str, Any]:
     """An approval's ``approved_offer`` (the note of the handoff it answers, or null), that
     offer's ``evidence`` and ``evidence_summary``, and its own ``rerun`` and ``rerun_summary``."""
-    from pairgate.evidence.ci_result import ci_words
-
     offer = approved_offer(ledger, note_id)
     evidence = None if offer is None else record_field(ledger, offer.note_id, "evidence")
     rerun = record_field(ledger, note_id, "rerun")
