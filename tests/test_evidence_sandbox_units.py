@@ -108,6 +108,16 @@ def test_the_sealed_program_line_drops_everything_and_binds_nothing_of_the_host_
     assert argv[argv.index("--") + 1 :] == inner
 
 
+def test_a_sealed_run_is_never_run_unsealed_and_reports_how_it_ended() -> None:
+    with pytest.raises(ValueError, match="never run unsealed"):
+        line(Isolation("bubblewrap", "", TOOLS, CGROUP))  # no places: refused, not weakened
+    iso = Isolation("bubblewrap", "", TOOLS, CGROUP)
+    argv = line(iso, places=PLACES, env={}, status=7)
+    assert pairs(argv[: argv.index("--")], "--json-status-fd", 1) == [("7",)]
+    assert bwrap.ran_to_its_end('{ "child-pid": 5 }\n{ "exit-code": 1 }\n')
+    assert not bwrap.ran_to_its_end('{ "child-pid": 5 }\n')  # it could not set up: not exit 1
+
+
 def test_with_network_the_sealed_line_shares_the_network_and_loads_the_filter() -> None:
     options = sealed_line(network=True)
     assert "--share-net" in options and pairs(options, "--seccomp", 1) == [("9",)]

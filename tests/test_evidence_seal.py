@@ -441,3 +441,27 @@ def _bomb_as_nobody(tmp_path: Path) -> tuple[int, str]:
     )
     count = places.clone / "count"
     return (int(count.read_text()) if count.exists() else 0), done.stdout + done.stderr
+
+
+def test_a_sandbox_that_cannot_be_set_up_is_an_error_never_a_kill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BUBBLEWRAP: bubblewrap exits 1 when it cannot set the sandbox up, which the exit-code
+    rule would read as a test failure; its status lines say the command never ran."""
+    from pairgate.evidence import runner
+    from pairgate.evidence.isolation import python_roots
+    from pairgate.evidence.proclimit import _MOVE_IN
+
+    monkeypatch.setattr(runner, "python_roots", lambda: (*python_roots(), tmp_path / "gone"))
+    repo = tmp_path / "repo"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    commit(repo, {"calc.py": "x = 1\n"}, "x")
+    mutant = Patch("m.patch", "--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n")
+    doc = collect(Request(repo, "exit 0", (mutant,)))
+    base = doc["baseline"]
+    assert (base["outcome"], base["exit_code"]) == ("error", None)
+    assert "the sandbox did not start the command" in base["output_tail"]
+    assert doc["status"] == "error"
+    # nor is a run that could not join its pids cgroup
+    joined = subprocess.run(["/bin/sh", "-c", _MOVE_IN, "x", str(tmp_path / "gone"), "true"])
+    assert joined.returncode == 125

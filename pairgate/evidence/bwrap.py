@@ -90,6 +90,7 @@ def bwrap_argv(
     env: Mapping[str, str],
     network: bool,
     seccomp_fd: int | None,
+    status_fd: int | None = None,
     links: Sequence[tuple[str, str, str]],
     resolv: Path | None,
     inner: Sequence[str],
@@ -122,7 +123,24 @@ def bwrap_argv(
         argv += ["--setenv", name, value]
     if seccomp_fd is not None:
         argv += ["--seccomp", str(seccomp_fd)]
+    if status_fd is not None:
+        # bubblewrap writes {"exit-code": N} there once the command ran to its end: without it,
+        # its own exit status (1 when it could not set the sandbox up) is not the command's
+        argv += ["--json-status-fd", str(status_fd)]
     return [*argv, "--", *inner]
+
+
+def ran_to_its_end(status: str) -> bool:
+    """Whether bubblewrap's JSON status lines say the command ran and exited."""
+    import json
+
+    for line in status.splitlines():
+        try:
+            if "exit-code" in json.loads(line):
+                return True
+        except (ValueError, TypeError):
+            continue
+    return False
 
 
 def resolv_target() -> Path | None:

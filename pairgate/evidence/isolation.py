@@ -323,6 +323,7 @@ def argv_for(
     env: dict[str, str] | None = None,
     sealing: Sealing = Sealing(),
     seccomp: int | None = None,
+    status: int | None = None,
 ) -> list[str]:
     """The program line of one run (pure but for the host's top-level links)."""
     inner = ["/bin/sh", "-c", command]
@@ -331,7 +332,9 @@ def argv_for(
         inner = [tools.timeout, "-s", "KILL", f"{timeout:g}", *inner]
     if isolation.cap.by == "rlimit-nproc" and isolation.has_userns and tools.prlimit:
         inner = [tools.prlimit, f"--nproc={pids}:{pids}", "--", *inner]
-    if isolation.mode == "bubblewrap" and tools.bwrap and places is not None:
+    if isolation.mode == "bubblewrap":
+        if tools.bwrap is None or places is None:
+            raise ValueError("a sealed run needs bwrap and its places")  # never run unsealed
         return bwrap.bwrap_argv(
             tools.bwrap,
             clone=places.clone,
@@ -342,6 +345,7 @@ def argv_for(
             env=env or {},
             network=network,
             seccomp_fd=seccomp,
+            status_fd=status,
             links=bwrap.system_links(),
             resolv=bwrap.resolv_target() if network else None,
             inner=inner,
@@ -374,6 +378,7 @@ def run_isolated(
     """Run once; the output goes to ``log`` (a file, not a pipe, so a leftover process holding
     it open cannot keep this waiting)."""
     sealed = isolation.mode == "bubblewrap"
+    status_r, status_w = os.pipe() if sealed else (None, None)
     with (
         run_cgroup(isolation.cap, pids) as prefix,
         seccomp_fd(network=network and sealed) as fd,
@@ -389,6 +394,7 @@ def run_isolated(
             env=env,
             sealing=sealing,
             seccomp=fd,
+            status=status_w,
         )
         start = clock()
         try:
@@ -401,17 +407,45 @@ def run_isolated(
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                pass_fds=() if fd is None else (fd,),
+                pass_fds=tuple(f for f in (fd, status_w) if f is not None),
             )
         except OSError as exc:
             out.write(f"cannot start the command: {exc}\n".encode())
             out.flush()
+            _close(status_r)
             return RawRun(None, False, 0, _tail(log))
+        finally:
+            _close(status_w)
         code, backstop = _wait(proc, timeout)
         elapsed = clock() - start
+    if status_r is not None:
+        said = _read_all(status_r)
+        if not backstop and not bwrap.ran_to_its_end(said):
+            # The sandbox could not be set up: its exit status is bubblewrap's, not the
+            # command's, and must never read as a test failure (1).
+            with log.open("ab") as out:
+                out.write(b"\npairgate: the sandbox did not start the command\n")
+            return RawRun(None, False, int(elapsed * 1000), _tail(log))
     # timeout -s KILL kills its own process group, itself included: 137 (or 124) at the limit.
     timed_out = backstop or (code in (124, 137, -9) and elapsed >= timeout * 0.98)
     return RawRun(int(code), timed_out, int(elapsed * 1000), _tail(log))
+
+
+def _close(*fds: int | None) -> None:
+    for f in fds:
+        if f is not None:
+            with contextlib.suppress(OSError):
+                os.close(f)
+
+
+def _read_all(fd: int) -> str:
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 def _wait(proc: subprocess.Popen[bytes], timeout: float) -> tuple[Any, bool]:

@@ -26,7 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-_MOVE_IN = 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"'
+# 125 when it cannot: a run that never started is an error, never a test failure (exit 1)
+_MOVE_IN = 'echo $$ > "$1/cgroup.procs" || exit 125; shift; exec "$@"'
 _counter = itertools.count(1)
 
 
