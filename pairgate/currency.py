@@ -16,7 +16,7 @@ from typing import TextIO
 
 from pairgate import deployed_currency
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import Refusal
+from pairgate.standalone.errors import Refusal, state_dir
 
 # A long list of missing commits says nothing a short one does not.
 SHOWN = 10
@@ -79,13 +79,10 @@ def _in_no_checkout(currency: deployed_currency.Currency, checkout: Path) -> boo
 def _first_today(env: Mapping[str, str], copy: str, now: float) -> bool:
     """True once per UTC day per copy: a stamp under the user's state directory says when the
     note was last given. With no state directory to keep it in, every time."""
-    home = env.get("HOME", "").strip()
-    base = env.get("XDG_STATE_HOME", "").strip() or (
-        f"{home}/.local/state" if home and Path(home).is_dir() else ""
-    )
-    if not base:  # never make a home directory that is not there
+    base = state_dir(env)
+    if base is None:
         return True
-    stamp = Path(base) / "pairgate" / "currency-notes" / hashlib.sha256(copy.encode()).hexdigest()
+    stamp = base / "currency-notes" / hashlib.sha256(copy.encode()).hexdigest()
     today = time.strftime("%Y-%m-%d", time.gmtime(now))
     try:
         if stamp.read_text(encoding="utf-8").strip() == today:

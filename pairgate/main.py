@@ -1,22 +1,25 @@
 """The pairgate command line: it parses and dispatches, nothing else.
 
-Every command is registered here with its exact flags. Each handler lives in a command module
+Every command is a row of the command table (``pairgate/commands/table.py``): its flags, its
+handler and what main prepares for it. Each handler lives in a command module
 (``pairgate/commands/``), takes explicit keyword arguments and returns an exit code. Expected
 failures are ``PairgateError``s; ``ownership.report`` is the one place that turns them into a
-message and an exit code.
+message and an exit code, and an unexpected error's traceback into a log.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from pairgate.parser import _META, build_parser
-from pairgate.standalone.errors import Context, Exit, UsageError, report
+from pairgate.commands.table import Command
+from pairgate.parser import build_parser, parse
+from pairgate.standalone.errors import Context, Exit, report
 
 Handler = Callable[..., int]
 
@@ -24,130 +27,32 @@ Handler = Callable[..., int]
 # <env_prefix>_CHECKOUT names the deployment's checkout (an installed copy is in none).
 _OWN_FILE = Path(__file__).resolve()
 
-# The commands whose handler is given the GitLab client main builds (``client=``).
-_READS_GITLAB = frozenset(
-    {"claim", "handoff", "accept", "decline", "release", "approve", "withdraw", "merge-check"}
-    | {"status", "board", "waiting", "close", "sync", "freeze", "thaw", "identity", "graph"}
-    | {"watch", "audit", "doctor"}
-    | {"evidence"}  # evidence rerun reads the offer from the issue's ledger
-)
-# The one handler that uses --verbose beyond the client line main prints.
-_KEEPS_VERBOSE = frozenset({"merge-check"})
+
+def handler(row: Command) -> Handler:
+    """The row's handler, imported on demand: a run pays for the one module it uses, and --help
+    for none."""
+    assert row.handler is not None, row  # a family's subcommand is required: argparse says so
+    module, name = row.handler.split(":")
+    found: Handler = getattr(importlib.import_module(module), name)
+    return found
 
 
-def handler_for(command: str) -> Handler:
-    """The handler of ``command``, imported on demand: a run pays for the one module it uses,
-    and --help for none."""
-    if command in ("claim", "handoff", "accept", "decline", "release", "close"):
-        from pairgate.commands import ledger
-
-        verbs: dict[str, Handler] = {
-            "claim": ledger.claim,
-            "handoff": ledger.handoff,
-            "accept": ledger.accept,
-            "decline": ledger.decline,
-            "release": ledger.release,
-            "close": ledger.close,
-        }
-        return verbs[command]
-    if command == "approve":
-        from pairgate.commands.approve import approve
-
-        return approve
-    if command == "withdraw":
-        from pairgate.commands.withdraw import withdraw
-
-        return withdraw
-    if command == "merge-check":
-        from pairgate.commands.gate import merge_check
-
-        return merge_check
-    if command == "audit":
-        from pairgate.commands.audit import audit
-
-        return audit
-    if command == "doctor":
-        from pairgate.commands.doctor import doctor
-
-        return doctor
-    if command == "status":
-        from pairgate.commands.status import status
-
-        return status
-    if command == "board":
-        from pairgate.commands.board import board
-
-        return board
-    if command == "waiting":
-        from pairgate.commands.waiting import waiting
-
-        return waiting
-    if command == "sync":
-        from pairgate.commands.sync import sync
-
-        return sync
-    if command in ("freeze", "thaw"):
-        from pairgate.commands.freeze import freeze, thaw
-
-        return freeze if command == "freeze" else thaw
-    if command == "identity":
-        from pairgate.commands.identity import identity
-
-        return identity
-    if command in ("impose", "lift-check"):
-        from pairgate.commands.constraints import impose, lift_check
-
-        return impose if command == "impose" else lift_check
-    if command == "graph":
-        from pairgate.commands.graph import graph
-
-        return graph
-    if command == "deploy-agents":
-        from pairgate.commands.deploy_agents import deploy_agents
-
-        return deploy_agents
-    if command == "deploy-hooks":
-        from pairgate.commands.deploy_hooks import deploy_hooks
-
-        return deploy_hooks
-    if command == "deploy-pipeline":
-        from pairgate.commands.deploy_pipeline import deploy_pipeline
-
-        return deploy_pipeline
-    if command == "sandbox":
-        from pairgate.sandbox.cli import serve
-
-        return serve
-    if command == "watch":
-        from pairgate.commands.watcher import watch
-
-        return watch
-    if command == "inbox":
-        from pairgate.commands.inbox import inbox
-
-        return inbox
-    if command == "evidence":
-        from pairgate.commands.evidence import evidence
-
-        return evidence
-    if command == "init":
-        from pairgate.commands.init import init
-
-        return init
-    if command == "demo":
-        from pairgate.commands.demo import demo
-
-        return demo
-    raise UsageError(f"pairgate: no handler for {command!r}")  # a registration bug
+def context_arguments(row: Command) -> frozenset[str]:
+    """What main passes a row's handler besides its flags (the command table's columns)."""
+    names = {"ctx"}
+    if row.reads_config:
+        names.add("config")
+    if row.reads_gitlab:
+        names.add("client")
+    if row.dispatches:
+        names.add("dispatch")
+    return frozenset(names)
 
 
-def _writes(args: argparse.Namespace) -> bool:
-    """Does this run write? The deploy commands write unless they only compare or list."""
-    if args.command in ("deploy-agents", "deploy-hooks", "deploy-pipeline"):
-        return not args.check and not getattr(args, "list", False)
-    if args.command == "audit":  # it writes only the issues it files
-        return bool(args.file_issues)
-    return bool(args.writes)
+def main_flags(row: Command) -> frozenset[str]:
+    """The flags main uses itself and does not pass on: --verbose (the client line, the
+    currency note) to every handler but the one that keeps it."""
+    return frozenset() if row.keeps_verbose else frozenset({"verbose"})
 
 
 def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
@@ -157,7 +62,7 @@ def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
         try:
             # --help prints and exits inside argparse; keep it on the injected stream.
             with contextlib.redirect_stdout(ctx.stdout):
-                args = build_parser().parse_args(list(argv))
+                args, row, kwargs = parse(argv)
         except SystemExit as done:
             return int(done.code or 0)
         if args.version:
@@ -165,14 +70,15 @@ def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
 
             print(f"pairgate {installed_version()}", file=ctx.stdout)
             return Exit.OK
-        if args.command is None:
+        if row is None:
             build_parser().print_help(ctx.stdout)
             return Exit.ERROR
-        kwargs = {k: v for k, v in vars(args).items() if k not in (*_META, "version")}
-        if args.reads_config:
+        verbose = bool(kwargs.get("verbose"))
+        given: dict[str, Any] = {"ctx": ctx}
+        if row.reads_config:
             from pairgate.standalone.config import load_config
 
-            kwargs["config"] = config = load_config(ctx.env)
+            given["config"] = config = load_config(ctx.env)
             if measured is not None:
                 named = ctx.env.get(config.env_name("CHECKOUT"), "").strip()
                 if measured == _OWN_FILE and named:  # an explicit origin= always wins
@@ -183,29 +89,30 @@ def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
                     measured,
                     config,
                     command=args.command,
-                    writes=_writes(args),
+                    writes=row.writes_with(kwargs),
                     env=ctx.env,
                     stderr=ctx.stderr,
                     now=ctx.now(),
-                    verbose=bool(kwargs.get("verbose")),
+                    verbose=verbose,
                 )
-            if args.command in _READS_GITLAB:
+            if row.reads_gitlab:
                 from pairgate.standalone.gitlab import gitlab_from_env
 
-                kwargs["client"] = client = gitlab_from_env(config, ctx.env)
-                if kwargs.get("verbose"):
+                given["client"] = client = gitlab_from_env(config, ctx.env)
+                if verbose:
                     print(client.describe(), file=ctx.stderr)
-        if args.command not in _KEEPS_VERBOSE:
-            kwargs.pop("verbose", None)
-        if args.command == "demo":  # it plays a round through this same dispatcher
-            kwargs["dispatch"] = lambda words, inner: run(words, inner, measured=None)
-        return int(handler_for(args.command)(ctx=ctx, **kwargs))
+        if row.dispatches:  # it plays command lines through this same dispatcher
+            given["dispatch"] = lambda words, inner: run(words, inner, measured=None)
+        for flag in main_flags(row):
+            kwargs.pop(flag, None)
+        context = {name: given[name] for name in context_arguments(row)}
+        return int(handler(row)(**kwargs, **context))
     except BrokenPipeError:
         # The reader of our output went away (``pairgate board | head``): its choice, not
         # an error, so no message and no traceback.
         return Exit.OK
     except Exception as exc:
-        return report(exc, ctx.stderr)
+        return report(exc, ctx)
 
 
 def main(

@@ -8,38 +8,39 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    78  errors.py: Exit codes, the error family and the run context every door is given.
-  line   173  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   331  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   553  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1115  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  1520  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  2090  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2359  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2752  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2864  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2940  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3190  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3431  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3767  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3915  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  4120  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4354  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4746  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4890  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5110  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5539  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  5995  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6144  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6539  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6620  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  7133  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7483  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7708  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8119  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8190  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8365  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8715  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    79  errors.py: Exit codes, the error family and the run context every door is given.
+  line   280  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   438  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   660  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1222  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  1627  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  2197  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2466  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2859  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2971  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3047  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3297  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3538  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3874  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4022  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  4227  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  4461  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4508  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4900  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5043  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5226  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5655  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6111  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6260  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  6655  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
+  line  6736  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
+  line  7249  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7599  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7824  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8235  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8306  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8481  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  8834  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -148,13 +149,119 @@ class Context:
     new_id: Callable[[], str] = fresh_id  # write ids: the example trail makes them deterministic
 
 
-def report(error: BaseException, stderr: TextIO) -> Exit:
-    """The one place that turns an exception into a message and an exit code."""
+def report(error: BaseException, ctx: Context, *, program: str = "pairgate") -> Exit:
+    """The one place that turns an exception into a message and an exit code. An unexpected
+    one (a bug) also leaves its traceback in the crash log (``log_crash``)."""
     if isinstance(error, PairgateError):
-        print(error.message, file=stderr)
+        print(error.message, file=ctx.stderr)
         return error.exit_code
-    print(f"pairgate: internal error: {type(error).__name__}: {error}", file=stderr)
+    print(f"pairgate: internal error: {_described(error)}", file=ctx.stderr)
+    log_crash(error, ctx, program=program)
     return Exit.ERROR
+
+
+def _described(error: BaseException) -> str:
+    try:
+        return f"{type(error).__name__}: {error}"
+    except Exception:  # its own __str__ failed: the name still says something
+        return type(error).__name__
+
+
+def state_home(env: Mapping[str, str]) -> Path | None:
+    """Where pairgate keeps state (in its ``pairgate`` directory): $XDG_STATE_HOME, else
+    ~/.local/state, by the XDG base directory rule (a relative XDG_STATE_HOME is ignored); None
+    with neither."""
+    state = env.get("XDG_STATE_HOME", "")
+    if state and Path(state).is_absolute():
+        return Path(state)
+    home = env.get("HOME", "")
+    return Path(home) / ".local" / "state" if home else None
+
+
+def state_dir(env: Mapping[str, str]) -> Path | None:
+    """pairgate's own directory under the state home, for what is never worth failing a command
+    over (the crash log, the currency note's daily stamp): None where there is no state home,
+    or where making it would make a home directory that is not there."""
+    base = state_home(env)
+    home = env.get("HOME", "")
+    if base is None or (home and base.is_relative_to(home) and not Path(home).is_dir()):
+        return None
+    return base / "pairgate"
+
+
+CRASH_LOG = "pairgate.log"
+
+
+def log_crash(error: BaseException, ctx: Context, *, program: str) -> None:
+    """Write an unexpected error's traceback to the crash log, and print the log's path (as
+    pre-commit does with pre-commit.log); each crash replaces the last one's log. Never raises,
+    and never loses the traceback: with no log to write, it goes to stderr instead. The caller
+    has printed the error itself first, so nothing here can hide it."""
+    import traceback  # here: only a crash pays for it
+
+    try:
+        trace = "".join(traceback.format_exception(error))
+    except Exception as exc:
+        print(
+            f"pairgate: the traceback could not be formatted ({_described(exc)})", file=ctx.stderr
+        )
+        return
+    path = None
+    try:
+        where = state_dir(ctx.env)
+        if where is None:
+            raise OSError("no state directory: set XDG_STATE_HOME, or HOME to a directory")
+        path = where / CRASH_LOG
+        _write_log(path, _crash_report(program, trace, now=ctx.now()))
+    except Exception as exc:
+        print(
+            f"pairgate: could not write the traceback to {path or 'a crash log'} "
+            f"({_described(exc)}), so here it is:\n{trace}",
+            end="",
+            file=ctx.stderr,
+        )
+        return
+    print(f"pairgate: the traceback is in {path}", file=ctx.stderr)
+
+
+def _crash_report(program: str, trace: str, *, now: float) -> str:
+    import platform
+
+    return (
+        f"pairgate crash log: the last unexpected error (each replaces the one before)\n"
+        f"when: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(now))}\n"
+        f"program: {program}\n"
+        f"argv: {sys.argv!r}\n"
+        f"code: {Path(__file__).resolve()} (pairgate installed: {_installed_version()})\n"
+        f"python: {sys.version.split()[0]} ({sys.executable}) on {platform.platform()}\n\n"
+        f"{trace}"
+    )
+
+
+def _installed_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("pairgate")
+    except Exception:  # a flat copy runs with no distribution installed
+        return "none"
+
+
+def _write_log(path: Path, text: str) -> None:
+    """Whole or not at all (a second crash at the same moment replaces it, never mixes with
+    it), readable by its owner only."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
 
 
 def reader_dir() -> Path:
@@ -4250,7 +4357,7 @@ def validator_main(
             )
     except Exception as exc:  # the validators' one translation point: never a pass
         print(f"{name}: could not decide; this job fails closed.", file=ctx.stderr)
-        return report(exc, ctx.stderr)
+        return report(exc, ctx, program=name)
     head = f" at {verdict.head_sha}" if verdict.head_sha else ""
     print(
         f"{name}: {verdict.project}!{verdict.iid}{head} (pipeline {proven.pipeline_id} on "
@@ -4348,6 +4455,53 @@ def _ci_token(env: Mapping[str, str], variable: str) -> str:
 
 
 # end pairgate/standalone/doors.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/audit_flags.py
+# =============================================================================================
+
+
+DEFAULT_AUDIT_DAYS = 7
+# The label of the issues ``audit --file-issues`` opens (audit_issues.py).
+AUDIT_LABEL = "pairgate::audit"
+
+
+def add_project_filter(parser: argparse.ArgumentParser) -> None:
+    """--project, for the commands that read the gated projects (audit, doctor)."""
+    parser.add_argument(
+        "--project",
+        dest="projects",
+        action="append",
+        default=[],
+        metavar="PROJECT",
+        help="only this gated project (repeatable; default: every project in the group's listing)",
+    )
+
+
+def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
+    """The audit's own flags (--json and --verbose come with each door)."""
+    window = parser.add_mutually_exclusive_group()
+    window.add_argument(
+        "--since",
+        metavar="DATE",
+        help="merges at or after this ISO 8601 date or time (a date is its midnight, UTC)",
+    )
+    window.add_argument(
+        "--days",
+        type=int,
+        metavar="N",
+        help=f"merges in the last N days (default: {DEFAULT_AUDIT_DAYS})",
+    )
+    add_project_filter(parser)
+    parser.add_argument(
+        "--file-issues",
+        action="store_true",
+        help=f"open a tracker issue labelled {AUDIT_LABEL} per finding not already filed",
+    )
+
+
+# end pairgate/standalone/audit_flags.py
 
 
 # =============================================================================================
@@ -4747,7 +4901,6 @@ def audit(
 # =============================================================================================
 
 
-AUDIT_LABEL = "pairgate::audit"
 AUDIT_MARKER = "pairgate-audit"
 _AUDIT_MARKER_LINE = re.compile(r"^<!-- pairgate-audit (\{.*\}) -->[ \t]*$", re.MULTILINE)
 
@@ -4889,43 +5042,6 @@ def file_findings(
 # =============================================================================================
 # begin pairgate/standalone/audit_door.py
 # =============================================================================================
-
-
-DEFAULT_AUDIT_DAYS = 7
-
-
-def add_project_filter(parser: argparse.ArgumentParser) -> None:
-    """--project, for the commands that read the gated projects (audit, doctor)."""
-    parser.add_argument(
-        "--project",
-        dest="projects",
-        action="append",
-        default=[],
-        metavar="PROJECT",
-        help="only this gated project (repeatable; default: every project in the group's listing)",
-    )
-
-
-def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
-    """The audit's own flags (--json and --verbose come with each door)."""
-    window = parser.add_mutually_exclusive_group()
-    window.add_argument(
-        "--since",
-        metavar="DATE",
-        help="merges at or after this ISO 8601 date or time (a date is its midnight, UTC)",
-    )
-    window.add_argument(
-        "--days",
-        type=int,
-        metavar="N",
-        help=f"merges in the last N days (default: {DEFAULT_AUDIT_DAYS})",
-    )
-    add_project_filter(parser)
-    parser.add_argument(
-        "--file-issues",
-        action="store_true",
-        help=f"open a tracker issue labelled {AUDIT_LABEL} per finding not already filed",
-    )
 
 
 def audit_window(since: str | None, days: int | None, now: float) -> float:
@@ -8669,15 +8785,18 @@ def hook_main(ctx: Context, stdin: TextIO) -> int:
         if not isinstance(exc, HookDenied):
             message = f"the merge hook could not decide, so it blocks: {message}"
         print(f"pairgate: {message}", file=ctx.stderr)
+        if isinstance(exc, Exception) and not isinstance(exc, PairgateError):
+            log_crash(exc, ctx, program="the merge hook (python3 ownership.py hook)")
         return Exit.ERROR
 
 
 def hook_process() -> NoReturn:
     """The merge hook's Python half as block-unapproved-merge.sh starts it: hook_main on this
     process's environment and streams, then out through os._exit once what it wrote is flushed.
-    Nothing it holds needs CPython's teardown (it writes no file, starts no thread and registers
-    nothing to run at exit; its one child, git, has been waited for), and tearing down the
-    reader's modules cost a merge decision several milliseconds."""
+    Nothing it holds needs CPython's teardown (it writes no file but a crash's log, closed by
+    then, starts no thread and registers nothing to run at exit; its one child, git, has been
+    waited for), and tearing down the reader's modules cost a merge decision several
+    milliseconds."""
     code = hook_main(Context(), sys.stdin)
     for stream in (sys.stdout, sys.stderr):
         # Nobody reading what it wrote: the exit code still says all that counts.
@@ -8781,7 +8900,7 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
         print(f"configuration OK: {config.path}", file=ctx.stdout)
         return Exit.OK
     except Exception as exc:  # the one translation point for the standalone door
-        return report(exc, ctx.stderr)
+        return report(exc, ctx, program="python3 ownership.py")
 
 
 if __name__ == "__main__":

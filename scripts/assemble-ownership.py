@@ -46,6 +46,7 @@ MODULES = (
     "gate.py",
     "ci_job.py",
     "doors.py",
+    "audit_flags.py",
     "audit.py",
     "audit_issues.py",
     "audit_door.py",

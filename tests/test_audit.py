@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
-from pairgate.standalone.audit_issues import AUDIT_LABEL
+from pairgate.standalone.audit_flags import AUDIT_LABEL
 from tests.audit_world import (
     by_curl_without_approval,
     frozen_when_merged,

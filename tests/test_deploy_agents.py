@@ -73,11 +73,11 @@ def render_with(env: dict[str, str], templates: Path, target: Path, check: bool 
     ctx = Context(env=env, stdout=out, stderr=err)
     config = load_config(env)
     try:
-        code = deploy_agents.deploy_agents(
-            ctx=ctx, config=config, target=target, check=check, templates=templates
+        code = deploy_agents.deploy_from(
+            templates, ctx=ctx, config=config, target=target, check=check
         )
     except Exception as exc:
-        code = report(exc, err)
+        code = report(exc, ctx)
     return Result(int(code), out.getvalue(), err.getvalue())
 
 

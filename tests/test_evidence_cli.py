@@ -11,17 +11,14 @@ from typing import Any
 
 import pytest
 
-from pairgate.commands.evidence import add_parser
 from pairgate.commands.evidence_run import run_evidence
 from pairgate.evidence.schema import check_evidence, read_evidence
-from pairgate.parser import _Parser
+from pairgate.parser import parse as parse_command_line
 from pairgate.standalone.config import Config, load_config
 from pairgate.standalone.errors import Context, UsageError, report
 from tests.conftest import FIXTURE_CONFIG
 from tests.evidence_repos import PLAIN_PYTEST, PYTEST, Package, make_package
 from tests.gitrepos import commit
-
-_META = ("command", "evidence_action", "reads_config", "writes")
 
 
 @pytest.fixture
@@ -39,11 +36,11 @@ def pkg(tmp_path: Path) -> Package:
 
 def parse(argv: list[str]) -> dict[str, Any]:
     """The arguments as main.py hands them to the handler."""
-    parser = _Parser(prog="pairgate")
-    add_parser(parser.add_subparsers(dest="command", parser_class=_Parser))
-    args = parser.parse_args(argv)
-    assert (args.evidence_action, args.reads_config, args.writes) == ("run", True, False)
-    return {k: v for k, v in vars(args).items() if k not in _META}
+    _, row, flags = parse_command_line(argv)
+    assert row is not None
+    assert (row.name, row.reads_config, row.writes) == ("run", True, False)
+    assert row.handler == "pairgate.commands.evidence_run:run_evidence"
+    return flags
 
 
 STATE: list[Path] = []
@@ -66,7 +63,7 @@ def run(config: Config, *words: str) -> tuple[int, str, str]:
     try:
         code = int(run_evidence(ctx=ctx, config=config, **parse(argv)))
     except Exception as exc:
-        code = int(report(exc, err))
+        code = int(report(exc, ctx))
     return code, out.getvalue(), err.getvalue()
 
 

@@ -331,6 +331,26 @@ def test_an_injected_parser_failure_blocks(hooks: Path) -> None:
     assert "could not decide" in result.stderr and "the parser is broken" in result.stderr
 
 
+def test_a_crash_blocks_and_leaves_its_traceback_in_the_crash_log(
+    hooks: Path, tmp_path: Path
+) -> None:
+    """An unexpected error (here the parser's module failing as it loads) still blocks, exit 2;
+    its traceback goes to the crash log under the state directory, whose path the hook prints."""
+    (hooks / "tree_sitter_bash.py").write_text("raise RuntimeError('the parser is broken')\n")
+    state = tmp_path / "state"
+    result = run_hook(hooks, hook_input(MERGE), env={"XDG_STATE_HOME": str(state)})
+    assert result.returncode == 2
+    log = state / "pairgate" / "pairgate.log"
+    assert result.stderr == (
+        "pairgate: the merge hook could not decide, so it blocks: RuntimeError: the parser is "
+        f"broken\npairgate: the traceback is in {log}\n"
+    )
+    text = log.read_text(encoding="utf-8")
+    assert "program: the merge hook (python3 ownership.py hook)\n" in text
+    assert f'"{hooks / "tree_sitter_bash.py"}", line 1' in text
+    assert text.endswith("RuntimeError: the parser is broken\n")
+
+
 def test_a_crash_of_the_python_half_blocks(hooks: Path) -> None:
     (hooks / "ownership.py").write_text("raise SystemExit(1)\n")
     result = run_hook(hooks, hook_input(MERGE))

@@ -261,18 +261,15 @@ def render(config: Config, templates: Path) -> dict[str, bytes]:
     return rendered
 
 
-def deploy_agents(
-    *,
-    ctx: Context,
-    config: Config,
-    target: Path,
-    check: bool,
-    templates: Path | None = None,
-    write: install.Writer | None = None,
-) -> int:
+def deploy_agents(*, ctx: Context, config: Config, target: Path, check: bool) -> int:
     """``deploy-agents --target DIR [--check]``: render everything, then write or compare."""
+    return deploy_from(resource_dir("agents"), ctx=ctx, config=config, target=target, check=check)
+
+
+def deploy_from(templates: Path, *, ctx: Context, config: Config, target: Path, check: bool) -> int:
+    """deploy-agents from these templates (a test's own, or the package's)."""
     command = f"{config.cli} deploy-agents"
-    rendered = render(config, templates or resource_dir("agents"))
+    rendered = render(config, templates)
     if check:
         drift = install.check(command, target, rendered)
         lines = [*drift, f"run {command} --target {target} to update them"] if drift else []
@@ -280,6 +277,6 @@ def deploy_agents(
             print(line, file=ctx.stdout)
         return Exit.REFUSED if drift else Exit.OK
     again = f"{command} --target {target}"
-    for line in install.install(command, target, rendered, mode=0o644, again=again, write=write):
+    for line in install.install(command, target, rendered, mode=0o644, again=again):
         print(line, file=ctx.stdout)
     return Exit.OK

@@ -1,23 +1,23 @@
 """evidence: the command line of mutation evidence (``evidence run``, ``plan``, ``report`` and
 ``rerun``).
 
-This module only registers the parser, and stays light because main builds its parser for every
-command; the handlers are ``pairgate/commands/evidence_run.py`` (run), ``evidence_report.py``
-(plan and report) and ``evidence_rerun.py``, and the runner ``pairgate.evidence``.
+This module holds their help and argument functions (the command table's rows name them), and
+stays light because main builds its parser for every command; the handlers are
+``pairgate/commands/evidence_run.py`` (run), ``evidence_report.py`` (plan and report) and
+``evidence_rerun.py``, and the runner ``pairgate.evidence``.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from pairgate.evidence import DEFAULT_PIDS, DEFAULT_TIMEOUT
 
 HELP = "mutation evidence: run the tests at a commit, then with each mutant, in a sandbox"
 RUN_HELP = (
-    "in a disposable clone of --repo at --sha, run --test unmutated (it must pass), then with "
-    "each --mutant applied; print the evidence"
+    "in a disposable copy of --repo at --sha, sealed where the machine allows it, run --test "
+    "unmutated (it must pass), then with each --mutant applied; print the evidence"
 )
 PLAN_HELP = (
     "what evidence run would do, without running the tests: the files that judge the change, "
@@ -35,13 +35,8 @@ RERUN_HELP = (
 )
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``evidence`` (with ``run`` and ``rerun``) on the CLI's subparsers action."""
-    family = subparsers.add_parser("evidence", help=HELP, description=HELP)
-    sub = family.add_subparsers(dest="evidence_action", metavar="<subcommand>", required=True)
-    p = sub.add_parser("run", help=RUN_HELP, description=RUN_HELP)
-    family.set_defaults(reads_config=True, writes=False)
-    _add_what_runs(p)
+def run(p: argparse.ArgumentParser) -> None:
+    _what_runs(p)
     p.add_argument("--out", type=Path, metavar="FILE", help="write the evidence here (atomically)")
     p.add_argument(
         "--logs",
@@ -51,16 +46,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print the evidence document")
 
-    p = sub.add_parser("plan", help=PLAN_HELP, description=PLAN_HELP)
-    _add_what_runs(p)
+
+def plan(p: argparse.ArgumentParser) -> None:
+    _what_runs(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
 
-    p = sub.add_parser("report", help=REPORT_HELP, description=REPORT_HELP)
+
+def report(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repo", type=Path, default=Path("."), metavar="DIR", help="default: .")
     p.add_argument("--sha", help="the last document at this commit (default: at any)")
     p.add_argument("--json", action="store_true", help="print the document")
 
-    p = sub.add_parser("rerun", help=RERUN_HELP, description=RERUN_HELP)
+
+def rerun(p: argparse.ArgumentParser) -> None:
     p.add_argument("issue", type=_issue, metavar="ISSUE", help="the tracker issue's number")
     p.add_argument(
         "--mutant-index",
@@ -92,10 +90,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--logs", type=Path, metavar="DIR", help="keep each run's whole log under DIR")
     p.add_argument("--json", action="store_true", help="print the re-run document")
-    return family
 
 
-def _add_what_runs(p: argparse.ArgumentParser) -> None:
+def _what_runs(p: argparse.ArgumentParser) -> None:
     """The flags run and plan share: what runs, where, and how it is held."""
     p.add_argument("--test", required=True, metavar="CMD", help="the test command (run by sh -c)")
     p.add_argument(
@@ -143,7 +140,7 @@ def _add_pids(p: argparse.ArgumentParser) -> None:
 
 
 def _add_timeout(p: argparse.ArgumentParser) -> None:
-    """--timeout, which run and rerun take alike."""
+    """--timeout, which run, plan and rerun take alike."""
     p.add_argument(
         "--timeout",
         type=float,
@@ -157,25 +154,3 @@ def _issue(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return int(text)
-
-
-def evidence(*, evidence_action: str, client: Any, **flags: Any) -> int:
-    """``evidence <subcommand>``: the subcommand's handler, imported on demand. Only ``rerun``
-    reads GitLab (the offer, from the issue's ledger); main builds the client for the family."""
-    if evidence_action == "run":
-        from pairgate.commands.evidence_run import run_evidence
-
-        return run_evidence(**flags)
-    if evidence_action == "plan":
-        from pairgate.commands.evidence_report import plan_evidence
-
-        return plan_evidence(**flags)
-    if evidence_action == "report":
-        from pairgate.commands.evidence_report import report_evidence
-
-        return report_evidence(**flags)
-    if evidence_action == "rerun":
-        from pairgate.commands.evidence_rerun import rerun_evidence
-
-        return rerun_evidence(client=client, **flags)
-    raise ValueError(f"evidence: no subcommand {evidence_action!r}")  # a registration bug

@@ -33,10 +33,6 @@ def inbox(
     claude_hook: str | None = None,
     store: Path | None = None,
     remind_after: float | None = None,
-    inbox_action: str | None = None,
-    batch: str | None = None,
-    note: str | None = None,
-    as_agent: str | None = None,
 ) -> int:
     """Reads its own configuration (main does not), so that in a hook every failure, a broken
     configuration included, is exit 1, which Claude Code shows and passes, never exit 2, which
@@ -53,13 +49,17 @@ def inbox(
                 remind_after=remind_after,
             )
         except Exception as exc:
-            report(exc, ctx.stderr)
+            report(exc, ctx)
             return Exit.REFUSED
     config = load_config(ctx.env)
-    if inbox_action == "ack":
-        assert batch is not None
-        return ack(ctx, config, batch=batch, note=note, as_agent=as_agent, store=store)
     return listing(ctx, config, agent=agent, json=json, store=store, remind_after=remind_after)
+
+
+def inbox_ack(
+    *, ctx: Context, batch: str, note: str | None, as_agent: str | None, store: Path | None
+) -> int:
+    """``inbox ack``: reads its own configuration, as ``inbox`` does."""
+    return ack(ctx, load_config(ctx.env), batch=batch, note=note, as_agent=as_agent, store=store)
 
 
 def _remind_after(db: Store, given: float | None) -> float:

@@ -1,5 +1,5 @@
-"""``watch`` and ``inbox`` on the command line: ``add_parser`` registers both (and ``inbox ack``)
-on the main parser's subcommands. The handlers are ``commands/watcher.py`` (``watch`` and its
+"""``watch``, ``inbox`` and ``inbox ack`` on the command line: their argument functions (the
+command table's rows name them). The handlers are ``commands/watcher.py`` (``watch`` and its
 ``--status``) and ``commands/inbox.py``; this module stays light, because main builds its parser
 (and so imports this) for every command.
 
@@ -10,13 +10,12 @@ the next move; ``inbox`` is how that agent reads and acknowledges them.
 from __future__ import annotations
 
 import argparse
-import shlex
 from pathlib import Path
-from typing import Any
 
 from pairgate.watch import HOOK_EVENTS, REMIND_AFTER
 
 INTERVAL = 180.0
+STORE_HELP = "the watch store (default: $XDG_STATE_HOME/pairgate/<tracker>.sqlite3)"
 
 
 def _seconds(text: str) -> float:
@@ -29,19 +28,14 @@ def _seconds(text: str) -> float:
     return value
 
 
-def add_parser(subparsers: Any) -> None:
-    """Register ``watch`` and ``inbox`` (with ``inbox ack``) on main's subparsers."""
-    store_help = "the watch store (default: $XDG_STATE_HOME/pairgate/<tracker>.sqlite3)"
-    text = "poll GitLab and deliver merge request and ledger events to the agent who owes the next move"
-    p = subparsers.add_parser("watch", help=text, description=text)
-    p.set_defaults(reads_config=True, writes=False)
+def watch(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--once", action="store_true", help="poll once and deliver (for a scheduled job)"
     )
     p.add_argument(
         "--interval", type=_seconds, default=INTERVAL, metavar="SECONDS", help="default: 180"
     )
-    p.add_argument("--store", type=Path, metavar="PATH", help=store_help)
+    p.add_argument("--store", type=Path, metavar="PATH", help=STORE_HELP)
     p.add_argument("--status", action="store_true", help="say what the store holds; poll nothing")
     p.add_argument("--json", action="store_true", help="print JSON with stable keys")
     p.add_argument(
@@ -60,9 +54,8 @@ def add_parser(subparsers: Any) -> None:
         "--verbose", action="store_true", help="say which GitLab URL and transport were used"
     )
 
-    text = "your pending batches of GitLab events; ack one when handled"
-    p = subparsers.add_parser("inbox", help=text, description=text)
-    p.set_defaults(reads_config=False, writes=False)
+
+def inbox(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agent", metavar="AGENT", help="whose inbox (default: <env_prefix>_AGENT_ID)")
     p.add_argument("--json", action="store_true", help="print JSON with stable keys")
     p.add_argument(
@@ -72,29 +65,29 @@ def add_parser(subparsers: Any) -> None:
         help="speak Claude Code's hook protocol for EVENT (SessionStart, UserPromptSubmit, Stop), "
         "reading the hook's JSON on stdin",
     )
-    p.add_argument("--store", type=Path, metavar="PATH", help=store_help)
+    p.add_argument("--store", type=Path, metavar="PATH", help=STORE_HELP)
     p.add_argument(
         "--remind-after",
         type=_seconds,
         metavar="SECONDS",
         help="when a shown batch is due again (default: the watcher's setting, else 1800)",
     )
-    actions = p.add_subparsers(dest="inbox_action", metavar="ack")
-    ack = actions.add_parser(
-        "ack",
-        help="acknowledge a batch you have handled",
-        description="acknowledge a batch you have handled (only its recipient may)",
-    )
-    ack.add_argument("batch", metavar="BATCH", help="the batch id, such as b12")
-    ack.add_argument("--note", metavar="TEXT", help="what you did, recorded with the ack")
-    ack.add_argument(
+
+
+def inbox_ack(p: argparse.ArgumentParser) -> None:
+    p.add_argument("batch", metavar="BATCH", help="the batch id, such as b12")
+    p.add_argument("--note", metavar="TEXT", help="what you did, recorded with the ack")
+    p.add_argument(
         "--as",
         dest="as_agent",
         metavar="AGENT",
         help="act as this agent identity (default: <env_prefix>_AGENT_ID)",
     )
-    ack.add_argument("--store", type=Path, metavar="PATH", help=store_help)
+    p.add_argument("--store", type=Path, metavar="PATH", help=STORE_HELP)
 
 
 def store_flag(store: Path | None) -> str:
+    """`` --store PATH`` for a command a handler suggests, when the store was given."""
+    import shlex  # here: --help builds this module's flags and needs no quoting
+
     return f" --store {shlex.quote(str(store))}" if store is not None else ""

@@ -215,7 +215,7 @@ def main(
         return run_ci(args, ctx, stdin or sys.stdin)
     except Exception as exc:  # the one translation point: never a silent pass
         print(f"{NAME}: could not re-run the evidence.", file=ctx.stderr)
-        return int(report(exc, ctx.stderr))
+        return int(report(exc, ctx, program=NAME))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pairgate.evidence.schema import write_json
+from pairgate.standalone.errors import state_home
 
 _STAMP = re.compile(r"[^0-9TZ]")
 
@@ -23,13 +24,8 @@ _STAMP = re.compile(r"[^0-9TZ]")
 def state_dir(env: Mapping[str, str]) -> Path | None:
     """Where documents are kept, or None when there is no state directory (no usable
     XDG_STATE_HOME and no HOME)."""
-    state = env.get("XDG_STATE_HOME", "").strip()
-    if not state or not Path(state).is_absolute():
-        home = env.get("HOME", "").strip()
-        if not home or not Path(home).is_absolute():
-            return None
-        state = str(Path(home) / ".local" / "state")
-    return Path(state) / "pairgate" / "evidence"
+    home = state_home(env)
+    return None if home is None else home / "pairgate" / "evidence"
 
 
 def keep(doc: Mapping[str, Any], kind: str, *, root: Path) -> Path:

@@ -6,54 +6,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pairgate.standalone.audit import AuditReport, MergeJudged, audit, audit_stamp
-from pairgate.standalone.audit_issues import AUDIT_LABEL, Filed, file_findings
+from pairgate.standalone.audit_flags import DEFAULT_AUDIT_DAYS
+from pairgate.standalone.audit_issues import Filed, file_findings
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, UsageError
 from pairgate.standalone.gate import project_in_group
 from pairgate.standalone.gitlab import GitLab, encode_project
 from pairgate.standalone.scope import AutomationFamily, load_automation_families, roster_path
-
-if TYPE_CHECKING:
-    import argparse
-
-DEFAULT_AUDIT_DAYS = 7
-
-
-def add_project_filter(parser: argparse.ArgumentParser) -> None:
-    """--project, for the commands that read the gated projects (audit, doctor)."""
-    parser.add_argument(
-        "--project",
-        dest="projects",
-        action="append",
-        default=[],
-        metavar="PROJECT",
-        help="only this gated project (repeatable; default: every project in the group's listing)",
-    )
-
-
-def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
-    """The audit's own flags (--json and --verbose come with each door)."""
-    window = parser.add_mutually_exclusive_group()
-    window.add_argument(
-        "--since",
-        metavar="DATE",
-        help="merges at or after this ISO 8601 date or time (a date is its midnight, UTC)",
-    )
-    window.add_argument(
-        "--days",
-        type=int,
-        metavar="N",
-        help=f"merges in the last N days (default: {DEFAULT_AUDIT_DAYS})",
-    )
-    add_project_filter(parser)
-    parser.add_argument(
-        "--file-issues",
-        action="store_true",
-        help=f"open a tracker issue labelled {AUDIT_LABEL} per finding not already filed",
-    )
 
 
 def audit_window(since: str | None, days: int | None, now: float) -> float:

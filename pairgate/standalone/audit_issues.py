@@ -18,13 +18,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pairgate.standalone.audit import MergeJudged, audit_stamp
+from pairgate.standalone.audit_flags import AUDIT_LABEL
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import ConfigError, value_type
 from pairgate.standalone.gitlab import GitLab, WriteUncertain, encode_project
 from pairgate.standalone.ledger import stamp_epoch
 from pairgate.standalone.records import neutralise_quick_actions
 
-AUDIT_LABEL = "pairgate::audit"
 AUDIT_MARKER = "pairgate-audit"
 _AUDIT_MARKER_LINE = re.compile(r"^<!-- pairgate-audit (\{.*\}) -->[ \t]*$", re.MULTILINE)
 

@@ -149,7 +149,7 @@ def validator_main(
             )
     except Exception as exc:  # the validators' one translation point: never a pass
         print(f"{name}: could not decide; this job fails closed.", file=ctx.stderr)
-        return report(exc, ctx.stderr)
+        return report(exc, ctx, program=name)
     head = f" at {verdict.head_sha}" if verdict.head_sha else ""
     print(
         f"{name}: {verdict.project}!{verdict.iid}{head} (pipeline {proven.pipeline_id} on "

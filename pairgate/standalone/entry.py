@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from pairgate.standalone.audit_door import add_audit_arguments, run_audit
+from pairgate.standalone.audit_door import run_audit
+from pairgate.standalone.audit_flags import add_audit_arguments
 from pairgate.standalone.config import load_config
 from pairgate.standalone.doors import arg_parser, run_merge_check
 from pairgate.standalone.errors import Context, Exit, UsageError, report
@@ -78,7 +79,7 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
         print(f"configuration OK: {config.path}", file=ctx.stdout)
         return Exit.OK
     except Exception as exc:  # the one translation point for the standalone door
-        return report(exc, ctx.stderr)
+        return report(exc, ctx, program="python3 ownership.py")
 
 
 if __name__ == "__main__":

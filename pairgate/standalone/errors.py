@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import os
 import sys
@@ -80,13 +81,119 @@ class Context:
     new_id: Callable[[], str] = fresh_id  # write ids: the example trail makes them deterministic
 
 
-def report(error: BaseException, stderr: TextIO) -> Exit:
-    """The one place that turns an exception into a message and an exit code."""
+def report(error: BaseException, ctx: Context, *, program: str = "pairgate") -> Exit:
+    """The one place that turns an exception into a message and an exit code. An unexpected
+    one (a bug) also leaves its traceback in the crash log (``log_crash``)."""
     if isinstance(error, PairgateError):
-        print(error.message, file=stderr)
+        print(error.message, file=ctx.stderr)
         return error.exit_code
-    print(f"pairgate: internal error: {type(error).__name__}: {error}", file=stderr)
+    print(f"pairgate: internal error: {_described(error)}", file=ctx.stderr)
+    log_crash(error, ctx, program=program)
     return Exit.ERROR
+
+
+def _described(error: BaseException) -> str:
+    try:
+        return f"{type(error).__name__}: {error}"
+    except Exception:  # its own __str__ failed: the name still says something
+        return type(error).__name__
+
+
+def state_home(env: Mapping[str, str]) -> Path | None:
+    """Where pairgate keeps state (in its ``pairgate`` directory): $XDG_STATE_HOME, else
+    ~/.local/state, by the XDG base directory rule (a relative XDG_STATE_HOME is ignored); None
+    with neither."""
+    state = env.get("XDG_STATE_HOME", "")
+    if state and Path(state).is_absolute():
+        return Path(state)
+    home = env.get("HOME", "")
+    return Path(home) / ".local" / "state" if home else None
+
+
+def state_dir(env: Mapping[str, str]) -> Path | None:
+    """pairgate's own directory under the state home, for what is never worth failing a command
+    over (the crash log, the currency note's daily stamp): None where there is no state home,
+    or where making it would make a home directory that is not there."""
+    base = state_home(env)
+    home = env.get("HOME", "")
+    if base is None or (home and base.is_relative_to(home) and not Path(home).is_dir()):
+        return None
+    return base / "pairgate"
+
+
+CRASH_LOG = "pairgate.log"
+
+
+def log_crash(error: BaseException, ctx: Context, *, program: str) -> None:
+    """Write an unexpected error's traceback to the crash log, and print the log's path (as
+    pre-commit does with pre-commit.log); each crash replaces the last one's log. Never raises,
+    and never loses the traceback: with no log to write, it goes to stderr instead. The caller
+    has printed the error itself first, so nothing here can hide it."""
+    import traceback  # here: only a crash pays for it
+
+    try:
+        trace = "".join(traceback.format_exception(error))
+    except Exception as exc:
+        print(
+            f"pairgate: the traceback could not be formatted ({_described(exc)})", file=ctx.stderr
+        )
+        return
+    path = None
+    try:
+        where = state_dir(ctx.env)
+        if where is None:
+            raise OSError("no state directory: set XDG_STATE_HOME, or HOME to a directory")
+        path = where / CRASH_LOG
+        _write_log(path, _crash_report(program, trace, now=ctx.now()))
+    except Exception as exc:
+        print(
+            f"pairgate: could not write the traceback to {path or 'a crash log'} "
+            f"({_described(exc)}), so here it is:\n{trace}",
+            end="",
+            file=ctx.stderr,
+        )
+        return
+    print(f"pairgate: the traceback is in {path}", file=ctx.stderr)
+
+
+def _crash_report(program: str, trace: str, *, now: float) -> str:
+    import platform
+
+    return (
+        f"pairgate crash log: the last unexpected error (each replaces the one before)\n"
+        f"when: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(now))}\n"
+        f"program: {program}\n"
+        f"argv: {sys.argv!r}\n"
+        f"code: {Path(__file__).resolve()} (pairgate installed: {_installed_version()})\n"
+        f"python: {sys.version.split()[0]} ({sys.executable}) on {platform.platform()}\n\n"
+        f"{trace}"
+    )
+
+
+def _installed_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("pairgate")
+    except Exception:  # a flat copy runs with no distribution installed
+        return "none"
+
+
+def _write_log(path: Path, text: str) -> None:
+    """Whole or not at all (a second crash at the same moment replaces it, never mixes with
+    it), readable by its owner only."""
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
 
 
 def reader_dir() -> Path:

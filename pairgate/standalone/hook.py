@@ -24,7 +24,7 @@ from pairgate.standalone.command_reader.words import (
     could_name_glab_merge,
 )
 from pairgate.standalone.config import CONFIG_ENV, CONFIG_FILENAME, Config, load_config
-from pairgate.standalone.errors import Context, Exit, PairgateError, reader_dir
+from pairgate.standalone.errors import Context, Exit, PairgateError, log_crash, reader_dir
 from pairgate.standalone.gate import gate_merge, project_in_group
 from pairgate.standalone.gitlab import GitLab, encode_project, gitlab_from_env
 from pairgate.standalone.gitlab_once import one_attempt_transport
@@ -334,15 +334,18 @@ def hook_main(ctx: Context, stdin: TextIO) -> int:
         if not isinstance(exc, HookDenied):
             message = f"the merge hook could not decide, so it blocks: {message}"
         print(f"pairgate: {message}", file=ctx.stderr)
+        if isinstance(exc, Exception) and not isinstance(exc, PairgateError):
+            log_crash(exc, ctx, program="the merge hook (python3 ownership.py hook)")
         return Exit.ERROR
 
 
 def hook_process() -> NoReturn:
     """The merge hook's Python half as block-unapproved-merge.sh starts it: hook_main on this
     process's environment and streams, then out through os._exit once what it wrote is flushed.
-    Nothing it holds needs CPython's teardown (it writes no file, starts no thread and registers
-    nothing to run at exit; its one child, git, has been waited for), and tearing down the
-    reader's modules cost a merge decision several milliseconds."""
+    Nothing it holds needs CPython's teardown (it writes no file but a crash's log, closed by
+    then, starts no thread and registers nothing to run at exit; its one child, git, has been
+    waited for), and tearing down the reader's modules cost a merge decision several
+    milliseconds."""
     code = hook_main(Context(), sys.stdin)
     for stream in (sys.stdout, sys.stderr):
         # Nobody reading what it wrote: the exit code still says all that counts.

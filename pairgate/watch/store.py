@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pairgate.standalone.errors import PairgateError, Refusal, UsageError
+from pairgate.standalone.errors import PairgateError, Refusal, UsageError, state_home
 from pairgate.watch.batches import Plan
 from pairgate.watch.records import (
     LIVE,
@@ -65,18 +65,15 @@ class StoreError(PairgateError):
 
 
 def default_path(env: Mapping[str, str], tracker: str) -> Path:
-    """$XDG_STATE_HOME/pairgate/<tracker, URL-encoded>.sqlite3, else ~/.local/state/... (the
-    XDG base directory rule: a relative XDG_STATE_HOME is ignored)."""
-    state = env.get("XDG_STATE_HOME", "")
-    if not state or not Path(state).is_absolute():
-        home = env.get("HOME", "")
-        if not home:
-            raise UsageError(
-                "pairgate: no place for the watch store: set XDG_STATE_HOME or HOME, or pass "
-                "--store PATH"
-            )
-        state = str(Path(home) / ".local" / "state")
-    return Path(state) / "pairgate" / f"{quote(tracker, safe='')}.sqlite3"
+    """<state home>/pairgate/<tracker, URL-encoded>.sqlite3: $XDG_STATE_HOME, else
+    ~/.local/state (``state_home``)."""
+    state = state_home(env)
+    if state is None:
+        raise UsageError(
+            "pairgate: no place for the watch store: set XDG_STATE_HOME or HOME, or pass "
+            "--store PATH"
+        )
+    return state / "pairgate" / f"{quote(tracker, safe='')}.sqlite3"
 
 
 def _batch(row: sqlite3.Row, event_ids: tuple[int, ...]) -> Batch:

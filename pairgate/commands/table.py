@@ -1,0 +1,376 @@
+"""The command table: every command of the command line, declared once.
+
+A row says what ``pairgate --help`` lists (name, help), what the command takes (its argument
+function, in ``arguments.py``, or ``watch.py`` and ``evidence.py`` for those families), which
+handler runs it (by import path, imported only when the command runs, so --help imports no
+handler) and what main prepares before calling it. ``parser.py`` builds the subcommands from
+the rows, in this order, and ``main.py`` dispatches through them.
+
+A handler takes keyword arguments only: one per flag of its command (the parser's
+destinations), and the context main passes: ``ctx`` always; ``config`` when the row reads the
+configuration; ``client`` when it reads GitLab; ``verbose`` only when it keeps it (main uses
+--verbose itself for the client line); ``dispatch`` when it dispatches command lines itself.
+``tests/test_command_table.py`` holds every handler to that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pairgate.commands import arguments, evidence, watch
+
+Arguments = Callable[[Any], None]  # adds a command's flags to its argparse parser
+Writes = bool | Callable[[Mapping[str, Any]], bool]
+
+
+class Command:
+    """One row. ``handler`` is ``"module:function"``; a row with subcommands and no handler is
+    a family, and one of its subcommands is required."""
+
+    __slots__ = (
+        "arguments",
+        "description",
+        "dispatches",
+        "handler",
+        "help",
+        "keeps_verbose",
+        "name",
+        "reads_config",
+        "reads_gitlab",
+        "subcommand_metavar",
+        "subcommands",
+        "writes",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        help: str,
+        handler: str | None,
+        arguments: Arguments | None = None,
+        *,
+        reads_config: bool = True,
+        reads_gitlab: bool = False,
+        writes: Writes = False,
+        keeps_verbose: bool = False,
+        dispatches: bool = False,
+        description: str | None = None,
+        subcommands: tuple[Command, ...] = (),
+        subcommand_metavar: str = "<subcommand>",
+    ) -> None:
+        self.name = name
+        self.help = help
+        self.handler = handler  # "module:function", imported when the command runs
+        self.arguments = arguments
+        self.reads_config = reads_config  # main loads it, and runs the currency check first
+        self.reads_gitlab = reads_gitlab  # main builds the GitLab client (needs the config)
+        self.writes = writes  # a STALE copy refuses a writing run; a predicate of the flags
+        self.keeps_verbose = keeps_verbose
+        self.dispatches = dispatches
+        self.description = help if description is None else description
+        self.subcommands = subcommands
+        self.subcommand_metavar = subcommand_metavar
+        if reads_gitlab and not reads_config:
+            raise ValueError(f"{name}: main builds the GitLab client from the configuration")
+
+    def __repr__(self) -> str:
+        return f"Command({self.name!r})"
+
+    def writes_with(self, flags: Mapping[str, Any]) -> bool:
+        """Does a run with these flags write? (The currency check refuses it on a STALE copy.)"""
+        return self.writes(flags) if callable(self.writes) else self.writes
+
+
+def unless_only_checking(flags: Mapping[str, Any]) -> bool:
+    """A deploy command writes, unless it only compares (--check) or lists (--list)."""
+    return not flags["check"] and not flags.get("list", False)
+
+
+def when_filing_issues(flags: Mapping[str, Any]) -> bool:
+    """The audit writes only the issues it files."""
+    return bool(flags["file_issues"])
+
+
+LEDGER = "pairgate.commands.ledger"
+CONSTRAINTS = "pairgate.commands.constraints"
+FREEZE = "pairgate.commands.freeze"
+
+# In the order --help lists them.
+COMMANDS: tuple[Command, ...] = (
+    Command(
+        "claim",
+        "take an unowned issue",
+        f"{LEDGER}:claim",
+        arguments.claim,
+        reads_gitlab=True,
+        writes=True,
+    ),
+    Command(
+        "handoff",
+        "OFFER the issue to another agent, bound to the merge request's head commit",
+        f"{LEDGER}:handoff",
+        arguments.handoff,
+        reads_gitlab=True,
+        writes=True,
+    ),
+    Command(
+        "accept",
+        "take an offer made to you",
+        f"{LEDGER}:accept",
+        arguments.issue_verb,
+        reads_gitlab=True,
+        writes=True,
+    ),
+    Command(
+        "decline",
+        "return an offer to its sender",
+        f"{LEDGER}:decline",
+        arguments.issue_verb,
+        reads_gitlab=True,
+        writes=True,
+    ),
+    Command(
+        "release",
+        "drop the issue, with no successor",
+        f"{LEDGER}:release",
+        arguments.issue_verb,
+        reads_gitlab=True,
+        writes=True,
+    ),
+    Command(
+        "approve",
+        "approve the merge request at its exact head, and offer the issue back to the lead",
+        "pairgate.commands.approve:approve",
+        arguments.approve,
+        reads_gitlab=True,
+        writes=True,
+    ),
+    Command(
+        "withdraw",
+        "take back your approval: no door counts it, its offer back is voided, and the review "
+        "bot's approval is removed on GitLab",
+        "pairgate.commands.withdraw:withdraw",
+        arguments.withdraw,
+        reads_gitlab=True,
+        writes=True,
+    ),
+    Command(
+        "merge-check",
+        "is the merge request's head the commit an independent approval named?",
+        "pairgate.commands.gate:merge_check",
+        arguments.merge_check,
+        reads_gitlab=True,
+        keeps_verbose=True,  # its verdict says more under --verbose
+    ),
+    Command(
+        "audit",
+        "every merge in the window that went around the merge gate, judged as merge-check "
+        "would have judged it at the moment of the merge",
+        "pairgate.commands.audit:audit",
+        arguments.audit,
+        reads_gitlab=True,
+        writes=when_filing_issues,
+    ),
+    Command(
+        "doctor",
+        "every way around the merge gate the gated projects' settings leave open, with the fix",
+        "pairgate.commands.doctor:doctor",
+        arguments.doctor,
+        reads_gitlab=True,
+    ),
+    Command(
+        "status",
+        "holder, role, pending offer, approvals and MRs",
+        "pairgate.commands.status:status",
+        arguments.status,
+        reads_gitlab=True,
+    ),
+    Command(
+        "board",
+        "every labelled issue in one pass",
+        "pairgate.commands.board:board",
+        arguments.board,
+        reads_gitlab=True,
+    ),
+    Command(
+        "waiting",
+        "who owes the next move",
+        "pairgate.commands.waiting:waiting",
+        arguments.waiting,
+        reads_gitlab=True,
+    ),
+    Command(
+        "close",
+        "close the issue, if nothing is outstanding",
+        f"{LEDGER}:close",
+        arguments.issue_verb,
+        reads_gitlab=True,
+        writes=True,
+    ),
+    Command(
+        "sync",
+        "close what an independent approval merged (a dry run unless --apply)",
+        "pairgate.commands.sync:sync",
+        arguments.sync,
+        reads_gitlab=True,
+        writes=True,
+    ),
+    Command(
+        "freeze",
+        "declare a window in which other agents' writes inside the scope are refused",
+        f"{FREEZE}:freeze",
+        arguments.freeze,
+        reads_gitlab=True,
+        writes=True,
+    ),
+    Command(
+        "thaw",
+        "lift the window you declared",
+        f"{FREEZE}:thaw",
+        arguments.verb,
+        reads_gitlab=True,
+        writes=True,
+    ),
+    Command(
+        "identity",
+        "does anyone else answer to my name?",
+        "pairgate.commands.identity:identity",
+        arguments.identity,
+        reads_gitlab=True,
+    ),
+    Command(
+        "impose",
+        "render a standing constraint's clause (imposed by --as, or the agent identity)",
+        f"{CONSTRAINTS}:impose",
+        arguments.impose,
+    ),
+    Command(
+        "lift-check",
+        "may a relayed lift of a constraint stand?",
+        f"{CONSTRAINTS}:lift_check",
+        arguments.lift_check,
+    ),
+    Command(
+        "deploy-agents",
+        "render the agent definitions into a directory as <agent_identity_prefix>-<role>.md",
+        "pairgate.commands.deploy_agents:deploy_agents",
+        arguments.deploy_agents,
+        writes=unless_only_checking,
+    ),
+    Command(
+        "deploy-hooks",
+        "copy the merge hook and the files it runs into a hooks directory",
+        "pairgate.commands.deploy_hooks:deploy_hooks",
+        arguments.deploy_hooks,
+        writes=unless_only_checking,
+    ),
+    Command(
+        "deploy-pipeline",
+        "render the tracker-held pipeline: the gate jobs, and the project's own CI file as a "
+        "child pipeline",
+        "pairgate.commands.deploy_pipeline:deploy_pipeline",
+        arguments.deploy_pipeline,
+        writes=unless_only_checking,
+    ),
+    Command(
+        "watch",
+        "poll GitLab and deliver merge request and ledger events to the agent who owes the next "
+        "move",
+        "pairgate.commands.watcher:watch",
+        watch.watch,
+        reads_gitlab=True,
+    ),
+    # inbox reads its own configuration, so that as a Claude Code hook every failure is exit 1
+    # (shown, passed), never exit 2 (which would block the prompt or the stop).
+    Command(
+        "inbox",
+        "your pending batches of GitLab events; ack one when handled",
+        "pairgate.commands.inbox:inbox",
+        watch.inbox,
+        reads_config=False,
+        subcommands=(
+            Command(
+                "ack",
+                "acknowledge a batch you have handled",
+                "pairgate.commands.inbox:inbox_ack",
+                watch.inbox_ack,
+                reads_config=False,
+                description="acknowledge a batch you have handled (only its recipient may)",
+            ),
+        ),
+        subcommand_metavar="ack",
+    ),
+    Command(
+        "evidence",
+        evidence.HELP,
+        None,
+        subcommands=(
+            Command(
+                "run",
+                evidence.RUN_HELP,
+                "pairgate.commands.evidence_run:run_evidence",
+                evidence.run,
+            ),
+            Command(
+                "plan",
+                evidence.PLAN_HELP,
+                "pairgate.commands.evidence_report:plan_evidence",
+                evidence.plan,
+            ),
+            Command(
+                "report",
+                evidence.REPORT_HELP,
+                "pairgate.commands.evidence_report:report_evidence",
+                evidence.report,
+            ),
+            Command(
+                "rerun",
+                evidence.RERUN_HELP,
+                "pairgate.commands.evidence_rerun:rerun_evidence",
+                evidence.rerun,
+                reads_gitlab=True,  # the offer, from the issue's ledger
+            ),
+        ),
+    ),
+    Command(
+        "graph",
+        "draw the issue's round (Mermaid by default)",
+        "pairgate.commands.graph:graph",
+        arguments.graph,
+        reads_gitlab=True,
+    ),
+    Command(
+        "sandbox",
+        "serve a GitLab stand-in on loopback until SIGINT or SIGTERM",
+        "pairgate.sandbox.cli:serve",
+        arguments.sandbox,
+        reads_config=False,
+    ),
+    Command(
+        "init",
+        "ask GitLab what a configuration needs and write a deployment's files into a directory",
+        "pairgate.commands.init:init",
+        arguments.init,
+        reads_config=False,
+    ),
+    Command(
+        "demo",
+        "play one whole round against an embedded sandbox",
+        "pairgate.commands.demo:demo",
+        reads_config=False,
+        dispatches=True,  # it plays a round through main's own dispatcher
+    ),
+)
+
+
+def command_rows(
+    rows: tuple[Command, ...] = COMMANDS, *, prefix: str = ""
+) -> list[tuple[str, Command]]:
+    """Every row with its full name (``evidence run``), families and subcommands included."""
+    found = []
+    for row in rows:
+        name = f"{prefix}{row.name}"
+        found.append((name, row))
+        found += command_rows(row.subcommands, prefix=f"{name} ")
+    return found

@@ -1,0 +1,135 @@
+"""The command table: each handler takes exactly what main gives it, and the parser is built
+from the table alone."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+from pairgate.commands.table import COMMANDS, Command, command_rows
+from pairgate.main import context_arguments, handler, main_flags
+from pairgate.parser import CHOSEN, build_parser, destinations, parse
+from tests.conftest import ROOT
+
+ROWS = command_rows()
+RUNNABLE = [(name, row) for name, row in ROWS if row.handler is not None]
+
+
+def leaf(name: str) -> argparse.ArgumentParser:
+    """The parser of a command, by its full name (``inbox ack``)."""
+    parser = build_parser()
+    for word in name.split():
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = action.choices[word]
+    return parser
+
+
+def own_flags(parser: argparse.ArgumentParser) -> set[str]:
+    """The destinations of a parser's flags and positionals, read off argparse itself."""
+    return {
+        a.dest
+        for a in parser._actions
+        if a.dest != "help" and not isinstance(a, argparse._SubParsersAction)
+    }
+
+
+@pytest.mark.parametrize(("name", "row"), RUNNABLE, ids=[name for name, _ in RUNNABLE])
+def test_the_handler_takes_exactly_its_flags_and_the_context(name: str, row: Command) -> None:
+    parser = leaf(name)
+    flags = own_flags(parser)
+    assert parser._defaults[CHOSEN] == (row, destinations(parser))
+    assert set(destinations(parser)) == flags
+    params = inspect.signature(handler(row)).parameters.values()
+    assert [p.name for p in params if p.kind is not p.KEYWORD_ONLY] == [], (
+        f"{row.handler}: a handler takes keyword arguments only (no positional, no **flags)"
+    )
+    expected = (flags - main_flags(row)) | context_arguments(row)
+    assert {p.name for p in params} == expected, row.handler
+
+
+def test_every_command_is_a_row_and_every_family_needs_a_subcommand() -> None:
+    top = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(top.choices) == [row.name for row in COMMANDS]
+    families = [name for name, row in ROWS if row.handler is None]
+    assert families == ["evidence"]
+    assert all(row.subcommands for name, row in ROWS if row.handler is None)
+    assert parse(["evidence", "run", "--test", "t", "--mutant", "m"])[1] is not None
+    with pytest.raises(Exception, match="required: <subcommand>"):
+        parse(["evidence"])
+
+
+def test_a_row_that_reads_gitlab_reads_the_configuration() -> None:
+    assert [name for name, row in RUNNABLE if row.reads_gitlab and not row.reads_config] == []
+    with pytest.raises(ValueError, match="from the configuration"):
+        Command("x", "x", "m:f", reads_config=False, reads_gitlab=True)
+
+
+@pytest.mark.parametrize(
+    ("argv", "name", "flags"),
+    [
+        (["inbox"], "inbox", {"agent", "json", "claude_hook", "store", "remind_after"}),
+        (["inbox", "--json", "ack", "b1"], "ack", {"batch", "note", "as_agent", "store"}),
+        (["thaw"], "thaw", {"as_agent", "verbose"}),
+        (["demo"], "demo", set()),
+    ],
+)
+def test_a_handler_is_given_its_own_command_s_flags_only(
+    argv: list[str], name: str, flags: set[str]
+) -> None:
+    """A subcommand's handler is not given its family's flags (``inbox --json ack``)."""
+    _, row, given = parse(argv)
+    assert row is not None and row.name == name
+    assert set(given) == flags
+
+
+@pytest.mark.parametrize(
+    ("argv", "writes"),
+    [
+        (["claim", "1", "--role", "lead"], True),
+        (["status", "1"], False),
+        (["audit"], False),
+        (["audit", "--file-issues"], True),
+        (["deploy-agents", "--target", "d"], True),
+        (["deploy-agents", "--target", "d", "--check"], False),
+        (["deploy-hooks", "--list"], False),
+        (["deploy-hooks", "--target", "d"], True),
+        (["sync"], True),
+    ],
+)
+def test_whether_a_run_writes_is_read_off_its_row_and_flags(argv: list[str], writes: bool) -> None:
+    _, row, flags = parse(argv)
+    assert row is not None and row.writes_with(flags) is writes
+
+
+def test_help_imports_no_handler_and_no_domain_module() -> None:
+    """Building the parser imports the table and the argument functions, nothing else of a
+    command: --help stays cheap."""
+    code = (
+        "import sys\n"
+        "from pairgate.main import main\n"
+        "main(['--help'])\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('pairgate'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    loaded = set(done.stdout.split("\n")[-2].split())
+    assert loaded == {
+        "pairgate",
+        "pairgate.commands",
+        "pairgate.commands.arguments",
+        "pairgate.commands.evidence",
+        "pairgate.commands.table",
+        "pairgate.commands.watch",
+        "pairgate.evidence",  # the package's __init__: the default --timeout
+        "pairgate.main",
+        "pairgate.parser",
+        "pairgate.standalone",
+        "pairgate.standalone.audit_flags",
+        "pairgate.standalone.errors",
+        "pairgate.watch",  # the package's __init__: --remind-after's default, the hook events
+    }
