@@ -5,7 +5,7 @@ What the run sees (docs/agent-handoff-reference.md, "What isolation means"):
 - ``/usr`` and ``/etc`` read-only, the top-level links into ``/usr`` (``/bin``, ``/lib``, ...)
   as the host has them, and the Python that runs pairgate (its prefix and its virtual
   environment) read-only at their own paths, even inside a home directory: nothing else of any
-  home, and no ``/var``, ``/opt``, ``/srv`` or ``/mnt``;
+  home, and no ``/var``, ``/opt``, ``/srv``, ``/mnt`` or ``/sys``;
 - its clone at ``/evidence/repo`` and an empty directory for its report at
   ``/evidence/report``, the only trees of the host it can write;
 - fresh tmpfs for ``/tmp``, ``/var/tmp``, ``/run``, ``/dev/shm`` and ``$HOME``, a minimal
