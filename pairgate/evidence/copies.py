@@ -19,9 +19,11 @@ from pairgate.evidence.one_run import remove
 
 
 class Copies:
-    def __init__(self, pristine: Path, work: Path, *, total: int, ahead: int) -> None:
+    def __init__(
+        self, pristine: Path, work: Path, *, total: int, ahead: int, makers: int = 1
+    ) -> None:
         self._pristine, self._work, self._total = pristine, work, total
-        self._maker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evidence-copy")
+        self._maker = ThreadPoolExecutor(max_workers=makers, thread_name_prefix="evidence-copy")
         self._remover = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evidence-remove")
         self._lock = threading.Lock()
         self._made = 0

@@ -172,6 +172,7 @@ def collect(
                 work,
                 total=1 + len(request.patches),
                 ahead=request.jobs + 1,
+                makers=request.jobs,  # one copy made per run in flight
             )
             runs = Runs(
                 command=request.command,
