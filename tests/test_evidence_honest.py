@@ -106,7 +106,7 @@ def test_a_mutant_that_fails_on_purpose_is_refused(
 ) -> None:
     m = mutant(doc, name)
     assert (m["verdict"], m["run"]) == ("refused", None)
-    assert m["reason"].startswith(f"refused as a mutant: it adds {said} to calc/__init__.py")
+    assert m["reason"].startswith(f"not a mutant: it adds {said} to calc/__init__.py")
 
 
 def test_an_assertion_that_fires_in_the_code_is_not_a_kill(doc: dict[str, Any]) -> None:

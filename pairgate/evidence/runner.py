@@ -115,7 +115,7 @@ def mutant_entry(
         return entry
     entry.update(applied=ran["applied"], apply_error=ran["apply_error"])
     if ran["refused"] is not None:
-        entry.update(verdict="refused", reason=f"refused as a mutant: {ran['refused']}")
+        entry.update(verdict="refused", reason=f"not a mutant: {ran['refused']}")
         return entry
     if ran["run"] is None:
         entry.update(
