@@ -29,8 +29,8 @@ from pairgate.evidence import gitops, workspace  # noqa: E402
 from pairgate.evidence.isolation import Places, fixed_env, probe, run_isolated  # noqa: E402
 from pairgate.evidence.patches import Patch  # noqa: E402
 from pairgate.evidence.runner import Request, collect  # noqa: E402
-from tests.evidence_repos import make_package  # noqa: E402
-from tests.gitrepos import commit  # noqa: E402
+from tests.kit.evidence_repos import make_package  # noqa: E402
+from tests.kit.gitrepos import commit  # noqa: E402
 
 FILES = 2000
 COMMAND = "python3 -m pytest -q -p no:cacheprovider tests/test_calc.py"

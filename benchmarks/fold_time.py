@@ -29,14 +29,13 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from ledgerkit import ISSUE, Trail  # noqa: E402
 
 from pairgate.standalone import records  # noqa: E402
 from pairgate.standalone.config import load_config  # noqa: E402
 from pairgate.standalone.fold import fold  # noqa: E402
 from pairgate.standalone.ledger import Note  # noqa: E402
+from tests.kit.names import ISSUE  # noqa: E402
+from tests.kit.trail import Trail  # noqa: E402
 
 CONFIG = load_config({"PAIRGATE_CONFIG": str(ROOT / "tests" / "fixtures" / "pairgate-config.json")})
 MARKER = re.compile(r"^<!-- mochi-task:(\S+) (.*) -->[ \t]*$", re.MULTILINE)

@@ -34,8 +34,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox  # noqa: E402
-from tests.conftest import FIXTURE_CONFIG, FIXTURES, agent_env  # noqa: E402
-from tests.gate_world import World, approved_at_head  # noqa: E402
+from tests.kit.gate_cases import approved_at_head  # noqa: E402
+from tests.kit.names import FIXTURE_CONFIG, FIXTURES  # noqa: E402
+from tests.kit.run import agent_env  # noqa: E402
+from tests.kit.world import World  # noqa: E402
 
 RUNS = 21
 FLOOR_CLIENT = Path(__file__).resolve().parent / "floor_client.py"

@@ -22,7 +22,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 from benchmarks import board, fold_time, hook, startup  # noqa: E402
 from pairgate.sandbox.testing import running_sandbox  # noqa: E402

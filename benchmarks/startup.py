@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.hook import floor_argv  # noqa: E402
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox  # noqa: E402
-from tests.conftest import agent_env, clean_env  # noqa: E402
+from tests.kit.run import agent_env, clean_env  # noqa: E402
 
 RUNS = 21
 # What the console script (the pairgate entry point) runs.

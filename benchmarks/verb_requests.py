@@ -10,11 +10,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
-
-from ledgerkit import Round  # noqa: E402
 
 from pairgate.sandbox.testing import running_sandbox  # noqa: E402
+from tests.kit.world import Round  # noqa: E402
 
 
 def counted(sb, world: Round, agent: str | None, *argv: object) -> tuple[int, str]:  # type: ignore[no-untyped-def]

@@ -8,39 +8,42 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    79  errors.py: Exit codes, the error family and the run context every door is given.
-  line   280  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   438  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   660  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1222  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  1627  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  2197  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2466  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2859  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2971  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3047  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3297  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3538  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3874  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4022  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  4227  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  4461  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4508  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4900  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5043  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5226  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5655  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6111  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6260  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  6655  command_reader/reader_base.py: What every part of the command reader shares: the layers it reads, and the state of one
-  line  6736  command_reader/reader_programs.py: The reader's programs that run programs: shells, su, sudo, script, flock, tmux, find, make.
-  line  7249  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7599  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7824  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8235  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8306  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8481  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  8834  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    82  errors.py: Exit codes, the error family and the run context every door is given.
+  line   283  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   441  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   663  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1233  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1502  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1895  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  1971  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2212  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  2774  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2886  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3127  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3463  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3611  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4003  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4050  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4193  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4376  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  4781  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  4986  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5220  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5650  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6106  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6185  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6332  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6427  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6795  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7185  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7421  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7703  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8114  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8172  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8615  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8785  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8810  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9159  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, NoReturn, TYPE_CHECKING, TextIO, TypeVar, dataclass_transform
+from typing import Any, NoReturn, Protocol, TYPE_CHECKING, TextIO, TypeVar, dataclass_transform
 from urllib.parse import quote, urlencode, urlsplit
 
 if TYPE_CHECKING:
@@ -425,7 +428,7 @@ class SchemaCheck:
         return iter(self.authority().iter_errors(instance))
 
 
-def _draft_validator(schema: Mapping[str, Any]) -> SchemaCheck:
+def draft_validator(schema: Mapping[str, Any]) -> SchemaCheck:
     """The check for one of this file's schemas (all draft 2020-12). Formats are not asserted
     (jsonschema's default): no schema here uses ``format``."""
     return SchemaCheck(schema)
@@ -468,7 +471,7 @@ CONFIG_KEYS: tuple[str, ...] = (
 # "a gate newer than its configuration fails toward review rather than toward exemption").
 OPTIONAL_CONFIG_KEYS = frozenset({"renovate_exempt_namespaces"})
 
-_PATH_SEGMENT = r"[A-Za-z0-9_.][A-Za-z0-9_.-]*"
+PATH_SEGMENT = r"[A-Za-z0-9_.][A-Za-z0-9_.-]*"
 _NON_EMPTY = {"type": "string", "minLength": 1, "pattern": r"\S"}
 # A path the specification reads relative to the configuration file: never absolute.
 _RELATIVE_PATH = {"type": "string", "minLength": 1, "pattern": r"^[^/~]"}
@@ -482,10 +485,10 @@ CONFIG_SCHEMA: dict[str, Any] = {
     "properties": {
         "tracker_project": {
             "type": "string",
-            "pattern": rf"^{_PATH_SEGMENT}(/{_PATH_SEGMENT})+$",
+            "pattern": rf"^{PATH_SEGMENT}(/{PATH_SEGMENT})+$",
             "description": "group/project of the issues that hold the ledger",
         },
-        "group_path": {"type": "string", "pattern": rf"^{_PATH_SEGMENT}(/{_PATH_SEGMENT})*$"},
+        "group_path": {"type": "string", "pattern": rf"^{PATH_SEGMENT}(/{PATH_SEGMENT})*$"},
         "group_id": {"type": "string", "pattern": r"^[0-9]+$"},
         "env_prefix": {"type": "string", "pattern": r"^[A-Z][A-Z0-9_]*$"},
         "agent_identity_prefix": {"type": "string", "pattern": r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"},
@@ -498,7 +501,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "renovate_branch_prefix": {"type": "string", "minLength": 1},
         "renovate_exempt_namespaces": {
             "type": "array",
-            "items": {"type": "string", "pattern": rf"^{_PATH_SEGMENT}(/{_PATH_SEGMENT})*$"},
+            "items": {"type": "string", "pattern": rf"^{PATH_SEGMENT}(/{PATH_SEGMENT})*$"},
         },
         "cli_install_command": _NON_EMPTY,
         "hooks_install_command": _NON_EMPTY,
@@ -636,7 +639,7 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
             f"exactly the keys the README's Configuration section lists, no more and no fewer."
         )
     errors = sorted(
-        _draft_validator(CONFIG_SCHEMA).iter_errors(values), key=lambda e: (list(e.path), e.message)
+        draft_validator(CONFIG_SCHEMA).iter_errors(values), key=lambda e: (list(e.path), e.message)
     )
     if errors:
         err = errors[0]
@@ -654,973 +657,6 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
 
 
 # end pairgate/standalone/config.py
-
-
-# =============================================================================================
-# begin pairgate/standalone/gitlab.py
-# =============================================================================================
-
-
-# Every call has a timeout: (connect, read) seconds for HTTPS, one bound for a glab process.
-TIMEOUT: tuple[float, float] = (5.0, 30.0)
-GLAB_TIMEOUT = 120.0
-PER_PAGE = 100  # GitLab's maximum; it clamps larger values rather than refusing them
-# Connections kept per host: one for each of the board's 16 readers and 3 label listings
-# (pairgate/tracker.py), so none is opened and dropped for want of room.
-POOL_SIZE = 20
-# A read is retried on these. A write never is: see GitLab.write.
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-class GitLabError(PairgateError):
-    """A GitLab call failed: ``status`` is the HTTP status, or None when no answer came back."""
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class WriteUncertain(GitLabError):
-    """A write whose outcome is unknown (no answer, 429 or 5xx): it may have landed. Whoever
-    wrote re-reads before writing again; nothing repeats a write blindly."""
-
-
-def encode_project(project: str) -> str:
-    """``group/proj`` -> ``group%2Fproj``: GitLab takes a project path as ONE URL segment, and an
-    unencoded slash matches no route at all (404 ``{"error": ...}``)."""
-    return quote(str(project), safe="")
-
-
-@functools.cache
-def _retry_class() -> type[Retry]:
-    from urllib3.util.retry import Retry
-
-    class _Retry(Retry):
-        """urllib3's Retry with Retry-After capped, so one answer cannot park a reader for
-        hours."""
-
-        MAX_RETRY_AFTER = 60.0
-
-        def get_retry_after(self, response: Any) -> float | None:
-            seconds = super().get_retry_after(response)
-            return None if seconds is None else min(seconds, self.MAX_RETRY_AFTER)
-
-    return _Retry
-
-
-class _LeavesOrigin(Exception):
-    """A redirect off the API's origin (scheme, host and port), which is not followed."""
-
-    def __init__(self, status: int, location: str) -> None:
-        super().__init__(location)
-        self.status, self.location = status, location
-
-
-@functools.cache
-def _session_class() -> type[requests.Session]:
-    import requests
-
-    class _Session(requests.Session):
-        """requests' Session, following a redirect only within one origin: GitLab redirects a
-        GET of a moved project to its new path, and the token goes with every request, so a
-        redirect anywhere else stops the call before it is sent."""
-
-        origin: tuple[str, str] = ("", "")
-
-        def rebuild_auth(self, prepared_request: Any, response: Any) -> None:
-            if urlsplit(prepared_request.url)[:2] != self.origin:
-                raise _LeavesOrigin(response.status_code, str(prepared_request.url))
-            super().rebuild_auth(prepared_request, response)
-
-    return _Session
-
-
-def read_retry(*, attempts: int = 4, backoff_factor: float = 0.5) -> Retry:
-    """The retry policy: GET is retried on a dropped answer, 429 and 5xx (Retry-After honoured
-    on 429 and 503, exponential backoff otherwise). A connection that cannot be made is not
-    retried (it fails within the connect timeout), and no other method is retried."""
-    return _retry_class()(
-        total=attempts,
-        other=0,
-        allowed_methods=frozenset({"GET", "HEAD"}),
-        status_forcelist=RETRY_STATUSES,
-        connect=0,  # a refused connection fails at once: nothing answers, waiting cannot help
-        backoff_factor=backoff_factor,
-        backoff_max=30.0,
-        respect_retry_after_header=True,
-        raise_on_status=False,
-    )
-
-
-def _query(params: Mapping[str, Any]) -> dict[str, str]:
-    # GitLab wants true/false; requests would send True/False.
-    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in params.items()}
-
-
-def _uncertain(status: int | None) -> bool:
-    return status is None or status == 429 or status >= 500
-
-
-def _error(
-    method: str, what: str, status: int | None, detail: str, *, read: bool = False
-) -> GitLabError:
-    """A failed call as an error; a write (not a read: a GraphQL query is a POST that reads)
-    whose outcome is unknown is WriteUncertain."""
-    write = method != "GET" and not read
-    cls = WriteUncertain if write and _uncertain(status) else GitLabError
-    answer = f"HTTP {status}" if status is not None else "no answer"
-    return cls(f"pairgate: GitLab {method} {what}: {answer}: {detail}".rstrip(": "), status=status)
-
-
-def _error_detail(response: requests.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text.strip()[:200]
-    if isinstance(body, dict):
-        return str(body.get("message", body.get("error", body)))[:200]
-    return str(body)[:200]
-
-
-def graphql_url(api_url: str) -> str:
-    """GitLab's GraphQL endpoint beside its REST root: ``.../api/v4`` -> ``.../api/graphql``."""
-    root = api_url.rstrip("/")
-    return root.removesuffix("/v4") + "/graphql" if root.endswith("/api/v4") else f"{root}/graphql"
-
-
-class _Https:
-    """One token, one session: requests with urllib3 Retry and a timeout on every call."""
-
-    name = "HTTPS"
-
-    def __init__(
-        self,
-        api_url: str,
-        token: str,
-        *,
-        retry: Retry | None = None,
-        timeout: Any,
-        token_source: str = "the token",
-        url_source: str = "the GitLab URL",
-        scope: str = "read_api",
-    ) -> None:
-        from requests.adapters import HTTPAdapter
-
-        retry = retry if retry is not None else read_retry()
-        self.api_url = api_url.rstrip("/")
-        # Named in errors: which variable gave the token and the URL, so a refusal says what
-        # to set rather than only that something was refused.
-        self.token_source, self.url_source, self.scope = token_source, url_source, scope
-        self.graphql_url = graphql_url(self.api_url)
-        self._origin = urlsplit(self.api_url)[:2]
-        self._timeout = timeout
-        self._session = _session_class()()
-        self._session.origin = self._origin  # type: ignore[attr-defined]
-        self._session.headers.update({"PRIVATE-TOKEN": token, "User-Agent": "pairgate"})
-        adapter = HTTPAdapter(max_retries=retry, pool_maxsize=POOL_SIZE)
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
-        # A GraphQL query is a POST that only reads: retried as a read, on its own adapter
-        # (requests picks the longest matching prefix), so no REST write is ever retried.
-        methods = frozenset(retry.allowed_methods or ()) | {"POST"}
-        self._session.mount(
-            self.graphql_url, HTTPAdapter(max_retries=retry.new(allowed_methods=methods))
-        )
-        self._resolve_environment()
-
-    def _resolve_environment(self) -> None:
-        """What requests reads from the environment on every call (the proxy variables and
-        no_proxy, the CA bundle variables, ~/.netrc), read once for this API's origin, as
-        requests itself reads it; then the session stops reading it. Every URL this transport
-        calls is on that origin (a next-page link elsewhere is refused)."""
-        import requests
-
-        session = self._session
-        settings = session.merge_environment_settings(self.api_url, {}, None, None, None)
-        session.proxies.update(settings["proxies"])
-        session.verify = settings["verify"]
-        session.auth = requests.utils.get_netrc_auth(self.api_url)
-        session.trust_env = False
-
-    def __repr__(self) -> str:  # the token never appears in a repr or a traceback
-        return f"_Https({self.api_url!r}, token=<hidden>)"
-
-    def _call(
-        self, method: str, url: str, *, params: Any = None, body: Any = None, read: bool = False
-    ) -> requests.Response:
-        import requests
-
-        what = urlsplit(url).path.removeprefix(urlsplit(self.api_url).path)
-        try:
-            response = self._session.request(
-                method, url, params=params, json=body, timeout=self._timeout
-            )
-        except _LeavesOrigin as left:
-            detail = (
-                f"a redirect to {left.location}, off {self.api_url}'s origin, which pairgate "
-                f"does not follow (its token would go with it): set {self.url_source} to the "
-                f"GitLab it points at"
-            )
-            raise _error(method, what, left.status, detail, read=read) from None
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            raise _error(method, what, None, self._unreachable(exc), read=read) from None
-        except requests.RequestException as exc:
-            raise _error(method, what, None, type(exc).__name__, read=read) from None
-        if response.status_code >= 400:
-            detail = _error_detail(response)
-            if response.status_code in (401, 403):
-                detail += self._refused_token(response.status_code)
-            raise _error(method, what, response.status_code, detail, read=read)
-        return response
-
-    def _unreachable(self, exc: Exception) -> str:
-        # A refused or unresolvable connection is not retried (only 429, 5xx and a dropped
-        # answer are): say where the URL came from, since that is what to fix. A timeout is
-        # said as one: a GitLab that took the connection and never answered was reached.
-        cause = " ".join(str(exc).split())
-        if "timed out" in cause.lower():  # urllib3's words for either timeout
-            connect, read = (
-                self._timeout if isinstance(self._timeout, tuple) else (self._timeout,) * 2
-            )
-            limit = connect if "connect timeout" in cause.lower() else read
-            return (
-                f"GitLab at {self.api_url} did not answer within {limit:g} s (the URL is from "
-                f"{self.url_source})"
-            )
-        reason = "connection refused" if "refused" in cause.lower() else type(exc).__name__
-        return (
-            f"cannot reach GitLab at {self.api_url} ({reason}; the URL is from "
-            f"{self.url_source}): check that variable, or that GitLab is up"
-        )
-
-    def _refused_token(self, status: int) -> str:
-        what = "was refused" if status == 401 else "may not do this"
-        return (
-            f". The token in {self.token_source} {what}: set {self.token_source} to a token of "
-            f"an account that can read the tracker and the merge requests (scope {self.scope})"
-        )
-
-    def get(self, path: str, params: Mapping[str, Any]) -> Any:
-        return _decoded(self._call("GET", f"{self.api_url}/{path}", params=_query(params)))
-
-    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
-        response = self._call("GET", f"{self.api_url}/{path}", params=_query(params))
-        return response.content.decode("utf-8", errors="replace")
-
-    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
-        url: str | None = f"{self.api_url}/{path}"
-        query: dict[str, str] | None = _query({**params, "per_page": PER_PAGE})
-        seen: set[str] = set()
-        while url:
-            response = self._call("GET", url, params=query)
-            page = _decoded(response)
-            if not isinstance(page, list):
-                raise GitLabError(f"pairgate: GitLab GET {path}: expected a list, got {page!r:.80}")
-            yield page
-            # Follow rel="next" until it is absent: a page may be short, even empty, while more
-            # exist. The link carries every parameter, and must stay on this instance (it is
-            # sent our token).
-            url = response.links.get("next", {}).get("url")
-            if url and (urlsplit(url)[:2] != self._origin or url in seen):
-                raise GitLabError(f"pairgate: GitLab GET {path}: refusing next-page link {url}")
-            seen.add(url or "")
-            query = None
-
-    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
-        return _decoded(self._call(method, f"{self.api_url}/{path}", body=dict(data)))
-
-    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
-        body = {"query": query, "variables": dict(variables)}
-        return _decoded(self._call("POST", self.graphql_url, body=body, read=True))
-
-
-def _decoded(response: requests.Response) -> Any:
-    if response.status_code in (202, 204, 304) and not response.content:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        raise GitLabError(f"pairgate: GitLab answered {response.url} with non-JSON") from None
-
-
-def decode_pages(text: str) -> list[Any]:
-    """Parse ``glab api --paginate`` output: each page's JSON array printed back to back
-    (``[..][..]``), with no separator."""
-    decoder = json.JSONDecoder()
-    items: list[Any] = []
-    at = 0
-    while True:
-        while at < len(text) and text[at].isspace():
-            at += 1
-        if at == len(text):
-            return items
-        page, at = decoder.raw_decode(text, at)
-        if not isinstance(page, list):
-            raise GitLabError(
-                f"pairgate: glab api --paginate printed a non-list page: {page!r:.80}"
-            )
-        items.extend(page)
-
-
-class _Glab:
-    """``glab api``, as the account glab is logged in as. Fields travel as a JSON body on
-    stdin (``--input -``), because glab turns a -f value that looks like ``[a, b]`` into an
-    array."""
-
-    name = "glab api"
-
-    def __init__(self, hostname: str | None, env: Mapping[str, str], *, instead: str = "") -> None:
-        self.hostname = hostname
-        self._env = {"PATH": os.environ.get("PATH", os.defpath), **env}
-        self._instead = instead  # the token variable(s) that would replace glab, for errors
-
-    def __repr__(self) -> str:
-        return f"_Glab(hostname={self.hostname!r})"
-
-    def argv(self, endpoint: str, *flags: str) -> list[str]:
-        host = ["--hostname", self.hostname] if self.hostname else []
-        return ["glab", "api", endpoint, *flags, *host]
-
-    def _run(
-        self, method: str, argv: list[str], stdin: str | None = None, *, read: bool = False
-    ) -> str:
-        try:
-            proc = subprocess.run(
-                argv,
-                input=stdin,
-                capture_output=True,
-                text=True,
-                env=self._env,
-                timeout=GLAB_TIMEOUT,
-                check=False,
-            )
-        except FileNotFoundError:
-            raise GitLabError(
-                f"pairgate: glab is not installed, and it is how pairgate reaches GitLab when "
-                f"no token is set: set {self._instead or 'the token variables'} (and the "
-                f"GitLab URL), or install glab and log in (see docs/agent-handoff-reference.md, "
-                f"The GitLab client)"
-            ) from None
-        except subprocess.TimeoutExpired:
-            late = f"glab ran past {GLAB_TIMEOUT:.0f}s"
-            raise _error(method, argv[2], None, late, read=read) from None
-        if proc.returncode != 0:
-            match = re.search(r"\(HTTP (\d{3})\)|HTTP (\d{3})", proc.stderr)
-            status = int(match.group(1) or match.group(2)) if match else None
-            detail = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else "glab failed"
-            raise _error(method, argv[2], status, detail, read=read)
-        return proc.stdout
-
-    def get(self, path: str, params: Mapping[str, Any]) -> Any:
-        out = self._run("GET", self.argv(_with_query(path, params)))
-        return json.loads(out) if out.strip() else None
-
-    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
-        return self._run("GET", self.argv(_with_query(path, params)))
-
-    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
-        # glab prints every page before it exits: they arrive as one.
-        endpoint = _with_query(path, {**params, "per_page": PER_PAGE})
-        yield decode_pages(self._run("GET", self.argv(endpoint, "--paginate")))
-
-    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
-        flags = ("-X", method, "--input", "-", "-H", "Content-Type: application/json")
-        out = self._run(method, self.argv(path, *flags), stdin=json.dumps(dict(data)))
-        return json.loads(out) if out.strip() else None
-
-    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
-        # ``glab api graphql`` posts to the instance's /api/graphql; the body travels on stdin.
-        flags = ("-X", "POST", "--input", "-", "-H", "Content-Type: application/json")
-        body = json.dumps({"query": query, "variables": dict(variables)})
-        out = self._run("POST", self.argv("graphql", *flags), stdin=body, read=True)
-        return json.loads(out) if out.strip() else None
-
-
-def _with_query(path: str, params: Mapping[str, Any]) -> str:
-    return f"{path}?{urlencode(_query(params))}" if params else path
-
-
-class GitLab:
-    """The narrow door to GitLab: reads through one transport, writes through another.
-
-    Paths are relative to ``/api/v4`` (``projects/acme%2Ftracker/issues/4/notes``).
-    """
-
-    def __init__(self, *, reader: Any, writer: Any, api_url: str | None, origin: str) -> None:
-        self._reader = reader
-        self._writer = writer
-        self.api_url = api_url
-        self.origin = origin  # where api_url came from, for --verbose
-
-    def __repr__(self) -> str:
-        return f"GitLab(api_url={self.api_url!r}, reader={self._reader!r}, writer={self._writer!r})"
-
-    def get(self, path: str, **params: Any) -> Any:
-        """One GET. Retried on 429/5xx/dropped connections (HTTPS); raises GitLabError."""
-        return self._reader.get(path, params)
-
-    def get_text(self, path: str, **params: Any) -> str:
-        """One GET of a plain-text answer (a job's log), retried as ``get`` is."""
-        return str(self._reader.get_text(path, params))
-
-    def get_all(self, path: str, **params: Any) -> list[Any]:
-        """Every page of a list, following the next-page link until there is none."""
-        return [item for page in self._reader.pages(path, params) for item in page]
-
-    def pages(self, path: str, **params: Any) -> Iterator[list[Any]]:
-        """The pages of a list as they arrive, so a reader can start on the first while the
-        next is read."""
-        return self._reader.pages(path, params)
-
-    def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> Any:
-        """One GraphQL query (POST /api/graphql) through the reader: a read, retried as GETs
-        are. Returns ``data``; GitLab answers a query it cannot run with HTTP 200 and
-        ``errors``, which raises GitLabError here (a reader fails closed, never guesses)."""
-        answer = self._reader.graphql(query, variables or {})
-        errors = answer.get("errors") if isinstance(answer, dict) else None
-        if errors or not isinstance(answer, dict) or not isinstance(answer.get("data"), dict):
-            first = errors[0].get("message") if errors and isinstance(errors[0], dict) else None
-            detail = first or f"no data in the answer: {answer!r:.120}"
-            raise GitLabError(f"pairgate: GitLab GraphQL query failed: {detail}")
-        return answer["data"]
-
-    def write(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
-        """ONE attempt at a write. Raises WriteUncertain when it may have landed, GitLabError
-        when GitLab refused it. It is never retried here: a retry could post twice."""
-        return self._writer.send(method, path, data)
-
-    def describe(self) -> str:
-        where = self.api_url or "glab's configured host"
-        return (
-            f"GitLab API {where} (from {self.origin}); reads via {self._reader.name}, "
-            f"writes via {self._writer.name}"
-        )
-
-
-def api_url_from_env(config: Config, env: Mapping[str, str]) -> tuple[str | None, str]:
-    """The API root and where it came from: <env_prefix>_GITLAB_URL (the instance URL), else
-    CI_API_V4_URL, else None (glab's configured host)."""
-    name = config.env_name("GITLAB_URL")
-    if env.get(name, "").strip():
-        url = env[name].strip().rstrip("/")
-        return (url if url.endswith("/api/v4") else f"{url}/api/v4"), name
-    if env.get("CI_API_V4_URL", "").strip():
-        return env["CI_API_V4_URL"].strip().rstrip("/"), "CI_API_V4_URL"
-    return None, "glab's configured host"
-
-
-def _glab_host(env: Mapping[str, str], url_variable: str) -> str:
-    try:
-        proc = subprocess.run(
-            ["glab", "config", "get", "host"],
-            capture_output=True,
-            text=True,
-            env={"PATH": os.environ.get("PATH", os.defpath), **env},
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        proc = None
-    if proc is None or proc.returncode != 0 or not proc.stdout.strip():
-        raise PairgateError(
-            f"pairgate: no GitLab URL: set {url_variable} to the instance URL (such as "
-            "https://gitlab.example.com), or run in GitLab CI, or configure glab's host"
-        )
-    return proc.stdout.strip()
-
-
-def _checked_url(url: str, origin: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise PairgateError(f"pairgate: {origin}={url!r} is not an http(s) URL")
-    if parts.scheme == "http" and parts.hostname not in _LOOPBACK:
-        raise PairgateError(
-            f"pairgate: {origin}={url!r}: refusing to send a token over plain http to a host "
-            "that is not loopback; use https"
-        )
-    return url
-
-
-def gitlab_from_env(
-    config: Config,
-    env: Mapping[str, str],
-    *,
-    retry: Retry | None = None,
-    timeout: Any = TIMEOUT,
-    transport: Callable[..., Any] = _Https,
-) -> GitLab:
-    """The client a run uses: HTTPS with <env_prefix>_TASK_API_TOKEN for reads and
-    <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set.
-    ``transport`` builds each HTTPS transport (_Https's arguments; the merge hook's is
-    gitlab_once.one_attempt_transport)."""
-    read_token = env.get(config.env_name("TASK_API_TOKEN"), "").strip()
-    write_token = env.get(config.env_name("TASK_WRITE_TOKEN"), "").strip()
-    api_url, origin = api_url_from_env(config, env)
-    if api_url is None and (read_token or write_token):
-        api_url = f"https://{_glab_host(env, config.env_name('GITLAB_URL'))}/api/v4"
-    if api_url is not None:
-        api_url = _checked_url(api_url, origin)
-    hostname = urlsplit(api_url).netloc if api_url and origin != "glab's configured host" else None
-    missing = [
-        config.env_name(f"TASK_{kind}_TOKEN") + f" ({scope} token)"
-        for kind, scope, given in (
-            ("API", "a read_api", read_token),
-            ("WRITE", "an api", write_token),
-        )
-        if not given
-    ]
-    glab = _Glab(hostname, env, instead=" and ".join(missing))
-
-    def https(token: str, variable: str, scope: str) -> Any:
-        assert api_url is not None
-        return transport(
-            api_url,
-            token,
-            retry=retry,
-            timeout=timeout,
-            token_source=variable,
-            url_source=origin,
-            scope=scope,
-        )
-
-    return GitLab(
-        reader=https(read_token, config.env_name("TASK_API_TOKEN"), "read_api")
-        if read_token
-        else glab,
-        writer=https(write_token, config.env_name("TASK_WRITE_TOKEN"), "api")
-        if write_token
-        else glab,
-        api_url=api_url,
-        origin=origin,
-    )
-
-
-def gitlab_with_token(
-    client: GitLab, token: str, *, retry: Retry | None = None, source: str = "the token"
-) -> GitLab:
-    """The same instance as another account (the review bot), over HTTPS with its token;
-    ``source`` says where the token came from, for errors."""
-    if client.api_url is None:
-        raise PairgateError("pairgate: the GitLab URL is unknown; set <env_prefix>_GITLAB_URL")
-    transport = _Https(
-        client.api_url,
-        token,
-        retry=retry,
-        timeout=TIMEOUT,
-        token_source=source,
-        url_source=client.origin,
-        scope="api",
-    )
-    return GitLab(reader=transport, writer=transport, api_url=client.api_url, origin=client.origin)
-
-
-# end pairgate/standalone/gitlab.py
-
-
-# =============================================================================================
-# begin pairgate/standalone/gitlab_once.py
-# =============================================================================================
-
-
-def plain_route(
-    api_url: str, *, trust_env: bool = True, bundle: str | None = None
-) -> tuple[bool, ssl.SSLContext | None]:
-    """Whether requests would call ``api_url`` with nothing but a connection (no proxy, no
-    .netrc signing), and the TLS context it would verify with (None for loopback http): where
-    OneAttempt stands in for it exactly. Read from the environment as requests reads it: a
-    proxy is urllib's getproxies() (no_proxy is not weighed: any proxy at all leaves the call
-    to requests), .netrc is $NETRC or ~/.netrc or ~/_netrc, the CA bundle is
-    $REQUESTS_CA_BUNDLE, then $CURL_CA_BUNDLE, then certifi's. A URL with a user or password
-    in it (requests signs with them) or with anything but ASCII in it (requests encodes its
-    host and path its own way) is left to requests too, as is a bundle that does not load.
-    ``trust_env=False``: as a requests session that does not read the environment (no proxy,
-    no .netrc) and verifies with ``bundle``, else certifi's, which ``GET /job`` uses."""
-    if trust_env:
-        import urllib.request
-
-        if any(scheme != "no" for scheme in urllib.request.getproxies()):
-            return False, None
-        netrc = os.environ.get("NETRC")
-        for name in [netrc] if netrc else ["~/.netrc", "~/_netrc"]:
-            try:
-                if os.path.exists(os.path.expanduser(name)):
-                    return False, None
-            except KeyError:  # no home directory to expand, as requests allows
-                continue
-    parts = urlsplit(api_url)
-    if parts.username is not None or parts.password is not None or not api_url.isascii():
-        return False, None  # requests adds Basic auth, or encodes IDNA 2008 / the path itself
-    if parts.scheme != "https":
-        return True, None
-    import ssl
-
-    if trust_env:
-        bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
-    if not bundle:
-        import certifi
-
-        bundle = certifi.where()
-    try:
-        if os.path.isdir(bundle):
-            context = ssl.create_default_context(capath=bundle)
-        else:
-            context = ssl.create_default_context(cafile=bundle)
-    except OSError:  # a missing or unreadable bundle: requests says so in its own words
-        return False, None
-    context.hostname_checks_common_name = False  # as urllib3's context: a SAN, or no match
-    return True, context
-
-
-def _quiet(connection: http.client.HTTPConnection) -> bool:
-    """No bytes wait on a kept connection (urllib3's is_connection_dropped, inverted)."""
-    import select
-
-    sock = connection.sock
-    if sock is None:
-        return False
-    if getattr(sock, "pending", lambda: 0)():
-        return False
-    return not select.select([sock], [], [], 0)[0]
-
-
-def _as_requests_reads(response: http.client.HTTPResponse) -> bool:
-    """Whether requests would read this body as it stands: no content coding, one framing,
-    and JSON it decodes as UTF-8 (application/json, no other charset)."""
-    headers = response.msg
-    if (headers.get("Content-Encoding") or "identity").strip().lower() != "identity":
-        return False
-    if len(set(headers.get_all("Content-Length") or [])) > 1:
-        return False
-    coding = headers.get("Transfer-Encoding")
-    if coding is not None and coding.strip().lower() != "chunked":
-        return False
-    if len(headers.get_all("Content-Type") or []) != 1:  # requests reads two as one, joined
-        return False
-    media = headers.get_content_type()
-    charset = headers.get_content_charset()
-    return media == "application/json" and charset in (None, "utf-8")
-
-
-# A header value requests sends (requests.utils._validate_header_part): http.client takes more
-# (a folded line, a leading space), and raises on less with the value in its message.
-_SENDABLE = re.compile(r"\S[^\r\n]*|")
-
-
-def _sendable(token: str) -> bool:
-    try:
-        token.encode("latin-1")  # as http.client encodes a header
-    except UnicodeEncodeError:
-        return False
-    return _SENDABLE.fullmatch(token) is not None
-
-
-def wait_as_requests_would(refused: tuple[int, str | None] | None, policy: Retry) -> None:
-    """Before requests asks again what a first attempt was refused ((status, Retry-After)):
-    wait what ``policy`` would have waited before its first retry. That is the Retry-After of
-    any status it retries, as urllib3 honours it (its first retry has no backoff), so a GitLab
-    that asked for time is not asked again sooner."""
-    if refused is None:
-        return
-    status, after = refused
-    if after is None or not policy.respect_retry_after_header:
-        return
-    if not policy.is_retry("GET", status, has_retry_after=True):
-        return
-    try:
-        seconds = policy.get_retry_after(_RetryAfter(after))  # type: ignore[arg-type]
-    except Exception:  # a Retry-After urllib3 cannot read: requests will say so, or not wait
-        return
-    if seconds:
-        time.sleep(seconds)
-
-
-class _RetryAfter:
-    """What Retry.get_retry_after reads of a response: its Retry-After header."""
-
-    def __init__(self, value: str) -> None:
-        self.headers = {"Retry-After": value}
-
-
-class OneAttempt:
-    """Reads whose first attempt goes through the standard library's http.client: importing
-    requests and urllib3 would cost a run that reads a few answers more than the rest of its
-    work. The merge hook makes one attempt a call (one_attempt_transport); a gate job has
-    requests' retry policy behind the first (first_attempt_transport).
-
-    It answers only what it can answer exactly as ``library()`` (requests) would: a 2xx JSON
-    answer that is all of what was asked. Anything else (an error status, a redirect, a
-    dropped or refused connection, a list with a next page) is asked again of the library,
-    whose answer or error is the call's; so is every write. A timeout is asked again only with
-    ``ask_again_after_timeout``, and not while connecting (urllib3 retries a read timeout, a
-    TLS handshake's included, never a connect timeout); otherwise it fails at once, naming the
-    URL, rather than waiting as long a second time. ``wait_before_library`` is given the
-    refused answer's (status, Retry-After) before the library asks again. A GraphQL query is a
-    POST that reads, answered here as a GET is (errors in a 200 answer are GitLab.graphql's to
-    refuse). A failure thus costs one more request, and never reads differently. Where
-    plain_route says requests would add to the call (a proxy, .netrc), or the token is not a
-    header value requests would send, every call is the library's. ``header`` carries the
-    token (``JOB-TOKEN`` for a job's own); ``trust_env=False`` stands in for a session that
-    does not read the environment and verifies with ``bundle``. One connection, kept open: not
-    for threads."""
-
-    name = "HTTPS"
-
-    def __init__(
-        self,
-        library: Callable[[], _Https],
-        api_url: str,
-        token: str,
-        *,
-        timeout: tuple[float, float],
-        url_source: str = "the GitLab URL",
-        header: str = "PRIVATE-TOKEN",
-        trust_env: bool = True,
-        ask_again_after_timeout: bool = False,
-        wait_before_library: Callable[[tuple[int, str | None] | None], None] | None = None,
-        bundle: str | None = None,
-    ) -> None:
-        self._build = library
-        self._url_source = url_source  # named when GitLab does not answer in time
-        self._library: _Https | None = None
-        parts = urlsplit(api_url.rstrip("/"))
-        self._parts, self._base = parts, parts.path
-        self._graphql_url = graphql_url(parts.geturl())
-        self._headers = {header: token, "User-Agent": "pairgate"}
-        self._trust_env, self._ask_again_after_timeout = trust_env, ask_again_after_timeout
-        self._bundle = bundle  # the CA bundle, where the environment is not read
-        self._sendable = _sendable(token)
-        self._wait = wait_before_library
-        self.refused: tuple[int, str | None] | None = None  # the last answer, when not 2xx
-        self._timeout = timeout
-        self._route: tuple[bool, ssl.SSLContext | None] | None = None  # plain_route's, once
-        self._connection: http.client.HTTPConnection | None = None
-
-    def __repr__(self) -> str:  # the token never appears in a repr or a traceback
-        return f"OneAttempt({self._parts.geturl()!r}, token=<hidden>)"
-
-    def library(self) -> _Https:
-        """The requests transport every call it does not answer goes to, built on first use."""
-        if self._library is None:
-            self._library = self._build()
-        return self._library
-
-    def _asked_again(self) -> _Https:
-        """The library, for a call this transport did not answer: after the wait for what the
-        first attempt was told, when there was one."""
-        if self._wait is not None:
-            self._wait(self.refused)
-        return self.library()
-
-    def stands_in(self) -> bool:
-        """Whether calls are tried here first (plain_route's answer, read once)."""
-        if self._route is None:
-            self._route = plain_route(
-                self._parts.geturl(), trust_env=self._trust_env, bundle=self._bundle
-            )
-        return self._route[0] and self._sendable
-
-    def _socket(self) -> socket.socket:
-        """A TCP connection to the host, within the connect timeout."""
-        import errno
-        import socket
-
-        host, port = self._parts.hostname, self._parts.port
-        assert host is not None
-        port = port or (443 if self._parts.scheme == "https" else 80)
-        sock = socket.create_connection((host, port), timeout=self._timeout[0])
-        try:  # as http.client's own connect: a request is not held back for an ACK
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError as exc:
-            if exc.errno != errno.ENOPROTOOPT:
-                sock.close()
-                raise
-        return sock
-
-    def _over(self, sock: socket.socket) -> http.client.HTTPConnection:
-        """An http.client connection over ``sock``, its TLS handshake made (within the connect
-        timeout, as urllib3 makes it); then the read timeout, as requests takes (connect,
-        read)."""
-        import http.client
-
-        host, port = self._parts.hostname, self._parts.port
-        assert host is not None and self._route is not None
-        connection: http.client.HTTPConnection
-        if self._parts.scheme == "https":
-            context = self._route[1]
-            assert context is not None
-            try:
-                sock = context.wrap_socket(sock, server_hostname=host)
-            except BaseException:
-                sock.close()
-                raise
-            connection = http.client.HTTPSConnection(host, port, context=context)
-        else:
-            connection = http.client.HTTPConnection(host, port)
-        sock.settimeout(self._timeout[1])
-        connection.sock = sock
-        connection.auto_open = 0  # never reconnected behind this class's back, untimed
-        return connection
-
-    def _close(self) -> None:
-        if self._connection is not None:
-            self._connection.close()
-            self._connection = None
-
-    def _answer(
-        self, target: str, body: Mapping[str, Any] | None = None
-    ) -> tuple[Any, bool, int] | None:
-        """(the decoded JSON, whether GitLab says more pages follow, the status) of one GET of
-        ``target`` (a path and query on this host), or one POST of ``body`` as JSON; None when
-        the library must ask instead (``refused`` then holds a non-2xx status)."""
-        import http.client
-
-        self.refused = None
-        if not self.stands_in():
-            return None
-        method, headers, data = "GET", self._headers, None
-        if body is not None:
-            method, headers = "POST", {**headers, "Content-Type": "application/json"}
-            data = json.dumps(body, allow_nan=False).encode("utf-8")  # as requests sends json=
-        connect, read = self._timeout
-        if self._connection is not None and not _quiet(self._connection):
-            # Bytes nobody has asked for yet would be read as this call's answer: urllib3
-            # drops such a connection too.
-            self._close()
-        connecting, limit = False, read
-        try:
-            if self._connection is None:
-                connecting, limit = True, connect
-                sock = self._socket()
-                connecting = False  # a handshake that times out is a read timeout to urllib3
-                self._connection = self._over(sock)
-                limit = read
-            self._connection.request(method, target, body=data, headers=headers)
-            response = self._connection.getresponse()
-            if not 200 <= response.status < 300:  # whatever its body: requests asks again
-                self.refused = (response.status, response.getheader("Retry-After"))
-                self._close()
-                return None
-            if not _as_requests_reads(response):  # before reading: its framing may be another's
-                self._close()
-                return None
-            raw = response.read()
-        except TimeoutError:
-            # Asked again only where requests would retry it; the merge hook's would wait as
-            # long once more, past its own bound.
-            self._close()
-            if self._ask_again_after_timeout and not connecting:
-                return None
-            what = urlsplit(target).path.removeprefix(self._base)
-            late = (
-                f"GitLab at {self._parts.geturl()} did not answer within {limit:g} s (the URL is "
-                f"from {self._url_source})"
-            )
-            raise _error(method, what, None, late, read=True) from None
-        except (OSError, ValueError, http.client.HTTPException):
-            self._close()
-            return None
-        if response.will_close:
-            self._close()
-        if not raw:
-            return None
-        try:
-            value = json.loads(raw.decode("utf-8"))  # requests: utf-8 for application/json
-        except ValueError:
-            return None
-        # X-Next-Page names the next page of GitLab's offset pagination, and a Link header
-        # carries rel="next" in every pagination it has: either one hands the listing over.
-        more = (
-            bool(response.getheader("X-Next-Page"))
-            or "next" in (response.getheader("Link") or "").lower()
-        )
-        return value, more, response.status
-
-    def _target(self, path: str, params: Mapping[str, Any]) -> str:
-        query = _query(params)
-        return f"{self._base}/{path}" + (f"?{urlencode(query)}" if query else "")
-
-    def get(self, path: str, params: Mapping[str, Any]) -> Any:
-        answer = self._answer(self._target(path, params))
-        if answer is None:
-            return self._asked_again().get(path, params)
-        return answer[0]
-
-    def answered(self, path: str, params: Mapping[str, Any]) -> tuple[Any, int] | None:
-        """(the decoded answer, its status) of one GET of ``path``, when this transport gives
-        it exactly as requests would; None when requests must ask (``get`` without the
-        library; ``refused`` then holds a non-2xx status and its Retry-After)."""
-        answer = self._answer(self._target(path, params))
-        return None if answer is None else (answer[0], answer[2])
-
-    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
-        answer = self._answer(self._target(path, {**params, "per_page": PER_PAGE}))
-        if answer is None or answer[1] or not isinstance(answer[0], list):
-            yield from self._asked_again().pages(path, params)
-            return
-        yield answer[0]
-
-    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
-        body = {"query": query, "variables": dict(variables)}
-        answer = self._answer(urlsplit(self._graphql_url).path, body)
-        if answer is None:
-            return self._asked_again().graphql(query, variables)
-        return answer[0]
-
-    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
-        return self.library().send(method, path, data)
-
-
-def one_attempt_transport(
-    api_url: str, token: str, *, retry: Any, timeout: Any, **names: str
-) -> OneAttempt:
-    """The transport gitlab_from_env builds for a run that never retries (``transport=`` this):
-    OneAttempt, which asks plain_route on its first call and leaves every call to requests (no
-    retry) where it does not stand in exactly. Nothing is imported or read before a call, so a
-    writer that never writes costs nothing."""
-    if retry is not None:
-        raise ValueError("a one-attempt transport takes no retry policy")
-
-    def library() -> _Https:
-        return _Https(api_url, token, retry=read_retry(attempts=0), timeout=timeout, **names)
-
-    source = names.get("url_source", "the GitLab URL")
-    return OneAttempt(library, api_url, token, timeout=timeout, url_source=source)
-
-
-def first_attempt_transport(
-    api_url: str, token: str, *, retry: Retry | None, timeout: Any, **names: str
-) -> OneAttempt:
-    """The transport gitlab_from_env builds for a gate job's reads (``transport=`` this): each
-    call's first attempt is OneAttempt's, and what it does not answer (a read timeout
-    included) goes to requests with ``retry`` (read_retry's by default), after waiting any
-    Retry-After the first attempt was given as ``retry`` would. So a failing read costs one
-    request more than requests alone, never a retry less. Single-threaded runs only
-    (OneAttempt keeps one connection)."""
-
-    @functools.cache  # built (urllib3 imported) only when requests is asked
-    def rules() -> Retry:
-        return retry if retry is not None else read_retry()
-
-    def library() -> _Https:
-        return _Https(api_url, token, retry=rules(), timeout=timeout, **names)
-
-    def wait(refused: tuple[int, str | None] | None) -> None:
-        wait_as_requests_would(refused, rules())
-
-    source = names.get("url_source", "the GitLab URL")
-    return OneAttempt(
-        library,
-        api_url,
-        token,
-        timeout=timeout,
-        url_source=source,
-        ask_again_after_timeout=True,
-        wait_before_library=wait,
-    )
-
-
-# end pairgate/standalone/gitlab_once.py
 
 
 # =============================================================================================
@@ -1651,7 +687,7 @@ _MR_REF = {
     "additionalProperties": False,
     "required": ["project", "iid"],
     "properties": {
-        "project": {"type": "string", "pattern": rf"^{_PATH_SEGMENT}(/{_PATH_SEGMENT})+$"},
+        "project": {"type": "string", "pattern": rf"^{PATH_SEGMENT}(/{PATH_SEGMENT})+$"},
         "iid": {"type": "integer", "minimum": 1},
     },
 }
@@ -1817,7 +853,7 @@ EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
 # "board", "issue:<iid>" or "mr:<project>!<iid>".
 _IID = "[1-9][0-9]{0,9}"
 # (?!\n): Python's $ also matches before a final newline; a scope is exactly one of these.
-FREEZE_SCOPE_PATTERN = rf"^(board|issue:{_IID}|mr:{_PATH_SEGMENT}(/{_PATH_SEGMENT})+!{_IID})$(?!\n)"
+FREEZE_SCOPE_PATTERN = rf"^(board|issue:{_IID}|mr:{PATH_SEGMENT}(/{PATH_SEGMENT})+!{_IID})$(?!\n)"
 FREEZE_MAX_MINUTES = 7 * 24 * 60
 EVENT_FIELDS["freeze"] = {
     "freeze": {
@@ -1953,7 +989,7 @@ def _event_validator(kind: str, version: int, event: str) -> SchemaCheck:
     # the event's own schema directly gives the same verdict without re-testing every branch.
     check = _CHECKS.get((kind, version, event))
     if check is None:
-        check = _CHECKS[kind, version, event] = _draft_validator(
+        check = _CHECKS[kind, version, event] = draft_validator(
             _event_schema(version, event, RECORD_FIELDS[kind][version][event])
         )
     return check
@@ -2326,7 +1362,7 @@ class Ledger:
     head: str | None = None  # the digest of the latest record: the next writer's prev
     holder_since: int | None = None  # the note that made the holder the holder
     accepted_from: str | None = None  # who sent the offer the holder accepted
-    freezes: tuple[Freeze, ...] = ()  # every freeze window recorded here (see section 5b)
+    freezes: tuple[Freeze, ...] = ()  # every freeze window recorded here
     constraints: tuple[Constraint, ...] = ()  # every standing constraint recorded here
     unbound: tuple[int, ...] = ()  # v1 records: they name no issue, so replay goes unseen
 
@@ -2856,118 +1892,6 @@ def freeze_refusal(holder: int, window: Freeze, *, now: float, config: Config) -
 
 
 # =============================================================================================
-# begin pairgate/standalone/reads.py
-# =============================================================================================
-
-
-def notes_path(config: Config, issue: int) -> str:
-    return f"projects/{encode_project(config['tracker_project'])}/issues/{issue}/notes"
-
-
-def read_notes(client: GitLab, config: Config, issue: int) -> list[Note]:
-    """Every note on a tracker issue, oldest first (``sort=asc``: GitLab's default is newest
-    first, and ``created_at`` order is id order)."""
-    raw = client.get_all(notes_path(config, issue), sort="asc", order_by="created_at")
-    return [Note.from_api(n) for n in raw]
-
-
-def read_ledger(client: GitLab, config: Config, issue: int) -> Ledger:
-    """The I/O edge of the fold: read the issue's notes, fold them."""
-    return fold(read_notes(client, config, issue), config=config, issue=issue)
-
-
-# REST notes carry no edit time (updated_at also moves on an emoji reaction), so whether a note
-# was edited comes from GraphQL's Note.lastEditedAt. Newest first, a page at a time, until every
-# note asked about is found: the approvals that matter are usually on the last page.
-LAST_EDITED_QUERY = """
-query($path: ID!, $iid: String!, $before: String) {
-  project(fullPath: $path) {
-    issue(iid: $iid) {
-      notes(last: 100, before: $before) {
-        nodes { id lastEditedAt }
-        pageInfo { hasPreviousPage startCursor }
-      }
-    }
-  }
-}
-"""
-
-
-def note_gid_number(gid: object) -> int | None:
-    """``gid://gitlab/Note/123`` (or DiscussionNote, ...) -> 123; None for anything else."""
-    text = str(gid)
-    kind, _, number = text.removeprefix("gid://gitlab/").partition("/")
-    return (
-        int(number)
-        if text.startswith("gid://gitlab/") and kind.endswith("Note") and number.isdigit()
-        else None
-    )
-
-
-def read_last_edited(
-    client: GitLab, config: Config, wanted: Mapping[int, Iterable[int]]
-) -> dict[int, str | None]:
-    """note id -> GitLab's lastEditedAt (None: never edited) for the notes ``wanted`` names per
-    tracker issue. One GraphQL query per issue in the common case; a note GitLab does not list
-    raises GitLabError (whether it was edited is unknown, so nothing may pass on it)."""
-    found: dict[int, str | None] = {}
-    tracker = config["tracker_project"]
-    for issue, ids in wanted.items():
-        missing = set(ids)
-        before: str | None = None
-        while missing:
-            variables = {"path": tracker, "iid": str(issue), "before": before}
-            data = client.graphql(LAST_EDITED_QUERY, variables)
-            notes = ((data.get("project") or {}).get("issue") or {}).get("notes")
-            if not isinstance(notes, dict):
-                raise GitLabError(
-                    f"pairgate: GitLab GraphQL does not show {tracker}#{issue} to this token, so "
-                    f"whether its approvals were edited is unknown"
-                )
-            for node in notes.get("nodes") or ():
-                number = note_gid_number((node or {}).get("id"))
-                if number in missing:
-                    found[number] = node.get("lastEditedAt")
-                    missing.discard(number)
-            page = notes.get("pageInfo") or {}
-            if not missing or not page.get("hasPreviousPage") or not page.get("startCursor"):
-                break
-            before = page["startCursor"]
-        if missing:
-            listed = ", ".join(str(n) for n in sorted(missing))
-            raise GitLabError(
-                f"pairgate: GitLab GraphQL does not list note {listed} of {tracker}#{issue}, "
-                f"so whether it was edited is unknown"
-            )
-    return found
-
-
-def frozen_issues(client: GitLab, config: Config) -> list[int]:
-    """The tracker issues labelled as holding a freeze window (open or closed): one listing."""
-    project = encode_project(config["tracker_project"])
-    listed = client.get_all(f"projects/{project}/issues", labels=FROZEN_LABEL, state="all")
-    return sorted({int(i["iid"]) for i in listed})
-
-
-def read_freezes(
-    client: GitLab, config: Config, *, known: Mapping[int, Ledger] | None = None
-) -> list[tuple[int, Freeze]]:
-    """Every freeze window on the issues labelled FROZEN_LABEL and in ``known`` (ledgers already
-    folded, not read again), as (issue, window). One issue listing, then one notes listing per
-    labelled issue."""
-    ledgers = dict(known or {})
-    for issue in sorted(set(frozen_issues(client, config)) - set(ledgers)):
-        ledgers[issue] = read_ledger(client, config, issue)
-    return [(issue, w) for issue, ledger in sorted(ledgers.items()) for w in ledger.freezes]
-
-
-# -- end of 5b -----------------------------------------------------------------------------------
-
-
-# end pairgate/standalone/reads.py
-
-
-# =============================================================================================
 # begin pairgate/standalone/merge_request.py
 # =============================================================================================
 
@@ -3041,256 +1965,6 @@ class MergeRequestFacts:
 
 
 # end pairgate/standalone/merge_request.py
-
-
-# =============================================================================================
-# begin pairgate/standalone/scope.py
-# =============================================================================================
-
-
-# CONTRACT (the merge gate issue builds it; merge-check, both validators and the hook call it):
-#   @value_type class GateVerdict:  allowed: bool, in_scope: bool, message: str, ...
-#   def gate_merge(client: GitLab, config: Config, project: str, iid: int, *, now) -> GateVerdict
-#       reads the MR, the group listing and the cited issues' ledgers, then decides with pure
-#       functions; any read error raises PairgateError (fail closed: never a pass).
-#
-# The verdict is pure: (MR facts, folded ledgers, configuration, roster) in, a verdict out.
-# gate_merge is the one function here that reads GitLab; the doors after it only print.
-
-ROSTER_FILENAME = "automation_mr_families.py"
-RENOVATE_LABEL = "renovate"
-
-ROSTER_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "pairgate automation roster (FAMILIES in automation_mr_families.py)",
-    "type": "array",
-    "items": {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["name", "author_id", "branch_prefix", "cites_issue"],
-        "properties": {
-            "name": {"type": "string", "pattern": r"^[a-z0-9][a-z0-9._-]*$"},
-            "author_id": {"type": "integer", "minimum": 1},
-            "branch_prefix": {"type": "string", "minLength": 1, "pattern": r"\S"},
-            "cites_issue": {"type": ["integer", "null"], "minimum": 1},
-        },
-    },
-}
-
-
-@value_type
-class AutomationFamily:
-    """One unattended merge request family: an MR is the family's when all three hold."""
-
-    name: str
-    author_id: int
-    branch_prefix: str
-    cites_issue: int | None  # the one tracker issue its MRs cite, or None: they cite none
-
-
-def roster_path(config: Config, explicit: Path | None = None) -> Path | None:
-    """Where the automation roster is: the path given, else beside ownership.py (a flat
-    deployment), else beside the configuration file. None when there is none."""
-    if explicit is not None:
-        return explicit
-    for directory in (reader_dir(), config.path.parent):
-        candidate = directory / ROSTER_FILENAME
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def load_automation_families(path: Path | None) -> tuple[AutomationFamily, ...]:
-    """Read the roster's FAMILIES without running the file: it is data, parsed as a literal.
-
-    No roster means no families, so every MR stays in scope (a gate that cannot find its
-    roster fails toward review, never toward exemption).
-    """
-    if path is None:
-        return ()
-    try:
-        source = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"pairgate: cannot read the automation roster {path}: {exc}") from None
-    try:
-        tree = ast.parse(source, filename=str(path))
-    except SyntaxError as exc:
-        raise ConfigError(
-            f"pairgate: malformed automation roster {path}: line {exc.lineno}: {exc.msg}"
-        ) from None
-    value: Any = None
-    for node in tree.body:
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            continue  # the docstring, or a bare string
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value and value is None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if [getattr(t, "id", None) for t in targets] == ["FAMILIES"]:
-                try:
-                    value = ast.literal_eval(node.value)
-                except ValueError:
-                    raise ConfigError(
-                        f"pairgate: malformed automation roster {path}: line {node.lineno}: "
-                        f"FAMILIES must be a literal (lists, dicts, strings, numbers, None)"
-                    ) from None
-                continue
-        raise ConfigError(
-            f"pairgate: malformed automation roster {path}: line {node.lineno}: the file holds "
-            f"one assignment, FAMILIES = [...], and nothing else (it is data, never run)"
-        )
-    if value is None:
-        raise ConfigError(f"pairgate: malformed automation roster {path}: no FAMILIES = [...]")
-    errors = sorted(
-        _draft_validator(ROSTER_SCHEMA).iter_errors(value),
-        key=lambda e: list(e.path),
-    )
-    if errors:
-        where = "/".join(str(p) for p in errors[0].path) or "FAMILIES"
-        raise ConfigError(
-            f"pairgate: malformed automation roster {path}: FAMILIES/{where}: {errors[0].message}"
-        )
-    names = [family["name"] for family in value]
-    duplicate = next((n for n in names if names.count(n) > 1), None)
-    if duplicate:
-        raise ConfigError(
-            f"pairgate: malformed automation roster {path}: family {duplicate!r} is named twice"
-        )
-    return tuple(AutomationFamily(**family) for family in value)
-
-
-# A project path may hold letters, digits, '_', '.', '-' and '/'. A reference counts only when
-# it does not continue a longer path or word: "bigacme/tracker#3" does not cite acme/tracker#3.
-_NOT_AFTER_PATH = r"(?<![\w.\-/#&])"
-_NUMBER = r"(\d+)(?![\w])"
-
-
-def cited_issues(text: str, *, mr_project: str, tracker: str) -> tuple[int, ...]:
-    """The tracker issues a merge request's title and description cite, in order, once each.
-
-    Three forms count: ``group/tracker#NN``, the issue's URL (any host, ``/-/issues/NN`` or
-    ``/-/work_items/NN``), and a bare ``#NN`` when the merge request lives in the tracker
-    project itself (anywhere else a bare ``#NN`` names that project's own issue).
-    """
-    path = re.escape(tracker)
-    patterns = [
-        rf"{_NOT_AFTER_PATH}{path}#{_NUMBER}",
-        rf"https?://[^\s/]+/{path}/(?:-/)?(?:issues|work_items)/{_NUMBER}",
-    ]
-    if mr_project.casefold() == tracker.casefold():
-        patterns.append(rf"{_NOT_AFTER_PATH}#{_NUMBER}")
-    found: dict[int, int] = {}  # issue -> first position, so the order is the text's
-    for pattern in patterns:
-        for match in re.finditer(pattern, text, flags=re.IGNORECASE):
-            number = int(match.group(1))
-            if number > 0:
-                found[number] = min(found.get(number, match.start()), match.start())
-    return tuple(sorted(found, key=found.__getitem__))
-
-
-def _under(path: str, namespace: str) -> bool:
-    return path.casefold().startswith(namespace.casefold().rstrip("/") + "/")
-
-
-def renovate_exemption_gaps(mr: MergeRequestFacts, config: Config) -> list[str]:
-    """Which of the Renovate exemption's four conditions this MR misses ([] means exempt)."""
-    gaps = []
-    if RENOVATE_LABEL not in mr.labels:
-        gaps.append(f"it does not carry the {RENOVATE_LABEL!r} label")
-    if mr.author_id != config["renovate_bot_user_id"]:
-        gaps.append(
-            f"its author is user id {mr.author_id}, not renovate_bot_user_id "
-            f"{config['renovate_bot_user_id']}"
-        )
-    if not mr.source_branch.startswith(config["renovate_branch_prefix"]):
-        gaps.append(
-            f"its source branch {mr.source_branch!r} does not start with "
-            f"renovate_branch_prefix {config['renovate_branch_prefix']!r}"
-        )
-    namespaces = config["renovate_exempt_namespaces"]
-    if not any(_under(mr.project, ns) for ns in namespaces):
-        gaps.append(
-            f"its project {mr.project} is in none of renovate_exempt_namespaces {namespaces}"
-        )
-    return gaps
-
-
-def automation_family_of(
-    mr: MergeRequestFacts, cited: Sequence[int], families: Sequence[AutomationFamily]
-) -> AutomationFamily | None:
-    """The roster family this MR belongs to: its author, its branch prefix, and it cites
-    exactly the family's issue (or none, for a family that cites none). ``cited`` leaves out
-    the generic tracking issue."""
-    for family in families:
-        wanted = () if family.cites_issue is None else (family.cites_issue,)
-        if (
-            mr.author_id == family.author_id
-            and mr.source_branch.startswith(family.branch_prefix)
-            and tuple(cited) == wanted
-        ):
-            return family
-    return None
-
-
-def author_account(
-    mr: MergeRequestFacts, families: Sequence[AutomationFamily], config: Config
-) -> str:
-    """Who opened the merge request, and whether the roster says that account is automation:
-    said out loud for an MR the gate lets out of scope on its citation alone."""
-    who = f"@{mr.author_username or '?'} (user {mr.author_id})"
-    names = [f.name for f in families if f.author_id == mr.author_id]
-    if names:
-        return f"{who}, an automation account (the roster's {', '.join(names)})"
-    if mr.author_id == config["renovate_bot_user_id"]:
-        return f"{who}, the Renovate account (renovate_bot_user_id), not in the roster"
-    return f"{who}, not an automation account: no family of the roster is authored by it"
-
-
-@value_type
-class Scope:
-    in_scope: bool
-    code: str  # "in-scope", "outside-group", "generic-issue-only", "renovate", "automation"
-    detail: str
-
-
-def decide_scope(
-    mr: MergeRequestFacts,
-    *,
-    cited: Sequence[int],
-    in_group: bool,
-    config: Config,
-    families: Sequence[AutomationFamily],
-) -> Scope:
-    """Is this merge request gated? The first rule that lets it out says why."""
-    if not in_group:
-        return Scope(
-            False,
-            "outside-group",
-            f"{mr.project} is not in group {config['group_path']}'s project listing",
-        )
-    generic = config["generic_tracking_issue"]
-    if generic is not None and tuple(cited) == (generic,):
-        return Scope(
-            False,
-            "generic-issue-only",
-            f"it cites only the generic tracking issue {config['tracker_project']}#{generic}; "
-            f"its author is {author_account(mr, families, config)}",
-        )
-    if RENOVATE_LABEL in mr.labels:
-        gaps = renovate_exemption_gaps(mr, config)
-        if not gaps:
-            return Scope(False, "renovate", "it is a Renovate merge request in an exempt namespace")
-        renovate_note = f"; it carries the {RENOVATE_LABEL!r} label, but " + "; ".join(gaps)
-    else:
-        renovate_note = ""
-    specific = [issue for issue in cited if issue != generic]
-    family = automation_family_of(mr, specific, families)
-    if family is not None:
-        return Scope(False, "automation", f"it belongs to the automation family {family.name!r}")
-    return Scope(
-        True, "in-scope", f"{mr.project} is in group {config['group_path']}{renovate_note}"
-    )
-
-
-# end pairgate/standalone/scope.py
 
 
 # =============================================================================================
@@ -3535,6 +2209,921 @@ def edit_candidates(
 
 
 # =============================================================================================
+# begin pairgate/standalone/gitlab.py
+# =============================================================================================
+
+
+# Every call has a timeout: (connect, read) seconds for HTTPS, one bound for a glab process.
+TIMEOUT: tuple[float, float] = (5.0, 30.0)
+GLAB_TIMEOUT = 120.0
+PER_PAGE = 100  # GitLab's maximum; it clamps larger values rather than refusing them
+# Connections kept per host: one for each of the board's 16 readers and 3 label listings
+# (pairgate/tracker.py), so none is opened and dropped for want of room.
+POOL_SIZE = 20
+# A read is retried on these. A write never is: see GitLab.write.
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+class GitLabError(PairgateError):
+    """A GitLab call failed: ``status`` is the HTTP status, or None when no answer came back."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class WriteUncertain(GitLabError):
+    """A write whose outcome is unknown (no answer, 429 or 5xx): it may have landed. Whoever
+    wrote re-reads before writing again; nothing repeats a write blindly."""
+
+
+def encode_project(project: str) -> str:
+    """``group/proj`` -> ``group%2Fproj``: GitLab takes a project path as ONE URL segment, and an
+    unencoded slash matches no route at all (404 ``{"error": ...}``)."""
+    return quote(str(project), safe="")
+
+
+@functools.cache
+def _retry_class() -> type[Retry]:
+    from urllib3.util.retry import Retry
+
+    class _Retry(Retry):
+        """urllib3's Retry with Retry-After capped, so one answer cannot park a reader for
+        hours."""
+
+        MAX_RETRY_AFTER = 60.0
+
+        def get_retry_after(self, response: Any) -> float | None:
+            seconds = super().get_retry_after(response)
+            return None if seconds is None else min(seconds, self.MAX_RETRY_AFTER)
+
+    return _Retry
+
+
+class _LeavesOrigin(Exception):
+    """A redirect off the API's origin (scheme, host and port), which is not followed."""
+
+    def __init__(self, status: int, location: str) -> None:
+        super().__init__(location)
+        self.status, self.location = status, location
+
+
+@functools.cache
+def _session_class() -> type[requests.Session]:
+    import requests
+
+    class _Session(requests.Session):
+        """requests' Session, following a redirect only within one origin: GitLab redirects a
+        GET of a moved project to its new path, and the token goes with every request, so a
+        redirect anywhere else stops the call before it is sent."""
+
+        origin: tuple[str, str] = ("", "")
+
+        def rebuild_auth(self, prepared_request: Any, response: Any) -> None:
+            if urlsplit(prepared_request.url)[:2] != self.origin:
+                raise _LeavesOrigin(response.status_code, str(prepared_request.url))
+            super().rebuild_auth(prepared_request, response)
+
+    return _Session
+
+
+def read_retry(*, attempts: int = 4, backoff_factor: float = 0.5) -> Retry:
+    """The retry policy: GET is retried on a dropped answer, 429 and 5xx (Retry-After honoured
+    on 429 and 503, exponential backoff otherwise). A connection that cannot be made is not
+    retried (it fails within the connect timeout), and no other method is retried."""
+    return _retry_class()(
+        total=attempts,
+        other=0,
+        allowed_methods=frozenset({"GET", "HEAD"}),
+        status_forcelist=RETRY_STATUSES,
+        connect=0,  # a refused connection fails at once: nothing answers, waiting cannot help
+        backoff_factor=backoff_factor,
+        backoff_max=30.0,
+        respect_retry_after_header=True,
+        raise_on_status=False,
+    )
+
+
+def query_params(params: Mapping[str, Any]) -> dict[str, str]:
+    # GitLab wants true/false; requests would send True/False.
+    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in params.items()}
+
+
+def _uncertain(status: int | None) -> bool:
+    return status is None or status == 429 or status >= 500
+
+
+def request_error(
+    method: str, what: str, status: int | None, detail: str, *, read: bool = False
+) -> GitLabError:
+    """A failed call as an error; a write (not a read: a GraphQL query is a POST that reads)
+    whose outcome is unknown is WriteUncertain."""
+    write = method != "GET" and not read
+    cls = WriteUncertain if write and _uncertain(status) else GitLabError
+    answer = f"HTTP {status}" if status is not None else "no answer"
+    return cls(f"pairgate: GitLab {method} {what}: {answer}: {detail}".rstrip(": "), status=status)
+
+
+def _error_detail(response: requests.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:200]
+    if isinstance(body, dict):
+        return str(body.get("message", body.get("error", body)))[:200]
+    return str(body)[:200]
+
+
+def graphql_url(api_url: str) -> str:
+    """GitLab's GraphQL endpoint beside its REST root: ``.../api/v4`` -> ``.../api/graphql``."""
+    root = api_url.rstrip("/")
+    return root.removesuffix("/v4") + "/graphql" if root.endswith("/api/v4") else f"{root}/graphql"
+
+
+class Https:
+    """One token, one session: requests with urllib3 Retry and a timeout on every call."""
+
+    name = "HTTPS"
+
+    def __init__(
+        self,
+        api_url: str,
+        token: str,
+        *,
+        retry: Retry | None = None,
+        timeout: Any,
+        token_source: str = "the token",
+        url_source: str = "the GitLab URL",
+        scope: str = "read_api",
+    ) -> None:
+        from requests.adapters import HTTPAdapter
+
+        retry = retry if retry is not None else read_retry()
+        self.api_url = api_url.rstrip("/")
+        # Named in errors: which variable gave the token and the URL, so a refusal says what
+        # to set rather than only that something was refused.
+        self.token_source, self.url_source, self.scope = token_source, url_source, scope
+        self.graphql_url = graphql_url(self.api_url)
+        self._origin = urlsplit(self.api_url)[:2]
+        self._timeout = timeout
+        self._session = _session_class()()
+        self._session.origin = self._origin  # type: ignore[attr-defined]
+        self._session.headers.update({"PRIVATE-TOKEN": token, "User-Agent": "pairgate"})
+        adapter = HTTPAdapter(max_retries=retry, pool_maxsize=POOL_SIZE)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+        # A GraphQL query is a POST that only reads: retried as a read, on its own adapter
+        # (requests picks the longest matching prefix), so no REST write is ever retried.
+        methods = frozenset(retry.allowed_methods or ()) | {"POST"}
+        self._session.mount(
+            self.graphql_url, HTTPAdapter(max_retries=retry.new(allowed_methods=methods))
+        )
+        self._resolve_environment()
+
+    def _resolve_environment(self) -> None:
+        """What requests reads from the environment on every call (the proxy variables and
+        no_proxy, the CA bundle variables, ~/.netrc), read once for this API's origin, as
+        requests itself reads it; then the session stops reading it. Every URL this transport
+        calls is on that origin (a next-page link elsewhere is refused)."""
+        import requests
+
+        session = self._session
+        settings = session.merge_environment_settings(self.api_url, {}, None, None, None)
+        session.proxies.update(settings["proxies"])
+        session.verify = settings["verify"]
+        session.auth = requests.utils.get_netrc_auth(self.api_url)
+        session.trust_env = False
+
+    def __repr__(self) -> str:  # the token never appears in a repr or a traceback
+        return f"Https({self.api_url!r}, token=<hidden>)"
+
+    def _call(
+        self, method: str, url: str, *, params: Any = None, body: Any = None, read: bool = False
+    ) -> requests.Response:
+        import requests
+
+        what = urlsplit(url).path.removeprefix(urlsplit(self.api_url).path)
+        try:
+            response = self._session.request(
+                method, url, params=params, json=body, timeout=self._timeout
+            )
+        except _LeavesOrigin as left:
+            detail = (
+                f"a redirect to {left.location}, off {self.api_url}'s origin, which pairgate "
+                f"does not follow (its token would go with it): set {self.url_source} to the "
+                f"GitLab it points at"
+            )
+            raise request_error(method, what, left.status, detail, read=read) from None
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise request_error(method, what, None, self._unreachable(exc), read=read) from None
+        except requests.RequestException as exc:
+            raise request_error(method, what, None, type(exc).__name__, read=read) from None
+        if response.status_code >= 400:
+            detail = _error_detail(response)
+            if response.status_code in (401, 403):
+                detail += self._refused_token(response.status_code)
+            raise request_error(method, what, response.status_code, detail, read=read)
+        return response
+
+    def _unreachable(self, exc: Exception) -> str:
+        # A refused or unresolvable connection is not retried (only 429, 5xx and a dropped
+        # answer are): say where the URL came from, since that is what to fix. A timeout is
+        # said as one: a GitLab that took the connection and never answered was reached.
+        cause = " ".join(str(exc).split())
+        if "timed out" in cause.lower():  # urllib3's words for either timeout
+            connect, read = (
+                self._timeout if isinstance(self._timeout, tuple) else (self._timeout,) * 2
+            )
+            limit = connect if "connect timeout" in cause.lower() else read
+            return (
+                f"GitLab at {self.api_url} did not answer within {limit:g} s (the URL is from "
+                f"{self.url_source})"
+            )
+        reason = "connection refused" if "refused" in cause.lower() else type(exc).__name__
+        return (
+            f"cannot reach GitLab at {self.api_url} ({reason}; the URL is from "
+            f"{self.url_source}): check that variable, or that GitLab is up"
+        )
+
+    def _refused_token(self, status: int) -> str:
+        what = "was refused" if status == 401 else "may not do this"
+        return (
+            f". The token in {self.token_source} {what}: set {self.token_source} to a token of "
+            f"an account that can read the tracker and the merge requests (scope {self.scope})"
+        )
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        return _decoded(self._call("GET", f"{self.api_url}/{path}", params=query_params(params)))
+
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        response = self._call("GET", f"{self.api_url}/{path}", params=query_params(params))
+        return response.content.decode("utf-8", errors="replace")
+
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        url: str | None = f"{self.api_url}/{path}"
+        query: dict[str, str] | None = query_params({**params, "per_page": PER_PAGE})
+        seen: set[str] = set()
+        while url:
+            response = self._call("GET", url, params=query)
+            page = _decoded(response)
+            if not isinstance(page, list):
+                raise GitLabError(f"pairgate: GitLab GET {path}: expected a list, got {page!r:.80}")
+            yield page
+            # Follow rel="next" until it is absent: a page may be short, even empty, while more
+            # exist. The link carries every parameter, and must stay on this instance (it is
+            # sent our token).
+            url = response.links.get("next", {}).get("url")
+            if url and (urlsplit(url)[:2] != self._origin or url in seen):
+                raise GitLabError(f"pairgate: GitLab GET {path}: refusing next-page link {url}")
+            seen.add(url or "")
+            query = None
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        return _decoded(self._call(method, f"{self.api_url}/{path}", body=dict(data)))
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        body = {"query": query, "variables": dict(variables)}
+        return _decoded(self._call("POST", self.graphql_url, body=body, read=True))
+
+
+def _decoded(response: requests.Response) -> Any:
+    if response.status_code in (202, 204, 304) and not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        raise GitLabError(f"pairgate: GitLab answered {response.url} with non-JSON") from None
+
+
+def decode_pages(text: str) -> list[Any]:
+    """Parse ``glab api --paginate`` output: each page's JSON array printed back to back
+    (``[..][..]``), with no separator."""
+    decoder = json.JSONDecoder()
+    items: list[Any] = []
+    at = 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return items
+        page, at = decoder.raw_decode(text, at)
+        if not isinstance(page, list):
+            raise GitLabError(
+                f"pairgate: glab api --paginate printed a non-list page: {page!r:.80}"
+            )
+        items.extend(page)
+
+
+class _Glab:
+    """``glab api``, as the account glab is logged in as. Fields travel as a JSON body on
+    stdin (``--input -``), because glab turns a -f value that looks like ``[a, b]`` into an
+    array."""
+
+    name = "glab api"
+
+    def __init__(self, hostname: str | None, env: Mapping[str, str], *, instead: str = "") -> None:
+        self.hostname = hostname
+        self._env = {"PATH": os.environ.get("PATH", os.defpath), **env}
+        self._instead = instead  # the token variable(s) that would replace glab, for errors
+
+    def __repr__(self) -> str:
+        return f"_Glab(hostname={self.hostname!r})"
+
+    def argv(self, endpoint: str, *flags: str) -> list[str]:
+        host = ["--hostname", self.hostname] if self.hostname else []
+        return ["glab", "api", endpoint, *flags, *host]
+
+    def _run(
+        self, method: str, argv: list[str], stdin: str | None = None, *, read: bool = False
+    ) -> str:
+        try:
+            proc = subprocess.run(
+                argv,
+                input=stdin,
+                capture_output=True,
+                text=True,
+                env=self._env,
+                timeout=GLAB_TIMEOUT,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise GitLabError(
+                f"pairgate: glab is not installed, and it is how pairgate reaches GitLab when "
+                f"no token is set: set {self._instead or 'the token variables'} (and the "
+                f"GitLab URL), or install glab and log in (see docs/agent-handoff-reference.md, "
+                f"The GitLab client)"
+            ) from None
+        except subprocess.TimeoutExpired:
+            late = f"glab ran past {GLAB_TIMEOUT:.0f}s"
+            raise request_error(method, argv[2], None, late, read=read) from None
+        if proc.returncode != 0:
+            match = re.search(r"\(HTTP (\d{3})\)|HTTP (\d{3})", proc.stderr)
+            status = int(match.group(1) or match.group(2)) if match else None
+            detail = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else "glab failed"
+            raise request_error(method, argv[2], status, detail, read=read)
+        return proc.stdout
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        out = self._run("GET", self.argv(_with_query(path, params)))
+        return json.loads(out) if out.strip() else None
+
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        return self._run("GET", self.argv(_with_query(path, params)))
+
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        # glab prints every page before it exits: they arrive as one.
+        endpoint = _with_query(path, {**params, "per_page": PER_PAGE})
+        yield decode_pages(self._run("GET", self.argv(endpoint, "--paginate")))
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        flags = ("-X", method, "--input", "-", "-H", "Content-Type: application/json")
+        out = self._run(method, self.argv(path, *flags), stdin=json.dumps(dict(data)))
+        return json.loads(out) if out.strip() else None
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        # ``glab api graphql`` posts to the instance's /api/graphql; the body travels on stdin.
+        flags = ("-X", "POST", "--input", "-", "-H", "Content-Type: application/json")
+        body = json.dumps({"query": query, "variables": dict(variables)})
+        out = self._run("POST", self.argv("graphql", *flags), stdin=body, read=True)
+        return json.loads(out) if out.strip() else None
+
+
+def _with_query(path: str, params: Mapping[str, Any]) -> str:
+    return f"{path}?{urlencode(query_params(params))}" if params else path
+
+
+class GitLab:
+    """The narrow door to GitLab: reads through one transport, writes through another.
+
+    Paths are relative to ``/api/v4`` (``projects/acme%2Ftracker/issues/4/notes``).
+    """
+
+    def __init__(self, *, reader: Any, writer: Any, api_url: str | None, origin: str) -> None:
+        self._reader = reader
+        self._writer = writer
+        self.api_url = api_url
+        self.origin = origin  # where api_url came from, for --verbose
+
+    def __repr__(self) -> str:
+        return f"GitLab(api_url={self.api_url!r}, reader={self._reader!r}, writer={self._writer!r})"
+
+    def get(self, path: str, **params: Any) -> Any:
+        """One GET. Retried on 429/5xx/dropped connections (HTTPS); raises GitLabError."""
+        return self._reader.get(path, params)
+
+    def get_text(self, path: str, **params: Any) -> str:
+        """One GET of a plain-text answer (a job's log), retried as ``get`` is."""
+        return str(self._reader.get_text(path, params))
+
+    def get_all(self, path: str, **params: Any) -> list[Any]:
+        """Every page of a list, following the next-page link until there is none."""
+        return [item for page in self._reader.pages(path, params) for item in page]
+
+    def pages(self, path: str, **params: Any) -> Iterator[list[Any]]:
+        """The pages of a list as they arrive, so a reader can start on the first while the
+        next is read."""
+        return self._reader.pages(path, params)
+
+    def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> Any:
+        """One GraphQL query (POST /api/graphql) through the reader: a read, retried as GETs
+        are. Returns ``data``; GitLab answers a query it cannot run with HTTP 200 and
+        ``errors``, which raises GitLabError here (a reader fails closed, never guesses)."""
+        answer = self._reader.graphql(query, variables or {})
+        errors = answer.get("errors") if isinstance(answer, dict) else None
+        if errors or not isinstance(answer, dict) or not isinstance(answer.get("data"), dict):
+            first = errors[0].get("message") if errors and isinstance(errors[0], dict) else None
+            detail = first or f"no data in the answer: {answer!r:.120}"
+            raise GitLabError(f"pairgate: GitLab GraphQL query failed: {detail}")
+        return answer["data"]
+
+    def write(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        """ONE attempt at a write. Raises WriteUncertain when it may have landed, GitLabError
+        when GitLab refused it. It is never retried here: a retry could post twice."""
+        return self._writer.send(method, path, data)
+
+    def describe(self) -> str:
+        where = self.api_url or "glab's configured host"
+        return (
+            f"GitLab API {where} (from {self.origin}); reads via {self._reader.name}, "
+            f"writes via {self._writer.name}"
+        )
+
+
+def api_url_from_env(config: Config, env: Mapping[str, str]) -> tuple[str | None, str]:
+    """The API root and where it came from: <env_prefix>_GITLAB_URL (the instance URL), else
+    CI_API_V4_URL, else None (glab's configured host)."""
+    name = config.env_name("GITLAB_URL")
+    if env.get(name, "").strip():
+        url = env[name].strip().rstrip("/")
+        return (url if url.endswith("/api/v4") else f"{url}/api/v4"), name
+    if env.get("CI_API_V4_URL", "").strip():
+        return env["CI_API_V4_URL"].strip().rstrip("/"), "CI_API_V4_URL"
+    return None, "glab's configured host"
+
+
+def _glab_host(env: Mapping[str, str], url_variable: str) -> str:
+    try:
+        proc = subprocess.run(
+            ["glab", "config", "get", "host"],
+            capture_output=True,
+            text=True,
+            env={"PATH": os.environ.get("PATH", os.defpath), **env},
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        proc = None
+    if proc is None or proc.returncode != 0 or not proc.stdout.strip():
+        raise PairgateError(
+            f"pairgate: no GitLab URL: set {url_variable} to the instance URL (such as "
+            "https://gitlab.example.com), or run in GitLab CI, or configure glab's host"
+        )
+    return proc.stdout.strip()
+
+
+def checked_url(url: str, origin: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PairgateError(f"pairgate: {origin}={url!r} is not an http(s) URL")
+    if parts.scheme == "http" and parts.hostname not in _LOOPBACK:
+        raise PairgateError(
+            f"pairgate: {origin}={url!r}: refusing to send a token over plain http to a host "
+            "that is not loopback; use https"
+        )
+    return url
+
+
+def gitlab_from_env(
+    config: Config,
+    env: Mapping[str, str],
+    *,
+    retry: Retry | None = None,
+    timeout: Any = TIMEOUT,
+    transport: Callable[..., Any] = Https,
+) -> GitLab:
+    """The client a run uses: HTTPS with <env_prefix>_TASK_API_TOKEN for reads and
+    <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set.
+    ``transport`` builds each HTTPS transport (Https's arguments; the merge hook's is
+    gitlab_once.one_attempt_transport)."""
+    read_token = env.get(config.env_name("TASK_API_TOKEN"), "").strip()
+    write_token = env.get(config.env_name("TASK_WRITE_TOKEN"), "").strip()
+    api_url, origin = api_url_from_env(config, env)
+    if api_url is None and (read_token or write_token):
+        api_url = f"https://{_glab_host(env, config.env_name('GITLAB_URL'))}/api/v4"
+    if api_url is not None:
+        api_url = checked_url(api_url, origin)
+    hostname = urlsplit(api_url).netloc if api_url and origin != "glab's configured host" else None
+    missing = [
+        config.env_name(f"TASK_{kind}_TOKEN") + f" ({scope} token)"
+        for kind, scope, given in (
+            ("API", "a read_api", read_token),
+            ("WRITE", "an api", write_token),
+        )
+        if not given
+    ]
+    glab = _Glab(hostname, env, instead=" and ".join(missing))
+
+    def https(token: str, variable: str, scope: str) -> Any:
+        assert api_url is not None
+        return transport(
+            api_url,
+            token,
+            retry=retry,
+            timeout=timeout,
+            token_source=variable,
+            url_source=origin,
+            scope=scope,
+        )
+
+    return GitLab(
+        reader=https(read_token, config.env_name("TASK_API_TOKEN"), "read_api")
+        if read_token
+        else glab,
+        writer=https(write_token, config.env_name("TASK_WRITE_TOKEN"), "api")
+        if write_token
+        else glab,
+        api_url=api_url,
+        origin=origin,
+    )
+
+
+def gitlab_with_token(
+    client: GitLab, token: str, *, retry: Retry | None = None, source: str = "the token"
+) -> GitLab:
+    """The same instance as another account (the review bot), over HTTPS with its token;
+    ``source`` says where the token came from, for errors."""
+    if client.api_url is None:
+        raise PairgateError("pairgate: the GitLab URL is unknown; set <env_prefix>_GITLAB_URL")
+    transport = Https(
+        client.api_url,
+        token,
+        retry=retry,
+        timeout=TIMEOUT,
+        token_source=source,
+        url_source=client.origin,
+        scope="api",
+    )
+    return GitLab(reader=transport, writer=transport, api_url=client.api_url, origin=client.origin)
+
+
+# end pairgate/standalone/gitlab.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/reads.py
+# =============================================================================================
+
+
+def notes_path(config: Config, issue: int) -> str:
+    return f"projects/{encode_project(config['tracker_project'])}/issues/{issue}/notes"
+
+
+def read_notes(client: GitLab, config: Config, issue: int) -> list[Note]:
+    """Every note on a tracker issue, oldest first (``sort=asc``: GitLab's default is newest
+    first, and ``created_at`` order is id order)."""
+    raw = client.get_all(notes_path(config, issue), sort="asc", order_by="created_at")
+    return [Note.from_api(n) for n in raw]
+
+
+def read_ledger(client: GitLab, config: Config, issue: int) -> Ledger:
+    """The I/O edge of the fold: read the issue's notes, fold them."""
+    return fold(read_notes(client, config, issue), config=config, issue=issue)
+
+
+# REST notes carry no edit time (updated_at also moves on an emoji reaction), so whether a note
+# was edited comes from GraphQL's Note.lastEditedAt. Newest first, a page at a time, until every
+# note asked about is found: the approvals that matter are usually on the last page.
+LAST_EDITED_QUERY = """
+query($path: ID!, $iid: String!, $before: String) {
+  project(fullPath: $path) {
+    issue(iid: $iid) {
+      notes(last: 100, before: $before) {
+        nodes { id lastEditedAt }
+        pageInfo { hasPreviousPage startCursor }
+      }
+    }
+  }
+}
+"""
+
+
+def note_gid_number(gid: object) -> int | None:
+    """``gid://gitlab/Note/123`` (or DiscussionNote, ...) -> 123; None for anything else."""
+    text = str(gid)
+    kind, _, number = text.removeprefix("gid://gitlab/").partition("/")
+    return (
+        int(number)
+        if text.startswith("gid://gitlab/") and kind.endswith("Note") and number.isdigit()
+        else None
+    )
+
+
+def read_last_edited(
+    client: GitLab, config: Config, wanted: Mapping[int, Iterable[int]]
+) -> dict[int, str | None]:
+    """note id -> GitLab's lastEditedAt (None: never edited) for the notes ``wanted`` names per
+    tracker issue. One GraphQL query per issue in the common case; a note GitLab does not list
+    raises GitLabError (whether it was edited is unknown, so nothing may pass on it)."""
+    found: dict[int, str | None] = {}
+    tracker = config["tracker_project"]
+    for issue, ids in wanted.items():
+        missing = set(ids)
+        before: str | None = None
+        while missing:
+            variables = {"path": tracker, "iid": str(issue), "before": before}
+            data = client.graphql(LAST_EDITED_QUERY, variables)
+            notes = ((data.get("project") or {}).get("issue") or {}).get("notes")
+            if not isinstance(notes, dict):
+                raise GitLabError(
+                    f"pairgate: GitLab GraphQL does not show {tracker}#{issue} to this token, so "
+                    f"whether its approvals were edited is unknown"
+                )
+            for node in notes.get("nodes") or ():
+                number = note_gid_number((node or {}).get("id"))
+                if number in missing:
+                    found[number] = node.get("lastEditedAt")
+                    missing.discard(number)
+            page = notes.get("pageInfo") or {}
+            if not missing or not page.get("hasPreviousPage") or not page.get("startCursor"):
+                break
+            before = page["startCursor"]
+        if missing:
+            listed = ", ".join(str(n) for n in sorted(missing))
+            raise GitLabError(
+                f"pairgate: GitLab GraphQL does not list note {listed} of {tracker}#{issue}, "
+                f"so whether it was edited is unknown"
+            )
+    return found
+
+
+def frozen_issues(client: GitLab, config: Config) -> list[int]:
+    """The tracker issues labelled as holding a freeze window (open or closed): one listing."""
+    project = encode_project(config["tracker_project"])
+    listed = client.get_all(f"projects/{project}/issues", labels=FROZEN_LABEL, state="all")
+    return sorted({int(i["iid"]) for i in listed})
+
+
+def read_freezes(
+    client: GitLab, config: Config, *, known: Mapping[int, Ledger] | None = None
+) -> list[tuple[int, Freeze]]:
+    """Every freeze window on the issues labelled FROZEN_LABEL and in ``known`` (ledgers already
+    folded, not read again), as (issue, window). One issue listing, then one notes listing per
+    labelled issue."""
+    ledgers = dict(known or {})
+    for issue in sorted(set(frozen_issues(client, config)) - set(ledgers)):
+        ledgers[issue] = read_ledger(client, config, issue)
+    return [(issue, w) for issue, ledger in sorted(ledgers.items()) for w in ledger.freezes]
+
+
+# -- end of 5b -----------------------------------------------------------------------------------
+
+
+# end pairgate/standalone/reads.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/scope.py
+# =============================================================================================
+
+
+ROSTER_FILENAME = "automation_mr_families.py"
+RENOVATE_LABEL = "renovate"
+
+ROSTER_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "pairgate automation roster (FAMILIES in automation_mr_families.py)",
+    "type": "array",
+    "items": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["name", "author_id", "branch_prefix", "cites_issue"],
+        "properties": {
+            "name": {"type": "string", "pattern": r"^[a-z0-9][a-z0-9._-]*$"},
+            "author_id": {"type": "integer", "minimum": 1},
+            "branch_prefix": {"type": "string", "minLength": 1, "pattern": r"\S"},
+            "cites_issue": {"type": ["integer", "null"], "minimum": 1},
+        },
+    },
+}
+
+
+@value_type
+class AutomationFamily:
+    """One unattended merge request family: an MR is the family's when all three hold."""
+
+    name: str
+    author_id: int
+    branch_prefix: str
+    cites_issue: int | None  # the one tracker issue its MRs cite, or None: they cite none
+
+
+def roster_path(config: Config, explicit: Path | None = None) -> Path | None:
+    """Where the automation roster is: the path given, else beside ownership.py (a flat
+    deployment), else beside the configuration file. None when there is none."""
+    if explicit is not None:
+        return explicit
+    for directory in (reader_dir(), config.path.parent):
+        candidate = directory / ROSTER_FILENAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_automation_families(path: Path | None) -> tuple[AutomationFamily, ...]:
+    """Read the roster's FAMILIES without running the file: it is data, parsed as a literal.
+
+    No roster means no families, so every MR stays in scope (a gate that cannot find its
+    roster fails toward review, never toward exemption).
+    """
+    if path is None:
+        return ()
+    try:
+        source = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"pairgate: cannot read the automation roster {path}: {exc}") from None
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        raise ConfigError(
+            f"pairgate: malformed automation roster {path}: line {exc.lineno}: {exc.msg}"
+        ) from None
+    value: Any = None
+    for node in tree.body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # the docstring, or a bare string
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value and value is None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if [getattr(t, "id", None) for t in targets] == ["FAMILIES"]:
+                try:
+                    value = ast.literal_eval(node.value)
+                except ValueError:
+                    raise ConfigError(
+                        f"pairgate: malformed automation roster {path}: line {node.lineno}: "
+                        f"FAMILIES must be a literal (lists, dicts, strings, numbers, None)"
+                    ) from None
+                continue
+        raise ConfigError(
+            f"pairgate: malformed automation roster {path}: line {node.lineno}: the file holds "
+            f"one assignment, FAMILIES = [...], and nothing else (it is data, never run)"
+        )
+    if value is None:
+        raise ConfigError(f"pairgate: malformed automation roster {path}: no FAMILIES = [...]")
+    errors = sorted(
+        draft_validator(ROSTER_SCHEMA).iter_errors(value),
+        key=lambda e: list(e.path),
+    )
+    if errors:
+        where = "/".join(str(p) for p in errors[0].path) or "FAMILIES"
+        raise ConfigError(
+            f"pairgate: malformed automation roster {path}: FAMILIES/{where}: {errors[0].message}"
+        )
+    names = [family["name"] for family in value]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise ConfigError(
+            f"pairgate: malformed automation roster {path}: family {duplicate!r} is named twice"
+        )
+    return tuple(AutomationFamily(**family) for family in value)
+
+
+# A project path may hold letters, digits, '_', '.', '-' and '/'. A reference counts only when
+# it does not continue a longer path or word: "bigacme/tracker#3" does not cite acme/tracker#3.
+_NOT_AFTER_PATH = r"(?<![\w.\-/#&])"
+_NUMBER = r"(\d+)(?![\w])"
+
+
+def cited_issues(text: str, *, mr_project: str, tracker: str) -> tuple[int, ...]:
+    """The tracker issues a merge request's title and description cite, in order, once each.
+
+    Three forms count: ``group/tracker#NN``, the issue's URL (any host, ``/-/issues/NN`` or
+    ``/-/work_items/NN``), and a bare ``#NN`` when the merge request lives in the tracker
+    project itself (anywhere else a bare ``#NN`` names that project's own issue).
+    """
+    path = re.escape(tracker)
+    patterns = [
+        rf"{_NOT_AFTER_PATH}{path}#{_NUMBER}",
+        rf"https?://[^\s/]+/{path}/(?:-/)?(?:issues|work_items)/{_NUMBER}",
+    ]
+    if mr_project.casefold() == tracker.casefold():
+        patterns.append(rf"{_NOT_AFTER_PATH}#{_NUMBER}")
+    found: dict[int, int] = {}  # issue -> first position, so the order is the text's
+    for pattern in patterns:
+        for match in re.finditer(pattern, text, flags=re.IGNORECASE):
+            number = int(match.group(1))
+            if number > 0:
+                found[number] = min(found.get(number, match.start()), match.start())
+    return tuple(sorted(found, key=found.__getitem__))
+
+
+def under(path: str, namespace: str) -> bool:
+    return path.casefold().startswith(namespace.casefold().rstrip("/") + "/")
+
+
+def renovate_exemption_gaps(mr: MergeRequestFacts, config: Config) -> list[str]:
+    """Which of the Renovate exemption's four conditions this MR misses ([] means exempt)."""
+    gaps = []
+    if RENOVATE_LABEL not in mr.labels:
+        gaps.append(f"it does not carry the {RENOVATE_LABEL!r} label")
+    if mr.author_id != config["renovate_bot_user_id"]:
+        gaps.append(
+            f"its author is user id {mr.author_id}, not renovate_bot_user_id "
+            f"{config['renovate_bot_user_id']}"
+        )
+    if not mr.source_branch.startswith(config["renovate_branch_prefix"]):
+        gaps.append(
+            f"its source branch {mr.source_branch!r} does not start with "
+            f"renovate_branch_prefix {config['renovate_branch_prefix']!r}"
+        )
+    namespaces = config["renovate_exempt_namespaces"]
+    if not any(under(mr.project, ns) for ns in namespaces):
+        gaps.append(
+            f"its project {mr.project} is in none of renovate_exempt_namespaces {namespaces}"
+        )
+    return gaps
+
+
+def automation_family_of(
+    mr: MergeRequestFacts, cited: Sequence[int], families: Sequence[AutomationFamily]
+) -> AutomationFamily | None:
+    """The roster family this MR belongs to: its author, its branch prefix, and it cites
+    exactly the family's issue (or none, for a family that cites none). ``cited`` leaves out
+    the generic tracking issue."""
+    for family in families:
+        wanted = () if family.cites_issue is None else (family.cites_issue,)
+        if (
+            mr.author_id == family.author_id
+            and mr.source_branch.startswith(family.branch_prefix)
+            and tuple(cited) == wanted
+        ):
+            return family
+    return None
+
+
+def author_account(
+    mr: MergeRequestFacts, families: Sequence[AutomationFamily], config: Config
+) -> str:
+    """Who opened the merge request, and whether the roster says that account is automation:
+    said out loud for an MR the gate lets out of scope on its citation alone."""
+    who = f"@{mr.author_username or '?'} (user {mr.author_id})"
+    names = [f.name for f in families if f.author_id == mr.author_id]
+    if names:
+        return f"{who}, an automation account (the roster's {', '.join(names)})"
+    if mr.author_id == config["renovate_bot_user_id"]:
+        return f"{who}, the Renovate account (renovate_bot_user_id), not in the roster"
+    return f"{who}, not an automation account: no family of the roster is authored by it"
+
+
+@value_type
+class Scope:
+    in_scope: bool
+    code: str  # "in-scope", "outside-group", "generic-issue-only", "renovate", "automation"
+    detail: str
+
+
+def decide_scope(
+    mr: MergeRequestFacts,
+    *,
+    cited: Sequence[int],
+    in_group: bool,
+    config: Config,
+    families: Sequence[AutomationFamily],
+) -> Scope:
+    """Is this merge request gated? The first rule that lets it out says why."""
+    if not in_group:
+        return Scope(
+            False,
+            "outside-group",
+            f"{mr.project} is not in group {config['group_path']}'s project listing",
+        )
+    generic = config["generic_tracking_issue"]
+    if generic is not None and tuple(cited) == (generic,):
+        return Scope(
+            False,
+            "generic-issue-only",
+            f"it cites only the generic tracking issue {config['tracker_project']}#{generic}; "
+            f"its author is {author_account(mr, families, config)}",
+        )
+    if RENOVATE_LABEL in mr.labels:
+        gaps = renovate_exemption_gaps(mr, config)
+        if not gaps:
+            return Scope(False, "renovate", "it is a Renovate merge request in an exempt namespace")
+        renovate_note = f"; it carries the {RENOVATE_LABEL!r} label, but " + "; ".join(gaps)
+    else:
+        renovate_note = ""
+    specific = [issue for issue in cited if issue != generic]
+    family = automation_family_of(mr, specific, families)
+    if family is not None:
+        return Scope(False, "automation", f"it belongs to the automation family {family.name!r}")
+    return Scope(
+        True, "in-scope", f"{mr.project} is in group {config['group_path']}{renovate_note}"
+    )
+
+
+# end pairgate/standalone/scope.py
+
+
+# =============================================================================================
 # begin pairgate/standalone/verdict.py
 # =============================================================================================
 
@@ -3654,7 +3243,7 @@ def decide(
     """The verdict, from facts already read. ``ledgers`` holds the fold of every cited issue
     except the generic tracking issue; ``edits`` GitLab's lastEditedAt of the notes
     ``edit_candidates`` names (an approval whose edit state is not in it does not count);
-    ``frozen`` says why a live freeze window holds the MR back (section 5b), if one does."""
+    ``frozen`` says why a live freeze window holds the MR back, if one does."""
     cli, tracker = config.cli, config["tracker_project"]
 
     def verdict(**fields: Any) -> GateVerdict:
@@ -3878,7 +3467,7 @@ def _approval_check(
 def project_in_group(client: GitLab, config: Config, project: str) -> bool:
     """Is the project in the group's listing? A project under group_path is, by its path;
     only a project elsewhere costs the read of the listing (shared-in projects included)."""
-    if _under(project, config["group_path"]):
+    if under(project, config["group_path"]):
         return True
     return any(p.casefold() == project.casefold() for p in group_project_paths(client, config))
 
@@ -3970,7 +3559,7 @@ def gate_merge(
     if project.isdigit():  # a numeric id: the MR says which path it names
         data = client.get(mr_path)
         path = MergeRequestFacts.from_api(data, project).project
-    elif not _under(project, config["group_path"]):
+    elif not under(project, config["group_path"]):
         # GitLab answers a moved project's old path too: the MR says which project it is in.
         # One the reader cannot see is judged by the path it was named by.
         try:
@@ -4016,6 +3605,1176 @@ def gate_merge(
 
 
 # end pairgate/standalone/gate.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/audit.py
+# =============================================================================================
+
+
+# requests keeps ten connections per host: more readers than that would drop connections.
+AUDIT_WORKERS = 10
+
+
+def audit_stamp(seconds: float) -> str:
+    """Epoch seconds as the ISO 8601 UTC form GitLab's time filters take and --json prints."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@value_type
+class MergedMr:
+    """One merged merge request, as GitLab's listing shows it after the merge."""
+
+    facts: MergeRequestFacts  # facts.head_sha is ``sha``: the head it merged at
+    merged_at: str | None
+    merged_by: str | None  # ``merged_by`` (deprecated by GitLab, still filled on a merge)
+    merge_user: str | None  # who merged, or who set auto-merge
+    merge_commit_sha: str | None
+    source_project_id: int | None
+    target_project_id: int | None
+
+    @classmethod
+    def from_api(cls, data: Mapping[str, Any], project: str = "") -> MergedMr:
+        def username(key: str) -> str | None:
+            user = data.get(key) or {}
+            return str(user["username"]) if user.get("username") else None
+
+        def number(key: str) -> int | None:
+            value = data.get(key)
+            return int(value) if isinstance(value, int) else None
+
+        return cls(
+            facts=MergeRequestFacts.from_api(data, project),
+            merged_at=str(data["merged_at"]) if data.get("merged_at") else None,
+            merged_by=username("merged_by"),
+            merge_user=username("merge_user"),
+            merge_commit_sha=str(data["merge_commit_sha"])
+            if data.get("merge_commit_sha")
+            else None,
+            source_project_id=number("source_project_id"),
+            target_project_id=number("target_project_id"),
+        )
+
+    @property
+    def moment(self) -> float | None:
+        """When it merged, in epoch seconds; None when GitLab gives no readable time."""
+        return stamp_epoch(self.merged_at) if self.merged_at else None
+
+    @property
+    def fork(self) -> bool:
+        """Merged from another project (a fork): its pipeline ran the fork's CI configuration."""
+        return None not in (self.source_project_id, self.target_project_id) and (
+            self.source_project_id != self.target_project_id
+        )
+
+    @property
+    def merger(self) -> str | None:
+        return self.merged_by or self.merge_user
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def merged_listing_params(since: float) -> dict[str, str]:
+    """The listing's filters. ``updated_after`` is in every GitLab's documentation, and merging
+    updates an MR, so ``updated_at >= merged_at``: it never drops an MR merged after ``since``.
+    ``merged_after`` narrows it further where GitLab serves it (the newest REST code; the
+    release that added it is not documented) and older servers ignore it, which is safe because
+    ``merged_at`` is filtered here anyway."""
+    stamp = audit_stamp(since)
+    return {"state": "merged", "updated_after": stamp, "merged_after": stamp}
+
+
+def read_merged(
+    client: GitLab, config: Config, *, since: float, projects: Sequence[str] | None = None
+) -> list[MergedMr]:
+    """Every merge request merged at or after ``since`` in the gated projects (or only in
+    ``projects``), oldest merge first. The group's listing covers its projects and subgroups;
+    a project shared into the group is listed on its own (GitLab's group listing leaves it
+    out)."""
+    params = merged_listing_params(since)
+    listings: list[tuple[str, str]] = []  # (path to list, the project it names, if one)
+    if projects:
+        listings = [(f"projects/{encode_project(p)}/merge_requests", p) for p in projects]
+    else:
+        listings = [(f"groups/{config['group_id']}/merge_requests", "")]
+        shared = [
+            p for p in group_project_paths(client, config) if not under(p, config["group_path"])
+        ]
+        listings += [(f"projects/{encode_project(p)}/merge_requests", p) for p in shared]
+    found: dict[tuple[str, int], MergedMr] = {}
+    for path, project in listings:
+        extra = {} if project else {"non_archived": "false"}  # archived projects merged too
+        for item in client.get_all(path, **params, **extra):
+            merged = MergedMr.from_api(item, project)
+            moment = merged.moment
+            if moment is None or moment >= since:
+                found[(merged.facts.project.casefold(), merged.facts.iid)] = merged
+    return sorted(found.values(), key=lambda m: (m.moment or 0.0, m.facts.ref))
+
+
+NotesRead = list[Note] | PairgateError
+
+
+def read_all_notes(client: GitLab, config: Config, issues: Iterable[int]) -> dict[int, NotesRead]:
+    """Each issue's notes, read once, concurrently; an issue that could not be read keeps the
+    error (it is never a pass: every merge request that needs it is undecided)."""
+
+    def one(issue: int) -> NotesRead:
+        try:
+            return read_notes(client, config, issue)
+        except PairgateError as exc:
+            return exc
+
+    wanted = sorted(set(issues))
+    if len(wanted) <= 1:
+        return {issue: one(issue) for issue in wanted}
+    # Imported here: every door loads this file, and only the audit runs readers in threads.
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(AUDIT_WORKERS, len(wanted))) as pool:
+        return dict(zip(wanted, pool.map(one, wanted), strict=True))
+
+
+# -- judging (pure) -----------------------------------------------------------------------------
+
+
+class LedgersAt:
+    """The ledger of an issue as it stood at a moment: the fold of the notes written at or
+    before it. Pure; folds are remembered, since several merges often see the same notes."""
+
+    def __init__(self, notes: Mapping[int, Sequence[Note]], config: Config) -> None:
+        self._notes = notes
+        self._config = config
+        self._epochs = {
+            issue: [stamp_epoch(n.created_at) for n in listed] for issue, listed in notes.items()
+        }
+        self._folds: dict[tuple[int, tuple[int, ...]], Ledger] = {}
+
+    def at(self, issue: int, moment: float) -> Ledger:
+        # A note whose time does not parse is left out: it can only take an approval away.
+        kept = tuple(
+            i for i, when in enumerate(self._epochs[issue]) if when is not None and when <= moment
+        )
+        key = (issue, kept)
+        if key not in self._folds:
+            listed = self._notes[issue]
+            self._folds[key] = fold([listed[i] for i in kept], config=self._config, issue=issue)
+        return self._folds[key]
+
+
+@value_type
+class MergeJudged:
+    """One merged merge request and what the audit says about it."""
+
+    mr: MergedMr
+    code: str  # "approved", a scope code, or why it is a finding
+    finding: bool
+    decided: bool  # False: it could not be judged (never a pass)
+    why: str
+    scope: str
+    scope_detail: str
+    cited: tuple[int, ...] = ()
+    verdict: GateVerdict | None = None
+
+
+def automation_accounts(config: Config, families: Sequence[AutomationFamily]) -> frozenset[int]:
+    """The accounts of unattended MR families: the roster's authors, and Renovate's."""
+    return frozenset({f.author_id for f in families} | {int(config["renovate_bot_user_id"])})
+
+
+def judge_merged(
+    mr: MergedMr,
+    *,
+    config: Config,
+    families: Sequence[AutomationFamily],
+    notes: Mapping[int, NotesRead],
+    frozen: Sequence[int],
+    ledgers_at: LedgersAt,
+    edits: Mapping[int, str | None],
+) -> MergeJudged:
+    """merge-check's verdict on ``mr`` at the moment it merged. ``notes`` holds every issue it
+    cites and every issue in ``frozen`` (those labelled as holding a freeze window); ``edits``
+    GitLab's lastEditedAt of every approval note on them (an approval edited at any time, after
+    the merge too, is one whose reviewed text cannot be known: it does not count). Pure."""
+    tracker = config["tracker_project"]
+    cited, scope = gate_scope(mr.facts, in_group=True, config=config, families=families)
+
+    def judged(code: str, why: str, *, finding: bool = True, decided: bool = True) -> MergeJudged:
+        return MergeJudged(mr, code, finding, decided, why, scope.code, scope.detail, cited)
+
+    if not scope.in_scope:
+        author = mr.facts.author_id
+        if scope.code == "generic-issue-only" and author not in automation_accounts(
+            config, families
+        ):
+            return judged(
+                "generic-issue-non-automation",
+                f"it is out of scope only because it cites the generic tracking issue "
+                f"{tracker}#{config['generic_tracking_issue']}, and its author (user id "
+                f"{author}) is no automation account of the roster",
+            )
+        return judged(scope.code, scope.detail, finding=False)
+    moment = mr.moment
+    if moment is None:
+        return judged(
+            "merged-at-unknown",
+            f"GitLab gives no readable merged_at ({mr.merged_at!r}), so what its ledgers held "
+            f"at the merge cannot be told",
+            decided=False,
+        )
+    issues = ledger_issues(cited, config)
+    for issue in sorted(set(issues) | set(frozen)):
+        read = notes[issue]
+        if isinstance(read, PairgateError):
+            return judged(
+                "ledger-unreadable",
+                f"the ledger of {tracker}#{issue} could not be read ({read.message}); an "
+                f"unreadable ledger is never a pass",
+                decided=False,
+            )
+    ledgers = {issue: ledgers_at.at(issue, moment) for issue in issues}
+    windows = [
+        (issue, window)
+        for issue in sorted(set(issues) | set(frozen))
+        for window in ledgers_at.at(issue, moment).freezes
+    ]
+    verdict = judge_merge(
+        mr.facts,
+        cited=cited,
+        scope=scope,
+        ledgers=ledgers,
+        windows=windows,
+        edits=edits,
+        config=config,
+        now=moment,
+    )
+    if verdict.allowed:
+        return MergeJudged(
+            mr, "approved", False, True, verdict.message, scope.code, scope.detail, cited, verdict
+        )
+    why = finding_reason(verdict, mr.facts, ledgers, tracker)
+    gaps = renovate_exemption_gaps(mr.facts, config) if RENOVATE_LABEL in mr.facts.labels else []
+    if gaps:
+        why += f"; it carries the {RENOVATE_LABEL!r} label but is not exempt: " + "; ".join(gaps)
+    if mr.fork:
+        why += (
+            f" (from a fork, project id {mr.source_project_id}: its pipeline ran the fork's own "
+            f"CI configuration, so no gate job held it)"
+        )
+    return MergeJudged(mr, verdict.code, True, True, why, scope.code, scope.detail, cited, verdict)
+
+
+def finding_reason(
+    verdict: GateVerdict, mr: MergeRequestFacts, ledgers: Mapping[int, Ledger], tracker: str
+) -> str:
+    """Why the merge went around the gate, in the past tense, from the verdict and the ledgers
+    it was given (the remedies in the gate's own message are for before a merge). A verdict
+    this does not know is said in the gate's own words."""
+    head = mr.head_sha or "nothing"
+    naming = [
+        (issue, a)
+        for issue, ledger in ledgers.items()
+        for a in ledger.approvals
+        if a.mr.iid == mr.iid and a.mr.project.casefold() == mr.project.casefold()
+    ]
+    issues = ", ".join(f"{tracker}#{i}" for i in ledgers) or f"any issue of {tracker}"
+    code = verdict.code
+    if code == "never-approved":
+        return f"never approved: no approval written before the merge in {issues} names it"
+    if code == "not-at-head" and naming:
+        issue, a = naming[-1]
+        return (
+            f"approved behind its head: {a.approver} approved {a.sha[:12]} ({tracker}#{issue}, "
+            f"note {a.note_id}), but it merged at {head[:12]}, which nobody reviewed"
+        )
+    if code == "self-approval-only":
+        selves = [(i, a) for i, a in naming if a.sha == mr.head_sha and a.self_approval]
+        if selves:
+            issue, a = selves[-1]
+            return (
+                f"self-approved: its only approval at the merged head is {a.approver}'s "
+                f"({tracker}#{issue}, note {a.note_id}), a self-approval: {a.self_because}"
+            )
+    if code == "frozen":
+        first = verdict.message.splitlines()[0]
+        return f"merged while frozen: {first.partition(' is frozen: ')[2] or first}"
+    if code == "unclaimed":
+        return f"no ownership record: {verdict.record.message.split(':', 1)[0]}"
+    if code == "no-citation":
+        return f"it cites no issue of {tracker}, so no ledger could carry an approval for it"
+    return verdict.message
+
+
+# -- the whole audit ----------------------------------------------------------------------------
+
+
+@value_type
+class AuditReport:
+    since: float
+    until: float
+    projects: tuple[str, ...]  # the projects named, or () for every gated project
+    judged: tuple[MergeJudged, ...]
+
+    @property
+    def findings(self) -> list[MergeJudged]:
+        return [j for j in self.judged if j.finding]
+
+    @property
+    def undecided(self) -> list[MergeJudged]:
+        return [j for j in self.judged if not j.decided]
+
+
+def with_diff_refs(client: GitLab, merged: MergedMr) -> MergedMr:
+    """``merged`` with what GitLab's single-MR answer adds to its listing: diff_refs."""
+    path = f"projects/{encode_project(merged.facts.project)}/merge_requests/{merged.facts.iid}"
+    data = client.get(path)
+    refs = data.get("diff_refs") or {}
+    facts = replace(
+        merged.facts,
+        target_branch=str(data.get("target_branch") or merged.facts.target_branch),
+        base_sha=refs.get("base_sha") or None,
+        start_sha=refs.get("start_sha") or None,
+    )
+    return replace(merged, facts=facts)
+
+
+def audit(
+    client: GitLab,
+    config: Config,
+    *,
+    since: float,
+    until: float,
+    projects: Sequence[str] = (),
+    families: Sequence[AutomationFamily] = (),
+) -> AuditReport:
+    """Read every merge merged since ``since``, then judge each one. Requests: the merged
+    listings (a page per 100), the group's project listing (for the shared-in projects, unless
+    ``projects`` are named), one listing of the issues labelled as holding a freeze window, and
+    one notes listing per issue that a gated merge request cites or that holds a window, and one
+    GraphQL read per such issue that holds approvals (whether they were edited)."""
+    merged = read_merged(client, config, since=since, projects=projects or None)
+    scoped = [
+        (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
+    ]
+    # An approval binds the merge base it reviewed, and only GitLab's single-MR answer carries
+    # diff_refs (its listing leaves them out): one read per gated merge.
+    in_scope = {id(m) for m, (_, scope) in scoped if scope.in_scope}
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
+        merged = list(
+            pool.map(lambda m: with_diff_refs(client, m) if id(m) in in_scope else m, merged)
+        )
+    scoped = [
+        (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
+    ]
+    gated = [(m, cited) for m, (cited, scope) in scoped if scope.in_scope]
+    frozen = frozen_issues(client, config) if gated else []
+    wanted = {i for _, cited in gated for i in ledger_issues(cited, config)} | set(frozen)
+    notes = read_all_notes(client, config, wanted)
+    readable = {i: n for i, n in notes.items() if not isinstance(n, PairgateError)}
+    ledgers_at = LedgersAt(readable, config)
+    # Whether each approval note was edited: one GraphQL read per issue that holds approvals.
+    approvals = {
+        issue: [a.note_id for a in fold(listed, config=config, issue=issue).approvals]
+        for issue, listed in readable.items()
+    }
+    edits = read_last_edited(client, config, {i: ids for i, ids in approvals.items() if ids})
+    judged = tuple(
+        judge_merged(
+            m,
+            config=config,
+            families=families,
+            notes=notes,
+            frozen=frozen,
+            ledgers_at=ledgers_at,
+            edits=edits,
+        )
+        for m in merged
+    )
+    return AuditReport(since, until, tuple(projects), judged)
+
+
+# end pairgate/standalone/audit.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/audit_flags.py
+# =============================================================================================
+
+
+DEFAULT_AUDIT_DAYS = 7
+# The label of the issues ``audit --file-issues`` opens (audit_issues.py).
+AUDIT_LABEL = "pairgate::audit"
+
+
+def add_project_filter(parser: argparse.ArgumentParser) -> None:
+    """--project, for the commands that read the gated projects (audit, doctor)."""
+    parser.add_argument(
+        "--project",
+        dest="projects",
+        action="append",
+        default=[],
+        metavar="PROJECT",
+        help="only this gated project (repeatable; default: every project in the group's listing)",
+    )
+
+
+def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
+    """The audit's own flags (--json and --verbose come with each door)."""
+    window = parser.add_mutually_exclusive_group()
+    window.add_argument(
+        "--since",
+        metavar="DATE",
+        help="merges at or after this ISO 8601 date or time (a date is its midnight, UTC)",
+    )
+    window.add_argument(
+        "--days",
+        type=int,
+        metavar="N",
+        help=f"merges in the last N days (default: {DEFAULT_AUDIT_DAYS})",
+    )
+    add_project_filter(parser)
+    parser.add_argument(
+        "--file-issues",
+        action="store_true",
+        help=f"open a tracker issue labelled {AUDIT_LABEL} per finding not already filed",
+    )
+
+
+# end pairgate/standalone/audit_flags.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/audit_issues.py
+# =============================================================================================
+
+
+AUDIT_MARKER = "pairgate-audit"
+_AUDIT_MARKER_LINE = re.compile(r"^<!-- pairgate-audit (\{.*\}) -->[ \t]*$", re.MULTILINE)
+
+
+@value_type
+class Filed:
+    issue: int  # the tracker issue's iid
+    new: bool  # opened by this run
+
+
+def finding_key(project: str, iid: int, head: str | None) -> tuple[str, int, str]:
+    return project.casefold(), int(iid), head or ""
+
+
+def audit_marker(finding: MergeJudged) -> str:
+    facts = finding.mr.facts
+    record = {
+        "v": 1,
+        "mr": {"project": facts.project, "iid": facts.iid},
+        "head": facts.head_sha,
+        "code": finding.code,
+    }
+    text = json.dumps(record, separators=(",", ":"), ensure_ascii=True)
+    # As in the ledger's markers: no value can close the HTML comment or open another.
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e")
+    return f"<!-- {AUDIT_MARKER} {text} -->"
+
+
+def filed_findings(
+    listed: Sequence[Mapping[str, Any]], config: Config
+) -> dict[tuple[str, int, str], tuple[int, float]]:
+    """The findings already filed, from the tracker's AUDIT_LABEL issues: key -> (iid, when
+    opened). Only issues by a ledger author, with one well-formed marker, count. Pure."""
+    authors = frozenset(config["ledger_author_user_ids"])
+    found: dict[tuple[str, int, str], tuple[int, float]] = {}
+    for issue in listed:
+        if (issue.get("author") or {}).get("id") not in authors:
+            continue
+        markers = _AUDIT_MARKER_LINE.findall(str(issue.get("description") or ""))
+        opened = stamp_epoch(str(issue.get("created_at") or ""))
+        if len(markers) != 1 or opened is None:
+            continue
+        try:
+            record = json.loads(markers[0])
+            key = finding_key(record["mr"]["project"], record["mr"]["iid"], record["head"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if key not in found or found[key][1] > opened:
+            found[key] = (int(issue["iid"]), opened)
+    return found
+
+
+def already_filed(
+    finding: MergeJudged, filed: Mapping[tuple[str, int, str], tuple[int, float]]
+) -> int | None:
+    facts = finding.mr.facts
+    hit = filed.get(finding_key(facts.project, facts.iid, facts.head_sha))
+    moment = finding.mr.moment
+    # An issue opened before the merge cannot be the audit's report of it.
+    if hit is None or moment is None or hit[1] < moment:
+        return None
+    return hit[0]
+
+
+def audit_issue_text(finding: MergeJudged, config: Config) -> tuple[str, str]:
+    """The title and the description of the issue that reports one finding."""
+    mr = finding.mr
+    facts = mr.facts
+    head = facts.head_sha or "-"
+    title = f"audit: {facts.ref} merged at {head[:8]} around the merge gate ({finding.code})"
+    when = audit_stamp(mr.moment) if mr.moment is not None else (mr.merged_at or "an unknown time")
+    lines = [
+        f"`{config.cli} audit` found a merge that went around the merge gate.",
+        "",
+        f"- merge request: {facts.web_url or facts.ref}",
+        f"- merged head: `{head}`",
+        f"- merged by: {mr.merger or 'unknown'}, at {when}",
+        f"- why: {finding.why}",
+        f"- scope: {finding.scope} ({finding.scope_detail})",
+    ]
+    if finding.cited:
+        cited = ", ".join(f"{config['tracker_project']}#{i}" for i in finding.cited)
+        lines.append(f"- cites: {cited}")
+    if mr.fork:
+        lines.append(f"- from a fork: source project id {mr.source_project_id}")
+    if finding.verdict is not None:
+        lines += ["", "merge-check would have said at the moment of the merge:", ""]
+        lines += [f"> {line}" for line in finding.verdict.message.splitlines()]
+    body = neutralise_quick_actions("\n".join(lines))
+    return title, f"{body}\n\n{audit_marker(finding)}\n"
+
+
+def file_findings(
+    client: GitLab, config: Config, findings: Sequence[MergeJudged]
+) -> dict[tuple[str, int], Filed]:
+    """Open one tracker issue per finding not already filed; (project, iid) -> Filed. One
+    listing of the AUDIT_LABEL issues, then one write per new finding. A write whose answer was
+    lost is looked for again before it is called failed, never repeated blindly."""
+    issues = f"projects/{encode_project(config['tracker_project'])}/issues"
+
+    def listing() -> dict[tuple[str, int, str], tuple[int, float]]:
+        return filed_findings(client.get_all(issues, labels=AUDIT_LABEL, state="all"), config)
+
+    filed = listing() if findings else {}
+    result: dict[tuple[str, int], Filed] = {}
+    for finding in findings:
+        facts = finding.mr.facts
+        ref = (facts.project, facts.iid)
+        known = already_filed(finding, filed)
+        if known is not None:
+            result[ref] = Filed(known, False)
+            continue
+        title, description = audit_issue_text(finding, config)
+        data = {"title": title, "description": description, "labels": AUDIT_LABEL}
+        try:
+            opened = client.write("POST", issues, data)
+        except WriteUncertain:
+            filed = listing()
+            known = already_filed(finding, filed)
+            if known is None:
+                raise
+            result[ref] = Filed(known, True)
+            continue
+        author = (opened.get("author") or {}).get("id")
+        if author not in config["ledger_author_user_ids"]:
+            raise ConfigError(
+                f"pairgate audit: opened {config['tracker_project']}#{opened['iid']} for "
+                f"{facts.ref} as user id {author}, which is not in ledger_author_user_ids, so a "
+                f"re-run would not recognise it and would open another. File findings with the "
+                f"write token of a ledger author ({config.env_name('TASK_WRITE_TOKEN')})."
+            )
+        result[ref] = Filed(int(opened["iid"]), True)
+    return result
+
+
+# end pairgate/standalone/audit_issues.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/audit_door.py
+# =============================================================================================
+
+
+def audit_window(since: str | None, days: int | None, now: float) -> float:
+    """The window's start, in epoch seconds."""
+    if since is not None:
+        try:
+            moment = datetime.fromisoformat(since.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise UsageError(
+                f"pairgate audit: --since {since!r} is not an ISO 8601 date or time (such as "
+                f"2026-05-01 or 2026-05-01T09:30:00Z)"
+            ) from None
+        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    days = DEFAULT_AUDIT_DAYS if days is None else days
+    if days < 1:
+        raise UsageError(f"pairgate audit: --days {days}: give a whole number of days, 1 or more")
+    return now - days * 86400
+
+
+def gated_projects(
+    client: GitLab, config: Config, named: Sequence[str], *, command: str = "audit"
+) -> list[str]:
+    """The projects --project names, each checked to be gated (a numeric id is read for its
+    path). One outside the group's listing is a usage error: the gate never judged it."""
+    paths = []
+    for project in named:
+        path = project
+        if project.isdigit():
+            path = str(client.get(f"projects/{encode_project(project)}")["path_with_namespace"])
+        if not project_in_group(client, config, path):
+            raise UsageError(
+                f"{config.cli} {command}: --project {project}: not a gated project (it is not in group "
+                f"{config['group_path']}'s project listing), so the gate never judged its merges"
+            )
+        paths.append(path)
+    return paths
+
+
+def run_audit(
+    ctx: Context,
+    config: Config,
+    client: GitLab,
+    *,
+    since: str | None,
+    days: int | None,
+    projects: Sequence[str],
+    json_out: bool,
+    file_issues: bool,
+    families: Sequence[AutomationFamily] | None = None,
+) -> int:
+    """Exit 0 clean, 1 findings, 2 could not decide (any merge it could not judge; an
+    unreadable ledger is never a pass)."""
+    now = ctx.now()
+    start = audit_window(since, days, now)
+    if families is None:
+        families = load_automation_families(roster_path(config))
+    named = gated_projects(client, config, projects)
+    report = audit(client, config, since=start, until=now, projects=named, families=families)
+    findings = report.findings
+    filed = file_findings(client, config, findings) if file_issues else {}
+    if json_out:
+        print(json.dumps(audit_json(report, filed), indent=2), file=ctx.stdout)
+    else:
+        print_audit(report, filed, config, ctx)
+    if report.undecided:
+        return Exit.ERROR
+    return Exit.REFUSED if findings else Exit.OK
+
+
+def _filed(filed: dict[tuple[str, int], Filed], finding: MergeJudged) -> Filed | None:
+    return filed.get((finding.mr.facts.project, finding.mr.facts.iid))
+
+
+def print_audit(
+    report: AuditReport, filed: dict[tuple[str, int], Filed], config: Config, ctx: Context
+) -> None:
+    tracker = config["tracker_project"]
+    for finding in report.findings:
+        mr = finding.mr
+        when = mr.merged_at or "an unknown time"
+        kind = "FINDING" if finding.decided else "UNDECIDED"
+        head = (mr.facts.head_sha or "-")[:12]
+        print(
+            f"{kind} {mr.facts.ref} merged at {head} by {mr.merger or 'unknown'}, {when} "
+            f"[{finding.code}]",
+            file=ctx.stdout,
+        )
+        print(f"  {finding.why}", file=ctx.stdout)
+        done = _filed(filed, finding)
+        if done is not None:
+            state = "opened now" if done.new else "already filed"
+            print(f"  filed: {tracker}#{done.issue} ({state})", file=ctx.stdout)
+    for judged in report.judged:
+        if judged.mr.fork and not judged.finding:
+            print(
+                f"fork: {judged.mr.facts.ref} merged from project id "
+                f"{judged.mr.source_project_id}, {judged.code} ({judged.why.splitlines()[0]})",
+                file=ctx.stdout,
+            )
+    gated = [j for j in report.judged if j.scope == "in-scope"]
+    approved = [j for j in gated if not j.finding]
+    where = ", ".join(report.projects) or f"every gated project of {config['group_path']}"
+    print(
+        f"audit: {len(report.judged)} merge(s) since {audit_stamp(report.since)} in {where}: "
+        f"{len(gated)} gated ({len(approved)} approved at the head they merged at), "
+        f"{len(report.judged) - len(gated)} not gated; {len(report.findings)} finding(s)"
+        + (f", {len(report.undecided)} undecided" if report.undecided else ""),
+        file=ctx.stdout,
+    )
+    cli = config.cli
+    if report.undecided:
+        print(
+            f"next: give the read token access to what could not be read, then re-run "
+            f"`{cli} audit --since {audit_stamp(report.since)}`",
+            file=ctx.stdout,
+        )
+    elif report.findings and not filed:
+        print(
+            f"next: look at what each one merged; to file each as a tracker issue: "
+            f"`{cli} audit --since {audit_stamp(report.since)} --file-issues`",
+            file=ctx.stdout,
+        )
+
+
+def audit_json(report: AuditReport, filed: dict[tuple[str, int], Filed]) -> dict[str, Any]:
+    """audit --json: stable keys, documented in docs/agent-handoff-reference.md."""
+
+    def finding(j: MergeJudged) -> dict[str, Any]:
+        mr = j.mr
+        done = _filed(filed, j)
+        return {
+            "mr": {"project": mr.facts.project, "iid": mr.facts.iid},
+            "web_url": mr.facts.web_url,
+            "head_sha": mr.facts.head_sha,
+            "merged_at": mr.merged_at,
+            "merged_by": mr.merged_by,
+            "merge_user": mr.merge_user,
+            "merge_commit_sha": mr.merge_commit_sha,
+            "code": j.code,
+            "decided": j.decided,
+            "why": j.why,
+            "gate_message": j.verdict.message if j.verdict is not None else None,
+            "scope": j.scope,
+            "scope_detail": j.scope_detail,
+            "cited_issues": list(j.cited),
+            "fork": mr.fork,
+            "source_project_id": mr.source_project_id,
+            "filed": None if done is None else {"issue": done.issue, "new": done.new},
+        }
+
+    gated = [j for j in report.judged if j.scope == "in-scope"]
+    return {
+        "since": audit_stamp(report.since),
+        "until": audit_stamp(report.until),
+        "projects": list(report.projects),
+        "merged": len(report.judged),
+        "gated": len(gated),
+        "approved": len([j for j in gated if not j.finding]),
+        "findings": [finding(j) for j in report.findings],
+        "undecided": len(report.undecided),
+        "not_gated": [
+            {"mr": {"project": j.mr.facts.project, "iid": j.mr.facts.iid}, "scope": j.scope}
+            for j in report.judged
+            if j.scope != "in-scope" and not j.finding
+        ],
+        "forks": [
+            {
+                "mr": {"project": j.mr.facts.project, "iid": j.mr.facts.iid},
+                "source_project_id": j.mr.source_project_id,
+                "code": j.code,
+            }
+            for j in report.judged
+            if j.mr.fork
+        ],
+    }
+
+
+# end pairgate/standalone/audit_door.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/gitlab_once.py
+# =============================================================================================
+
+
+def plain_route(
+    api_url: str, *, trust_env: bool = True, bundle: str | None = None
+) -> tuple[bool, ssl.SSLContext | None]:
+    """Whether requests would call ``api_url`` with nothing but a connection (no proxy, no
+    .netrc signing), and the TLS context it would verify with (None for loopback http): where
+    OneAttempt stands in for it exactly. Read from the environment as requests reads it: a
+    proxy is urllib's getproxies() (no_proxy is not weighed: any proxy at all leaves the call
+    to requests), .netrc is $NETRC or ~/.netrc or ~/_netrc, the CA bundle is
+    $REQUESTS_CA_BUNDLE, then $CURL_CA_BUNDLE, then certifi's. A URL with a user or password
+    in it (requests signs with them) or with anything but ASCII in it (requests encodes its
+    host and path its own way) is left to requests too, as is a bundle that does not load.
+    ``trust_env=False``: as a requests session that does not read the environment (no proxy,
+    no .netrc) and verifies with ``bundle``, else certifi's, which ``GET /job`` uses."""
+    if trust_env:
+        import urllib.request
+
+        if any(scheme != "no" for scheme in urllib.request.getproxies()):
+            return False, None
+        netrc = os.environ.get("NETRC")
+        for name in [netrc] if netrc else ["~/.netrc", "~/_netrc"]:
+            try:
+                if os.path.exists(os.path.expanduser(name)):
+                    return False, None
+            except KeyError:  # no home directory to expand, as requests allows
+                continue
+    parts = urlsplit(api_url)
+    if parts.username is not None or parts.password is not None or not api_url.isascii():
+        return False, None  # requests adds Basic auth, or encodes IDNA 2008 / the path itself
+    if parts.scheme != "https":
+        return True, None
+    import ssl
+
+    if trust_env:
+        bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+    if not bundle:
+        import certifi
+
+        bundle = certifi.where()
+    try:
+        if os.path.isdir(bundle):
+            context = ssl.create_default_context(capath=bundle)
+        else:
+            context = ssl.create_default_context(cafile=bundle)
+    except OSError:  # a missing or unreadable bundle: requests says so in its own words
+        return False, None
+    context.hostname_checks_common_name = False  # as urllib3's context: a SAN, or no match
+    return True, context
+
+
+def _quiet(connection: http.client.HTTPConnection) -> bool:
+    """No bytes wait on a kept connection (urllib3's is_connection_dropped, inverted)."""
+    import select
+
+    sock = connection.sock
+    if sock is None:
+        return False
+    if getattr(sock, "pending", lambda: 0)():
+        return False
+    return not select.select([sock], [], [], 0)[0]
+
+
+def _as_requests_reads(response: http.client.HTTPResponse) -> bool:
+    """Whether requests would read this body as it stands: no content coding, one framing,
+    and JSON it decodes as UTF-8 (application/json, no other charset)."""
+    headers = response.msg
+    if (headers.get("Content-Encoding") or "identity").strip().lower() != "identity":
+        return False
+    if len(set(headers.get_all("Content-Length") or [])) > 1:
+        return False
+    coding = headers.get("Transfer-Encoding")
+    if coding is not None and coding.strip().lower() != "chunked":
+        return False
+    if len(headers.get_all("Content-Type") or []) != 1:  # requests reads two as one, joined
+        return False
+    media = headers.get_content_type()
+    charset = headers.get_content_charset()
+    return media == "application/json" and charset in (None, "utf-8")
+
+
+# A header value requests sends (requests.utils._validate_header_part): http.client takes more
+# (a folded line, a leading space), and raises on less with the value in its message.
+_SENDABLE = re.compile(r"\S[^\r\n]*|")
+
+
+def _sendable(token: str) -> bool:
+    try:
+        token.encode("latin-1")  # as http.client encodes a header
+    except UnicodeEncodeError:
+        return False
+    return _SENDABLE.fullmatch(token) is not None
+
+
+def wait_as_requests_would(refused: tuple[int, str | None] | None, policy: Retry) -> None:
+    """Before requests asks again what a first attempt was refused ((status, Retry-After)):
+    wait what ``policy`` would have waited before its first retry. That is the Retry-After of
+    any status it retries, as urllib3 honours it (its first retry has no backoff), so a GitLab
+    that asked for time is not asked again sooner."""
+    if refused is None:
+        return
+    status, after = refused
+    if after is None or not policy.respect_retry_after_header:
+        return
+    if not policy.is_retry("GET", status, has_retry_after=True):
+        return
+    try:
+        seconds = policy.get_retry_after(_RetryAfter(after))  # type: ignore[arg-type]
+    except Exception:  # a Retry-After urllib3 cannot read: requests will say so, or not wait
+        return
+    if seconds:
+        time.sleep(seconds)
+
+
+class _RetryAfter:
+    """What Retry.get_retry_after reads of a response: its Retry-After header."""
+
+    def __init__(self, value: str) -> None:
+        self.headers = {"Retry-After": value}
+
+
+class OneAttempt:
+    """Reads whose first attempt goes through the standard library's http.client: importing
+    requests and urllib3 would cost a run that reads a few answers more than the rest of its
+    work. The merge hook makes one attempt a call (one_attempt_transport); a gate job has
+    requests' retry policy behind the first (first_attempt_transport).
+
+    It answers only what it can answer exactly as ``library()`` (requests) would: a 2xx JSON
+    answer that is all of what was asked. Anything else (an error status, a redirect, a
+    dropped or refused connection, a list with a next page) is asked again of the library,
+    whose answer or error is the call's; so is every write. A timeout is asked again only with
+    ``ask_again_after_timeout``, and not while connecting (urllib3 retries a read timeout, a
+    TLS handshake's included, never a connect timeout); otherwise it fails at once, naming the
+    URL, rather than waiting as long a second time. ``wait_before_library`` is given the
+    refused answer's (status, Retry-After) before the library asks again. A GraphQL query is a
+    POST that reads, answered here as a GET is (errors in a 200 answer are GitLab.graphql's to
+    refuse). A failure thus costs one more request, and never reads differently. Where
+    plain_route says requests would add to the call (a proxy, .netrc), or the token is not a
+    header value requests would send, every call is the library's. ``header`` carries the
+    token (``JOB-TOKEN`` for a job's own); ``trust_env=False`` stands in for a session that
+    does not read the environment and verifies with ``bundle``. One connection, kept open: not
+    for threads."""
+
+    name = "HTTPS"
+
+    def __init__(
+        self,
+        library: Callable[[], Https],
+        api_url: str,
+        token: str,
+        *,
+        timeout: tuple[float, float],
+        url_source: str = "the GitLab URL",
+        header: str = "PRIVATE-TOKEN",
+        trust_env: bool = True,
+        ask_again_after_timeout: bool = False,
+        wait_before_library: Callable[[tuple[int, str | None] | None], None] | None = None,
+        bundle: str | None = None,
+    ) -> None:
+        self._build = library
+        self._url_source = url_source  # named when GitLab does not answer in time
+        self._library: Https | None = None
+        parts = urlsplit(api_url.rstrip("/"))
+        self._parts, self._base = parts, parts.path
+        self._graphql_url = graphql_url(parts.geturl())
+        self._headers = {header: token, "User-Agent": "pairgate"}
+        self._trust_env, self._ask_again_after_timeout = trust_env, ask_again_after_timeout
+        self._bundle = bundle  # the CA bundle, where the environment is not read
+        self._sendable = _sendable(token)
+        self._wait = wait_before_library
+        self.refused: tuple[int, str | None] | None = None  # the last answer, when not 2xx
+        self._timeout = timeout
+        self._route: tuple[bool, ssl.SSLContext | None] | None = None  # plain_route's, once
+        self._connection: http.client.HTTPConnection | None = None
+
+    def __repr__(self) -> str:  # the token never appears in a repr or a traceback
+        return f"OneAttempt({self._parts.geturl()!r}, token=<hidden>)"
+
+    def library(self) -> Https:
+        """The requests transport every call it does not answer goes to, built on first use."""
+        if self._library is None:
+            self._library = self._build()
+        return self._library
+
+    def _asked_again(self) -> Https:
+        """The library, for a call this transport did not answer: after the wait for what the
+        first attempt was told, when there was one."""
+        if self._wait is not None:
+            self._wait(self.refused)
+        return self.library()
+
+    def stands_in(self) -> bool:
+        """Whether calls are tried here first (plain_route's answer, read once)."""
+        if self._route is None:
+            self._route = plain_route(
+                self._parts.geturl(), trust_env=self._trust_env, bundle=self._bundle
+            )
+        return self._route[0] and self._sendable
+
+    def _socket(self) -> socket.socket:
+        """A TCP connection to the host, within the connect timeout."""
+        import errno
+        import socket
+
+        host, port = self._parts.hostname, self._parts.port
+        assert host is not None
+        port = port or (443 if self._parts.scheme == "https" else 80)
+        sock = socket.create_connection((host, port), timeout=self._timeout[0])
+        try:  # as http.client's own connect: a request is not held back for an ACK
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as exc:
+            if exc.errno != errno.ENOPROTOOPT:
+                sock.close()
+                raise
+        return sock
+
+    def _over(self, sock: socket.socket) -> http.client.HTTPConnection:
+        """An http.client connection over ``sock``, its TLS handshake made (within the connect
+        timeout, as urllib3 makes it); then the read timeout, as requests takes (connect,
+        read)."""
+        import http.client
+
+        host, port = self._parts.hostname, self._parts.port
+        assert host is not None and self._route is not None
+        connection: http.client.HTTPConnection
+        if self._parts.scheme == "https":
+            context = self._route[1]
+            assert context is not None
+            try:
+                sock = context.wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
+            connection = http.client.HTTPSConnection(host, port, context=context)
+        else:
+            connection = http.client.HTTPConnection(host, port)
+        sock.settimeout(self._timeout[1])
+        connection.sock = sock
+        connection.auto_open = 0  # never reconnected behind this class's back, untimed
+        return connection
+
+    def _close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def _answer(
+        self, target: str, body: Mapping[str, Any] | None = None
+    ) -> tuple[Any, bool, int] | None:
+        """(the decoded JSON, whether GitLab says more pages follow, the status) of one GET of
+        ``target`` (a path and query on this host), or one POST of ``body`` as JSON; None when
+        the library must ask instead (``refused`` then holds a non-2xx status)."""
+        import http.client
+
+        self.refused = None
+        if not self.stands_in():
+            return None
+        method, headers, data = "GET", self._headers, None
+        if body is not None:
+            method, headers = "POST", {**headers, "Content-Type": "application/json"}
+            data = json.dumps(body, allow_nan=False).encode("utf-8")  # as requests sends json=
+        connect, read = self._timeout
+        if self._connection is not None and not _quiet(self._connection):
+            # Bytes nobody has asked for yet would be read as this call's answer: urllib3
+            # drops such a connection too.
+            self._close()
+        connecting, limit = False, read
+        try:
+            if self._connection is None:
+                connecting, limit = True, connect
+                sock = self._socket()
+                connecting = False  # a handshake that times out is a read timeout to urllib3
+                self._connection = self._over(sock)
+                limit = read
+            self._connection.request(method, target, body=data, headers=headers)
+            response = self._connection.getresponse()
+            if not 200 <= response.status < 300:  # whatever its body: requests asks again
+                self.refused = (response.status, response.getheader("Retry-After"))
+                self._close()
+                return None
+            if not _as_requests_reads(response):  # before reading: its framing may be another's
+                self._close()
+                return None
+            raw = response.read()
+        except TimeoutError:
+            # Asked again only where requests would retry it; the merge hook's would wait as
+            # long once more, past its own bound.
+            self._close()
+            if self._ask_again_after_timeout and not connecting:
+                return None
+            what = urlsplit(target).path.removeprefix(self._base)
+            late = (
+                f"GitLab at {self._parts.geturl()} did not answer within {limit:g} s (the URL is "
+                f"from {self._url_source})"
+            )
+            raise request_error(method, what, None, late, read=True) from None
+        except (OSError, ValueError, http.client.HTTPException):
+            self._close()
+            return None
+        if response.will_close:
+            self._close()
+        if not raw:
+            return None
+        try:
+            value = json.loads(raw.decode("utf-8"))  # requests: utf-8 for application/json
+        except ValueError:
+            return None
+        # X-Next-Page names the next page of GitLab's offset pagination, and a Link header
+        # carries rel="next" in every pagination it has: either one hands the listing over.
+        more = (
+            bool(response.getheader("X-Next-Page"))
+            or "next" in (response.getheader("Link") or "").lower()
+        )
+        return value, more, response.status
+
+    def _target(self, path: str, params: Mapping[str, Any]) -> str:
+        query = query_params(params)
+        return f"{self._base}/{path}" + (f"?{urlencode(query)}" if query else "")
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        answer = self._answer(self._target(path, params))
+        if answer is None:
+            return self._asked_again().get(path, params)
+        return answer[0]
+
+    def answered(self, path: str, params: Mapping[str, Any]) -> tuple[Any, int] | None:
+        """(the decoded answer, its status) of one GET of ``path``, when this transport gives
+        it exactly as requests would; None when requests must ask (``get`` without the
+        library; ``refused`` then holds a non-2xx status and its Retry-After)."""
+        answer = self._answer(self._target(path, params))
+        return None if answer is None else (answer[0], answer[2])
+
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        answer = self._answer(self._target(path, {**params, "per_page": PER_PAGE}))
+        if answer is None or answer[1] or not isinstance(answer[0], list):
+            yield from self._asked_again().pages(path, params)
+            return
+        yield answer[0]
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        body = {"query": query, "variables": dict(variables)}
+        answer = self._answer(urlsplit(self._graphql_url).path, body)
+        if answer is None:
+            return self._asked_again().graphql(query, variables)
+        return answer[0]
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        return self.library().send(method, path, data)
+
+
+def one_attempt_transport(
+    api_url: str, token: str, *, retry: Any, timeout: Any, **names: str
+) -> OneAttempt:
+    """The transport gitlab_from_env builds for a run that never retries (``transport=`` this):
+    OneAttempt, which asks plain_route on its first call and leaves every call to requests (no
+    retry) where it does not stand in exactly. Nothing is imported or read before a call, so a
+    writer that never writes costs nothing."""
+    if retry is not None:
+        raise ValueError("a one-attempt transport takes no retry policy")
+
+    def library() -> Https:
+        return Https(api_url, token, retry=read_retry(attempts=0), timeout=timeout, **names)
+
+    source = names.get("url_source", "the GitLab URL")
+    return OneAttempt(library, api_url, token, timeout=timeout, url_source=source)
+
+
+def first_attempt_transport(
+    api_url: str, token: str, *, retry: Retry | None, timeout: Any, **names: str
+) -> OneAttempt:
+    """The transport gitlab_from_env builds for a gate job's reads (``transport=`` this): each
+    call's first attempt is OneAttempt's, and what it does not answer (a read timeout
+    included) goes to requests with ``retry`` (read_retry's by default), after waiting any
+    Retry-After the first attempt was given as ``retry`` would. So a failing read costs one
+    request more than requests alone, never a retry less. Single-threaded runs only
+    (OneAttempt keeps one connection)."""
+
+    @functools.cache  # built (urllib3 imported) only when requests is asked
+    def rules() -> Retry:
+        return retry if retry is not None else read_retry()
+
+    def library() -> Https:
+        return Https(api_url, token, retry=rules(), timeout=timeout, **names)
+
+    def wait(refused: tuple[int, str | None] | None) -> None:
+        wait_as_requests_would(refused, rules())
+
+    source = names.get("url_source", "the GitLab URL")
+    return OneAttempt(
+        library,
+        api_url,
+        token,
+        timeout=timeout,
+        url_source=source,
+        ask_again_after_timeout=True,
+        wait_before_library=wait,
+    )
+
+
+# end pairgate/standalone/gitlab_once.py
 
 
 # =============================================================================================
@@ -4067,7 +4826,7 @@ def instance_urls(env: Mapping[str, str], pinned: str) -> tuple[str, str]:
             f"CI_SERVER_URL is {server!r}, but this pipeline pins the instance {pin!r}: the "
             "read token goes to the pinned instance only"
         )
-    _checked_url(api, "CI_API_V4_URL")
+    checked_url(api, "CI_API_V4_URL")
     return server, api
 
 
@@ -4458,783 +5217,8 @@ def _ci_token(env: Mapping[str, str], variable: str) -> str:
 
 
 # =============================================================================================
-# begin pairgate/standalone/audit_flags.py
-# =============================================================================================
-
-
-DEFAULT_AUDIT_DAYS = 7
-# The label of the issues ``audit --file-issues`` opens (audit_issues.py).
-AUDIT_LABEL = "pairgate::audit"
-
-
-def add_project_filter(parser: argparse.ArgumentParser) -> None:
-    """--project, for the commands that read the gated projects (audit, doctor)."""
-    parser.add_argument(
-        "--project",
-        dest="projects",
-        action="append",
-        default=[],
-        metavar="PROJECT",
-        help="only this gated project (repeatable; default: every project in the group's listing)",
-    )
-
-
-def add_audit_arguments(parser: argparse.ArgumentParser) -> None:
-    """The audit's own flags (--json and --verbose come with each door)."""
-    window = parser.add_mutually_exclusive_group()
-    window.add_argument(
-        "--since",
-        metavar="DATE",
-        help="merges at or after this ISO 8601 date or time (a date is its midnight, UTC)",
-    )
-    window.add_argument(
-        "--days",
-        type=int,
-        metavar="N",
-        help=f"merges in the last N days (default: {DEFAULT_AUDIT_DAYS})",
-    )
-    add_project_filter(parser)
-    parser.add_argument(
-        "--file-issues",
-        action="store_true",
-        help=f"open a tracker issue labelled {AUDIT_LABEL} per finding not already filed",
-    )
-
-
-# end pairgate/standalone/audit_flags.py
-
-
-# =============================================================================================
-# begin pairgate/standalone/audit.py
-# =============================================================================================
-
-
-# requests keeps ten connections per host: more readers than that would drop connections.
-AUDIT_WORKERS = 10
-
-
-def audit_stamp(seconds: float) -> str:
-    """Epoch seconds as the ISO 8601 UTC form GitLab's time filters take and --json prints."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@value_type
-class MergedMr:
-    """One merged merge request, as GitLab's listing shows it after the merge."""
-
-    facts: MergeRequestFacts  # facts.head_sha is ``sha``: the head it merged at
-    merged_at: str | None
-    merged_by: str | None  # ``merged_by`` (deprecated by GitLab, still filled on a merge)
-    merge_user: str | None  # who merged, or who set auto-merge
-    merge_commit_sha: str | None
-    source_project_id: int | None
-    target_project_id: int | None
-
-    @classmethod
-    def from_api(cls, data: Mapping[str, Any], project: str = "") -> MergedMr:
-        def username(key: str) -> str | None:
-            user = data.get(key) or {}
-            return str(user["username"]) if user.get("username") else None
-
-        def number(key: str) -> int | None:
-            value = data.get(key)
-            return int(value) if isinstance(value, int) else None
-
-        return cls(
-            facts=MergeRequestFacts.from_api(data, project),
-            merged_at=str(data["merged_at"]) if data.get("merged_at") else None,
-            merged_by=username("merged_by"),
-            merge_user=username("merge_user"),
-            merge_commit_sha=str(data["merge_commit_sha"])
-            if data.get("merge_commit_sha")
-            else None,
-            source_project_id=number("source_project_id"),
-            target_project_id=number("target_project_id"),
-        )
-
-    @property
-    def moment(self) -> float | None:
-        """When it merged, in epoch seconds; None when GitLab gives no readable time."""
-        return stamp_epoch(self.merged_at) if self.merged_at else None
-
-    @property
-    def fork(self) -> bool:
-        """Merged from another project (a fork): its pipeline ran the fork's CI configuration."""
-        return None not in (self.source_project_id, self.target_project_id) and (
-            self.source_project_id != self.target_project_id
-        )
-
-    @property
-    def merger(self) -> str | None:
-        return self.merged_by or self.merge_user
-
-
-# -- reading ------------------------------------------------------------------------------------
-
-
-def merged_listing_params(since: float) -> dict[str, str]:
-    """The listing's filters. ``updated_after`` is in every GitLab's documentation, and merging
-    updates an MR, so ``updated_at >= merged_at``: it never drops an MR merged after ``since``.
-    ``merged_after`` narrows it further where GitLab serves it (the newest REST code; the
-    release that added it is not documented) and older servers ignore it, which is safe because
-    ``merged_at`` is filtered here anyway."""
-    stamp = audit_stamp(since)
-    return {"state": "merged", "updated_after": stamp, "merged_after": stamp}
-
-
-def read_merged(
-    client: GitLab, config: Config, *, since: float, projects: Sequence[str] | None = None
-) -> list[MergedMr]:
-    """Every merge request merged at or after ``since`` in the gated projects (or only in
-    ``projects``), oldest merge first. The group's listing covers its projects and subgroups;
-    a project shared into the group is listed on its own (GitLab's group listing leaves it
-    out)."""
-    params = merged_listing_params(since)
-    listings: list[tuple[str, str]] = []  # (path to list, the project it names, if one)
-    if projects:
-        listings = [(f"projects/{encode_project(p)}/merge_requests", p) for p in projects]
-    else:
-        listings = [(f"groups/{config['group_id']}/merge_requests", "")]
-        shared = [
-            p for p in group_project_paths(client, config) if not _under(p, config["group_path"])
-        ]
-        listings += [(f"projects/{encode_project(p)}/merge_requests", p) for p in shared]
-    found: dict[tuple[str, int], MergedMr] = {}
-    for path, project in listings:
-        extra = {} if project else {"non_archived": "false"}  # archived projects merged too
-        for item in client.get_all(path, **params, **extra):
-            merged = MergedMr.from_api(item, project)
-            moment = merged.moment
-            if moment is None or moment >= since:
-                found[(merged.facts.project.casefold(), merged.facts.iid)] = merged
-    return sorted(found.values(), key=lambda m: (m.moment or 0.0, m.facts.ref))
-
-
-NotesRead = list[Note] | PairgateError
-
-
-def read_all_notes(client: GitLab, config: Config, issues: Iterable[int]) -> dict[int, NotesRead]:
-    """Each issue's notes, read once, concurrently; an issue that could not be read keeps the
-    error (it is never a pass: every merge request that needs it is undecided)."""
-
-    def one(issue: int) -> NotesRead:
-        try:
-            return read_notes(client, config, issue)
-        except PairgateError as exc:
-            return exc
-
-    wanted = sorted(set(issues))
-    if len(wanted) <= 1:
-        return {issue: one(issue) for issue in wanted}
-    # Imported here: every door loads this file, and only the audit runs readers in threads.
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=min(AUDIT_WORKERS, len(wanted))) as pool:
-        return dict(zip(wanted, pool.map(one, wanted), strict=True))
-
-
-# -- judging (pure) -----------------------------------------------------------------------------
-
-
-class LedgersAt:
-    """The ledger of an issue as it stood at a moment: the fold of the notes written at or
-    before it. Pure; folds are remembered, since several merges often see the same notes."""
-
-    def __init__(self, notes: Mapping[int, Sequence[Note]], config: Config) -> None:
-        self._notes = notes
-        self._config = config
-        self._epochs = {
-            issue: [stamp_epoch(n.created_at) for n in listed] for issue, listed in notes.items()
-        }
-        self._folds: dict[tuple[int, tuple[int, ...]], Ledger] = {}
-
-    def at(self, issue: int, moment: float) -> Ledger:
-        # A note whose time does not parse is left out: it can only take an approval away.
-        kept = tuple(
-            i for i, when in enumerate(self._epochs[issue]) if when is not None and when <= moment
-        )
-        key = (issue, kept)
-        if key not in self._folds:
-            listed = self._notes[issue]
-            self._folds[key] = fold([listed[i] for i in kept], config=self._config, issue=issue)
-        return self._folds[key]
-
-
-@value_type
-class MergeJudged:
-    """One merged merge request and what the audit says about it."""
-
-    mr: MergedMr
-    code: str  # "approved", a scope code, or why it is a finding
-    finding: bool
-    decided: bool  # False: it could not be judged (never a pass)
-    why: str
-    scope: str
-    scope_detail: str
-    cited: tuple[int, ...] = ()
-    verdict: GateVerdict | None = None
-
-
-def automation_accounts(config: Config, families: Sequence[AutomationFamily]) -> frozenset[int]:
-    """The accounts of unattended MR families: the roster's authors, and Renovate's."""
-    return frozenset({f.author_id for f in families} | {int(config["renovate_bot_user_id"])})
-
-
-def judge_merged(
-    mr: MergedMr,
-    *,
-    config: Config,
-    families: Sequence[AutomationFamily],
-    notes: Mapping[int, NotesRead],
-    frozen: Sequence[int],
-    ledgers_at: LedgersAt,
-    edits: Mapping[int, str | None],
-) -> MergeJudged:
-    """merge-check's verdict on ``mr`` at the moment it merged. ``notes`` holds every issue it
-    cites and every issue in ``frozen`` (those labelled as holding a freeze window); ``edits``
-    GitLab's lastEditedAt of every approval note on them (an approval edited at any time, after
-    the merge too, is one whose reviewed text cannot be known: it does not count). Pure."""
-    tracker = config["tracker_project"]
-    cited, scope = gate_scope(mr.facts, in_group=True, config=config, families=families)
-
-    def judged(code: str, why: str, *, finding: bool = True, decided: bool = True) -> MergeJudged:
-        return MergeJudged(mr, code, finding, decided, why, scope.code, scope.detail, cited)
-
-    if not scope.in_scope:
-        author = mr.facts.author_id
-        if scope.code == "generic-issue-only" and author not in automation_accounts(
-            config, families
-        ):
-            return judged(
-                "generic-issue-non-automation",
-                f"it is out of scope only because it cites the generic tracking issue "
-                f"{tracker}#{config['generic_tracking_issue']}, and its author (user id "
-                f"{author}) is no automation account of the roster",
-            )
-        return judged(scope.code, scope.detail, finding=False)
-    moment = mr.moment
-    if moment is None:
-        return judged(
-            "merged-at-unknown",
-            f"GitLab gives no readable merged_at ({mr.merged_at!r}), so what its ledgers held "
-            f"at the merge cannot be told",
-            decided=False,
-        )
-    issues = ledger_issues(cited, config)
-    for issue in sorted(set(issues) | set(frozen)):
-        read = notes[issue]
-        if isinstance(read, PairgateError):
-            return judged(
-                "ledger-unreadable",
-                f"the ledger of {tracker}#{issue} could not be read ({read.message}); an "
-                f"unreadable ledger is never a pass",
-                decided=False,
-            )
-    ledgers = {issue: ledgers_at.at(issue, moment) for issue in issues}
-    windows = [
-        (issue, window)
-        for issue in sorted(set(issues) | set(frozen))
-        for window in ledgers_at.at(issue, moment).freezes
-    ]
-    verdict = judge_merge(
-        mr.facts,
-        cited=cited,
-        scope=scope,
-        ledgers=ledgers,
-        windows=windows,
-        edits=edits,
-        config=config,
-        now=moment,
-    )
-    if verdict.allowed:
-        return MergeJudged(
-            mr, "approved", False, True, verdict.message, scope.code, scope.detail, cited, verdict
-        )
-    why = finding_reason(verdict, mr.facts, ledgers, tracker)
-    gaps = renovate_exemption_gaps(mr.facts, config) if RENOVATE_LABEL in mr.facts.labels else []
-    if gaps:
-        why += f"; it carries the {RENOVATE_LABEL!r} label but is not exempt: " + "; ".join(gaps)
-    if mr.fork:
-        why += (
-            f" (from a fork, project id {mr.source_project_id}: its pipeline ran the fork's own "
-            f"CI configuration, so no gate job held it)"
-        )
-    return MergeJudged(mr, verdict.code, True, True, why, scope.code, scope.detail, cited, verdict)
-
-
-def finding_reason(
-    verdict: GateVerdict, mr: MergeRequestFacts, ledgers: Mapping[int, Ledger], tracker: str
-) -> str:
-    """Why the merge went around the gate, in the past tense, from the verdict and the ledgers
-    it was given (the remedies in the gate's own message are for before a merge). A verdict
-    this does not know is said in the gate's own words."""
-    head = mr.head_sha or "nothing"
-    naming = [
-        (issue, a)
-        for issue, ledger in ledgers.items()
-        for a in ledger.approvals
-        if a.mr.iid == mr.iid and a.mr.project.casefold() == mr.project.casefold()
-    ]
-    issues = ", ".join(f"{tracker}#{i}" for i in ledgers) or f"any issue of {tracker}"
-    code = verdict.code
-    if code == "never-approved":
-        return f"never approved: no approval written before the merge in {issues} names it"
-    if code == "not-at-head" and naming:
-        issue, a = naming[-1]
-        return (
-            f"approved behind its head: {a.approver} approved {a.sha[:12]} ({tracker}#{issue}, "
-            f"note {a.note_id}), but it merged at {head[:12]}, which nobody reviewed"
-        )
-    if code == "self-approval-only":
-        selves = [(i, a) for i, a in naming if a.sha == mr.head_sha and a.self_approval]
-        if selves:
-            issue, a = selves[-1]
-            return (
-                f"self-approved: its only approval at the merged head is {a.approver}'s "
-                f"({tracker}#{issue}, note {a.note_id}), a self-approval: {a.self_because}"
-            )
-    if code == "frozen":
-        first = verdict.message.splitlines()[0]
-        return f"merged while frozen: {first.partition(' is frozen: ')[2] or first}"
-    if code == "unclaimed":
-        return f"no ownership record: {verdict.record.message.split(':', 1)[0]}"
-    if code == "no-citation":
-        return f"it cites no issue of {tracker}, so no ledger could carry an approval for it"
-    return verdict.message
-
-
-# -- the whole audit ----------------------------------------------------------------------------
-
-
-@value_type
-class AuditReport:
-    since: float
-    until: float
-    projects: tuple[str, ...]  # the projects named, or () for every gated project
-    judged: tuple[MergeJudged, ...]
-
-    @property
-    def findings(self) -> list[MergeJudged]:
-        return [j for j in self.judged if j.finding]
-
-    @property
-    def undecided(self) -> list[MergeJudged]:
-        return [j for j in self.judged if not j.decided]
-
-
-def with_diff_refs(client: GitLab, merged: MergedMr) -> MergedMr:
-    """``merged`` with what GitLab's single-MR answer adds to its listing: diff_refs."""
-    path = f"projects/{encode_project(merged.facts.project)}/merge_requests/{merged.facts.iid}"
-    data = client.get(path)
-    refs = data.get("diff_refs") or {}
-    facts = replace(
-        merged.facts,
-        target_branch=str(data.get("target_branch") or merged.facts.target_branch),
-        base_sha=refs.get("base_sha") or None,
-        start_sha=refs.get("start_sha") or None,
-    )
-    return replace(merged, facts=facts)
-
-
-def audit(
-    client: GitLab,
-    config: Config,
-    *,
-    since: float,
-    until: float,
-    projects: Sequence[str] = (),
-    families: Sequence[AutomationFamily] = (),
-) -> AuditReport:
-    """Read every merge merged since ``since``, then judge each one. Requests: the merged
-    listings (a page per 100), the group's project listing (for the shared-in projects, unless
-    ``projects`` are named), one listing of the issues labelled as holding a freeze window, and
-    one notes listing per issue that a gated merge request cites or that holds a window, and one
-    GraphQL read per such issue that holds approvals (whether they were edited)."""
-    merged = read_merged(client, config, since=since, projects=projects or None)
-    scoped = [
-        (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
-    ]
-    # An approval binds the merge base it reviewed, and only GitLab's single-MR answer carries
-    # diff_refs (its listing leaves them out): one read per gated merge.
-    in_scope = {id(m) for m, (_, scope) in scoped if scope.in_scope}
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
-        merged = list(
-            pool.map(lambda m: with_diff_refs(client, m) if id(m) in in_scope else m, merged)
-        )
-    scoped = [
-        (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
-    ]
-    gated = [(m, cited) for m, (cited, scope) in scoped if scope.in_scope]
-    frozen = frozen_issues(client, config) if gated else []
-    wanted = {i for _, cited in gated for i in ledger_issues(cited, config)} | set(frozen)
-    notes = read_all_notes(client, config, wanted)
-    readable = {i: n for i, n in notes.items() if not isinstance(n, PairgateError)}
-    ledgers_at = LedgersAt(readable, config)
-    # Whether each approval note was edited: one GraphQL read per issue that holds approvals.
-    approvals = {
-        issue: [a.note_id for a in fold(listed, config=config, issue=issue).approvals]
-        for issue, listed in readable.items()
-    }
-    edits = read_last_edited(client, config, {i: ids for i, ids in approvals.items() if ids})
-    judged = tuple(
-        judge_merged(
-            m,
-            config=config,
-            families=families,
-            notes=notes,
-            frozen=frozen,
-            ledgers_at=ledgers_at,
-            edits=edits,
-        )
-        for m in merged
-    )
-    return AuditReport(since, until, tuple(projects), judged)
-
-
-# end pairgate/standalone/audit.py
-
-
-# =============================================================================================
-# begin pairgate/standalone/audit_issues.py
-# =============================================================================================
-
-
-AUDIT_MARKER = "pairgate-audit"
-_AUDIT_MARKER_LINE = re.compile(r"^<!-- pairgate-audit (\{.*\}) -->[ \t]*$", re.MULTILINE)
-
-
-@value_type
-class Filed:
-    issue: int  # the tracker issue's iid
-    new: bool  # opened by this run
-
-
-def finding_key(project: str, iid: int, head: str | None) -> tuple[str, int, str]:
-    return project.casefold(), int(iid), head or ""
-
-
-def audit_marker(finding: MergeJudged) -> str:
-    facts = finding.mr.facts
-    record = {
-        "v": 1,
-        "mr": {"project": facts.project, "iid": facts.iid},
-        "head": facts.head_sha,
-        "code": finding.code,
-    }
-    text = json.dumps(record, separators=(",", ":"), ensure_ascii=True)
-    # As in the ledger's markers: no value can close the HTML comment or open another.
-    text = text.replace("<", "\\u003c").replace(">", "\\u003e")
-    return f"<!-- {AUDIT_MARKER} {text} -->"
-
-
-def filed_findings(
-    listed: Sequence[Mapping[str, Any]], config: Config
-) -> dict[tuple[str, int, str], tuple[int, float]]:
-    """The findings already filed, from the tracker's AUDIT_LABEL issues: key -> (iid, when
-    opened). Only issues by a ledger author, with one well-formed marker, count. Pure."""
-    authors = frozenset(config["ledger_author_user_ids"])
-    found: dict[tuple[str, int, str], tuple[int, float]] = {}
-    for issue in listed:
-        if (issue.get("author") or {}).get("id") not in authors:
-            continue
-        markers = _AUDIT_MARKER_LINE.findall(str(issue.get("description") or ""))
-        opened = stamp_epoch(str(issue.get("created_at") or ""))
-        if len(markers) != 1 or opened is None:
-            continue
-        try:
-            record = json.loads(markers[0])
-            key = finding_key(record["mr"]["project"], record["mr"]["iid"], record["head"])
-        except (ValueError, KeyError, TypeError):
-            continue
-        if key not in found or found[key][1] > opened:
-            found[key] = (int(issue["iid"]), opened)
-    return found
-
-
-def already_filed(
-    finding: MergeJudged, filed: Mapping[tuple[str, int, str], tuple[int, float]]
-) -> int | None:
-    facts = finding.mr.facts
-    hit = filed.get(finding_key(facts.project, facts.iid, facts.head_sha))
-    moment = finding.mr.moment
-    # An issue opened before the merge cannot be the audit's report of it.
-    if hit is None or moment is None or hit[1] < moment:
-        return None
-    return hit[0]
-
-
-def audit_issue_text(finding: MergeJudged, config: Config) -> tuple[str, str]:
-    """The title and the description of the issue that reports one finding."""
-    mr = finding.mr
-    facts = mr.facts
-    head = facts.head_sha or "-"
-    title = f"audit: {facts.ref} merged at {head[:8]} around the merge gate ({finding.code})"
-    when = audit_stamp(mr.moment) if mr.moment is not None else (mr.merged_at or "an unknown time")
-    lines = [
-        f"`{config.cli} audit` found a merge that went around the merge gate.",
-        "",
-        f"- merge request: {facts.web_url or facts.ref}",
-        f"- merged head: `{head}`",
-        f"- merged by: {mr.merger or 'unknown'}, at {when}",
-        f"- why: {finding.why}",
-        f"- scope: {finding.scope} ({finding.scope_detail})",
-    ]
-    if finding.cited:
-        cited = ", ".join(f"{config['tracker_project']}#{i}" for i in finding.cited)
-        lines.append(f"- cites: {cited}")
-    if mr.fork:
-        lines.append(f"- from a fork: source project id {mr.source_project_id}")
-    if finding.verdict is not None:
-        lines += ["", "merge-check would have said at the moment of the merge:", ""]
-        lines += [f"> {line}" for line in finding.verdict.message.splitlines()]
-    body = neutralise_quick_actions("\n".join(lines))
-    return title, f"{body}\n\n{audit_marker(finding)}\n"
-
-
-def file_findings(
-    client: GitLab, config: Config, findings: Sequence[MergeJudged]
-) -> dict[tuple[str, int], Filed]:
-    """Open one tracker issue per finding not already filed; (project, iid) -> Filed. One
-    listing of the AUDIT_LABEL issues, then one write per new finding. A write whose answer was
-    lost is looked for again before it is called failed, never repeated blindly."""
-    issues = f"projects/{encode_project(config['tracker_project'])}/issues"
-
-    def listing() -> dict[tuple[str, int, str], tuple[int, float]]:
-        return filed_findings(client.get_all(issues, labels=AUDIT_LABEL, state="all"), config)
-
-    filed = listing() if findings else {}
-    result: dict[tuple[str, int], Filed] = {}
-    for finding in findings:
-        facts = finding.mr.facts
-        ref = (facts.project, facts.iid)
-        known = already_filed(finding, filed)
-        if known is not None:
-            result[ref] = Filed(known, False)
-            continue
-        title, description = audit_issue_text(finding, config)
-        data = {"title": title, "description": description, "labels": AUDIT_LABEL}
-        try:
-            opened = client.write("POST", issues, data)
-        except WriteUncertain:
-            filed = listing()
-            known = already_filed(finding, filed)
-            if known is None:
-                raise
-            result[ref] = Filed(known, True)
-            continue
-        author = (opened.get("author") or {}).get("id")
-        if author not in config["ledger_author_user_ids"]:
-            raise ConfigError(
-                f"pairgate audit: opened {config['tracker_project']}#{opened['iid']} for "
-                f"{facts.ref} as user id {author}, which is not in ledger_author_user_ids, so a "
-                f"re-run would not recognise it and would open another. File findings with the "
-                f"write token of a ledger author ({config.env_name('TASK_WRITE_TOKEN')})."
-            )
-        result[ref] = Filed(int(opened["iid"]), True)
-    return result
-
-
-# end pairgate/standalone/audit_issues.py
-
-
-# =============================================================================================
-# begin pairgate/standalone/audit_door.py
-# =============================================================================================
-
-
-def audit_window(since: str | None, days: int | None, now: float) -> float:
-    """The window's start, in epoch seconds."""
-    if since is not None:
-        try:
-            moment = datetime.fromisoformat(since.strip().replace("Z", "+00:00"))
-        except ValueError:
-            raise UsageError(
-                f"pairgate audit: --since {since!r} is not an ISO 8601 date or time (such as "
-                f"2026-05-01 or 2026-05-01T09:30:00Z)"
-            ) from None
-        return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
-    days = DEFAULT_AUDIT_DAYS if days is None else days
-    if days < 1:
-        raise UsageError(f"pairgate audit: --days {days}: give a whole number of days, 1 or more")
-    return now - days * 86400
-
-
-def gated_projects(
-    client: GitLab, config: Config, named: Sequence[str], *, command: str = "audit"
-) -> list[str]:
-    """The projects --project names, each checked to be gated (a numeric id is read for its
-    path). One outside the group's listing is a usage error: the gate never judged it."""
-    paths = []
-    for project in named:
-        path = project
-        if project.isdigit():
-            path = str(client.get(f"projects/{encode_project(project)}")["path_with_namespace"])
-        if not project_in_group(client, config, path):
-            raise UsageError(
-                f"{config.cli} {command}: --project {project}: not a gated project (it is not in group "
-                f"{config['group_path']}'s project listing), so the gate never judged its merges"
-            )
-        paths.append(path)
-    return paths
-
-
-def run_audit(
-    ctx: Context,
-    config: Config,
-    client: GitLab,
-    *,
-    since: str | None,
-    days: int | None,
-    projects: Sequence[str],
-    json_out: bool,
-    file_issues: bool,
-    families: Sequence[AutomationFamily] | None = None,
-) -> int:
-    """Exit 0 clean, 1 findings, 2 could not decide (any merge it could not judge; an
-    unreadable ledger is never a pass)."""
-    now = ctx.now()
-    start = audit_window(since, days, now)
-    if families is None:
-        families = load_automation_families(roster_path(config))
-    named = gated_projects(client, config, projects)
-    report = audit(client, config, since=start, until=now, projects=named, families=families)
-    findings = report.findings
-    filed = file_findings(client, config, findings) if file_issues else {}
-    if json_out:
-        print(json.dumps(audit_json(report, filed), indent=2), file=ctx.stdout)
-    else:
-        print_audit(report, filed, config, ctx)
-    if report.undecided:
-        return Exit.ERROR
-    return Exit.REFUSED if findings else Exit.OK
-
-
-def _filed(filed: dict[tuple[str, int], Filed], finding: MergeJudged) -> Filed | None:
-    return filed.get((finding.mr.facts.project, finding.mr.facts.iid))
-
-
-def print_audit(
-    report: AuditReport, filed: dict[tuple[str, int], Filed], config: Config, ctx: Context
-) -> None:
-    tracker = config["tracker_project"]
-    for finding in report.findings:
-        mr = finding.mr
-        when = mr.merged_at or "an unknown time"
-        kind = "FINDING" if finding.decided else "UNDECIDED"
-        head = (mr.facts.head_sha or "-")[:12]
-        print(
-            f"{kind} {mr.facts.ref} merged at {head} by {mr.merger or 'unknown'}, {when} "
-            f"[{finding.code}]",
-            file=ctx.stdout,
-        )
-        print(f"  {finding.why}", file=ctx.stdout)
-        done = _filed(filed, finding)
-        if done is not None:
-            state = "opened now" if done.new else "already filed"
-            print(f"  filed: {tracker}#{done.issue} ({state})", file=ctx.stdout)
-    for judged in report.judged:
-        if judged.mr.fork and not judged.finding:
-            print(
-                f"fork: {judged.mr.facts.ref} merged from project id "
-                f"{judged.mr.source_project_id}, {judged.code} ({judged.why.splitlines()[0]})",
-                file=ctx.stdout,
-            )
-    gated = [j for j in report.judged if j.scope == "in-scope"]
-    approved = [j for j in gated if not j.finding]
-    where = ", ".join(report.projects) or f"every gated project of {config['group_path']}"
-    print(
-        f"audit: {len(report.judged)} merge(s) since {audit_stamp(report.since)} in {where}: "
-        f"{len(gated)} gated ({len(approved)} approved at the head they merged at), "
-        f"{len(report.judged) - len(gated)} not gated; {len(report.findings)} finding(s)"
-        + (f", {len(report.undecided)} undecided" if report.undecided else ""),
-        file=ctx.stdout,
-    )
-    cli = config.cli
-    if report.undecided:
-        print(
-            f"next: give the read token access to what could not be read, then re-run "
-            f"`{cli} audit --since {audit_stamp(report.since)}`",
-            file=ctx.stdout,
-        )
-    elif report.findings and not filed:
-        print(
-            f"next: look at what each one merged; to file each as a tracker issue: "
-            f"`{cli} audit --since {audit_stamp(report.since)} --file-issues`",
-            file=ctx.stdout,
-        )
-
-
-def audit_json(report: AuditReport, filed: dict[tuple[str, int], Filed]) -> dict[str, Any]:
-    """audit --json: stable keys, documented in docs/agent-handoff-reference.md."""
-
-    def finding(j: MergeJudged) -> dict[str, Any]:
-        mr = j.mr
-        done = _filed(filed, j)
-        return {
-            "mr": {"project": mr.facts.project, "iid": mr.facts.iid},
-            "web_url": mr.facts.web_url,
-            "head_sha": mr.facts.head_sha,
-            "merged_at": mr.merged_at,
-            "merged_by": mr.merged_by,
-            "merge_user": mr.merge_user,
-            "merge_commit_sha": mr.merge_commit_sha,
-            "code": j.code,
-            "decided": j.decided,
-            "why": j.why,
-            "gate_message": j.verdict.message if j.verdict is not None else None,
-            "scope": j.scope,
-            "scope_detail": j.scope_detail,
-            "cited_issues": list(j.cited),
-            "fork": mr.fork,
-            "source_project_id": mr.source_project_id,
-            "filed": None if done is None else {"issue": done.issue, "new": done.new},
-        }
-
-    gated = [j for j in report.judged if j.scope == "in-scope"]
-    return {
-        "since": audit_stamp(report.since),
-        "until": audit_stamp(report.until),
-        "projects": list(report.projects),
-        "merged": len(report.judged),
-        "gated": len(gated),
-        "approved": len([j for j in gated if not j.finding]),
-        "findings": [finding(j) for j in report.findings],
-        "undecided": len(report.undecided),
-        "not_gated": [
-            {"mr": {"project": j.mr.facts.project, "iid": j.mr.facts.iid}, "scope": j.scope}
-            for j in report.judged
-            if j.scope != "in-scope" and not j.finding
-        ],
-        "forks": [
-            {
-                "mr": {"project": j.mr.facts.project, "iid": j.mr.facts.iid},
-                "source_project_id": j.mr.source_project_id,
-                "code": j.code,
-            }
-            for j in report.judged
-            if j.mr.fork
-        ],
-    }
-
-
-# end pairgate/standalone/audit_door.py
-
-
-# =============================================================================================
 # begin pairgate/standalone/command_reader/words.py
 # =============================================================================================
-
-
-# ---------------------------------------------------------------------------------------------
-# 7. The command reader (for the merge hook)
-# ---------------------------------------------------------------------------------------------
-# A merge hook decides on every Bash command the agent runs, so this section reads the command the
-# way bash would and says which merges it would make. It is pure: text in, a CommandReading out;
-# the verdicts are asked for by the hook's entry point (section 8). tree-sitter is imported lazily
-# so that nothing else pays for it. Its imports sit here, not at the top, to keep the sections
-# independent of each other.
 
 
 # The hook's fast test. A command can run a glab merge only if its text says glab, merge or accept,
@@ -5247,12 +5231,12 @@ _FAST_CHARS = frozenset("$`\\'\"*?[{")
 # Text that names a glab merge: `mr merge` / `mr accept` (any separators between them, and a -R
 # with its value), the REST merge endpoint, a merge train, the GraphQL mutation. It counts only
 # where "glab" is in the same text too.
-_MERGE_MENTION = re.compile(
+MERGE_MENTION = re.compile(
     r"(?<![a-z0-9])mr[\W_]+(?:-R[\W_]*\S+[\W_]+|--repo[\W_]*\S+[\W_]+)?(?:merge|accept)(?![a-z0-9])"
     r"|merge_requests\S*?merge(?![a-z0-9])|merge_trains|mergerequestaccept",
     re.IGNORECASE,
 )
-_WORDISH = frozenset(
+WORDISH = frozenset(
     {
         "word",
         "string",
@@ -5264,7 +5248,7 @@ _WORDISH = frozenset(
     }
 )
 
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh"})
 
 # glab is read as the version whose source was read: v1.79.0-43-g45aa37be (gitlab-org/cli, GitLab's
 # mirror gitlabhq/cli@45aa37be0045). Its top-level commands and their aliases, from
@@ -5272,8 +5256,8 @@ _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", 
 # ("v"), opentofu/opentofu.go ("terraform", "tf"), stack/stack.go ("stacks"). A first word outside
 # this list is looked up as a user alias (cmd/glab/main.go: `rootCmd.Traverse`, then
 # `expand.ExpandAlias`), which could expand to a merge, so it is read as unknown.
-_GLAB_SOURCE = "glab v1.79.0-43-g45aa37be"
-_GLAB_COMMANDS = frozenset(
+GLAB_SOURCE = "glab v1.79.0-43-g45aa37be"
+GLAB_COMMANDS = frozenset(
     """alias api auth changelog check-update update ci pipe pipeline cluster completion config
     conf deploy-key duo gpg-key incident issue iteration job label mcp milestone mr opentofu
     terraform tf release repo project schedule sched skd securefile snippet ssh-key stack
@@ -5281,10 +5265,10 @@ _GLAB_COMMANDS = frozenset(
 )
 # First words glab's alias lookup meets that are never an alias: cobra adds `help` only after the
 # lookup, and `glab alias set` refuses it as a command; the root's flags could only name an alias
-# set with `glab alias set -- -name`, which the hook refuses (see _glab_alias).
-_GLAB_NOT_ALIASES = frozenset({"help", "-h", "--help", "-v", "--version"})
+# set with `glab alias set -- -name`, which the hook refuses (reader_glab).
+GLAB_NOT_ALIASES = frozenset({"help", "-h", "--help", "-v", "--version"})
 # `glab mr` subcommands and aliases (internal/commands/mr/*/*.go, `Use:` and `Aliases:`).
-_GLAB_MR_COMMANDS = {
+GLAB_MR_COMMANDS = {
     alias: name
     for name, aliases in {
         "approve": (), "approvers": (), "checkout": (), "close": (), "create": ("new",),
@@ -5296,16 +5280,16 @@ _GLAB_MR_COMMANDS = {
     for alias in (name, *aliases)
 }  # fmt: skip
 
-_MAX_DEPTH = 8  # nested re-reads (bash -c "eval '...'") before the reader gives up
+MAX_DEPTH = 8  # nested re-reads (bash -c "eval '...'") before the reader gives up
 # The reader walks the syntax tree recursively; this is its budget of nested levels (a level is a
 # command, a substitution, a subshell...), far above any real command and far below what Python
 # can recurse. Only a command deeper than this blocks, and says so.
-_TREE_BUDGET = 3000
-_RECURSION_FOR_BUDGET = 8 * _TREE_BUDGET  # Python frames the reader may need within the budget
+TREE_BUDGET = 3000
+RECURSION_FOR_BUDGET = 8 * TREE_BUDGET  # Python frames the reader may need within the budget
 
 # A GitLab quick action that merges, on a line of its own in a note or a description.
-_QUICK_MERGE = re.compile(r"^[ \t]*/merge(?![\w-])", re.IGNORECASE | re.MULTILINE)
-_COMMIT_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+QUICK_MERGE = re.compile(r"^[ \t]*/merge(?![\w-])", re.IGNORECASE | re.MULTILINE)
+COMMIT_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def could_name_glab_merge(command: str) -> bool:
@@ -5314,8 +5298,19 @@ def could_name_glab_merge(command: str) -> bool:
     return any(w in lowered for w in _FAST_WORDS) or not _FAST_CHARS.isdisjoint(command)
 
 
-def _mentions_merge(text: str) -> bool:
-    return "glab" in text.lower() and _MERGE_MENTION.search(text) is not None
+def short(text: str, limit: int = 100) -> str:
+    """``text`` on one line, cut to ``limit`` characters, for a message."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def spelled(words: Sequence[Word]) -> str:
+    """The words as the command spells them, shortened for a message."""
+    return short(" ".join(w.raw for w in words))
+
+
+def mentions_merge(text: str) -> bool:
+    return "glab" in text.lower() and MERGE_MENTION.search(text) is not None
 
 
 @value_type
@@ -5391,7 +5386,7 @@ _Part = str | _Dyn
 
 
 @value_type
-class _Word:
+class Word:
     """One shell word after quote removal: literal parts and dynamic ones."""
 
     parts: tuple[_Part, ...]
@@ -5423,8 +5418,8 @@ class _Word:
         return "".join(p for p in self.parts if isinstance(p, str))
 
 
-def _literal_word(text: str) -> _Word:
-    return _Word((text,), None, text)
+def literal_word(text: str) -> Word:
+    return Word((text,), None, text)
 
 
 # --- unquoting ---------------------------------------------------------------------------------
@@ -5440,7 +5435,7 @@ def _ansi_c(body: str) -> str:
     return _escapes(body, echo=False)[0]
 
 
-def _echo_escapes(text: str) -> tuple[str, bool]:
+def echo_escapes(text: str) -> tuple[str, bool]:
     """What ``echo -e`` (or printf's ``%b``) prints for ``text``, and whether a ``\\c`` ended it:
     as ``$'...'``, except that an octal escape is ``\\0NNN`` and ``\\c`` stops the output."""
     return _escapes(text, echo=True)
@@ -5494,7 +5489,7 @@ def _escapes(body: str, *, echo: bool) -> tuple[str, bool]:
 _PRINTF_SPEC = re.compile(r"%([-+ #0]*)([0-9]*)(?:\.([0-9]+))?([a-zA-Z%])")
 
 
-def _printf(values: Sequence[str | None]) -> str | None:
+def printf(values: Sequence[str | None]) -> str | None:
     """What ``printf FORMAT [ARG...]`` prints, for the conversions a script is written with
     (%s %b %c %d %i %u %%, with flags, width and precision); None when the reader cannot tell
     (an expansion, another conversion). The format is reused while arguments remain."""
@@ -5517,7 +5512,7 @@ def _printf(values: Sequence[str | None]) -> str | None:
             used += 1
             stopped = False
             if conversion == "b":
-                arg, stopped = _echo_escapes(arg)
+                arg, stopped = echo_escapes(arg)
             elif conversion in "diu":
                 if not re.fullmatch(r"[+-]?[0-9]+", arg or "0"):
                     return None
@@ -5537,7 +5532,7 @@ def _printf(values: Sequence[str | None]) -> str | None:
             return "".join(pieces)
 
 
-def _file_key(path: str) -> str:
+def file_key(path: str) -> str:
     """One spelling per file the command names: ``./run.sh`` and ``run.sh`` are one file."""
     return os.path.normpath(path)
 
@@ -5620,21 +5615,21 @@ def _parts(node: Any, src: bytes) -> list[_Part]:
     return [DYNAMIC]  # expansions, substitutions, arithmetic, anything not yet seen
 
 
-def _word(node: Any, src: bytes) -> _Word:
+def parsed_word(node: Any, src: bytes) -> Word:
     raw = src[node.start_byte : node.end_byte].decode("utf-8", "replace")
-    return _Word(tuple(_parts(node, src)), (node.start_byte, node.end_byte), raw, node)
+    return Word(tuple(_parts(node, src)), (node.start_byte, node.end_byte), raw, node)
 
 
-def _dynamic_word(word: _Word) -> _Word:
+def dynamic_word(word: Word) -> Word:
     """``word`` as something bash (or the program reading it) fills in when it runs."""
-    return _Word((DYNAMIC,), word.span, word.raw)
+    return Word((DYNAMIC,), word.span, word.raw)
 
 
 # --- what a command's standard input is ------------------------------------------------------------
 
 
 @value_type
-class _Stdin:
+class Stdin:
     """A command's standard input as far as the reader can tell: ``text`` when the command line
     spells it (a heredoc, a here-string, echo piped in), else ``None``; ``dynamic`` when it
     is built from expansions. ``spans`` are the words that carry the text."""
@@ -5644,8 +5639,8 @@ class _Stdin:
     spans: tuple[tuple[int, int], ...] = ()
 
 
-_OPAQUE = _Stdin(None)  # a file or another program's output: not read (the docs say so)
-_DYNAMIC_STDIN = _Stdin(None, dynamic=True)
+OPAQUE = Stdin(None)  # a file or another program's output: not read (the docs say so)
+DYNAMIC_STDIN = Stdin(None, dynamic=True)
 
 
 # end pairgate/standalone/command_reader/words.py
@@ -5657,19 +5652,19 @@ _DYNAMIC_STDIN = _Stdin(None, dynamic=True)
 
 
 @dataclass
-class _GlabCall:
+class GlabCall:
     """One glab invocation as it is read: its text, the words read as glab's own, the project
     -R named before the subcommand, the command's assignments, and whether xargs adds more."""
 
     words: str
-    structural: list[_Word]
-    repo: _Word | None
-    env: dict[str, _Word]
+    structural: list[Word]
+    repo: Word | None
+    env: dict[str, Word]
     open_args: bool
 
 
 # Every spelling of the flags glab accepts, as (long name, takes a value).
-_MERGE_FLAGS: dict[str, tuple[str, bool]] = {
+MERGE_FLAGS: dict[str, tuple[str, bool]] = {
     "--sha": ("--sha", True),
     "-m": ("--message", True),
     "--message": ("--message", True),
@@ -5689,7 +5684,7 @@ _MERGE_FLAGS: dict[str, tuple[str, bool]] = {
     "-h": ("--help", False),
     "--help": ("--help", False),
 }
-_API_FLAGS: dict[str, tuple[str, bool]] = {
+API_FLAGS: dict[str, tuple[str, bool]] = {
     "-X": ("--method", True),
     "--method": ("--method", True),
     "-F": ("--field", True),
@@ -5719,19 +5714,19 @@ class _Flags:
     """Arguments read with cobra's rules. ``values`` and ``spelled`` are keyed by long name;
     ``unclear`` holds the indexes of words an unknown flag might take as its value."""
 
-    values: dict[str, list[_Word | None]] = field(default_factory=dict)
-    spelled: dict[str, list[_Word]] = field(default_factory=dict)
-    positionals: list[tuple[int, _Word]] = field(default_factory=list)
+    values: dict[str, list[Word | None]] = field(default_factory=dict)
+    spelled: dict[str, list[Word]] = field(default_factory=dict)
+    positionals: list[tuple[int, Word]] = field(default_factory=list)
     unclear: set[int] = field(default_factory=set)
     help: bool = False
 
-    def last(self, name: str, default: _Word | None) -> _Word | None:
+    def last(self, name: str, default: Word | None) -> Word | None:
         """The flag's value (the last one given wins, as in pflag), else ``default``."""
         given = self.values.get(name)
         return given[-1] if given else default
 
 
-def _cobra(args: list[_Word], spec: Mapping[str, tuple[str, bool]]) -> _Flags:
+def cobra(args: list[Word], spec: Mapping[str, tuple[str, bool]]) -> _Flags:
     """Flags anywhere among the arguments, ``--`` ending them, ``--name=value``, ``-Xvalue``
     and clusters of short flags (``-dsy``, ``-ym msg``)."""
     flags = _Flags()
@@ -5773,7 +5768,7 @@ def _cobra(args: list[_Word], spec: Mapping[str, tuple[str, bool]]) -> _Flags:
                 flags.spelled.setdefault(long, []).append(word)
                 continue
             if attached is not None:
-                taken: _Word | None = _literal_word(attached)
+                taken: Word | None = literal_word(attached)
                 flags.spelled.setdefault(long, []).append(word)
             else:
                 taken = args[i + 1] if i + 1 < len(args) else None
@@ -5784,7 +5779,7 @@ def _cobra(args: list[_Word], spec: Mapping[str, tuple[str, bool]]) -> _Flags:
     return flags
 
 
-_NOTE_FLAGS: dict[str, tuple[str, bool]] = {
+NOTE_FLAGS: dict[str, tuple[str, bool]] = {
     "-m": ("--message", True),
     "--message": ("--message", True),
     "--unique": ("--unique", False),
@@ -5793,7 +5788,7 @@ _NOTE_FLAGS: dict[str, tuple[str, bool]] = {
     "-h": ("--help", False),
     "--help": ("--help", False),
 }
-_UPDATE_FLAGS: dict[str, tuple[str, bool]] = {
+UPDATE_FLAGS: dict[str, tuple[str, bool]] = {
     **{f: (f, False) for f in ("--draft", "--wip", "--lock-discussion", "--unlock-discussion",
                                "--unassign", "--remove-source-branch", "--squash-before-merge",
                                "--fill-commit-body")},
@@ -5805,7 +5800,7 @@ _UPDATE_FLAGS: dict[str, tuple[str, bool]] = {
     "--fill": ("--fill", False), "-y": ("--yes", False), "--yes": ("--yes", False),
     "-R": ("--repo", True), "-h": ("--help", False), "--help": ("--help", False),
 }  # fmt: skip
-_ALIAS_SET_FLAGS: dict[str, tuple[str, bool]] = {
+ALIAS_SET_FLAGS: dict[str, tuple[str, bool]] = {
     "-s": ("--shell", False),
     "--shell": ("--shell", False),
     "-h": ("--help", False),
@@ -5813,8 +5808,8 @@ _ALIAS_SET_FLAGS: dict[str, tuple[str, bool]] = {
 }
 
 
-def _attribute_endpoint(
-    project_text: str, iid_text: str, repo: _Word | None, env: dict[str, _Word]
+def attribute_endpoint(
+    project_text: str, iid_text: str, repo: Word | None, env: dict[str, Word]
 ) -> tuple[str | None, int | None, str]:
     """(project, iid, problem) for a REST merge request endpoint; a placeholder project is
     -R's. The iid must be spelled as GitLab's router takes it, in ASCII digits."""
@@ -5833,7 +5828,7 @@ def _attribute_endpoint(
     return project, iid, problem
 
 
-def _is_merge_word(value: str | None) -> bool:
+def is_merge_word(value: str | None) -> bool:
     """merge, accept, and what cobra could complete to them if prefix matching were on."""
     if not value:
         return False
@@ -5848,7 +5843,7 @@ def _is_flag_arg(arg: str) -> bool:
     )
 
 
-def _cobra_traverse(values: Sequence[str | None]) -> int | None:
+def cobra_traverse(values: Sequence[str | None]) -> int | None:
     """The index of glab's command word among its arguments, as cobra's Command.Traverse finds it
     at the root (spf13/cobra v1.10.2 command.go), which cmd/glab/main.go uses to decide whether
     the first argument is an alias: -1 when there is none, None when a word bash computes stands
@@ -5878,7 +5873,7 @@ _GLAB_PLACEHOLDER = re.compile(
 )
 
 
-def _api_fields(flags: _Flags) -> tuple[dict[str, str | None], bool]:
+def api_fields(flags: _Flags) -> tuple[dict[str, str | None], bool]:
     """``glab api``'s parameters as glab builds them (api.go parseFields): each -f/--raw-field,
     then each -F/--field, later ones replacing earlier ones. A value the hook cannot read
     (``@file``, a placeholder, an expansion) is None; the second value says some parameter or
@@ -5902,7 +5897,7 @@ def _api_fields(flags: _Flags) -> tuple[dict[str, str | None], bool]:
     return fields, opaque
 
 
-def _api_route(endpoint: str) -> tuple[str, list[str], list[tuple[str, str]]]:
+def api_route(endpoint: str) -> tuple[str, list[str], list[tuple[str, str]]]:
     """(kind, path segments after /api/v4, query parameters) for a ``glab api`` endpoint, read as
     glab builds the URL (internal/commands/api/http.go): exactly ``graphql`` is
     <host>/api/graphql; an endpoint with ``://`` is the whole URL (any scheme spelling, any host,
@@ -5937,7 +5932,7 @@ def _api_route(endpoint: str) -> tuple[str, list[str], list[tuple[str, str]]]:
     return "other", segments, query
 
 
-def _mr_endpoint(segments: list[str]) -> tuple[str, str, str] | None:
+def mr_endpoint(segments: list[str]) -> tuple[str, str, str] | None:
     """(kind, project, iid) when API segments name a merge request's merge ("merge"), its entry
     on a merge train ("train"), its notes ("notes", "discussions", "draft_notes": a note may
     carry a /merge quick action) or the merge request itself ("mr": its description may)."""
@@ -5964,7 +5959,7 @@ def _mr_endpoint(segments: list[str]) -> tuple[str, str, str] | None:
     return None
 
 
-def _normalise_repo(text: str) -> str | None:
+def normalise_repo(text: str) -> str | None:
     """-R takes OWNER/REPO, GROUP/NAMESPACE/REPO, a URL or a Git URL; the project's full path."""
     text = text.strip()
     m = re.match(r"^[\w.+-]+@[^:/]+:(.+)$", text)  # git@host:group/proj.git
@@ -5980,15 +5975,15 @@ def _normalise_repo(text: str) -> str | None:
     return None
 
 
-def _repo_project(repo: _Word | None, env: dict[str, _Word]) -> str | None:
+def _repo_project(repo: Word | None, env: dict[str, Word]) -> str | None:
     """The project -R names, else GITLAB_REPO set on the command itself (glab reads both)."""
     source = repo if repo is not None else env.get("GITLAB_REPO")
     if source is None or source.value is None:
         return None
-    return _normalise_repo(source.value)
+    return normalise_repo(source.value)
 
 
-def _host_readings(project: str | None) -> tuple[str | None, ...]:
+def host_readings(project: str | None) -> tuple[str | None, ...]:
     """The projects glab may take ``a/b/c`` for: the group path a/b/c, or project b/c on host a
     (glab's choice depends on the hosts it is logged in to, which the hook cannot see), so a
     merge named so is gated as both."""
@@ -6041,11 +6036,11 @@ def _go_atoi(text: str) -> int | None:
     return value if -(2**63) <= value < 2**63 else None
 
 
-def _attribute(
-    positionals: list[tuple[int, _Word]],
+def attribute(
+    positionals: list[tuple[int, Word]],
     unclear: set[int],
-    repo: _Word | None,
-    env: dict[str, _Word],
+    repo: Word | None,
+    env: dict[str, Word],
     open_args: bool,
 ) -> tuple[str | None, int | None, str]:
     """(project, iid, problem) for ``glab mr merge``'s (or ``note``'s) arguments, read as
@@ -6108,11 +6103,88 @@ def _attribute(
 
 
 # =============================================================================================
-# begin pairgate/standalone/command_reader/graphql.py
+# begin pairgate/standalone/command_reader/bash_tree.py
 # =============================================================================================
 
 
-# --- GraphQL --------------------------------------------------------------------------------------
+_PARSER: Any = None
+
+
+# Where a backslash-newline is text, not a line continuation: single quotes, $'...', comments and
+# heredoc bodies (a shell that reads a body joins its lines itself, and is read as one).
+_LITERAL_NODES = frozenset({"raw_string", "ansi_c_string", "comment", "heredoc_body"})
+
+
+def join_continued_lines(src: bytes, root: Any) -> bytes:
+    """``src`` without its line continuations. tree-sitter-bash reads ``gl\\<newline>ab`` as
+    two words; bash removes the backslash-newline first and reads one word, ``glab``."""
+    literal: list[tuple[int, int]] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type in _LITERAL_NODES:
+            literal.append((node.start_byte, node.end_byte))
+        else:
+            stack.extend(node.children)
+    literal.sort()
+    out, i, k = bytearray(), 0, 0
+    while i < len(src):
+        while k < len(literal) and literal[k][1] <= i:
+            k += 1
+        if k < len(literal) and literal[k][0] <= i:
+            out += src[i : literal[k][1]]
+            i = literal[k][1]
+            continue
+        if src[i : i + 2] == b"\\\n":
+            i += 2
+        elif src[i : i + 1] == b"\\":
+            out += src[i : i + 2]  # an escaped character, a backslash included
+            i += 2
+        else:
+            out += src[i : i + 1]
+            i += 1
+    return bytes(out)
+
+
+def uncovered(src: bytes, root: Any) -> list[tuple[int, bytes]]:
+    """Text no node of the tree covers, other than blanks: bash reads it, so the reader must
+    too. tree-sitter-bash 0.25 drops a lone ``-`` word before a heredoc (``make -f - <<EOF``)."""
+    spans = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.child_count == 0 or node.type in _LITERAL_NODES:
+            spans.append((node.start_byte, node.end_byte))
+        else:
+            stack.extend(node.children)
+    spans.sort()
+    gaps, pos = [], 0
+    for start, end in [*spans, (len(src), len(src))]:
+        if start > pos and src[pos:start].strip():
+            gaps.append((pos, src[pos:start]))
+        pos = max(pos, end)
+    return gaps
+
+
+def parse(src: bytes) -> Any:
+    """The syntax tree of ``src``. tree-sitter is imported on the first call, so that nothing
+    but a command to read pays for it."""
+    global _PARSER
+    if _PARSER is None:
+        import tree_sitter
+        import tree_sitter_bash
+
+        _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
+    return _PARSER.parse(src)
+
+
+# end pairgate/standalone/command_reader/bash_tree.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/command_reader/graphql.py
+# =============================================================================================
+
 
 _GQL_TOKEN = re.compile(
     r"(?P<skip>[\t\n\r ,\ufeff]+|#[^\n\r]*)"
@@ -6191,7 +6263,7 @@ def _gql_value(
     raise ValueError(text)
 
 
-def _graphql_read(
+def graphql_read(
     query: str, variables: Mapping[str, Any]
 ) -> tuple[list[tuple[str | None, int | None, str | None, str]], list[str]]:
     """Each ``mergeRequestAccept`` field of a GraphQL document as (project, iid, sha, problem),
@@ -6257,15 +6329,476 @@ def _graphql_read(
 
 
 # =============================================================================================
+# begin pairgate/standalone/command_reader/reading.py
+# =============================================================================================
+
+
+@dataclass
+class Layer:
+    """One text the reader parses: the command itself, or a string a shell would run."""
+
+    src: bytes
+    depth: int
+    consumed: set[tuple[int, int]] = field(default_factory=set)
+    dashes: set[int] = field(default_factory=set)  # where the parser dropped a `-` word
+
+    def consume(self, words: Iterable[Word]) -> None:
+        """These words are read for what they are (glab's own, or text re-read as a script):
+        the mention check looks past them."""
+        self.consumed.update(w.span for w in words if w.span)
+
+
+# A glab alias `glab alias set` defines: (its expansion, None when built from expansions;
+# whether it runs in a shell; the layer and span of the expansion's word).
+GlabAlias = tuple[str | None, bool, Layer, tuple[int, int] | None]
+# A git alias the command defines: the word that holds its text, and the layer it is in.
+GitAlias = tuple[Word, Layer]
+
+
+class Reading(Protocol):
+    """One reading of one command, as a program reader (a row of PROGRAMS) sees it: the steps
+    it may take and the state that outlives one program. reader.Reader is the one reading;
+    the readers depend on this protocol only, so that the table can sit between them."""
+
+    text: str  # the command as the hook received it
+    files: dict[str, Stdin]  # what the command writes, by path (see words.file_key)
+    script_runs: list[tuple[str | None, Layer]]  # scripts run by a path not written yet
+    glab_names: set[str]  # names the command gives copies of glab (cp, ln)
+    glab_aliases: dict[str, GlabAlias]
+    git_aliases: dict[str, GitAlias]
+    git_push_options: list[Word | None]  # push.pushOption set by `git config` earlier
+    expanding: set[str]  # aliases being expanded now: none expands inside its own expansion
+
+    def read(self, text: str, depth: int) -> None:
+        """Re-read ``text`` as a script a shell runs, one layer deeper."""
+        ...
+
+    def run(
+        self,
+        argv: list[Word],
+        env: dict[str, Word],
+        layer: Layer,
+        stdin: Stdin | None = None,
+        open_args: bool = False,
+    ) -> None:
+        """Read one simple command: the program ``argv`` names, by its row of PROGRAMS."""
+        ...
+
+    def found_merge(self, merge: MergeFound) -> None:
+        """The command would make this merge."""
+        ...
+
+    def found_push(self, push: PushFound) -> None:
+        """The command would make this push, which arms auto-merge."""
+        ...
+
+    def unclear(self, why: str) -> None:
+        """The hook cannot tell what this part of the command runs: the command blocks."""
+        ...
+
+    def alias(self, argv: list[Word]) -> None:
+        """``alias name=text``: bash expands the name later in the command."""
+        ...
+
+    def output_of(self, node: Any, layer: Layer, stdin: Stdin | None) -> Stdin:
+        """What a command's syntax node writes on its standard output, when the text says."""
+        ...
+
+    def write_file(self, path: str | None, text: Stdin, *, append: bool = False) -> None:
+        """The command writes ``text`` to ``path`` (None: a path bash computes)."""
+        ...
+
+    def read_alone(self, text: str, depth: int) -> CommandReading:
+        """What ``text`` would do as a later command of its own, which finds on disk what this
+        one leaves there (its files, copies of glab, glab and git aliases) and nothing else."""
+        ...
+
+
+# A row of the program table: reads one program's arguments (the program's words, the
+# command's assignments, the layer it stands in, its standard input, whether xargs appends more
+# words) and tells the reading what it found.
+ProgramReader = Callable[[Reading, list[Word], dict[str, Word], Layer, Stdin | None, bool], None]
+
+
+# end pairgate/standalone/command_reader/reading.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/command_reader/reader_glab.py
+# =============================================================================================
+
+
+def read_glab(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """glab, and a copy of glab under another name: read as cobra and glab's main read it."""
+    _glab(reading, argv, env, layer, open_args)
+
+
+def _glab(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    open_args: bool,
+    *,
+    expanded: bool = False,
+) -> None:
+    call = GlabCall(spelled(argv), [argv[0]], None, env, open_args)
+    args = argv[1:]
+    values = [w.value for w in args]
+    top = cobra_traverse(values)
+    if top is None:
+        reading.unclear(f"{call.words}: a glab command word built from variables or substitutions")
+        return
+    before = args[:top] if top >= 0 else args
+    _root_repo(reading, call, before)
+    name = values[top] if top >= 0 else None
+    if name is None or name not in GLAB_COMMANDS:
+        _glab_root(reading, call, args, name, layer, expanded)
+        return
+    call.structural.append(args[top])
+    rest = args[top + 1 :]
+    if name == "api":
+        _glab_api(reading, call, rest, layer)
+    elif name == "mr":
+        _glab_mr(reading, call, rest, layer)
+    elif name == "alias":
+        _glab_alias(reading, call, rest, layer)
+    else:
+        layer.consume(call.structural)
+
+
+def _root_repo(reading: Reading, call: GlabCall, words: list[Word]) -> None:
+    """glab's hidden global -R before the command word (internal/cmdutils/repo_override.go)."""
+    i = 0
+    while i < len(words):
+        value = words[i].value or ""
+        if value in ("-R", "--repo") and i + 1 < len(words):
+            call.repo = words[i + 1]
+            call.structural += words[i : i + 2]
+            i += 2
+            continue
+        if value.startswith("--repo="):
+            call.repo = literal_word(value[len("--repo=") :])
+            call.structural.append(words[i])
+        elif value.startswith("-R") and len(value) > 2:
+            call.repo = literal_word(value[2:].removeprefix("="))  # -Racme/app, -R=acme/app
+            call.structural.append(words[i])
+        i += 1
+
+
+def _glab_root(
+    reading: Reading,
+    call: GlabCall,
+    args: list[Word],
+    word: str | None,
+    layer: Layer,
+    expanded: bool,
+) -> None:
+    """No glab command: glab looks its first argument up as an alias (cmd/glab/main.go)."""
+    if not args:
+        return
+    if expanded:
+        return  # an alias expands once; what it leaves unknown is glab's usage error
+    first = args[0].value or ""
+    alias = reading.glab_aliases.get(first)
+    if alias is not None:
+        _glab_alias_use(reading, call, alias, args[1:], layer)
+    elif call.open_args:
+        reading.unclear(f"{call.words}: glab's command comes from xargs' input")
+    elif first in GLAB_NOT_ALIASES:
+        layer.consume(call.structural)
+    else:
+        reading.unclear(
+            f"{call.words}: `glab {word or first}` is not a command of {GLAB_SOURCE}, so "
+            "glab looks it up as an alias, and an alias could expand to a merge; spell "
+            "the glab command itself"
+        )
+
+
+def _glab_mr(reading: Reading, call: GlabCall, args: list[Word], layer: Layer) -> None:
+    i = 0
+    while i < len(args):
+        value = args[i].value
+        if value is None:
+            reading.unclear(
+                f"{call.words}: a glab command word built from variables or substitutions"
+            )
+            return
+        if value in ("-R", "--repo") and i + 1 < len(args):
+            call.repo = args[i + 1]
+            call.structural += args[i : i + 2]
+            i += 2
+            continue
+        if value.startswith("--repo="):
+            call.repo = literal_word(value[len("--repo=") :])
+            call.structural.append(args[i])
+        elif value.startswith("-R") and len(value) > 2 and not value.startswith("--"):
+            call.repo = literal_word(value[2:].removeprefix("="))
+            call.structural.append(args[i])
+        elif value in ("-h", "--help"):
+            return  # glab prints help
+        elif not value.startswith("-"):
+            break
+        i += 1
+    else:
+        if call.open_args:
+            reading.unclear(f"{call.words}: glab's command comes from xargs' input")
+        return
+    sub = args[i].value or ""
+    call.structural.append(args[i])
+    rest = args[i + 1 :]
+    command = GLAB_MR_COMMANDS.get(sub)
+    if command == "merge" or (command is None and is_merge_word(sub)):
+        _glab_merge(reading, call, rest, layer)
+    elif command in ("note", "update"):
+        _glab_note(reading, call, rest, layer, command)
+    else:
+        layer.consume(call.structural)
+
+
+def _glab_merge(reading: Reading, call: GlabCall, args: list[Word], layer: Layer) -> None:
+    """``glab mr merge|accept [<id> | <branch> | <url>] [flags]``."""
+    flags = cobra(args, MERGE_FLAGS)
+    call.structural += flags.spelled.get("--repo", [])
+    layer.consume(call.structural)
+    if flags.help:
+        return  # cobra prints the help and merges nothing
+    repo = flags.last("--repo", call.repo)
+    project, iid, problem = attribute(
+        flags.positionals, flags.unclear, repo, call.env, call.open_args
+    )
+    # pflag keeps the last --sha; glab sends it only when it is not empty (mr_merge.go)
+    shas: tuple[str | None, ...] = ()
+    if "--sha" in flags.values:
+        sha = flags.values["--sha"][-1]
+        if sha is None or sha.value is None:
+            shas = (None,)
+        elif sha.value:
+            shas = (sha.value,)
+    for named in host_readings(project):
+        reading.found_merge(MergeFound(call.words, named, iid, problem, shas))
+
+
+def _glab_note(
+    reading: Reading, call: GlabCall, args: list[Word], layer: Layer, command: str
+) -> None:
+    """``glab mr note -m TEXT`` and ``glab mr update -d TEXT``: GitLab runs the quick
+    actions in a note and in a description, and ``/merge`` merges."""
+    flags = cobra(args, NOTE_FLAGS if command == "note" else UPDATE_FLAGS)
+    call.structural += flags.spelled.get("--repo", [])
+    layer.consume(call.structural)
+    text = flags.last("--message" if command == "note" else "--description", None)
+    if flags.help or text is None or text.value is None:
+        return  # no text, or text from a file: see "Not covered" in the reference
+    if not QUICK_MERGE.search(text.value):
+        return
+    repo = flags.last("--repo", call.repo)
+    project, iid, problem = attribute(
+        flags.positionals, flags.unclear, repo, call.env, call.open_args
+    )
+    for named in host_readings(project):
+        reading.found_merge(MergeFound(call.words, named, iid, problem, (), "/merge"))
+
+
+def _glab_alias(reading: Reading, call: GlabCall, args: list[Word], layer: Layer) -> None:
+    """``glab alias set NAME EXPANSION [--shell]``: remembered, so that a use later in the
+    command is read as what it expands to (internal/commands/alias/set/alias_set.go)."""
+    layer.consume(call.structural)
+    flags = cobra(args, ALIAS_SET_FLAGS)
+    words = [w for _, w in flags.positionals]
+    if flags.help or len(words) < 3 or words[0].value != "set":
+        return
+    if len(words) != 3:
+        return  # cobra.ExactArgs(2): glab refuses it
+    name, expansion = words[1].value, words[2]
+    if name is None:
+        reading.unclear(f"{call.words}: a glab alias whose name is built from variables")
+        return
+    if name.startswith("-"):
+        reading.unclear(
+            f"{call.words}: a glab alias named like a flag ({name}) would run in place of "
+            "glab's own flags; the hook refuses it"
+        )
+        return
+    if name in GLAB_COMMANDS or name == "help":
+        return  # glab refuses to shadow a command
+    shell = "--shell" in flags.spelled or (expansion.value or "").startswith("!")
+    reading.glab_aliases[name] = (expansion.value, shell, layer, expansion.span)
+
+
+def _glab_alias_use(
+    reading: Reading,
+    call: GlabCall,
+    alias: GlabAlias,
+    args: list[Word],
+    layer: Layer,
+) -> None:
+    """A glab alias, expanded as internal/commands/alias/expand/alias_expand.go does:
+    ``!TEXT`` runs ``sh -c TEXT -- ARGS``; otherwise each ``$N`` is replaced by the Nth
+    argument (the rest appended while the text has no ``$``) and the text split like a
+    shell would (google/shlex), once: the expansion is not looked up again."""
+    text, shell, where, span = alias
+    layer.consume(call.structural)
+    if span:
+        where.consumed.add(span)
+    if text is None:
+        reading.unclear(f"{call.words}: runs a glab alias built from variables")
+        return
+    if shell:
+        reading.read(text.removeprefix("!"), layer.depth + 1)
+        return
+    extra: list[Word] = []
+    for index, word in enumerate(args, start=1):
+        if "$" not in text:
+            extra.append(word)
+        elif word.value is None:
+            reading.unclear(f"{call.words}: an alias argument built from variables")
+            return
+        else:
+            text = text.replace(f"${index}", word.value)
+    if re.search(r"\$\d", text):
+        return  # glab: not enough arguments for alias
+    try:
+        words = shlex.split(text, comments=True)
+    except ValueError:
+        return  # glab refuses it
+    argv = [call.structural[0], *(literal_word(w) for w in words), *extra]
+    _glab(reading, argv, call.env, layer, call.open_args, expanded=True)
+
+
+def _glab_api(reading: Reading, call: GlabCall, args: list[Word], layer: Layer) -> None:
+    """``glab api <endpoint> [flags]``, with the endpoint read as glab builds the URL
+    (internal/commands/api/http.go): a merge, a merge train, a /merge note, or a GraphQL
+    mergeRequestAccept."""
+    flags = cobra(args, API_FLAGS)
+    if flags.help:
+        return
+    endpoint = flags.positionals[0][1] if flags.positionals else None
+    for name in ("--method", "--repo", "--hostname"):
+        call.structural += flags.spelled.get(name, [])
+    if endpoint is not None:
+        call.structural.append(endpoint)
+    fields, opaque = api_fields(flags)
+    if endpoint is None:
+        if call.open_args:
+            reading.unclear(f"{call.words}: the endpoint comes from xargs' input")
+        return
+    target = endpoint.value
+    route = api_route(target) if target is not None else None
+    if route is not None and route[0] == "graphql":
+        layer.consume(call.structural)
+        layer.consume(flags.spelled.get("--raw-field", []))
+        layer.consume(flags.spelled.get("--field", []))
+        graphql(reading, call.words, fields, opaque)
+        return
+    method = flags.last("--method", None)
+    if method is None:
+        verb: str | None = "POST" if fields or opaque else "GET"  # glab's default
+    else:
+        verb = method.value.upper() if method.value is not None else None
+    if verb is None:
+        reading.unclear(f"{call.words}: the HTTP method is built from variables")
+        return
+    if verb in ("GET", "HEAD"):
+        layer.consume(call.structural)
+        return  # a read merges nothing
+    if route is None:
+        reading.unclear(
+            f"{call.words}: a {verb} to an endpoint built from variables or substitutions"
+        )
+        return
+    layer.consume(call.structural)
+    found = mr_endpoint(route[1]) if route[0] == "rest" else None
+    if found is None:
+        return
+    kind, project_text, iid_text = found
+    query = route[2]
+    repo = flags.last("--repo", call.repo)
+    project, iid, problem = attribute_endpoint(project_text, iid_text, repo, call.env)
+    shas: list[str | None] = []
+    if kind in ("merge", "train"):
+        what = "merge"
+        shas += [fields["sha"]] if "sha" in fields else []
+        shas += [v for k, v in query if k == "sha"]
+    else:  # a note, a discussion, a draft note, the merge request's description
+        what = "/merge"
+        key = {"mr": "description", "draft_notes": "note"}.get(kind, "body")
+        texts = [fields.get(key, ""), *(v for k, v in query if k == key)]
+        if kind != "mr":
+            sha_key = "merge_request_diff_head_sha"
+            shas += [fields[sha_key]] if sha_key in fields else []
+            shas += [v for k, v in query if k == sha_key]
+        seen = any(t is not None and QUICK_MERGE.search(t) for t in texts)
+        unread = opaque or any(t is None for t in texts)
+        if not seen and not (unread and (shas or opaque)):
+            return  # no /merge it can see, and none GitLab would run (no head SHA given)
+    if opaque:
+        shas.append(None)
+    readings = host_readings(project) if project != project_text else (project,)
+    for named in readings:  # only a project -R names may start with a host
+        reading.found_merge(MergeFound(call.words, named, iid, problem, tuple(shas), what))
+
+
+def graphql(reading: Reading, words: str, fields: Mapping[str, Any], opaque: bool) -> None:
+    """A GraphQL request: each ``mergeRequestAccept`` it runs, attributed when its
+    ``projectPath``, ``iid`` and ``sha`` are literal or given as variables; a ``/merge``
+    quick action in any of its strings blocks."""
+    if opaque or any(v is None for v in fields.values()):
+        reading.unclear(
+            f"{words}: a GraphQL request whose body the hook cannot read (a file, "
+            "standard input or an expansion)"
+        )
+        return
+    query = str(fields.get("query") or "")
+    variables = {k: v for k, v in fields.items() if k not in ("query", "operationName")}
+    accepts, strings = graphql_read(query, variables)
+    texts = [*strings, *(v for v in variables.values() if isinstance(v, str))]
+    if any(QUICK_MERGE.search(t) for t in texts):
+        reading.found_merge(
+            MergeFound(
+                words,
+                None,
+                None,
+                "a GraphQL request that carries a /merge quick action cannot be bound to "
+                "an approved head by this hook; merge with glab mr merge <iid> -R "
+                "<project> --sha <approved head>",
+                kind="/merge",
+            )
+        )
+    for project, iid, sha, problem in accepts:
+        shas = () if sha == "" else (sha,)
+        reading.found_merge(MergeFound(words, project, iid, problem, shas))
+    if not accepts and "mergerequestaccept" in (query + " ".join(texts)).lower():
+        reading.found_merge(
+            MergeFound(
+                words,
+                None,
+                None,
+                "a GraphQL mergeRequestAccept this hook cannot read as one project, one "
+                "merge request and one SHA; merge with glab mr merge <iid> -R <project> "
+                "--sha <approved head>",
+            )
+        )
+
+
+# end pairgate/standalone/command_reader/reader_glab.py
+
+
+# =============================================================================================
 # begin pairgate/standalone/command_reader/wrappers.py
 # =============================================================================================
 
 
-# --- wrappers -----------------------------------------------------------------------------------
-
 # For each wrapper: the options that take a value (the next word, or attached), and how many
 # operands come before the command (timeout's duration).
-_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "command": (frozenset(), 0),
     "builtin": (frozenset(), 0),
     "exec": (frozenset({"-a"}), 0),
@@ -6331,19 +6864,17 @@ _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
         0,
     ),
 }
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
-def _unwrap(
-    program: str, argv: list[_Word], env: dict[str, _Word]
-) -> tuple[list[_Word], bool] | None:
+def unwrap(program: str, argv: list[Word], env: dict[str, Word]) -> tuple[list[Word], bool] | None:
     """(the wrapped command, whether more arguments may be appended) when ``argv`` is a wrapper,
     else None. ``env`` gains the assignments env and sudo make."""
-    if program not in _WRAPPERS:
+    if program not in WRAPPERS:
         return None
-    if program == "env" and _env_split(argv) is not None:
+    if program == "env" and env_split(argv) is not None:
         return None
-    takes_value, operands = _WRAPPERS[program]
+    takes_value, operands = WRAPPERS[program]
     i = 1
     while i < len(argv):
         value = argv[i].value
@@ -6352,9 +6883,9 @@ def _unwrap(
         if value == "--":
             i += 1
             break
-        if program in ("env", "sudo") and _ASSIGNMENT.match(value):
+        if program in ("env", "sudo") and ASSIGNMENT.match(value):
             name, _, rest = value.partition("=")
-            env[name] = _literal_word(rest)
+            env[name] = literal_word(rest)
             i += 1
             continue
         if not value.startswith("-") or value == "-":
@@ -6377,23 +6908,23 @@ def _unwrap(
     return argv[i:], program == "xargs"
 
 
-def _env_split(argv: list[_Word]) -> list[_Word] | None:
+def env_split(argv: list[Word]) -> list[Word] | None:
     """``env -S STRING``: env splits the string into the command line itself."""
     for i, word in enumerate(argv[1:], start=1):
         value = word.value or ""
         if value in ("-S", "--split-string") and i + 1 < len(argv):
             return argv[i + 1 :]
         if value.startswith("--split-string="):
-            return [_literal_word(value.split("=", 1)[1]), *argv[i + 1 :]]
+            return [literal_word(value.split("=", 1)[1]), *argv[i + 1 :]]
         if value.startswith("-S") and len(value) > 2:
-            return [_literal_word(value[2:]), *argv[i + 1 :]]
-        if not value.startswith("-") and not _ASSIGNMENT.match(value):
+            return [literal_word(value[2:]), *argv[i + 1 :]]
+        if not value.startswith("-") and not ASSIGNMENT.match(value):
             return None
     return None
 
 
 @value_type
-class _Opts:
+class Opts:
     """A program's options as getopt_long reads them: ``short`` in getopt's notation ("c:" takes
     a value, "t::" an attached one only); ``long`` maps each long name to 0 (no value), 1 (a
     value, after = or in the next word) or 2 (a value after = only), and a unique prefix of a
@@ -6405,9 +6936,7 @@ class _Opts:
     permute: bool = True
 
 
-def _getopt(
-    words: list[_Word], spec: _Opts
-) -> tuple[list[tuple[str, _Word | None]], list[_Word], bool]:
+def getopt(words: list[Word], spec: Opts) -> tuple[list[tuple[str, Word | None]], list[Word], bool]:
     """(options, operands, unclear): each option as (its letter or long name, its value), and
     whether a word bash computes stands where an option could."""
     takes: dict[str, int] = {}
@@ -6416,8 +6945,8 @@ def _getopt(
         colons = len(spec.short[k + 1 :]) - len(spec.short[k + 1 :].lstrip(":"))
         takes[spec.short[k]] = colons
         k += 1 + colons
-    options: list[tuple[str, _Word | None]] = []
-    operands: list[_Word] = []
+    options: list[tuple[str, Word | None]] = []
+    operands: list[Word] = []
     unclear = False
     i = 0
     while i < len(words):
@@ -6441,7 +6970,7 @@ def _getopt(
             full = matches[0] if len(matches) == 1 else name
             kind = spec.long.get(full, 0)
             if eq:
-                options.append((full, _Word((attached,), word.span, word.raw)))
+                options.append((full, Word((attached,), word.span, word.raw)))
             elif kind == 1:
                 options.append((full, words[i + 1] if i + 1 < len(words) else None))
                 i += 1
@@ -6453,7 +6982,7 @@ def _getopt(
             letter = value[j]
             count = takes.get(letter, 0)
             if count and j + 1 < len(value):
-                options.append((letter, _Word((value[j + 1 :],), word.span, word.raw)))
+                options.append((letter, Word((value[j + 1 :],), word.span, word.raw)))
                 break
             if count == 1:
                 options.append((letter, words[i + 1] if i + 1 < len(words) else None))
@@ -6468,7 +6997,7 @@ def _getopt(
 # sources: util-linux script(1) (term-utils/script.c), su(1)/runuser(1) (login-utils), flock(1)
 # (sys-utils/flock.c); sudo(8) (src/parse_args.c); doas(1); tmux(1); GNU make(1); git-push(1),
 # git-config(1); coreutils tee(1), cp(1), ln(1), install(1), mv(1).
-_SCRIPT_OPTS = _Opts(
+SCRIPT_OPTS = Opts(
     "aB:c:eE:fI:O:o:qm:T:t::Vh",
     {"append": 0, "command": 1, "echo": 1, "return": 0, "flush": 0, "force": 0, "log-in": 1,
      "log-out": 1, "log-io": 1, "log-timing": 1, "logging-format": 1, "output-limit": 1,
@@ -6479,9 +7008,9 @@ _SU_LONG = {
     "preserve-environment": 0, "pty": 0, "shell": 1, "whitelist-environment": 1, "help": 0,
     "version": 0,
 }  # fmt: skip
-_SU_OPTS = _Opts("c:fg:G:lmpPs:w:hV", _SU_LONG)
-_RUNUSER_OPTS = _Opts("c:fg:G:lmpPs:u:w:hV", {**_SU_LONG, "user": 1})
-_SUDO_OPTS = _Opts(
+SU_OPTS = Opts("c:fg:G:lmpPs:w:hV", _SU_LONG)
+RUNUSER_OPTS = Opts("c:fg:G:lmpPs:u:w:hV", {**_SU_LONG, "user": 1})
+SUDO_OPTS = Opts(
     "AbBEeg:h::HiKklnPp:r:sSt:T:u:U:vVC:D:R:",
     {"askpass": 0, "background": 0, "bell": 0, "close-from": 1, "chdir": 1, "preserve-env": 2,
      "edit": 0, "group": 1, "set-home": 0, "help": 0, "host": 1, "login": 0,
@@ -6490,29 +7019,29 @@ _SUDO_OPTS = _Opts(
      "type": 1, "command-timeout": 1, "other-user": 1, "user": 1, "version": 0, "validate": 0},
     permute=False,
 )  # fmt: skip
-_DOAS_OPTS = _Opts("a:C:Lnsu:", {}, permute=False)
-_FLOCK_OPTS = _Opts(
+DOAS_OPTS = Opts("a:C:Lnsu:", {}, permute=False)
+FLOCK_OPTS = Opts(
     "sexnoFuw:E:hVc:",
     {"shared": 0, "exclusive": 0, "unlock": 0, "nonblock": 0, "nb": 0, "close": 0,
      "no-fork": 0, "timeout": 1, "wait": 1, "conflict-exit-code": 1, "command": 1,
      "verbose": 0, "help": 0, "version": 0},
     permute=False,
 )  # fmt: skip
-_TMUX_OPTS = _Opts("2CDlNuvVc:f:L:S:T:", {}, permute=False)
+TMUX_OPTS = Opts("2CDlNuvVc:f:L:S:T:", {}, permute=False)
 # tmux commands that run a shell command (or type keys into one), with their aliases.
 _TMUX_SHELL_COMMANDS = (
-    ("new-session", "new", _Opts("AdDEPXc:e:f:F:n:s:t:x:y:", {}, permute=False)),
-    ("new-window", "neww", _Opts("abdkPSc:e:F:n:t:", {}, permute=False)),
-    ("split-window", "splitw", _Opts("bdefhIPvZc:e:F:l:p:t:", {}, permute=False)),
-    ("respawn-window", "respawnw", _Opts("kc:e:t:", {}, permute=False)),
-    ("respawn-pane", "respawnp", _Opts("kc:e:t:", {}, permute=False)),
-    ("run-shell", "run", _Opts("bCc:d:t:", {}, permute=False)),
-    ("display-popup", "popup", _Opts("BCEkNb:c:d:e:h:s:S:t:T:w:x:y:", {}, permute=False)),
-    ("pipe-pane", "pipep", _Opts("IOot:", {}, permute=False)),
-    ("if-shell", "if", _Opts("bFt:", {}, permute=False)),
-    ("send-keys", "send", _Opts("FHKlMRXc:N:t:", {}, permute=False)),
+    ("new-session", "new", Opts("AdDEPXc:e:f:F:n:s:t:x:y:", {}, permute=False)),
+    ("new-window", "neww", Opts("abdkPSc:e:F:n:t:", {}, permute=False)),
+    ("split-window", "splitw", Opts("bdefhIPvZc:e:F:l:p:t:", {}, permute=False)),
+    ("respawn-window", "respawnw", Opts("kc:e:t:", {}, permute=False)),
+    ("respawn-pane", "respawnp", Opts("kc:e:t:", {}, permute=False)),
+    ("run-shell", "run", Opts("bCc:d:t:", {}, permute=False)),
+    ("display-popup", "popup", Opts("BCEkNb:c:d:e:h:s:S:t:T:w:x:y:", {}, permute=False)),
+    ("pipe-pane", "pipep", Opts("IOot:", {}, permute=False)),
+    ("if-shell", "if", Opts("bFt:", {}, permute=False)),
+    ("send-keys", "send", Opts("FHKlMRXc:N:t:", {}, permute=False)),
 )
-_MAKE_OPTS = _Opts(
+MAKE_OPTS = Opts(
     "bmBC:deE:f:hiI:j::kl::L::nO::o:pqrRsStvwW:",
     {"always-make": 0, "directory": 1, "debug": 2, "environment-overrides": 0, "eval": 1,
      "file": 1, "makefile": 1, "help": 0, "ignore-errors": 0, "include-dir": 1, "jobs": 2,
@@ -6524,10 +7053,10 @@ _MAKE_OPTS = _Opts(
      "print-directory": 0, "no-print-directory": 0, "what-if": 1, "new-file": 1,
      "assume-new": 1, "warn-undefined-variables": 0},
 )  # fmt: skip
-_TEE_OPTS = _Opts("aip", {"append": 0, "ignore-interrupts": 0, "output-error": 2})
-_COPY_OPTS = _Opts("g:m:o:S:t:", {"target-directory": 1, "suffix": 1, "mode": 1, "owner": 1,
+TEE_OPTS = Opts("aip", {"append": 0, "ignore-interrupts": 0, "output-error": 2})
+COPY_OPTS = Opts("g:m:o:S:t:", {"target-directory": 1, "suffix": 1, "mode": 1, "owner": 1,
                                    "group": 1, "backup": 2})  # fmt: skip
-_GIT_CONFIG_OPTS = _Opts(
+GIT_CONFIG_OPTS = Opts(
     "f:elz",
     {"global": 0, "system": 0, "local": 0, "worktree": 0, "file": 1, "blob": 1, "add": 0,
      "replace-all": 0, "append": 0, "unset": 0, "unset-all": 0, "get": 0, "get-all": 0,
@@ -6536,8 +7065,9 @@ _GIT_CONFIG_OPTS = _Opts(
      "expiry-date": 0, "null": 0, "name-only": 0, "includes": 0, "no-includes": 0,
      "show-origin": 0, "show-scope": 0, "default": 1, "comment": 1, "value": 1,
      "fixed-value": 0, "all": 0, "regexp": 0, "url": 1},
+    permute=False,
 )  # fmt: skip
-_GIT_PUSH_OPTS = _Opts(
+GIT_PUSH_OPTS = Opts(
     "46dfnquvo:",
     {"all": 0, "branches": 0, "mirror": 0, "tags": 0, "follow-tags": 0, "delete": 0,
      "prune": 0, "dry-run": 0, "porcelain": 0, "force": 0, "force-with-lease": 2,
@@ -6549,7 +7079,7 @@ _GIT_PUSH_OPTS = _Opts(
 )  # fmt: skip
 
 
-def _tmux_lookup(name: str) -> tuple[str, _Opts] | None:
+def tmux_lookup(name: str) -> tuple[str, Opts] | None:
     """A tmux command that runs a shell, by name, alias or prefix (tmux takes a unique prefix)."""
     for canonical, alias, spec in _TMUX_SHELL_COMMANDS:
         if name in (canonical, alias):
@@ -6560,7 +7090,7 @@ def _tmux_lookup(name: str) -> tuple[str, _Opts] | None:
     return None
 
 
-def _makefile_commands(text: str) -> list[str]:
+def makefile_commands(text: str) -> list[str]:
     """The shell commands a makefile runs, as far as the text says: each recipe line (a line
     that starts with a tab; its @, - and + prefixes dropped), each ``$(shell ...)`` and the right
     side of each ``!=`` assignment. make's own references ($(VAR), ${VAR}, $@) become expansions
@@ -6590,10 +7120,10 @@ def _make_to_shell(line: str) -> str:
     return text.replace("\x00", "$").replace("\x01", "${MAKE_REFERENCE}")
 
 
-_AUTO_MERGE_TEXT = re.compile(r"merge_when_pipeline_succeeds|auto_merge", re.IGNORECASE)
+AUTO_MERGE_TEXT = re.compile(r"merge_when_pipeline_succeeds|auto_merge", re.IGNORECASE)
 
 
-def _push_option(text: str) -> tuple[str, str, str]:
+def push_option(text: str) -> tuple[str, str, str]:
     """(namespace, key, value) of a push option as GitLab reads it (lib/gitlab/push_options.rb:
     ``namespace.key[=value]``, stripped, namespace ``mr`` for ``merge_request``)."""
     m = re.search(r"(?P<namespace>[^.]+)\.(?P<key>[^=]+)=?(?P<value>.*)", text, re.DOTALL)
@@ -6604,27 +7134,27 @@ def _push_option(text: str) -> tuple[str, str, str]:
     return namespace, m.group("key").strip().lower(), m.group("value")
 
 
-def _arms_auto_merge(text: str) -> bool:
-    namespace, key, _ = _push_option(text)
+def arms_auto_merge(text: str) -> bool:
+    namespace, key, _ = push_option(text)
     return namespace == "merge_request" and key in ("merge_when_pipeline_succeeds", "auto_merge")
 
 
-def _git_setting(word: _Word) -> tuple[str, _Word | None]:
+def git_setting(word: Word) -> tuple[str, Word | None]:
     """``git -c name=value``: (the name, lower-cased as git compares it, and the value); "*"
     when bash computes the name."""
     if word.value is not None:
         key, eq, value = word.value.partition("=")
-        return key.lower(), _Word((value if eq else "true",), word.span, word.raw)
+        return key.lower(), Word((value if eq else "true",), word.span, word.raw)
     first = word.parts[0] if word.parts else DYNAMIC
     if isinstance(first, str) and "=" in first:
         return first.partition("=")[0].lower(), None
     return "*", None
 
 
-def _git_env_config(env: Mapping[str, _Word]) -> list[tuple[str, _Word | None]]:
+def git_env_config(env: Mapping[str, Word]) -> list[tuple[str, Word | None]]:
     """git configuration set on the command through the environment: GIT_CONFIG_COUNT with
     GIT_CONFIG_KEY_<n>/GIT_CONFIG_VALUE_<n>, and GIT_CONFIG_PARAMETERS (git-config(1))."""
-    found: list[tuple[str, _Word | None]] = []
+    found: list[tuple[str, Word | None]] = []
     if "GIT_CONFIG_PARAMETERS" in env:
         text = env["GIT_CONFIG_PARAMETERS"].value
         try:
@@ -6633,7 +7163,7 @@ def _git_env_config(env: Mapping[str, _Word]) -> list[tuple[str, _Word | None]]:
             pairs = None
         if pairs is None:
             return [("*", None)]
-        found += [(p.partition("=")[0].lower(), _literal_word(p.partition("=")[2])) for p in pairs]
+        found += [(p.partition("=")[0].lower(), literal_word(p.partition("=")[2])) for p in pairs]
     count = env.get("GIT_CONFIG_COUNT")
     if count is None:
         return found
@@ -6652,947 +7182,239 @@ def _git_env_config(env: Mapping[str, _Word]) -> list[tuple[str, _Word | None]]:
 
 
 # =============================================================================================
-# begin pairgate/standalone/command_reader/reader_base.py
-# =============================================================================================
-
-
-@dataclass
-class _Layer:
-    """One text the reader parses: the command itself, or a string a shell would run."""
-
-    src: bytes
-    depth: int
-    consumed: set[tuple[int, int]] = field(default_factory=set)
-    dashes: set[int] = field(default_factory=set)  # where the parser dropped a `-` word
-
-
-def _short(text: str, limit: int = 100) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-class _ReaderBase:
-    """The state of one reading (set by _Reader.__init__) and the reader's own steps the mixins
-    call; the mixins and _Reader share one instance."""
-
-    merges: list[MergeFound]
-    pushes: list[PushFound]
-    unknown: list[str]
-    mentions: list[str]
-    aliases: dict[str, str]
-    expanding: set[str]
-    glab_aliases: dict[str, tuple[str | None, bool, _Layer, tuple[int, int] | None]]
-    glab_names: set[str]
-    git_aliases: dict[str, tuple[_Word, _Layer]]
-    git_push_options: list[_Word | None]
-    files: dict[str, _Stdin]
-    script_runs: list[tuple[str | None, _Layer]]
-    layers: list[tuple[_Layer, Any]]
-    unnamed_writes: bool
-    level: int
-    over_budget: bool
-    simple_commands: int
-    text: str
-
-    # The reader's own steps, which the mixins call: each is defined once, on _Reader or on the
-    # mixin named, and these declarations only tell the type checker that they are there.
-    def read(self, text: str, depth: int = 0) -> None:
-        raise NotImplementedError  # _Reader
-
-    def _alias(self, argv: list[_Word]) -> None:
-        raise NotImplementedError  # _Reader
-
-    def _expand_alias(self, argv: list[_Word], layer: _Layer) -> None:
-        raise NotImplementedError  # _Reader
-
-    def _write_file(self, path: str | None, text: _Stdin, *, append: bool = False) -> None:
-        raise NotImplementedError  # _Reader
-
-    def _output_of(self, node: Any, layer: _Layer, stdin: _Stdin | None) -> _Stdin:
-        raise NotImplementedError  # _Reader
-
-    def _unclear(self, argv: list[_Word], what: str) -> None:
-        raise NotImplementedError  # _ProgramReading
-
-    def _consume(self, layer: _Layer, words: list[_Word]) -> None:
-        raise NotImplementedError  # _GlabReading
-
-    def _glab(
-        self,
-        argv: list[_Word],
-        env: dict[str, _Word],
-        layer: _Layer,
-        open_args: bool,
-        *,
-        expanded: bool = False,
-    ) -> None:
-        raise NotImplementedError  # _GlabReading
-
-
-# end pairgate/standalone/command_reader/reader_base.py
-
-
-# =============================================================================================
 # begin pairgate/standalone/command_reader/reader_programs.py
 # =============================================================================================
 
 
-class _ProgramReading(_ReaderBase):
-    """What a program that runs another program (or a shell) would run."""
+# -- steps the readers share ------------------------------------------------------------------
 
-    # program readers: argv, the command's assignments, its standard input, the layer
 
-    _PROGRAMS: dict[str, str] = {  # noqa: RUF012 (a constant table)
-        "script": "_script",
-        "su": "_su",
-        "runuser": "_su",
-        "flock": "_flock",
-        "tmux": "_tmux",
-        "source": "_source",
-        ".": "_source",
-        "find": "_find",
-        "make": "_make",
-        "gmake": "_make",
-        "git": "_git",
-        "tee": "_tee",
-        "cp": "_copy",
-        "ln": "_copy",
-        "install": "_copy",
-        "mv": "_copy",
-    }
+def dynamic_program(reading: Reading, argv: list[Word]) -> None:
+    """A program whose name bash computes could be glab, with any subcommand split out of the
+    same expansion: it is unknown, whatever follows it."""
+    reading.unclear(
+        f"{spelled(argv)}: bash computes the program's name (a variable, a substitution, a glob "
+        "or a brace), so the hook cannot tell whether it is glab; spell the program out"
+    )
 
-    def _argv(
-        self,
-        argv: list[_Word],
-        env: dict[str, _Word],
-        stdin: _Stdin | None,
-        layer: _Layer,
-        *,
-        open_args: bool,
-    ) -> None:
-        """Look through wrappers to the program that runs, then read it."""
-        while argv:
-            if self.aliases:
-                self._expand_alias(argv, layer)
-            program = argv[0].tail
-            if program is None:
-                self._dynamic_program(argv)
-                return
-            if program == "alias":
-                self._alias(argv)
-                return
-            if program in ("sudo", "doas") and self._sudo_shell(argv, stdin, layer):
-                return
-            unwrapped = _unwrap(program, argv, env)
-            if unwrapped is not None:
-                argv, more_open = unwrapped
-                open_args = open_args or more_open
-                continue
-            if program == "env" and _env_split(argv) is not None:
-                self._reread_words(argv, _env_split(argv) or [], layer, "env -S")
-                return
-            if program == "busybox" and len(argv) > 1:
-                argv = argv[1:]
-                continue
-            if program in _SHELLS:
-                self._shell(argv, stdin, layer, open_args)
-                return
-            if program == "eval":
-                self._reread_words(argv, argv[1:], layer, "eval")
-                return
-            if program == "trap":
-                operands = [w for w in argv[1:] if w.value != "--"]
-                if len(operands) >= 2 and (operands[0].value or "x")[:1] != "-":
-                    self._reread_words(argv, operands[:1], layer, "trap")
-                return
-            if program == "watch":
-                self._watch(argv, env, stdin, layer)
-                return
-            if program in self._PROGRAMS:
-                getattr(self, self._PROGRAMS[program])(argv, env, stdin, layer)
-                return
-            if program == "glab" or program in self.glab_names:
-                self._glab(argv, env, layer, open_args)
-                return
-            if self._run_written(argv, stdin, layer):
-                return
-            self._other(argv, env, stdin, layer)
-            return
 
-    def _dynamic_program(self, argv: list[_Word]) -> None:
-        """A program whose name bash computes could be glab, with any subcommand split out of
-        the same expansion: it is unknown, whatever follows it."""
-        self.unknown.append(
-            f"{_short(' '.join(w.raw for w in argv))}: bash computes the program's name (a "
-            "variable, a substitution, a glob or a brace), so the hook cannot tell whether it is "
-            "glab; spell the program out"
+def unclear_arguments(reading: Reading, argv: list[Word], what: str) -> None:
+    """A word bash computes stands where the program reads an option: it could be ``what``."""
+    reading.unclear(
+        f"{spelled(argv)}: {argv[0].raw}'s arguments are built from variables or "
+        f"substitutions, and one could be {what}"
+    )
+
+
+def reread_words(
+    reading: Reading, argv: list[Word], words: list[Word], layer: Layer, how: str
+) -> None:
+    """Re-read ``words``, joined with spaces, as the script ``how`` runs (``bash -c``, eval)."""
+    values = [w.value for w in words]
+    if any(v is None for v in values):
+        reading.unclear(
+            f"{spelled(argv)}: {how} runs text built from variables or substitutions, which "
+            "the hook cannot read"
+        )
+        return
+    layer.consume(words)
+    reading.read(" ".join(v for v in values if v is not None), layer.depth + 1)
+
+
+def reread_script(
+    reading: Reading, source: Stdin | None, argv: list[Word], layer: Layer, how: str
+) -> None:
+    """Re-read a script a program runs, when the command line spells it."""
+    if source is None:
+        return  # a file the command did not write, or the session's own input: not read
+    if source.text is not None:
+        layer.consumed.update(source.spans)
+        reading.read(source.text, layer.depth + 1)
+    elif source.dynamic:
+        reading.unclear(
+            f"{spelled(argv)}: {how} runs commands built from variables or substitutions, or "
+            "from a file this command writes with content the hook cannot read"
         )
 
-    def _reread_words(self, argv: list[_Word], words: list[_Word], layer: _Layer, how: str) -> None:
-        values = [w.value for w in words]
-        if any(v is None for v in values):
-            self.unknown.append(
-                f"{_short(' '.join(w.raw for w in argv))}: {how} runs text built from variables "
-                "or substitutions, which the hook cannot read"
-            )
-            return
-        for w in words:
-            if w.span:
-                layer.consumed.add(w.span)
-        self.read(" ".join(v for v in values if v is not None), layer.depth + 1)
 
-    def _read_source(
-        self, source: _Stdin | None, argv: list[_Word], layer: _Layer, how: str
-    ) -> None:
-        """Re-read a script a program runs, when the command line spells it."""
-        if source is None:
-            return  # a file the command did not write, or the session's own input: not read
-        if source.text is not None:
-            layer.consumed.update(source.spans)
-            self.read(source.text, layer.depth + 1)
-        elif source.dynamic:
-            self.unknown.append(
-                f"{_short(' '.join(w.raw for w in argv))}: {how} runs commands built from "
-                "variables or substitutions, or from a file this command writes with content "
-                "the hook cannot read"
-            )
-
-    def _script_source(self, word: _Word, stdin: _Stdin | None, layer: _Layer) -> _Stdin | None:
-        """The script a shell or ``source`` reads from the file ``word`` names: standard input,
-        a process substitution's output, a file the command writes; None for any other file."""
-        node = word.node
-        if node is not None and node.type == "process_substitution":
-            inner = [c for c in node.children if c.type not in ("<(", ">(", ")")]
-            if len(inner) == 1:
-                return self._output_of(inner[0], layer, None)
-            return _DYNAMIC_STDIN
-        value = word.value
-        if value is None:
-            self.script_runs.append((None, layer))
-            return None
-        if value in ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"):
-            return stdin
-        key = _file_key(value)
-        if key in self.files:
-            return self.files[key]
-        self.script_runs.append((key, layer))
+def script_source(reading: Reading, word: Word, stdin: Stdin | None, layer: Layer) -> Stdin | None:
+    """The script a shell or ``source`` reads from the file ``word`` names: standard input, a
+    process substitution's output, a file the command writes; None for any other file."""
+    node = word.node
+    if node is not None and node.type == "process_substitution":
+        inner = [c for c in node.children if c.type not in ("<(", ">(", ")")]
+        if len(inner) == 1:
+            return reading.output_of(inner[0], layer, None)
+        return DYNAMIC_STDIN
+    value = word.value
+    if value is None:
+        reading.script_runs.append((None, layer))
         return None
+    if value in ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"):
+        return stdin
+    key = file_key(value)
+    if key in reading.files:
+        return reading.files[key]
+    reading.script_runs.append((key, layer))
+    return None
 
-    def _run_written(self, argv: list[_Word], stdin: _Stdin | None, layer: _Layer) -> bool:
-        """A program named by a path (bash looks a name with a slash up as a file): when the
-        command writes that file, what runs is what it wrote."""
-        path = argv[0].value
-        if path is None or "/" not in path:
-            return False
-        source = self._script_source(argv[0], stdin, layer)
-        if source is None:
-            return False
-        self._read_source(source, argv, layer, argv[0].raw)
-        return True
 
-    def _shell_stdin(self, argv: list[_Word], stdin: _Stdin | None, layer: _Layer) -> None:
-        """A shell that reads its commands from standard input."""
-        if stdin is None:
-            return  # the session's own (empty) input
-        if stdin.text is not None:
-            layer.consumed.update(stdin.spans)
-            self.read(stdin.text, layer.depth + 1)
-        elif stdin.dynamic:
-            self.unknown.append(
-                f"{_short(' '.join(w.raw for w in argv))}: a shell reads commands built from "
-                "variables or substitutions"
-            )
+def run_written(reading: Reading, argv: list[Word], stdin: Stdin | None, layer: Layer) -> bool:
+    """A program named by a path (bash looks a name with a slash up as a file): when the
+    command writes that file, what runs is what it wrote. True when it was such a program."""
+    path = argv[0].value
+    if path is None or "/" not in path:
+        return False
+    source = script_source(reading, argv[0], stdin, layer)
+    if source is None:
+        return False
+    reread_script(reading, source, argv, layer, argv[0].raw)
+    return True
 
-    def _shell(
-        self, argv: list[_Word], stdin: _Stdin | None, layer: _Layer, open_args: bool
-    ) -> None:
-        """sh/bash/zsh: re-read what ``-c`` runs, a script fed on standard input (``-s`` or no
-        operand), or a script file the command line spells (/dev/stdin, ``<(...)``, a file the
-        command writes)."""
-        i, command_mode, stdin_mode = 1, False, False
-        while i < len(argv):
-            value = argv[i].value
-            substitution = getattr(argv[i].node, "type", "") == "process_substitution"
-            if value is None and (command_mode or substitution):
-                break  # the text -c runs, or the script <(...) writes: read below
-            if value is None:
-                self.unknown.append(
-                    f"{_short(' '.join(w.raw for w in argv))}: a shell argument built from "
-                    "variables or substitutions (it could be -c)"
-                )
-                return
-            if value in ("-", "--"):
-                i += 1
-                break
-            if value.startswith("--"):
-                i += 2 if value in ("--rcfile", "--init-file") else 1
-                continue
-            if len(value) > 1 and value[0] in "-+":
-                letters = value[1:]
-                command_mode = command_mode or "c" in letters
-                stdin_mode = stdin_mode or "s" in letters
-                i += 1 + sum(1 for ch in letters if ch in "oO")
-                continue
-            break
-        operands = argv[i:]
-        if command_mode:
-            if operands:
-                self._reread_words(argv, operands[:1], layer, f"{argv[0].raw} -c")
-            elif open_args:
-                self.unknown.append(f"{_short(' '.join(w.raw for w in argv))}: xargs feeds -c")
-            return
-        if operands and not stdin_mode:
-            source = self._script_source(operands[0], stdin, layer)
-            self._read_source(source, argv, layer, argv[0].raw)
-            return
-        self._shell_stdin(argv, stdin, layer)
 
-    def _watch(
-        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
-    ) -> None:
-        i, direct = 1, False
-        while i < len(argv) and (argv[i].value or "").startswith("-"):
-            value = argv[i].value or ""
-            if value == "--":
-                i += 1
-                break
-            direct = direct or value in ("-x", "--exec")
-            takes = value in ("-n", "--interval", "-q", "--equexit") or re.fullmatch(
-                r"-[a-z]*[nq]", value
-            )
-            i += 2 if takes else 1
-        rest = argv[i:]
-        if direct:
-            self._argv(rest, env, stdin, layer, open_args=False)
-        elif rest:
-            self._reread_words(argv, rest, layer, "watch")
-
-    def _unclear(self, argv: list[_Word], what: str) -> None:
-        self.unknown.append(
-            f"{_short(' '.join(w.raw for w in argv))}: {argv[0].raw}'s arguments are built "
-            f"from variables or substitutions, and one could be {what}"
+def shell_stdin(reading: Reading, argv: list[Word], stdin: Stdin | None, layer: Layer) -> None:
+    """A shell that reads its commands from standard input."""
+    if stdin is None:
+        return  # the session's own (empty) input
+    if stdin.text is not None:
+        layer.consumed.update(stdin.spans)
+        reading.read(stdin.text, layer.depth + 1)
+    elif stdin.dynamic:
+        reading.unclear(
+            f"{spelled(argv)}: a shell reads commands built from variables or substitutions"
         )
 
-    def _script(
-        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
-    ) -> None:
-        """util-linux ``script``: ``-c COMMAND`` runs in ``$SHELL -c``; without it, an
-        interactive shell reads standard input (term-utils/script.c)."""
-        options, _operands, unclear = _getopt(argv[1:], _SCRIPT_OPTS)
-        if unclear:
-            self._unclear(argv, "-c")
-            return
-        commands = [v for name, v in options if name in ("c", "command") and v is not None]
-        for command in commands:
-            self._reread_words(argv, [command], layer, "script -c")
-        if not commands:
-            self._shell_stdin(argv, stdin, layer)
 
-    def _su(
-        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
-    ) -> None:
-        """``su``/``runuser``: ``-c``/``--command``/``--session-command`` run in the user's
-        shell; arguments after the user go to that shell (``su root -- -c CMD``); ``runuser -u
-        USER CMD...`` runs a command directly; with none, the shell reads standard input."""
-        runuser = argv[0].tail == "runuser"
-        options, operands, unclear = _getopt(argv[1:], _RUNUSER_OPTS if runuser else _SU_OPTS)
-        if unclear:
-            self._unclear(argv, "-c")
-            return
-        commands = [v for name, v in options if name in ("c", "command", "session-command") and v]
-        for command in commands:
-            self._reread_words(argv, [command], layer, f"{argv[0].raw} -c")
-        if runuser and any(name in ("u", "user") for name, _ in options):
-            if operands:
-                self._argv(operands, {}, stdin, layer, open_args=False)
-            return
-        if operands and operands[0].value == "-":
-            operands = operands[1:]
-        if len(operands) > 1:
-            self._shell([_literal_word("sh"), *operands[1:]], stdin, layer, False)
-        elif not commands:
-            self._shell_stdin(argv, stdin, layer)
+# -- the rows of PROGRAMS: (reading, argv, env, layer, stdin, open_args) -----------------------
 
-    def _sudo_shell(self, argv: list[_Word], stdin: _Stdin | None, layer: _Layer) -> bool:
-        """``sudo -s``/``-i`` (and ``doas -s``) run the command in a shell: sudo joins its words
-        with spaces and escapes every character but letters, digits, ``_``, ``-`` and ``$``
-        (sudo's parse_args.c), and the shell reads that; with no command, the shell reads
-        standard input. True when it was such a call."""
-        doas = argv[0].tail == "doas"
-        options, operands, unclear = _getopt(argv[1:], _DOAS_OPTS if doas else _SUDO_OPTS)
-        if not {name for name, _ in options} & {"s", "shell", "i", "login"}:
-            return False
-        if unclear:
-            self._unclear(argv, "the command")
-            return True
-        while operands and _ASSIGNMENT.match(operands[0].value or ""):
-            operands = operands[1:]  # sudo's own VAR=value
-        if doas or not operands:
-            self._shell_stdin(argv, stdin, layer)
-            return True
-        values = [w.value for w in operands]
-        if any(v is None for v in values):
-            self._reread_words(argv, operands, layer, f"{argv[0].raw} -s")
-            return True
-        self._consume(layer, operands)
-        text = " ".join(re.sub(r"([^A-Za-z0-9_$-])", r"\\\1", v or "") for v in values)
-        self.read(text, layer.depth + 1)
-        return True
 
-    def _flock(
-        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
-    ) -> None:
-        """``flock [options] FILE -c COMMAND`` (a shell string) or ``flock FILE COMMAND...``."""
-        options, operands, unclear = _getopt(argv[1:], _FLOCK_OPTS)
-        if unclear:
-            self._unclear(argv, "-c")
-            return
-        commands = [v for name, v in options if name in ("c", "command") and v is not None]
-        if len(operands) >= 3 and operands[1].value in ("-c", "--command"):
-            commands.append(operands[2])
-        for command in commands:
-            self._reread_words(argv, [command], layer, "flock -c")
-        if not commands and len(operands) >= 2:
-            self._argv(operands[1:], {}, stdin, layer, open_args=False)
+def read_alias(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """bash's ``alias name=text``."""
+    reading.alias(argv)
 
-    def _tmux(
-        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
-    ) -> None:
-        """tmux runs shell commands for new-session, new-window, split-window, respawn-*,
-        run-shell, display-popup, pipe-pane and if-shell, types keys with send-keys, and runs
-        ``-c`` itself; commands chain with ``;`` (tmux(1))."""
-        options, operands, unclear = _getopt(argv[1:], _TMUX_OPTS)
-        if unclear:
-            self._unclear(argv, "a command")
-            return
-        for name, value in options:
-            if name == "c" and value is not None:
-                self._reread_words(argv, [value], layer, "tmux -c")
-        command: list[_Word] = []
-        for word in [*operands, _literal_word(";")]:
-            if word.value == ";":
-                self._tmux_command(argv, command, layer)
-                command = []
-            else:
-                command.append(word)
 
-    def _tmux_command(self, argv: list[_Word], words: list[_Word], layer: _Layer) -> None:
-        if not words:
-            return
-        name = words[0].value
-        if name is None:
-            self._unclear(argv, "a command that runs a shell")
-            return
-        found = _tmux_lookup(name)
-        if found is None:
-            return
-        canonical, spec = found
-        options, operands, unclear = _getopt(words[1:], spec)
-        if unclear:
-            self._unclear(argv, "a shell command")
-            return
-        if canonical == "send-keys":
-            literal = any(option == "l" for option, _ in options)
-            keys = [w.value for w in operands]
-            if any(k is None for k in keys):
-                self._unclear(argv, "a key")
-                return
-            typed = "".join(
-                "\n" if not literal and k in ("Enter", "C-m", "C-j", "KPEnter") else k or ""
-                for k in keys
-            )
-            self._consume(layer, operands)
-            self.read(typed, layer.depth + 1)
-            return
-        if not operands:
-            return
-        if canonical == "if-shell":
-            self._reread_words(argv, operands[:1], layer, "tmux if-shell")
-            for text in operands[1:]:  # tmux commands, in tmux's own syntax
-                try:
-                    inner = shlex.split(text.value or "") if text.value is not None else None
-                except ValueError:
-                    inner = None
-                if inner is None:
-                    self._unclear(argv, "a command that runs a shell")
-                else:
-                    self._consume(layer, [text])
-                    self._tmux_command(argv, [_literal_word(w) for w in inner], layer)
-        elif canonical in ("run-shell", "pipe-pane") or len(operands) == 1:
-            self._reread_words(argv, operands[:1], layer, f"tmux {canonical}")
-        else:
-            self._argv(operands, {}, None, layer, open_args=False)
+def read_wrapped(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """A wrapper of wrappers.WRAPPERS (nohup, timeout, xargs...): the program it runs, with
+    the assignments env and sudo make, and more arguments when xargs appends them."""
+    unwrapped = unwrap(argv[0].tail or "", argv, env)
+    if unwrapped is not None:
+        command, more_open = unwrapped
+        reading.run(command, env, layer, stdin, open_args or more_open)
 
-    def _source(
-        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
-    ) -> None:
-        """``source FILE`` / ``. FILE``: the file's commands run in this shell."""
-        operands = [w for w in argv[1:] if w.value != "--"]
-        if operands:
-            source = self._script_source(operands[0], stdin, layer)
-            self._read_source(source, argv, layer, argv[0].raw)
 
-    def _find(
-        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
-    ) -> None:
-        """``find ... -exec|-execdir|-ok|-okdir COMMAND... ;|+``: COMMAND runs once per file
-        found, with each ``{}`` replaced by a path find computes; a ``{}`` as the program runs
-        what it finds."""
-        i = 1
-        while i < len(argv):
-            if argv[i].value not in ("-exec", "-execdir", "-ok", "-okdir"):
-                i += 1
-                continue
-            j = i + 1
-            while j < len(argv) and argv[j].value not in (";", "+"):
-                j += 1
-            command = [
-                w if w.value is not None and "{}" not in w.value else _dynamic_word(w)
-                for w in argv[i + 1 : j]
-            ]
-            if command and command[0].value is None:
-                self.unknown.append(
-                    f"{_short(' '.join(w.raw for w in argv))}: find runs the files it finds as "
-                    f"the program ({command[0].raw}), and one could be glab"
-                )
-            elif command:
-                self._argv(command, {}, None, layer, open_args=False)
-            i = j + 1
+def read_env(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """``env -S STRING`` splits the string into the command line; any other env wraps."""
+    split = env_split(argv)
+    if split is not None:
+        reread_words(reading, argv, split, layer, "env -S")
+    else:
+        read_wrapped(reading, argv, env, layer, stdin, open_args)
 
-    def _make(
-        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
-    ) -> None:
-        """make runs its recipes in a shell: the makefile is read when the command line spells
-        it (``-f -`` from a heredoc, ``--eval``, a makefile the command writes)."""
-        options, _operands, unclear = _getopt(argv[1:], _MAKE_OPTS)
-        if unclear:
-            self._unclear(argv, "-f or --eval")
+
+def read_busybox(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """``busybox APPLET ARGS``: the applet is the program."""
+    if len(argv) > 1:
+        reading.run(argv[1:], env, layer, stdin, open_args)
+    else:
+        read_other(reading, argv, env, layer, stdin, open_args)
+
+
+def read_tee(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """``tee FILE...`` writes its standard input to each file."""
+    options, operands, _ = getopt(argv[1:], TEE_OPTS)
+    append = any(name in ("a", "append") for name, _ in options)
+    for word in operands:
+        reading.write_file(word.value, stdin or OPAQUE, append=append)
+
+
+def read_copy(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """cp, ln, install, mv: a copy of glab (or of something bash computes) under another name
+    is read as glab under that name; a copy of a file the command writes holds what it
+    wrote."""
+    _options, operands, _ = getopt(argv[1:], COPY_OPTS)
+    if len(operands) < 2:
+        return
+    sources, target = operands[:-1], operands[-1]
+    for source in sources:
+        into_dir = (target.value or "").endswith("/") or len(sources) > 1
+        name = source.tail if into_dir else target.tail
+        if (source.tail == "glab" or source.value is None) and name:
+            reading.glab_names.add(name)
+        if len(sources) == 1 and source.value is not None and target.value is not None:
+            written = reading.files.get(file_key(source.value))
+            if written is not None:
+                reading.files[file_key(target.value)] = written
+
+
+def read_other(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """Any other program. It may be a renamed copy of glab (read as glab when its command word
+    is `mr`, `api` or `alias set`), or run one of its arguments (ssh, parallel): read from any
+    argument that names glab, a shell or eval."""
+    values = [w.value for w in argv]
+    top = cobra_traverse(values[1:])
+    if top is not None and top >= 0:
+        word, after = values[1 + top], values[2 + top : 3 + top]
+        if word in ("mr", "api") or (word == "alias" and after == ["set"]):
+            if word == "alias" and argv[0].tail:
+                reading.glab_names.add(argv[0].tail)  # its aliases run as `<name> <alias>`
+            read_glab(reading, argv, env, layer, None, False)
             return
-        named = [v for name, v in options if name in ("f", "file", "makefile") and v is not None]
-        sources: list[_Stdin | None] = []
-        for word in named:
-            if word.value == "-":
-                sources.append(stdin)
-            else:
-                sources.append(self._script_source(word, stdin, layer))
-        if not named:  # the default makefiles, when this command writes one
-            sources += [self.files.get(n) for n in ("GNUmakefile", "makefile", "Makefile")]
-        for name, value in options:
-            if name in ("E", "eval") and value is not None:
-                spans = (value.span,) if value.span else ()
-                text = value.value
-                sources.append(_Stdin(text, spans=spans) if text is not None else _DYNAMIC_STDIN)
-        for source in sources:
-            if source is None or (source.text is None and not source.dynamic):
-                continue
-            if source.text is None:
-                self._read_source(source, argv, layer, "make")
-                continue
-            layer.consumed.update(source.spans)
-            commands = _makefile_commands(source.text)
-            if commands:
-                self.read("\n".join(commands), layer.depth + 1)
-
-    def _tee(
-        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
-    ) -> None:
-        options, operands, _ = _getopt(argv[1:], _TEE_OPTS)
-        append = any(name in ("a", "append") for name, _ in options)
-        for word in operands:
-            self._write_file(word.value, stdin or _OPAQUE, append=append)
-
-    def _copy(
-        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
-    ) -> None:
-        """cp, ln, install, mv: a copy of glab (or of something bash computes) under another
-        name is read as glab under that name; a copy of a file the command writes holds what
-        it wrote."""
-        _options, operands, _ = _getopt(argv[1:], _COPY_OPTS)
-        if len(operands) < 2:
-            return
-        sources, target = operands[:-1], operands[-1]
-        for source in sources:
-            into_dir = (target.value or "").endswith("/") or len(sources) > 1
-            name = source.tail if into_dir else target.tail
-            if (source.tail == "glab" or source.value is None) and name:
-                self.glab_names.add(name)
-            if len(sources) == 1 and source.value is not None and target.value is not None:
-                written = self.files.get(_file_key(source.value))
-                if written is not None:
-                    self.files[_file_key(target.value)] = written
-
-    def _other(
-        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
-    ) -> None:
-        """Any other program. It may be a renamed copy of glab (read as glab when its command
-        word is `mr`, `api` or `alias set`), or run one of its arguments (ssh, parallel):
-        read from any argument that names glab, a shell or eval."""
-        values = [w.value for w in argv]
-        top = _cobra_traverse(values[1:])
-        if top is not None and top >= 0:
-            word, after = values[1 + top], values[2 + top : 3 + top]
-            if word in ("mr", "api") or (word == "alias" and after == ["set"]):
-                if word == "alias" and argv[0].tail:
-                    self.glab_names.add(argv[0].tail)  # its aliases run as `<name> <alias>`
-                self._glab(argv, env, layer, open_args=False)
-                return
-        for i in range(1, len(argv)):
-            tail = argv[i].tail
-            if tail in _SHELLS or tail in ("glab", "eval"):
-                self._argv(argv[i:], env, None, layer, open_args=False)
+    for i in range(1, len(argv)):
+        tail = argv[i].tail
+        if tail in SHELLS or tail in ("glab", "eval"):
+            reading.run(argv[i:], env, layer)
 
 
 # end pairgate/standalone/command_reader/reader_programs.py
-
-
-# =============================================================================================
-# begin pairgate/standalone/command_reader/reader_glab.py
-# =============================================================================================
-
-
-class _GlabReading(_ReaderBase):
-    """glab's commands, aliases, merges, notes and api calls."""
-
-    # glab itself, read as cobra and glab's main read it
-
-    def _glab(
-        self,
-        argv: list[_Word],
-        env: dict[str, _Word],
-        layer: _Layer,
-        open_args: bool,
-        *,
-        expanded: bool = False,
-    ) -> None:
-        call = _GlabCall(_short(" ".join(w.raw for w in argv)), [argv[0]], None, env, open_args)
-        args = argv[1:]
-        values = [w.value for w in args]
-        top = _cobra_traverse(values)
-        if top is None:
-            self.unknown.append(
-                f"{call.words}: a glab command word built from variables or substitutions"
-            )
-            return
-        before = args[:top] if top >= 0 else args
-        self._root_repo(call, before)
-        name = values[top] if top >= 0 else None
-        if name is None or name not in _GLAB_COMMANDS:
-            self._glab_root(call, args, name, layer, expanded)
-            return
-        call.structural.append(args[top])
-        rest = args[top + 1 :]
-        if name == "api":
-            self._glab_api(call, rest, layer)
-        elif name == "mr":
-            self._glab_mr(call, rest, layer)
-        elif name == "alias":
-            self._glab_alias(call, rest, layer)
-        else:
-            self._consume(layer, call.structural)
-
-    def _root_repo(self, call: _GlabCall, words: list[_Word]) -> None:
-        """glab's hidden global -R before the command word (internal/cmdutils/repo_override.go)."""
-        i = 0
-        while i < len(words):
-            value = words[i].value or ""
-            if value in ("-R", "--repo") and i + 1 < len(words):
-                call.repo = words[i + 1]
-                call.structural += words[i : i + 2]
-                i += 2
-                continue
-            if value.startswith("--repo="):
-                call.repo = _literal_word(value[len("--repo=") :])
-                call.structural.append(words[i])
-            elif value.startswith("-R") and len(value) > 2:
-                call.repo = _literal_word(value[2:].removeprefix("="))  # -Racme/app, -R=acme/app
-                call.structural.append(words[i])
-            i += 1
-
-    def _glab_root(
-        self, call: _GlabCall, args: list[_Word], word: str | None, layer: _Layer, expanded: bool
-    ) -> None:
-        """No glab command: glab looks its first argument up as an alias (cmd/glab/main.go)."""
-        if not args:
-            return
-        if expanded:
-            return  # an alias expands once; what it leaves unknown is glab's usage error
-        first = args[0].value or ""
-        alias = self.glab_aliases.get(first)
-        if alias is not None:
-            self._glab_alias_use(call, alias, args[1:], layer)
-        elif call.open_args:
-            self.unknown.append(f"{call.words}: glab's command comes from xargs' input")
-        elif first in _GLAB_NOT_ALIASES:
-            self._consume(layer, call.structural)
-        else:
-            self.unknown.append(
-                f"{call.words}: `glab {word or first}` is not a command of {_GLAB_SOURCE}, so "
-                "glab looks it up as an alias, and an alias could expand to a merge; spell "
-                "the glab command itself"
-            )
-
-    def _glab_mr(self, call: _GlabCall, args: list[_Word], layer: _Layer) -> None:
-        i = 0
-        while i < len(args):
-            value = args[i].value
-            if value is None:
-                self.unknown.append(
-                    f"{call.words}: a glab command word built from variables or substitutions"
-                )
-                return
-            if value in ("-R", "--repo") and i + 1 < len(args):
-                call.repo = args[i + 1]
-                call.structural += args[i : i + 2]
-                i += 2
-                continue
-            if value.startswith("--repo="):
-                call.repo = _literal_word(value[len("--repo=") :])
-                call.structural.append(args[i])
-            elif value.startswith("-R") and len(value) > 2 and not value.startswith("--"):
-                call.repo = _literal_word(value[2:].removeprefix("="))
-                call.structural.append(args[i])
-            elif value in ("-h", "--help"):
-                return  # glab prints help
-            elif not value.startswith("-"):
-                break
-            i += 1
-        else:
-            if call.open_args:
-                self.unknown.append(f"{call.words}: glab's command comes from xargs' input")
-            return
-        sub = args[i].value or ""
-        call.structural.append(args[i])
-        rest = args[i + 1 :]
-        command = _GLAB_MR_COMMANDS.get(sub)
-        if command == "merge" or (command is None and _is_merge_word(sub)):
-            self._glab_merge(call, rest, layer)
-        elif command in ("note", "update"):
-            self._glab_note(call, rest, layer, command)
-        else:
-            self._consume(layer, call.structural)
-
-    def _consume(self, layer: _Layer, words: list[_Word]) -> None:
-        layer.consumed.update(w.span for w in words if w.span)
-
-    def _glab_merge(self, call: _GlabCall, args: list[_Word], layer: _Layer) -> None:
-        """``glab mr merge|accept [<id> | <branch> | <url>] [flags]``."""
-        flags = _cobra(args, _MERGE_FLAGS)
-        call.structural += flags.spelled.get("--repo", [])
-        self._consume(layer, call.structural)
-        if flags.help:
-            return  # cobra prints the help and merges nothing
-        repo = flags.last("--repo", call.repo)
-        project, iid, problem = _attribute(
-            flags.positionals, flags.unclear, repo, call.env, call.open_args
-        )
-        # pflag keeps the last --sha; glab sends it only when it is not empty (mr_merge.go)
-        shas: tuple[str | None, ...] = ()
-        if "--sha" in flags.values:
-            sha = flags.values["--sha"][-1]
-            if sha is None or sha.value is None:
-                shas = (None,)
-            elif sha.value:
-                shas = (sha.value,)
-        for reading in _host_readings(project):
-            self.merges.append(MergeFound(call.words, reading, iid, problem, shas))
-
-    def _glab_note(self, call: _GlabCall, args: list[_Word], layer: _Layer, command: str) -> None:
-        """``glab mr note -m TEXT`` and ``glab mr update -d TEXT``: GitLab runs the quick
-        actions in a note and in a description, and ``/merge`` merges."""
-        flags = _cobra(args, _NOTE_FLAGS if command == "note" else _UPDATE_FLAGS)
-        call.structural += flags.spelled.get("--repo", [])
-        self._consume(layer, call.structural)
-        text = flags.last("--message" if command == "note" else "--description", None)
-        if flags.help or text is None or text.value is None:
-            return  # no text, or text from a file: see "Not covered" in the reference
-        if not _QUICK_MERGE.search(text.value):
-            return
-        repo = flags.last("--repo", call.repo)
-        project, iid, problem = _attribute(
-            flags.positionals, flags.unclear, repo, call.env, call.open_args
-        )
-        for reading in _host_readings(project):
-            self.merges.append(MergeFound(call.words, reading, iid, problem, (), "/merge"))
-
-    def _glab_alias(self, call: _GlabCall, args: list[_Word], layer: _Layer) -> None:
-        """``glab alias set NAME EXPANSION [--shell]``: remembered, so that a use later in the
-        command is read as what it expands to (internal/commands/alias/set/alias_set.go)."""
-        self._consume(layer, call.structural)
-        flags = _cobra(args, _ALIAS_SET_FLAGS)
-        words = [w for _, w in flags.positionals]
-        if flags.help or len(words) < 3 or words[0].value != "set":
-            return
-        if len(words) != 3:
-            return  # cobra.ExactArgs(2): glab refuses it
-        name, expansion = words[1].value, words[2]
-        if name is None:
-            self.unknown.append(f"{call.words}: a glab alias whose name is built from variables")
-            return
-        if name.startswith("-"):
-            self.unknown.append(
-                f"{call.words}: a glab alias named like a flag ({name}) would run in place of "
-                "glab's own flags; the hook refuses it"
-            )
-            return
-        if name in _GLAB_COMMANDS or name == "help":
-            return  # glab refuses to shadow a command
-        shell = "--shell" in flags.spelled or (expansion.value or "").startswith("!")
-        self.glab_aliases[name] = (expansion.value, shell, layer, expansion.span)
-
-    def _glab_alias_use(
-        self,
-        call: _GlabCall,
-        alias: tuple[str | None, bool, _Layer, tuple[int, int] | None],
-        args: list[_Word],
-        layer: _Layer,
-    ) -> None:
-        """A glab alias, expanded as internal/commands/alias/expand/alias_expand.go does:
-        ``!TEXT`` runs ``sh -c TEXT -- ARGS``; otherwise each ``$N`` is replaced by the Nth
-        argument (the rest appended while the text has no ``$``) and the text split like a
-        shell would (google/shlex), once: the expansion is not looked up again."""
-        text, shell, where, span = alias
-        self._consume(layer, call.structural)
-        if span:
-            where.consumed.add(span)
-        if text is None:
-            self.unknown.append(f"{call.words}: runs a glab alias built from variables")
-            return
-        if shell:
-            self.read(text.removeprefix("!"), layer.depth + 1)
-            return
-        extra: list[_Word] = []
-        for index, word in enumerate(args, start=1):
-            if "$" not in text:
-                extra.append(word)
-            elif word.value is None:
-                self.unknown.append(f"{call.words}: an alias argument built from variables")
-                return
-            else:
-                text = text.replace(f"${index}", word.value)
-        if re.search(r"\$\d", text):
-            return  # glab: not enough arguments for alias
-        try:
-            words = shlex.split(text, comments=True)
-        except ValueError:
-            return  # glab refuses it
-        argv = [call.structural[0], *(_literal_word(w) for w in words), *extra]
-        self._glab(argv, call.env, layer, call.open_args, expanded=True)
-
-    def _glab_api(self, call: _GlabCall, args: list[_Word], layer: _Layer) -> None:
-        """``glab api <endpoint> [flags]``, with the endpoint read as glab builds the URL
-        (internal/commands/api/http.go): a merge, a merge train, a /merge note, or a GraphQL
-        mergeRequestAccept."""
-        flags = _cobra(args, _API_FLAGS)
-        if flags.help:
-            return
-        endpoint = flags.positionals[0][1] if flags.positionals else None
-        for name in ("--method", "--repo", "--hostname"):
-            call.structural += flags.spelled.get(name, [])
-        if endpoint is not None:
-            call.structural.append(endpoint)
-        fields, opaque = _api_fields(flags)
-        if endpoint is None:
-            if call.open_args:
-                self.unknown.append(f"{call.words}: the endpoint comes from xargs' input")
-            return
-        target = endpoint.value
-        route = _api_route(target) if target is not None else None
-        if route is not None and route[0] == "graphql":
-            self._consume(layer, call.structural)
-            self._consume(layer, flags.spelled.get("--raw-field", []))
-            self._consume(layer, flags.spelled.get("--field", []))
-            self._graphql(call.words, fields, opaque)
-            return
-        method = flags.last("--method", None)
-        if method is None:
-            verb: str | None = "POST" if fields or opaque else "GET"  # glab's default
-        else:
-            verb = method.value.upper() if method.value is not None else None
-        if verb is None:
-            self.unknown.append(f"{call.words}: the HTTP method is built from variables")
-            return
-        if verb in ("GET", "HEAD"):
-            self._consume(layer, call.structural)
-            return  # a read merges nothing
-        if route is None:
-            self.unknown.append(
-                f"{call.words}: a {verb} to an endpoint built from variables or substitutions"
-            )
-            return
-        self._consume(layer, call.structural)
-        found = _mr_endpoint(route[1]) if route[0] == "rest" else None
-        if found is None:
-            return
-        kind, project_text, iid_text = found
-        query = route[2]
-        repo = flags.last("--repo", call.repo)
-        project, iid, problem = _attribute_endpoint(project_text, iid_text, repo, call.env)
-        shas: list[str | None] = []
-        if kind in ("merge", "train"):
-            what = "merge"
-            shas += [fields["sha"]] if "sha" in fields else []
-            shas += [v for k, v in query if k == "sha"]
-        else:  # a note, a discussion, a draft note, the merge request's description
-            what = "/merge"
-            key = {"mr": "description", "draft_notes": "note"}.get(kind, "body")
-            texts = [fields.get(key, ""), *(v for k, v in query if k == key)]
-            if kind != "mr":
-                sha_key = "merge_request_diff_head_sha"
-                shas += [fields[sha_key]] if sha_key in fields else []
-                shas += [v for k, v in query if k == sha_key]
-            seen = any(t is not None and _QUICK_MERGE.search(t) for t in texts)
-            unread = opaque or any(t is None for t in texts)
-            if not seen and not (unread and (shas or opaque)):
-                return  # no /merge it can see, and none GitLab would run (no head SHA given)
-        if opaque:
-            shas.append(None)
-        readings = _host_readings(project) if project != project_text else (project,)
-        for reading in readings:  # only a project -R names may start with a host
-            self.merges.append(MergeFound(call.words, reading, iid, problem, tuple(shas), what))
-
-    def _graphql(self, words: str, fields: Mapping[str, Any], opaque: bool) -> None:
-        """A GraphQL request: each ``mergeRequestAccept`` it runs, attributed when its
-        ``projectPath``, ``iid`` and ``sha`` are literal or given as variables; a ``/merge``
-        quick action in any of its strings blocks."""
-        if opaque or any(v is None for v in fields.values()):
-            self.unknown.append(
-                f"{words}: a GraphQL request whose body the hook cannot read (a file, "
-                "standard input or an expansion)"
-            )
-            return
-        query = str(fields.get("query") or "")
-        variables = {k: v for k, v in fields.items() if k not in ("query", "operationName")}
-        accepts, strings = _graphql_read(query, variables)
-        texts = [*strings, *(v for v in variables.values() if isinstance(v, str))]
-        if any(_QUICK_MERGE.search(t) for t in texts):
-            self.merges.append(
-                MergeFound(
-                    words,
-                    None,
-                    None,
-                    "a GraphQL request that carries a /merge quick action cannot be bound to "
-                    "an approved head by this hook; merge with glab mr merge <iid> -R "
-                    "<project> --sha <approved head>",
-                    kind="/merge",
-                )
-            )
-        for project, iid, sha, problem in accepts:
-            shas = () if sha == "" else (sha,)
-            self.merges.append(MergeFound(words, project, iid, problem, shas))
-        if not accepts and "mergerequestaccept" in (query + " ".join(texts)).lower():
-            self.merges.append(
-                MergeFound(
-                    words,
-                    None,
-                    None,
-                    "a GraphQL mergeRequestAccept this hook cannot read as one project, one "
-                    "merge request and one SHA; merge with glab mr merge <iid> -R <project> "
-                    "--sha <approved head>",
-                )
-            )
-
-
-# end pairgate/standalone/command_reader/reader_glab.py
 
 
 # =============================================================================================
@@ -7600,224 +7422,750 @@ class _GlabReading(_ReaderBase):
 # =============================================================================================
 
 
-class _GitReading(_ReaderBase):
-    """git's aliases, configuration and pushes that arm auto-merge."""
-
-    # git: aliases, configuration, push options
-
-    def _git(
-        self, argv: list[_Word], env: dict[str, _Word], stdin: _Stdin | None, layer: _Layer
-    ) -> None:
-        """git's own options (``-c name=value`` and GIT_CONFIG_COUNT/KEY/VALUE set on the
-        command), then its command: an alias defined by them or by ``git config`` earlier in
-        the command, ``git config`` itself, or ``git push``."""
-        config: list[tuple[str, _Word | None]] = []
-        i = 1
-        while i < len(argv):
-            value = argv[i].value
-            if value is None:
-                break
-            if value == "-c" and i + 1 < len(argv):
-                config.append(_git_setting(argv[i + 1]))
-                i += 2
-                continue
-            if value.startswith("--config-env="):
-                key, _, var = value[len("--config-env=") :].partition("=")
-                config.append((key.lower(), env.get(var)))
-            elif value in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"):
-                i += 1
-            elif not value.startswith("-"):
-                break
+def read_git(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """git's own options (``-c name=value`` and GIT_CONFIG_COUNT/KEY/VALUE set on the command),
+    then its command: an alias defined by them or by ``git config`` earlier in the command,
+    ``git config`` itself, or ``git push``."""
+    config: list[tuple[str, Word | None]] = []
+    i = 1
+    while i < len(argv):
+        value = argv[i].value
+        if value is None:
+            break
+        if value == "-c" and i + 1 < len(argv):
+            config.append(git_setting(argv[i + 1]))
+            i += 2
+            continue
+        if value.startswith("--config-env="):
+            key, _, var = value[len("--config-env=") :].partition("=")
+            config.append((key.lower(), env.get(var)))
+        elif value in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"):
             i += 1
-        config += _git_env_config(env)
-        if any(key == "*" for key, _ in config):
-            self._unclear(argv, "an alias or push.pushOption")
-            return
-        if i >= len(argv):
-            return
-        name = argv[i].value
-        aliases = {**self.git_aliases}
+        elif not value.startswith("-"):
+            break
+        i += 1
+    config += git_env_config(env)
+    if any(key == "*" for key, _ in config):
+        unclear_arguments(reading, argv, "an alias or push.pushOption")
+        return
+    if i >= len(argv):
+        return
+    name = argv[i].value
+    aliases = {**reading.git_aliases}
+    for key, word in config:
+        if key.startswith("alias.") and word is not None:
+            aliases[key[len("alias.") :]] = (word, layer)
+    if name is None:
+        if aliases or config:
+            unclear_arguments(reading, argv, "a git alias")
+        return
+    alias = aliases.get(name.lower())
+    if alias is not None and f"git {name.lower()}" not in reading.expanding:
+        _git_alias(reading, argv, i, alias, env, stdin, layer)
+    elif name == "push":
+        options = [*reading.git_push_options]
         for key, word in config:
-            if key.startswith("alias.") and word is not None:
-                aliases[key[len("alias.") :]] = (word, layer)
-        if name is None:
-            if aliases or config:
-                self._unclear(argv, "a git alias")
-            return
-        alias = aliases.get(name.lower())
-        if alias is not None and f"git {name.lower()}" not in self.expanding:
-            self._git_alias(argv, i, alias, env, stdin, layer)
-        elif name == "push":
-            options = [*self.git_push_options]
-            for key, word in config:
-                if key == "push.pushoption":
-                    options = [] if word is not None and word.value == "" else [*options, word]
-            self._git_push(argv, argv[i + 1 :], options, layer)
-        elif name == "config":
-            self._git_config(argv, argv[i + 1 :], layer)
+            if key == "push.pushoption":
+                options = [] if word is not None and word.value == "" else [*options, word]
+        _git_push(reading, argv, argv[i + 1 :], options, layer)
+    elif name == "config":
+        _git_config(reading, argv, argv[i + 1 :], layer)
 
-    def _git_alias(
-        self,
-        argv: list[_Word],
-        at: int,
-        alias: tuple[_Word | None, _Layer],
-        env: dict[str, _Word],
-        stdin: _Stdin | None,
-        layer: _Layer,
-    ) -> None:
-        """A git alias: ``!TEXT`` runs in a shell with the arguments appended; anything else is
-        the git command it names (git's Documentation/config/alias.adoc)."""
-        word, where = alias
-        name = (argv[at].value or "").lower()
-        if word is None or word.value is None:
-            self.unknown.append(
-                f"{_short(' '.join(w.raw for w in argv))}: runs a git alias built from variables"
-            )
+
+def _git_alias(
+    reading: Reading,
+    argv: list[Word],
+    at: int,
+    alias: GitAlias,
+    env: dict[str, Word],
+    stdin: Stdin | None,
+    layer: Layer,
+) -> None:
+    """A git alias: ``!TEXT`` runs in a shell with the arguments appended; anything else is the
+    git command it names (git's Documentation/config/alias.adoc)."""
+    word, where = alias
+    name = (argv[at].value or "").lower()
+    if word.value is None:
+        reading.unclear(f"{spelled(argv)}: runs a git alias built from variables")
+        return
+    if word.span:
+        where.consumed.add(word.span)
+    layer.consume(argv[: at + 1])
+    text, args = word.value, argv[at + 1 :]
+    reading.expanding.add(f"git {name}")
+    try:
+        if text.startswith("!"):
+            quoted = [shlex.quote(w.value) if w.value is not None else '"$@"' for w in args]
+            reading.read(" ".join([text[1:], *quoted]), layer.depth + 1)
             return
-        if word.span:
-            where.consumed.add(word.span)
-        self._consume(layer, argv[: at + 1])
-        text, args = word.value, argv[at + 1 :]
-        self.expanding.add(f"git {name}")
         try:
-            if text.startswith("!"):
-                quoted = [shlex.quote(w.value) if w.value is not None else '"$@"' for w in args]
-                self.read(" ".join([text[1:], *quoted]), layer.depth + 1)
-                return
-            try:
-                words = shlex.split(text)
-            except ValueError:
-                return  # git: bad alias
-            expanded = [argv[0], *(_literal_word(w) for w in words), *args]
-            self._git(expanded, env, stdin, layer)
-        finally:
-            self.expanding.discard(f"git {name}")
+            words = shlex.split(text)
+        except ValueError:
+            return  # git: bad alias
+        expanded = [argv[0], *(literal_word(w) for w in words), *args]
+        read_git(reading, expanded, env, layer, stdin, False)
+    finally:
+        reading.expanding.discard(f"git {name}")
 
-    def _git_config(self, argv: list[_Word], args: list[_Word], layer: _Layer) -> None:
-        """``git config [scope] NAME VALUE`` and ``git config set NAME VALUE``: an alias is
-        remembered for the git commands after it; an auto-merge push option, or an alias that
-        pushes with one, stays in the repository for every later push, which the hook does not
-        see together with this command, so it blocks."""
-        options, operands, _ = _getopt(args, _GIT_CONFIG_OPTS)
-        names = {name for name, _ in options}
-        if operands and operands[0].value == "set":
-            operands = operands[1:]
-        elif operands and operands[0].value in ("get", "list", "unset", "rename-section",
-                                                 "remove-section", "edit"):  # fmt: skip
-            return
-        if names & {"unset", "unset-all", "get", "get-all", "get-regexp", "list", "l", "e",
-                    "edit", "remove-section", "rename-section"}:  # fmt: skip
-            return
-        if len(operands) < 2:
-            return
-        key, value = operands[0].value, operands[1]
-        if key is None:
-            self._unclear(argv, "an alias or push.pushOption")
-            return
-        key = key.lower()
-        words = _short(" ".join(w.raw for w in argv))
-        if key.startswith("alias."):
-            if value.value is not None and _AUTO_MERGE_TEXT.search(value.value):
-                self.unknown.append(
-                    f"{words}: defines a git alias that pushes with an auto-merge option, kept "
-                    "for later commands the hook does not read together with this one"
-                )
-            self.git_aliases[key[len("alias.") :]] = (value, layer)
-        elif key == "push.pushoption":
-            if value.value is None or _AUTO_MERGE_TEXT.search(value.value):
-                self.unknown.append(
-                    f"{words}: sets push.pushOption, which arms auto-merge on every later push "
-                    "the hook does not read together with this command; pass the option to the "
-                    "one push: git push -o ... <remote> <sha>:<branch>"
-                )
-            self.git_push_options.append(value)
 
-    def _git_push(
-        self, argv: list[_Word], args: list[_Word], config: list[_Word | None], layer: _Layer
-    ) -> None:
-        """``git push`` with push options that arm auto-merge (``merge_request.auto_merge``,
-        ``merge_request.merge_when_pipeline_succeeds``, namespace ``mr`` too): GitLab merges
-        the pushed commit (lib/gitlab/push_options.rb, push_options_handler_service.rb)."""
-        words = _short(" ".join(w.raw for w in argv))
-        options, operands, _ = _getopt(args, _GIT_PUSH_OPTS)
-        given: list[_Word | None] = [v for name, v in options if name in ("o", "push-option")]
-        pushed = given or config  # push.pushOption counts only without -o (git-push(1))
-        hidden = any(w.value is None and w.parts[:1] == (DYNAMIC,) for w in args)
-        if hidden and _AUTO_MERGE_TEXT.search(self.text):
-            self.unknown.append(
-                f"{words}: a git push word built from variables could be the push option this "
-                "command spells elsewhere (it arms auto-merge); spell the push out"
-            )
-            return
-        if any(o is None or o.value is None for o in pushed):
-            self.unknown.append(f"{words}: a push option built from variables or substitutions")
-            return
-        values = [o.value or "" for o in pushed if o is not None]
-        if not any(_arms_auto_merge(v) for v in values):
-            return
-        target, creates = None, False
-        for text in values:
-            namespace, key, value = _push_option(text)
-            if namespace == "merge_request" and key == "target_project":
-                target = value.strip() or None
-            creates = creates or (namespace == "merge_request" and key == "create")
-        remote = next((v for name, v in options if name == "repo"), None) or (
-            operands[0] if operands else None
+def _git_config(reading: Reading, argv: list[Word], args: list[Word], layer: Layer) -> None:
+    """``git config [scope] NAME VALUE`` and ``git config set [scope] NAME VALUE``: git stops
+    at the first word that is not an option (builtin/config.c, PARSE_OPT_STOP_AT_NON_OPTION),
+    so a value may start with ``-``. A setting of GIT_SETTINGS stays in the configuration file
+    for every later git command, which the hook reads without this one."""
+    options, operands, _ = getopt(args, GIT_CONFIG_OPTS)
+    names = {name for name, _ in options}
+    if operands and operands[0].value == "set":
+        set_options, operands, _ = getopt(operands[1:], GIT_CONFIG_OPTS)
+        names |= {name for name, _ in set_options}
+    elif operands and operands[0].value in ("get", "list", "unset", "rename-section",
+                                             "remove-section", "edit"):  # fmt: skip
+        return
+    if names & {"unset", "unset-all", "get", "get-all", "get-regexp", "list", "l", "e",
+                "edit", "remove-section", "rename-section"}:  # fmt: skip
+        return
+    if len(operands) < 2:
+        return
+    key, value = operands[0].value, operands[1]
+    if key is None:
+        unclear_arguments(reading, argv, "an alias or push.pushOption")
+        return
+    key = key.lower()
+    setting = GIT_SETTINGS.get(key) or GIT_SETTINGS.get(key.partition(".")[0] + ".*")
+    if setting is not None:
+        setting(reading, argv, key, value, layer)
+
+
+def _alias_setting(reading: Reading, argv: list[Word], key: str, value: Word, layer: Layer) -> None:
+    """``alias.NAME``: remembered for the git commands after it in this command. git keeps it
+    for later commands too, where ``git NAME`` is read without this definition, and only bash
+    decides what a ``!`` alias runs: so the definition blocks when a later ``git NAME``, read
+    now, would merge, arm auto-merge, or could not be read."""
+    name = key[len("alias.") :]
+    reading.git_aliases[name] = (value, layer)
+    words = spelled(argv)
+    text = value.value
+    if text is not None and AUTO_MERGE_TEXT.search(text):
+        reading.unclear(
+            f"{words}: defines a git alias that pushes with an auto-merge option, kept for "
+            "later commands the hook does not read together with this one"
         )
-        refspecs = operands[1:]
+        return
+    if text is None:
+        reading.unclear(
+            f"{words}: defines the git alias {name} with text built from variables or "
+            "substitutions, kept for later commands the hook does not read together with "
+            "this one; spell the alias's text"
+        )
+        return
+    if text.startswith("!"):
+        runs = text[1:]  # git runs it in a shell (run_command, use_shell)
+    else:
+        try:
+            runs = "git " + shlex.join(shlex.split(text))
+        except ValueError:
+            return  # git refuses such an alias when it is used
+    later = reading.read_alone(runs, layer.depth + 1)
+    runs_merge = [m.words for m in later.merges] + [p.words for p in later.pushes]
+    if runs_merge:
+        reading.unclear(
+            f"{words}: defines the git alias {name}, which runs {short(runs_merge[0])} when a "
+            f"later command says `git {name}`; git keeps the alias, and the hook reads that "
+            "command without this definition. Merge with glab mr merge <iid> -R <project> "
+            "--sha <approved head> instead"
+        )
+    elif later.problems():
+        reading.unclear(
+            f"{words}: defines the git alias {name}, which a later command runs as "
+            f"`git {name}`, where the hook reads it without this definition, and the hook "
+            f"cannot tell what it runs: {short(later.problems()[0])}"
+        )
 
-        def found(sha: str | None, branch: str | None, problem: str = "") -> PushFound:
-            return PushFound(
-                words,
-                remote.value if remote is not None else None,
-                sha,
-                branch,
-                target,
-                creates,
-                problem=problem,
-            )
 
-        if {name for name, _ in options} & {"all", "mirror", "tags", "branches"}:
-            self.pushes.append(found(None, None, "pushes several refs at once with auto-merge "
-                                     "armed; push one: git push <remote> <sha>:<branch>"))  # fmt: skip
-            return
-        if remote is None or remote.value is None or not refspecs:
-            self.pushes.append(
-                found(
-                    None,
-                    None,
-                    "the hook cannot tell which commit this push makes the head it arms "
-                    "auto-merge at (git picks the remote and branch when it runs); push the "
-                    "reviewed commit by its SHA: git push <remote> <sha>:refs/heads/<branch> "
-                    "-o merge_request.auto_merge",
-                )
+def _push_option_setting(
+    reading: Reading, argv: list[Word], key: str, value: Word, layer: Layer
+) -> None:
+    """``push.pushOption``: every later push sends it, and an auto-merge option arms
+    auto-merge for pushes the hook does not read together with this command."""
+    if value.value is None or AUTO_MERGE_TEXT.search(value.value):
+        reading.unclear(
+            f"{spelled(argv)}: sets push.pushOption, which arms auto-merge on every later push "
+            "the hook does not read together with this command; pass the option to the one "
+            "push: git push -o ... <remote> <sha>:<branch>"
+        )
+    reading.git_push_options.append(value)
+
+
+# The git settings that change what a later git command runs, by name (``section.*`` for any
+# name in the section), each with the reader of a value ``git config`` sets.
+GIT_SETTINGS: dict[str, Callable[[Reading, list[Word], str, Word, Layer], None]] = {
+    "alias.*": _alias_setting,
+    "push.pushoption": _push_option_setting,
+}
+
+
+def _git_push(
+    reading: Reading, argv: list[Word], args: list[Word], config: list[Word | None], layer: Layer
+) -> None:
+    """``git push`` with push options that arm auto-merge (``merge_request.auto_merge``,
+    ``merge_request.merge_when_pipeline_succeeds``, namespace ``mr`` too): GitLab merges the
+    pushed commit (lib/gitlab/push_options.rb, push_options_handler_service.rb)."""
+    words = spelled(argv)
+    options, operands, _ = getopt(args, GIT_PUSH_OPTS)
+    given: list[Word | None] = [v for name, v in options if name in ("o", "push-option")]
+    pushed = given or config  # push.pushOption counts only without -o (git-push(1))
+    hidden = any(w.value is None and w.parts[:1] == (DYNAMIC,) for w in args)
+    if hidden and AUTO_MERGE_TEXT.search(reading.text):
+        reading.unclear(
+            f"{words}: a git push word built from variables could be the push option this "
+            "command spells elsewhere (it arms auto-merge); spell the push out"
+        )
+        return
+    if any(o is None or o.value is None for o in pushed):
+        reading.unclear(f"{words}: a push option built from variables or substitutions")
+        return
+    values = [o.value or "" for o in pushed if o is not None]
+    if not any(arms_auto_merge(v) for v in values):
+        return
+    target, creates = None, False
+    for text in values:
+        namespace, key, value = push_option(text)
+        if namespace == "merge_request" and key == "target_project":
+            target = value.strip() or None
+        creates = creates or (namespace == "merge_request" and key == "create")
+    remote = next((v for name, v in options if name == "repo"), None) or (
+        operands[0] if operands else None
+    )
+    refspecs = operands[1:]
+
+    def found(sha: str | None, branch: str | None, problem: str = "") -> PushFound:
+        return PushFound(
+            words,
+            remote.value if remote is not None else None,
+            sha,
+            branch,
+            target,
+            creates,
+            problem=problem,
+        )
+
+    if {name for name, _ in options} & {"all", "mirror", "tags", "branches"}:
+        reading.found_push(found(None, None, "pushes several refs at once with auto-merge "
+                                 "armed; push one: git push <remote> <sha>:<branch>"))  # fmt: skip
+        return
+    if remote is None or remote.value is None or not refspecs:
+        reading.found_push(
+            found(
+                None,
+                None,
+                "the hook cannot tell which commit this push makes the head it arms "
+                "auto-merge at (git picks the remote and branch when it runs); push the "
+                "reviewed commit by its SHA: git push <remote> <sha>:refs/heads/<branch> "
+                "-o merge_request.auto_merge",
             )
-            return
-        for refspec in refspecs:
-            spec = refspec.value
-            if spec is None:
-                self.pushes.append(found(None, None, "a refspec built from variables"))
-                continue
-            source, colon, destination = spec.removeprefix("+").partition(":")
-            if not source:
-                continue  # `:branch` deletes the branch
-            destination = destination if colon else source
-            if destination.startswith("refs/") and not destination.startswith("refs/heads/"):
-                continue  # a tag or another ref: no merge request follows it
-            branch = destination.removeprefix("refs/heads/")
-            sha = source.lower() if _COMMIT_SHA.fullmatch(source.lower()) else None
-            problem = (
-                ""
-                if sha
-                else (
-                    f"pushes {source}, which git resolves to a commit only when the command runs; "
-                    f"push the reviewed commit by its SHA: git push <remote> <sha>:refs/heads/{branch}"
-                )
+        )
+        return
+    for refspec in refspecs:
+        spec = refspec.value
+        if spec is None:
+            reading.found_push(found(None, None, "a refspec built from variables"))
+            continue
+        source, colon, destination = spec.removeprefix("+").partition(":")
+        if not source:
+            continue  # `:branch` deletes the branch
+        destination = destination if colon else source
+        if destination.startswith("refs/") and not destination.startswith("refs/heads/"):
+            continue  # a tag or another ref: no merge request follows it
+        branch = destination.removeprefix("refs/heads/")
+        sha = source.lower() if COMMIT_SHA.fullmatch(source.lower()) else None
+        problem = (
+            ""
+            if sha
+            else (
+                f"pushes {source}, which git resolves to a commit only when the command runs; "
+                f"push the reviewed commit by its SHA: git push <remote> <sha>:refs/heads/{branch}"
             )
-            self.pushes.append(found(sha, branch, problem))
+        )
+        reading.found_push(found(sha, branch, problem))
 
 
 # end pairgate/standalone/command_reader/reader_git.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/command_reader/reader_shells.py
+# =============================================================================================
+
+
+def read_shell(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """sh/bash/zsh...: re-read what ``-c`` runs, a script fed on standard input (``-s`` or no
+    operand), or a script file the command line spells (/dev/stdin, ``<(...)``, a file the
+    command writes)."""
+    i, command_mode, stdin_mode = 1, False, False
+    while i < len(argv):
+        value = argv[i].value
+        substitution = getattr(argv[i].node, "type", "") == "process_substitution"
+        if value is None and (command_mode or substitution):
+            break  # the text -c runs, or the script <(...) writes: read below
+        if value is None:
+            reading.unclear(
+                f"{spelled(argv)}: a shell argument built from variables or substitutions (it "
+                "could be -c)"
+            )
+            return
+        if value in ("-", "--"):
+            i += 1
+            break
+        if value.startswith("--"):
+            i += 2 if value in ("--rcfile", "--init-file") else 1
+            continue
+        if len(value) > 1 and value[0] in "-+":
+            letters = value[1:]
+            command_mode = command_mode or "c" in letters
+            stdin_mode = stdin_mode or "s" in letters
+            i += 1 + sum(1 for ch in letters if ch in "oO")
+            continue
+        break
+    operands = argv[i:]
+    if command_mode:
+        if operands:
+            reread_words(reading, argv, operands[:1], layer, f"{argv[0].raw} -c")
+        elif open_args:
+            reading.unclear(f"{spelled(argv)}: xargs feeds -c")
+        return
+    if operands and not stdin_mode:
+        source = script_source(reading, operands[0], stdin, layer)
+        reread_script(reading, source, argv, layer, argv[0].raw)
+        return
+    shell_stdin(reading, argv, stdin, layer)
+
+
+def read_eval(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    reread_words(reading, argv, argv[1:], layer, "eval")
+
+
+def read_trap(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """``trap 'ACTION' SIGNAL...``: bash runs the action later, in this shell."""
+    operands = [w for w in argv[1:] if w.value != "--"]
+    if len(operands) >= 2 and (operands[0].value or "x")[:1] != "-":
+        reread_words(reading, argv, operands[:1], layer, "trap")
+
+
+def read_watch(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """``watch COMMAND`` runs the command in ``sh -c``; ``watch -x`` runs it directly."""
+    i, direct = 1, False
+    while i < len(argv) and (argv[i].value or "").startswith("-"):
+        value = argv[i].value or ""
+        if value == "--":
+            i += 1
+            break
+        direct = direct or value in ("-x", "--exec")
+        takes = value in ("-n", "--interval", "-q", "--equexit") or re.fullmatch(
+            r"-[a-z]*[nq]", value
+        )
+        i += 2 if takes else 1
+    rest = argv[i:]
+    if direct:
+        reading.run(rest, env, layer, stdin)
+    elif rest:
+        reread_words(reading, argv, rest, layer, "watch")
+
+
+def read_script(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """util-linux ``script``: ``-c COMMAND`` runs in ``$SHELL -c``; without it, an interactive
+    shell reads standard input (term-utils/script.c)."""
+    options, _operands, unclear = getopt(argv[1:], SCRIPT_OPTS)
+    if unclear:
+        unclear_arguments(reading, argv, "-c")
+        return
+    commands = [v for name, v in options if name in ("c", "command") and v is not None]
+    for command in commands:
+        reread_words(reading, argv, [command], layer, "script -c")
+    if not commands:
+        shell_stdin(reading, argv, stdin, layer)
+
+
+def read_su(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """``su``/``runuser``: ``-c``/``--command``/``--session-command`` run in the user's shell;
+    arguments after the user go to that shell (``su root -- -c CMD``); ``runuser -u USER
+    CMD...`` runs a command directly; with none, the shell reads standard input."""
+    runuser = argv[0].tail == "runuser"
+    options, operands, unclear = getopt(argv[1:], RUNUSER_OPTS if runuser else SU_OPTS)
+    if unclear:
+        unclear_arguments(reading, argv, "-c")
+        return
+    commands = [v for name, v in options if name in ("c", "command", "session-command") and v]
+    for command in commands:
+        reread_words(reading, argv, [command], layer, f"{argv[0].raw} -c")
+    if runuser and any(name in ("u", "user") for name, _ in options):
+        if operands:
+            reading.run(operands, {}, layer, stdin)
+        return
+    if operands and operands[0].value == "-":
+        operands = operands[1:]
+    if len(operands) > 1:
+        read_shell(reading, [literal_word("sh"), *operands[1:]], {}, layer, stdin, False)
+    elif not commands:
+        shell_stdin(reading, argv, stdin, layer)
+
+
+def read_sudo(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """sudo and doas wrap the program they run, unless they run a shell (-s, -i)."""
+    if not _sudo_shell(reading, argv, env, layer, stdin):
+        read_wrapped(reading, argv, env, layer, stdin, open_args)
+
+
+# Where a command sets SHELL for the commands after it (sudo -s runs $SHELL).
+_SETS_SHELL = re.compile(r"(?<![\w$])SHELL=")
+
+
+def _sudo_shell(
+    reading: Reading, argv: list[Word], env: dict[str, Word], layer: Layer, stdin: Stdin | None
+) -> bool:
+    """``sudo -s``/``-i`` (and ``doas -s``) run a shell, ``SHELL -c TEXT``: for ``-s`` the
+    program $SHELL names (sudo(8)), for ``-i`` the target user's login shell. TEXT is the
+    command's words joined with spaces, every character but letters, digits, ``_``, ``-`` and
+    ``$`` escaped with a backslash (sudo's src/parse_args.c; sudo-rs escapes the same,
+    src/common/command.rs). So one quoted word stays one word to that shell, the name of a
+    program, never a script: ``sudo -s 'glab mr merge 1'`` runs a program named ``glab mr
+    merge 1``. With no command, the shell reads standard input. True when it was such a call."""
+    doas = argv[0].tail == "doas"
+    options, operands, unclear = getopt(argv[1:], DOAS_OPTS if doas else SUDO_OPTS)
+    names = {name for name, _ in options}
+    if not names & {"s", "shell", "i", "login"}:
+        return False
+    if unclear:
+        unclear_arguments(reading, argv, "the command")
+        return True
+    shell = None if names & {"i", "login"} else env.get("SHELL")
+    if shell is None and not names & {"i", "login"} and _SETS_SHELL.search(reading.text):
+        reading.unclear(
+            f"{spelled(argv)}: {argv[0].raw} -s runs the program $SHELL names, which this command "
+            "sets elsewhere; the hook cannot tell which program that is: set SHELL on the sudo "
+            "command itself, or run the shell by name (sudo bash -c '...')"
+        )
+        return True
+    while operands and ASSIGNMENT.match(operands[0].value or ""):
+        operands = operands[1:]  # sudo's own VAR=value
+    if doas or not operands:
+        if shell is not None:
+            reading.run([shell], {}, layer, stdin)
+        else:
+            shell_stdin(reading, argv, stdin, layer)
+        return True
+    values = [w.value for w in operands]
+    if any(v is None for v in values):
+        reread_words(reading, argv, operands, layer, f"{argv[0].raw} -s")
+        return True
+    layer.consume(operands)
+    text = " ".join(re.sub(r"([^A-Za-z0-9_$-])", r"\\\1", v or "") for v in values)
+    if shell is not None:
+        reading.run([shell, literal_word("-c"), literal_word(text)], {}, layer, stdin)
+    else:
+        reading.read(text, layer.depth + 1)
+    return True
+
+
+def read_flock(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """``flock [options] FILE -c COMMAND`` (a shell string) or ``flock FILE COMMAND...``."""
+    options, operands, unclear = getopt(argv[1:], FLOCK_OPTS)
+    if unclear:
+        unclear_arguments(reading, argv, "-c")
+        return
+    commands = [v for name, v in options if name in ("c", "command") and v is not None]
+    if len(operands) >= 3 and operands[1].value in ("-c", "--command"):
+        commands.append(operands[2])
+    for command in commands:
+        reread_words(reading, argv, [command], layer, "flock -c")
+    if not commands and len(operands) >= 2:
+        reading.run(operands[1:], {}, layer, stdin)
+
+
+def read_tmux(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """tmux runs shell commands for new-session, new-window, split-window, respawn-*,
+    run-shell, display-popup, pipe-pane and if-shell, types keys with send-keys, and runs
+    ``-c`` itself; commands chain with ``;`` (tmux(1))."""
+    options, operands, unclear = getopt(argv[1:], TMUX_OPTS)
+    if unclear:
+        unclear_arguments(reading, argv, "a command")
+        return
+    for name, value in options:
+        if name == "c" and value is not None:
+            reread_words(reading, argv, [value], layer, "tmux -c")
+    command: list[Word] = []
+    for word in [*operands, literal_word(";")]:
+        if word.value == ";":
+            _tmux_command(reading, argv, command, layer)
+            command = []
+        else:
+            command.append(word)
+
+
+def _tmux_command(reading: Reading, argv: list[Word], words: list[Word], layer: Layer) -> None:
+    if not words:
+        return
+    name = words[0].value
+    if name is None:
+        unclear_arguments(reading, argv, "a command that runs a shell")
+        return
+    found = tmux_lookup(name)
+    if found is None:
+        return
+    canonical, spec = found
+    options, operands, unclear = getopt(words[1:], spec)
+    if unclear:
+        unclear_arguments(reading, argv, "a shell command")
+        return
+    if canonical == "send-keys":
+        literal = any(option == "l" for option, _ in options)
+        keys = [w.value for w in operands]
+        if any(k is None for k in keys):
+            unclear_arguments(reading, argv, "a key")
+            return
+        typed = "".join(
+            "\n" if not literal and k in ("Enter", "C-m", "C-j", "KPEnter") else k or ""
+            for k in keys
+        )
+        layer.consume(operands)
+        reading.read(typed, layer.depth + 1)
+        return
+    if not operands:
+        return
+    if canonical == "if-shell":
+        reread_words(reading, argv, operands[:1], layer, "tmux if-shell")
+        for text in operands[1:]:  # tmux commands, in tmux's own syntax
+            try:
+                inner = shlex.split(text.value or "") if text.value is not None else None
+            except ValueError:
+                inner = None
+            if inner is None:
+                unclear_arguments(reading, argv, "a command that runs a shell")
+            else:
+                layer.consume([text])
+                _tmux_command(reading, argv, [literal_word(w) for w in inner], layer)
+    elif canonical in ("run-shell", "pipe-pane") or len(operands) == 1:
+        reread_words(reading, argv, operands[:1], layer, f"tmux {canonical}")
+    else:
+        reading.run(operands, {}, layer)
+
+
+def read_source(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """``source FILE`` / ``. FILE``: the file's commands run in this shell."""
+    operands = [w for w in argv[1:] if w.value != "--"]
+    if operands:
+        source = script_source(reading, operands[0], stdin, layer)
+        reread_script(reading, source, argv, layer, argv[0].raw)
+
+
+def read_find(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """``find ... -exec|-execdir|-ok|-okdir COMMAND... ;|+``: COMMAND runs once per file found,
+    with each ``{}`` replaced by a path find computes; a ``{}`` as the program runs what it
+    finds."""
+    i = 1
+    while i < len(argv):
+        if argv[i].value not in ("-exec", "-execdir", "-ok", "-okdir"):
+            i += 1
+            continue
+        j = i + 1
+        while j < len(argv) and argv[j].value not in (";", "+"):
+            j += 1
+        command = [
+            w if w.value is not None and "{}" not in w.value else dynamic_word(w)
+            for w in argv[i + 1 : j]
+        ]
+        if command and command[0].value is None:
+            reading.unclear(
+                f"{spelled(argv)}: find runs the files it finds as the program "
+                f"({command[0].raw}), and one could be glab"
+            )
+        elif command:
+            reading.run(command, {}, layer)
+        i = j + 1
+
+
+def read_make(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """make runs its recipes in a shell: the makefile is read when the command line spells it
+    (``-f -`` from a heredoc, ``--eval``, a makefile the command writes)."""
+    options, _operands, unclear = getopt(argv[1:], MAKE_OPTS)
+    if unclear:
+        unclear_arguments(reading, argv, "-f or --eval")
+        return
+    named = [v for name, v in options if name in ("f", "file", "makefile") and v is not None]
+    sources: list[Stdin | None] = []
+    for word in named:
+        if word.value == "-":
+            sources.append(stdin)
+        else:
+            sources.append(script_source(reading, word, stdin, layer))
+    if not named:  # the default makefiles, when this command writes one
+        sources += [reading.files.get(n) for n in ("GNUmakefile", "makefile", "Makefile")]
+    for name, value in options:
+        if name in ("E", "eval") and value is not None:
+            spans = (value.span,) if value.span else ()
+            text = value.value
+            sources.append(Stdin(text, spans=spans) if text is not None else DYNAMIC_STDIN)
+    for source in sources:
+        if source is None or (source.text is None and not source.dynamic):
+            continue
+        if source.text is None:
+            reread_script(reading, source, argv, layer, "make")
+            continue
+        layer.consumed.update(source.spans)
+        commands = makefile_commands(source.text)
+        if commands:
+            reading.read("\n".join(commands), layer.depth + 1)
+
+
+# end pairgate/standalone/command_reader/reader_shells.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/command_reader/program_table.py
+# =============================================================================================
+
+
+# A program not named here is read by reader_programs.read_other: a copy of glab under another
+# name, or a program that runs one of its arguments (ssh, parallel). tests/test_command_reader.py
+# holds every row to a case of its corpus.
+PROGRAMS: dict[str, ProgramReader] = {
+    "glab": read_glab,
+    "git": read_git,
+    # bash's own
+    "alias": read_alias,
+    "eval": read_eval,
+    "trap": read_trap,
+    "source": read_source,
+    ".": read_source,
+    # shells
+    **dict.fromkeys(sorted(SHELLS), read_shell),
+    # wrappers: the program they run, with its options read (wrappers.WRAPPERS)
+    "command": read_wrapped,
+    "builtin": read_wrapped,
+    "exec": read_wrapped,
+    "nohup": read_wrapped,
+    "time": read_wrapped,
+    "nice": read_wrapped,
+    "ionice": read_wrapped,
+    "timeout": read_wrapped,
+    "stdbuf": read_wrapped,
+    "setsid": read_wrapped,
+    "coproc": read_wrapped,
+    "xargs": read_wrapped,
+    "env": read_env,
+    "sudo": read_sudo,
+    "doas": read_sudo,
+    "busybox": read_busybox,
+    # programs that run a shell on their arguments, or on a file
+    "watch": read_watch,
+    "script": read_script,
+    "su": read_su,
+    "runuser": read_su,
+    "flock": read_flock,
+    "tmux": read_tmux,
+    "find": read_find,
+    "make": read_make,
+    "gmake": read_make,
+    # programs that write or copy files the command may run
+    "tee": read_tee,
+    "cp": read_copy,
+    "ln": read_copy,
+    "install": read_copy,
+    "mv": read_copy,
+}
+
+
+# end pairgate/standalone/command_reader/program_table.py
 
 
 # =============================================================================================
@@ -7825,83 +8173,12 @@ class _GitReading(_ReaderBase):
 # =============================================================================================
 
 
-# --- the reader -------------------------------------------------------------------------------
+class Reader:
+    """Reads one command: the layers, the syntax tree and the state of one reading here; what
+    each program does with its arguments in the functions of PROGRAMS, through the steps of
+    reading.Reading (which this class is)."""
 
-
-_PARSER: Any = None
-
-
-# Where a backslash-newline is text, not a line continuation: single quotes, $'...', comments and
-# heredoc bodies (a shell that reads a body joins its lines itself, and is read as one).
-_LITERAL_NODES = frozenset({"raw_string", "ansi_c_string", "comment", "heredoc_body"})
-
-
-def _join_continued_lines(src: bytes, root: Any) -> bytes:
-    """``src`` without its line continuations. tree-sitter-bash reads ``gl\\<newline>ab`` as
-    two words; bash removes the backslash-newline first and reads one word, ``glab``."""
-    literal: list[tuple[int, int]] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type in _LITERAL_NODES:
-            literal.append((node.start_byte, node.end_byte))
-        else:
-            stack.extend(node.children)
-    literal.sort()
-    out, i, k = bytearray(), 0, 0
-    while i < len(src):
-        while k < len(literal) and literal[k][1] <= i:
-            k += 1
-        if k < len(literal) and literal[k][0] <= i:
-            out += src[i : literal[k][1]]
-            i = literal[k][1]
-            continue
-        if src[i : i + 2] == b"\\\n":
-            i += 2
-        elif src[i : i + 1] == b"\\":
-            out += src[i : i + 2]  # an escaped character, a backslash included
-            i += 2
-        else:
-            out += src[i : i + 1]
-            i += 1
-    return bytes(out)
-
-
-def _uncovered(src: bytes, root: Any) -> list[tuple[int, bytes]]:
-    """Text no node of the tree covers, other than blanks: bash reads it, so the reader must
-    too. tree-sitter-bash 0.25 drops a lone ``-`` word before a heredoc (``make -f - <<EOF``)."""
-    spans = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.child_count == 0 or node.type in _LITERAL_NODES:
-            spans.append((node.start_byte, node.end_byte))
-        else:
-            stack.extend(node.children)
-    spans.sort()
-    gaps, pos = [], 0
-    for start, end in [*spans, (len(src), len(src))]:
-        if start > pos and src[pos:start].strip():
-            gaps.append((pos, src[pos:start]))
-        pos = max(pos, end)
-    return gaps
-
-
-def _parse(src: bytes) -> Any:
-    global _PARSER
-    if _PARSER is None:
-        import tree_sitter
-        import tree_sitter_bash
-
-        _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-    return _PARSER.parse(src)
-
-
-class _Reader(_ProgramReading, _GlabReading, _GitReading):
-    """Reads one command: the layers and the syntax tree here; what each program does with its
-    arguments in the mixins (programs that run programs, glab, git)."""
-
-    def __init__(self) -> None:
+    def __init__(self, text: str = "") -> None:
         self.merges: list[MergeFound] = []
         self.pushes: list[PushFound] = []
         self.unknown: list[str] = []
@@ -7910,71 +8187,74 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
         self.expanding: set[str] = set()  # bash never expands an alias inside its own expansion
         # glab aliases `glab alias set` defines earlier in the command: name -> (expansion or
         # None when built from expansions, whether it runs in a shell, where it is written)
-        self.glab_aliases: dict[str, tuple[str | None, bool, _Layer, tuple[int, int] | None]] = {}
+        self.glab_aliases: dict[str, GlabAlias] = {}
         self.glab_names: set[str] = set()  # names the command gives copies of glab (cp, ln)
         # git aliases and push options `git config` sets earlier in the command
-        self.git_aliases: dict[str, tuple[_Word, _Layer]] = {}
-        self.git_push_options: list[_Word | None] = []
+        self.git_aliases: dict[str, GitAlias] = {}
+        self.git_push_options: list[Word | None] = []
         # files the command writes (path -> what it writes), and scripts it runs by a path the
         # reader has not seen written yet (read again at the end, in case a loop writes them later)
-        self.files: dict[str, _Stdin] = {}
+        self.files: dict[str, Stdin] = {}
         self.unnamed_writes = False  # a write to a path bash computes
-        self.script_runs: list[tuple[str | None, _Layer]] = []
-        self.level = 0  # nesting of the syntax tree being walked, against _TREE_BUDGET
+        self.script_runs: list[tuple[str | None, Layer]] = []
+        self.level = 0  # nesting of the syntax tree being walked, against TREE_BUDGET
         self.over_budget = False
         self.simple_commands = 0
-        self.text = ""  # the command as the hook received it
-        self.layers: list[tuple[_Layer, Any]] = []  # every text read, for the mention check
+        self.text = text  # the command as the hook received it
+        self.layers: list[tuple[Layer, Any]] = []  # every text read, for the mention check
 
     # layers
 
     def read(self, text: str, depth: int = 0) -> None:
-        if depth > _MAX_DEPTH:
-            self.unknown.append(f"{_short(text)}: shells nested too deep to read")
+        """Parse ``text`` as bash and read every command in it."""
+        if depth > MAX_DEPTH:
+            self.unclear(f"{short(text)}: shells nested too deep to read")
             return
         src = text.encode("utf-8", "surrogatepass")
-        tree = _parse(src)
+        tree = parse(src)
         if b"\\\n" in src:  # bash joins continued lines before it splits words; so does the reader
-            joined = _join_continued_lines(src, tree.root_node)
+            joined = join_continued_lines(src, tree.root_node)
             if joined != src:
-                src, tree = joined, _parse(joined)
-        layer = _Layer(src, depth)
+                src, tree = joined, parse(joined)
+        layer = Layer(src, depth)
         if b"alias" in src:  # a loop can run a use before the definition: register them first
             self._find_aliases(tree.root_node, layer)
         if tree.root_node.has_error:
-            self.unknown.append(f"{_short(text)}: bash would not parse this cleanly")
-        for start, gap in _uncovered(src, tree.root_node):
+            self.unclear(f"{short(text)}: bash would not parse this cleanly")
+        for start, gap in uncovered(src, tree.root_node):
             if gap.strip() == b"-":  # tree-sitter-bash drops a lone `-` before a heredoc
                 layer.dashes.add(start)
             else:
-                self.unknown.append(f"{_short(text)}: bash would not parse this cleanly")
+                self.unclear(f"{short(text)}: bash would not parse this cleanly")
         self._visit(tree.root_node, layer)
         self.layers.append((layer, tree.root_node))  # its mentions are checked at the end
 
-    def _find_aliases(self, root: Any, layer: _Layer) -> None:
+    def _find_aliases(self, root: Any, layer: Layer) -> None:
         stack = [root]
         while stack:
             node = stack.pop()
             if node.type == "command":
                 name = node.child_by_field_name("name")
-                if name is not None and _word(name, layer.src).value == "alias":
-                    args = [_word(a, layer.src) for a in node.children_by_field_name("argument")]
-                    self._alias([_word(name, layer.src), *args])
+                if name is not None and parsed_word(name, layer.src).value == "alias":
+                    args = [
+                        parsed_word(a, layer.src) for a in node.children_by_field_name("argument")
+                    ]
+                    self.alias([parsed_word(name, layer.src), *args])
             stack.extend(reversed(node.children))
 
-    def _alias(self, argv: list[_Word]) -> None:
+    def alias(self, argv: list[Word]) -> None:
         """``alias name=text``: remember it; one built from expansions cannot be read."""
         for word in argv[1:]:
             if word.value is None:
-                self.unknown.append(
-                    f"{_short(' '.join(w.raw for w in argv))}: an alias built from variables "
+                self.unclear(
+                    f"{short(' '.join(w.raw for w in argv))}: an alias built from variables "
                     "or substitutions, which the hook cannot read"
                 )
             elif "=" in word.value and not word.value.startswith("-"):
                 name, _, text = word.value.partition("=")
                 self.aliases[name] = text
 
-    def _expand_alias(self, argv: list[_Word], layer: _Layer) -> None:
+    def _expand_alias(self, argv: list[Word], layer: Layer) -> None:
         """A command word that names an alias is read as its expansion too (bash expands the
         first word, and the next one after an alias ending in a blank; reading both the word
         and its expansion, wherever it stands, is the safe side of that rule)."""
@@ -7988,7 +8268,7 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
         finally:
             self.expanding.discard(name)
 
-    def _check_mentions(self, layer: _Layer, root: Any) -> None:
+    def _check_mentions(self, layer: Layer, root: Any) -> None:
         """Text that names a glab merge, once the words read as glab's own and the text re-read
         as a script are taken out: the raw text (quotes and all), and the same words unquoted."""
         masked = bytearray(layer.src)
@@ -7997,18 +8277,18 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
         raw = masked.decode("utf-8", "replace")
         unquoted = " ".join(self._free_words(root, layer))
         for text in (raw, unquoted):
-            if _mentions_merge(text):
-                self.mentions.append(_short(text))
+            if mentions_merge(text):
+                self.mentions.append(short(text))
                 return
 
-    def _free_words(self, root: Any, layer: _Layer) -> Iterator[str]:
+    def _free_words(self, root: Any, layer: Layer) -> Iterator[str]:
         stack = [root]  # depth first, in order, without recursion (a command may nest deeply)
         while stack:
             node = stack.pop()
             if (node.start_byte, node.end_byte) in layer.consumed:
                 continue
-            if node.type in _WORDISH:
-                yield _word(node, layer.src).loose
+            if node.type in WORDISH:
+                yield parsed_word(node, layer.src).loose
             elif node.type in ("heredoc_body", "comment"):
                 text = bytearray(layer.src[node.start_byte : node.end_byte])
                 for child in node.children:  # its substitutions are read below, as commands
@@ -8020,13 +8300,13 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
 
     # the tree
 
-    def _visit(self, node: Any, layer: _Layer, stdin: _Stdin | None = None) -> None:
-        if self.level >= _TREE_BUDGET:
+    def _visit(self, node: Any, layer: Layer, stdin: Stdin | None = None) -> None:
+        if self.level >= TREE_BUDGET:
             if not self.over_budget:
                 self.over_budget = True
-                self.unknown.append(
-                    f"{_short(layer.src.decode('utf-8', 'replace'))}: nested more than "
-                    f"{_TREE_BUDGET} levels deep, the reader's budget; it reads no deeper"
+                self.unclear(
+                    f"{short(layer.src.decode('utf-8', 'replace'))}: nested more than "
+                    f"{TREE_BUDGET} levels deep, the reader's budget; it reads no deeper"
                 )
             return
         self.level += 1
@@ -8046,14 +8326,14 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
         finally:
             self.level -= 1
 
-    def _pipeline(self, children: list[Any], layer: _Layer, stdin: _Stdin | None) -> None:
+    def _pipeline(self, children: list[Any], layer: Layer, stdin: Stdin | None) -> None:
         for child in children:
             if child.type in ("|", "|&"):
                 continue
             self._visit(child, layer, stdin)
-            stdin = self._output_of(child, layer, stdin)
+            stdin = self.output_of(child, layer, stdin)
 
-    def _redirected(self, node: Any, layer: _Layer, stdin: _Stdin | None) -> None:
+    def _redirected(self, node: Any, layer: Layer, stdin: Stdin | None) -> None:
         body = node.child_by_field_name("body")
         tails: list[Any] = []
         writes: list[tuple[str | None, bool, bool]] = []  # (path, appends, whole output)
@@ -8075,9 +8355,9 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
             elif child.type == "file_redirect":
                 operator = next((c.type for c in child.children if c.type[:1] in "<>&"), "")
                 target = child.child_by_field_name("destination")
-                path = _word(target, layer.src).value if target is not None else None
+                path = parsed_word(target, layer.src).value if target is not None else None
                 if operator in ("<", "<&"):
-                    stdin = self.files.get(_file_key(path), _OPAQUE) if path else _OPAQUE
+                    stdin = self.files.get(file_key(path), OPAQUE) if path else OPAQUE
                 elif operator in (">", ">>", ">|", "&>", "&>>") or (
                     operator == ">&" and path is not None and not path.isdigit()
                 ):
@@ -8088,63 +8368,63 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
                 self._visit(child, layer)
         if body is not None:
             self._visit(body, layer, stdin)
-            out = self._output_of(body, layer, stdin)
+            out = self.output_of(body, layer, stdin)
         else:
-            out = _OPAQUE
+            out = OPAQUE
         for path, append, whole in writes:  # what the body writes is what the file holds
-            self._write_file(path, out if whole else _OPAQUE, append=append)
+            self.write_file(path, out if whole else OPAQUE, append=append)
         for tail in tails:
             self._pipeline(tail.children, layer, out)
 
-    def _write_file(self, path: str | None, text: _Stdin, *, append: bool = False) -> None:
+    def write_file(self, path: str | None, text: Stdin, *, append: bool = False) -> None:
         if path is None:
             self.unnamed_writes = True
             return
-        key = _file_key(path)
+        key = file_key(path)
         before = self.files.get(key)
         if append and before is not None:
             joined = None if before.text is None or text.text is None else before.text + text.text
-            text = _Stdin(joined, dynamic=before.dynamic or text.dynamic)
+            text = Stdin(joined, dynamic=before.dynamic or text.dynamic)
         elif append and text.text is not None:  # appended to what the file held before
-            text = _DYNAMIC_STDIN
+            text = DYNAMIC_STDIN
         if text.text is None:
-            text = _DYNAMIC_STDIN  # written, with content the reader cannot tell
+            text = DYNAMIC_STDIN  # written, with content the reader cannot tell
         self.files[key] = text
 
-    def _heredoc(self, node: Any, layer: _Layer) -> _Stdin:
+    def _heredoc(self, node: Any, layer: Layer) -> Stdin:
         """A heredoc's text as the shell it feeds would read it. An unquoted body's expansions
         stay in the text: re-read, they are the expansions they are (its substitutions run in
         the outer shell and are read there too)."""
         body = next((c for c in node.children if c.type == "heredoc_body"), None)
         if body is None:
-            return _Stdin("")
+            return Stdin("")
         text = layer.src[body.start_byte : body.end_byte].decode("utf-8", "replace")
         if any(c.type == "<<-" for c in node.children):
             text = "\n".join(line.lstrip("\t") for line in text.split("\n"))
-        return _Stdin(text, spans=((body.start_byte, body.end_byte),))
+        return Stdin(text, spans=((body.start_byte, body.end_byte),))
 
-    def _herestring(self, node: Any, layer: _Layer) -> _Stdin:
+    def _herestring(self, node: Any, layer: Layer) -> Stdin:
         target = next((c for c in node.children if c.type != "<<<"), None)
         if target is None:
-            return _Stdin("")
+            return Stdin("")
         self._visit(target, layer)
-        word = _word(target, layer.src)
+        word = parsed_word(target, layer.src)
         if word.value is None:
-            return _Stdin(None, dynamic=True)
-        return _Stdin(word.value + "\n", spans=(word.span,) if word.span else ())
+            return Stdin(None, dynamic=True)
+        return Stdin(word.value + "\n", spans=(word.span,) if word.span else ())
 
-    def _output_of(self, node: Any, layer: _Layer, stdin: _Stdin | None) -> _Stdin:
+    def output_of(self, node: Any, layer: Layer, stdin: Stdin | None) -> Stdin:
         """What a pipeline stage writes, when the command line spells it: echo, printf, cat."""
         if node.type == "redirected_statement":
             body = node.child_by_field_name("body")
-            return self._output_of(body, layer, stdin) if body is not None else _OPAQUE
+            return self.output_of(body, layer, stdin) if body is not None else OPAQUE
         if node.type != "command":
-            return _OPAQUE
+            return OPAQUE
         name = node.child_by_field_name("name")
         if name is None:
-            return _OPAQUE
-        args = [_word(a, layer.src) for a in node.children_by_field_name("argument")]
-        program = _word(name, layer.src).tail
+            return OPAQUE
+        args = [parsed_word(a, layer.src) for a in node.children_by_field_name("argument")]
+        program = parsed_word(name, layer.src).tail
         spans = tuple(a.span for a in args if a.span)
         if program == "echo":
             escapes, newline = False, True
@@ -8155,37 +8435,37 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
                 args = args[1:]
             values = [a.value for a in args]
             if any(v is None for v in values):
-                return _DYNAMIC_STDIN
+                return DYNAMIC_STDIN
             text = " ".join(v for v in values if v is not None)
             if escapes:
-                text, stopped = _echo_escapes(text)
+                text, stopped = echo_escapes(text)
                 newline = newline and not stopped
-            return _Stdin(text + ("\n" if newline else ""), spans=spans)
+            return Stdin(text + ("\n" if newline else ""), spans=spans)
         if program == "printf":
             values = [a.value for a in args]
             if values[:1] == ["--"]:
                 values = values[1:]
-            printed = _printf(values) if values and values[0] != "-v" else None
+            printed = printf(values) if values and values[0] != "-v" else None
             if printed is None:
-                return _DYNAMIC_STDIN
-            return _Stdin(printed, spans=spans)
+                return DYNAMIC_STDIN
+            return Stdin(printed, spans=spans)
         if program == "cat" and all(a.value == "-" for a in args):
-            return stdin or _OPAQUE
+            return stdin or OPAQUE
         if program == "cat" and all(a.value and not a.value.startswith("-") for a in args):
-            parts = [self.files.get(_file_key(a.value or "")) for a in args]
+            parts = [self.files.get(file_key(a.value or "")) for a in args]
             if all(p is not None and p.text is not None for p in parts):
-                return _Stdin("".join(p.text or "" for p in parts if p is not None))
-            return _DYNAMIC_STDIN if any(p is not None for p in parts) else _OPAQUE
+                return Stdin("".join(p.text or "" for p in parts if p is not None))
+            return DYNAMIC_STDIN if any(p is not None for p in parts) else OPAQUE
         if program == "tee":
-            return stdin or _OPAQUE
-        return _OPAQUE
+            return stdin or OPAQUE
+        return OPAQUE
 
     # one simple command
 
-    def _command(self, node: Any, layer: _Layer, stdin: _Stdin | None) -> None:
+    def _command(self, node: Any, layer: Layer, stdin: Stdin | None) -> None:
         self.simple_commands += 1
-        env: dict[str, _Word] = {}
-        argv: list[_Word] = []
+        env: dict[str, Word] = {}
+        argv: list[Word] = []
         for index, child in enumerate(node.children):
             field_name = node.field_name_for_child(index)
             if child.type == "variable_assignment":
@@ -8193,12 +8473,12 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
                 value = child.child_by_field_name("value")
                 if name is not None:
                     env[name.text.decode()] = (
-                        _word(value, layer.src) if value is not None else _literal_word("")
+                        parsed_word(value, layer.src) if value is not None else literal_word("")
                     )
                 for part in child.children:  # the command's own: read with the command (git)
                     self._visit(part, layer)
             elif field_name in ("name", "argument"):
-                argv.append(_word(child, layer.src))
+                argv.append(parsed_word(child, layer.src))
                 self._visit(child, layer)
             elif child.type == "herestring_redirect":
                 stdin = self._herestring(child, layer)
@@ -8207,107 +8487,134 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
         if argv and any(
             d >= node.end_byte and not layer.src[node.end_byte : d].strip() for d in layer.dashes
         ):
-            argv.append(_literal_word("-"))  # the `-` the parser dropped (see _uncovered)
+            argv.append(literal_word("-"))  # the `-` the parser dropped (see bash_tree.uncovered)
         if argv:
-            self._argv(argv, env, stdin, layer, open_args=False)
+            self.run(argv, env, layer, stdin)
 
-    def _assignment(self, node: Any, layer: _Layer) -> None:
+    def _assignment(self, node: Any, layer: Layer) -> None:
         """``NAME=value`` on its own or exported: git reads GIT_CONFIG_* from the environment,
-        so one that sets auto-merge push options (or that the hook cannot read) blocks."""
+        for every git command after it, so one that sets auto-merge push options or a git
+        alias (or that the hook cannot read) blocks."""
         name = node.child_by_field_name("name")
         value = node.child_by_field_name("value")
-        if name is None or not re.fullmatch(r"GIT_CONFIG\w*", name.text.decode("utf-8", "replace")):
+        variable = name.text.decode("utf-8", "replace") if name is not None else ""
+        if not re.fullmatch(r"GIT_CONFIG\w*", variable):
             return
-        text = _word(value, layer.src).value if value is not None else ""
-        if text is None or _AUTO_MERGE_TEXT.search(text):
-            self.unknown.append(
-                f"{_short(layer.src[node.start_byte : node.end_byte].decode('utf-8', 'replace'))}"
-                ": git configuration set through the environment for the commands after it, "
-                "which may arm auto-merge on a push; pass it to the one git command instead "
+        text = parsed_word(value, layer.src).value if value is not None else ""
+        said = short(layer.src[node.start_byte : node.end_byte].decode("utf-8", "replace"))
+        if text is None or AUTO_MERGE_TEXT.search(text):
+            self.unclear(
+                f"{said}: git configuration set through the environment for the commands after "
+                "it, which may arm auto-merge on a push; pass it to the one git command instead "
                 "(git -c push.pushOption=...)"
             )
+        elif re.fullmatch(r"GIT_CONFIG_KEY_\d+|GIT_CONFIG_PARAMETERS", variable) and re.search(
+            r"(?i)\balias\.", text
+        ):
+            self.unclear(
+                f"{said}: git configuration set through the environment for the commands after "
+                "it, which defines a git alias; pass it to the one git command instead "
+                "(git -c alias.NAME=...)"
+            )
+
+    # the steps of reading.Reading that the program readers take
+
+    def run(
+        self,
+        argv: list[Word],
+        env: dict[str, Word],
+        layer: Layer,
+        stdin: Stdin | None = None,
+        open_args: bool = False,
+    ) -> None:
+        if not argv:
+            return
+        if self.aliases:
+            self._expand_alias(argv, layer)
+        program = argv[0].tail
+        if program is None:
+            dynamic_program(self, argv)
+            return
+        reader = PROGRAMS.get(program)
+        if reader is None and program in self.glab_names:
+            reader = read_glab
+        if reader is not None:
+            reader(self, argv, env, layer, stdin, open_args)
+        elif not run_written(self, argv, stdin, layer):
+            read_other(self, argv, env, layer, stdin, open_args)
+
+    def found_merge(self, merge: MergeFound) -> None:
+        self.merges.append(merge)
+
+    def found_push(self, push: PushFound) -> None:
+        self.pushes.append(push)
+
+    def unclear(self, why: str) -> None:
+        self.unknown.append(why)
+
+    def read_alone(self, text: str, depth: int) -> CommandReading:
+        later = Reader(text)
+        later.files = dict(self.files)
+        later.glab_names = set(self.glab_names)
+        later.glab_aliases = dict(self.glab_aliases)
+        later.git_aliases = dict(self.git_aliases)
+        later.read(text, depth)
+        return later.result()
+
+    # the end of a reading
+
+    def result(self) -> CommandReading:
+        """What the command would merge and push, what could not be read, and the text that
+        names a glab merge it does not run; each once."""
+        self._read_late_scripts()
+        for layer, root in self.layers:
+            self._check_mentions(layer, root)
+        self.layers = []
+        seen: set[tuple[str | None, int | None, str, tuple[str | None, ...], str]] = set()
+        merges = []
+        for m in self.merges:
+            key = (m.project, m.iid, m.problem, m.shas, m.kind)
+            if key not in seen:
+                seen.add(key)
+                merges.append(m)
+        alone = self.simple_commands == 1
+        return CommandReading(
+            tuple(merges),
+            tuple(dict.fromkeys(self.unknown)),
+            tuple(dict.fromkeys(self.mentions)),
+            tuple(dict.fromkeys(replace(p, alone=alone) for p in self.pushes)),
+        )
+
+    def _read_late_scripts(self) -> None:
+        """Scripts the command runs by a path it writes later in its text (a loop runs them
+        after the write), or by a path bash computes in a command that writes files."""
+        done: set[tuple[str | None, int]] = set()
+        while self.script_runs:
+            key, layer = self.script_runs.pop()
+            if (key, id(layer)) in done:
+                continue
+            done.add((key, id(layer)))
+            if key is None and (self.files or self.unnamed_writes):
+                self.unclear(
+                    "a script run by a path bash computes, in a command that writes files: the "
+                    "hook cannot tell which file runs; spell its path"
+                )
+            elif key is not None and key in self.files:
+                reread_script(self, self.files[key], [literal_word(key)], layer, key)
+            elif key is not None and self.unnamed_writes:
+                self.unclear(
+                    f"{key}: runs a script in a command that writes files whose names bash "
+                    "computes; the hook cannot tell whether it is one of them"
+                )
 
 
 # end pairgate/standalone/command_reader/reader.py
 
 
 # =============================================================================================
-# begin pairgate/standalone/command_reader/read.py
-# =============================================================================================
-
-
-def read_command(command: str) -> CommandReading:
-    """Every merge ``command`` would make, with its project and merge request when the text
-    says them; what could not be read; and text that names a glab merge without running one.
-
-    Pure and fast: no I/O, no configuration. See docs/agent-handoff-reference.md for exactly
-    what it recognises.
-    """
-    reader = _Reader()
-    reader.text = command
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, _RECURSION_FOR_BUDGET))  # the tree budget, not Python's
-    try:
-        reader.read(command)
-        _read_late_scripts(reader)
-    finally:
-        sys.setrecursionlimit(limit)
-    return _reading(reader)
-
-
-def _read_late_scripts(reader: _Reader) -> None:
-    """Scripts the command runs by a path it writes later in its text (a loop runs them after
-    the write), or by a path bash computes in a command that writes files."""
-    done: set[tuple[str | None, int]] = set()
-    while reader.script_runs:
-        key, layer = reader.script_runs.pop()
-        if (key, id(layer)) in done:
-            continue
-        done.add((key, id(layer)))
-        if key is None and (reader.files or reader.unnamed_writes):
-            reader.unknown.append(
-                "a script run by a path bash computes, in a command that writes files: the "
-                "hook cannot tell which file runs; spell its path"
-            )
-        elif key is not None and key in reader.files:
-            argv = [_literal_word(key)]
-            reader._read_source(reader.files[key], argv, layer, key)
-        elif key is not None and reader.unnamed_writes:
-            reader.unknown.append(
-                f"{key}: runs a script in a command that writes files whose names bash "
-                "computes; the hook cannot tell whether it is one of them"
-            )
-
-
-def _reading(reader: _Reader) -> CommandReading:
-    for layer, root in reader.layers:
-        reader._check_mentions(layer, root)
-    reader.layers = []
-    seen: set[tuple[str | None, int | None, str, tuple[str | None, ...], str]] = set()
-    merges = []
-    for m in reader.merges:
-        key = (m.project, m.iid, m.problem, m.shas, m.kind)
-        if key not in seen:
-            seen.add(key)
-            merges.append(m)
-    alone = reader.simple_commands == 1
-    return CommandReading(
-        tuple(merges),
-        tuple(dict.fromkeys(reader.unknown)),
-        tuple(dict.fromkeys(reader.mentions)),
-        tuple(dict.fromkeys(replace(p, alone=alone) for p in reader.pushes)),
-    )
-
-
-# end pairgate/standalone/command_reader/read.py
-
-
-# =============================================================================================
 # begin pairgate/standalone/command_reader/mcp.py
 # =============================================================================================
 
-
-# --- MCP tool calls ---------------------------------------------------------------------------------
 
 # glab mcp serve (internal/commands/mcp/serve/server.go) names a tool "glab_" + the command's path
 # and runs `glab <path> <flags> <args>` with only the flags the command itself defines (an
@@ -8354,13 +8661,13 @@ def read_tool_call(tool_name: str, tool_input: Mapping[str, Any]) -> CommandRead
     words = f"MCP tool {tool_name}"
     if lowered.startswith("glab_"):
         return _read_glab_tool(lowered[len("glab_") :].split("_"), tool_input)
-    reader = _Reader()
+    reader = Reader()
     if lowered.endswith(_MCP_MERGE_TOOLS):
         project, iid, problem = _mcp_target(tool_input)
         sha = tool_input.get("sha")
         shas = () if sha in (None, "") else ((sha if isinstance(sha, str) else None),)
-        reader.merges.append(MergeFound(words, project, iid, problem, shas))
-        return _reading(reader)
+        reader.found_merge(MergeFound(words, project, iid, problem, shas))
+        return reader.result()
     if lowered.endswith(_MCP_GRAPHQL_TOOLS):
         variables = tool_input.get("variables") or {}
         if isinstance(variables, str):
@@ -8370,26 +8677,26 @@ def read_tool_call(tool_name: str, tool_input: Mapping[str, Any]) -> CommandRead
                 variables = None
         query = tool_input.get("query")
         if not isinstance(query, str) or not isinstance(variables, dict):
-            reader.unknown.append(f"{words}: a GraphQL request the hook cannot read")
+            reader.unclear(f"{words}: a GraphQL request the hook cannot read")
         else:
-            reader._graphql(words, {"query": query, **variables}, False)
-        return _reading(reader)
+            graphql(reader, words, {"query": query, **variables}, False)
+        return reader.result()
     if lowered.endswith(_MCP_API_TOOLS):
         return _read_api_tool(words, tool_input)
-    texts = [t for t in _strings(tool_input) if _QUICK_MERGE.search(t)]
+    texts = [t for t in _strings(tool_input) if QUICK_MERGE.search(t)]
     if texts:
         project, iid, problem = _mcp_target(tool_input)
         sha = tool_input.get("merge_request_diff_head_sha")
         shas = () if sha in (None, "") else ((sha if isinstance(sha, str) else None),)
-        reader.merges.append(MergeFound(words, project, iid, problem, shas, "/merge"))
+        reader.found_merge(MergeFound(words, project, iid, problem, shas, "/merge"))
     elif re.match(r"merge|.*(merge|accept)$|.*accept", lowered) and not re.match(
         r"(get|list|search|read|view|show|create|approve|unapprove)_|.*cancel", lowered
     ):
-        reader.unknown.append(
+        reader.unclear(
             f"{words}: an MCP tool named like a merge that the hook does not know; merge "
             "through the Bash tool with glab mr merge <iid> -R <project> --sha <approved head>"
         )
-    return _reading(reader)
+    return reader.result()
 
 
 def _read_glab_tool(path: list[str], tool_input: Mapping[str, Any]) -> CommandReading:
@@ -8418,25 +8725,25 @@ def _read_glab_tool(path: list[str], tool_input: Mapping[str, Any]) -> CommandRe
             argv += [f"--{name}", str(value)]
     args = tool_input.get("args")
     argv += [a for a in (args if isinstance(args, list) else ()) if isinstance(a, str) and a]
-    reader = _Reader()
-    reader._argv([_literal_word(w) for w in argv], {}, None, _Layer(b"", 0), open_args=False)
-    return _reading(reader)
+    reader = Reader()
+    reader.run([literal_word(w) for w in argv], {}, Layer(b"", 0))
+    return reader.result()
 
 
 def _read_api_tool(words: str, tool_input: Mapping[str, Any]) -> CommandReading:
     """A raw API tool: its method, endpoint and parameters, read as ``glab api`` would be."""
-    reader = _Reader()
+    reader = Reader()
     endpoint = next((tool_input[k] for k in ("path", "endpoint", "url") if k in tool_input), None)
     method = str(tool_input.get("method") or "GET").upper()
     data: Any = next((tool_input[k] for k in ("data", "body", "params") if k in tool_input), {})
     if not isinstance(endpoint, str) or not isinstance(data, Mapping):
         if method not in ("GET", "HEAD"):
-            reader.unknown.append(f"{words}: an API request the hook cannot read")
-        return _reading(reader)
+            reader.unclear(f"{words}: an API request the hook cannot read")
+        return reader.result()
     argv = ["glab", "api", "-X", method, endpoint]
     argv += [x for k, v in data.items() for x in ("-f", f"{k}={v}")]
-    reader._argv([_literal_word(w) for w in argv], {}, None, _Layer(b"", 0), open_args=False)
-    return _reading(reader)
+    reader.run([literal_word(w) for w in argv], {}, Layer(b"", 0))
+    return reader.result()
 
 
 def _mcp_target(tool_input: Mapping[str, Any]) -> tuple[str | None, int | None, str]:
@@ -8471,19 +8778,37 @@ def _strings(value: Any) -> Iterator[str]:
             stack.extend(item)
 
 
-# ---------------------------------------------------------------------------------------------
-
-
 # end pairgate/standalone/command_reader/mcp.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/command_reader/read.py
+# =============================================================================================
+
+
+def read_command(command: str) -> CommandReading:
+    """Every merge ``command`` would make, with its project and merge request when the text
+    says them; what could not be read; and text that names a glab merge without running one.
+
+    Pure and fast: no I/O, no configuration. See docs/agent-handoff-reference.md for exactly
+    what it recognises.
+    """
+    reader = Reader(command)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, RECURSION_FOR_BUDGET))  # the tree budget, not Python's
+    try:
+        reader.read(command)
+        return reader.result()
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+# end pairgate/standalone/command_reader/read.py
 
 
 # =============================================================================================
 # begin pairgate/standalone/hook.py
 # =============================================================================================
-
-
-# 8. Standalone entry point
-# ---------------------------------------------------------------------------------------------
 
 
 # The merge hook's Python half. block-unapproved-merge.sh allows what cannot name a glab merge
@@ -8572,10 +8897,10 @@ def _hook_reading(tool: Any, tool_input: Any) -> CommandReading | None:
         if not isinstance(command, str):
             raise HookDenied("the hook input has no tool_input.command string")
         text = command.lower()
-        if "glab" in text or "merge_request" in text or _MERGE_MENTION.search(command):
+        if "glab" in text or "merge_request" in text or MERGE_MENTION.search(command):
             return CommandReading(
                 unknown=(
-                    f"{_short(command)}: a PowerShell command that names glab or a merge "
+                    f"{short(command)}: a PowerShell command that names glab or a merge "
                     "request; the merge hook reads bash only, so run it through the Bash tool",
                 )
             )
@@ -8666,7 +8991,7 @@ def _hook_remote_project(ctx: Context, push: PushFound, cwd: str | None) -> tupl
     command (anything before it could change the remote)."""
     remote = push.remote or ""
     if "://" in remote or re.match(r"^[\w.+-]+@[^:/]+:", remote):
-        project = _normalise_repo(remote)
+        project = normalise_repo(remote)
         return project, "" if project else f"{remote} is not a project URL the hook can read"
     if not push.alone:
         return None, (
@@ -8688,7 +9013,7 @@ def _hook_remote_project(ctx: Context, push: PushFound, cwd: str | None) -> tupl
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"git could not read the URL of remote {remote}: {exc}"
     url = found.stdout.strip()
-    project = _normalise_repo(url) if found.returncode == 0 else None
+    project = normalise_repo(url) if found.returncode == 0 else None
     if project is None:
         detail = found.stderr.strip() or url or "no URL"
         return None, f"git has no project URL for remote {remote} in {cwd} ({detail})"

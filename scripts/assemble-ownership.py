@@ -2,14 +2,20 @@
 """Assemble pairgate/ownership.py from the modules of pairgate/standalone/.
 
 The deployed reader must be ONE flat file (CI fetches it by path, the merge hook runs it beside
-itself, deploy-hooks copies it), but nobody should write a 3,700-line file by hand. So the
-sources are small modules, and this script concatenates them in one declared order (SQLite's
-amalgamation, applied here): each between banners naming its source, a generated table of
-contents at the top, the standard-library and runtime imports hoisted and de-duplicated, and the
-modules' imports of each other dropped (the assembled file is one namespace).
+itself, deploy-hooks copies it), but nobody should write a file of that size by hand. So the
+sources are small modules, and this script concatenates them (SQLite's amalgamation, applied
+here): each between banners naming its source, a generated table of contents at the top, the
+standard-library and runtime imports hoisted and de-duplicated, and the modules' imports of each
+other dropped (the assembled file is one namespace). The order comes from those imports: a
+module after every module it imports from, ties broken by path.
 
-It refuses a top-level name defined in two modules, any import of ``pairgate`` other than a
-sibling module, and a result that does not compile.
+Since the file is one namespace, nothing but a module's own discipline keeps its private names
+private; so the script holds each module to its ``__all__``, its API (SQLite's private/API
+split, made checkable). It refuses a sibling import of a name that is underscored or missing
+from the source module's ``__all__``, an ``__all__`` that is missing or names what the module
+does not define, a top-level name defined in two modules, modules that import each other in a
+circle, any import of ``pairgate`` other than a sibling module, and a result that does not
+compile.
 
     python3 scripts/assemble-ownership.py          # write pairgate/ownership.py
     python3 scripts/assemble-ownership.py --check  # exit 1 when the committed file differs
@@ -20,6 +26,7 @@ from __future__ import annotations
 import argparse
 import ast
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,43 +34,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCES = ROOT / "pairgate" / "standalone"
 TARGET = ROOT / "pairgate" / "ownership.py"
 SIBLING = "pairgate.standalone"
-
-# The declared order: a module comes after every module whose names it uses at import time.
-MODULES = (
-    "errors.py",
-    "schema_check.py",
-    "config.py",
-    "gitlab.py",
-    "gitlab_once.py",
-    "records.py",
-    "ledger.py",
-    "fold.py",
-    "reads.py",
-    "merge_request.py",
-    "scope.py",
-    "approvals.py",
-    "verdict.py",
-    "gate.py",
-    "ci_job.py",
-    "doors.py",
-    "audit_flags.py",
-    "audit.py",
-    "audit_issues.py",
-    "audit_door.py",
-    "command_reader/words.py",
-    "command_reader/glab.py",
-    "command_reader/graphql.py",
-    "command_reader/wrappers.py",
-    "command_reader/reader_base.py",
-    "command_reader/reader_programs.py",
-    "command_reader/reader_glab.py",
-    "command_reader/reader_git.py",
-    "command_reader/reader.py",
-    "command_reader/read.py",
-    "command_reader/mcp.py",
-    "hook.py",
-    "entry.py",
-)
 
 DOCSTRING = '''"""pairgate's standalone reader: configuration, the GitLab client, the ledger and the gate.
 
@@ -85,13 +55,25 @@ class AssemblyError(Exception):
 
 
 @dataclass(frozen=True)
+class SiblingImport:
+    """``from pairgate.standalone.<module> import <names>`` in one source module."""
+
+    where: str  # file:line
+    module: str  # the imported module, relative to pairgate/standalone/
+    names: tuple[str, ...]
+    type_only: bool  # under ``if TYPE_CHECKING:``: no import-time use, so no order
+
+
+@dataclass(frozen=True)
 class Source:
     name: str  # relative to pairgate/standalone/
     doc: str
     imports: tuple[str, ...]  # hoisted top-level import statements
     type_only: tuple[str, ...]  # imports under ``if TYPE_CHECKING:``
-    body: str  # the module without its docstring and imports
+    body: str  # the module without its docstring, imports and __all__
     defines: tuple[str, ...]
+    exports: tuple[str, ...] | None  # its __all__, None when it has none
+    siblings: tuple[SiblingImport, ...]
 
 
 def _is_type_checking(node: ast.stmt) -> bool:
@@ -103,18 +85,27 @@ def _is_type_checking(node: ast.stmt) -> bool:
     )
 
 
-def _import_line(node: ast.Import | ast.ImportFrom, where: str) -> str | None:
-    """The statement to hoist, or None for a sibling import (dropped). Refuses pairgate."""
+def _import_line(
+    node: ast.Import | ast.ImportFrom, where: str, siblings: list[SiblingImport], type_only: bool
+) -> str | None:
+    """The statement to hoist, or None for a sibling import (dropped, and noted in
+    ``siblings``). Refuses any other import of pairgate."""
     if isinstance(node, ast.ImportFrom):
         module = node.module or ""
         if node.level:
             raise AssemblyError(f"{where}: a relative import; import siblings from {SIBLING}")
-        if module == SIBLING or module.startswith(SIBLING + "."):
+        if module.startswith(SIBLING + "."):
+            path = module[len(SIBLING) + 1 :].replace(".", "/") + ".py"
+            names = tuple(alias.name for alias in node.names)
+            siblings.append(SiblingImport(where, path, names, type_only))
             return None
         if module == "__future__":
             return None  # the assembled file states it once, first
         if module.split(".")[0] == "pairgate":
-            raise AssemblyError(f"{where}: imports {module}: the reader never imports pairgate")
+            raise AssemblyError(
+                f"{where}: imports {module}: the reader imports names from its sibling "
+                f"modules ({SIBLING}.<module>) and never anything else of pairgate"
+            )
         return ast.unparse(node)
     for alias in node.names:
         if alias.name.split(".")[0] == "pairgate":
@@ -132,8 +123,23 @@ def _defined(node: ast.stmt) -> list[str]:
     return []
 
 
+def _exports(node: ast.stmt, where: str) -> tuple[str, ...] | None:
+    """The names of an ``__all__ = [...]`` statement, or None for any other statement."""
+    if not (
+        isinstance(node, ast.Assign)
+        and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["__all__"]
+    ):
+        return None
+    value = node.value
+    if isinstance(value, (ast.List, ast.Tuple)) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
+    ):
+        return tuple(str(e.value) for e in value.elts if isinstance(e, ast.Constant))
+    raise AssemblyError(f"{where}: __all__ must be a list of names, spelled out")
+
+
 def read_source(name: str, text: str) -> Source:
-    """Split one module into its docstring, imports and body."""
+    """Split one module into its docstring, imports, __all__ and body."""
     try:
         tree = ast.parse(text, filename=name)
     except SyntaxError as exc:
@@ -143,6 +149,8 @@ def read_source(name: str, text: str) -> Source:
     imports: list[str] = []
     type_only: list[str] = []
     defines: list[str] = []
+    siblings: list[SiblingImport] = []
+    exports: tuple[str, ...] | None = None
     doc = ast.get_docstring(tree) or ""
     for index, node in enumerate(tree.body):
         where = f"{name}:{node.lineno}"
@@ -150,7 +158,7 @@ def read_source(name: str, text: str) -> Source:
         if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             drop.update(span)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            line = _import_line(node, where)
+            line = _import_line(node, where, siblings, type_only=False)
             if line:
                 imports.append(line)
             drop.update(span)
@@ -159,14 +167,96 @@ def read_source(name: str, text: str) -> Source:
             for inner in node.body:
                 if not isinstance(inner, (ast.Import, ast.ImportFrom)):
                     raise AssemblyError(f"{where}: only imports go under TYPE_CHECKING")
-                line = _import_line(inner, where)
+                line = _import_line(inner, where, siblings, type_only=True)
                 if line:
                     type_only.append(line)
+            drop.update(span)
+        elif (names := _exports(node, where)) is not None:
+            if exports is not None:
+                raise AssemblyError(f"{where}: a second __all__")
+            exports = names
             drop.update(span)
         else:
             defines.extend(_defined(node))
     body = "".join(line for i, line in enumerate(lines) if i not in drop).strip("\n")
-    return Source(name, doc, tuple(imports), tuple(type_only), body + "\n", tuple(defines))
+    return Source(
+        name,
+        doc,
+        tuple(imports),
+        tuple(type_only),
+        body + "\n",
+        tuple(defines),
+        exports,
+        tuple(siblings),
+    )
+
+
+def check_api(sources: Mapping[str, Source]) -> None:
+    """Each module has an ``__all__`` of names it defines, and its siblings import only those:
+    in one namespace, that is all that keeps a module's private names its own."""
+    for source in sources.values():
+        if source.exports is None:
+            raise AssemblyError(
+                f"{source.name}: no __all__: list the names its sibling modules may import "
+                "(an empty list when none)"
+            )
+        for name in source.exports:
+            if name not in source.defines:
+                raise AssemblyError(
+                    f"{source.name}: __all__ names {name!r}, which the module does not define"
+                )
+    for source in sources.values():
+        for imported in source.siblings:
+            target = sources.get(imported.module)
+            if target is None:
+                raise AssemblyError(
+                    f"{imported.where}: imports from {imported.module}, which is not a module "
+                    "of pairgate/standalone/"
+                )
+            for name in imported.names:
+                if name.startswith("_"):
+                    raise AssemblyError(
+                        f"{imported.where}: imports {name} from {imported.module}: an "
+                        "underscored name is private to its module; drop the underscore and "
+                        f"add it to the __all__ of {imported.module}"
+                    )
+                if name not in (target.exports or ()):
+                    raise AssemblyError(
+                        f"{imported.where}: imports {name} from {imported.module}, which is not "
+                        f"in its __all__ (the module's API); add it there first"
+                    )
+
+
+def module_order(sources: Mapping[str, Source]) -> list[str]:
+    """Every module after the modules it imports from (type-only imports aside), so that the
+    file reads from its foundations up to its doors: depth first from the modules no other
+    module imports, each module's imports taken by path. Deterministic: it depends only on the
+    import graph and the modules' paths."""
+    needs = {
+        name: sorted({i.module for i in source.siblings if not i.type_only} - {name})
+        for name, source in sources.items()
+    }
+    imported = {module for wanted in needs.values() for module in wanted}
+    order: list[str] = []
+    placed: set[str] = set()
+    path: list[str] = []  # the modules being placed, each importing the next
+
+    def place(name: str) -> None:
+        if name in placed:
+            return
+        if name in path:
+            circle = " -> ".join([*path[path.index(name) :], name])
+            raise AssemblyError(f"modules import each other in a circle: {circle}")
+        path.append(name)
+        for module in needs[name]:
+            place(module)
+        path.pop()
+        placed.add(name)
+        order.append(name)
+
+    for name in sorted(set(sources) - imported) + sorted(sources):
+        place(name)  # the second pass finds a circle no module outside it imports
+    return order
 
 
 def _hoisted(statements: list[str]) -> list[str]:
@@ -185,19 +275,16 @@ def _hoisted(statements: list[str]) -> list[str]:
     return lines
 
 
-def assemble(sources_dir: Path = SOURCES, order: tuple[str, ...] = MODULES) -> str:
+def assemble(sources_dir: Path = SOURCES) -> str:
     """The text of ownership.py. Raises AssemblyError."""
-    listed = set(order)
-    present = {
+    found = sorted(
         p.relative_to(sources_dir).as_posix()
         for p in sources_dir.rglob("*.py")
         if p.name != "__init__.py"
-    }
-    if present - listed:
-        raise AssemblyError(f"not in MODULES: {', '.join(sorted(present - listed))}")
-    if listed - present:
-        raise AssemblyError(f"in MODULES but missing: {', '.join(sorted(listed - present))}")
-    sources = [read_source(n, (sources_dir / n).read_text(encoding="utf-8")) for n in order]
+    )
+    by_name = {n: read_source(n, (sources_dir / n).read_text(encoding="utf-8")) for n in found}
+    check_api(by_name)
+    sources = [by_name[n] for n in module_order(by_name)]
     owner: dict[str, str] = {}
     for source in sources:
         for name in dict.fromkeys(source.defines):

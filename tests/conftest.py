@@ -1,76 +1,20 @@
-"""Shared fixtures: the suite's configuration, and the CLI run in-process or as a program."""
+"""The suite's fixtures and collection hooks. What tests share besides fixtures is in tests/kit/
+(its __init__ says what is where)."""
 
 from __future__ import annotations
 
-import io
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
-from pairgate.main import main
 from pairgate.sandbox import testing as sandbox_testing
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox
-from pairgate.standalone.config import Config, load_config
-from pairgate.standalone.errors import Context
-from tests import suite_configuration
-
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-FIXTURE_CONFIG = FIXTURES / "pairgate-config.json"
-
-
-@dataclass(frozen=True)
-class Result:
-    code: int
-    out: str
-    err: str
-
-
-def run_cli(argv: list[str], env: dict[str, str] | None = None, **kw: object) -> Result:
-    """Run pairgate in-process with an injected environment (never the real one), under the
-    configuration the test runs under (tests/suite_configuration.py)."""
-    out, err = io.StringIO(), io.StringIO()
-    run_env = suite_configuration.swapped(env or {})
-    ctx = Context(env=run_env, stdout=out, stderr=err)
-    code = main(argv, ctx=ctx, **kw)  # type: ignore[arg-type]
-    return Result(
-        int(code), *suite_configuration.read_back(run_env, out.getvalue(), err.getvalue())
-    )
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    """A real program's environment: PATH and HOME only, then ``extra`` (no PYTHONPATH unless
-    given, so a flat copy does not find the package)."""
-    return {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/tmp"), **extra}
-
-
-def run_program(
-    args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None, stdin: str = ""
-) -> Result:
-    """Run a real program (python -m pairgate, a validator, the hook) with a clean environment."""
-    run_env = suite_configuration.swapped(clean_env(**{"PYTHONPATH": str(ROOT), **(env or {})}))
-    proc = subprocess.run(
-        args,
-        env=run_env,
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    return Result(
-        proc.returncode, *suite_configuration.read_back(run_env, proc.stdout, proc.stderr)
-    )
-
-
-# Without -B: the first program compiles the package's modules into __pycache__ and the rest of
-# the suite's programs load them (in a fresh clone, -B had each one compile them all again).
-PAIRGATE = [sys.executable, "-m", "pairgate"]
+from pairgate.standalone.config import Config
+from tests.kit.names import FIXTURE_CONFIG
+from tests.kit.run import suite_config
+from tests.kit.suite_configuration import CONFIGURATIONS, activate, runs_twice
+from tests.kit.wiring import WIRING_ENV, is_wiring_test, wiring_tests
 
 
 @pytest.fixture
@@ -79,25 +23,13 @@ def config_env() -> dict[str, str]:
     return {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)}
 
 
-# -- the source repository's wiring tests (tests/source-repository-wiring-tests.txt) -------------
-
-WIRING_TESTS = Path(__file__).resolve().parent / "source-repository-wiring-tests.txt"
-WIRING_ENV = "PAIRGATE_WIRING_TESTS"
-
-
-def wiring_tests() -> list[str]:
-    """The entries of source-repository-wiring-tests.txt: ``tests/<file>.py[::<test>]``."""
-    lines = (line.strip() for line in WIRING_TESTS.read_text(encoding="utf-8").splitlines())
-    return [line for line in lines if line and not line.startswith("#")]
+@pytest.fixture
+def config() -> Config:
+    """The suite's configuration, loaded."""
+    return suite_config()
 
 
-def is_wiring_test(path: Path, name: str, entries: list[str]) -> bool:
-    resolved = path.resolve()
-    if not resolved.is_relative_to(ROOT):  # a test file a test wrote elsewhere
-        return False
-    where = resolved.relative_to(ROOT).as_posix()
-    test = f"{where}::{name.split('[', 1)[0]}"
-    return any(entry in (where, test) for entry in entries)
+# -- the source repository's wiring tests (tests/kit/wiring.py) ---------------------------------
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -114,18 +46,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = kept
 
 
-# -- the second configuration (tests/suite_configuration.py) -------------------------------------
+# -- the second configuration (tests/kit/suite_configuration.py) ---------------------------------
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if (
         "suite_configuration" in metafunc.fixturenames
-        and suite_configuration.runs_twice(str(metafunc.definition.fspath))
+        and runs_twice(str(metafunc.definition.fspath))
         and metafunc.definition.get_closest_marker("one_configuration") is None
     ):
-        metafunc.parametrize(
-            "suite_configuration", suite_configuration.CONFIGURATIONS, indirect=True
-        )
+        metafunc.parametrize("suite_configuration", CONFIGURATIONS, indirect=True)
 
 
 @pytest.fixture(autouse=True, name="suite_configuration")
@@ -133,9 +63,9 @@ def _suite_configuration(request: pytest.FixtureRequest) -> Iterator[str]:
     """The cli_command the test runs under: ``pairgate``, or ``acme-pg`` in the second run of a
     refusal module."""
     cli = str(getattr(request, "param", "pairgate"))
-    suite_configuration.activate(cli)
+    activate(cli)
     yield cli
-    suite_configuration.activate("pairgate")
+    activate("pairgate")
 
 
 # -- the sandbox (docs/sandbox.md) ----------------------------------------------------------------
@@ -176,36 +106,3 @@ def sandbox(sandbox_server: RunningSandbox) -> RunningSandbox:
     """The session's sandbox, back at the default world (a reset takes milliseconds)."""
     sandbox_server.reset()
     return sandbox_server
-
-
-# -- the ledger: an agent's environment against the sandbox ----------------------------------------
-
-
-def agent_env(
-    sandbox: RunningSandbox,
-    agent: str | None = "acme-lead",
-    user: str = "agents",
-    **overrides: str,
-) -> dict[str, str]:
-    """The environment an agent runs pairgate in against ``sandbox``: the suite configuration,
-    ``agent`` as PAIRGATE_TEST_AGENT_ID (None leaves it unset), reads and writes over HTTPS as
-    the sandbox ``user``, the review bot's token, and a session id. ``overrides`` are
-    variables to add (an empty value removes one)."""
-    env = {
-        "PAIRGATE_CONFIG": str(FIXTURE_CONFIG),
-        "PAIRGATE_TEST_GITLAB_URL": sandbox.url,
-        "PAIRGATE_TEST_TASK_API_TOKEN": sandbox.token(user),
-        "PAIRGATE_TEST_TASK_WRITE_TOKEN": sandbox.token(user),
-        "PAIRGATE_TEST_REVIEW_BOT_TOKEN": sandbox.token("review_bot"),
-        "PAIRGATE_TEST_SESSION_ID": f"session-{agent or 'none'}",
-    }
-    if agent is not None:
-        env["PAIRGATE_TEST_AGENT_ID"] = agent
-    env.update(overrides)
-    return {k: v for k, v in env.items() if v != ""}
-
-
-@pytest.fixture
-def config() -> Config:
-    """The suite's configuration, loaded."""
-    return load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})

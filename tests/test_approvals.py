@@ -7,29 +7,15 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from ledgerkit import BASE, SHA, SHA2, Trail
 
 from pairgate.standalone.approvals import binding_problem, chain_problem, independence, judge
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import Hold, Ledger, MrRef
-from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.records import marker, parse_marker, record_digest
+from tests.kit.names import BASE, LEAD, MR, REVIEW, SHA2, SOLO, mr_facts
+from tests.kit.trail import Trail
 
-LEAD, REVIEW, SOLO = "acme-lead", "acme-review", "acme-solo"
-APP = MrRef("acme/app", 7)
-MR = MergeRequestFacts(
-    project="acme/app",
-    iid=7,
-    title="t",
-    description="Related to acme/tracker#4",
-    author_id=10,
-    source_branch="fix",
-    labels=(),
-    head_sha=SHA,
-    target_branch="main",
-    base_sha=BASE,
-    start_sha=BASE,
-)
+REF = MrRef(*MR)
 
 
 @pytest.fixture
@@ -56,7 +42,7 @@ def test_the_fold_records_who_held_who_offered_and_which_sessions(trail: Trail) 
     ledger = round_to_approval(trail)
     first, offer, accept, _ = (n.id for n in trail.notes)
     assert ledger.holds == (Hold(LEAD, "lead", first), Hold(REVIEW, "review", accept))
-    assert [(o.sender, o.note_id, o.mr) for o in ledger.review_offers] == [(LEAD, offer, APP)]
+    assert [(o.sender, o.note_id, o.mr) for o in ledger.review_offers] == [(LEAD, offer, REF)]
     assert ledger.sessions == (
         (LEAD, "session-acme-lead", first),
         (REVIEW, "session-acme-review", accept),
@@ -240,7 +226,7 @@ def test_an_offer_of_another_merge_request_is_no_hand_in_this_one(
     trail: Trail, config: Config
 ) -> None:
     trail.claim(REVIEW, role="review")
-    trail.handoff(REVIEW, LEAD, mr={"project": "acme/app", "iid": 99})
+    trail.handoff(REVIEW, LEAD, mr=("acme/app", 99))
     trail.record("ownership", "decline", LEAD, offer=trail.notes[-1].id, **{"from": REVIEW})
     trail.approve(REVIEW, LEAD)
     assert reasons(config, {4: trail.fold()}) == ()
@@ -278,24 +264,24 @@ def test_an_approval_that_is_itself_the_break_does_not_count(trail: Trail) -> No
 
 def test_the_diff_an_approval_binds_both_ways(trail: Trail) -> None:
     approval = round_to_approval(trail).approvals[0]
-    assert binding_problem(approval, MR) is None
-    moved_start = dataclasses.replace(MR, start_sha="e" * 40)
+    assert binding_problem(approval, mr_facts()) is None
+    moved_start = mr_facts(start_sha="e" * 40)
     assert binding_problem(approval, moved_start) is None  # the target advanced: same change
-    moved_base = dataclasses.replace(MR, base_sha="d" * 40)
+    moved_base = mr_facts(base_sha="d" * 40)
     code, why = binding_problem(approval, moved_base) or ("", "")
     assert code == "base-moved" and f"merge base {BASE}" in why and "d" * 40 in why
-    code, why = binding_problem(approval, dataclasses.replace(MR, target_branch="release")) or (
+    code, why = binding_problem(approval, mr_facts(target_branch="release")) or (
         "",
         "",
     )
     assert code == "retargeted" and "targeted main, and it now targets release" in why
-    code, _ = binding_problem(approval, dataclasses.replace(MR, head_sha=SHA2)) or ("", "")
+    code, _ = binding_problem(approval, mr_facts(head_sha=SHA2)) or ("", "")
     assert code == "not-at-head"
 
 
 def test_a_v1_approval_binds_the_head_only(trail: Trail) -> None:
     approval = dataclasses.replace(round_to_approval(trail).approvals[0], version=1)
-    assert binding_problem(approval, dataclasses.replace(MR, target_branch="x")) is None
+    assert binding_problem(approval, mr_facts(target_branch="x")) is None
 
 
 # -- the gate's judgement, in order -------------------------------------------------------------
@@ -305,16 +291,21 @@ def test_judge_edited_withdrawn_and_an_emoji(trail: Trail, config: Config) -> No
     ledger = round_to_approval(trail)
     approval = ledger.approvals[0]
     ledgers = {4: ledger}
-    counts = judge(4, approval, MR, ledgers, edits={approval.note_id: None}, config=config)
+    counts = judge(4, approval, mr_facts(), ledgers, edits={approval.note_id: None}, config=config)
     assert counts.code == "counts"
     edited = judge(
-        4, approval, MR, ledgers, edits={approval.note_id: "2026-01-02T00:00:00Z"}, config=config
+        4,
+        approval,
+        mr_facts(),
+        ledgers,
+        edits={approval.note_id: "2026-01-02T00:00:00Z"},
+        config=config,
     )
     assert (edited.code, edited.why) == (
         "approval-edited",
         "GitLab reports its note as edited at 2026-01-02T00:00:00Z",
     )
-    unknown = judge(4, approval, MR, ledgers, edits={}, config=config)
+    unknown = judge(4, approval, mr_facts(), ledgers, edits={}, config=config)
     assert unknown.code == "edit-unknown"
     # An emoji reaction moves updated_at only: REST's "edited" warning, never a voided approval.
     bumped = dataclasses.replace(trail.notes[-1], updated_at="2026-01-01T05:00:00.000Z")
@@ -322,12 +313,14 @@ def test_judge_edited_withdrawn_and_an_emoji(trail: Trail, config: Config) -> No
     later = trail.fold()
     assert later.edited == (bumped.id,)
     assert (
-        judge(4, later.approvals[0], MR, {4: later}, edits={bumped.id: None}, config=config).code
+        judge(
+            4, later.approvals[0], mr_facts(), {4: later}, edits={bumped.id: None}, config=config
+        ).code
         == "counts"
     )
     trail.withdraw(REVIEW, trail.notes[-1])
     gone = trail.fold()
-    withdrawn = judge(4, gone.approvals[0], MR, {4: gone}, edits=None, config=config)
+    withdrawn = judge(4, gone.approvals[0], mr_facts(), {4: gone}, edits=None, config=config)
     assert withdrawn.code == "withdrawn" and withdrawn.why.startswith(f"{REVIEW} withdrew it")
 
 

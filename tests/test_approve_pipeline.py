@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ledgerkit import Round
 
 from pairgate.standalone.config import Config
-from tests.conftest import FIXTURE_CONFIG, run_cli
-from tests.gcl import MERGE_CHECK, publish, repository, run
+from tests.kit.gcl import MERGE_CHECK, publish, repository, run
+from tests.kit.names import FIXTURE_CONFIG
+from tests.kit.run import run_cli
+from tests.kit.world import Round
 
 PIPELINES = "/api/v4/projects/acme%2Fapp/merge_requests/{mr}/pipelines"
 
@@ -23,9 +24,9 @@ PIPELINES = "/api/v4/projects/acme%2Fapp/merge_requests/{mr}/pipelines"
 @pytest.fixture
 def world(sandbox: Any) -> Round:
     w = Round(sandbox)
-    w.claimed()
-    w.offered()
-    w.accepted()
+    w.claim()
+    w.offer()
+    w.accept()
     return w
 
 
@@ -52,7 +53,7 @@ def approve(world: Round, *extra: str) -> Any:
 
 
 def mr_pipelines(world: Round) -> list[dict[str, Any]]:
-    return list(world.sb.api("GET", f"/projects/acme%2Fapp/merge_requests/{world.mr}/pipelines"))
+    return list(world.sb.api("GET", f"{world.mr_path}/pipelines"))
 
 
 def gate_of(world: Round) -> Any:

@@ -12,16 +12,18 @@ import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.audit_flags import AUDIT_LABEL
-from tests.audit_world import (
+from tests.kit.audit_cases import (
     by_curl_without_approval,
     frozen_when_merged,
     merge,
     merged_every_way,
     through_the_gate,
 )
-from tests.conftest import Result, agent_env, run_cli
-from tests.gate_trail import binds_of
-from tests.gate_world import TRACKER, World, ref
+from tests.kit.gate_cases import ref
+from tests.kit.names import TRACKER
+from tests.kit.run import Result, agent_env, run_cli
+from tests.kit.trail import binds_of
+from tests.kit.world import World
 
 GRAPHQL = "/api/graphql"
 
@@ -196,7 +198,7 @@ def test_each_cited_issue_is_read_once_however_many_merges_cite_it(
 ) -> None:
     world = World(sandbox)
     issue = world.issue()
-    trail = world.ledger(issue)
+    trail = world.trail(issue)
     trail.claim("acme-lead")
     for _ in range(3):
         mr = world.mr(f"Part of {TRACKER}#{issue}")
@@ -215,7 +217,7 @@ def test_a_thaw_after_the_merge_does_not_lift_the_window_it_merged_in(
     world = World(sandbox)
     issue = world.issue()
     mr = world.mr(f"Related to {TRACKER}#{issue}")
-    world.ledger(issue).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    world.trail(issue).reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     env = agent_env(sandbox, "acme-review")
     scope = f"mr:{mr['project']}!{mr['iid']}"
     assert run_cli(["freeze", str(issue), "--scope", scope, "--reason", "hold"], env).code == 0
@@ -300,13 +302,13 @@ def merged_from_a_fork(world: World, *, approved: bool) -> dict[str, Any]:
                            "target_project_id": 2})  # fmt: skip
     mr = {**mr, "project": "acme/app"}
     if approved:
-        world.ledger(issue).reviewed(
-            head,
-            ref(mr),
+        world.trail(issue).reviewed(
+            sha=head,
+            mr=ref(mr),
             binds=binds_of(sandbox.api("GET", f"/projects/2/merge_requests/{mr['iid']}")),
         )
     else:
-        world.ledger(issue).claim("acme-lead")
+        world.trail(issue).claim("acme-lead")
     merge(world, mr, as_user="maintainer")
     return dict(mr)
 

@@ -13,7 +13,7 @@ from pairgate.standalone.audit_issues import audit_marker, filed_findings
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import UsageError
 from pairgate.standalone.ledger import Note
-from tests.gate_trail import Trail
+from tests.kit.trail import Trail
 
 HEAD = "c" * 40
 MERGED = {
@@ -46,12 +46,12 @@ def at(stamp: str, notes: list[Note]) -> list[Note]:
 
 
 def test_only_the_notes_written_by_the_merge_count(config: Config) -> None:
-    trail = Trail.local()
+    trail = Trail(config, issue=5, first_id=1000)
     trail.claim("acme-lead")
     before = at("2025-12-31T23:59:59.999Z", trail.notes)
-    offer = trail.handoff("acme-lead", "acme-review", HEAD, ("acme/app", 3), role="review")
+    offer = trail.handoff("acme-lead", "acme-review", sha=HEAD, mr=("acme/app", 3))
     trail.accept("acme-review", offer, "acme-lead", role="review")
-    trail.approve("acme-review", "acme-lead", HEAD, ("acme/app", 3))
+    trail.approve("acme-review", "acme-lead", sha=HEAD, mr=("acme/app", 3))
     late = at("2026-01-01T00:00:00.001Z", trail.notes[1:])
     merged = MergedMr.from_api(MERGED)
     notes = {5: before + late}
@@ -65,8 +65,8 @@ def test_only_the_notes_written_by_the_merge_count(config: Config) -> None:
 
 
 def test_a_note_whose_time_does_not_parse_never_counts(config: Config) -> None:
-    trail = Trail.local()
-    trail.reviewed(HEAD, ("acme/app", 3))
+    trail = Trail(config, issue=5, first_id=1000)
+    trail.reviewed(sha=HEAD, mr=("acme/app", 3))
     notes = {5: at("yesterday", trail.notes)}
     merged = MergedMr.from_api(MERGED)
     judged = judge_merged(merged, config=config, families=(), notes=notes, frozen=(),

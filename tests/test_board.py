@@ -11,8 +11,9 @@ from pairgate.main import main
 from pairgate.output import Style, duration, table, use_colour
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.errors import Context
-from tests.boardkit import LEAD, REVIEW, labels, new_round, ok, run_at, tamper
-from tests.conftest import agent_env
+from tests.kit.names import LEAD, REVIEW
+from tests.kit.run import agent_env, ok, run_cli
+from tests.kit.world import Round
 
 BOARD_KEYS = {
     "issue", "title", "state", "web_url", "holder", "role", "holder_since", "label", "offer",
@@ -33,9 +34,9 @@ def test_an_empty_board(sandbox: RunningSandbox) -> None:
 
 
 def test_the_board_shows_holder_offer_and_approval_at_head(sandbox: RunningSandbox) -> None:
-    held = new_round(sandbox, "held").claim()
-    offered = new_round(sandbox, "offered").claim().offer()
-    approved = new_round(sandbox, "approved").approved()
+    held = Round(sandbox, "held").claim()
+    offered = Round(sandbox, "offered").claim().offer()
+    approved = Round(sandbox, "approved").approved()
     sandbox.create_issue("never labelled")
     doc = board_json(sandbox)
     by = {i["issue"]: i for i in doc["issues"]}
@@ -73,9 +74,9 @@ def test_the_board_shows_holder_offer_and_approval_at_head(sandbox: RunningSandb
 
 
 def test_a_stale_and_a_self_approval_are_called_so(sandbox: RunningSandbox) -> None:
-    stale = new_round(sandbox, "stale").approved()
+    stale = Round(sandbox, "stale").approved()
     stale.push()
-    solo = new_round(sandbox, "solo").claim().offer().accept(agent_env(sandbox, REVIEW))
+    solo = Round(sandbox, "solo").claim().offer().accept(REVIEW)
     solo.approve(to=REVIEW)
     by = {i["issue"]: i for i in board_json(sandbox)["issues"]}
     assert by[stale.issue]["approval"]["status"] == "stale"
@@ -86,10 +87,10 @@ def test_a_stale_and_a_self_approval_are_called_so(sandbox: RunningSandbox) -> N
 
 
 def test_a_tampered_issue_among_clean_ones(sandbox: RunningSandbox) -> None:
-    clean = [new_round(sandbox, f"clean {n}").claim() for n in range(3)]
-    bad = new_round(sandbox, "tampered").claim().offer()
+    clean = [Round(sandbox, f"clean {n}").claim() for n in range(3)]
+    bad = Round(sandbox, "tampered").claim().offer()
     offer_note = board_json(sandbox)["issues"][-1]["offer"]["note_id"]
-    tamper(sandbox, bad.issue, offer_note, "offers this issue", "gives this issue")
+    bad.tamper(offer_note, "offers this issue", "gives this issue")
     doc = board_json(sandbox)
     by = {i["issue"]: i for i in doc["issues"]}
     assert by[bad.issue]["offer"] is None  # a tampered record is not part of the state
@@ -110,7 +111,7 @@ def test_a_tampered_issue_among_clean_ones(sandbox: RunningSandbox) -> None:
 
 
 def test_a_deleted_note_shows_as_a_chain_break(sandbox: RunningSandbox) -> None:
-    r = new_round(sandbox).claim().offer()
+    r = Round(sandbox).claim().offer()
     offer = board_json(sandbox)["issues"][0]["offer"]["note_id"]
     ok(["decline", str(r.issue)], agent_env(sandbox, REVIEW))
     sandbox.api("DELETE", f"/projects/acme%2Ftracker/issues/{r.issue}/notes/{offer}")
@@ -120,7 +121,7 @@ def test_a_deleted_note_shows_as_a_chain_break(sandbox: RunningSandbox) -> None:
 
 
 def test_label_drift_is_shown(sandbox: RunningSandbox) -> None:
-    r = new_round(sandbox).claim()
+    r = Round(sandbox).claim()
     path = f"/projects/acme%2Ftracker/issues/{r.issue}"
     sandbox.api("PUT", path, json={"add_labels": "agent::review"})
     (issue,) = board_json(sandbox)["issues"]
@@ -131,7 +132,7 @@ def test_label_drift_is_shown(sandbox: RunningSandbox) -> None:
 
 
 def test_closed_issues_only_with_closed(sandbox: RunningSandbox) -> None:
-    r = new_round(sandbox).claim()
+    r = Round(sandbox).claim()
     sandbox.api("PUT", f"/projects/acme%2Ftracker/issues/{r.issue}", json={"state_event": "close"})
     assert board_json(sandbox)["issues"] == []
     (issue,) = board_json(sandbox, "--closed")["issues"]
@@ -140,12 +141,12 @@ def test_closed_issues_only_with_closed(sandbox: RunningSandbox) -> None:
 
 
 def test_an_unreadable_issue_is_shown_and_exits_2(sandbox: RunningSandbox) -> None:
-    r = new_round(sandbox).claim()
-    other = new_round(sandbox).claim()
+    r = Round(sandbox).claim()
+    other = Round(sandbox).claim()
     # A 403, not a 5xx: the reader retries 5xx with real backoff (tests/test_gitlab_client.py covers
     # that with a zero backoff); here only "unreadable" matters.
     sandbox.fault(method="GET", path=rf"/issues/{r.issue}/notes", status=403, count=100)
-    result = run_at(["board", "--json"], agent_env(sandbox, LEAD))
+    result = run_cli(["board", "--json"], agent_env(sandbox, LEAD))
     sandbox.clear_faults()
     assert result.code == 2
     by = {i["issue"]: i for i in json.loads(result.out)["issues"]}
@@ -154,7 +155,7 @@ def test_an_unreadable_issue_is_shown_and_exits_2(sandbox: RunningSandbox) -> No
 
 
 def test_board_reads_each_issues_notes_once(sandbox: RunningSandbox) -> None:
-    rounds = [new_round(sandbox, f"n{n}").claim() for n in range(5)]
+    rounds = [Round(sandbox, f"n{n}").claim() for n in range(5)]
     sandbox.clear_requests()
     ok(["board"], agent_env(sandbox, LEAD))
     notes = [r["path"] for r in sandbox.requests() if r["path"].endswith("/notes")]
@@ -171,10 +172,10 @@ def waiting_json(sandbox: RunningSandbox, *flags: str, now: float | None = None)
 
 
 def test_waiting_names_who_owes_the_next_move(sandbox: RunningSandbox) -> None:
-    held = new_round(sandbox, "held").claim()
-    offered = new_round(sandbox, "offered").claim().offer()
-    back = new_round(sandbox, "back").claim().offer().accept(agent_env(sandbox, REVIEW)).approve()
-    released = new_round(sandbox, "released").claim()
+    held = Round(sandbox, "held").claim()
+    offered = Round(sandbox, "offered").claim().offer()
+    back = Round(sandbox, "back").claim().offer().accept(REVIEW).approve()
+    released = Round(sandbox, "released").claim()
     ok(["release", str(released.issue)], agent_env(sandbox, LEAD))
     # a released issue keeps no role label; label it as a stale index would be
     sandbox.api(
@@ -197,9 +198,9 @@ def test_waiting_names_who_owes_the_next_move(sandbox: RunningSandbox) -> None:
 
 
 def test_waiting_is_sorted_by_age_and_filtered_by_agent(sandbox: RunningSandbox) -> None:
-    first = new_round(sandbox, "first").claim()
+    first = Round(sandbox, "first").claim()
     sandbox.advance_clock(3600)
-    second = new_round(sandbox, "second").claim().offer()
+    second = Round(sandbox, "second").claim().offer()
     now = time.time() + 3600 + 7200
     doc = waiting_json(sandbox, now=now)
     assert [w["issue"] for w in doc["waiting"]] == [first.issue, second.issue]
@@ -214,8 +215,8 @@ def test_waiting_is_sorted_by_age_and_filtered_by_agent(sandbox: RunningSandbox)
 
 
 def test_labels_follow_the_verbs(sandbox: RunningSandbox) -> None:
-    r = new_round(sandbox).claim()
-    assert labels(sandbox, r.issue) == ["agent::lead"]
+    r = Round(sandbox).claim()
+    assert r.labels() == ["agent::lead"]
 
 
 # -- the terminal -----------------------------------------------------------------------------
@@ -252,7 +253,7 @@ def test_durations_read_like_people_write_them() -> None:
 
 
 def test_the_board_is_coloured_on_a_terminal_unless_no_color(sandbox: RunningSandbox) -> None:
-    new_round(sandbox).claim()
+    Round(sandbox).claim()
     for env, coloured in (({}, True), ({"NO_COLOR": "1"}, False)):
         out = Tty()
         ctx = Context(env={**agent_env(sandbox, LEAD), **env}, stdout=out, stderr=io.StringIO())
@@ -262,7 +263,7 @@ def test_the_board_is_coloured_on_a_terminal_unless_no_color(sandbox: RunningSan
 
 def test_closed_shows_an_issue_the_close_verb_closed(sandbox: RunningSandbox) -> None:
     # close takes the role label off, which is what board lists by: it leaves pairgate::closed.
-    r = new_round(sandbox).approved()
+    r = Round(sandbox).approved()
     r.merge()
     ok(["close", str(r.issue)], agent_env(sandbox, LEAD))
     labels = sandbox.api("GET", f"/projects/acme%2Ftracker/issues/{r.issue}")["labels"]

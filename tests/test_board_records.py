@@ -1,5 +1,5 @@
 """The board-wide record kinds in the fold (ownership.py 4 and 5b): freeze windows, thaw, and
-standing constraints. Pure: notes built with ledgerkit, no server, no clock."""
+standing constraints. Pure: notes built with a kept Trail, no server, no clock."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pairgate.standalone.config import Config
 from pairgate.standalone.fold import binding_freeze, freeze_refusal
 from pairgate.standalone.ledger import Freeze, MrRef
 from pairgate.standalone.records import constraint_id, schema_problem
-from tests.ledgerkit import STAMP, Trail
+from tests.kit.names import STAMP
+from tests.kit.trail import Trail
 
 START = 1767225600.0  # STAMP, 2026-01-01T00:00:00Z, as epoch seconds
 

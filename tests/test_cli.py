@@ -11,7 +11,8 @@ import pytest
 
 from pairgate.parser import build_parser
 from pairgate.sandbox.testing import RunningSandbox
-from tests.conftest import PAIRGATE, ROOT, agent_env, run_cli, run_program
+from tests.kit.names import ROOT
+from tests.kit.run import PAIRGATE, agent_env, run_cli, run_program
 
 # The specification's Commands section (plus sandbox and demo, docs/sandbox.md).
 COMMANDS = {

@@ -1,4 +1,4 @@
-"""The second configuration (tests/suite_configuration.py): what it catches, and the agent
+"""The second configuration (tests/kit/suite_configuration.py): what it catches, and the agent
 definitions rendered under it."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.suite_configuration import (
+from tests.kit.run import run_cli
+from tests.kit.suite_configuration import (
     FIXTURE_CONFIG,
     HARD_CODED,
     RENAMED_CLI,

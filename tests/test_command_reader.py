@@ -1,4 +1,5 @@
-"""The merge hook's command reader (ownership.py section 7): a pure function, read in milliseconds.
+"""The merge hook's command reader (pairgate/standalone/command_reader/): a pure function, read in
+milliseconds.
 
 Three tables: disguised merges the reader attributes to one project and one merge request (the
 gate then decides), disguised merges the reading alone blocks, and harmless commands.
@@ -6,13 +7,18 @@ gate then decides), disguised merges the reading alone blocks, and harmless comm
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pairgate.standalone.command_reader.mcp import read_tool_call
+from pairgate.standalone.command_reader.program_table import PROGRAMS
 from pairgate.standalone.command_reader.read import read_command
+from pairgate.standalone.command_reader.reading import ProgramReader, Reading
 from pairgate.standalone.command_reader.words import (
     CommandReading,
     MergeFound,
+    Word,
     could_name_glab_merge,
 )
 
@@ -90,6 +96,12 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ("zsh -c \"bash -c 'glab mr merge 12 -R acme/app'\"", APP),
     ("dash -e -c 'glab mr merge 12 -R acme/app'", APP),
     ("busybox sh -c 'glab mr merge 12 -R acme/app'", APP),
+    ("ksh -c 'glab mr merge 12 -R acme/app'", APP),
+    ("mksh -c 'glab mr merge 12 -R acme/app'", APP),
+    ("ash -c 'glab mr merge 12 -R acme/app'", APP),
+    ("yash -c 'glab mr merge 12 -R acme/app'", APP),
+    ("posh -c 'glab mr merge 12 -R acme/app'", APP),
+    ("ionice -c 3 glab mr merge 12 -R acme/app", APP),
     ("su -c 'glab mr merge 12 -R acme/app' bot", APP),
     ('eval "glab mr merge 12 -R acme/app"', APP),
     ("eval glab mr merge 12 -R acme/app", APP),
@@ -192,6 +204,7 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ),
     # a renamed copy of glab, for every subcommand
     ("cp /usr/bin/glab /tmp/g && /tmp/g mr merge 12 -R acme/app", APP),
+    ("install -m 755 /usr/bin/glab /tmp/g && /tmp/g -R acme/app mr merge 12", APP),
     ("/tmp/g api -X PUT projects/acme%2Fapp/merge_requests/12/merge", APP),
     ("/tmp/g alias set tofu 'mr merge' && /tmp/g tofu 12 -R acme/app", APP),
     ('ln -s "$(command -v glab)" ~/bin/g && g -R acme/app mr merge 12', APP),
@@ -207,6 +220,10 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ("sudo -s glab mr merge 12 -R acme/app", APP),
     ("sudo -i eval 'glab mr merge 12 -R acme/app'", APP),
     ("sudo -Eu bot -s eval 'glab mr merge 12 -R acme/app'", APP),
+    # sudo -s runs $SHELL -c: the program SHELL names on the command, a script it writes too
+    ("SHELL=/bin/zsh sudo -s glab mr merge 12 -R acme/app", APP),
+    ("echo 'glab mr merge 12 -R acme/app' > s.sh; SHELL=./s.sh sudo -s true", APP),
+    ("echo 'glab mr merge 12 -R acme/app' > s.sh; env SHELL=./s.sh doas -s", APP),
     ("flock /tmp/lock -c 'glab mr merge 12 -R acme/app'", APP),
     ("flock -w 5 /tmp/lock glab mr merge 12 -R acme/app", APP),
     ("tmux new-session -d 'glab mr merge 12 -R acme/app'", APP),
@@ -222,8 +239,6 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ("printf '%s\\n' 'glab mr merge 12 -R acme/app' | bash", APP),
     # git aliases with ! defined in the command
     ("git -c alias.x='!glab mr merge 12 -R acme/app' x", APP),
-    ("git config alias.x '!glab mr merge 12 -R acme/app' && git x", APP),
-    ("git config --global alias.x '!glab mr merge' && git x 12 -R acme/app", APP),
     (
         "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!glab mr merge 12 -R acme/app' git x",
         APP,
@@ -235,11 +250,13 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ("echo -e 'gl\\x61b mr merge 12 -R acme/app' > m.sh && chmod +x m.sh && ./m.sh", APP),
     ("echo 'glab mr merge 12 -R acme/app' | tee m.sh > /dev/null; bash m.sh", APP),
     ("echo 'glab mr merge 12 -R acme/app' > m.sh; bash < m.sh", APP),
+    ("echo 'glab mr merge 12 -R acme/app' > m.txt; mv m.txt m.sh; bash m.sh", APP),
     ("for i in 1 2; do bash m.sh; echo 'glab mr merge 12 -R acme/app' > m.sh; done", APP),
     # make runs its recipes in a shell
     ("make -f - <<'EOF'\nall:\n\t@glab mr merge 12 -R acme/app\nEOF", APP),
     ("cat > Makefile <<'EOF'\nall:\n\tglab mr merge 12 -R acme/app\nEOF\nmake", APP),
     ("make --eval='x := $(shell glab mr merge 12 -R acme/app)'", APP),
+    ("gmake -f - <<'EOF'\nall:\n\tglab mr merge 12 -R acme/app\nEOF", APP),
     ("find . -name x -exec flock /tmp/l -c 'glab mr merge 12 -R acme/app' \\;", APP),
     # a /merge quick action in a note or a description (GitLab runs it; it merges)
     ("glab mr note 12 -R acme/app -m '/merge'", APP),
@@ -318,6 +335,50 @@ BLOCKED: list[tuple[str, str]] = [
     ("python3 -c \"import os; os.system('glab mr merge 12 -R acme/app')\"", "names a glab merge"),
     ("ssh host 'glab mr merge 12 -R acme/app'", "names a glab merge"),
     ("git config alias.m '!gl''ab mr merge'", "names a glab merge"),
+    # a git alias is kept for later commands, and only bash decides what a `!` alias runs: the
+    # definition blocks when `git NAME`, read now, would merge or could not be read
+    ("git config alias.x '!glab mr merge 12 -R acme/app' && git x", "defines the git alias x"),
+    (
+        "git config --global alias.x '!glab mr merge' && git x 12 -R acme/app",
+        "defines the git alias x",
+    ),
+    ('git config alias.ship \'!gl""ab mr m""erge 1 -R acme/app\'', 'runs gl""ab mr m""erge 1'),
+    (
+        'git config --global alias.ship \'!gl""ab mr m""erge 1 -R acme/app\'',
+        "defines the git alias ship",
+    ),
+    (
+        'git config set alias.ship \'!gl""ab mr m""erge 1 -R acme/app\'',
+        "defines the git alias ship",
+    ),
+    (
+        'git config set --global alias.Ship \'!gl""ab mr m""erge 1 -R acme/app\'',
+        "defines the git alias ship",
+    ),
+    (
+        'git config --file .git/config alias.ship \'!gl""ab mr m""erge 1 -R acme/app\'',
+        "defines the git alias ship",
+    ),
+    (
+        'git -C ~/src/app config -f ~/.gitconfig --add alias.ship \'!sh -c "gl""ab mr m""erge 1"\'',
+        "defines the git alias ship",
+    ),
+    (
+        'git config alias.ship \'-c alias.x=!gl""ab\\ mr\\ m""erge\\ 1\\ -R\\ acme/app x\'',
+        "runs glab mr merge 1 -R acme/app",
+    ),
+    (
+        'git config alias.ship \'!gl""ab mr m""erge\'',
+        'runs gl""ab mr m""erge when a later command says `git ship`',
+    ),
+    ('git config alias.ship "!$CMD"', "git alias ship with text built from variables"),
+    ("git config alias.ed '!$EDITOR'", "the hook cannot tell what it runs: $EDITOR"),
+    ("git config alias.p '!git push origin HEAD:f -o mr.auto_merge'", "auto-merge option"),
+    (
+        'export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.ship GIT_CONFIG_VALUE_0=\'!gl""ab mr m""erge 1 -R acme/app\'; git ship',
+        "which defines a git alias",
+    ),
+    ("export GIT_CONFIG_PARAMETERS=\"'alias.ship=!x'\"; git ship", "which defines a git alias"),
     # any first word that is not a glab command is looked up as an alias (cmd/glab/main.go)
     ("glab tofu 12 -R acme/app", "alias could expand"),
     ("glab -R acme/app tofu 12", "alias could expand"),
@@ -343,6 +404,11 @@ BLOCKED: list[tuple[str, str]] = [
     ('tmux new-session -d "$CMD"', "built from variables"),
     ('flock /tmp/l -c "$CMD"', "runs text built from variables"),
     ('sudo -s "$CMD"', "built from variables"),
+    (
+        'echo \'gl""ab mr m""erge 12 -R acme/app\' > s.sh; export SHELL=./s.sh; sudo -s true',
+        "which this command sets elsewhere",
+    ),
+    ('SHELL="$X" sudo -s true', "program's name"),
     ("su $OPTS bot", "one could be -c"),
     ("find /usr/bin -name 'gl*b' -exec {} mr merge 12 -R acme/app \\;", "find runs the files"),
     ("find . -exec ./{} \\;", "find runs the files"),
@@ -446,6 +512,16 @@ HARMLESS = [
     "git push -o ci.skip origin feature",
     'git push origin "$BRANCH"',
     "git -c alias.st=status st",
+    # git aliases that merge nothing; one defined for a single git command and not used there
+    "git config alias.st status",
+    "git config --global alias.lg 'log --graph --oneline'",
+    "git config set alias.up '!git fetch && git rebase origin/main'",
+    'git -c alias.ship=\'!gl""ab mr m""erge 1 -R acme/app\' status',
+    # sudo -s/-i escape every character of the command's words but letters, digits, _, - and $,
+    # so one quoted word stays one word: a program named `glab mr m""erge 1 -R acme/app`
+    "sudo -s 'glab mr m\"\"erge 1 -R acme/app'",
+    "sudo -i 'glab mr m\"\"erge 1 -R acme/app'",
+    "SHELL=/bin/bash sudo -s 'glab mr m\"\"erge 1 -R acme/app'",
     "echo hi > out.txt; cat out.txt",
     "make -f - <<'EOF'\nall:\n\techo hi\nEOF",
     "bash ./scripts/check.sh",
@@ -480,6 +556,31 @@ def test_a_merge_the_reader_cannot_attribute_is_blocked_saying_why(command: str,
 def test_a_harmless_command_merges_nothing(command: str) -> None:
     reading = read_command(command)
     assert reading == CommandReading()
+
+
+def test_every_row_of_the_program_table_reads_cases_of_the_corpus(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each row of PROGRAMS is the reader of its program in a case of the tables above (whose
+    readings the tests above hold), one that merges or blocks among them: a row no case
+    reaches, or that only harmless cases reach, is a row nothing checks."""
+    cases: dict[str, set[str]] = {name: set() for name in PROGRAMS}
+    command = ""
+
+    def spy(name: str, reader: ProgramReader) -> ProgramReader:
+        def read(reading: Reading, argv: list[Word], *rest: Any) -> None:
+            assert argv[0].tail == name  # the row reads the program it is named for
+            cases[name].add(command)
+            reader(reading, argv, *rest)
+
+        return read
+
+    for name, reader in list(PROGRAMS.items()):
+        monkeypatch.setitem(PROGRAMS, name, spy(name, reader))
+    merging = {c for c, _ in ATTRIBUTED} | {c for c, _ in BLOCKED}
+    for command in [*merging, *HARMLESS]:
+        read_command(command)
+    assert [name for name, seen in cases.items() if not seen & merging] == []
 
 
 def test_the_outside_project_is_read_like_any_other_and_left_to_the_gate() -> None:

@@ -13,7 +13,7 @@ import pytest
 from pairgate.commands.table import COMMANDS, Command, command_rows
 from pairgate.main import context_arguments, handler, main_flags
 from pairgate.parser import CHOSEN, build_parser, destinations, parse
-from tests.conftest import ROOT
+from tests.kit.names import ROOT
 
 ROWS = command_rows()
 RUNNABLE = [(name, row) for name, row in ROWS if row.handler is not None]

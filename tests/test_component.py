@@ -1,6 +1,6 @@
 """The CI/CD Catalog component mr-ownership-gate, run by gitlab-ci-local against the sandbox.
 
-A consumer repository includes the component from its working tree (tests/gcl.py says how a
+A consumer repository includes the component from its working tree (tests/kit/gcl.py says how a
 run stands in for GitLab); the tracker repository in the sandbox holds the five files the jobs
 fetch, and a sandbox pipeline of the merge request gives the jobs the job token GET /job
 answers for. The jobs run in the local shell, so this machine's python3 stands for the job
@@ -20,9 +20,7 @@ import pytest
 import yaml
 
 from pairgate.sandbox.testing import RunningSandbox
-from tests.conftest import FIXTURE_CONFIG, ROOT
-from tests.gate_world import (
-    World,
+from tests.kit.gate_cases import (
     approval_one_push_behind,
     approved_at_head,
     ci_variables,
@@ -31,7 +29,7 @@ from tests.gate_world import (
     self_approval_only,
     unclaimed_issue,
 )
-from tests.gcl import (
+from tests.kit.gcl import (
     APPROVAL,
     GATE_INPUTS,
     RECORD,
@@ -45,6 +43,8 @@ from tests.gcl import (
     repository,
     run,
 )
+from tests.kit.names import FIXTURE_CONFIG, ROOT
+from tests.kit.world import World
 
 pytestmark = pytest.mark.slow
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pairgate.standalone.config import CONFIG_KEYS, CONFIG_SCHEMA, load_config
-from tests.conftest import FIXTURE_CONFIG, PAIRGATE, ROOT, run_cli, run_program
+from tests.kit.names import FIXTURE_CONFIG, ROOT
+from tests.kit.run import PAIRGATE, run_cli, run_program
 
 
 def fixture_values() -> dict:

@@ -10,22 +10,22 @@ import pytest
 
 from pairgate.standalone.fold import fold
 from pairgate.standalone.records import constraint_id, parse_marker
-from tests.boardkit import LEAD, REVIEW, run_at
-from tests.conftest import FIXTURE_CONFIG
-from tests.ledgerkit import Trail
+from tests.kit.names import FIXTURE_CONFIG, LEAD, REVIEW
+from tests.kit.run import run_cli
+from tests.kit.trail import Trail
 
 ENV = {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG), "PAIRGATE_TEST_SESSION_ID": "s-1"}
 TEXT = "Do not touch the release branch until 2.0 ships --> really."
 
 
 def impose(text: str = TEXT, agent: str = LEAD) -> str:
-    result = run_at(["impose", "--text", text, "--as", agent], ENV)
+    result = run_cli(["impose", "--text", text, "--as", agent], ENV)
     assert result.code == 0, result.err
     return result.out
 
 
 def lift(clause: str, lift_from: str) -> tuple[int, str, str]:
-    result = run_at(["lift-check", "--lift-from", lift_from, "--constraint-text", clause], ENV)
+    result = run_cli(["lift-check", "--lift-from", lift_from, "--constraint-text", clause], ENV)
     return result.code, result.out, result.err
 
 
@@ -71,7 +71,7 @@ def test_a_clause_quoted_inside_other_text_still_checks(tmp_path: Path) -> None:
     path = tmp_path / "relay.md"
     path.write_text(relayed, encoding="utf-8")
     argv = ["lift-check", "--lift-from", REVIEW, "--constraint-file", str(path)]
-    result = run_at(argv, ENV)
+    result = run_cli(argv, ENV)
     assert result.code == 1 and "does not stand" in result.err
 
 
@@ -106,39 +106,39 @@ def test_a_clause_without_a_readable_marker_is_exit_2(clause: str, message: str)
 
 
 def test_lift_check_needs_a_clause_and_a_readable_file(tmp_path: Path) -> None:
-    result = run_at(["lift-check", "--lift-from", LEAD], ENV)
+    result = run_cli(["lift-check", "--lift-from", LEAD], ENV)
     assert result.code == 2 and "--constraint-file F or --constraint-text T" in result.err
     argv = ["lift-check", "--lift-from", LEAD, "--constraint-file", str(tmp_path / "none")]
-    result = run_at(argv, ENV)
+    result = run_cli(argv, ENV)
     assert result.code == 2 and "cannot read" in result.err
 
 
 def test_impose_refuses_an_empty_text_and_an_unset_identity() -> None:
-    result = run_at(["impose", "--text", "  ", "--as", LEAD], ENV)
+    result = run_cli(["impose", "--text", "  ", "--as", LEAD], ENV)
     assert result.code == 2 and "the text is empty" in result.err
-    result = run_at(["impose", "--text", TEXT], ENV)
+    result = run_cli(["impose", "--text", TEXT], ENV)
     assert result.code == 2 and "no agent identity" in result.err
 
 
 def test_impose_reads_the_clause_from_a_file(tmp_path: Path) -> None:
     clause = tmp_path / "clause.txt"
     clause.write_text(TEXT + "\n")
-    from_file = run_at(["impose", "--text-file", str(clause), "--as", LEAD], ENV)
-    from_text = run_at(["impose", "--text", TEXT, "--as", LEAD], ENV)
+    from_file = run_cli(["impose", "--text-file", str(clause), "--as", LEAD], ENV)
+    from_text = run_cli(["impose", "--text", TEXT, "--as", LEAD], ENV)
     assert from_file.code == 0 and from_text.code == 0
     # The same clause and id; only the write id in the marker differs.
     assert from_file.out.split("<!--")[0] == from_text.out.split("<!--")[0]
-    neither = run_at(["impose", "--as", LEAD], ENV)
+    neither = run_cli(["impose", "--as", LEAD], ENV)
     assert (
         neither.code == 2 and "one of the arguments --text --text-file is required" in neither.err
     )
-    missing = run_at(["impose", "--text-file", str(tmp_path / "none"), "--as", LEAD], ENV)
+    missing = run_cli(["impose", "--text-file", str(tmp_path / "none"), "--as", LEAD], ENV)
     assert missing.code == 2 and "cannot read --text-file" in missing.err
 
 
 def lift_json(clause: str, lift_from: str) -> tuple[int, dict[str, object], str]:
     argv = ["lift-check", "--lift-from", lift_from, "--constraint-text", clause, "--json"]
-    result = run_at(argv, ENV)
+    result = run_cli(argv, ENV)
     return result.code, json.loads(result.out), result.err
 
 
@@ -168,6 +168,6 @@ def test_lift_check_json_has_the_documented_keys_for_each_verdict() -> None:
 
 def test_lift_check_json_with_no_clause_is_exit_2_and_prints_no_json() -> None:
     argv = ["lift-check", "--lift-from", LEAD, "--constraint-text", "no marker", "--json"]
-    result = run_at(argv, ENV)
+    result = run_cli(argv, ENV)
     assert (result.code, result.out) == (2, "")
     assert "cannot read a constraint" in result.err

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pairgate.standalone.errors import Context, Refusal, report, state_dir
-from tests.conftest import FIXTURE_CONFIG, ROOT
+from tests.kit.names import FIXTURE_CONFIG, ROOT
 
 VALIDATORS = (
     "validate-mr-carries-ownership-record",

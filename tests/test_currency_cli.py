@@ -11,8 +11,9 @@ import pytest
 
 from pairgate import main as main_module
 from pairgate.standalone.errors import Context
-from tests.conftest import FIXTURE_CONFIG, FIXTURES, Result, run_cli
-from tests.gitrepos import GIT_ENV, World, make_world
+from tests.kit.gitrepos import GIT_ENV, World, make_world
+from tests.kit.names import FIXTURE_CONFIG, FIXTURES
+from tests.kit.run import Result, run_cli
 
 INSTALL = "pip install --upgrade 'acme-pairgate @ git+https://example.invalid/acme/pairgate'"
 WRITING = ["claim", "1", "--role", "lead"]

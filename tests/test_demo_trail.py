@@ -6,7 +6,9 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import ROOT, run_cli, run_program
+
+from tests.kit.names import ROOT
+from tests.kit.run import run_cli, run_program
 
 
 @pytest.mark.slow

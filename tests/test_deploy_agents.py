@@ -14,7 +14,8 @@ from pairgate.commands.deploy_agents import ORACLE_BEGIN, ORACLE_END, ROLES
 from pairgate.install import atomic_write, install
 from pairgate.standalone.config import load_config
 from pairgate.standalone.errors import Context, PairgateError, report
-from tests.conftest import FIXTURE_CONFIG, ROOT, Result, run_cli
+from tests.kit.names import FIXTURE_CONFIG, ROOT
+from tests.kit.run import Result, run_cli
 
 GOLDEN = ROOT / "tests" / "golden" / "agents"
 EXAMPLE_CONFIG = ROOT / "examples" / "pairgate-config.json"

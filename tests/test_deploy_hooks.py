@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURE_CONFIG, PAIRGATE, ROOT, clean_env, run_cli
+from tests.kit.names import FIXTURE_CONFIG, ROOT
+from tests.kit.run import PAIRGATE, clean_env, run_cli
 
 FOUR = {
     "block-unapproved-merge.sh": ROOT / "hooks" / "block-unapproved-merge.sh",

@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from pairgate.tracker_pipeline import Component, checked_inputs, interpolate, parse_component
-from tests.conftest import FIXTURE_CONFIG, ROOT, run_cli
-from tests.gitrepos import GIT_ENV, World, make_world
+from tests.kit.gitrepos import GIT_ENV, World, make_world
+from tests.kit.names import FIXTURE_CONFIG, ROOT
+from tests.kit.run import run_cli
 
 FLAGS = [
     "--image",

@@ -12,7 +12,7 @@ import pytest
 
 from pairgate import deployed_currency
 from pairgate.deployed_currency import CURRENT, STALE, UNVERIFIABLE, measure
-from tests.gitrepos import GIT_ENV, World, commit, git, make_world
+from tests.kit.gitrepos import GIT_ENV, World, commit, git, make_world
 
 PATHS = ("tool", "hooks")
 

@@ -11,7 +11,7 @@ import pytest
 
 from pairgate.doctor_checks import MERGE_CHECK_JOB
 from pairgate.sandbox.testing import RunningSandbox
-from tests.conftest import Result, agent_env, run_cli
+from tests.kit.run import Result, agent_env, run_cli
 
 PIPELINE = "gate/pipeline.yml"
 GATED = ("acme/app", "acme/tracker", "partner/shared-lib")

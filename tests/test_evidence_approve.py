@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ledgerkit import Round
-
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.rerun import rerun_document, rerun_field
 from pairgate.evidence.schema import sealed
 from pairgate.evidence.surface import evidence_field
 from pairgate.sandbox.testing import RunningSandbox
-from tests.evidence_repos import CALC, PYTEST
-from tests.evidence_round_kit import (
+from tests.kit.evidence_repos import CALC, PYTEST
+from tests.kit.evidence_round import (
     FILES,
     Docs,
     approve,
@@ -28,6 +26,7 @@ from tests.evidence_round_kit import (
     world,
     wrapped,
 )
+from tests.kit.world import Round
 
 FIXTURES = (docs, world)  # the kit's fixtures, which pytest finds here by name
 
@@ -190,7 +189,7 @@ def test_a_rerun_of_another_offer_refuses_the_approval(
     again = handoff(world, "--evidence", docs.file(tmp_path, docs.good), "--supersede", first)
     assert again.code == 0, again.err
     second = int(last_note(world)["id"])
-    world.accepted()
+    world.accept()
     result = approve(world, "--evidence", path)
     assert result.code == 1
     assert (
@@ -203,7 +202,7 @@ def test_a_rerun_of_an_offer_without_evidence_refuses_the_approval(
 ) -> None:
     assert handoff(world).code == 0
     offer = int(last_note(world)["id"])
-    world.accepted()
+    world.accept()
     result = approve(world, "--evidence", wrapped(world, docs, offer, tmp_path))
     assert result.code == 1
     assert f"  - the offer in note {offer} carries no mutation evidence" in result.err

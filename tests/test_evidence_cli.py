@@ -16,9 +16,9 @@ from pairgate.evidence.schema import check_evidence, read_evidence
 from pairgate.parser import parse as parse_command_line
 from pairgate.standalone.config import Config, load_config
 from pairgate.standalone.errors import Context, UsageError, report
-from tests.conftest import FIXTURE_CONFIG
-from tests.evidence_repos import PLAIN_PYTEST, PYTEST, Package, make_package
-from tests.gitrepos import commit
+from tests.kit.evidence_repos import PLAIN_PYTEST, PYTEST, Package, make_package
+from tests.kit.gitrepos import commit
+from tests.kit.names import FIXTURE_CONFIG
 
 
 @pytest.fixture

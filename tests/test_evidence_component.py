@@ -19,16 +19,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from ledgerkit import Round
 
 from pairgate.evidence.ci_result import CI_JOB, parse_trace
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.runner import Request, collect
 from pairgate.evidence.schema import write_evidence
 from pairgate.sandbox.testing import RunningSandbox
-from tests.evidence_repos import CALC, PYTEST, TESTS
-from tests.gate_world import ci_variables
-from tests.gcl import (
+from tests.kit.evidence_repos import CALC, PYTEST, TESTS
+from tests.kit.gate_cases import ci_variables
+from tests.kit.gcl import (
     COMMON_INPUTS,
     GATE,
     component_files,
@@ -37,8 +36,9 @@ from tests.gcl import (
     repository,
     run,
 )
-from tests.gcl import publish as publish_gate
-from tests.gitrepos import GIT_ENV
+from tests.kit.gcl import publish as publish_gate
+from tests.kit.gitrepos import GIT_ENV
+from tests.kit.world import Round
 
 pytestmark = pytest.mark.slow
 
@@ -81,7 +81,7 @@ class Offered:
         self.round = Round(sandbox)
         sandbox.mirror_commit(self.sha, self.round.branch, {**files})
         assert self.round.head == self.sha
-        self.round.claimed()
+        self.round.claim()
         # The project's merge request pipelines run the job (the tracker-held pipeline's).
         sandbox.set_ci(self.round.project, [{"name": CI_JOB}])
         patches = tmp / "patches"
@@ -112,7 +112,7 @@ class Offered:
 
     def started(self) -> tuple[int, dict[str, str]]:
         """The job of the pipeline the handoff started, running as its runner runs it, and
-        what GitLab gives it (tests/gate_world.ci_variables, for that pipeline)."""
+        what GitLab gives it (tests/kit/gate_cases.ci_variables, for that pipeline)."""
         r, sandbox = self.round, self.sandbox
         (pipeline, *_) = sandbox.api("GET", f"/projects/2/merge_requests/{r.mr}/pipelines")
         (job,) = sandbox.api("GET", f"/projects/2/pipelines/{pipeline['id']}/jobs")

@@ -13,8 +13,8 @@ import pytest
 from pairgate.evidence.handoff import verify_for_handoff
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.runner import Request, collect
-from tests.evidence_repos import PYTEST, Package, make_package
-from tests.gitrepos import commit
+from tests.kit.evidence_repos import PYTEST, Package, make_package
+from tests.kit.gitrepos import commit
 
 # A package whose code checks its own arguments: a mutant can make that assertion fire without
 # adding one, which the mutant rules cannot see and the failing-frame rule does.

@@ -28,7 +28,7 @@ from pairgate.evidence.isolation import (
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.proclimit import probe_cap
 from pairgate.evidence.runner import Request, collect
-from tests.evidence_repos import Package, make_package, marker, processes_with, sleeper_code
+from tests.kit.evidence_repos import Package, make_package, marker, processes_with, sleeper_code
 
 BUBBLEWRAP = probe().mode == "bubblewrap"
 NO_UNSHARE = unshare_problem(find_tools())

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURE_CONFIG, Result, run_cli
-from tests.evidence_repos import PYTEST, Package, make_package
-from tests.gitrepos import commit
+from tests.kit.evidence_repos import PYTEST, Package, make_package
+from tests.kit.gitrepos import commit
+from tests.kit.names import FIXTURE_CONFIG
+from tests.kit.run import Result, run_cli
 
 
 @pytest.fixture

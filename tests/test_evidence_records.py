@@ -8,7 +8,6 @@ import copy
 from typing import Any
 
 import pytest
-from ledgerkit import SHA, SHA2, Trail
 
 from pairgate.evidence.rerun import check_rerun, rerun_document, rerun_field, verify_for_approve
 from pairgate.evidence.schema import evidence_digest
@@ -26,6 +25,8 @@ from pairgate.evidence.surface import (
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import Event
 from pairgate.standalone.records import MalformedRecord, compose_note, parse_marker
+from tests.kit.names import SHA, SHA2
+from tests.kit.trail import Trail
 
 H1, H2 = "1" * 64, "2" * 64
 EVIDENCE = {

@@ -1,5 +1,5 @@
 """Mutation evidence in the round, against the sandbox: handoff --evidence, evidence rerun, and
-what status, board and waiting show of them (tests/evidence_round_kit.py is the world;
+what status, board and waiting show of them (tests/kit/evidence_round.py is the world;
 approve --evidence is tests/test_evidence_approve.py's). The re-runs that a test is about run
 through the command line.
 """
@@ -10,8 +10,6 @@ import json
 import re
 from pathlib import Path
 
-from ledgerkit import Round
-
 from pairgate.evidence.handoff import patches_from_block
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.rerun import rerun_document
@@ -20,8 +18,8 @@ from pairgate.evidence.surface import evidence_field
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.config import Config
 from pairgate.standalone.records import compose_note, parse_marker
-from tests.evidence_repos import CALC, PYTEST
-from tests.evidence_round_kit import (
+from tests.kit.evidence_repos import CALC, PYTEST
+from tests.kit.evidence_round import (
     Docs,
     docs,
     handoff,
@@ -32,6 +30,9 @@ from tests.evidence_round_kit import (
     rerun_cli,
     world,
 )
+from tests.kit.names import FIXTURE_CONFIG
+from tests.kit.run import run_cli
+from tests.kit.world import Round
 
 FIXTURES = (docs, world)  # the kit's fixtures, which pytest finds here by name
 
@@ -115,7 +116,7 @@ def test_evidence_run_at_another_sha_refuses_the_handoff(
     sandbox: RunningSandbox, docs: Docs, tmp_path: Path
 ) -> None:
     world = Round(sandbox)  # its head is the sandbox's own commit, not the evidence's
-    world.claimed()
+    world.claim()
     before = world.notes()
     path = docs.file(tmp_path, docs.good)
     result = handoff(world, "--evidence", path)
@@ -294,8 +295,6 @@ def test_the_wrapped_rerun_is_what_the_command_line_writes(docs: Docs) -> None:
 
 def test_evidence_run_goes_through_main_with_no_gitlab_credentials(docs: Docs) -> None:
     """The evidence family gets main's GitLab client (rerun reads the ledger); run needs none."""
-    from tests.conftest import FIXTURE_CONFIG, run_cli
-
     test = "! grep -q 'a - b' calc/__init__.py"  # the exit-code runner: 1 is a kill, but weak
     argv = ["evidence", "run", "--test", test, "--mutant", str(docs.add), "--repo"]
     result = run_cli([*argv, str(docs.pkg.repo)], {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})

@@ -18,7 +18,7 @@ from pairgate.evidence.patches import Patch
 from pairgate.evidence.runner import Request, collect, rerun
 from pairgate.evidence.schema import check_evidence, digest_problem
 from pairgate.standalone.errors import Refusal, UsageError
-from tests.evidence_repos import (
+from tests.kit.evidence_repos import (
     CALC,
     PYTEST,
     Package,
@@ -27,7 +27,7 @@ from tests.evidence_repos import (
     processes_with,
     sleeper_code,
 )
-from tests.gitrepos import commit, git
+from tests.kit.gitrepos import commit, git
 
 TIMEOUT = 4.0
 

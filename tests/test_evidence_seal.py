@@ -28,8 +28,8 @@ import pytest
 from pairgate.evidence.isolation import probe, weaker
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.runner import Request, collect, rerun
-from tests.evidence_repos import CALC, TESTS, marker
-from tests.gitrepos import GIT_ENV, commit, git
+from tests.kit.evidence_repos import CALC, TESTS, marker
+from tests.kit.gitrepos import GIT_ENV, commit, git
 
 pytestmark = pytest.mark.skipif(
     probe().mode != "bubblewrap", reason=f"no bubblewrap on this machine: {probe().why}"

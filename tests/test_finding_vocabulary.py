@@ -12,7 +12,8 @@ from types import ModuleType
 
 import pytest
 
-from tests.conftest import ROOT, Result, run_program
+from tests.kit.names import ROOT
+from tests.kit.run import Result, run_program
 
 GUARD = ROOT / "validators" / "validate-handoff-finding-vocabulary.py"
 DEFINITIONS = (

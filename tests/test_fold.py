@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from ledgerkit import MAINTAINER, SHA2, STAMP, Trail
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.fold import fold, identity_pattern, is_finder
 from pairgate.standalone.ledger import Ledger, MrRef, Note
 from pairgate.standalone.records import compose_note
-
-LEAD, REVIEW, SOLO = "acme-lead", "acme-review", "acme-solo"
+from tests.kit.names import LEAD, MAINTAINER, REVIEW, SHA, SHA2, SOLO, STAMP
+from tests.kit.trail import Trail
 
 
 @pytest.fixture
@@ -40,7 +39,7 @@ def test_the_round(trail: Trail) -> None:
     assert (approval.approver, approval.to, approval.sha, approval.mr) == (
         REVIEW,
         LEAD,
-        "a" * 40,
+        SHA,
         MrRef("acme/app", 7),
     )
     assert not approval.self_approval and approval.not_covering == ("docs",)
@@ -184,7 +183,7 @@ def test_approve_while_an_offer_is_pending_needs_supersede(trail: Trail) -> None
     assert len(trail.fold().approvals) == 1
     trail.approve(REVIEW, LEAD, sha=SHA2, supersedes=first.id)
     ledger = trail.fold()
-    assert [a.sha for a in ledger.approvals] == ["a" * 40, SHA2]
+    assert [a.sha for a in ledger.approvals] == [SHA, SHA2]
     assert ledger.offer.supersedes == first.id
 
 
@@ -227,7 +226,7 @@ def test_an_edit_that_keeps_the_content_is_only_a_warning(trail: Trail) -> None:
 def test_a_tampered_approval_never_counts(trail: Trail) -> None:
     trail.claim(REVIEW, role="review")
     approve = trail.approve(REVIEW, LEAD)
-    forged = approve.body.replace("a" * 40, SHA2)  # point the approval at another commit
+    forged = approve.body.replace(SHA, SHA2)  # point the approval at another commit
     trail.edit(approve, forged)
     ledger = trail.fold()
     assert ledger.approvals == () and ledger.skipped[0].kind == "tampered"

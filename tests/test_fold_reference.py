@@ -1,9 +1,10 @@
-"""The fold against its frozen round-1 self: field by field, the same ledger from the same notes.
+"""The fold against its frozen self: field by field, the same ledger from the same notes.
 
 tests/reference_fold/ownership_independence.py is the reader as the approval-independence work
-left it, byte for byte, before the fold was made fast (its records name their issue, v2): the
-oracle for "behaviour identical". Over generated trails (tests/trailgen.py) both folds must give equal ledgers, first
-fold and again (the second reads from what the first remembered)."""
+left it (commit 25165ec), before the fold was made fast (its records name their issue, v2), cut
+to what this comparison runs: the oracle for "behaviour identical". Over generated trails
+(tests/kit/trailgen.py) both folds must give equal ledgers, first fold and again (the second
+reads from what the first remembered)."""
 
 from __future__ import annotations
 
@@ -16,17 +17,16 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from conftest import FIXTURE_CONFIG
-from ledgerkit import ISSUE
-from trailgen import trail
 
 from pairgate.standalone import records
 from pairgate.standalone.config import load_config
 from pairgate.standalone.fold import fold
 from pairgate.standalone.ledger import Ledger, Note
+from tests.kit.names import FIXTURE_CONFIG, ISSUE
+from tests.kit.trailgen import trail
 
 REFERENCE = Path(__file__).resolve().parent / "reference_fold" / "ownership_independence.py"
-REFERENCE_SHA256 = "591ade3f63542f5e9af46037a35984d24dff39871423d926306b092f7867c275"
+REFERENCE_SHA256 = "9bff560629dc762305c69d7d1eb821bd661d6ee2b5c4941287488fdf0a720f15"
 TRAILS = 300
 
 

@@ -25,8 +25,9 @@ from pairgate.standalone.ci_job import NotProven, read_job
 from pairgate.standalone.doors import validator_main
 from pairgate.standalone.errors import Context
 from pairgate.standalone.gitlab import read_retry
-from tests.conftest import FIXTURE_CONFIG
-from tests.gate_world import World, approved_at_head, ci_variables, never_approved
+from tests.kit.gate_cases import approved_at_head, ci_variables, never_approved
+from tests.kit.names import FIXTURE_CONFIG, mr_path
+from tests.kit.world import World
 
 MERGE_CHECK = "validate-mr-merge-check"
 FAILS_CLOSED = "validate-mr-merge-check: could not decide; this job fails closed.\n"
@@ -269,7 +270,7 @@ def test_a_token_of_a_pipeline_that_is_not_the_merge_requests_cannot_stand_for_i
 def test_a_pipeline_behind_the_head_cannot_pass(sandbox: RunningSandbox, world: World) -> None:
     mr = approved_at_head(world)
     env = job_env(sandbox, mr)
-    branch = sandbox.api("GET", f"/projects/acme%2Fapp/merge_requests/{mr[1]}")["source_branch"]
+    branch = sandbox.api("GET", mr_path(*mr))["source_branch"]
     new = world.push("acme/app", branch)
     code, _, err = validate(env)
     assert code == 2
@@ -287,7 +288,7 @@ def test_a_merged_results_pipeline_stands_for_the_head_it_merges(
         "PUT", "/projects/acme%2Fapp", as_user="maintainer", json={"merge_pipelines_enabled": True}
     )
     sandbox.set_ci("acme/app", [{"name": MERGE_CHECK}])
-    pipeline = sandbox.api("POST", f"/projects/acme%2Fapp/merge_requests/{mr[1]}/pipelines")
+    pipeline = sandbox.api("POST", f"{mr_path(*mr)}/pipelines")
     assert pipeline["ref"] == f"refs/merge-requests/{mr[1]}/merge"
     (job,) = sandbox.api("GET", f"/projects/acme%2Fapp/pipelines/{pipeline['id']}/jobs")
     token = sandbox.set_job(job["id"], "running")["token"]
@@ -297,7 +298,7 @@ def test_a_merged_results_pipeline_stands_for_the_head_it_merges(
     )
     code, out, err = validate(env)
     assert (code, err) == (0, ""), err
-    head = sandbox.api("GET", f"/projects/acme%2Fapp/merge_requests/{mr[1]}")["sha"]
+    head = sandbox.api("GET", mr_path(*mr))["sha"]
     assert f"acme/app!{mr[1]} at {head}" in out and pipeline["sha"] != head
 
 

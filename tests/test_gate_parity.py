@@ -1,4 +1,4 @@
-"""One verdict, five doors: for every state in gate_world.CASES, ``pairgate merge-check``, the
+"""One verdict, five doors: for every state in gate_cases.CASES, ``pairgate merge-check``, the
 three validators and ``python3 ownership.py merge-check`` (the last four copied flat into an
 empty directory, no package importable) give the same verdict against the sandbox. The
 validators run as a gate job of a merge request pipeline does: their merge request is what
@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
-from tests.conftest import FIXTURE_CONFIG, FIXTURES, ROOT, clean_env, run_cli
-from tests.gate_world import CASES, GATE_JOBS, GateCase, World, ci_variables
+from tests.kit.gate_cases import CASES, GATE_JOBS, GateCase, ci_variables
+from tests.kit.names import FIXTURE_CONFIG, FIXTURES, ROOT
+from tests.kit.run import clean_env, run_cli
+from tests.kit.world import World
 
 pytestmark = pytest.mark.slow
 

@@ -6,19 +6,22 @@ two ways:
   mr-evidence job, which the corpus cannot change either); the merge
   request's ``.gitlab-ci.yml`` only becomes its child pipeline. gitlab-ci-local 4.73.0 runs
   the tracker's file as the pipeline but not ``trigger: include: project`` (it warns that the
-  child is a no-op), so the child part is asserted on the rendered YAML
-  (test_deploy_pipeline.py) and on what GitLab documents: a child pipeline is a pipeline of
-  its own and cannot add, remove or change a job of its parent. Here: every gate job still
-  runs, fetches the tracker's files at one commit, and fails the unapproved merge request,
-  whatever the merge request's file says.
+  child is a no-op), so each case runs the merge request's file a second time, as the child
+  GitLab starts: the same commit, ``CI_PIPELINE_SOURCE`` ``parent_pipeline``, the merge
+  request's variables and the project's (the read token among them), a job token of a
+  pipeline of its own, and none of the tracker's YAML variables. Here: every gate job of the
+  parent still runs, fetches the tracker's files at one commit, and fails the unapproved merge
+  request, whatever the merge request's file says; and the child runs no gate job, reads
+  nothing from GitLab and reaches no host the merge request chose.
 - **Plain include**: the merge request's own file includes both components, as a project
   without the tracker-held pipeline does. The suite records which cases get past it.
 
 Every case also checks that the read token never reaches a host the merge request chose (a
-trap server the attacks point at), and that the Python the gate runs never sees a variable the
-merge request set (a python3 that logs its argv and environment stands for the image's).
-gitlab-ci-local runs no ``hooks:`` at all, so the default-hooks case holds there trivially; what
-keeps GitLab from adding them is ``inherit: default: false``, asserted on the rendered jobs.
+trap server the attacks point at), and that every Python the gate runs never sees a variable
+the merge request set (a python3 that logs its argv and environment, one file a start, stands
+for the image's). gitlab-ci-local runs no ``hooks:`` at all, so the default-hooks case holds
+there trivially; what keeps GitLab from adding them is ``inherit: default: false``, asserted on
+the rendered jobs.
 """
 
 from __future__ import annotations
@@ -34,9 +37,8 @@ from typing import Any
 import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
-from tests.conftest import FIXTURE_CONFIG, run_cli
-from tests.gate_world import TRACKER, World, approved_at_head, ci_variables, ref
-from tests.gcl import (
+from tests.kit.gate_cases import approved_at_head, ci_variables, ref
+from tests.kit.gcl import (
     APPROVAL,
     GATE_INPUTS,
     MERGE_CHECK,
@@ -50,6 +52,9 @@ from tests.gcl import (
     repository,
     run,
 )
+from tests.kit.names import FIXTURE_CONFIG, TRACKER
+from tests.kit.run import run_cli
+from tests.kit.world import World
 
 pytestmark = pytest.mark.slow
 
@@ -84,6 +89,10 @@ class Case:
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)  # merged into gate jobs
     plain: dict[str, str] = field(default_factory=dict)  # the jobs it concerns, by status
     held: bool = True  # does the plain include hold?
+    # The jobs the merge request's file runs as the tracker-held pipeline's child, by status.
+    # None (the gate jobs admit merge request pipelines only): GitLab creates no child, "no
+    # stages / jobs for this pipeline", and project-pipeline fails.
+    child: dict[str, str] = field(default_factory=dict)
 
 
 def each(change: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -131,7 +140,8 @@ CASES = [
              {"if": '$CI_PIPELINE_SOURCE == "merge_request_event"', "when": "never"},
              {"when": "always"},
          ]}}, plain=dict.fromkeys(JOBS, "absent"), held=False),
-    Case("the include dropped", "dropped", plain=dict.fromkeys(JOBS, "absent"), held=False),
+    Case("the include dropped", "dropped", plain=dict.fromkeys(JOBS, "absent"), held=False,
+         child={"own-job": "PASS"}),
     Case("job variables: CI_MERGE_REQUEST_IID (an approved MR's)", "job-variables",
          jobs=each({"variables": {"CI_MERGE_REQUEST_IID": "{victim}"}})),
     Case("job variables: PYTHONPATH", "job-variables",
@@ -212,7 +222,7 @@ def setting(sandbox: RunningSandbox) -> Setting:
     victim = approved_at_head(world)
     unclaimed, selfed = world.issue(), world.issue()
     mr = world.mr(f"Related to {TRACKER}#{unclaimed} and {TRACKER}#{selfed}")
-    world.ledger(selfed).solo(mr["sha"], ref(mr))
+    world.trail(selfed).solo(sha=mr["sha"], mr=ref(mr))
     return Setting(sandbox, ref(mr), victim[1], ci_variables(sandbox, ref(mr)), tracker_sha)
 
 
@@ -224,7 +234,7 @@ def logging_python(directory: Path) -> tuple[Path, Path]:
     script = directory / "python3"
     script.write_text(
         "#!/bin/sh\n"
-        f"{{ echo \"ARGV $*\"; env | sed 's/^/ENV /'; }} > '{log}/call.$$'\n"
+        f"{{ echo \"ARGV $*\"; env | sed 's/^/ENV /'; }} > \"$(mktemp '{log}/call.XXXXXX')\"\n"
         f"exec '{sys.executable}' \"$@\"\n",
         encoding="utf-8",
     )
@@ -245,35 +255,86 @@ def tracker_pipeline(sandbox: RunningSandbox, path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def run_batch(
+@dataclass(frozen=True)
+class Run:
+    """One gitlab-ci-local run: the pipeline, the sandbox's request log, and each start of the
+    gate's Python (its argv and environment)."""
+
+    pipeline: Pipeline
+    requests: list[dict[str, Any]]
+    calls: list[str]
+
+
+def checkout(
     batch: str, mode: str, setting: Setting, tmp_path: Path, trap: tuple[int, list[str]]
-) -> tuple[Pipeline, list[dict[str, Any]], list[str]]:
-    """One run: the pipeline, the sandbox's request log, and the python log's invocations."""
-    sandbox = setting.sandbox
+) -> Path:
+    """The merge request's commit: the components, the payloads, and its CI file for
+    ``batch`` (with the tracker's rendered file beside it, for the tracker-held runs)."""
     files: dict[str, str | bytes] = {
         **component_files("mr-ownership-gate", "mr-merge-check"),
         **EVIL,
         ".gitlab-ci.yml": ci_file(batch, victim=setting.victim, trap=trap[0]),
     }
     if mode == "tracker-held":
-        files[TRACKER_FILE] = tracker_pipeline(sandbox, tmp_path / "rendered.yml")
-    repo = repository(tmp_path / "mr", sandbox, files)
-    python, log = logging_python(tmp_path / "python")
-    # The workflow case leaves GitLab only the branch pipeline; the tracker's own workflow
-    # keeps the merge request pipeline, where the merge request's workflow never reaches.
-    source = "push" if batch == "workflow" and mode == "plain" else "merge_request_event"
+        files[TRACKER_FILE] = tracker_pipeline(setting.sandbox, tmp_path / "rendered.yml")
+    return repository(tmp_path / "mr", setting.sandbox, files)
+
+
+def run_pipeline(
+    repo: Path,
+    setting: Setting,
+    ci: dict[str, str],
+    *,
+    name: str,
+    file: str | None = None,
+    source: str = "merge_request_event",
+    schema: bool = False,
+) -> Run:
+    sandbox = setting.sandbox
+    python, log = logging_python(repo.parent / f"{name}-python")
     sandbox.clear_requests()
     result = run(
         repo,
         sandbox,
-        setting.ci,
-        file=TRACKER_FILE if mode == "tracker-held" else None,
+        ci,
+        file=file,
         python=python,
         variables={"CI_PIPELINE_SOURCE": source},
+        schema=schema,
+    )
+    return Run(result, sandbox.requests(), [call.read_text() for call in sorted(log.iterdir())])
+
+
+def run_batch(
+    batch: str, mode: str, setting: Setting, tmp_path: Path, trap: tuple[int, list[str]]
+) -> Run:
+    """The pipeline GitLab starts for the merge request: the tracker's file, or its own."""
+    repo = checkout(batch, mode, setting, tmp_path, trap)
+    # The workflow case leaves GitLab only the branch pipeline; the tracker's own workflow
+    # keeps the merge request pipeline, where the merge request's workflow never reaches.
+    source = "push" if batch == "workflow" and mode == "plain" else "merge_request_event"
+    return run_pipeline(
+        repo,
+        setting,
+        setting.ci,
+        name="pipeline",
+        file=TRACKER_FILE if mode == "tracker-held" else None,
+        source=source,
         schema=batch == "scripts",  # GitLab's CI schema accepts both kinds of file
     )
-    calls = [call.read_text() for call in sorted(log.iterdir())]
-    return result, sandbox.requests(), calls
+
+
+def run_child(setting: Setting, tmp_path: Path) -> Run:
+    """The tracker-held pipeline's child, which gitlab-ci-local does not start: the merge
+    request's own file at the same commit, run as GitLab runs what project-pipeline triggers.
+    It gets ``CI_PIPELINE_SOURCE`` ``parent_pipeline``, the parent's ``CI_MERGE_REQUEST_*``,
+    the project's CI/CD variables (the read token's too) and its own pipeline's job token;
+    ``inherit`` and ``forward: yaml_variables: false`` keep every YAML variable of the
+    tracker's file out, and a merge request pipeline has no pipeline variables to forward."""
+    child = ci_variables(
+        setting.sandbox, setting.mr, jobs=("project-job",), source="parent_pipeline"
+    )
+    return run_pipeline(tmp_path / "mr", setting, child, name="child", source="parent_pipeline")
 
 
 def assert_nothing_leaked(
@@ -283,13 +344,19 @@ def assert_nothing_leaked(
     setting: Setting,
     *,
     iid: int | None = None,
+    evidence: bool = False,
 ) -> None:
     """No request reached the trap, no payload ran, and every Python the gate started ran
     isolated, saw none of the merge request's variables, the sandbox's URL, and the merge
-    request ``iid`` (the attacked one's unless given)."""
+    request ``iid`` (the attacked one's unless given). Each gate job starts Python three
+    times (the image check, the fetch, its validator), the ``evidence`` job four (the image
+    check, the fetch, the check that the image has pairgate, ``-m pairgate.evidence.ci``), and
+    every start is checked."""
     assert trap[1] == [], trap[1]  # no request reached the merge request's host
     assert "PWNED" not in result.output and "pwned.so" not in result.output, result.output
-    assert calls, "the gate ran no Python"
+    started = sorted(call.split("\n", 1)[0].split()[2] for call in calls)
+    expected = ["-c", "fetch.py"] * len(JOBS) + [f"{job}.py" for job in JOBS]
+    assert started == sorted(expected + (["-c", "fetch.py", "-c", "-m"] if evidence else []))
     for call in calls:
         argv, *env = call.splitlines()
         assert " -I " in f"{argv} ", argv
@@ -306,7 +373,8 @@ def test_through_the_tracker_held_pipeline_every_gate_job_runs_and_fails(
     batch: str, setting: Setting, tmp_path: Path, trap: tuple[int, list[str]]
 ) -> None:
     trap[1].clear()
-    result, log, calls = run_batch(batch, "tracker-held", setting, tmp_path, trap)
+    parent = run_batch(batch, "tracker-held", setting, tmp_path, trap)
+    result = parent.pipeline
     assert {job: result.job(job) for job in JOBS} == dict.fromkeys(JOBS, "FAIL"), result.output
     assert result.code == 1
     for job in JOBS:
@@ -314,18 +382,29 @@ def test_through_the_tracker_held_pipeline_every_gate_job_runs_and_fails(
     # The evidence job ran as the tracker wrote it, for the merge request its token proves
     # (whose offers carry no evidence: nothing to re-run).
     assert result.job(EVIDENCE) == "PASS", result.output
-    assert f"{EVIDENCE}: {setting.mr[0]}!{setting.mr[1]} at " in result.lines(
-        EVIDENCE
-    ) and "nothing to re-run" in result.lines(EVIDENCE), result.output
+    said = result.lines(EVIDENCE)
+    assert f"{EVIDENCE}: {setting.mr[0]}!{setting.mr[1]} at " in said, result.output
+    assert "nothing to re-run" in said, result.output
     # Each job resolved the tracker's default branch once and read every file at that commit.
     heads = [
-        r for r in log if r["path"] == "/api/v4/projects/acme%2Ftracker/repository/branches/main"
+        r
+        for r in parent.requests
+        if r["path"] == "/api/v4/projects/acme%2Ftracker/repository/branches/main"
     ]
-    files = [r for r in log if "/repository/files/" in r["path"]]
+    files = [r for r in parent.requests if "/repository/files/" in r["path"]]
     assert len(heads) == 4 and len(files) == 5 + 5 + 4 + 1
     assert all(f"ref={setting.tracker_sha}" in r["query"] for r in files), files
+    assert_nothing_leaked(result, parent.calls, trap, setting, evidence=True)
+    # The child, which gitlab-ci-local leaves out, run as GitLab would start it: each case is
+    # judged with the merge request's own file running too.
     assert "`project-pipeline.trigger.include.*.project` will be no-op" in result.output
-    assert_nothing_leaked(result, calls, trap, setting)
+    child = run_child(setting, tmp_path)
+    for case in (c for c in CASES if c.batch == batch):
+        assert child.pipeline.jobs() == case.child, (case.name, child.pipeline.output)
+    assert child.pipeline.code == 0, child.pipeline.output
+    assert child.calls == [] and child.requests == []  # no gate Python, nothing read
+    assert trap[1] == [], trap[1]
+    assert "PWNED" not in child.pipeline.output, child.pipeline.output
 
 
 @pytest.mark.parametrize("batch", BATCHES)
@@ -333,7 +412,8 @@ def test_through_the_plain_include_the_suite_records_which_cases_get_past(
     batch: str, setting: Setting, tmp_path: Path, trap: tuple[int, list[str]]
 ) -> None:
     trap[1].clear()
-    result, _, calls = run_batch(batch, "plain", setting, tmp_path, trap)
+    plain = run_batch(batch, "plain", setting, tmp_path, trap)
+    result, calls = plain.pipeline, plain.calls
     cases = [c for c in CASES if c.batch == batch]
     statuses = {job: result.job(job) for job in JOBS}
     if all(c.held for c in cases):

@@ -19,9 +19,7 @@ from pairgate.standalone.scope import (
     renovate_exemption_gaps,
     roster_path,
 )
-from tests.conftest import FIXTURE_CONFIG, FIXTURES
-
-TRACKER = "acme/tracker"
+from tests.kit.names import FIXTURE_CONFIG, FIXTURES, TRACKER, mr_facts
 
 
 @pytest.fixture
@@ -58,15 +56,16 @@ def test_citations(text: str, project: str, expected: tuple[int, ...]) -> None:
     assert cites(text, project) == expected
 
 
-MR = MergeRequestFacts(
-    project="acme/app",
+RENOVATE_MR = mr_facts(  # a Renovate merge request, bound to no diff
     iid=3,
     title="Bump requests",
     description="",
     author_id=12,
     source_branch="renovate/requests-2.x",
     labels=("dependencies", "renovate"),
-    head_sha="a" * 40,
+    target_branch="",
+    base_sha=None,
+    start_sha=None,
 )
 
 
@@ -84,8 +83,8 @@ def scope(mr: MergeRequestFacts, config: Config, **kw: object) -> Scope:
 
 
 def test_renovate_with_all_four_conditions_is_exempt(config: Config) -> None:
-    assert renovate_exemption_gaps(MR, config) == []
-    assert scope(MR, config).code == "renovate"
+    assert renovate_exemption_gaps(RENOVATE_MR, config) == []
+    assert scope(RENOVATE_MR, config).code == "renovate"
 
 
 @pytest.mark.parametrize(
@@ -100,7 +99,7 @@ def test_renovate_with_all_four_conditions_is_exempt(config: Config) -> None:
 def test_renovate_missing_any_one_condition_stays_in_scope(
     config: Config, change: dict[str, object], gap: str
 ) -> None:
-    mr = replace(MR, **change)  # type: ignore[arg-type]
+    mr = replace(RENOVATE_MR, **change)  # type: ignore[arg-type]
     gaps = renovate_exemption_gaps(mr, config)
     assert len(gaps) == 1 and gap in gaps[0]
     result = scope(mr, config)
@@ -110,8 +109,8 @@ def test_renovate_missing_any_one_condition_stays_in_scope(
 
 
 def test_renovate_namespace_must_be_followed_by_a_slash(config: Config) -> None:
-    assert scope(replace(MR, project="acme-evil/app"), config, in_group=True).in_scope
-    assert scope(replace(MR, project="acme/sub/app"), config).code == "renovate"
+    assert scope(replace(RENOVATE_MR, project="acme-evil/app"), config, in_group=True).in_scope
+    assert scope(replace(RENOVATE_MR, project="acme/sub/app"), config).code == "renovate"
 
 
 def test_a_configuration_without_the_namespaces_key_exempts_nothing(
@@ -119,18 +118,18 @@ def test_a_configuration_without_the_namespaces_key_exempts_nothing(
 ) -> None:
     values = {k: v for k, v in config.values.items() if k != "renovate_exempt_namespaces"}
     older = replace(config, values=values)
-    assert scope(MR, older).in_scope
+    assert scope(RENOVATE_MR, older).in_scope
 
 
 def test_outside_the_group_is_not_gated_and_comes_first(config: Config) -> None:
-    result = scope(replace(MR, project="outside/app"), config, in_group=False, cited=(5,))
+    result = scope(replace(RENOVATE_MR, project="outside/app"), config, in_group=False, cited=(5,))
     assert (result.in_scope, result.code) == (False, "outside-group")
 
 
 def test_generic_issue_only_is_out_of_scope_but_not_with_another(
     config: Config,
 ) -> None:
-    plain = replace(MR, labels=())
+    plain = replace(RENOVATE_MR, labels=())
     assert scope(plain, config, cited=(1,)).code == "generic-issue-only"
     assert scope(plain, config, cited=(1, 5)).in_scope
     assert scope(plain, config, cited=()).in_scope
@@ -138,7 +137,7 @@ def test_generic_issue_only_is_out_of_scope_but_not_with_another(
 
 def test_generic_issue_null_means_none(config: Config) -> None:
     none = replace(config, values={**config.values, "generic_tracking_issue": None})
-    assert scope(replace(MR, labels=()), none, cited=(1,)).in_scope
+    assert scope(replace(RENOVATE_MR, labels=()), none, cited=(1,)).in_scope
 
 
 FAMILY = AutomationFamily("nightly", author_id=13, branch_prefix="automation/n/", cites_issue=None)
@@ -165,7 +164,7 @@ def test_automation_families(
     cited: tuple[int, ...],
     expected: str,
 ) -> None:
-    mr = replace(MR, author_id=author, source_branch=branch, labels=())
+    mr = replace(RENOVATE_MR, author_id=author, source_branch=branch, labels=())
     assert scope(mr, config, cited=cited, families=(FAMILY, CITING)).code == expected
 
 

@@ -15,24 +15,24 @@ from pairgate.standalone.ledger import Note
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import decide_scope
 from pairgate.standalone.verdict import GateVerdict, decide
-from tests.conftest import FIXTURE_CONFIG
-from tests.gate_trail import BASE, Trail
+from tests.kit.names import APP, FIXTURE_CONFIG, REPORTER, SHA, SHA2, mr_facts
+from tests.kit.run import suite_config
+from tests.kit.trail import Trail
 
-HEAD, OLD = "b" * 40, "a" * 40
-APP = ("acme/app", 3)
-MR = MergeRequestFacts(
-    project="acme/app",
+HEAD, OLD = SHA2, SHA
+REF = (APP, 3)
+FACTS = mr_facts(
     iid=3,
     title="Fix the parser",
     description="Related to acme/tracker#5",
-    author_id=10,
     source_branch="fix-parser",
-    labels=(),
     head_sha=HEAD,
-    target_branch="main",
-    base_sha=BASE,
-    start_sha=BASE,
 )
+
+
+def new_trail(issue: int = 5) -> Trail:
+    """A trail kept in memory, its notes numbered from 1000."""
+    return Trail(suite_config(), issue=issue, first_id=1000)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def config() -> Config:
 def verdict(
     config: Config,
     trails: dict[int, Trail],
-    mr: MergeRequestFacts = MR,
+    mr: MergeRequestFacts = FACTS,
     *,
     edited: dict[int, str] | None = None,
 ) -> GateVerdict:
@@ -60,9 +60,9 @@ def verdict(
     return decide(mr, scope=scope, cited=cited, ledgers=ledgers, config=config, edits=edits)
 
 
-def reviewed(sha: str = HEAD, mr: tuple[str, int] = APP) -> Trail:
-    trail = Trail.local()
-    trail.reviewed(sha, mr)
+def reviewed(sha: str = HEAD, mr: tuple[str, int] = REF) -> Trail:
+    trail = new_trail()
+    trail.reviewed(sha=sha, mr=mr)
     return trail
 
 
@@ -87,7 +87,7 @@ def test_an_independent_approval_at_head_passes_and_says_how_to_merge(
 def test_never_approved_is_refused_by_merge_check_but_not_by_the_approval_job(
     config: Config,
 ) -> None:
-    trail = Trail.local()
+    trail = new_trail()
     trail.claim("acme-lead")
     result = verdict(config, {5: trail})
     assert (result.allowed, result.code) == (False, "never-approved")
@@ -97,8 +97,8 @@ def test_never_approved_is_refused_by_merge_check_but_not_by_the_approval_job(
 
 
 def test_a_self_approval_only_is_refused_by_both(config: Config) -> None:
-    trail = Trail.local()
-    trail.solo(HEAD, APP)
+    trail = new_trail()
+    trail.solo(sha=HEAD, mr=REF)
     result = verdict(config, {5: trail})
     assert (result.allowed, result.code, result.approval.ok) == (False, "self-approval-only", False)
     assert "self-approval by acme-solo" in result.message
@@ -120,13 +120,13 @@ def test_a_self_approval_at_head_does_not_hide_an_independent_one(
     config: Config,
 ) -> None:
     trail = reviewed()
-    solo = Trail.local(issue=6)
-    solo.solo(HEAD, APP)
+    solo = new_trail(6)
+    solo.solo(sha=HEAD, mr=REF)
     assert verdict(config, {5: trail, 6: solo}).allowed
 
 
 def test_an_unclaimed_cited_issue_fails_the_record(config: Config) -> None:
-    result = verdict(config, {5: Trail.local()})
+    result = verdict(config, {5: new_trail()})
     assert (result.allowed, result.code, result.record.ok) == (False, "unclaimed", False)
     assert "acme/tracker#5" in result.message and "pairgate claim 5 --role lead" in result.message
 
@@ -134,11 +134,11 @@ def test_an_unclaimed_cited_issue_fails_the_record(config: Config) -> None:
 def test_two_cited_issues_pass_on_either_approval_but_each_must_be_claimed(
     config: Config,
 ) -> None:
-    claimed = Trail.local(issue=9)
+    claimed = new_trail(9)
     claimed.claim("acme-lead-9")
     both = verdict(config, {9: claimed, 5: reviewed()})
     assert both.allowed and both.approval_issue == 5
-    one_unclaimed = verdict(config, {5: reviewed(), 9: Trail.local(issue=9)})
+    one_unclaimed = verdict(config, {5: reviewed(), 9: new_trail(9)})
     assert (one_unclaimed.allowed, one_unclaimed.code) == (False, "unclaimed")
     assert "acme/tracker#9" in one_unclaimed.record.message
     assert one_unclaimed.approval.ok  # the approval job alone would pass it
@@ -170,12 +170,9 @@ def test_a_tampered_approval_never_counts_and_is_reported(config: Config) -> Non
 
 
 def test_a_forged_approval_never_counts_and_is_reported(config: Config) -> None:
-    trail = Trail.local()
+    trail = new_trail()
     trail.claim("acme-lead")
-    forger = Trail.local(author_id=14)
-    forger.prev = trail.prev
-    forger.approve("acme-review", "acme-lead", HEAD, APP)
-    trail.notes.append(replace(forger.notes[0], id=1001))
+    trail.approve("acme-review", "acme-lead", sha=HEAD, mr=REF, author=REPORTER)
     result = verdict(config, {5: trail})
     assert not result.allowed
     assert any("skipped (forged)" in w for w in result.warnings)
@@ -191,21 +188,21 @@ def test_a_break_in_the_chain_is_reported(config: Config) -> None:
 def test_an_mr_that_cites_no_tracker_issue_passes_the_jobs_but_not_merge_check(
     config: Config,
 ) -> None:
-    result = verdict(config, {}, replace(MR, description="no reference"))
+    result = verdict(config, {}, replace(FACTS, description="no reference"))
     assert (result.allowed, result.code) == (False, "no-citation")
     assert result.record.ok and result.approval.ok
     assert "cites no issue of acme/tracker" in result.message
 
 
 def test_an_mr_without_commits_has_no_head_to_approve(config: Config) -> None:
-    result = verdict(config, {5: reviewed()}, replace(MR, head_sha=None))
+    result = verdict(config, {5: reviewed()}, replace(FACTS, head_sha=None))
     assert (result.allowed, result.code) == (False, "not-at-head")
     assert "the merge request has no commits" in result.message
 
 
 def test_out_of_scope_passes_everywhere(config: Config) -> None:
-    scope = decide_scope(MR, cited=(5,), in_group=False, config=config, families=())
-    result = decide(MR, scope=scope, cited=(5,), ledgers={}, config=config, edits={})
+    scope = decide_scope(FACTS, cited=(5,), in_group=False, config=config, families=())
+    result = decide(FACTS, scope=scope, cited=(5,), ledgers={}, config=config, edits={})
     assert (result.allowed, result.in_scope, result.record.ok, result.approval.ok) == (
         True,
         False,

@@ -8,7 +8,6 @@ import time
 from typing import Any
 
 import pytest
-from conftest import agent_env
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import PairgateError
@@ -21,6 +20,7 @@ from pairgate.standalone.gitlab import (
     gitlab_from_env,
     read_retry,
 )
+from tests.kit.run import agent_env
 
 NOTES = "projects/acme%2Ftracker/issues/1/notes"
 FAST = read_retry(backoff_factor=0)

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import agent_env
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.gitlab import GitLab, gitlab_from_env, read_retry
+from tests.kit.run import agent_env
 
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
 

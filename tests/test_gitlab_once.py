@@ -15,7 +15,6 @@ from typing import Any
 
 import certifi
 import pytest
-from conftest import agent_env
 from test_gitlab_environment import (  # noqa: F401
     NETRC_SIGNATURE,
     Recorder,
@@ -33,6 +32,7 @@ from pairgate.standalone.gitlab_once import (
     plain_route,
 )
 from pairgate.standalone.hook import HOOK_TIMEOUT
+from tests.kit.run import agent_env
 
 PROJECT = "projects/acme%2Fapp"
 NOTES = "projects/acme%2Ftracker/issues/1/notes"

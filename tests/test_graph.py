@@ -9,15 +9,16 @@ from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import MrRef
 from pairgate.tracker import MrState
-from tests.boardkit import LEAD, REVIEW, new_round, ok, run_at, tamper
-from tests.conftest import agent_env
-from tests.ledgerkit import MR, SHA, SHA2, Trail
+from tests.kit.names import LEAD, MR, REVIEW, SHA, SHA2
+from tests.kit.run import agent_env, ok, run_cli
+from tests.kit.trail import Trail
+from tests.kit.world import Round
 
-REF = MrRef(MR["project"], MR["iid"])  # type: ignore[arg-type]
+REF = MrRef(*MR)
 
 
 def test_a_whole_round_in_mermaid(sandbox: RunningSandbox) -> None:
-    r = new_round(sandbox).approved()
+    r = Round(sandbox).approved()
     out = ok(["graph", str(r.issue)], r.lead).out
     lines = out.splitlines()
     assert lines[:4] == [
@@ -72,7 +73,7 @@ def test_mermaid_text_cannot_break_out_of_its_line(config: Config) -> None:
 
 
 def test_dot_format(sandbox: RunningSandbox) -> None:
-    r = new_round(sandbox).claim().offer()
+    r = Round(sandbox).claim().offer()
     out = ok(["graph", str(r.issue), "--format", "dot"], r.lead).out
     assert out.startswith(f'digraph "acme/tracker#{r.issue}" {{\n')
     assert out.rstrip().endswith("}")
@@ -95,21 +96,21 @@ def test_an_issue_without_records_and_a_missing_issue(sandbox: RunningSandbox) -
     issue = sandbox.create_issue("empty")["iid"]
     env = agent_env(sandbox, LEAD)
     assert "no ledger records on this issue" in ok(["graph", str(issue)], env).out
-    missing = run_at(["graph", "999"], env)
+    missing = run_cli(["graph", "999"], env)
     assert missing.code == 2 and "acme/tracker#999 does not exist" in missing.err
 
 
 def test_a_tampered_round_is_drawn_with_the_damage(sandbox: RunningSandbox) -> None:
-    r = new_round(sandbox).claim().offer()
+    r = Round(sandbox).claim().offer()
     notes = sandbox.api("GET", f"/projects/acme%2Ftracker/issues/{r.issue}/notes")
     offer = max(n["id"] for n in notes if "mochi-task" in n["body"])
-    tamper(sandbox, r.issue, offer, "offers this issue", "hands over this issue")
+    r.tamper(offer, "offers this issue", "hands over this issue")
     out = ok(["graph", str(r.issue)], r.lead).out
     assert f"{offer}: skipped (tampered)" in out and "offers as review" not in out
 
 
 def test_graph_json_has_the_documented_keys(sandbox: RunningSandbox) -> None:
-    r = new_round(sandbox).approved()
+    r = Round(sandbox).approved()
     doc = json.loads(ok(["graph", str(r.issue), "--json"], r.lead).out)
     assert list(doc) == ["issue", "title", "participants", "steps"]
     assert (doc["issue"], doc["title"], doc["participants"]) == (

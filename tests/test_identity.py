@@ -6,13 +6,14 @@ import json
 import time
 
 from pairgate.sandbox.testing import RunningSandbox
-from tests.boardkit import LEAD, new_round, ok, run_at
-from tests.conftest import agent_env
+from tests.kit.names import LEAD
+from tests.kit.run import agent_env, ok, run_cli
+from tests.kit.world import Round
 
 
 def test_one_session_is_fine(sandbox: RunningSandbox) -> None:
-    new_round(sandbox).claim()
-    new_round(sandbox).claim()
+    Round(sandbox).claim()
+    Round(sandbox).claim()
     result = ok(["identity"], agent_env(sandbox, LEAD))
     assert "session-acme-lead (this one)  2" in result.out
     doc = json.loads(ok(["identity", "--json"], agent_env(sandbox, LEAD)).out)
@@ -35,20 +36,20 @@ def test_one_session_is_fine(sandbox: RunningSandbox) -> None:
 
 
 def test_two_sessions_under_one_name_exit_1(sandbox: RunningSandbox) -> None:
-    first = new_round(sandbox).claim()
+    first = Round(sandbox).claim()
     other = agent_env(sandbox, LEAD, PAIRGATE_TEST_SESSION_ID="laptop-2")
     ok(["release", str(first.issue)], other)
-    result = run_at(["identity"], agent_env(sandbox, LEAD))
+    result = run_cli(["identity"], agent_env(sandbox, LEAD))
     assert result.code == 1
     assert "another session answers to acme-lead: laptop-2 wrote note" in result.err
     assert "this session is session-acme-lead" in result.err
     assert "laptop-2" in result.out and "session-acme-lead (this one)" in result.out
-    doc = json.loads(run_at(["identity", "--json"], other).out)
+    doc = json.loads(run_cli(["identity", "--json"], other).out)
     assert doc["others"] == ["session-acme-lead"] and doc["session"] == "laptop-2"
 
 
 def test_only_the_callers_name_counts(sandbox: RunningSandbox) -> None:
-    new_round(sandbox).claim()
+    Round(sandbox).claim()
     result = ok(["identity", "--as", "acme-review"], agent_env(sandbox, "acme-review"))
     assert "Sessions that wrote as acme-review in the last 24h: none." in result.out
     assert "This session wrote as no other name in the last 24h." in result.out
@@ -56,8 +57,8 @@ def test_only_the_callers_name_counts(sandbox: RunningSandbox) -> None:
 
 def test_another_name_in_this_session_is_reported_and_exit_1(sandbox: RunningSandbox) -> None:
     # Two names, one session: the session that wrote as acme-lead now asks as acme-review.
-    first = new_round(sandbox).claim()
-    result = run_at(["identity", "--as", "acme-review"], agent_env(sandbox, LEAD))
+    first = Round(sandbox).claim()
+    result = run_cli(["identity", "--as", "acme-review"], agent_env(sandbox, LEAD))
     assert result.code == 1
     assert "This session also wrote as:" in result.out and "acme-lead" in result.out
     assert (
@@ -67,7 +68,7 @@ def test_another_name_in_this_session_is_reported_and_exit_1(sandbox: RunningSan
     assert f"on #{first.issue}" in result.err
     assert "The gate treats names that share a session as one agent" in result.err
     doc = json.loads(
-        run_at(["identity", "--as", "acme-review", "--json"], agent_env(sandbox, LEAD)).out
+        run_cli(["identity", "--as", "acme-review", "--json"], agent_env(sandbox, LEAD)).out
     )
     (entry,) = doc["names"]
     assert (entry["name"], entry["records"], entry["issues"]) == ("acme-lead", 1, [first.issue])
@@ -77,12 +78,12 @@ def test_another_name_in_this_session_is_reported_and_exit_1(sandbox: RunningSan
 
 
 def test_old_records_are_not_recent(sandbox: RunningSandbox) -> None:
-    new_round(sandbox).claim()
+    Round(sandbox).claim()
     other = agent_env(sandbox, LEAD, PAIRGATE_TEST_SESSION_ID="yesterday")
-    assert run_at(["identity"], other).code == 1
-    assert run_at(["identity"], other, now=time.time() + 25 * 3600).code == 0
+    assert run_cli(["identity"], other).code == 1
+    assert run_cli(["identity"], other, now=time.time() + 25 * 3600).code == 0
 
 
 def test_identity_needs_a_name(sandbox: RunningSandbox) -> None:
-    result = run_at(["identity"], agent_env(sandbox, None))
+    result = run_cli(["identity"], agent_env(sandbox, None))
     assert result.code == 2 and "no agent identity" in result.err

@@ -1,7 +1,7 @@
 """Each way one agent name (or an edit, a retarget, a copy) got an unreviewed change past the
 gate, played through the real CLI against the sandbox: merge-check exits 1 saying why and what
 to run, and the real merge hook (a flat deploy-hooks directory) blocks the merge. The parity
-table (tests/gate_world.py) holds the same cases for both CI validators; the rounds that must
+table (tests/kit/gate_cases.py) holds the same cases for both CI validators; the rounds that must
 still pass are here too."""
 
 from __future__ import annotations
@@ -13,18 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ledgerkit import Round
 
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.config import Config
 from pairgate.standalone.records import parse_marker
-from tests.conftest import FIXTURE_CONFIG, FIXTURES, PAIRGATE, ROOT, Result, agent_env, run_program
-from tests.gate_trail import Trail, resealed
+from tests.kit.names import FIXTURE_CONFIG, FIXTURES, LEAD, REVIEW, ROOT, SOLO
+from tests.kit.run import PAIRGATE, Result, agent_env, run_cli, run_program
+from tests.kit.trail import resealed
+from tests.kit.world import Round
 from tests.test_merge_hook import SUPPLIED, hook_input, run_hook
 
 pytestmark = pytest.mark.slow
-
-LEAD, REVIEW, SOLO = "acme-lead", "acme-review", "acme-solo"
 
 
 @pytest.fixture(scope="module")
@@ -115,13 +114,13 @@ def test_a_role_swap_leaves_the_lead_a_hand_in_the_work(
     sandbox: RunningSandbox, hooks: Path
 ) -> None:
     world = Round(sandbox)
-    world.claimed()
+    world.claim()
     first = world.ledger_notes()[-1]["id"]
-    world.offered()
-    world.accepted()
+    world.offer()
+    world.accept()
     ok(world.run(REVIEW, "handoff", world.issue, "--to", LEAD, "--role", "review",
                  "--sha", world.head, "--mr", world.mr, "--mr-project", world.project))  # fmt: skip
-    world.accepted(LEAD)
+    world.accept(LEAD)
     ok(approve(world, LEAD, REVIEW))
     refused(world, hooks, f"not independent: {LEAD} held #{world.issue} as lead (note {first})")
 
@@ -129,13 +128,13 @@ def test_a_role_swap_leaves_the_lead_a_hand_in_the_work(
 def test_laundering_through_a_second_cited_issue(sandbox: RunningSandbox, hooks: Path) -> None:
     world = Round(sandbox)
     second = int(sandbox.create_issue("The other half")["iid"])
-    path = f"/projects/acme%2Fapp/merge_requests/{world.mr}"
+    path = world.mr_path
     sandbox.api(
         "PUT", path, json={"description": f"acme/tracker#{world.issue} acme/tracker#{second}"}
     )
-    world.claimed()
+    world.claim()
     first = world.ledger_notes()[-1]["id"]
-    other = Round.on(sandbox, world, second)
+    other = Round.on(world, second)
     ok(other.run(LEAD, "claim", second, "--role", "review"))
     ok(approve(other, LEAD, REVIEW))
     err = refused(
@@ -167,11 +166,11 @@ def test_an_edited_and_resealed_approval_does_not_count(
     sandbox: RunningSandbox, hooks: Path
 ) -> None:
     world = Round(sandbox)
-    world.claimed()
-    world.offered()
-    world.accepted()
-    world.approved()
-    world.accepted(LEAD)
+    world.claim()
+    world.offer()
+    world.accept()
+    world.approve()
+    world.accept(LEAD)
     approval, accept = (n for n in world.ledger_notes()[-2:])
     new = world.push()
     # A maintainer rewrites the approval onto the new head and re-seals it and the next record:
@@ -196,14 +195,12 @@ def test_an_edited_and_resealed_approval_does_not_count(
 def test_a_retarget_after_the_approval_voids_it(sandbox: RunningSandbox, hooks: Path) -> None:
     sandbox.commit("staging", {"unreviewed.py": "nobody read this\n"})
     world = Round(sandbox, branch="fix", start_branch="staging", target_branch="staging")
-    world.claimed()
-    world.offered()
-    world.accepted()
-    world.approved()
-    reviewed = sandbox.api("GET", f"/projects/acme%2Fapp/merge_requests/{world.mr}")
-    sandbox.api(
-        "PUT", f"/projects/acme%2Fapp/merge_requests/{world.mr}", json={"target_branch": "main"}
-    )
+    world.claim()
+    world.offer()
+    world.accept()
+    world.approve()
+    reviewed = sandbox.api("GET", world.mr_path)
+    sandbox.api("PUT", world.mr_path, json={"target_branch": "main"})
     refused(
         world,
         hooks,
@@ -216,7 +213,7 @@ def test_a_retarget_after_the_approval_voids_it(sandbox: RunningSandbox, hooks: 
     _, record, _ = parse_marker(world.ledger_notes()[-1]["body"])
     base = reviewed["diff_refs"]["base_sha"]
     assert (record["target_branch"], record["base_sha"]) == ("staging", base)
-    now = sandbox.api("GET", f"/projects/acme%2Fapp/merge_requests/{world.mr}")
+    now = sandbox.api("GET", world.mr_path)
     assert now["target_branch"] == "main"
 
 
@@ -224,14 +221,14 @@ def test_records_replayed_onto_another_issue_count_nowhere(
     sandbox: RunningSandbox, hooks: Path
 ) -> None:
     world = Round(sandbox)
-    world.claimed()
-    world.offered()
-    world.accepted()
-    world.approved()
+    world.claim()
+    world.offer()
+    world.accept()
+    world.approve()
     target = int(sandbox.create_issue("Another issue")["iid"])
     for note in world.ledger_notes():
         sandbox.note(target, note["body"])  # the agents' own account copies them
-    path = f"/projects/acme%2Fapp/merge_requests/{world.mr}"
+    path = world.mr_path
     sandbox.api("PUT", path, json={"description": f"Related to acme/tracker#{target}"})
     result = merge_check(world)
     assert result.code == 1
@@ -250,15 +247,15 @@ def test_records_replayed_onto_another_issue_count_nowhere(
 @pytest.fixture
 def approved(sandbox: RunningSandbox) -> Round:
     world = Round(sandbox)
-    world.claimed()
-    world.offered()
-    world.accepted()
-    world.approved()
+    world.claim()
+    world.offer()
+    world.accept()
+    world.approve()
     return world
 
 
 def bot_approvals(world: Round) -> list[str]:
-    body = world.sb.api("GET", f"/projects/acme%2Fapp/merge_requests/{world.mr}/approvals")
+    body = world.sb.api("GET", f"{world.mr_path}/approvals")
     return [a["user"]["username"] for a in body["approved_by"]]
 
 
@@ -314,11 +311,11 @@ def test_withdrawing_an_approve_record_that_never_took_effect(
     sandbox: RunningSandbox, config: Config
 ) -> None:
     world = Round(sandbox)
-    world.claimed()
+    world.claim()
     # An approve record by someone who does not hold the issue, written by hand: void.
-    trail = Trail(lambda body: int(sandbox.note(world.issue, body)["id"]), issue=world.issue)
+    trail = world.trail()
     trail.prev = world.ledger(config).head
-    void = trail.approve(REVIEW, LEAD, world.head, (world.project, world.mr))
+    void = trail.approve(REVIEW, LEAD, sha=world.head, mr=(world.project, world.mr)).id
     result = world.run(REVIEW, "withdraw", world.issue, "--approval", void, "--reason", "x")
     assert result.code == 1
     assert f"note {void} is an approve record that never took effect" in result.err
@@ -331,8 +328,8 @@ def test_withdrawing_an_approve_record_that_never_took_effect(
 def test_waiting_marks_a_self_approval(sandbox: RunningSandbox) -> None:
     world = Round(sandbox)
     ok(world.run(SOLO, "claim", world.issue, "--role", "lead"))
-    world.offered(SOLO, SOLO)
-    world.accepted(SOLO)
+    world.offer(SOLO, sender=SOLO)
+    world.accept(SOLO)
     ok(approve(world, SOLO, SOLO))
     doc = json.loads(ok(world.run(SOLO, "waiting", "--json")).out)
     (row,) = [r for r in doc["waiting"] if r["issue"] == world.issue]
@@ -367,15 +364,14 @@ def test_status_and_board_carry_the_verdict_and_its_reasons(sandbox: RunningSand
 def test_out_of_scope_on_the_generic_issue_names_its_author(sandbox: RunningSandbox) -> None:
     sandbox.commit("chore", {"lock.txt": "1\n"})
     mr = sandbox.create_mr("chore", description="Chore. Related to acme/tracker#1")
-    result = Round.run_as(
-        sandbox, None, "merge-check", "--mr", mr["iid"], "--mr-project", "acme/app"
-    )
+    argv = ["merge-check", "--mr", str(mr["iid"]), "--mr-project", "acme/app"]
+    result = run_cli(argv, agent_env(sandbox, None))
     assert result.code == 0
     assert (
         "it cites only the generic tracking issue acme/tracker#1; its author is @agents (user 10), "
         "not an automation account: no family of the roster is authored by it"
     ) in result.out
-    status = Round.run_as(sandbox, None, "status", 1)
+    status = run_cli(["status", "1"], agent_env(sandbox, None))
     assert "its author is @agents (user 10), not an automation account" in status.out
 
 
@@ -383,7 +379,7 @@ def test_out_of_scope_on_the_generic_issue_names_its_author(sandbox: RunningSand
 
 
 def test_the_normal_round_passes(approved: Round, hooks: Path) -> None:
-    approved.accepted(LEAD)
+    approved.accept(LEAD)
     passes(approved, hooks)
 
 
@@ -392,25 +388,25 @@ def test_the_solo_round_ended_by_a_second_agent_passes(
 ) -> None:
     world = Round(sandbox)
     ok(world.run(SOLO, "claim", world.issue, "--role", "lead"))
-    world.offered(SOLO, SOLO)
-    world.accepted(SOLO)
+    world.offer(SOLO, sender=SOLO)
+    world.accept(SOLO)
     ok(approve(world, SOLO, SOLO))
     refused(world, hooks, f"{SOLO} offers the work back to itself")
-    world.accepted(SOLO)
-    world.offered(SOLO, REVIEW)
-    world.accepted(REVIEW)
+    world.accept(SOLO)
+    world.offer(REVIEW, sender=SOLO)
+    world.accept(REVIEW)
     ok(approve(world, REVIEW, SOLO))
     passes(world, hooks)
 
 
 def test_a_push_then_a_second_review_passes(approved: Round, hooks: Path) -> None:
     world = approved
-    world.accepted(LEAD)
+    world.accept(LEAD)
     world.push()
     refused(world, hooks, "a push after an approval voids it")
-    world.offered()
-    world.accepted()
-    world.approved()
+    world.offer()
+    world.accept()
+    world.approve()
     passes(world, hooks)
 
 
@@ -419,15 +415,15 @@ def test_two_cited_issues_and_one_independent_approval_pass(
 ) -> None:
     world = Round(sandbox)
     second = int(sandbox.create_issue("The other half")["iid"])
-    path = f"/projects/acme%2Fapp/merge_requests/{world.mr}"
+    path = world.mr_path
     sandbox.api(
         "PUT", path, json={"description": f"acme/tracker#{world.issue} acme/tracker#{second}"}
     )
-    ok(Round.on(sandbox, world, second).run("acme-lead-2", "claim", second, "--role", "lead"))
-    world.claimed()
-    world.offered()
-    world.accepted()
-    world.approved()
+    ok(Round.on(world, second).run("acme-lead-2", "claim", second, "--role", "lead"))
+    world.claim()
+    world.offer()
+    world.accept()
+    world.approve()
     passes(world, hooks)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
-from tests.conftest import PAIRGATE, Result, clean_env, run_cli, run_program
+from tests.kit.run import PAIRGATE, Result, clean_env, run_cli, run_program
 
 FLAGS = ["--tracker-project", "acme/tracker", "--review-bot-user", "review-bot"]
 FLAGS += ["--renovate-user", "renovate-bot"]

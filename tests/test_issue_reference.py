@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
-from tests.conftest import ROOT, run_program
+from tests.kit.names import ROOT
+from tests.kit.run import run_program
 
 SCRIPT = ROOT / "scripts" / "check-issue-reference.py"
 _spec = importlib.util.spec_from_file_location("check_issue_reference", SCRIPT)

@@ -4,12 +4,12 @@ sandbox, newest page first and only as far back as needed; fail closed on what i
 from __future__ import annotations
 
 import pytest
-from conftest import agent_env
 
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.config import Config
 from pairgate.standalone.gitlab import GitLabError, gitlab_from_env
 from pairgate.standalone.reads import note_gid_number, read_last_edited
+from tests.kit.run import agent_env
 
 
 def graphql_posts(sandbox: RunningSandbox) -> int:

@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from pairgate.sandbox.testing import RunningSandbox
-from tests.audit_world import by_curl_without_approval, through_the_gate
-from tests.conftest import FIXTURE_CONFIG, FIXTURES, ROOT
-from tests.gate_world import World
-from tests.gcl import Pipeline, fake_python, gitlab_ci_local
+from tests.kit.audit_cases import by_curl_without_approval, through_the_gate
+from tests.kit.gcl import Pipeline, fake_python, gitlab_ci_local
+from tests.kit.names import FIXTURE_CONFIG, FIXTURES, ROOT
+from tests.kit.world import World
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +72,7 @@ def run(
 ) -> Pipeline:
     """The scheduled pipeline. Its python3 is this interpreter, or the one in the directory
     ``python`` names. ``schema`` checks the configuration against GitLab's CI schema first (as
-    in tests/gcl.py: a quarter of a second a run, so only the tests of a configuration not
+    in tests/kit/gcl.py: a quarter of a second a run, so only the tests of a configuration not
     checked yet ask for it)."""
     values = {
         "CI_PIPELINE_SOURCE": "schedule",

@@ -16,15 +16,16 @@ from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.doors import validator_main
 from pairgate.standalone.entry import standalone_main
 from pairgate.standalone.errors import Context
-from tests.conftest import FIXTURE_CONFIG, ROOT, run_cli
-from tests.gate_world import (
-    World,
+from tests.kit.gate_cases import (
     approved_at_head,
     ci_variables,
     never_approved,
     self_approval_only,
     shared_in_never_approved,
 )
+from tests.kit.names import FIXTURE_CONFIG, ROOT
+from tests.kit.run import run_cli
+from tests.kit.world import World
 
 RECORD, APPROVAL = "validate-mr-carries-ownership-record", "validate-mr-approval-at-head"
 

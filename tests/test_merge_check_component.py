@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
-from tests.gate_world import (
-    World,
+from tests.kit.gate_cases import (
     approval_one_push_behind,
     approved_at_head,
     automation_family,
@@ -22,7 +21,7 @@ from tests.gate_world import (
     renovate_exempt,
     self_approval_only,
 )
-from tests.gcl import (
+from tests.kit.gcl import (
     MERGE_CHECK,
     MERGE_CHECK_INPUTS,
     component_files,
@@ -32,6 +31,7 @@ from tests.gcl import (
     repository,
     run,
 )
+from tests.kit.world import World
 
 pytestmark = pytest.mark.slow
 

@@ -19,9 +19,11 @@ import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.command_reader.read import read_command
-from tests.conftest import FIXTURE_CONFIG, FIXTURES, PAIRGATE, ROOT, agent_env, run_program
-from tests.gate_world import World, approved_at_head, never_approved, outside_the_group
-from tests.suite_configuration import RENAMED_CONFIG
+from tests.kit.gate_cases import approved_at_head, never_approved, outside_the_group
+from tests.kit.names import FIXTURE_CONFIG, FIXTURES, ROOT
+from tests.kit.run import PAIRGATE, agent_env, run_program
+from tests.kit.suite_configuration import RENAMED_CONFIG
+from tests.kit.world import World
 from tests.test_command_reader import APP, ATTRIBUTED, HARMLESS
 
 HOOK = "block-unapproved-merge.sh"
@@ -674,7 +676,8 @@ UNBOUND_MERGES = [
     "tmux new-session -d 'glab mr merge 12 -R acme/app'",
     "source /dev/stdin <<< 'glab mr merge 12 -R acme/app'",
     "git -c alias.x='!glab mr merge 12 -R acme/app' x",
-    "git config alias.x '!glab mr merge 12 -R acme/app' && git x",
+    # (`git config alias.x ...` defines an alias for later commands too: the reading blocks it)
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='!glab mr merge 12 -R acme/app' git x",
     "cat > m.sh <<'EOF'\nglab mr merge 12 -R acme/app\nEOF\nbash m.sh",
     "echo 'glab mr merge 12 -R acme/app' > m.sh; sh m.sh",
     "printf 'gl\\141b mr m\\x65rge 12 -R acme/app\\n' > m.sh; . ./m.sh",
@@ -729,6 +732,16 @@ READ_BLOCKED = [
     ("git push -o merge_request.merge_when_pipeline_succeeds", "cannot tell which commit"),
     ("git -c push.pushOption=merge_request.auto_merge push origin feature", "resolves to a commit"),
     ("git config push.pushOption merge_request.auto_merge", "sets push.pushOption"),
+    # a git alias kept for later commands, where `git ship` is read without its definition
+    ("git config alias.ship '!gl\"\"ab mr m\"\"erge 1 -R acme/app'", "defines the git alias ship, which runs"),
+    ("git config set --global alias.ship '!gl\"\"ab mr m\"\"erge 1 -R acme/app'", "defines the git alias ship"),
+    ("git config --file ~/.gitconfig alias.ship '!gl\"\"ab mr m\"\"erge 1 -R acme/app'", "defines the git alias ship"),
+    ("git config alias.ship '-c alias.x=!gl\"\"ab\\ mr\\ m\"\"erge\\ 1\\ -R\\ acme/app x'", "defines the git alias ship"),
+    ("export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.ship GIT_CONFIG_VALUE_0='!gl\"\"ab mr m\"\"erge 1 -R acme/app'; git ship",
+     "which defines a git alias"),
+    # sudo -s runs the program $SHELL names
+    ("echo 'gl\"\"ab mr m\"\"erge 1 -R acme/app' > s.sh; export SHELL=./s.sh; sudo -s true",
+     "which this command sets elsewhere"),
     ("echo " + "$(echo " * 1600 + "hi" + ")" * 1600, "the reader's budget"),
 ]  # fmt: skip
 

@@ -14,7 +14,8 @@ import pytest
 
 from pairgate.main import main
 from pairgate.standalone.errors import Context
-from tests.conftest import FIXTURE_CONFIG, agent_env, run_cli, run_program
+from tests.kit.names import FIXTURE_CONFIG
+from tests.kit.run import agent_env, run_cli, run_program
 
 
 def fixture_values() -> dict[str, Any]:

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import FIXTURE_CONFIG, ROOT, agent_env, run_program
-from ledgerkit import Round
+from tests.kit.names import FIXTURE_CONFIG, ROOT
+from tests.kit.run import agent_env, run_program
+from tests.kit.world import Round
 
 READER = """
 import json, os, sys
@@ -26,8 +27,8 @@ print(json.dumps({"holder": ledger.holder, "offer_to": ledger.offer and ledger.o
 
 def test_the_reader_runs_flat(sandbox: Any, tmp_path: Path) -> None:
     world = Round(sandbox)
-    world.claimed()
-    world.offered()
+    world.claim()
+    world.offer()
     sandbox.note(world.issue, world.notes()[0]["body"], as_user="maintainer")
     flat = tmp_path / "flat"
     flat.mkdir()

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, Result
+from tests.kit.names import ROOT
+from tests.kit.run import Result
 
 pytestmark = pytest.mark.slow
 

@@ -7,9 +7,9 @@ import shutil
 import sys
 from pathlib import Path
 
-from conftest import ROOT, run_program
-
 from pairgate.standalone.records import RECORD_SCHEMAS
+from tests.kit.names import ROOT
+from tests.kit.run import run_program
 
 SCRIPT = [sys.executable, "-B", str(ROOT / "scripts" / "publish-schemas.py")]
 

@@ -30,9 +30,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT
-from tests.gitrepos import git
-from tests.test_component import gitlab_ci_local
+from tests.kit.gcl import gitlab_ci_local
+from tests.kit.gitrepos import git
+from tests.kit.names import ROOT
 from tests.test_release import RELEASE, content_hash, copy_project
 
 pytestmark = pytest.mark.slow

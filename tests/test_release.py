@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.gitrepos import git
+from tests.kit.gitrepos import git
+from tests.kit.names import ROOT
 
 CHECK_WHEEL = ROOT / "scripts" / "check-wheel.py"
 CONTENT_HASH = ROOT / "scripts" / "content-hash.sh"

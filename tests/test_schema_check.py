@@ -16,9 +16,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import FIXTURE_CONFIG, ROOT, run_program
-from ledgerkit import ISSUE, Trail
-from schemagen import mutations, nested, valid
 
 from pairgate.standalone import records
 from pairgate.standalone.config import CONFIG_SCHEMA, Config
@@ -31,6 +28,10 @@ from pairgate.standalone.records import (
 )
 from pairgate.standalone.schema_check import PYTHON_SPACE, SchemaCheck, fast_pattern, json_typed
 from pairgate.standalone.scope import ROSTER_SCHEMA
+from tests.kit.names import FIXTURE_CONFIG, ISSUE, ROOT
+from tests.kit.run import run_program
+from tests.kit.schemagen import mutations, nested, valid
+from tests.kit.trail import Trail
 
 pytest.importorskip("jsonschema_rs", reason="the fast check's library (the fast extra)")
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import FIXTURE_CONFIG, ROOT, run_cli, run_program
+from tests.kit.names import FIXTURE_CONFIG, ROOT
+from tests.kit.run import run_cli, run_program
 
 # What would let a caller past the gate's verdict, in any spelling.
 OVERRIDE = re.compile(

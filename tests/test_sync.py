@@ -4,8 +4,9 @@ for every issue, and write nothing without --apply."""
 from __future__ import annotations
 
 from pairgate.sandbox.testing import RunningSandbox
-from tests.boardkit import LEAD, REVIEW, labels, new_round, notes, ok, run_at
-from tests.conftest import agent_env
+from tests.kit.names import LEAD, REVIEW
+from tests.kit.run import agent_env, ok, run_cli
+from tests.kit.world import Round
 
 
 def issue_state(sandbox: RunningSandbox, issue: int) -> str:
@@ -13,45 +14,45 @@ def issue_state(sandbox: RunningSandbox, issue: int) -> str:
 
 
 def test_a_dry_run_says_what_it_would_close_and_writes_nothing(sandbox: RunningSandbox) -> None:
-    r = new_round(sandbox).approved()
+    r = Round(sandbox).approved()
     r.merge()
-    before = len(notes(sandbox, r.issue))
+    before = len(r.notes())
     result = ok(["sync"], agent_env(sandbox, None))  # a dry run needs no identity
     assert (
         f"#{r.issue}: would close: acme/app!{r.mr} merged at {r.sha[:8]}, which {REVIEW} "
         in result.out
     )
     assert f"To close them: pairgate sync {r.issue} --apply" in result.out
-    assert issue_state(sandbox, r.issue) == "opened" and len(notes(sandbox, r.issue)) == before
+    assert issue_state(sandbox, r.issue) == "opened" and len(r.notes()) == before
 
 
 def test_apply_closes_with_a_record_and_drops_the_role_label(
     sandbox: RunningSandbox, suite_configuration: str
 ) -> None:
-    r = new_round(sandbox).approved()
+    r = Round(sandbox).approved()
     r.merge()
     result = ok(["sync", "--apply"], r.lead)
     assert f"#{r.issue}: closed (note " in result.out
     assert issue_state(sandbox, r.issue) == "closed"
-    assert labels(sandbox, r.issue) == ["pairgate::closed"]  # the role label is gone
-    last = notes(sandbox, r.issue)[-1]["body"]
+    assert r.labels() == ["pairgate::closed"]  # the role label is gone
+    last = r.notes()[-1]["body"]
     # The note GitLab holds names the configured command (it is not read back as "pairgate").
     assert f"`{suite_configuration} sync`" in last and '"event":"close"' in last
 
 
 def test_each_reason_not_to_close(sandbox: RunningSandbox) -> None:
-    unmerged = new_round(sandbox, "unmerged").approved()
-    pushed = new_round(sandbox, "pushed").approved()
+    unmerged = Round(sandbox, "unmerged").approved()
+    pushed = Round(sandbox, "pushed").approved()
     pushed.push()
     pushed.merge()
-    solo = new_round(sandbox, "solo").claim().offer().accept(agent_env(sandbox, REVIEW))
+    solo = Round(sandbox, "solo").claim().offer().accept(REVIEW)
     solo.approve(to=REVIEW)
     solo.merge()
-    pending = new_round(sandbox, "pending").claim().offer().accept(agent_env(sandbox, REVIEW))
+    pending = Round(sandbox, "pending").claim().offer().accept(REVIEW)
     pending.approve()
     pending.merge()
-    unapproved = new_round(sandbox, "unapproved").claim()
-    still_open = new_round(sandbox, "still open").approved()
+    unapproved = Round(sandbox, "unapproved").claim()
+    still_open = Round(sandbox, "still open").approved()
     still_open.merge()
     sandbox.commit("follow-up", {"f.txt": "x"})
     sandbox.create_mr("follow-up", description=f"acme/tracker#{still_open.issue}")
@@ -74,30 +75,30 @@ def test_each_reason_not_to_close(sandbox: RunningSandbox) -> None:
 
 
 def test_named_issues_in_any_state(sandbox: RunningSandbox) -> None:
-    r = new_round(sandbox).approved()
+    r = Round(sandbox).approved()
     r.merge()
-    other = new_round(sandbox).approved()
+    other = Round(sandbox).approved()
     other.merge()
     ok(["sync", str(r.issue), "--apply"], r.lead)
     out = ok(["sync", str(r.issue), str(other.issue)], r.lead).out
     assert f"#{r.issue}: not closed: it is already closed" in out
     assert f"#{other.issue}: would close" in out
-    missing = run_at(["sync", "999"], r.lead)
+    missing = run_cli(["sync", "999"], r.lead)
     assert missing.code == 2 and "acme/tracker#999 does not exist" in missing.err
 
 
 def test_apply_needs_an_identity_before_anything_is_read(sandbox: RunningSandbox) -> None:
     sandbox.clear_requests()
-    result = run_at(["sync", "--apply"], agent_env(sandbox, None))
+    result = run_cli(["sync", "--apply"], agent_env(sandbox, None))
     assert result.code == 2 and "no agent identity" in result.err
     assert sandbox.requests() == []
 
 
 def test_apply_inside_another_agents_freeze_is_refused(sandbox: RunningSandbox) -> None:
-    r = new_round(sandbox).approved()
+    r = Round(sandbox).approved()
     r.merge()
     ok(["freeze", str(r.issue), "--scope", "board", "--reason", "audit"], r.review)
-    result = run_at(["sync", "--apply"], r.lead)
+    result = run_cli(["sync", "--apply"], r.lead)
     assert result.code == 1
     assert (
         f"#{r.issue}: not closed: pairgate: refused on #{r.issue}: {REVIEW} froze the board"
@@ -111,13 +112,13 @@ def test_nothing_to_sync(sandbox: RunningSandbox) -> None:
 
 
 def test_an_unreadable_issue_is_exit_2(sandbox: RunningSandbox) -> None:
-    r = new_round(sandbox).approved()
+    r = Round(sandbox).approved()
     r.merge()
-    other = new_round(sandbox).claim()
+    other = Round(sandbox).claim()
     # A 403, not a 5xx: the reader retries 5xx with real backoff (tests/test_gitlab_client.py covers
     # that with a zero backoff); here only "unreadable" matters.
     sandbox.fault(method="GET", path=rf"/issues/{other.issue}/notes", status=403, count=100)
-    result = run_at(["sync"], r.lead)
+    result = run_cli(["sync"], r.lead)
     sandbox.clear_faults()
     assert result.code == 2
     assert f"#{other.issue}: not closed: could not be read" in result.out

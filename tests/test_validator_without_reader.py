@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, run_program
+from tests.kit.names import ROOT
+from tests.kit.run import run_program
 
 VALIDATORS = (
     "validate-mr-carries-ownership-record",

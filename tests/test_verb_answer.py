@@ -5,20 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from ledgerkit import Round
 
 from pairgate.standalone.config import Config
+from tests.kit.world import Round
 
 
 @pytest.fixture
 def world(sandbox: Any) -> Round:
     w = Round(sandbox)
-    w.claimed()
+    w.claim()
     return w
 
 
 def test_accept_moves_ownership_and_the_label(world: Round, config: Config) -> None:
-    world.offered()
+    world.offer()
     result = world.run("acme-review", "accept", world.issue)
     assert result.code == 0, result.err
     assert f"acme-review holds #{world.issue} as review" in result.out
@@ -36,7 +36,7 @@ def test_nothing_to_answer(world: Round, verb: str) -> None:
 
 @pytest.mark.parametrize("verb", ["accept", "decline"])
 def test_only_the_receiver_answers(world: Round, verb: str) -> None:
-    world.offered()
+    world.offer()
     result = world.run("acme-review-2", verb, world.issue)
     assert result.code == 1
     assert "the pending offer is to acme-review, not to acme-review-2" in result.err
@@ -44,7 +44,7 @@ def test_only_the_receiver_answers(world: Round, verb: str) -> None:
 
 
 def test_accept_refuses_when_the_head_moved(world: Round, config: Config) -> None:
-    world.offered()
+    world.offer()
     old = world.head
     offer = world.ledger(config).offer.note_id
     new = world.push()
@@ -62,7 +62,7 @@ def test_accept_refuses_when_the_head_moved(world: Round, config: Config) -> Non
 def test_accept_refuses_when_the_pipeline_failed_since(
     world: Round, sandbox: Any, config: Config
 ) -> None:
-    world.offered()
+    world.offer()
     pipeline = sandbox.pipeline(
         "acme/app", world.branch, [{"name": "unit", "status": "failed"}], sha=world.head
     )
@@ -80,7 +80,7 @@ def test_accept_refuses_when_the_pipeline_failed_since(
 
 
 def test_decline_returns_the_offer(world: Round, config: Config) -> None:
-    world.offered()
+    world.offer()
     result = world.run("acme-review", "decline", world.issue)
     assert result.code == 0 and f"acme-lead keeps #{world.issue}" in result.out
     ledger = world.ledger(config)
@@ -100,7 +100,7 @@ def test_release_by_someone_else(world: Round) -> None:
 
 
 def test_release_with_an_offer_out(world: Round, config: Config) -> None:
-    world.offered()
+    world.offer()
     offer = world.ledger(config).offer.note_id
     result = world.run("acme-lead", "release", world.issue)
     assert result.code == 1
@@ -112,7 +112,7 @@ def test_release_with_an_offer_out(world: Round, config: Config) -> None:
 def test_a_writer_repairs_a_label_out_of_step(world: Round, sandbox: Any) -> None:
     path = f"/projects/acme%2Ftracker/issues/{world.issue}"
     sandbox.api("PUT", path, json={"labels": "agent::review,bug"})
-    world.offered()  # a handoff does not move the label, so this is a repair
+    world.offer()  # a handoff does not move the label, so this is a repair
     assert sorted(world.issue_state()["labels"]) == ["agent::lead", "bug"]
     result = world.run("acme-review", "decline", world.issue)
     assert result.code == 0

@@ -6,21 +6,21 @@ import io
 from typing import Any
 
 import pytest
-from ledgerkit import Round
 
 from pairgate.commands.approve import approve as approve_verb
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Refusal
 from pairgate.standalone.gitlab import GitLab, gitlab_from_env
 from pairgate.standalone.ledger import MrRef
+from tests.kit.world import Round
 
 
 @pytest.fixture
 def world(sandbox: Any) -> Round:
     w = Round(sandbox)
-    w.claimed()
-    w.offered()
-    w.accepted()
+    w.claim()
+    w.offer()
+    w.accept()
     return w
 
 
@@ -43,7 +43,7 @@ def approve(
 
 
 def approvers(world: Round) -> list[str]:
-    body = world.sb.api("GET", f"/projects/acme%2Fapp/merge_requests/{world.mr}/approvals")
+    body = world.sb.api("GET", f"{world.mr_path}/approvals")
     return [a["user"]["username"] for a in body["approved_by"]]
 
 
@@ -77,7 +77,7 @@ def test_the_sha_must_be_the_head(world: Round) -> None:
 
 def test_only_the_review_holder_approves(sandbox: Any) -> None:
     world = Round(sandbox)
-    world.claimed()
+    world.claim()
     result = approve(world, "--sha", world.head, agent="acme-lead", to="acme-lead")
     assert result.code == 1
     assert f"acme-lead holds #{world.issue} as lead; only the review role approves" in result.err
@@ -121,9 +121,7 @@ def test_a_second_approval_needs_supersede(world: Round, config: Config) -> None
 
 def test_server_approval_only_repeats_the_gitlab_side(world: Round, sandbox: Any) -> None:
     approve(world, "--sha", world.head)
-    sandbox.api(
-        "POST", f"/projects/acme%2Fapp/merge_requests/{world.mr}/unapprove", as_user="review_bot"
-    )
+    sandbox.api("POST", f"{world.mr_path}/unapprove", as_user="review_bot")
     notes = len(world.notes())
     result = approve(world, "--sha", world.head, "--server-approval-only")
     assert result.code == 0 and "no note written" in result.out
@@ -157,7 +155,7 @@ def test_without_the_review_bot_credential_nothing_is_written(world: Round) -> N
 def test_the_review_bot_token_file(world: Round, tmp_path: Any, sandbox: Any) -> None:
     import json
 
-    from conftest import FIXTURE_CONFIG
+    from tests.kit.names import FIXTURE_CONFIG
 
     config = json.loads(FIXTURE_CONFIG.read_text())
     (tmp_path / "pairgate-config.json").write_text(json.dumps(config))
@@ -175,9 +173,7 @@ def test_the_review_bot_token_file(world: Round, tmp_path: Any, sandbox: Any) ->
 
 def test_approving_a_merged_request(world: Round) -> None:
     head = world.head
-    world.sb.api(
-        "PUT", f"/projects/acme%2Fapp/merge_requests/{world.mr}/merge", as_user="maintainer"
-    )
+    world.sb.api("PUT", f"{world.mr_path}/merge", as_user="maintainer")
     result = approve(world, "--sha", head)
     assert result.code == 1
     assert (
@@ -217,7 +213,7 @@ def test_the_review_bot_variable_wins_over_the_token_file(
 ) -> None:
     import json
 
-    from conftest import FIXTURE_CONFIG
+    from tests.kit.names import FIXTURE_CONFIG
 
     # The file holds another account's valid token: whichever is used is the approver.
     (tmp_path / "pairgate-config.json").write_text(FIXTURE_CONFIG.read_text())
@@ -238,7 +234,7 @@ def test_mr_project_defaults_to_the_tracker_project(sandbox: Any, config: Config
     decoy = Round(sandbox)  # acme/app!<n>, a merge request of the same iid elsewhere
     world = Round(sandbox, project="acme/tracker")
     assert world.mr == decoy.mr
-    world.claimed()
+    world.claim()
     world.run(
         "acme-lead",
         "handoff",
@@ -252,7 +248,7 @@ def test_mr_project_defaults_to_the_tracker_project(sandbox: Any, config: Config
         "--mr",
         world.mr,
     )
-    world.accepted()
+    world.accept()
     argv = ["--mr", world.mr, "--sha", world.head, "--to", "acme-lead"]
     result = world.run("acme-review", "approve", world.issue, *argv)
     assert result.code == 0, result.err
@@ -276,7 +272,7 @@ class _DiffNotComputed(GitLab):
 
 
 def test_approve_refuses_while_gitlab_has_no_diff_to_bind(world: Round, config: Config) -> None:
-    from conftest import agent_env
+    from tests.kit.run import agent_env
 
     env = agent_env(world.sb, "acme-review")
     real = gitlab_from_env(config, env)

@@ -7,10 +7,11 @@ import time
 from typing import Any
 
 import pytest
-from conftest import PAIRGATE, ROOT, agent_env, clean_env
-from ledgerkit import Round
 
 from pairgate.standalone.config import Config
+from tests.kit.names import ROOT
+from tests.kit.run import PAIRGATE, agent_env, clean_env
+from tests.kit.world import Round
 
 
 @pytest.fixture
@@ -29,7 +30,7 @@ def test_claim_takes_an_unowned_issue_and_sets_the_label(world: Round, config: C
 
 
 def test_claim_of_a_held_issue_is_refused(world: Round) -> None:
-    world.claimed()
+    world.claim()
     result = world.run("acme-review", "claim", world.issue, "--role", "review")
     assert result.code == 1
     assert f"pairgate claim: #{world.issue} is held by acme-lead as lead" in result.err
@@ -40,7 +41,7 @@ def test_claim_of_a_held_issue_is_refused(world: Round) -> None:
 
 
 def test_claim_of_your_own_issue_is_refused(world: Round) -> None:
-    world.claimed()
+    world.claim()
     result = world.run("acme-lead", "claim", world.issue, "--role", "lead")
     assert result.code == 1
     assert f"acme-lead already holds #{world.issue} as lead" in result.err

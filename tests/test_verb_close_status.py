@@ -6,22 +6,20 @@ import json
 from typing import Any
 
 import pytest
-from ledgerkit import Round
 
 from pairgate.standalone.config import Config
+from tests.kit.world import Round
 
 
 @pytest.fixture
 def world(sandbox: Any) -> Round:
     w = Round(sandbox)
-    w.claimed()
+    w.claim()
     return w
 
 
 def merge(world: Round) -> None:
-    world.sb.api(
-        "PUT", f"/projects/acme%2Fapp/merge_requests/{world.mr}/merge", as_user="maintainer"
-    )
+    world.sb.api("PUT", f"{world.mr_path}/merge", as_user="maintainer")
 
 
 def test_close_with_nothing_outstanding(world: Round, config: Config) -> None:
@@ -41,7 +39,7 @@ def test_close_refused_while_an_mr_citing_it_is_open(world: Round) -> None:
 
 
 def test_close_refused_while_an_offer_is_pending(world: Round) -> None:
-    world.offered()
+    world.offer()
     result = world.run("acme-lead", "close", world.issue)
     assert result.code == 1
     assert "an offer is pending on" in result.err
@@ -82,7 +80,7 @@ STATUS_KEYS = {
 
 
 def test_status_json_keys_are_stable(world: Round) -> None:
-    world.offered()
+    world.offer()
     doc = status(world)
     assert set(doc) == STATUS_KEYS
     assert set(doc["offer"]) == {
@@ -109,15 +107,15 @@ def test_status_json_keys_are_stable(world: Round) -> None:
 
 
 def test_status_marks_approvals_at_head_stale_and_self(world: Round) -> None:
-    world.offered()
-    world.accepted()
-    world.approved()
+    world.offer()
+    world.accept()
+    world.approve()
     assert [a["status"] for a in status(world)["approvals"]] == ["at-head"]
     world.push()
     (approval,) = status(world)["approvals"]
     assert approval["status"] == "stale" and approval["mr_head"] == world.head
     pending = status(world)["offer"]["note_id"]
-    world.approved("acme-review", "acme-review", "--supersede", pending)
+    world.approve("acme-review", "acme-review", "--supersede", pending)
     assert [a["status"] for a in status(world)["approvals"]] == ["stale", "self"]
 
 
@@ -142,8 +140,8 @@ def test_status_reports_every_skipped_record_with_where_and_why(world: Round, sa
 
 
 def test_status_shows_a_deleted_note_as_a_chain_break(world: Round, sandbox: Any) -> None:
-    world.offered()
-    world.accepted()
+    world.offer()
+    world.accept()
     offer = world.notes()[1]
     sandbox.api(
         "DELETE",

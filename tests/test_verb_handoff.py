@@ -6,17 +6,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ledgerkit import Round
 
 from pairgate.merge_requests import APPROVAL_JOB, MERGE_CHECK_JOB
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import MrRef
+from tests.kit.names import APP, mr_path
+from tests.kit.world import Round
 
 
 @pytest.fixture
 def world(sandbox: Any) -> Round:
     w = Round(sandbox)
-    w.claimed()
+    w.claim()
     return w
 
 
@@ -154,19 +155,17 @@ def test_a_short_sha_is_a_usage_error(world: Round) -> None:
 
 def test_a_merge_request_without_commits(sandbox: Any) -> None:
     world = Round(sandbox)
-    world.claimed()
+    world.claim()
     sandbox.create_branch("empty", project="acme/app")
     empty = sandbox.create_mr("empty", project="acme/app", title="nothing yet")["iid"]
-    head = sandbox.api("GET", f"/projects/acme%2Fapp/merge_requests/{empty}")["sha"]
+    head = sandbox.api("GET", mr_path(APP, empty))["sha"]
     result = offer(world, "--sha", head, "--mr", empty, "--mr-project", "acme/app")
     assert result.code == 1 and f"acme/app!{empty} has no commits" in result.err
 
 
 def test_a_closed_merge_request(world: Round, sandbox: Any) -> None:
     head = world.head
-    sandbox.api(
-        "PUT", f"/projects/acme%2Fapp/merge_requests/{world.mr}", json={"state_event": "close"}
-    )
+    sandbox.api("PUT", world.mr_path, json={"state_event": "close"})
     result = offer(world, "--sha", head, "--mr", world.mr, "--mr-project", "acme/app")
     assert result.code == 1 and f"acme/app!{world.mr} is closed" in result.err
 
@@ -206,7 +205,7 @@ def test_pipelines_that_do_not_block(world: Round, sandbox: Any, pipeline: Any) 
 
 def test_no_merge_request_cites_the_issue(sandbox: Any) -> None:
     world = Round(sandbox)
-    world.claimed()
+    world.claim()
     other = sandbox.create_issue("another")["iid"]
     result = world.run("acme-lead", "claim", other, "--role", "lead")
     result = world.run(
@@ -266,7 +265,7 @@ def test_a_stale_head_pipeline_gives_way_to_the_heads_own_pipeline(
     new = world.push()
     failed = sandbox.pipeline("acme/app", world.branch, jobs("lint"), sha=new)
     sandbox.pipeline("acme/app", world.branch, jobs(), sha=old)
-    mr = sandbox.api("GET", f"/projects/acme%2Fapp/merge_requests/{world.mr}")
+    mr = sandbox.api("GET", world.mr_path)
     assert (mr["sha"], mr["head_pipeline"]["sha"], mr["head_pipeline"]["status"]) == (
         new,
         old,
@@ -282,7 +281,7 @@ def test_mr_project_defaults_to_the_tracker_project(sandbox: Any, config: Config
     decoy = Round(sandbox)  # acme/app!<n>, a merge request of the same iid elsewhere
     world = Round(sandbox, project="acme/tracker")
     assert world.mr == decoy.mr
-    world.claimed()
+    world.claim()
     argv = ["--to", "acme-review", "--role", "review", "--sha", world.head, "--mr", world.mr]
     result = world.run("acme-lead", "handoff", world.issue, *argv)
     assert result.code == 0, result.err

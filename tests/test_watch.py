@@ -9,41 +9,42 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from watchkit import APP, LEAD, REVIEW, World, kinds
 
 from pairgate.standalone.config import load_config
 from pairgate.standalone.gitlab import gitlab_from_env, read_retry
 from pairgate.watch import runner
 from pairgate.watch.read import OVERLAP, SWEEP
+from tests.kit.names import LEAD, REVIEW
+from tests.kit.world import Round, kinds
 
 HOLDER = "cites acme/tracker#{issue}: the holder (the next step as lead)"
 
 
 @pytest.fixture
-def world(sandbox: Any, tmp_path: Path) -> World:
-    w = World(sandbox, tmp_path)
+def world(sandbox: Any, tmp_path: Path) -> Round:
+    w = Round(sandbox, watch_dir=tmp_path)
     w.claim()
     w.poll()  # the first look: nothing on the merge request yet
     return w
 
 
-def only_batch(world: World, agent: str = LEAD) -> dict[str, Any]:
+def only_batch(world: Round, agent: str = LEAD) -> dict[str, Any]:
     (batch,) = world.batches(agent)
     return batch
 
 
-def ack_all(world: World, agent: str = LEAD) -> None:
+def ack_all(world: Round, agent: str = LEAD) -> None:
     for batch in world.batches(agent):
         assert world.ack(batch["batch"], agent).code == 0
 
 
-def test_nothing_happened_nothing_is_sent(world: World) -> None:
+def test_nothing_happened_nothing_is_sent(world: Round) -> None:
     assert world.batches() == []
     result = world.inbox()
     assert (result.code, result.out) == (0, "Nothing is waiting for acme-lead.\n")
 
 
-def test_a_comment_goes_to_the_holder_with_the_rule(world: World) -> None:
+def test_a_comment_goes_to_the_holder_with_the_rule(world: Round) -> None:
     note = world.comment("Please rename x.")
     world.poll()
     batch = only_batch(world)
@@ -57,7 +58,7 @@ def test_a_comment_goes_to_the_holder_with_the_rule(world: World) -> None:
     assert event["detail"]["existing"] is False
 
 
-def test_pipeline_running_failed_with_its_jobs_then_passed(world: World) -> None:
+def test_pipeline_running_failed_with_its_jobs_then_passed(world: Round) -> None:
     pipeline = world.pipeline(("test", "running"), ("lint", "running"))
     world.poll()
     world.sb.control(
@@ -86,7 +87,7 @@ def test_pipeline_running_failed_with_its_jobs_then_passed(world: World) -> None
     assert "failed jobs: test" in text and "failed but allowed to fail: lint" in text
 
 
-def test_a_push_and_a_stale_sha_is_history(world: World) -> None:
+def test_a_push_and_a_stale_sha_is_history(world: Round) -> None:
     world.pipeline(("test", "failed"))
     world.poll()
     old = world.sha
@@ -108,7 +109,7 @@ def test_a_push_and_a_stale_sha_is_history(world: World) -> None:
     assert f"commit {new} (current head)" in text
 
 
-def test_edits_threads_and_removals(world: World) -> None:
+def test_edits_threads_and_removals(world: Round) -> None:
     note = world.comment("first")
     world.poll()
     ack_all(world)
@@ -136,7 +137,7 @@ def test_edits_threads_and_removals(world: World) -> None:
     assert batch["events"][0]["at"] is None  # GitLab says no time for a deletion
 
 
-def test_a_removal_nothing_else_touched_is_seen_at_the_sweep(world: World) -> None:
+def test_a_removal_nothing_else_touched_is_seen_at_the_sweep(world: Round) -> None:
     note = world.comment("soon gone")
     world.poll()
     ack_all(world)
@@ -152,7 +153,7 @@ def test_a_removal_nothing_else_touched_is_seen_at_the_sweep(world: World) -> No
     assert kinds(only_batch(world)) == ["comment-removed"]
 
 
-def test_an_emoji_is_not_an_edit(world: World) -> None:
+def test_an_emoji_is_not_an_edit(world: Round) -> None:
     """updated_at moves for reactions too; only a changed body is an edit."""
     note = world.comment("same")
     world.poll()
@@ -164,7 +165,7 @@ def test_an_emoji_is_not_an_edit(world: World) -> None:
     assert world.batches() == []
 
 
-def test_approval_given_and_withdrawn(world: World) -> None:
+def test_approval_given_and_withdrawn(world: Round) -> None:
     world.sb.api("POST", f"{world.mr_path}/approve", as_user="review_bot")
     world.poll()
     world.sb.api("POST", f"{world.mr_path}/unapprove", as_user="review_bot")
@@ -173,7 +174,7 @@ def test_approval_given_and_withdrawn(world: World) -> None:
     assert events == [("approved", "review-bot"), ("unapproved", "review-bot")]
 
 
-def test_an_offer_goes_to_its_receiver_and_so_do_the_mrs_events(world: World) -> None:
+def test_an_offer_goes_to_its_receiver_and_so_do_the_mrs_events(world: Round) -> None:
     world.offer()
     world.poll()
     (offer,) = world.batches(REVIEW)
@@ -195,7 +196,7 @@ def test_an_offer_goes_to_its_receiver_and_so_do_the_mrs_events(world: World) ->
     assert world.batches(LEAD) == []
 
 
-def test_a_turn_move_reissues_under_new_ids_and_an_old_ack_clears_nothing(world: World) -> None:
+def test_a_turn_move_reissues_under_new_ids_and_an_old_ack_clears_nothing(world: Round) -> None:
     world.comment("for whoever owes the move")
     world.poll()
     old = only_batch(world)["batch"]
@@ -214,7 +215,7 @@ def test_a_turn_move_reissues_under_new_ids_and_an_old_ack_clears_nothing(world:
     assert moved[0]["batch"] in still
 
 
-def test_an_ack_by_another_name_is_refused(world: World) -> None:
+def test_an_ack_by_another_name_is_refused(world: Round) -> None:
     world.comment("x")
     world.poll()
     batch = only_batch(world)["batch"]
@@ -228,7 +229,7 @@ def test_an_ack_by_another_name_is_refused(world: World) -> None:
     assert only_batch(world)["batch"] == batch  # still pending
 
 
-def test_ack_clears_its_batch_and_records_the_note(world: World) -> None:
+def test_ack_clears_its_batch_and_records_the_note(world: Round) -> None:
     world.comment("x")
     world.poll()
     batch = only_batch(world)["batch"]
@@ -245,9 +246,9 @@ def test_ack_clears_its_batch_and_records_the_note(world: World) -> None:
 
 
 def test_reminders_stop_for_the_acked_batch_only_and_new_events_do_not_wait(
-    world: World, sandbox: Any, tmp_path: Path
+    world: Round, sandbox: Any, tmp_path: Path
 ) -> None:
-    other = World(sandbox, tmp_path / "other", title="Second")
+    other = Round(sandbox, "Second", watch_dir=tmp_path / "other")
     other.state = world.state  # the same store
     other.claim()
     world.comment("one")
@@ -274,7 +275,7 @@ def test_reminders_stop_for_the_acked_batch_only_and_new_events_do_not_wait(
     assert attempts == {b1: 2, b2: 3}
 
 
-def test_a_restart_between_store_and_send_sends_it(world: World) -> None:
+def test_a_restart_between_store_and_send_sends_it(world: Round) -> None:
     world.comment("stored, never sent")
     config = load_config(world.env())
     client = gitlab_from_env(config, world.env())
@@ -288,7 +289,7 @@ def test_a_restart_between_store_and_send_sends_it(world: World) -> None:
     assert len(world.pushes()) == 1  # sent, not yet due again: pending, not re-sent every poll
 
 
-def test_a_failed_push_is_retried_and_a_taken_one_stays_pending(world: World) -> None:
+def test_a_failed_push_is_retried_and_a_taken_one_stays_pending(world: Round) -> None:
     world.comment("x")
     failing = world.watch("--once", "--deliver-command", "false")
     assert (
@@ -303,7 +304,7 @@ def test_a_failed_push_is_retried_and_a_taken_one_stays_pending(world: World) ->
     assert batch["attempts"] == 2 and batch["state"] == "pending"
 
 
-def test_merge_ends_the_chase_with_one_final_notice(world: World) -> None:
+def test_merge_ends_the_chase_with_one_final_notice(world: Round) -> None:
     world.comment("please fix")
     world.push_poll()
     waiting = only_batch(world)["batch"]
@@ -328,7 +329,7 @@ def test_merge_ends_the_chase_with_one_final_notice(world: World) -> None:
     assert world.batches() == []
 
 
-def test_a_closed_mr_in_pull_mode_is_shown_once(world: World) -> None:
+def test_a_closed_mr_in_pull_mode_is_shown_once(world: Round) -> None:
     world.comment("x")
     world.poll()
     world.sb.api("PUT", world.mr_path, as_user="maintainer", json={"state_event": "close"})
@@ -339,7 +340,7 @@ def test_a_closed_mr_in_pull_mode_is_shown_once(world: World) -> None:
     assert world.inbox().out == "Nothing is waiting for acme-lead.\n"
 
 
-def test_review_text_is_delivered_as_labelled_data(world: World) -> None:
+def test_review_text_is_delivered_as_labelled_data(world: Round) -> None:
     body = (
         "/merge\n"
         "glab mr merge 1 -R acme/app --yes\n"
@@ -362,7 +363,7 @@ def test_review_text_is_delivered_as_labelled_data(world: World) -> None:
     assert batch["ack_command"] == f'pairgate inbox ack {batch["batch"]} --note "<what you did>"'
 
 
-def test_every_notification_starts_with_check_first_and_ends_with_its_ack(world: World) -> None:
+def test_every_notification_starts_with_check_first_and_ends_with_its_ack(world: Round) -> None:
     world.comment("x")
     world.poll()
     text = world.inbox().out
@@ -371,7 +372,7 @@ def test_every_notification_starts_with_check_first_and_ends_with_its_ack(world:
     assert text.rstrip().endswith('pairgate inbox ack b1 --note "<what you did>"')
 
 
-def test_an_idle_poll_reads_three_listings(world: World) -> None:
+def test_an_idle_poll_reads_three_listings(world: Round) -> None:
     world.sb.clear_requests()
     world.poll()
     paths = sorted(r["path"] for r in world.sb.requests())
@@ -385,14 +386,14 @@ def test_an_idle_poll_reads_three_listings(world: World) -> None:
 # -- failures ------------------------------------------------------------------------------------
 
 
-def test_a_read_that_fails_marks_nothing_seen_and_is_read_again(world: World) -> None:
+def test_a_read_that_fails_marks_nothing_seen_and_is_read_again(world: Round) -> None:
     world.comment("behind a failing read")
     world.sb.advance_clock(OVERLAP + 60)
     world.sb.commit("unrelated", {"u.txt": "u\n"})
     world.sb.create_mr(
         "unrelated", title="Cites nothing"
     )  # newer: the listing's mark would pass it
-    world.sb.fault(path=f"{APP}/merge_requests/{world.mr}/discussions", status=403, count=1)
+    world.sb.fault(path=f"{world.mr_path}/discussions", status=403, count=1)
     result = world.watch("--once")
     assert result.code == 2
     assert (
@@ -405,7 +406,7 @@ def test_a_read_that_fails_marks_nothing_seen_and_is_read_again(world: World) ->
     assert kinds(only_batch(world)) == ["comment-added"]
 
 
-def test_gitlab_down_keeps_the_store_as_it_was(world: World) -> None:
+def test_gitlab_down_keeps_the_store_as_it_was(world: Round) -> None:
     """With retries off, as a poll finds GitLab after its retries are spent."""
     world.comment("unread")
     world.sb.fault(path=".*", status=503, count=100)
@@ -421,7 +422,7 @@ def test_gitlab_down_keeps_the_store_as_it_was(world: World) -> None:
     assert kinds(only_batch(world)) == ["comment-added"]
 
 
-def test_a_store_of_another_tracker_is_refused(world: World, tmp_path: Path) -> None:
+def test_a_store_of_another_tracker_is_refused(world: Round, tmp_path: Path) -> None:
     from pairgate.watch.store import Store
 
     other = tmp_path / "other.sqlite3"
@@ -434,14 +435,14 @@ def test_a_store_of_another_tracker_is_refused(world: World, tmp_path: Path) -> 
     )
 
 
-def test_an_unreadable_store_is_an_error(world: World, tmp_path: Path) -> None:
+def test_an_unreadable_store_is_an_error(world: Round, tmp_path: Path) -> None:
     junk = tmp_path / "junk.sqlite3"
     junk.write_bytes(b"this is not a database" * 100)
     result = world.watch("--status", "--store", junk)
     assert result.code == 2 and f"cannot use the watch store {junk}" in result.err
 
 
-def test_status_says_what_the_store_holds(world: World) -> None:
+def test_status_says_what_the_store_holds(world: Round) -> None:
     world.comment("x")
     world.poll()
     world.clock.advance(120)
@@ -465,13 +466,13 @@ def test_status_says_what_the_store_holds(world: World) -> None:
         (["inbox", "ack", "b99"], "pairgate: there is no batch b99 in the watch store "),
     ],
 )
-def test_ack_usage_errors(world: World, argv: list[str], message: str) -> None:
-    result = world.run(argv, LEAD)
+def test_ack_usage_errors(world: Round, argv: list[str], message: str) -> None:
+    result = world.run(LEAD, *argv)
     assert result.code == 2 and result.err.startswith(message)
 
 
-def test_inbox_needs_a_name(world: World) -> None:
-    result = world.run(["inbox"], None)
+def test_inbox_needs_a_name(world: Round) -> None:
+    result = world.run(None, "inbox")
     assert result.code == 2
     assert (
         result.err
@@ -492,7 +493,7 @@ def test_default_store_follows_xdg(tmp_path: Path) -> None:
         default_path({}, "a/b")
 
 
-def test_an_approval_offered_back_goes_to_the_lead(world: World) -> None:
+def test_an_approval_offered_back_goes_to_the_lead(world: Round) -> None:
     world.offer()
     world.verb(REVIEW, "accept", world.issue)
     world.poll()
@@ -510,25 +511,25 @@ def test_an_approval_offered_back_goes_to_the_lead(world: World) -> None:
     assert world.batches(REVIEW) == []
 
 
-def test_ack_needs_a_name_and_a_store(world: World, tmp_path: Path) -> None:
+def test_ack_needs_a_name_and_a_store(world: Round, tmp_path: Path) -> None:
     world.comment("x")
     world.poll()
-    nameless = world.run(["inbox", "ack", "b1"], None)
+    nameless = world.run(None, "inbox", "ack", "b1")
     assert nameless.code == 2
     assert nameless.err.startswith(
         "pairgate: no agent identity: pass --as <agent> or set PAIRGATE_TEST_AGENT_ID"
     )
     missing = tmp_path / "none.sqlite3"
-    result = world.run(["inbox", "ack", "b1", "--store", str(missing)], LEAD)
+    result = world.run(LEAD, "inbox", "ack", "b1", "--store", str(missing))
     assert (result.code, result.err) == (
         2,
         f"pairgate inbox ack: there is no watch store at {missing}: the watcher has not run there "
         "(start it: pairgate watch)\n",
     )
-    assert world.run(["inbox", "ack", "b1", "--as", LEAD], None).code == 0
+    assert world.run(None, "inbox", "ack", "b1", "--as", LEAD).code == 0
 
 
-def test_a_store_of_another_schema_is_refused(world: World) -> None:
+def test_a_store_of_another_schema_is_refused(world: Round) -> None:
     store = world.store()
     with store.writing():
         store.set_meta("schema", "0")
@@ -550,13 +551,13 @@ def test_a_store_of_another_schema_is_refused(world: World) -> None:
         ),
     ],
 )
-def test_watch_usage_errors(world: World, argv: list[str], message: str) -> None:
-    result = world.run(argv, None)
+def test_watch_usage_errors(world: Round, argv: list[str], message: str) -> None:
+    result = world.run(None, *argv)
     assert result.code == 2 and message in result.err
 
 
 def test_the_loop_polls_then_sleeps_and_ends_on_ctrl_c(
-    world: World, monkeypatch: pytest.MonkeyPatch
+    world: Round, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     naps: list[float] = []
     real = time.sleep

@@ -7,10 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURE_CONFIG, PAIRGATE, Result, run_program
-from watchkit import LEAD, World
 
 from pairgate.watch.hooks import STOP_LIMIT
+from tests.kit.names import FIXTURE_CONFIG, LEAD
+from tests.kit.run import PAIRGATE, Result, run_program
+from tests.kit.world import Round
 
 HOOK = [*PAIRGATE, "inbox", "--claude-hook"]
 SESSION = "5f1c9e2a-7b1d-4c55-9a4e-3d2f1e0b9c71"
@@ -33,15 +34,15 @@ def hook_input(event: str, **fields: Any) -> str:
 
 
 @pytest.fixture
-def world(sandbox: Any, tmp_path: Path) -> World:
-    w = World(sandbox, tmp_path)
+def world(sandbox: Any, tmp_path: Path) -> Round:
+    w = Round(sandbox, watch_dir=tmp_path)
     w.claim()
     w.comment("Please handle the empty list.")
     w.poll()
     return w
 
 
-def hook(world: World, event: str, *extra: str, stdin: str | None = None, **env: str) -> Result:
+def hook(world: Round, event: str, *extra: str, stdin: str | None = None, **env: str) -> Result:
     base = {
         "PAIRGATE_CONFIG": str(FIXTURE_CONFIG),
         "PAIRGATE_TEST_AGENT_ID": LEAD,
@@ -55,7 +56,7 @@ def hook(world: World, event: str, *extra: str, stdin: str | None = None, **env:
     )
 
 
-def test_stop_blocks_with_the_pending_list_then_allows_after_the_ack(world: World) -> None:
+def test_stop_blocks_with_the_pending_list_then_allows_after_the_ack(world: Round) -> None:
     result = hook(world, "Stop")
     assert result.code == 0, result.err
     answer = json.loads(result.out)
@@ -70,7 +71,7 @@ def test_stop_blocks_with_the_pending_list_then_allows_after_the_ack(world: Worl
     assert (after.code, after.out) == (0, "")
 
 
-def test_stop_blocks_a_bounded_number_of_times_in_a_row(world: World) -> None:
+def test_stop_blocks_a_bounded_number_of_times_in_a_row(world: Round) -> None:
     answers = [json.loads(hook(world, "Stop").out)]
     for _ in range(STOP_LIMIT):
         result = hook(world, "Stop", stdin=hook_input("Stop", stop_hook_active=True))
@@ -89,7 +90,7 @@ def test_stop_blocks_a_bounded_number_of_times_in_a_row(world: World) -> None:
     assert channels == {"hook:Stop"}
 
 
-def test_session_start_adds_the_batches_as_context(world: World) -> None:
+def test_session_start_adds_the_batches_as_context(world: Round) -> None:
     result = hook(world, "SessionStart")
     assert result.code == 0, result.err
     output = json.loads(result.out)["hookSpecificOutput"]
@@ -102,7 +103,7 @@ def test_session_start_adds_the_batches_as_context(world: World) -> None:
     assert context.rstrip().endswith('pairgate inbox ack b1 --note "<what you did>"')
 
 
-def test_user_prompt_submit_adds_only_what_is_due(world: World) -> None:
+def test_user_prompt_submit_adds_only_what_is_due(world: Round) -> None:
     first = json.loads(hook(world, "UserPromptSubmit").out)["hookSpecificOutput"]
     assert first["hookEventName"] == "UserPromptSubmit" and "batch b1" in first["additionalContext"]
     second = hook(world, "UserPromptSubmit")
@@ -111,7 +112,7 @@ def test_user_prompt_submit_adds_only_what_is_due(world: World) -> None:
     assert "Reminder: first sent" in due["hookSpecificOutput"]["additionalContext"]
 
 
-def test_a_hook_never_exits_2(world: World) -> None:
+def test_a_hook_never_exits_2(world: Round) -> None:
     """Exit 2 would block the stop or erase the prompt; a failure is exit 1 (shown, passed)."""
     bad_json = hook(world, "Stop", stdin="{not json")
     assert (bad_json.code, bad_json.out) == (1, "")
@@ -120,7 +121,7 @@ def test_a_hook_never_exits_2(world: World) -> None:
     assert no_config.code == 1 and "missing configuration" in no_config.err
 
 
-def test_no_identity_or_no_store_is_silent(world: World, tmp_path: Path) -> None:
+def test_no_identity_or_no_store_is_silent(world: Round, tmp_path: Path) -> None:
     nobody = hook(world, "SessionStart", PAIRGATE_TEST_AGENT_ID="")
     assert (nobody.code, nobody.out) == (0, "")
     assert "PAIRGATE_TEST_AGENT_ID is unset" in nobody.err

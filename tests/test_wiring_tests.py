@@ -10,7 +10,8 @@ import sys
 
 import yaml
 
-from tests.conftest import ROOT, WIRING_ENV, WIRING_TESTS, wiring_tests
+from tests.kit.names import ROOT
+from tests.kit.wiring import WIRING_ENV, WIRING_TESTS, wiring_tests
 
 
 def test_every_entry_names_a_test_file_or_a_test_in_one() -> None:

@@ -29,7 +29,7 @@ from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError
 from pairgate.standalone.gate import group_project_paths
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project, gitlab_with_token
-from pairgate.standalone.scope import _under
+from pairgate.standalone.scope import under
 from pairgate.tracker import pooled, review_bot_token
 
 T = TypeVar("T")
@@ -134,7 +134,7 @@ def run_checks(
         checks += setting_checks(path, data)
         checks.append(pipeline_check(path, data, tracker, default_branch, pipeline_text))
         checks += _roles(path, "projects", agents, bot, bot_source, level)
-        if any(_under(path, ns) for ns in config["renovate_exempt_namespaces"]):
+        if any(under(path, ns) for ns in config["renovate_exempt_namespaces"]):
             rules = _read(
                 functools.partial(
                     client.get_all, f"projects/{encode_project(path)}/protected_branches"

@@ -32,6 +32,18 @@ from pairgate.standalone.fold import WRITER_SAYS, identity_pattern
 from pairgate.standalone.ledger import Approval, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
 
+__all__ = [
+    "Judged",
+    "binding_problem",
+    "chain_problem",
+    "edit_candidates",
+    "independence",
+    "judge",
+    "reasons_against",
+    "same_mr",
+    "v1_note",
+]
+
 
 def is_solo(agent: str, config: Config) -> bool:
     """A -solo identity writes the work and reviews it: any hold by it is a hand in the work."""

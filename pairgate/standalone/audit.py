@@ -31,10 +31,21 @@ from pairgate.standalone.reads import frozen_issues, read_last_edited, read_note
 from pairgate.standalone.scope import (
     RENOVATE_LABEL,
     AutomationFamily,
-    _under,
     renovate_exemption_gaps,
+    under,
 )
 from pairgate.standalone.verdict import GateVerdict
+
+__all__ = [
+    "AuditReport",
+    "LedgersAt",
+    "MergeJudged",
+    "MergedMr",
+    "audit",
+    "audit_stamp",
+    "judge_merged",
+    "merged_listing_params",
+]
 
 # requests keeps ten connections per host: more readers than that would drop connections.
 AUDIT_WORKERS = 10
@@ -123,7 +134,7 @@ def read_merged(
     else:
         listings = [(f"groups/{config['group_id']}/merge_requests", "")]
         shared = [
-            p for p in group_project_paths(client, config) if not _under(p, config["group_path"])
+            p for p in group_project_paths(client, config) if not under(p, config["group_path"])
         ]
         listings += [(f"projects/{encode_project(p)}/merge_requests", p) for p in shared]
     found: dict[tuple[str, int], MergedMr] = {}

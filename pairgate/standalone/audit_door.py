@@ -17,6 +17,8 @@ from pairgate.standalone.gate import project_in_group
 from pairgate.standalone.gitlab import GitLab, encode_project
 from pairgate.standalone.scope import AutomationFamily, load_automation_families, roster_path
 
+__all__ = ["audit_window", "gated_projects", "run_audit"]
+
 
 def audit_window(since: str | None, days: int | None, now: float) -> float:
     """The window's start, in epoch seconds."""

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import argparse
 
+__all__ = ["AUDIT_LABEL", "DEFAULT_AUDIT_DAYS", "add_audit_arguments", "add_project_filter"]
+
 DEFAULT_AUDIT_DAYS = 7
 # The label of the issues ``audit --file-issues`` opens (audit_issues.py).
 AUDIT_LABEL = "pairgate::audit"

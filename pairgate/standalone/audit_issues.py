@@ -25,6 +25,8 @@ from pairgate.standalone.gitlab import GitLab, WriteUncertain, encode_project
 from pairgate.standalone.ledger import stamp_epoch
 from pairgate.standalone.records import neutralise_quick_actions
 
+__all__ = ["Filed", "audit_marker", "file_findings", "filed_findings"]
+
 AUDIT_MARKER = "pairgate-audit"
 _AUDIT_MARKER_LINE = re.compile(r"^<!-- pairgate-audit (\{.*\}) -->[ \t]*$", re.MULTILINE)
 

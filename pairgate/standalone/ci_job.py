@@ -24,11 +24,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pairgate.standalone.errors import PairgateError, value_type
-from pairgate.standalone.gitlab import TIMEOUT, GitLabError, _checked_url, read_retry
+from pairgate.standalone.gitlab import TIMEOUT, GitLabError, checked_url, read_retry
 from pairgate.standalone.gitlab_once import OneAttempt, wait_as_requests_would
 
 if TYPE_CHECKING:
     from urllib3.util.retry import Retry
+
+__all__ = ["NotProven", "prove_job", "read_job"]
 
 MR_REF = re.compile(r"refs/merge-requests/([1-9][0-9]*)/(head|merge|train)")
 
@@ -74,7 +76,7 @@ def instance_urls(env: Mapping[str, str], pinned: str) -> tuple[str, str]:
             f"CI_SERVER_URL is {server!r}, but this pipeline pins the instance {pin!r}: the "
             "read token goes to the pinned instance only"
         )
-    _checked_url(api, "CI_API_V4_URL")
+    checked_url(api, "CI_API_V4_URL")
     return server, api
 
 

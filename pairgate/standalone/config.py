@@ -8,7 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from pairgate.standalone.errors import ConfigError, reader_dir, value_type
-from pairgate.standalone.schema_check import _draft_validator
+from pairgate.standalone.schema_check import draft_validator
+
+__all__ = [
+    "CONFIG_ENV",
+    "CONFIG_FILENAME",
+    "CONFIG_KEYS",
+    "CONFIG_SCHEMA",
+    "PATH_SEGMENT",
+    "Config",
+    "load_config",
+    "validate_config",
+]
 
 CONFIG_ENV = "PAIRGATE_CONFIG"
 CONFIG_FILENAME = "pairgate-config.json"
@@ -39,7 +50,7 @@ CONFIG_KEYS: tuple[str, ...] = (
 # "a gate newer than its configuration fails toward review rather than toward exemption").
 OPTIONAL_CONFIG_KEYS = frozenset({"renovate_exempt_namespaces"})
 
-_PATH_SEGMENT = r"[A-Za-z0-9_.][A-Za-z0-9_.-]*"
+PATH_SEGMENT = r"[A-Za-z0-9_.][A-Za-z0-9_.-]*"
 _NON_EMPTY = {"type": "string", "minLength": 1, "pattern": r"\S"}
 # A path the specification reads relative to the configuration file: never absolute.
 _RELATIVE_PATH = {"type": "string", "minLength": 1, "pattern": r"^[^/~]"}
@@ -53,10 +64,10 @@ CONFIG_SCHEMA: dict[str, Any] = {
     "properties": {
         "tracker_project": {
             "type": "string",
-            "pattern": rf"^{_PATH_SEGMENT}(/{_PATH_SEGMENT})+$",
+            "pattern": rf"^{PATH_SEGMENT}(/{PATH_SEGMENT})+$",
             "description": "group/project of the issues that hold the ledger",
         },
-        "group_path": {"type": "string", "pattern": rf"^{_PATH_SEGMENT}(/{_PATH_SEGMENT})*$"},
+        "group_path": {"type": "string", "pattern": rf"^{PATH_SEGMENT}(/{PATH_SEGMENT})*$"},
         "group_id": {"type": "string", "pattern": r"^[0-9]+$"},
         "env_prefix": {"type": "string", "pattern": r"^[A-Z][A-Z0-9_]*$"},
         "agent_identity_prefix": {"type": "string", "pattern": r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"},
@@ -69,7 +80,7 @@ CONFIG_SCHEMA: dict[str, Any] = {
         "renovate_branch_prefix": {"type": "string", "minLength": 1},
         "renovate_exempt_namespaces": {
             "type": "array",
-            "items": {"type": "string", "pattern": rf"^{_PATH_SEGMENT}(/{_PATH_SEGMENT})*$"},
+            "items": {"type": "string", "pattern": rf"^{PATH_SEGMENT}(/{PATH_SEGMENT})*$"},
         },
         "cli_install_command": _NON_EMPTY,
         "hooks_install_command": _NON_EMPTY,
@@ -207,7 +218,7 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
             f"exactly the keys the README's Configuration section lists, no more and no fewer."
         )
     errors = sorted(
-        _draft_validator(CONFIG_SCHEMA).iter_errors(values), key=lambda e: (list(e.path), e.message)
+        draft_validator(CONFIG_SCHEMA).iter_errors(values), key=lambda e: (list(e.path), e.message)
     )
     if errors:
         err = errors[0]

@@ -20,6 +20,8 @@ from pairgate.standalone.verdict import Check, GateVerdict
 if TYPE_CHECKING:
     import argparse
 
+__all__ = ["arg_parser", "run_merge_check", "validator_main"]
+
 # The doors. merge-check (the package CLI and ``python3 ownership.py merge-check``) and the three
 # validators print the same verdict; only what each treats as a failure differs.
 

@@ -13,6 +13,8 @@ from pairgate.standalone.gitlab import gitlab_from_env
 from pairgate.standalone.gitlab_once import first_attempt_transport
 from pairgate.standalone.hook import hook_main
 
+__all__ = ["standalone_main"]
+
 
 def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
     """The flat deployment's door, with no package installed:

@@ -12,6 +12,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO, TypeVar, dataclass_transform
 
+__all__ = [
+    "CRASH_LOG",
+    "ConfigError",
+    "Context",
+    "Exit",
+    "PairgateError",
+    "Refusal",
+    "UsageError",
+    "fresh_id",
+    "log_crash",
+    "reader_dir",
+    "report",
+    "state_dir",
+    "state_home",
+    "value_type",
+]
+
 _Class = TypeVar("_Class")
 
 

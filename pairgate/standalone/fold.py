@@ -33,6 +33,17 @@ from pairgate.standalone.records import (
     read_record,
 )
 
+__all__ = [
+    "WRITER_SAYS",
+    "binding_freeze",
+    "fold",
+    "freeze_refusal",
+    "identity_pattern",
+    "is_finder",
+    "mr_freeze_reason",
+    "self_approval_rule",
+]
+
 # The events _Fold applies (the board-wide kinds are _BoardFold's).
 _ISSUE_EVENTS = tuple(event for event, kind in KIND_OF_EVENT.items() if kind not in BOARD_KINDS)
 

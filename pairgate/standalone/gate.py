@@ -16,19 +16,28 @@ from pairgate.standalone.reads import read_freezes, read_last_edited, read_ledge
 from pairgate.standalone.scope import (
     AutomationFamily,
     Scope,
-    _under,
     cited_issues,
     decide_scope,
     load_automation_families,
     roster_path,
+    under,
 )
 from pairgate.standalone.verdict import GateVerdict, decide
+
+__all__ = [
+    "gate_merge",
+    "gate_scope",
+    "group_project_paths",
+    "judge_merge",
+    "ledger_issues",
+    "project_in_group",
+]
 
 
 def project_in_group(client: GitLab, config: Config, project: str) -> bool:
     """Is the project in the group's listing? A project under group_path is, by its path;
     only a project elsewhere costs the read of the listing (shared-in projects included)."""
-    if _under(project, config["group_path"]):
+    if under(project, config["group_path"]):
         return True
     return any(p.casefold() == project.casefold() for p in group_project_paths(client, config))
 
@@ -120,7 +129,7 @@ def gate_merge(
     if project.isdigit():  # a numeric id: the MR says which path it names
         data = client.get(mr_path)
         path = MergeRequestFacts.from_api(data, project).project
-    elif not _under(project, config["group_path"]):
+    elif not under(project, config["group_path"]):
         # GitLab answers a moved project's old path too: the MR says which project it is in.
         # One the reader cannot see is judged by the path it was named by.
         try:

@@ -18,6 +18,25 @@ if TYPE_CHECKING:
     import requests
     from urllib3.util.retry import Retry
 
+__all__ = [
+    "PER_PAGE",
+    "POOL_SIZE",
+    "TIMEOUT",
+    "GitLab",
+    "GitLabError",
+    "Https",
+    "WriteUncertain",
+    "api_url_from_env",
+    "checked_url",
+    "encode_project",
+    "gitlab_from_env",
+    "gitlab_with_token",
+    "graphql_url",
+    "query_params",
+    "read_retry",
+    "request_error",
+]
+
 
 # Every call has a timeout: (connect, read) seconds for HTTPS, one bound for a glab process.
 TIMEOUT: tuple[float, float] = (5.0, 30.0)
@@ -111,7 +130,7 @@ def read_retry(*, attempts: int = 4, backoff_factor: float = 0.5) -> Retry:
     )
 
 
-def _query(params: Mapping[str, Any]) -> dict[str, str]:
+def query_params(params: Mapping[str, Any]) -> dict[str, str]:
     # GitLab wants true/false; requests would send True/False.
     return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in params.items()}
 
@@ -120,7 +139,7 @@ def _uncertain(status: int | None) -> bool:
     return status is None or status == 429 or status >= 500
 
 
-def _error(
+def request_error(
     method: str, what: str, status: int | None, detail: str, *, read: bool = False
 ) -> GitLabError:
     """A failed call as an error; a write (not a read: a GraphQL query is a POST that reads)
@@ -147,7 +166,7 @@ def graphql_url(api_url: str) -> str:
     return root.removesuffix("/v4") + "/graphql" if root.endswith("/api/v4") else f"{root}/graphql"
 
 
-class _Https:
+class Https:
     """One token, one session: requests with urllib3 Retry and a timeout on every call."""
 
     name = "HTTPS"
@@ -202,7 +221,7 @@ class _Https:
         session.trust_env = False
 
     def __repr__(self) -> str:  # the token never appears in a repr or a traceback
-        return f"_Https({self.api_url!r}, token=<hidden>)"
+        return f"Https({self.api_url!r}, token=<hidden>)"
 
     def _call(
         self, method: str, url: str, *, params: Any = None, body: Any = None, read: bool = False
@@ -220,16 +239,16 @@ class _Https:
                 f"does not follow (its token would go with it): set {self.url_source} to the "
                 f"GitLab it points at"
             )
-            raise _error(method, what, left.status, detail, read=read) from None
+            raise request_error(method, what, left.status, detail, read=read) from None
         except (requests.ConnectionError, requests.Timeout) as exc:
-            raise _error(method, what, None, self._unreachable(exc), read=read) from None
+            raise request_error(method, what, None, self._unreachable(exc), read=read) from None
         except requests.RequestException as exc:
-            raise _error(method, what, None, type(exc).__name__, read=read) from None
+            raise request_error(method, what, None, type(exc).__name__, read=read) from None
         if response.status_code >= 400:
             detail = _error_detail(response)
             if response.status_code in (401, 403):
                 detail += self._refused_token(response.status_code)
-            raise _error(method, what, response.status_code, detail, read=read)
+            raise request_error(method, what, response.status_code, detail, read=read)
         return response
 
     def _unreachable(self, exc: Exception) -> str:
@@ -260,15 +279,15 @@ class _Https:
         )
 
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
-        return _decoded(self._call("GET", f"{self.api_url}/{path}", params=_query(params)))
+        return _decoded(self._call("GET", f"{self.api_url}/{path}", params=query_params(params)))
 
     def get_text(self, path: str, params: Mapping[str, Any]) -> str:
-        response = self._call("GET", f"{self.api_url}/{path}", params=_query(params))
+        response = self._call("GET", f"{self.api_url}/{path}", params=query_params(params))
         return response.content.decode("utf-8", errors="replace")
 
     def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         url: str | None = f"{self.api_url}/{path}"
-        query: dict[str, str] | None = _query({**params, "per_page": PER_PAGE})
+        query: dict[str, str] | None = query_params({**params, "per_page": PER_PAGE})
         seen: set[str] = set()
         while url:
             response = self._call("GET", url, params=query)
@@ -362,12 +381,12 @@ class _Glab:
             ) from None
         except subprocess.TimeoutExpired:
             late = f"glab ran past {GLAB_TIMEOUT:.0f}s"
-            raise _error(method, argv[2], None, late, read=read) from None
+            raise request_error(method, argv[2], None, late, read=read) from None
         if proc.returncode != 0:
             match = re.search(r"\(HTTP (\d{3})\)|HTTP (\d{3})", proc.stderr)
             status = int(match.group(1) or match.group(2)) if match else None
             detail = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else "glab failed"
-            raise _error(method, argv[2], status, detail, read=read)
+            raise request_error(method, argv[2], status, detail, read=read)
         return proc.stdout
 
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
@@ -396,7 +415,7 @@ class _Glab:
 
 
 def _with_query(path: str, params: Mapping[str, Any]) -> str:
-    return f"{path}?{urlencode(_query(params))}" if params else path
+    return f"{path}?{urlencode(query_params(params))}" if params else path
 
 
 class GitLab:
@@ -488,7 +507,7 @@ def _glab_host(env: Mapping[str, str], url_variable: str) -> str:
     return proc.stdout.strip()
 
 
-def _checked_url(url: str, origin: str) -> str:
+def checked_url(url: str, origin: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise PairgateError(f"pairgate: {origin}={url!r} is not an http(s) URL")
@@ -506,11 +525,11 @@ def gitlab_from_env(
     *,
     retry: Retry | None = None,
     timeout: Any = TIMEOUT,
-    transport: Callable[..., Any] = _Https,
+    transport: Callable[..., Any] = Https,
 ) -> GitLab:
     """The client a run uses: HTTPS with <env_prefix>_TASK_API_TOKEN for reads and
     <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set.
-    ``transport`` builds each HTTPS transport (_Https's arguments; the merge hook's is
+    ``transport`` builds each HTTPS transport (Https's arguments; the merge hook's is
     gitlab_once.one_attempt_transport)."""
     read_token = env.get(config.env_name("TASK_API_TOKEN"), "").strip()
     write_token = env.get(config.env_name("TASK_WRITE_TOKEN"), "").strip()
@@ -518,7 +537,7 @@ def gitlab_from_env(
     if api_url is None and (read_token or write_token):
         api_url = f"https://{_glab_host(env, config.env_name('GITLAB_URL'))}/api/v4"
     if api_url is not None:
-        api_url = _checked_url(api_url, origin)
+        api_url = checked_url(api_url, origin)
     hostname = urlsplit(api_url).netloc if api_url and origin != "glab's configured host" else None
     missing = [
         config.env_name(f"TASK_{kind}_TOKEN") + f" ({scope} token)"
@@ -561,7 +580,7 @@ def gitlab_with_token(
     ``source`` says where the token came from, for errors."""
     if client.api_url is None:
         raise PairgateError("pairgate: the GitLab URL is unknown; set <env_prefix>_GITLAB_URL")
-    transport = _Https(
+    transport = Https(
         client.api_url,
         token,
         retry=retry,

@@ -12,7 +12,14 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
-from pairgate.standalone.gitlab import PER_PAGE, _error, _Https, _query, graphql_url, read_retry
+from pairgate.standalone.gitlab import (
+    PER_PAGE,
+    Https,
+    graphql_url,
+    query_params,
+    read_retry,
+    request_error,
+)
 
 if TYPE_CHECKING:
     import http.client
@@ -20,6 +27,14 @@ if TYPE_CHECKING:
     import ssl
 
     from urllib3.util.retry import Retry
+
+__all__ = [
+    "OneAttempt",
+    "first_attempt_transport",
+    "one_attempt_transport",
+    "plain_route",
+    "wait_as_requests_would",
+]
 
 
 def plain_route(
@@ -167,7 +182,7 @@ class OneAttempt:
 
     def __init__(
         self,
-        library: Callable[[], _Https],
+        library: Callable[[], Https],
         api_url: str,
         token: str,
         *,
@@ -181,7 +196,7 @@ class OneAttempt:
     ) -> None:
         self._build = library
         self._url_source = url_source  # named when GitLab does not answer in time
-        self._library: _Https | None = None
+        self._library: Https | None = None
         parts = urlsplit(api_url.rstrip("/"))
         self._parts, self._base = parts, parts.path
         self._graphql_url = graphql_url(parts.geturl())
@@ -198,13 +213,13 @@ class OneAttempt:
     def __repr__(self) -> str:  # the token never appears in a repr or a traceback
         return f"OneAttempt({self._parts.geturl()!r}, token=<hidden>)"
 
-    def library(self) -> _Https:
+    def library(self) -> Https:
         """The requests transport every call it does not answer goes to, built on first use."""
         if self._library is None:
             self._library = self._build()
         return self._library
 
-    def _asked_again(self) -> _Https:
+    def _asked_again(self) -> Https:
         """The library, for a call this transport did not answer: after the wait for what the
         first attempt was told, when there was one."""
         if self._wait is not None:
@@ -315,7 +330,7 @@ class OneAttempt:
                 f"GitLab at {self._parts.geturl()} did not answer within {limit:g} s (the URL is "
                 f"from {self._url_source})"
             )
-            raise _error(method, what, None, late, read=True) from None
+            raise request_error(method, what, None, late, read=True) from None
         except (OSError, ValueError, http.client.HTTPException):
             self._close()
             return None
@@ -336,7 +351,7 @@ class OneAttempt:
         return value, more, response.status
 
     def _target(self, path: str, params: Mapping[str, Any]) -> str:
-        query = _query(params)
+        query = query_params(params)
         return f"{self._base}/{path}" + (f"?{urlencode(query)}" if query else "")
 
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
@@ -380,8 +395,8 @@ def one_attempt_transport(
     if retry is not None:
         raise ValueError("a one-attempt transport takes no retry policy")
 
-    def library() -> _Https:
-        return _Https(api_url, token, retry=read_retry(attempts=0), timeout=timeout, **names)
+    def library() -> Https:
+        return Https(api_url, token, retry=read_retry(attempts=0), timeout=timeout, **names)
 
     source = names.get("url_source", "the GitLab URL")
     return OneAttempt(library, api_url, token, timeout=timeout, url_source=source)
@@ -401,8 +416,8 @@ def first_attempt_transport(
     def rules() -> Retry:
         return retry if retry is not None else read_retry()
 
-    def library() -> _Https:
-        return _Https(api_url, token, retry=rules(), timeout=timeout, **names)
+    def library() -> Https:
+        return Https(api_url, token, retry=rules(), timeout=timeout, **names)
 
     def wait(refused: tuple[int, str | None] | None) -> None:
         wait_as_requests_would(refused, rules())

@@ -12,16 +12,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from pairgate.standalone.command_reader.glab import _normalise_repo
+from pairgate.standalone.command_reader.glab import normalise_repo
 from pairgate.standalone.command_reader.mcp import read_tool_call
 from pairgate.standalone.command_reader.read import read_command
-from pairgate.standalone.command_reader.reader import _short
 from pairgate.standalone.command_reader.words import (
-    _MERGE_MENTION,
+    MERGE_MENTION,
     CommandReading,
     MergeFound,
     PushFound,
     could_name_glab_merge,
+    short,
 )
 from pairgate.standalone.config import CONFIG_ENV, CONFIG_FILENAME, Config, load_config
 from pairgate.standalone.errors import Context, Exit, PairgateError, log_crash, reader_dir
@@ -31,9 +31,7 @@ from pairgate.standalone.gitlab_once import one_attempt_transport
 from pairgate.standalone.scope import ROSTER_FILENAME
 from pairgate.standalone.verdict import GateVerdict
 
-# 8. Standalone entry point
-# ---------------------------------------------------------------------------------------------
-
+__all__ = ["HOOK_TIMEOUT", "hook_main", "hook_process"]
 
 # The merge hook's Python half. block-unapproved-merge.sh allows what cannot name a glab merge
 # without starting Python, and runs ``python3 ownership.py hook`` for the rest, with the hook
@@ -121,10 +119,10 @@ def _hook_reading(tool: Any, tool_input: Any) -> CommandReading | None:
         if not isinstance(command, str):
             raise HookDenied("the hook input has no tool_input.command string")
         text = command.lower()
-        if "glab" in text or "merge_request" in text or _MERGE_MENTION.search(command):
+        if "glab" in text or "merge_request" in text or MERGE_MENTION.search(command):
             return CommandReading(
                 unknown=(
-                    f"{_short(command)}: a PowerShell command that names glab or a merge "
+                    f"{short(command)}: a PowerShell command that names glab or a merge "
                     "request; the merge hook reads bash only, so run it through the Bash tool",
                 )
             )
@@ -215,7 +213,7 @@ def _hook_remote_project(ctx: Context, push: PushFound, cwd: str | None) -> tupl
     command (anything before it could change the remote)."""
     remote = push.remote or ""
     if "://" in remote or re.match(r"^[\w.+-]+@[^:/]+:", remote):
-        project = _normalise_repo(remote)
+        project = normalise_repo(remote)
         return project, "" if project else f"{remote} is not a project URL the hook can read"
     if not push.alone:
         return None, (
@@ -237,7 +235,7 @@ def _hook_remote_project(ctx: Context, push: PushFound, cwd: str | None) -> tupl
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, f"git could not read the URL of remote {remote}: {exc}"
     url = found.stdout.strip()
-    project = _normalise_repo(url) if found.returncode == 0 else None
+    project = normalise_repo(url) if found.returncode == 0 else None
     if project is None:
         detail = found.stderr.strip() or url or "no URL"
         return None, f"git has no project URL for remote {remote} in {cwd} ({detail})"

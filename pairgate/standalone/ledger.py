@@ -10,6 +10,23 @@ from typing import Any
 from pairgate.standalone.errors import value_type
 from pairgate.standalone.records import ROLES
 
+__all__ = [
+    "FROZEN_LABEL",
+    "ROLE_LABELS",
+    "Approval",
+    "Break",
+    "Constraint",
+    "Event",
+    "Freeze",
+    "Hold",
+    "Ledger",
+    "MrRef",
+    "Note",
+    "Offer",
+    "Skipped",
+    "stamp_epoch",
+]
+
 
 @value_type
 class Note:
@@ -139,7 +156,7 @@ class Ledger:
     head: str | None = None  # the digest of the latest record: the next writer's prev
     holder_since: int | None = None  # the note that made the holder the holder
     accepted_from: str | None = None  # who sent the offer the holder accepted
-    freezes: tuple[Freeze, ...] = ()  # every freeze window recorded here (see section 5b)
+    freezes: tuple[Freeze, ...] = ()  # every freeze window recorded here
     constraints: tuple[Constraint, ...] = ()  # every standing constraint recorded here
     unbound: tuple[int, ...] = ()  # v1 records: they name no issue, so replay goes unseen
 

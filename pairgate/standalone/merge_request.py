@@ -12,6 +12,8 @@ from typing import Any
 
 from pairgate.standalone.errors import value_type
 
+__all__ = ["MergeRequestFacts"]
+
 
 def _project_of(data: Mapping[str, Any], fallback: str) -> str:
     """The full path of the project the MR is in: ``references.full`` (``group/p!7``), else the

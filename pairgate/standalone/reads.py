@@ -9,6 +9,16 @@ from pairgate.standalone.fold import fold
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
 from pairgate.standalone.ledger import FROZEN_LABEL, Freeze, Ledger, Note
 
+__all__ = [
+    "frozen_issues",
+    "note_gid_number",
+    "notes_path",
+    "read_freezes",
+    "read_last_edited",
+    "read_ledger",
+    "read_notes",
+]
+
 
 def notes_path(config: Config, issue: int) -> str:
     return f"projects/{encode_project(config['tracker_project'])}/issues/{issue}/notes"

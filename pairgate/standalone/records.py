@@ -8,9 +8,30 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pairgate.standalone.config import _PATH_SEGMENT
+from pairgate.standalone.config import PATH_SEGMENT
 from pairgate.standalone.errors import PairgateError
-from pairgate.standalone.schema_check import SchemaCheck, _draft_validator
+from pairgate.standalone.schema_check import SchemaCheck, draft_validator
+
+__all__ = [
+    "BOARD_KINDS",
+    "FREEZE_MAX_MINUTES",
+    "ISSUE_BOUND_KINDS",
+    "KIND_OF_EVENT",
+    "MARKER_OPEN",
+    "RECORD_FIELDS",
+    "RECORD_SCHEMAS",
+    "ROLES",
+    "MalformedRecord",
+    "compose_note",
+    "constraint_id",
+    "forget_reads",
+    "marker",
+    "neutralise_quick_actions",
+    "parse_marker",
+    "read_record",
+    "record_digest",
+    "schema_problem",
+]
 
 # A ledger note is short human text and then ONE marker line:
 #     <!-- mochi-task:<kind> <json> -->
@@ -35,7 +56,7 @@ _MR_REF = {
     "additionalProperties": False,
     "required": ["project", "iid"],
     "properties": {
-        "project": {"type": "string", "pattern": rf"^{_PATH_SEGMENT}(/{_PATH_SEGMENT})+$"},
+        "project": {"type": "string", "pattern": rf"^{PATH_SEGMENT}(/{PATH_SEGMENT})+$"},
         "iid": {"type": "integer", "minimum": 1},
     },
 }
@@ -201,7 +222,7 @@ EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
 # "board", "issue:<iid>" or "mr:<project>!<iid>".
 _IID = "[1-9][0-9]{0,9}"
 # (?!\n): Python's $ also matches before a final newline; a scope is exactly one of these.
-FREEZE_SCOPE_PATTERN = rf"^(board|issue:{_IID}|mr:{_PATH_SEGMENT}(/{_PATH_SEGMENT})+!{_IID})$(?!\n)"
+FREEZE_SCOPE_PATTERN = rf"^(board|issue:{_IID}|mr:{PATH_SEGMENT}(/{PATH_SEGMENT})+!{_IID})$(?!\n)"
 FREEZE_MAX_MINUTES = 7 * 24 * 60
 EVENT_FIELDS["freeze"] = {
     "freeze": {
@@ -337,7 +358,7 @@ def _event_validator(kind: str, version: int, event: str) -> SchemaCheck:
     # the event's own schema directly gives the same verdict without re-testing every branch.
     check = _CHECKS.get((kind, version, event))
     if check is None:
-        check = _CHECKS[kind, version, event] = _draft_validator(
+        check = _CHECKS[kind, version, event] = draft_validator(
             _event_schema(version, event, RECORD_FIELDS[kind][version][event])
         )
     return check

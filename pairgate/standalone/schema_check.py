@@ -17,6 +17,8 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+__all__ = ["PYTHON_SPACE", "SchemaCheck", "draft_validator", "fast_pattern", "json_typed"]
+
 # Python's \s (str.isspace), as a character class body both regex dialects read the same; an
 # ECMA-262 \s differs (it adds U+FEFF and lacks U+001C-U+001F and U+0085).
 PYTHON_SPACE = (
@@ -161,7 +163,7 @@ class SchemaCheck:
         return iter(self.authority().iter_errors(instance))
 
 
-def _draft_validator(schema: Mapping[str, Any]) -> SchemaCheck:
+def draft_validator(schema: Mapping[str, Any]) -> SchemaCheck:
     """The check for one of this file's schemas (all draft 2020-12). Formats are not asserted
     (jsonschema's default): no schema here uses ``format``."""
     return SchemaCheck(schema)

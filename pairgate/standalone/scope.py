@@ -11,16 +11,22 @@ from typing import Any
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import ConfigError, reader_dir, value_type
 from pairgate.standalone.merge_request import MergeRequestFacts
-from pairgate.standalone.schema_check import _draft_validator
+from pairgate.standalone.schema_check import draft_validator
 
-# CONTRACT (the merge gate issue builds it; merge-check, both validators and the hook call it):
-#   @value_type class GateVerdict:  allowed: bool, in_scope: bool, message: str, ...
-#   def gate_merge(client: GitLab, config: Config, project: str, iid: int, *, now) -> GateVerdict
-#       reads the MR, the group listing and the cited issues' ledgers, then decides with pure
-#       functions; any read error raises PairgateError (fail closed: never a pass).
-#
-# The verdict is pure: (MR facts, folded ledgers, configuration, roster) in, a verdict out.
-# gate_merge is the one function here that reads GitLab; the doors after it only print.
+__all__ = [
+    "RENOVATE_LABEL",
+    "ROSTER_FILENAME",
+    "ROSTER_SCHEMA",
+    "AutomationFamily",
+    "Scope",
+    "author_account",
+    "cited_issues",
+    "decide_scope",
+    "load_automation_families",
+    "renovate_exemption_gaps",
+    "roster_path",
+    "under",
+]
 
 ROSTER_FILENAME = "automation_mr_families.py"
 RENOVATE_LABEL = "renovate"
@@ -105,7 +111,7 @@ def load_automation_families(path: Path | None) -> tuple[AutomationFamily, ...]:
     if value is None:
         raise ConfigError(f"pairgate: malformed automation roster {path}: no FAMILIES = [...]")
     errors = sorted(
-        _draft_validator(ROSTER_SCHEMA).iter_errors(value),
+        draft_validator(ROSTER_SCHEMA).iter_errors(value),
         key=lambda e: list(e.path),
     )
     if errors:
@@ -151,7 +157,7 @@ def cited_issues(text: str, *, mr_project: str, tracker: str) -> tuple[int, ...]
     return tuple(sorted(found, key=found.__getitem__))
 
 
-def _under(path: str, namespace: str) -> bool:
+def under(path: str, namespace: str) -> bool:
     return path.casefold().startswith(namespace.casefold().rstrip("/") + "/")
 
 
@@ -171,7 +177,7 @@ def renovate_exemption_gaps(mr: MergeRequestFacts, config: Config) -> list[str]:
             f"renovate_branch_prefix {config['renovate_branch_prefix']!r}"
         )
     namespaces = config["renovate_exempt_namespaces"]
-    if not any(_under(mr.project, ns) for ns in namespaces):
+    if not any(under(mr.project, ns) for ns in namespaces):
         gaps.append(
             f"its project {mr.project} is in none of renovate_exempt_namespaces {namespaces}"
         )

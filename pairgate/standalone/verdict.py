@@ -12,6 +12,8 @@ from pairgate.standalone.ledger import Approval, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import Scope
 
+__all__ = ["Check", "GateVerdict", "decide"]
+
 
 @value_type
 class Check:
@@ -128,7 +130,7 @@ def decide(
     """The verdict, from facts already read. ``ledgers`` holds the fold of every cited issue
     except the generic tracking issue; ``edits`` GitLab's lastEditedAt of the notes
     ``edit_candidates`` names (an approval whose edit state is not in it does not count);
-    ``frozen`` says why a live freeze window holds the MR back (section 5b), if one does."""
+    ``frozen`` says why a live freeze window holds the MR back, if one does."""
     cli, tracker = config.cli, config["tracker_project"]
 
     def verdict(**fields: Any) -> GateVerdict:

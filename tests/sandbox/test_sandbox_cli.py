@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from pairgate.standalone.config import CONFIG_KEYS, validate_config
-from tests.conftest import PAIRGATE, ROOT, clean_env
+from tests.kit.names import ROOT
+from tests.kit.run import PAIRGATE, clean_env
 
 pytestmark = pytest.mark.slow
 

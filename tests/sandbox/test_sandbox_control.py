@@ -269,7 +269,8 @@ def test_the_suite_fails_a_test_that_reached_no_route(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from tests.conftest import ROOT, clean_env
+    from tests.kit.names import ROOT
+    from tests.kit.run import clean_env
 
     (tmp_path / "test_strict.py").write_text(STRICT_CASES, encoding="utf-8")
     proc = subprocess.run(

@@ -16,7 +16,8 @@ from pairgate.sandbox import defaults, kit
 from pairgate.sandbox.server import Sandbox
 from pairgate.standalone.config import load_config
 from pairgate.standalone.scope import load_automation_families, roster_path
-from tests.conftest import PAIRGATE, ROOT, clean_env, run_program
+from tests.kit.names import ROOT
+from tests.kit.run import PAIRGATE, clean_env, run_program
 
 
 def written(tmp_path: Path) -> tuple[Path, list[Path]]:

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.conftest import ROOT, clean_env
+from tests.kit.names import ROOT
+from tests.kit.run import clean_env
 
 pytestmark = [pytest.mark.slow]
 # scripts/test runs this file once more with the pairgate installed from the wheel into a fresh

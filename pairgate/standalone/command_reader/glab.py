@@ -7,23 +7,42 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pairgate.standalone.command_reader.words import DYNAMIC, _literal_word, _Word
+from pairgate.standalone.command_reader.words import DYNAMIC, Word, literal_word
+
+__all__ = [
+    "ALIAS_SET_FLAGS",
+    "API_FLAGS",
+    "MERGE_FLAGS",
+    "NOTE_FLAGS",
+    "UPDATE_FLAGS",
+    "GlabCall",
+    "api_fields",
+    "api_route",
+    "attribute",
+    "attribute_endpoint",
+    "cobra",
+    "cobra_traverse",
+    "host_readings",
+    "is_merge_word",
+    "mr_endpoint",
+    "normalise_repo",
+]
 
 
 @dataclass
-class _GlabCall:
+class GlabCall:
     """One glab invocation as it is read: its text, the words read as glab's own, the project
     -R named before the subcommand, the command's assignments, and whether xargs adds more."""
 
     words: str
-    structural: list[_Word]
-    repo: _Word | None
-    env: dict[str, _Word]
+    structural: list[Word]
+    repo: Word | None
+    env: dict[str, Word]
     open_args: bool
 
 
 # Every spelling of the flags glab accepts, as (long name, takes a value).
-_MERGE_FLAGS: dict[str, tuple[str, bool]] = {
+MERGE_FLAGS: dict[str, tuple[str, bool]] = {
     "--sha": ("--sha", True),
     "-m": ("--message", True),
     "--message": ("--message", True),
@@ -43,7 +62,7 @@ _MERGE_FLAGS: dict[str, tuple[str, bool]] = {
     "-h": ("--help", False),
     "--help": ("--help", False),
 }
-_API_FLAGS: dict[str, tuple[str, bool]] = {
+API_FLAGS: dict[str, tuple[str, bool]] = {
     "-X": ("--method", True),
     "--method": ("--method", True),
     "-F": ("--field", True),
@@ -73,19 +92,19 @@ class _Flags:
     """Arguments read with cobra's rules. ``values`` and ``spelled`` are keyed by long name;
     ``unclear`` holds the indexes of words an unknown flag might take as its value."""
 
-    values: dict[str, list[_Word | None]] = field(default_factory=dict)
-    spelled: dict[str, list[_Word]] = field(default_factory=dict)
-    positionals: list[tuple[int, _Word]] = field(default_factory=list)
+    values: dict[str, list[Word | None]] = field(default_factory=dict)
+    spelled: dict[str, list[Word]] = field(default_factory=dict)
+    positionals: list[tuple[int, Word]] = field(default_factory=list)
     unclear: set[int] = field(default_factory=set)
     help: bool = False
 
-    def last(self, name: str, default: _Word | None) -> _Word | None:
+    def last(self, name: str, default: Word | None) -> Word | None:
         """The flag's value (the last one given wins, as in pflag), else ``default``."""
         given = self.values.get(name)
         return given[-1] if given else default
 
 
-def _cobra(args: list[_Word], spec: Mapping[str, tuple[str, bool]]) -> _Flags:
+def cobra(args: list[Word], spec: Mapping[str, tuple[str, bool]]) -> _Flags:
     """Flags anywhere among the arguments, ``--`` ending them, ``--name=value``, ``-Xvalue``
     and clusters of short flags (``-dsy``, ``-ym msg``)."""
     flags = _Flags()
@@ -127,7 +146,7 @@ def _cobra(args: list[_Word], spec: Mapping[str, tuple[str, bool]]) -> _Flags:
                 flags.spelled.setdefault(long, []).append(word)
                 continue
             if attached is not None:
-                taken: _Word | None = _literal_word(attached)
+                taken: Word | None = literal_word(attached)
                 flags.spelled.setdefault(long, []).append(word)
             else:
                 taken = args[i + 1] if i + 1 < len(args) else None
@@ -138,7 +157,7 @@ def _cobra(args: list[_Word], spec: Mapping[str, tuple[str, bool]]) -> _Flags:
     return flags
 
 
-_NOTE_FLAGS: dict[str, tuple[str, bool]] = {
+NOTE_FLAGS: dict[str, tuple[str, bool]] = {
     "-m": ("--message", True),
     "--message": ("--message", True),
     "--unique": ("--unique", False),
@@ -147,7 +166,7 @@ _NOTE_FLAGS: dict[str, tuple[str, bool]] = {
     "-h": ("--help", False),
     "--help": ("--help", False),
 }
-_UPDATE_FLAGS: dict[str, tuple[str, bool]] = {
+UPDATE_FLAGS: dict[str, tuple[str, bool]] = {
     **{f: (f, False) for f in ("--draft", "--wip", "--lock-discussion", "--unlock-discussion",
                                "--unassign", "--remove-source-branch", "--squash-before-merge",
                                "--fill-commit-body")},
@@ -159,7 +178,7 @@ _UPDATE_FLAGS: dict[str, tuple[str, bool]] = {
     "--fill": ("--fill", False), "-y": ("--yes", False), "--yes": ("--yes", False),
     "-R": ("--repo", True), "-h": ("--help", False), "--help": ("--help", False),
 }  # fmt: skip
-_ALIAS_SET_FLAGS: dict[str, tuple[str, bool]] = {
+ALIAS_SET_FLAGS: dict[str, tuple[str, bool]] = {
     "-s": ("--shell", False),
     "--shell": ("--shell", False),
     "-h": ("--help", False),
@@ -167,8 +186,8 @@ _ALIAS_SET_FLAGS: dict[str, tuple[str, bool]] = {
 }
 
 
-def _attribute_endpoint(
-    project_text: str, iid_text: str, repo: _Word | None, env: dict[str, _Word]
+def attribute_endpoint(
+    project_text: str, iid_text: str, repo: Word | None, env: dict[str, Word]
 ) -> tuple[str | None, int | None, str]:
     """(project, iid, problem) for a REST merge request endpoint; a placeholder project is
     -R's. The iid must be spelled as GitLab's router takes it, in ASCII digits."""
@@ -187,7 +206,7 @@ def _attribute_endpoint(
     return project, iid, problem
 
 
-def _is_merge_word(value: str | None) -> bool:
+def is_merge_word(value: str | None) -> bool:
     """merge, accept, and what cobra could complete to them if prefix matching were on."""
     if not value:
         return False
@@ -202,7 +221,7 @@ def _is_flag_arg(arg: str) -> bool:
     )
 
 
-def _cobra_traverse(values: Sequence[str | None]) -> int | None:
+def cobra_traverse(values: Sequence[str | None]) -> int | None:
     """The index of glab's command word among its arguments, as cobra's Command.Traverse finds it
     at the root (spf13/cobra v1.10.2 command.go), which cmd/glab/main.go uses to decide whether
     the first argument is an alias: -1 when there is none, None when a word bash computes stands
@@ -232,7 +251,7 @@ _GLAB_PLACEHOLDER = re.compile(
 )
 
 
-def _api_fields(flags: _Flags) -> tuple[dict[str, str | None], bool]:
+def api_fields(flags: _Flags) -> tuple[dict[str, str | None], bool]:
     """``glab api``'s parameters as glab builds them (api.go parseFields): each -f/--raw-field,
     then each -F/--field, later ones replacing earlier ones. A value the hook cannot read
     (``@file``, a placeholder, an expansion) is None; the second value says some parameter or
@@ -256,7 +275,7 @@ def _api_fields(flags: _Flags) -> tuple[dict[str, str | None], bool]:
     return fields, opaque
 
 
-def _api_route(endpoint: str) -> tuple[str, list[str], list[tuple[str, str]]]:
+def api_route(endpoint: str) -> tuple[str, list[str], list[tuple[str, str]]]:
     """(kind, path segments after /api/v4, query parameters) for a ``glab api`` endpoint, read as
     glab builds the URL (internal/commands/api/http.go): exactly ``graphql`` is
     <host>/api/graphql; an endpoint with ``://`` is the whole URL (any scheme spelling, any host,
@@ -291,7 +310,7 @@ def _api_route(endpoint: str) -> tuple[str, list[str], list[tuple[str, str]]]:
     return "other", segments, query
 
 
-def _mr_endpoint(segments: list[str]) -> tuple[str, str, str] | None:
+def mr_endpoint(segments: list[str]) -> tuple[str, str, str] | None:
     """(kind, project, iid) when API segments name a merge request's merge ("merge"), its entry
     on a merge train ("train"), its notes ("notes", "discussions", "draft_notes": a note may
     carry a /merge quick action) or the merge request itself ("mr": its description may)."""
@@ -318,7 +337,7 @@ def _mr_endpoint(segments: list[str]) -> tuple[str, str, str] | None:
     return None
 
 
-def _normalise_repo(text: str) -> str | None:
+def normalise_repo(text: str) -> str | None:
     """-R takes OWNER/REPO, GROUP/NAMESPACE/REPO, a URL or a Git URL; the project's full path."""
     text = text.strip()
     m = re.match(r"^[\w.+-]+@[^:/]+:(.+)$", text)  # git@host:group/proj.git
@@ -334,15 +353,15 @@ def _normalise_repo(text: str) -> str | None:
     return None
 
 
-def _repo_project(repo: _Word | None, env: dict[str, _Word]) -> str | None:
+def _repo_project(repo: Word | None, env: dict[str, Word]) -> str | None:
     """The project -R names, else GITLAB_REPO set on the command itself (glab reads both)."""
     source = repo if repo is not None else env.get("GITLAB_REPO")
     if source is None or source.value is None:
         return None
-    return _normalise_repo(source.value)
+    return normalise_repo(source.value)
 
 
-def _host_readings(project: str | None) -> tuple[str | None, ...]:
+def host_readings(project: str | None) -> tuple[str | None, ...]:
     """The projects glab may take ``a/b/c`` for: the group path a/b/c, or project b/c on host a
     (glab's choice depends on the hosts it is logged in to, which the hook cannot see), so a
     merge named so is gated as both."""
@@ -395,11 +414,11 @@ def _go_atoi(text: str) -> int | None:
     return value if -(2**63) <= value < 2**63 else None
 
 
-def _attribute(
-    positionals: list[tuple[int, _Word]],
+def attribute(
+    positionals: list[tuple[int, Word]],
     unclear: set[int],
-    repo: _Word | None,
-    env: dict[str, _Word],
+    repo: Word | None,
+    env: dict[str, Word],
     open_args: bool,
 ) -> tuple[str | None, int | None, str]:
     """(project, iid, problem) for ``glab mr merge``'s (or ``note``'s) arguments, read as

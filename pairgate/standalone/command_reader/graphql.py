@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-# --- GraphQL --------------------------------------------------------------------------------------
+__all__ = ["graphql_read"]
 
 _GQL_TOKEN = re.compile(
     r"(?P<skip>[\t\n\r ,\ufeff]+|#[^\n\r]*)"
@@ -86,7 +86,7 @@ def _gql_value(
     raise ValueError(text)
 
 
-def _graphql_read(
+def graphql_read(
     query: str, variables: Mapping[str, Any]
 ) -> tuple[list[tuple[str | None, int | None, str | None, str]], list[str]]:
     """Each ``mergeRequestAccept`` field of a GraphQL document as (project, iid, sha, problem),

@@ -8,16 +8,17 @@ import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pairgate.standalone.command_reader.read import _reading
-from pairgate.standalone.command_reader.reader import _Layer, _Reader
+from pairgate.standalone.command_reader.reader import Reader
+from pairgate.standalone.command_reader.reader_glab import graphql
+from pairgate.standalone.command_reader.reading import Layer
 from pairgate.standalone.command_reader.words import (
-    _QUICK_MERGE,
+    QUICK_MERGE,
     CommandReading,
     MergeFound,
-    _literal_word,
+    literal_word,
 )
 
-# --- MCP tool calls ---------------------------------------------------------------------------------
+__all__ = ["read_tool_call"]
 
 # glab mcp serve (internal/commands/mcp/serve/server.go) names a tool "glab_" + the command's path
 # and runs `glab <path> <flags> <args>` with only the flags the command itself defines (an
@@ -64,13 +65,13 @@ def read_tool_call(tool_name: str, tool_input: Mapping[str, Any]) -> CommandRead
     words = f"MCP tool {tool_name}"
     if lowered.startswith("glab_"):
         return _read_glab_tool(lowered[len("glab_") :].split("_"), tool_input)
-    reader = _Reader()
+    reader = Reader()
     if lowered.endswith(_MCP_MERGE_TOOLS):
         project, iid, problem = _mcp_target(tool_input)
         sha = tool_input.get("sha")
         shas = () if sha in (None, "") else ((sha if isinstance(sha, str) else None),)
-        reader.merges.append(MergeFound(words, project, iid, problem, shas))
-        return _reading(reader)
+        reader.found_merge(MergeFound(words, project, iid, problem, shas))
+        return reader.result()
     if lowered.endswith(_MCP_GRAPHQL_TOOLS):
         variables = tool_input.get("variables") or {}
         if isinstance(variables, str):
@@ -80,26 +81,26 @@ def read_tool_call(tool_name: str, tool_input: Mapping[str, Any]) -> CommandRead
                 variables = None
         query = tool_input.get("query")
         if not isinstance(query, str) or not isinstance(variables, dict):
-            reader.unknown.append(f"{words}: a GraphQL request the hook cannot read")
+            reader.unclear(f"{words}: a GraphQL request the hook cannot read")
         else:
-            reader._graphql(words, {"query": query, **variables}, False)
-        return _reading(reader)
+            graphql(reader, words, {"query": query, **variables}, False)
+        return reader.result()
     if lowered.endswith(_MCP_API_TOOLS):
         return _read_api_tool(words, tool_input)
-    texts = [t for t in _strings(tool_input) if _QUICK_MERGE.search(t)]
+    texts = [t for t in _strings(tool_input) if QUICK_MERGE.search(t)]
     if texts:
         project, iid, problem = _mcp_target(tool_input)
         sha = tool_input.get("merge_request_diff_head_sha")
         shas = () if sha in (None, "") else ((sha if isinstance(sha, str) else None),)
-        reader.merges.append(MergeFound(words, project, iid, problem, shas, "/merge"))
+        reader.found_merge(MergeFound(words, project, iid, problem, shas, "/merge"))
     elif re.match(r"merge|.*(merge|accept)$|.*accept", lowered) and not re.match(
         r"(get|list|search|read|view|show|create|approve|unapprove)_|.*cancel", lowered
     ):
-        reader.unknown.append(
+        reader.unclear(
             f"{words}: an MCP tool named like a merge that the hook does not know; merge "
             "through the Bash tool with glab mr merge <iid> -R <project> --sha <approved head>"
         )
-    return _reading(reader)
+    return reader.result()
 
 
 def _read_glab_tool(path: list[str], tool_input: Mapping[str, Any]) -> CommandReading:
@@ -128,25 +129,25 @@ def _read_glab_tool(path: list[str], tool_input: Mapping[str, Any]) -> CommandRe
             argv += [f"--{name}", str(value)]
     args = tool_input.get("args")
     argv += [a for a in (args if isinstance(args, list) else ()) if isinstance(a, str) and a]
-    reader = _Reader()
-    reader._argv([_literal_word(w) for w in argv], {}, None, _Layer(b"", 0), open_args=False)
-    return _reading(reader)
+    reader = Reader()
+    reader.run([literal_word(w) for w in argv], {}, Layer(b"", 0))
+    return reader.result()
 
 
 def _read_api_tool(words: str, tool_input: Mapping[str, Any]) -> CommandReading:
     """A raw API tool: its method, endpoint and parameters, read as ``glab api`` would be."""
-    reader = _Reader()
+    reader = Reader()
     endpoint = next((tool_input[k] for k in ("path", "endpoint", "url") if k in tool_input), None)
     method = str(tool_input.get("method") or "GET").upper()
     data: Any = next((tool_input[k] for k in ("data", "body", "params") if k in tool_input), {})
     if not isinstance(endpoint, str) or not isinstance(data, Mapping):
         if method not in ("GET", "HEAD"):
-            reader.unknown.append(f"{words}: an API request the hook cannot read")
-        return _reading(reader)
+            reader.unclear(f"{words}: an API request the hook cannot read")
+        return reader.result()
     argv = ["glab", "api", "-X", method, endpoint]
     argv += [x for k, v in data.items() for x in ("-f", f"{k}={v}")]
-    reader._argv([_literal_word(w) for w in argv], {}, None, _Layer(b"", 0), open_args=False)
-    return _reading(reader)
+    reader.run([literal_word(w) for w in argv], {}, Layer(b"", 0))
+    return reader.result()
 
 
 def _mcp_target(tool_input: Mapping[str, Any]) -> tuple[str | None, int | None, str]:
@@ -179,6 +180,3 @@ def _strings(value: Any) -> Iterator[str]:
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-
-
-# ---------------------------------------------------------------------------------------------

@@ -4,108 +4,49 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
-from pairgate.standalone.command_reader.reader_base import _Layer, _short
-from pairgate.standalone.command_reader.reader_git import _GitReading
-from pairgate.standalone.command_reader.reader_glab import _GlabReading
-from pairgate.standalone.command_reader.reader_programs import _ProgramReading
+from pairgate.standalone.command_reader.bash_tree import join_continued_lines, parse, uncovered
+from pairgate.standalone.command_reader.program_table import PROGRAMS
+from pairgate.standalone.command_reader.reader_glab import read_glab
+from pairgate.standalone.command_reader.reader_programs import (
+    dynamic_program,
+    read_other,
+    reread_script,
+    run_written,
+)
+from pairgate.standalone.command_reader.reading import GitAlias, GlabAlias, Layer
 from pairgate.standalone.command_reader.words import (
-    _DYNAMIC_STDIN,
-    _MAX_DEPTH,
-    _OPAQUE,
-    _TREE_BUDGET,
-    _WORDISH,
+    DYNAMIC_STDIN,
+    MAX_DEPTH,
+    OPAQUE,
+    TREE_BUDGET,
+    WORDISH,
+    CommandReading,
     MergeFound,
     PushFound,
-    _echo_escapes,
-    _file_key,
-    _literal_word,
-    _mentions_merge,
-    _printf,
-    _Stdin,
-    _Word,
-    _word,
+    Stdin,
+    Word,
+    echo_escapes,
+    file_key,
+    literal_word,
+    mentions_merge,
+    parsed_word,
+    printf,
+    short,
 )
-from pairgate.standalone.command_reader.wrappers import _AUTO_MERGE_TEXT
+from pairgate.standalone.command_reader.wrappers import AUTO_MERGE_TEXT
 
-# --- the reader -------------------------------------------------------------------------------
-
-
-_PARSER: Any = None
+__all__ = ["Reader"]
 
 
-# Where a backslash-newline is text, not a line continuation: single quotes, $'...', comments and
-# heredoc bodies (a shell that reads a body joins its lines itself, and is read as one).
-_LITERAL_NODES = frozenset({"raw_string", "ansi_c_string", "comment", "heredoc_body"})
+class Reader:
+    """Reads one command: the layers, the syntax tree and the state of one reading here; what
+    each program does with its arguments in the functions of PROGRAMS, through the steps of
+    reading.Reading (which this class is)."""
 
-
-def _join_continued_lines(src: bytes, root: Any) -> bytes:
-    """``src`` without its line continuations. tree-sitter-bash reads ``gl\\<newline>ab`` as
-    two words; bash removes the backslash-newline first and reads one word, ``glab``."""
-    literal: list[tuple[int, int]] = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type in _LITERAL_NODES:
-            literal.append((node.start_byte, node.end_byte))
-        else:
-            stack.extend(node.children)
-    literal.sort()
-    out, i, k = bytearray(), 0, 0
-    while i < len(src):
-        while k < len(literal) and literal[k][1] <= i:
-            k += 1
-        if k < len(literal) and literal[k][0] <= i:
-            out += src[i : literal[k][1]]
-            i = literal[k][1]
-            continue
-        if src[i : i + 2] == b"\\\n":
-            i += 2
-        elif src[i : i + 1] == b"\\":
-            out += src[i : i + 2]  # an escaped character, a backslash included
-            i += 2
-        else:
-            out += src[i : i + 1]
-            i += 1
-    return bytes(out)
-
-
-def _uncovered(src: bytes, root: Any) -> list[tuple[int, bytes]]:
-    """Text no node of the tree covers, other than blanks: bash reads it, so the reader must
-    too. tree-sitter-bash 0.25 drops a lone ``-`` word before a heredoc (``make -f - <<EOF``)."""
-    spans = []
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.child_count == 0 or node.type in _LITERAL_NODES:
-            spans.append((node.start_byte, node.end_byte))
-        else:
-            stack.extend(node.children)
-    spans.sort()
-    gaps, pos = [], 0
-    for start, end in [*spans, (len(src), len(src))]:
-        if start > pos and src[pos:start].strip():
-            gaps.append((pos, src[pos:start]))
-        pos = max(pos, end)
-    return gaps
-
-
-def _parse(src: bytes) -> Any:
-    global _PARSER
-    if _PARSER is None:
-        import tree_sitter
-        import tree_sitter_bash
-
-        _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
-    return _PARSER.parse(src)
-
-
-class _Reader(_ProgramReading, _GlabReading, _GitReading):
-    """Reads one command: the layers and the syntax tree here; what each program does with its
-    arguments in the mixins (programs that run programs, glab, git)."""
-
-    def __init__(self) -> None:
+    def __init__(self, text: str = "") -> None:
         self.merges: list[MergeFound] = []
         self.pushes: list[PushFound] = []
         self.unknown: list[str] = []
@@ -114,71 +55,74 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
         self.expanding: set[str] = set()  # bash never expands an alias inside its own expansion
         # glab aliases `glab alias set` defines earlier in the command: name -> (expansion or
         # None when built from expansions, whether it runs in a shell, where it is written)
-        self.glab_aliases: dict[str, tuple[str | None, bool, _Layer, tuple[int, int] | None]] = {}
+        self.glab_aliases: dict[str, GlabAlias] = {}
         self.glab_names: set[str] = set()  # names the command gives copies of glab (cp, ln)
         # git aliases and push options `git config` sets earlier in the command
-        self.git_aliases: dict[str, tuple[_Word, _Layer]] = {}
-        self.git_push_options: list[_Word | None] = []
+        self.git_aliases: dict[str, GitAlias] = {}
+        self.git_push_options: list[Word | None] = []
         # files the command writes (path -> what it writes), and scripts it runs by a path the
         # reader has not seen written yet (read again at the end, in case a loop writes them later)
-        self.files: dict[str, _Stdin] = {}
+        self.files: dict[str, Stdin] = {}
         self.unnamed_writes = False  # a write to a path bash computes
-        self.script_runs: list[tuple[str | None, _Layer]] = []
-        self.level = 0  # nesting of the syntax tree being walked, against _TREE_BUDGET
+        self.script_runs: list[tuple[str | None, Layer]] = []
+        self.level = 0  # nesting of the syntax tree being walked, against TREE_BUDGET
         self.over_budget = False
         self.simple_commands = 0
-        self.text = ""  # the command as the hook received it
-        self.layers: list[tuple[_Layer, Any]] = []  # every text read, for the mention check
+        self.text = text  # the command as the hook received it
+        self.layers: list[tuple[Layer, Any]] = []  # every text read, for the mention check
 
     # layers
 
     def read(self, text: str, depth: int = 0) -> None:
-        if depth > _MAX_DEPTH:
-            self.unknown.append(f"{_short(text)}: shells nested too deep to read")
+        """Parse ``text`` as bash and read every command in it."""
+        if depth > MAX_DEPTH:
+            self.unclear(f"{short(text)}: shells nested too deep to read")
             return
         src = text.encode("utf-8", "surrogatepass")
-        tree = _parse(src)
+        tree = parse(src)
         if b"\\\n" in src:  # bash joins continued lines before it splits words; so does the reader
-            joined = _join_continued_lines(src, tree.root_node)
+            joined = join_continued_lines(src, tree.root_node)
             if joined != src:
-                src, tree = joined, _parse(joined)
-        layer = _Layer(src, depth)
+                src, tree = joined, parse(joined)
+        layer = Layer(src, depth)
         if b"alias" in src:  # a loop can run a use before the definition: register them first
             self._find_aliases(tree.root_node, layer)
         if tree.root_node.has_error:
-            self.unknown.append(f"{_short(text)}: bash would not parse this cleanly")
-        for start, gap in _uncovered(src, tree.root_node):
+            self.unclear(f"{short(text)}: bash would not parse this cleanly")
+        for start, gap in uncovered(src, tree.root_node):
             if gap.strip() == b"-":  # tree-sitter-bash drops a lone `-` before a heredoc
                 layer.dashes.add(start)
             else:
-                self.unknown.append(f"{_short(text)}: bash would not parse this cleanly")
+                self.unclear(f"{short(text)}: bash would not parse this cleanly")
         self._visit(tree.root_node, layer)
         self.layers.append((layer, tree.root_node))  # its mentions are checked at the end
 
-    def _find_aliases(self, root: Any, layer: _Layer) -> None:
+    def _find_aliases(self, root: Any, layer: Layer) -> None:
         stack = [root]
         while stack:
             node = stack.pop()
             if node.type == "command":
                 name = node.child_by_field_name("name")
-                if name is not None and _word(name, layer.src).value == "alias":
-                    args = [_word(a, layer.src) for a in node.children_by_field_name("argument")]
-                    self._alias([_word(name, layer.src), *args])
+                if name is not None and parsed_word(name, layer.src).value == "alias":
+                    args = [
+                        parsed_word(a, layer.src) for a in node.children_by_field_name("argument")
+                    ]
+                    self.alias([parsed_word(name, layer.src), *args])
             stack.extend(reversed(node.children))
 
-    def _alias(self, argv: list[_Word]) -> None:
+    def alias(self, argv: list[Word]) -> None:
         """``alias name=text``: remember it; one built from expansions cannot be read."""
         for word in argv[1:]:
             if word.value is None:
-                self.unknown.append(
-                    f"{_short(' '.join(w.raw for w in argv))}: an alias built from variables "
+                self.unclear(
+                    f"{short(' '.join(w.raw for w in argv))}: an alias built from variables "
                     "or substitutions, which the hook cannot read"
                 )
             elif "=" in word.value and not word.value.startswith("-"):
                 name, _, text = word.value.partition("=")
                 self.aliases[name] = text
 
-    def _expand_alias(self, argv: list[_Word], layer: _Layer) -> None:
+    def _expand_alias(self, argv: list[Word], layer: Layer) -> None:
         """A command word that names an alias is read as its expansion too (bash expands the
         first word, and the next one after an alias ending in a blank; reading both the word
         and its expansion, wherever it stands, is the safe side of that rule)."""
@@ -192,7 +136,7 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
         finally:
             self.expanding.discard(name)
 
-    def _check_mentions(self, layer: _Layer, root: Any) -> None:
+    def _check_mentions(self, layer: Layer, root: Any) -> None:
         """Text that names a glab merge, once the words read as glab's own and the text re-read
         as a script are taken out: the raw text (quotes and all), and the same words unquoted."""
         masked = bytearray(layer.src)
@@ -201,18 +145,18 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
         raw = masked.decode("utf-8", "replace")
         unquoted = " ".join(self._free_words(root, layer))
         for text in (raw, unquoted):
-            if _mentions_merge(text):
-                self.mentions.append(_short(text))
+            if mentions_merge(text):
+                self.mentions.append(short(text))
                 return
 
-    def _free_words(self, root: Any, layer: _Layer) -> Iterator[str]:
+    def _free_words(self, root: Any, layer: Layer) -> Iterator[str]:
         stack = [root]  # depth first, in order, without recursion (a command may nest deeply)
         while stack:
             node = stack.pop()
             if (node.start_byte, node.end_byte) in layer.consumed:
                 continue
-            if node.type in _WORDISH:
-                yield _word(node, layer.src).loose
+            if node.type in WORDISH:
+                yield parsed_word(node, layer.src).loose
             elif node.type in ("heredoc_body", "comment"):
                 text = bytearray(layer.src[node.start_byte : node.end_byte])
                 for child in node.children:  # its substitutions are read below, as commands
@@ -224,13 +168,13 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
 
     # the tree
 
-    def _visit(self, node: Any, layer: _Layer, stdin: _Stdin | None = None) -> None:
-        if self.level >= _TREE_BUDGET:
+    def _visit(self, node: Any, layer: Layer, stdin: Stdin | None = None) -> None:
+        if self.level >= TREE_BUDGET:
             if not self.over_budget:
                 self.over_budget = True
-                self.unknown.append(
-                    f"{_short(layer.src.decode('utf-8', 'replace'))}: nested more than "
-                    f"{_TREE_BUDGET} levels deep, the reader's budget; it reads no deeper"
+                self.unclear(
+                    f"{short(layer.src.decode('utf-8', 'replace'))}: nested more than "
+                    f"{TREE_BUDGET} levels deep, the reader's budget; it reads no deeper"
                 )
             return
         self.level += 1
@@ -250,14 +194,14 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
         finally:
             self.level -= 1
 
-    def _pipeline(self, children: list[Any], layer: _Layer, stdin: _Stdin | None) -> None:
+    def _pipeline(self, children: list[Any], layer: Layer, stdin: Stdin | None) -> None:
         for child in children:
             if child.type in ("|", "|&"):
                 continue
             self._visit(child, layer, stdin)
-            stdin = self._output_of(child, layer, stdin)
+            stdin = self.output_of(child, layer, stdin)
 
-    def _redirected(self, node: Any, layer: _Layer, stdin: _Stdin | None) -> None:
+    def _redirected(self, node: Any, layer: Layer, stdin: Stdin | None) -> None:
         body = node.child_by_field_name("body")
         tails: list[Any] = []
         writes: list[tuple[str | None, bool, bool]] = []  # (path, appends, whole output)
@@ -279,9 +223,9 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
             elif child.type == "file_redirect":
                 operator = next((c.type for c in child.children if c.type[:1] in "<>&"), "")
                 target = child.child_by_field_name("destination")
-                path = _word(target, layer.src).value if target is not None else None
+                path = parsed_word(target, layer.src).value if target is not None else None
                 if operator in ("<", "<&"):
-                    stdin = self.files.get(_file_key(path), _OPAQUE) if path else _OPAQUE
+                    stdin = self.files.get(file_key(path), OPAQUE) if path else OPAQUE
                 elif operator in (">", ">>", ">|", "&>", "&>>") or (
                     operator == ">&" and path is not None and not path.isdigit()
                 ):
@@ -292,63 +236,63 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
                 self._visit(child, layer)
         if body is not None:
             self._visit(body, layer, stdin)
-            out = self._output_of(body, layer, stdin)
+            out = self.output_of(body, layer, stdin)
         else:
-            out = _OPAQUE
+            out = OPAQUE
         for path, append, whole in writes:  # what the body writes is what the file holds
-            self._write_file(path, out if whole else _OPAQUE, append=append)
+            self.write_file(path, out if whole else OPAQUE, append=append)
         for tail in tails:
             self._pipeline(tail.children, layer, out)
 
-    def _write_file(self, path: str | None, text: _Stdin, *, append: bool = False) -> None:
+    def write_file(self, path: str | None, text: Stdin, *, append: bool = False) -> None:
         if path is None:
             self.unnamed_writes = True
             return
-        key = _file_key(path)
+        key = file_key(path)
         before = self.files.get(key)
         if append and before is not None:
             joined = None if before.text is None or text.text is None else before.text + text.text
-            text = _Stdin(joined, dynamic=before.dynamic or text.dynamic)
+            text = Stdin(joined, dynamic=before.dynamic or text.dynamic)
         elif append and text.text is not None:  # appended to what the file held before
-            text = _DYNAMIC_STDIN
+            text = DYNAMIC_STDIN
         if text.text is None:
-            text = _DYNAMIC_STDIN  # written, with content the reader cannot tell
+            text = DYNAMIC_STDIN  # written, with content the reader cannot tell
         self.files[key] = text
 
-    def _heredoc(self, node: Any, layer: _Layer) -> _Stdin:
+    def _heredoc(self, node: Any, layer: Layer) -> Stdin:
         """A heredoc's text as the shell it feeds would read it. An unquoted body's expansions
         stay in the text: re-read, they are the expansions they are (its substitutions run in
         the outer shell and are read there too)."""
         body = next((c for c in node.children if c.type == "heredoc_body"), None)
         if body is None:
-            return _Stdin("")
+            return Stdin("")
         text = layer.src[body.start_byte : body.end_byte].decode("utf-8", "replace")
         if any(c.type == "<<-" for c in node.children):
             text = "\n".join(line.lstrip("\t") for line in text.split("\n"))
-        return _Stdin(text, spans=((body.start_byte, body.end_byte),))
+        return Stdin(text, spans=((body.start_byte, body.end_byte),))
 
-    def _herestring(self, node: Any, layer: _Layer) -> _Stdin:
+    def _herestring(self, node: Any, layer: Layer) -> Stdin:
         target = next((c for c in node.children if c.type != "<<<"), None)
         if target is None:
-            return _Stdin("")
+            return Stdin("")
         self._visit(target, layer)
-        word = _word(target, layer.src)
+        word = parsed_word(target, layer.src)
         if word.value is None:
-            return _Stdin(None, dynamic=True)
-        return _Stdin(word.value + "\n", spans=(word.span,) if word.span else ())
+            return Stdin(None, dynamic=True)
+        return Stdin(word.value + "\n", spans=(word.span,) if word.span else ())
 
-    def _output_of(self, node: Any, layer: _Layer, stdin: _Stdin | None) -> _Stdin:
+    def output_of(self, node: Any, layer: Layer, stdin: Stdin | None) -> Stdin:
         """What a pipeline stage writes, when the command line spells it: echo, printf, cat."""
         if node.type == "redirected_statement":
             body = node.child_by_field_name("body")
-            return self._output_of(body, layer, stdin) if body is not None else _OPAQUE
+            return self.output_of(body, layer, stdin) if body is not None else OPAQUE
         if node.type != "command":
-            return _OPAQUE
+            return OPAQUE
         name = node.child_by_field_name("name")
         if name is None:
-            return _OPAQUE
-        args = [_word(a, layer.src) for a in node.children_by_field_name("argument")]
-        program = _word(name, layer.src).tail
+            return OPAQUE
+        args = [parsed_word(a, layer.src) for a in node.children_by_field_name("argument")]
+        program = parsed_word(name, layer.src).tail
         spans = tuple(a.span for a in args if a.span)
         if program == "echo":
             escapes, newline = False, True
@@ -359,37 +303,37 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
                 args = args[1:]
             values = [a.value for a in args]
             if any(v is None for v in values):
-                return _DYNAMIC_STDIN
+                return DYNAMIC_STDIN
             text = " ".join(v for v in values if v is not None)
             if escapes:
-                text, stopped = _echo_escapes(text)
+                text, stopped = echo_escapes(text)
                 newline = newline and not stopped
-            return _Stdin(text + ("\n" if newline else ""), spans=spans)
+            return Stdin(text + ("\n" if newline else ""), spans=spans)
         if program == "printf":
             values = [a.value for a in args]
             if values[:1] == ["--"]:
                 values = values[1:]
-            printed = _printf(values) if values and values[0] != "-v" else None
+            printed = printf(values) if values and values[0] != "-v" else None
             if printed is None:
-                return _DYNAMIC_STDIN
-            return _Stdin(printed, spans=spans)
+                return DYNAMIC_STDIN
+            return Stdin(printed, spans=spans)
         if program == "cat" and all(a.value == "-" for a in args):
-            return stdin or _OPAQUE
+            return stdin or OPAQUE
         if program == "cat" and all(a.value and not a.value.startswith("-") for a in args):
-            parts = [self.files.get(_file_key(a.value or "")) for a in args]
+            parts = [self.files.get(file_key(a.value or "")) for a in args]
             if all(p is not None and p.text is not None for p in parts):
-                return _Stdin("".join(p.text or "" for p in parts if p is not None))
-            return _DYNAMIC_STDIN if any(p is not None for p in parts) else _OPAQUE
+                return Stdin("".join(p.text or "" for p in parts if p is not None))
+            return DYNAMIC_STDIN if any(p is not None for p in parts) else OPAQUE
         if program == "tee":
-            return stdin or _OPAQUE
-        return _OPAQUE
+            return stdin or OPAQUE
+        return OPAQUE
 
     # one simple command
 
-    def _command(self, node: Any, layer: _Layer, stdin: _Stdin | None) -> None:
+    def _command(self, node: Any, layer: Layer, stdin: Stdin | None) -> None:
         self.simple_commands += 1
-        env: dict[str, _Word] = {}
-        argv: list[_Word] = []
+        env: dict[str, Word] = {}
+        argv: list[Word] = []
         for index, child in enumerate(node.children):
             field_name = node.field_name_for_child(index)
             if child.type == "variable_assignment":
@@ -397,12 +341,12 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
                 value = child.child_by_field_name("value")
                 if name is not None:
                     env[name.text.decode()] = (
-                        _word(value, layer.src) if value is not None else _literal_word("")
+                        parsed_word(value, layer.src) if value is not None else literal_word("")
                     )
                 for part in child.children:  # the command's own: read with the command (git)
                     self._visit(part, layer)
             elif field_name in ("name", "argument"):
-                argv.append(_word(child, layer.src))
+                argv.append(parsed_word(child, layer.src))
                 self._visit(child, layer)
             elif child.type == "herestring_redirect":
                 stdin = self._herestring(child, layer)
@@ -411,22 +355,122 @@ class _Reader(_ProgramReading, _GlabReading, _GitReading):
         if argv and any(
             d >= node.end_byte and not layer.src[node.end_byte : d].strip() for d in layer.dashes
         ):
-            argv.append(_literal_word("-"))  # the `-` the parser dropped (see _uncovered)
+            argv.append(literal_word("-"))  # the `-` the parser dropped (see bash_tree.uncovered)
         if argv:
-            self._argv(argv, env, stdin, layer, open_args=False)
+            self.run(argv, env, layer, stdin)
 
-    def _assignment(self, node: Any, layer: _Layer) -> None:
+    def _assignment(self, node: Any, layer: Layer) -> None:
         """``NAME=value`` on its own or exported: git reads GIT_CONFIG_* from the environment,
-        so one that sets auto-merge push options (or that the hook cannot read) blocks."""
+        for every git command after it, so one that sets auto-merge push options or a git
+        alias (or that the hook cannot read) blocks."""
         name = node.child_by_field_name("name")
         value = node.child_by_field_name("value")
-        if name is None or not re.fullmatch(r"GIT_CONFIG\w*", name.text.decode("utf-8", "replace")):
+        variable = name.text.decode("utf-8", "replace") if name is not None else ""
+        if not re.fullmatch(r"GIT_CONFIG\w*", variable):
             return
-        text = _word(value, layer.src).value if value is not None else ""
-        if text is None or _AUTO_MERGE_TEXT.search(text):
-            self.unknown.append(
-                f"{_short(layer.src[node.start_byte : node.end_byte].decode('utf-8', 'replace'))}"
-                ": git configuration set through the environment for the commands after it, "
-                "which may arm auto-merge on a push; pass it to the one git command instead "
+        text = parsed_word(value, layer.src).value if value is not None else ""
+        said = short(layer.src[node.start_byte : node.end_byte].decode("utf-8", "replace"))
+        if text is None or AUTO_MERGE_TEXT.search(text):
+            self.unclear(
+                f"{said}: git configuration set through the environment for the commands after "
+                "it, which may arm auto-merge on a push; pass it to the one git command instead "
                 "(git -c push.pushOption=...)"
             )
+        elif re.fullmatch(r"GIT_CONFIG_KEY_\d+|GIT_CONFIG_PARAMETERS", variable) and re.search(
+            r"(?i)\balias\.", text
+        ):
+            self.unclear(
+                f"{said}: git configuration set through the environment for the commands after "
+                "it, which defines a git alias; pass it to the one git command instead "
+                "(git -c alias.NAME=...)"
+            )
+
+    # the steps of reading.Reading that the program readers take
+
+    def run(
+        self,
+        argv: list[Word],
+        env: dict[str, Word],
+        layer: Layer,
+        stdin: Stdin | None = None,
+        open_args: bool = False,
+    ) -> None:
+        if not argv:
+            return
+        if self.aliases:
+            self._expand_alias(argv, layer)
+        program = argv[0].tail
+        if program is None:
+            dynamic_program(self, argv)
+            return
+        reader = PROGRAMS.get(program)
+        if reader is None and program in self.glab_names:
+            reader = read_glab
+        if reader is not None:
+            reader(self, argv, env, layer, stdin, open_args)
+        elif not run_written(self, argv, stdin, layer):
+            read_other(self, argv, env, layer, stdin, open_args)
+
+    def found_merge(self, merge: MergeFound) -> None:
+        self.merges.append(merge)
+
+    def found_push(self, push: PushFound) -> None:
+        self.pushes.append(push)
+
+    def unclear(self, why: str) -> None:
+        self.unknown.append(why)
+
+    def read_alone(self, text: str, depth: int) -> CommandReading:
+        later = Reader(text)
+        later.files = dict(self.files)
+        later.glab_names = set(self.glab_names)
+        later.glab_aliases = dict(self.glab_aliases)
+        later.git_aliases = dict(self.git_aliases)
+        later.read(text, depth)
+        return later.result()
+
+    # the end of a reading
+
+    def result(self) -> CommandReading:
+        """What the command would merge and push, what could not be read, and the text that
+        names a glab merge it does not run; each once."""
+        self._read_late_scripts()
+        for layer, root in self.layers:
+            self._check_mentions(layer, root)
+        self.layers = []
+        seen: set[tuple[str | None, int | None, str, tuple[str | None, ...], str]] = set()
+        merges = []
+        for m in self.merges:
+            key = (m.project, m.iid, m.problem, m.shas, m.kind)
+            if key not in seen:
+                seen.add(key)
+                merges.append(m)
+        alone = self.simple_commands == 1
+        return CommandReading(
+            tuple(merges),
+            tuple(dict.fromkeys(self.unknown)),
+            tuple(dict.fromkeys(self.mentions)),
+            tuple(dict.fromkeys(replace(p, alone=alone) for p in self.pushes)),
+        )
+
+    def _read_late_scripts(self) -> None:
+        """Scripts the command runs by a path it writes later in its text (a loop runs them
+        after the write), or by a path bash computes in a command that writes files."""
+        done: set[tuple[str | None, int]] = set()
+        while self.script_runs:
+            key, layer = self.script_runs.pop()
+            if (key, id(layer)) in done:
+                continue
+            done.add((key, id(layer)))
+            if key is None and (self.files or self.unnamed_writes):
+                self.unclear(
+                    "a script run by a path bash computes, in a command that writes files: the "
+                    "hook cannot tell which file runs; spell its path"
+                )
+            elif key is not None and key in self.files:
+                reread_script(self, self.files[key], [literal_word(key)], layer, key)
+            elif key is not None and self.unnamed_writes:
+                self.unclear(
+                    f"{key}: runs a script in a command that writes files whose names bash "
+                    "computes; the hook cannot tell whether it is one of them"
+                )

@@ -1,23 +1,51 @@
-"""The command reader's words: what a command would merge, quote removal, stdin."""
+"""The command reader's words: what a command would merge, quote removal, stdin.
+
+The merge hook decides on every Bash command the agent runs, so the reader reads the command the
+way bash would and says which merges it would make. It is pure: text in, a CommandReading out;
+the hook (hook.py) asks for the verdicts."""
 
 from __future__ import annotations
 
 import os
 import re
-
-# ---------------------------------------------------------------------------------------------
-# 7. The command reader (for the merge hook)
-# ---------------------------------------------------------------------------------------------
-# A merge hook decides on every Bash command the agent runs, so this section reads the command the
-# way bash would and says which merges it would make. It is pure: text in, a CommandReading out;
-# the verdicts are asked for by the hook's entry point (section 8). tree-sitter is imported lazily
-# so that nothing else pays for it. Its imports sit here, not at the top, to keep the sections
-# independent of each other.
 from collections.abc import Sequence
 from dataclasses import field
 from typing import Any
 
 from pairgate.standalone.errors import value_type
+
+__all__ = [
+    "COMMIT_SHA",
+    "DYNAMIC",
+    "DYNAMIC_STDIN",
+    "GLAB_COMMANDS",
+    "GLAB_MR_COMMANDS",
+    "GLAB_NOT_ALIASES",
+    "GLAB_SOURCE",
+    "MAX_DEPTH",
+    "MERGE_MENTION",
+    "OPAQUE",
+    "QUICK_MERGE",
+    "RECURSION_FOR_BUDGET",
+    "SHELLS",
+    "TREE_BUDGET",
+    "WORDISH",
+    "CommandReading",
+    "MergeFound",
+    "PushFound",
+    "Stdin",
+    "Word",
+    "could_name_glab_merge",
+    "dynamic_word",
+    "echo_escapes",
+    "file_key",
+    "literal_word",
+    "mentions_merge",
+    "parsed_word",
+    "printf",
+    "short",
+    "spelled",
+]
 
 # The hook's fast test. A command can run a glab merge only if its text says glab, merge or accept,
 # or if it has a character through which bash could build a word the text does not spell
@@ -29,12 +57,12 @@ _FAST_CHARS = frozenset("$`\\'\"*?[{")
 # Text that names a glab merge: `mr merge` / `mr accept` (any separators between them, and a -R
 # with its value), the REST merge endpoint, a merge train, the GraphQL mutation. It counts only
 # where "glab" is in the same text too.
-_MERGE_MENTION = re.compile(
+MERGE_MENTION = re.compile(
     r"(?<![a-z0-9])mr[\W_]+(?:-R[\W_]*\S+[\W_]+|--repo[\W_]*\S+[\W_]+)?(?:merge|accept)(?![a-z0-9])"
     r"|merge_requests\S*?merge(?![a-z0-9])|merge_trains|mergerequestaccept",
     re.IGNORECASE,
 )
-_WORDISH = frozenset(
+WORDISH = frozenset(
     {
         "word",
         "string",
@@ -46,7 +74,7 @@ _WORDISH = frozenset(
     }
 )
 
-_SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh"})
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh"})
 
 # glab is read as the version whose source was read: v1.79.0-43-g45aa37be (gitlab-org/cli, GitLab's
 # mirror gitlabhq/cli@45aa37be0045). Its top-level commands and their aliases, from
@@ -54,8 +82,8 @@ _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", 
 # ("v"), opentofu/opentofu.go ("terraform", "tf"), stack/stack.go ("stacks"). A first word outside
 # this list is looked up as a user alias (cmd/glab/main.go: `rootCmd.Traverse`, then
 # `expand.ExpandAlias`), which could expand to a merge, so it is read as unknown.
-_GLAB_SOURCE = "glab v1.79.0-43-g45aa37be"
-_GLAB_COMMANDS = frozenset(
+GLAB_SOURCE = "glab v1.79.0-43-g45aa37be"
+GLAB_COMMANDS = frozenset(
     """alias api auth changelog check-update update ci pipe pipeline cluster completion config
     conf deploy-key duo gpg-key incident issue iteration job label mcp milestone mr opentofu
     terraform tf release repo project schedule sched skd securefile snippet ssh-key stack
@@ -63,10 +91,10 @@ _GLAB_COMMANDS = frozenset(
 )
 # First words glab's alias lookup meets that are never an alias: cobra adds `help` only after the
 # lookup, and `glab alias set` refuses it as a command; the root's flags could only name an alias
-# set with `glab alias set -- -name`, which the hook refuses (see _glab_alias).
-_GLAB_NOT_ALIASES = frozenset({"help", "-h", "--help", "-v", "--version"})
+# set with `glab alias set -- -name`, which the hook refuses (reader_glab).
+GLAB_NOT_ALIASES = frozenset({"help", "-h", "--help", "-v", "--version"})
 # `glab mr` subcommands and aliases (internal/commands/mr/*/*.go, `Use:` and `Aliases:`).
-_GLAB_MR_COMMANDS = {
+GLAB_MR_COMMANDS = {
     alias: name
     for name, aliases in {
         "approve": (), "approvers": (), "checkout": (), "close": (), "create": ("new",),
@@ -78,16 +106,16 @@ _GLAB_MR_COMMANDS = {
     for alias in (name, *aliases)
 }  # fmt: skip
 
-_MAX_DEPTH = 8  # nested re-reads (bash -c "eval '...'") before the reader gives up
+MAX_DEPTH = 8  # nested re-reads (bash -c "eval '...'") before the reader gives up
 # The reader walks the syntax tree recursively; this is its budget of nested levels (a level is a
 # command, a substitution, a subshell...), far above any real command and far below what Python
 # can recurse. Only a command deeper than this blocks, and says so.
-_TREE_BUDGET = 3000
-_RECURSION_FOR_BUDGET = 8 * _TREE_BUDGET  # Python frames the reader may need within the budget
+TREE_BUDGET = 3000
+RECURSION_FOR_BUDGET = 8 * TREE_BUDGET  # Python frames the reader may need within the budget
 
 # A GitLab quick action that merges, on a line of its own in a note or a description.
-_QUICK_MERGE = re.compile(r"^[ \t]*/merge(?![\w-])", re.IGNORECASE | re.MULTILINE)
-_COMMIT_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+QUICK_MERGE = re.compile(r"^[ \t]*/merge(?![\w-])", re.IGNORECASE | re.MULTILINE)
+COMMIT_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def could_name_glab_merge(command: str) -> bool:
@@ -96,8 +124,19 @@ def could_name_glab_merge(command: str) -> bool:
     return any(w in lowered for w in _FAST_WORDS) or not _FAST_CHARS.isdisjoint(command)
 
 
-def _mentions_merge(text: str) -> bool:
-    return "glab" in text.lower() and _MERGE_MENTION.search(text) is not None
+def short(text: str, limit: int = 100) -> str:
+    """``text`` on one line, cut to ``limit`` characters, for a message."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def spelled(words: Sequence[Word]) -> str:
+    """The words as the command spells them, shortened for a message."""
+    return short(" ".join(w.raw for w in words))
+
+
+def mentions_merge(text: str) -> bool:
+    return "glab" in text.lower() and MERGE_MENTION.search(text) is not None
 
 
 @value_type
@@ -173,7 +212,7 @@ _Part = str | _Dyn
 
 
 @value_type
-class _Word:
+class Word:
     """One shell word after quote removal: literal parts and dynamic ones."""
 
     parts: tuple[_Part, ...]
@@ -205,8 +244,8 @@ class _Word:
         return "".join(p for p in self.parts if isinstance(p, str))
 
 
-def _literal_word(text: str) -> _Word:
-    return _Word((text,), None, text)
+def literal_word(text: str) -> Word:
+    return Word((text,), None, text)
 
 
 # --- unquoting ---------------------------------------------------------------------------------
@@ -222,7 +261,7 @@ def _ansi_c(body: str) -> str:
     return _escapes(body, echo=False)[0]
 
 
-def _echo_escapes(text: str) -> tuple[str, bool]:
+def echo_escapes(text: str) -> tuple[str, bool]:
     """What ``echo -e`` (or printf's ``%b``) prints for ``text``, and whether a ``\\c`` ended it:
     as ``$'...'``, except that an octal escape is ``\\0NNN`` and ``\\c`` stops the output."""
     return _escapes(text, echo=True)
@@ -276,7 +315,7 @@ def _escapes(body: str, *, echo: bool) -> tuple[str, bool]:
 _PRINTF_SPEC = re.compile(r"%([-+ #0]*)([0-9]*)(?:\.([0-9]+))?([a-zA-Z%])")
 
 
-def _printf(values: Sequence[str | None]) -> str | None:
+def printf(values: Sequence[str | None]) -> str | None:
     """What ``printf FORMAT [ARG...]`` prints, for the conversions a script is written with
     (%s %b %c %d %i %u %%, with flags, width and precision); None when the reader cannot tell
     (an expansion, another conversion). The format is reused while arguments remain."""
@@ -299,7 +338,7 @@ def _printf(values: Sequence[str | None]) -> str | None:
             used += 1
             stopped = False
             if conversion == "b":
-                arg, stopped = _echo_escapes(arg)
+                arg, stopped = echo_escapes(arg)
             elif conversion in "diu":
                 if not re.fullmatch(r"[+-]?[0-9]+", arg or "0"):
                     return None
@@ -319,7 +358,7 @@ def _printf(values: Sequence[str | None]) -> str | None:
             return "".join(pieces)
 
 
-def _file_key(path: str) -> str:
+def file_key(path: str) -> str:
     """One spelling per file the command names: ``./run.sh`` and ``run.sh`` are one file."""
     return os.path.normpath(path)
 
@@ -402,21 +441,21 @@ def _parts(node: Any, src: bytes) -> list[_Part]:
     return [DYNAMIC]  # expansions, substitutions, arithmetic, anything not yet seen
 
 
-def _word(node: Any, src: bytes) -> _Word:
+def parsed_word(node: Any, src: bytes) -> Word:
     raw = src[node.start_byte : node.end_byte].decode("utf-8", "replace")
-    return _Word(tuple(_parts(node, src)), (node.start_byte, node.end_byte), raw, node)
+    return Word(tuple(_parts(node, src)), (node.start_byte, node.end_byte), raw, node)
 
 
-def _dynamic_word(word: _Word) -> _Word:
+def dynamic_word(word: Word) -> Word:
     """``word`` as something bash (or the program reading it) fills in when it runs."""
-    return _Word((DYNAMIC,), word.span, word.raw)
+    return Word((DYNAMIC,), word.span, word.raw)
 
 
 # --- what a command's standard input is ------------------------------------------------------------
 
 
 @value_type
-class _Stdin:
+class Stdin:
     """A command's standard input as far as the reader can tell: ``text`` when the command line
     spells it (a heredoc, a here-string, echo piped in), else ``None``; ``dynamic`` when it
     is built from expansions. ``spans`` are the words that carry the text."""
@@ -426,5 +465,5 @@ class _Stdin:
     spans: tuple[tuple[int, int], ...] = ()
 
 
-_OPAQUE = _Stdin(None)  # a file or another program's output: not read (the docs say so)
-_DYNAMIC_STDIN = _Stdin(None, dynamic=True)
+OPAQUE = Stdin(None)  # a file or another program's output: not read (the docs say so)
+DYNAMIC_STDIN = Stdin(None, dynamic=True)

@@ -6,14 +6,38 @@ import re
 import shlex
 from collections.abc import Mapping
 
-from pairgate.standalone.command_reader.words import DYNAMIC, _literal_word, _Word
+from pairgate.standalone.command_reader.words import DYNAMIC, Word, literal_word
 from pairgate.standalone.errors import value_type
 
-# --- wrappers -----------------------------------------------------------------------------------
+__all__ = [
+    "ASSIGNMENT",
+    "AUTO_MERGE_TEXT",
+    "COPY_OPTS",
+    "DOAS_OPTS",
+    "FLOCK_OPTS",
+    "GIT_CONFIG_OPTS",
+    "GIT_PUSH_OPTS",
+    "MAKE_OPTS",
+    "RUNUSER_OPTS",
+    "SCRIPT_OPTS",
+    "SUDO_OPTS",
+    "SU_OPTS",
+    "TEE_OPTS",
+    "TMUX_OPTS",
+    "arms_auto_merge",
+    "env_split",
+    "getopt",
+    "git_env_config",
+    "git_setting",
+    "makefile_commands",
+    "push_option",
+    "tmux_lookup",
+    "unwrap",
+]
 
 # For each wrapper: the options that take a value (the next word, or attached), and how many
 # operands come before the command (timeout's duration).
-_WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
+WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "command": (frozenset(), 0),
     "builtin": (frozenset(), 0),
     "exec": (frozenset({"-a"}), 0),
@@ -79,19 +103,17 @@ _WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
         0,
     ),
 }
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
-def _unwrap(
-    program: str, argv: list[_Word], env: dict[str, _Word]
-) -> tuple[list[_Word], bool] | None:
+def unwrap(program: str, argv: list[Word], env: dict[str, Word]) -> tuple[list[Word], bool] | None:
     """(the wrapped command, whether more arguments may be appended) when ``argv`` is a wrapper,
     else None. ``env`` gains the assignments env and sudo make."""
-    if program not in _WRAPPERS:
+    if program not in WRAPPERS:
         return None
-    if program == "env" and _env_split(argv) is not None:
+    if program == "env" and env_split(argv) is not None:
         return None
-    takes_value, operands = _WRAPPERS[program]
+    takes_value, operands = WRAPPERS[program]
     i = 1
     while i < len(argv):
         value = argv[i].value
@@ -100,9 +122,9 @@ def _unwrap(
         if value == "--":
             i += 1
             break
-        if program in ("env", "sudo") and _ASSIGNMENT.match(value):
+        if program in ("env", "sudo") and ASSIGNMENT.match(value):
             name, _, rest = value.partition("=")
-            env[name] = _literal_word(rest)
+            env[name] = literal_word(rest)
             i += 1
             continue
         if not value.startswith("-") or value == "-":
@@ -125,23 +147,23 @@ def _unwrap(
     return argv[i:], program == "xargs"
 
 
-def _env_split(argv: list[_Word]) -> list[_Word] | None:
+def env_split(argv: list[Word]) -> list[Word] | None:
     """``env -S STRING``: env splits the string into the command line itself."""
     for i, word in enumerate(argv[1:], start=1):
         value = word.value or ""
         if value in ("-S", "--split-string") and i + 1 < len(argv):
             return argv[i + 1 :]
         if value.startswith("--split-string="):
-            return [_literal_word(value.split("=", 1)[1]), *argv[i + 1 :]]
+            return [literal_word(value.split("=", 1)[1]), *argv[i + 1 :]]
         if value.startswith("-S") and len(value) > 2:
-            return [_literal_word(value[2:]), *argv[i + 1 :]]
-        if not value.startswith("-") and not _ASSIGNMENT.match(value):
+            return [literal_word(value[2:]), *argv[i + 1 :]]
+        if not value.startswith("-") and not ASSIGNMENT.match(value):
             return None
     return None
 
 
 @value_type
-class _Opts:
+class Opts:
     """A program's options as getopt_long reads them: ``short`` in getopt's notation ("c:" takes
     a value, "t::" an attached one only); ``long`` maps each long name to 0 (no value), 1 (a
     value, after = or in the next word) or 2 (a value after = only), and a unique prefix of a
@@ -153,9 +175,7 @@ class _Opts:
     permute: bool = True
 
 
-def _getopt(
-    words: list[_Word], spec: _Opts
-) -> tuple[list[tuple[str, _Word | None]], list[_Word], bool]:
+def getopt(words: list[Word], spec: Opts) -> tuple[list[tuple[str, Word | None]], list[Word], bool]:
     """(options, operands, unclear): each option as (its letter or long name, its value), and
     whether a word bash computes stands where an option could."""
     takes: dict[str, int] = {}
@@ -164,8 +184,8 @@ def _getopt(
         colons = len(spec.short[k + 1 :]) - len(spec.short[k + 1 :].lstrip(":"))
         takes[spec.short[k]] = colons
         k += 1 + colons
-    options: list[tuple[str, _Word | None]] = []
-    operands: list[_Word] = []
+    options: list[tuple[str, Word | None]] = []
+    operands: list[Word] = []
     unclear = False
     i = 0
     while i < len(words):
@@ -189,7 +209,7 @@ def _getopt(
             full = matches[0] if len(matches) == 1 else name
             kind = spec.long.get(full, 0)
             if eq:
-                options.append((full, _Word((attached,), word.span, word.raw)))
+                options.append((full, Word((attached,), word.span, word.raw)))
             elif kind == 1:
                 options.append((full, words[i + 1] if i + 1 < len(words) else None))
                 i += 1
@@ -201,7 +221,7 @@ def _getopt(
             letter = value[j]
             count = takes.get(letter, 0)
             if count and j + 1 < len(value):
-                options.append((letter, _Word((value[j + 1 :],), word.span, word.raw)))
+                options.append((letter, Word((value[j + 1 :],), word.span, word.raw)))
                 break
             if count == 1:
                 options.append((letter, words[i + 1] if i + 1 < len(words) else None))
@@ -216,7 +236,7 @@ def _getopt(
 # sources: util-linux script(1) (term-utils/script.c), su(1)/runuser(1) (login-utils), flock(1)
 # (sys-utils/flock.c); sudo(8) (src/parse_args.c); doas(1); tmux(1); GNU make(1); git-push(1),
 # git-config(1); coreutils tee(1), cp(1), ln(1), install(1), mv(1).
-_SCRIPT_OPTS = _Opts(
+SCRIPT_OPTS = Opts(
     "aB:c:eE:fI:O:o:qm:T:t::Vh",
     {"append": 0, "command": 1, "echo": 1, "return": 0, "flush": 0, "force": 0, "log-in": 1,
      "log-out": 1, "log-io": 1, "log-timing": 1, "logging-format": 1, "output-limit": 1,
@@ -227,9 +247,9 @@ _SU_LONG = {
     "preserve-environment": 0, "pty": 0, "shell": 1, "whitelist-environment": 1, "help": 0,
     "version": 0,
 }  # fmt: skip
-_SU_OPTS = _Opts("c:fg:G:lmpPs:w:hV", _SU_LONG)
-_RUNUSER_OPTS = _Opts("c:fg:G:lmpPs:u:w:hV", {**_SU_LONG, "user": 1})
-_SUDO_OPTS = _Opts(
+SU_OPTS = Opts("c:fg:G:lmpPs:w:hV", _SU_LONG)
+RUNUSER_OPTS = Opts("c:fg:G:lmpPs:u:w:hV", {**_SU_LONG, "user": 1})
+SUDO_OPTS = Opts(
     "AbBEeg:h::HiKklnPp:r:sSt:T:u:U:vVC:D:R:",
     {"askpass": 0, "background": 0, "bell": 0, "close-from": 1, "chdir": 1, "preserve-env": 2,
      "edit": 0, "group": 1, "set-home": 0, "help": 0, "host": 1, "login": 0,
@@ -238,29 +258,29 @@ _SUDO_OPTS = _Opts(
      "type": 1, "command-timeout": 1, "other-user": 1, "user": 1, "version": 0, "validate": 0},
     permute=False,
 )  # fmt: skip
-_DOAS_OPTS = _Opts("a:C:Lnsu:", {}, permute=False)
-_FLOCK_OPTS = _Opts(
+DOAS_OPTS = Opts("a:C:Lnsu:", {}, permute=False)
+FLOCK_OPTS = Opts(
     "sexnoFuw:E:hVc:",
     {"shared": 0, "exclusive": 0, "unlock": 0, "nonblock": 0, "nb": 0, "close": 0,
      "no-fork": 0, "timeout": 1, "wait": 1, "conflict-exit-code": 1, "command": 1,
      "verbose": 0, "help": 0, "version": 0},
     permute=False,
 )  # fmt: skip
-_TMUX_OPTS = _Opts("2CDlNuvVc:f:L:S:T:", {}, permute=False)
+TMUX_OPTS = Opts("2CDlNuvVc:f:L:S:T:", {}, permute=False)
 # tmux commands that run a shell command (or type keys into one), with their aliases.
 _TMUX_SHELL_COMMANDS = (
-    ("new-session", "new", _Opts("AdDEPXc:e:f:F:n:s:t:x:y:", {}, permute=False)),
-    ("new-window", "neww", _Opts("abdkPSc:e:F:n:t:", {}, permute=False)),
-    ("split-window", "splitw", _Opts("bdefhIPvZc:e:F:l:p:t:", {}, permute=False)),
-    ("respawn-window", "respawnw", _Opts("kc:e:t:", {}, permute=False)),
-    ("respawn-pane", "respawnp", _Opts("kc:e:t:", {}, permute=False)),
-    ("run-shell", "run", _Opts("bCc:d:t:", {}, permute=False)),
-    ("display-popup", "popup", _Opts("BCEkNb:c:d:e:h:s:S:t:T:w:x:y:", {}, permute=False)),
-    ("pipe-pane", "pipep", _Opts("IOot:", {}, permute=False)),
-    ("if-shell", "if", _Opts("bFt:", {}, permute=False)),
-    ("send-keys", "send", _Opts("FHKlMRXc:N:t:", {}, permute=False)),
+    ("new-session", "new", Opts("AdDEPXc:e:f:F:n:s:t:x:y:", {}, permute=False)),
+    ("new-window", "neww", Opts("abdkPSc:e:F:n:t:", {}, permute=False)),
+    ("split-window", "splitw", Opts("bdefhIPvZc:e:F:l:p:t:", {}, permute=False)),
+    ("respawn-window", "respawnw", Opts("kc:e:t:", {}, permute=False)),
+    ("respawn-pane", "respawnp", Opts("kc:e:t:", {}, permute=False)),
+    ("run-shell", "run", Opts("bCc:d:t:", {}, permute=False)),
+    ("display-popup", "popup", Opts("BCEkNb:c:d:e:h:s:S:t:T:w:x:y:", {}, permute=False)),
+    ("pipe-pane", "pipep", Opts("IOot:", {}, permute=False)),
+    ("if-shell", "if", Opts("bFt:", {}, permute=False)),
+    ("send-keys", "send", Opts("FHKlMRXc:N:t:", {}, permute=False)),
 )
-_MAKE_OPTS = _Opts(
+MAKE_OPTS = Opts(
     "bmBC:deE:f:hiI:j::kl::L::nO::o:pqrRsStvwW:",
     {"always-make": 0, "directory": 1, "debug": 2, "environment-overrides": 0, "eval": 1,
      "file": 1, "makefile": 1, "help": 0, "ignore-errors": 0, "include-dir": 1, "jobs": 2,
@@ -272,10 +292,10 @@ _MAKE_OPTS = _Opts(
      "print-directory": 0, "no-print-directory": 0, "what-if": 1, "new-file": 1,
      "assume-new": 1, "warn-undefined-variables": 0},
 )  # fmt: skip
-_TEE_OPTS = _Opts("aip", {"append": 0, "ignore-interrupts": 0, "output-error": 2})
-_COPY_OPTS = _Opts("g:m:o:S:t:", {"target-directory": 1, "suffix": 1, "mode": 1, "owner": 1,
+TEE_OPTS = Opts("aip", {"append": 0, "ignore-interrupts": 0, "output-error": 2})
+COPY_OPTS = Opts("g:m:o:S:t:", {"target-directory": 1, "suffix": 1, "mode": 1, "owner": 1,
                                    "group": 1, "backup": 2})  # fmt: skip
-_GIT_CONFIG_OPTS = _Opts(
+GIT_CONFIG_OPTS = Opts(
     "f:elz",
     {"global": 0, "system": 0, "local": 0, "worktree": 0, "file": 1, "blob": 1, "add": 0,
      "replace-all": 0, "append": 0, "unset": 0, "unset-all": 0, "get": 0, "get-all": 0,
@@ -284,8 +304,9 @@ _GIT_CONFIG_OPTS = _Opts(
      "expiry-date": 0, "null": 0, "name-only": 0, "includes": 0, "no-includes": 0,
      "show-origin": 0, "show-scope": 0, "default": 1, "comment": 1, "value": 1,
      "fixed-value": 0, "all": 0, "regexp": 0, "url": 1},
+    permute=False,
 )  # fmt: skip
-_GIT_PUSH_OPTS = _Opts(
+GIT_PUSH_OPTS = Opts(
     "46dfnquvo:",
     {"all": 0, "branches": 0, "mirror": 0, "tags": 0, "follow-tags": 0, "delete": 0,
      "prune": 0, "dry-run": 0, "porcelain": 0, "force": 0, "force-with-lease": 2,
@@ -297,7 +318,7 @@ _GIT_PUSH_OPTS = _Opts(
 )  # fmt: skip
 
 
-def _tmux_lookup(name: str) -> tuple[str, _Opts] | None:
+def tmux_lookup(name: str) -> tuple[str, Opts] | None:
     """A tmux command that runs a shell, by name, alias or prefix (tmux takes a unique prefix)."""
     for canonical, alias, spec in _TMUX_SHELL_COMMANDS:
         if name in (canonical, alias):
@@ -308,7 +329,7 @@ def _tmux_lookup(name: str) -> tuple[str, _Opts] | None:
     return None
 
 
-def _makefile_commands(text: str) -> list[str]:
+def makefile_commands(text: str) -> list[str]:
     """The shell commands a makefile runs, as far as the text says: each recipe line (a line
     that starts with a tab; its @, - and + prefixes dropped), each ``$(shell ...)`` and the right
     side of each ``!=`` assignment. make's own references ($(VAR), ${VAR}, $@) become expansions
@@ -338,10 +359,10 @@ def _make_to_shell(line: str) -> str:
     return text.replace("\x00", "$").replace("\x01", "${MAKE_REFERENCE}")
 
 
-_AUTO_MERGE_TEXT = re.compile(r"merge_when_pipeline_succeeds|auto_merge", re.IGNORECASE)
+AUTO_MERGE_TEXT = re.compile(r"merge_when_pipeline_succeeds|auto_merge", re.IGNORECASE)
 
 
-def _push_option(text: str) -> tuple[str, str, str]:
+def push_option(text: str) -> tuple[str, str, str]:
     """(namespace, key, value) of a push option as GitLab reads it (lib/gitlab/push_options.rb:
     ``namespace.key[=value]``, stripped, namespace ``mr`` for ``merge_request``)."""
     m = re.search(r"(?P<namespace>[^.]+)\.(?P<key>[^=]+)=?(?P<value>.*)", text, re.DOTALL)
@@ -352,27 +373,27 @@ def _push_option(text: str) -> tuple[str, str, str]:
     return namespace, m.group("key").strip().lower(), m.group("value")
 
 
-def _arms_auto_merge(text: str) -> bool:
-    namespace, key, _ = _push_option(text)
+def arms_auto_merge(text: str) -> bool:
+    namespace, key, _ = push_option(text)
     return namespace == "merge_request" and key in ("merge_when_pipeline_succeeds", "auto_merge")
 
 
-def _git_setting(word: _Word) -> tuple[str, _Word | None]:
+def git_setting(word: Word) -> tuple[str, Word | None]:
     """``git -c name=value``: (the name, lower-cased as git compares it, and the value); "*"
     when bash computes the name."""
     if word.value is not None:
         key, eq, value = word.value.partition("=")
-        return key.lower(), _Word((value if eq else "true",), word.span, word.raw)
+        return key.lower(), Word((value if eq else "true",), word.span, word.raw)
     first = word.parts[0] if word.parts else DYNAMIC
     if isinstance(first, str) and "=" in first:
         return first.partition("=")[0].lower(), None
     return "*", None
 
 
-def _git_env_config(env: Mapping[str, _Word]) -> list[tuple[str, _Word | None]]:
+def git_env_config(env: Mapping[str, Word]) -> list[tuple[str, Word | None]]:
     """git configuration set on the command through the environment: GIT_CONFIG_COUNT with
     GIT_CONFIG_KEY_<n>/GIT_CONFIG_VALUE_<n>, and GIT_CONFIG_PARAMETERS (git-config(1))."""
-    found: list[tuple[str, _Word | None]] = []
+    found: list[tuple[str, Word | None]] = []
     if "GIT_CONFIG_PARAMETERS" in env:
         text = env["GIT_CONFIG_PARAMETERS"].value
         try:
@@ -381,7 +402,7 @@ def _git_env_config(env: Mapping[str, _Word]) -> list[tuple[str, _Word | None]]:
             pairs = None
         if pairs is None:
             return [("*", None)]
-        found += [(p.partition("=")[0].lower(), _literal_word(p.partition("=")[2])) for p in pairs]
+        found += [(p.partition("=")[0].lower(), literal_word(p.partition("=")[2])) for p in pairs]
     count = env.get("GIT_CONFIG_COUNT")
     if count is None:
         return found

@@ -9,48 +9,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pairgate.sandbox.testing import RunningSandbox
-from tests.gate_trail import Trail, binds_of, resealed
+from tests.kit.names import APP, LEAD, REPORTER, TRACKER, mr_path, notes_path, project_path
+from tests.kit.trail import Trail, binds_of, own_session, resealed
+from tests.kit.world import World
 
-TRACKER = "acme/tracker"
 _branches = itertools.count(1)
-
-
-class World:
-    """Thin helpers over the sandbox: issues, ledgers, branches and merge requests."""
-
-    def __init__(self, sandbox: RunningSandbox) -> None:
-        self.sandbox = sandbox
-
-    def issue(self, title: str = "Work") -> int:
-        return int(self.sandbox.create_issue(title)["iid"])
-
-    def ledger(self, issue: int, *, as_user: str = "agents") -> Trail:
-        post = lambda body: int(self.sandbox.note(issue, body, as_user=as_user)["id"])  # noqa: E731
-        return Trail(post, issue=issue)
-
-    def mr(
-        self,
-        description: str = "",
-        *,
-        project: str = "acme/app",
-        branch: str | None = None,
-        as_user: str = "agents",
-        **fields: Any,
-    ) -> dict[str, Any]:
-        branch = branch or f"work-{next(_branches)}"
-        self.push(project, branch, as_user=as_user)
-        mr = self.sandbox.create_mr(
-            branch, project=project, description=description, as_user=as_user, **fields
-        )
-        return {**mr, "project": project}
-
-    def push(self, project: str, branch: str, *, as_user: str = "agents") -> str:
-        change = {f"change-{next(_branches)}.txt": "a change\n"}
-        return str(self.sandbox.commit(branch, change, project=project, as_user=as_user)["id"])
-
-    def head(self, mr: dict[str, Any]) -> str:
-        path = f"/projects/{mr['project'].replace('/', '%2F')}/merge_requests/{mr['iid']}"
-        return str(self.sandbox.api("GET", path)["sha"])
 
 
 @dataclass(frozen=True)
@@ -70,10 +33,10 @@ def ref(mr: dict[str, Any]) -> tuple[str, int]:
     return mr["project"], int(mr["iid"])
 
 
-def _reviewed(world: World, *, project: str = "acme/app", cite: str = "{tracker}#{issue}") -> Any:
+def _reviewed(world: World, *, project: str = APP, cite: str = "{tracker}#{issue}") -> Any:
     issue = world.issue()
     mr = world.mr(cite.format(tracker=TRACKER, issue=issue), project=project)
-    world.ledger(issue).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    world.trail(issue).reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     return ref(mr)
 
 
@@ -83,21 +46,21 @@ def approved_at_head(world: World) -> tuple[str, int]:
 
 def never_approved(world: World) -> tuple[str, int]:
     issue = world.issue()
-    world.ledger(issue).claim("acme-lead")
+    world.trail(issue).claim("acme-lead")
     return ref(world.mr(f"Related to {TRACKER}#{issue}"))
 
 
 def self_approval_only(world: World) -> tuple[str, int]:
     issue = world.issue()
     mr = world.mr(f"Related to {TRACKER}#{issue}")
-    world.ledger(issue).solo(mr["sha"], ref(mr), binds=binds_of(mr))
+    world.trail(issue).solo(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     return ref(mr)
 
 
 def approval_one_push_behind(world: World) -> tuple[str, int]:
     issue = world.issue()
     mr = world.mr(f"Related to {TRACKER}#{issue}")
-    world.ledger(issue).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    world.trail(issue).reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     world.push(mr["project"], mr["source_branch"])
     return ref(mr)
 
@@ -112,7 +75,7 @@ def no_citation(world: World) -> tuple[str, int]:
 
 def bare_reference_outside_the_tracker(world: World) -> tuple[str, int]:
     issue = world.issue()
-    world.ledger(issue).claim("acme-lead")
+    world.trail(issue).claim("acme-lead")
     return ref(world.mr(f"Related to #{issue}"))  # acme/app's own issue, not the tracker's
 
 
@@ -142,7 +105,7 @@ def outside_the_group(world: World) -> tuple[str, int]:
 
 def shared_in_never_approved(world: World) -> tuple[str, int]:
     issue = world.issue()
-    world.ledger(issue).claim("acme-lead")
+    world.trail(issue).claim("acme-lead")
     return ref(world.mr(f"Related to {TRACKER}#{issue}", project="partner/shared-lib"))
 
 
@@ -183,7 +146,7 @@ def renovate_outside_the_exempt_namespaces(world: World) -> tuple[str, int]:
 
 def two_issues_one_approved(world: World) -> tuple[str, int]:
     other = world.issue()
-    world.ledger(other).claim("acme-lead-2")
+    world.trail(other).claim("acme-lead-2")
     return _reviewed(world, cite=f"{{tracker}}#{other}, {{tracker}}#{{issue}}")  # type: ignore[no-any-return]
 
 
@@ -195,9 +158,9 @@ def tampered_approval(world: World) -> tuple[str, int]:
     issue = world.issue()
     mr = world.mr(f"Related to {TRACKER}#{issue}")
     old = mr["sha"]
-    approval = world.ledger(issue).reviewed(old, ref(mr), binds=binds_of(mr))
+    approval = world.trail(issue).reviewed(sha=old, mr=ref(mr), binds=binds_of(mr))
     new = world.push(mr["project"], mr["source_branch"])
-    notes = f"/projects/acme%2Ftracker/issues/{issue}/notes/{approval}"
+    notes = f"{notes_path(issue)}/{approval.id}"
     body = world.sandbox.api("GET", notes)["body"]
     world.sandbox.api("PUT", notes, json={"body": body.replace(old, new)})
     return ref(mr)
@@ -206,19 +169,19 @@ def tampered_approval(world: World) -> tuple[str, int]:
 def forged_approval(world: World) -> tuple[str, int]:
     issue = world.issue()
     mr = world.mr(f"Related to {TRACKER}#{issue}")
-    trail = world.ledger(issue)
+    trail = world.trail(issue)
     trail.claim("acme-lead")
-    forger = world.ledger(issue, as_user="reporter")
-    forger.prev = trail.prev
-    forger.approve("acme-review", "acme-lead", mr["sha"], ref(mr), binds_of(mr))
+    trail.approve(  # written by the reporter, who is no ledger author
+        "acme-review", "acme-lead", sha=mr["sha"], mr=ref(mr), binds=binds_of(mr), author=REPORTER
+    )
     return ref(mr)
 
 
 def approval_of_another_mr(world: World) -> tuple[str, int]:
     issue = world.issue()
     mr = world.mr(f"Related to {TRACKER}#{issue}")
-    world.ledger(issue).reviewed(
-        mr["sha"], (mr["project"], int(mr["iid"]) + 100), binds=binds_of(mr)
+    world.trail(issue).reviewed(
+        sha=mr["sha"], mr=(mr["project"], int(mr["iid"]) + 100), binds=binds_of(mr)
     )
     return ref(mr)
 
@@ -243,7 +206,7 @@ def missing_merge_request(world: World) -> tuple[str, int]:
 def _cited(world: World) -> tuple[int, dict[str, Any], Trail]:
     issue = world.issue()
     mr = world.mr(f"Related to {TRACKER}#{issue}")
-    return issue, mr, world.ledger(issue)
+    return issue, mr, world.trail(issue)
 
 
 def lead_reclaims_as_review(world: World) -> tuple[str, int]:
@@ -252,7 +215,7 @@ def lead_reclaims_as_review(world: World) -> tuple[str, int]:
     trail.claim("acme-lead")
     trail.release("acme-lead")
     trail.claim("acme-lead", role="review")
-    trail.approve("acme-lead", "acme-review", mr["sha"], ref(mr), binds_of(mr))
+    trail.approve("acme-lead", "acme-review", sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     return ref(mr)
 
 
@@ -261,7 +224,7 @@ def solo_claims_as_review(world: World) -> tuple[str, int]:
     trail.claim("acme-solo")
     trail.release("acme-solo")
     trail.claim("acme-solo", role="review")
-    trail.approve("acme-solo", "acme-lead", mr["sha"], ref(mr), binds_of(mr))
+    trail.approve("acme-solo", "acme-lead", sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     return ref(mr)
 
 
@@ -269,11 +232,11 @@ def role_swap(world: World) -> tuple[str, int]:
     # The reviewer hands the issue back as review; the lead accepts and approves its own code.
     _, mr, trail = _cited(world)
     trail.claim("acme-lead")
-    offer = trail.handoff("acme-lead", "acme-review", mr["sha"], ref(mr), role="review")
+    offer = trail.handoff("acme-lead", "acme-review", sha=mr["sha"], mr=ref(mr))
     trail.accept("acme-review", offer, "acme-lead", role="review")
-    back = trail.handoff("acme-review", "acme-lead", mr["sha"], ref(mr), role="review")
+    back = trail.handoff("acme-review", "acme-lead", sha=mr["sha"], mr=ref(mr))
     trail.accept("acme-lead", back, "acme-review", role="review")
-    trail.approve("acme-lead", "acme-review", mr["sha"], ref(mr), binds_of(mr))
+    trail.approve("acme-lead", "acme-review", sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     return ref(mr)
 
 
@@ -281,35 +244,31 @@ def laundered_through_a_second_issue(world: World) -> tuple[str, int]:
     # The MR cites two issues: the author leads the first and approves in the second.
     first, second = world.issue(), world.issue()
     mr = world.mr(f"{TRACKER}#{first} and {TRACKER}#{second}")
-    world.ledger(first).claim("acme-lead")
-    other = world.ledger(second)
+    world.trail(first).claim("acme-lead")
+    other = world.trail(second)
     other.claim("acme-lead", role="review")
-    other.approve("acme-lead", "acme-review", mr["sha"], ref(mr), binds_of(mr))
+    other.approve("acme-lead", "acme-review", sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     return ref(mr)
 
 
 def two_names_one_session(world: World) -> tuple[str, int]:
     _, mr, trail = _cited(world)
-    trail.sessions["acme-review"] = "gate-acme-lead"  # one session writes as both
-    trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    trail.session = lambda agent: own_session(LEAD)  # one session writes as both
+    trail.reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     return ref(mr)
-
-
-def _notes_path(issue: int) -> str:
-    return f"/projects/acme%2Ftracker/issues/{issue}/notes"
 
 
 def edited_and_resealed_approval(world: World) -> tuple[str, int]:
     # The approval note is edited onto a new, unreviewed head; its digest and the next record
     # are re-sealed, so the chain reads clean: only GitLab's lastEditedAt tells.
     issue, mr, trail = _cited(world)
-    approval = trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    approval = trail.reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     accept = trail.accept("acme-lead", approval, "acme-review", role="lead")
     new = world.push(mr["project"], mr["source_branch"])
-    path = f"{_notes_path(issue)}/{approval}"
+    path = f"{notes_path(issue)}/{approval.id}"
     body, digest = resealed(world.sandbox.api("GET", path)["body"], sha=new)
     world.sandbox.api("PUT", path, json={"body": body})
-    path = f"{_notes_path(issue)}/{accept}"
+    path = f"{notes_path(issue)}/{accept.id}"
     body, _ = resealed(world.sandbox.api("GET", path)["body"], prev=digest)
     world.sandbox.api("PUT", path, json={"body": body})
     return ref(mr)
@@ -319,10 +278,10 @@ def approval_before_a_deleted_note(world: World) -> tuple[str, int]:
     # A note after the approval is deleted: the next record breaks the chain, after the last
     # record the approval's writer saw, so the trail no longer vouches for it.
     issue, mr, trail = _cited(world)
-    approval = trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    approval = trail.reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     accept = trail.accept("acme-lead", approval, "acme-review", role="lead")
-    trail.handoff("acme-lead", "acme-review", mr["sha"], ref(mr), role="review")
-    world.sandbox.api("DELETE", f"{_notes_path(issue)}/{accept}")
+    trail.handoff("acme-lead", "acme-review", sha=mr["sha"], mr=ref(mr))
+    world.sandbox.api("DELETE", f"{notes_path(issue)}/{accept.id}")
     return ref(mr)
 
 
@@ -340,9 +299,8 @@ def retargeted_after_approval(world: World) -> tuple[str, int]:
         ),
         "project": "acme/app",
     }
-    world.ledger(issue).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
-    path = f"/projects/acme%2Fapp/merge_requests/{mr['iid']}"
-    world.sandbox.api("PUT", path, json={"target_branch": "main"})
+    world.trail(issue).reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
+    world.sandbox.api("PUT", mr_path(*ref(mr)), json={"target_branch": "main"})
     return ref(mr)
 
 
@@ -351,7 +309,7 @@ def merge_base_moved(world: World) -> tuple[str, int]:
     # retarget there and back): the change to be merged is not the one reviewed.
     _, mr, trail = _cited(world)
     target, _, start = binds_of(mr)
-    trail.reviewed(mr["sha"], ref(mr), binds=(target, "d" * 40, start))
+    trail.reviewed(sha=mr["sha"], mr=ref(mr), binds=(target, "d" * 40, start))
     return ref(mr)
 
 
@@ -360,7 +318,7 @@ def target_advanced_same_base(world: World) -> tuple[str, int]:
     # base..head is the one reviewed, so the approval stands.
     _, mr, trail = _cited(world)
     target, base, _ = binds_of(mr)
-    trail.reviewed(mr["sha"], ref(mr), binds=(target, base, "e" * 40))
+    trail.reviewed(sha=mr["sha"], mr=ref(mr), binds=(target, base, "e" * 40))
     return ref(mr)
 
 
@@ -368,8 +326,8 @@ def replayed_from_another_issue(world: World) -> tuple[str, int]:
     # A claim and an approval copied from another issue's notes onto the one the MR cites.
     source, target = world.issue(), world.issue()
     mr = world.mr(f"Related to {TRACKER}#{target}")
-    world.ledger(source).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
-    for note in world.sandbox.api("GET", _notes_path(source), params={"sort": "asc"}):
+    world.trail(source).reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
+    for note in world.sandbox.api("GET", notes_path(source), params={"sort": "asc"}):
         if "mochi-task" in note["body"]:
             world.sandbox.note(target, note["body"])
     return ref(mr)
@@ -377,14 +335,14 @@ def replayed_from_another_issue(world: World) -> tuple[str, int]:
 
 def withdrawn_approval(world: World) -> tuple[str, int]:
     _, mr, trail = _cited(world)
-    approval = trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    approval = trail.reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     trail.withdraw("acme-review", approval)
     return ref(mr)
 
 
 def withdrawn_by_another_is_void(world: World) -> tuple[str, int]:
     _, mr, trail = _cited(world)
-    approval = trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    approval = trail.reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     trail.withdraw("acme-lead", approval)  # not the approver's: void, the approval stands
     return ref(mr)
 
@@ -392,9 +350,9 @@ def withdrawn_by_another_is_void(world: World) -> tuple[str, int]:
 def emoji_on_the_approval(world: World) -> tuple[str, int]:
     # A reaction moves the note's updated_at; it is no edit, and voids nothing.
     issue, mr, trail = _cited(world)
-    approval = trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    approval = trail.reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     world.sandbox.advance_clock(60)
-    path = f"{_notes_path(issue)}/{approval}/award_emoji"
+    path = f"{notes_path(issue)}/{approval.id}/award_emoji"
     world.sandbox.api("POST", path, json={"name": "thumbsup"}, as_user="maintainer")
     return ref(mr)
 
@@ -402,29 +360,29 @@ def emoji_on_the_approval(world: World) -> tuple[str, int]:
 def v1_approval_at_head(world: World) -> tuple[str, int]:
     _, mr, trail = _cited(world)
     trail.version = 1
-    trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    trail.reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     return ref(mr)
 
 
 def solo_then_a_second_agent(world: World) -> tuple[str, int]:
     # The solo round: its own approval, then a handoff to a second agent, who approves.
     _, mr, trail = _cited(world)
-    own = trail.solo(mr["sha"], ref(mr), binds=binds_of(mr))
+    own = trail.solo(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     trail.accept("acme-solo", own, "acme-solo", role="lead")
-    offer = trail.handoff("acme-solo", "acme-review", mr["sha"], ref(mr), role="review")
+    offer = trail.handoff("acme-solo", "acme-review", sha=mr["sha"], mr=ref(mr))
     trail.accept("acme-review", offer, "acme-solo", role="review")
-    trail.approve("acme-review", "acme-solo", mr["sha"], ref(mr), binds_of(mr))
+    trail.approve("acme-review", "acme-solo", sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     return ref(mr)
 
 
 def pushed_then_reviewed_again(world: World) -> tuple[str, int]:
     _, mr, trail = _cited(world)
-    first = trail.reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    first = trail.reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     trail.accept("acme-lead", first, "acme-review", role="lead")
     head = world.push(mr["project"], mr["source_branch"])
-    offer = trail.handoff("acme-lead", "acme-review", head, ref(mr), role="review")
+    offer = trail.handoff("acme-lead", "acme-review", sha=head, mr=ref(mr))
     trail.accept("acme-review", offer, "acme-lead", role="review")
-    trail.approve("acme-review", "acme-lead", head, ref(mr), binds_of(mr))
+    trail.approve("acme-review", "acme-lead", sha=head, mr=ref(mr), binds=binds_of(mr))
     return ref(mr)
 
 
@@ -500,24 +458,29 @@ GATE_JOBS = (
 
 
 def ci_variables(
-    sandbox: RunningSandbox, mr: tuple[str, int], *, jobs: tuple[str, ...] = GATE_JOBS
+    sandbox: RunningSandbox,
+    mr: tuple[str, int],
+    *,
+    jobs: tuple[str, ...] = GATE_JOBS,
+    source: str = "merge_request_event",
 ) -> dict[str, str]:
     """What GitLab gives a gate job of a merge request pipeline of ``mr``: a pipeline in the
     sandbox at the MR's head (the main branch's head when there is no such MR), its jobs
-    running, and the first job's token, which GET /job answers for while it runs."""
+    running, and the first job's token, which GET /job answers for while it runs. ``source``
+    ``parent_pipeline``: the same for a job of the child pipeline such a pipeline starts."""
     project, iid = mr
-    encoded = project.replace("/", "%2F")
-    found = sandbox.request("GET", f"/projects/{encoded}/merge_requests/{iid}", "maintainer")
+    found = sandbox.request("GET", mr_path(project, iid), "maintainer")
     if found.status_code == 200:
         sha = str(found.json()["sha"])
     else:
-        branch = f"/projects/{encoded}/repository/branches/main"
+        branch = f"{project_path(project)}/repository/branches/main"
         sha = str(sandbox.api("GET", branch, as_user="maintainer")["commit"]["id"])
     pipeline = sandbox.pipeline(
         project,
         f"refs/merge-requests/{iid}/head",
         [{"name": name, "status": "running"} for name in jobs],
         sha=sha,
+        source=source,
     )
     return {
         "CI_SERVER_URL": sandbox.url,

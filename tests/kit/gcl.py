@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from pairgate.sandbox.testing import RunningSandbox
-from tests.conftest import FIXTURE_CONFIG, FIXTURES, ROOT
+from tests.kit.names import FIXTURE_CONFIG, FIXTURES, ROOT
 
 RECORD, APPROVAL, MERGE_CHECK = (
     "validate-mr-carries-ownership-record",
@@ -99,6 +99,11 @@ class Pipeline:
             re.MULTILINE,
         )
         return found.group(1) if found else "absent"
+
+    def jobs(self) -> dict[str, str]:
+        """Every job of gitlab-ci-local's summary, by status (PASS, FAIL or WARN)."""
+        found = re.findall(r"^ (PASS|FAIL|WARN)\s+(\S+)(?:\s+pre_script)?\s*$", self.output, re.M)
+        return {name: status for status, name in found}
 
     def lines(self, name: str) -> str:
         """What one job printed."""
@@ -186,7 +191,7 @@ def run(
     schema: bool = False,
 ) -> Pipeline:
     """Run the pipeline (or ``jobs`` of it) for the merge request pipeline ``ci`` describes
-    (tests.gate_world.ci_variables). The jobs' python3 is this interpreter, or the one in the
+    (tests/kit/gate_cases.py, ci_variables). The jobs' python3 is this interpreter, or the one in the
     directory ``python`` names. ``schema`` checks the configuration against GitLab's CI schema
     first (0.8 s a run, so only the tests about the configuration itself ask for it)."""
     argv = [gitlab_ci_local(), "--force-shell-executor", "--shell-executor-no-image"]

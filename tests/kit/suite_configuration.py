@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from fnmatch import fnmatch
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-FIXTURE_CONFIG = FIXTURES / "pairgate-config.json"
+from tests.kit.names import FIXTURE_CONFIG, FIXTURES
+
 RENAMED_CONFIG = FIXTURES / "pairgate-config-renamed.json"
 RENAMED_CLI = "acme-pg"
 CONFIGURATIONS = ("pairgate", RENAMED_CLI)

@@ -7,16 +7,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
-from tests.conftest import agent_env, run_cli
-from tests.gate_trail import binds_of
-from tests.gate_world import TRACKER, World, ref
+from tests.kit.gate_cases import ref
+from tests.kit.names import TRACKER, mr_path, project_path
+from tests.kit.run import agent_env, run_cli
+from tests.kit.trail import binds_of
+from tests.kit.world import World
 
 
 def merge(world: World, mr: dict[str, Any], *, as_user: str = "agents") -> dict[str, Any]:
     """The merge, as any API client makes it (curl, a script, an MCP tool): PUT .../merge."""
-    path = f"/projects/{quote(mr['project'], safe='')}/merge_requests/{mr['iid']}/merge"
+    path = f"{mr_path(mr['project'], mr['iid'])}/merge"
     head = world.head(mr)
     return dict(world.sandbox.api("PUT", path, as_user=as_user, json={"sha": head}))
 
@@ -29,7 +30,7 @@ def _cited(world: World) -> tuple[int, dict[str, Any]]:
 def through_the_gate(world: World) -> tuple[dict[str, Any], str | None]:
     """Reviewed at its head; merge-check passes (as the hook and the CI job would); merged."""
     issue, mr = _cited(world)
-    world.ledger(issue).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    world.trail(issue).reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     env = agent_env(world.sandbox, "acme-lead")
     checked = run_cli(["merge-check", "--mr", str(mr["iid"]), "--mr-project", mr["project"]], env)
     assert checked.code == 0, checked.err
@@ -39,14 +40,14 @@ def through_the_gate(world: World) -> tuple[dict[str, Any], str | None]:
 
 def by_curl_without_approval(world: World) -> tuple[dict[str, Any], str | None]:
     issue, mr = _cited(world)
-    world.ledger(issue).claim("acme-lead")
+    world.trail(issue).claim("acme-lead")
     merge(world, mr)
     return mr, "never-approved"
 
 
 def one_push_after_approval(world: World) -> tuple[dict[str, Any], str | None]:
     issue, mr = _cited(world)
-    world.ledger(issue).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    world.trail(issue).reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     world.push(mr["project"], mr["source_branch"])
     merge(world, mr)
     return mr, "not-at-head"
@@ -54,7 +55,7 @@ def one_push_after_approval(world: World) -> tuple[dict[str, Any], str | None]:
 
 def by_a_self_approval(world: World) -> tuple[dict[str, Any], str | None]:
     issue, mr = _cited(world)
-    world.ledger(issue).solo(mr["sha"], ref(mr), binds=binds_of(mr))
+    world.trail(issue).solo(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     merge(world, mr)
     return mr, "self-approval-only"
 
@@ -64,8 +65,8 @@ def by_the_web_page_with_the_include_neutered(world: World) -> tuple[dict[str, A
     to pass): the web page merges it. In the sandbox that is a merge with no approval."""
     sandbox = world.sandbox
     issue, mr = _cited(world)
-    world.ledger(issue).claim("acme-lead")
-    project = f"/projects/{quote(mr['project'], safe='')}"
+    world.trail(issue).claim("acme-lead")
+    project = project_path(mr["project"])
     sandbox.api(
         "PUT", project, as_user="maintainer", json={"only_allow_merge_if_pipeline_succeeds": True}
     )
@@ -107,7 +108,7 @@ def renovate_exempt(world: World) -> tuple[dict[str, Any], str | None]:
 def frozen_when_merged(world: World) -> tuple[dict[str, Any], str | None]:
     """Approved at its head, but merged inside a live mr: window recorded on another issue."""
     issue, mr = _cited(world)
-    world.ledger(issue).reviewed(mr["sha"], ref(mr), binds=binds_of(mr))
+    world.trail(issue).reviewed(sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     holder = world.issue("Release window")
     argv = ["freeze", str(holder), "--scope", f"mr:{mr['project']}!{mr['iid']}"]
     froze = run_cli([*argv, "--reason", "release cut"], agent_env(world.sandbox, "acme-review"))
@@ -132,20 +133,20 @@ def generic_issue_by_automation(world: World) -> tuple[dict[str, Any], str | Non
 def approved_only_after_the_merge(world: World) -> tuple[dict[str, Any], str | None]:
     """The approval note comes a minute after the merge: it never counts for it."""
     issue, mr = _cited(world)
-    trail = world.ledger(issue)
+    trail = world.trail(issue)
     trail.claim("acme-lead")
     merge(world, mr)
     world.sandbox.advance_clock(60)
-    offer = trail.handoff("acme-lead", "acme-review", mr["sha"], ref(mr), role="review")
+    offer = trail.handoff("acme-lead", "acme-review", sha=mr["sha"], mr=ref(mr))
     trail.accept("acme-review", offer, "acme-lead", role="review")
-    trail.approve("acme-review", "acme-lead", mr["sha"], ref(mr), binds_of(mr))
+    trail.approve("acme-review", "acme-lead", sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
     return mr, "never-approved"
 
 
 def shared_in_without_approval(world: World) -> tuple[dict[str, Any], str | None]:
     issue = world.issue()
     mr = world.mr(f"Related to {TRACKER}#{issue}", project="partner/shared-lib")
-    world.ledger(issue).claim("acme-lead")
+    world.trail(issue).claim("acme-lead")
     merge(world, mr)
     return mr, "never-approved"
 

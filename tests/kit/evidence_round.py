@@ -1,7 +1,7 @@
 """The world of the evidence round tests (tests/test_evidence_round.py, tests/test_evidence_approve.py).
 
 The local repository is the source of truth: a real git repository with a real pytest suite
-and real mutants (tests/evidence_repos.py). The sandbox's own commit ids are not git's, so its
+and real mutants (tests/kit/evidence_repos.py). The sandbox's own commit ids are not git's, so its
 merge request is given the local commit's id (``mirror_commit``, POST /-/sandbox/commits), and
 the evidence run in a clone of the local repository is of the MR's head.
 
@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ledgerkit import Round
 
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.rerun import rerun_document
@@ -24,7 +23,8 @@ from pairgate.evidence.runner import Request, collect, rerun
 from pairgate.evidence.surface import evidence_field, evidence_summary
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.records import parse_marker
-from tests.evidence_repos import CALC, PYTEST, TESTS, Package, make_package
+from tests.kit.evidence_repos import CALC, PYTEST, TESTS, Package, make_package
+from tests.kit.world import Round
 
 FILES = {"calc/__init__.py": CALC, "tests/test_calc.py": TESTS}
 
@@ -85,7 +85,7 @@ def world(sandbox: RunningSandbox, docs: Docs) -> Round:
     w = Round(sandbox)
     sandbox.mirror_commit(docs.sha, w.branch, FILES)
     assert w.head == docs.sha
-    w.claimed()
+    w.claim()
     return w
 
 
@@ -124,7 +124,7 @@ def json_of(world: Round, *argv: Any) -> Any:
 def offered_and_accepted(world: Round, docs: Docs, tmp_path: Path) -> int:
     assert handoff(world, "--evidence", docs.file(tmp_path, docs.good)).code == 0
     note = last_note(world)["id"]
-    world.accepted()
+    world.accept()
     return int(note)
 
 

@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.gitrepos import GIT_ENV, commit, git
+from tests.kit.gitrepos import GIT_ENV, commit, git
 
 CALC = """\
 def add(a, b):
