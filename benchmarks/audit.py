@@ -2,21 +2,29 @@
 nothing.
 
     python3 -B benchmarks/audit.py [--mrs 1000] [--issues 300] [--notes 20] [--latency-ms 20]
+                                   [--quick]
 
 It starts a sandbox in a process of its own (GitLab is another machine: its CPU is not the
 client's), opens ``--mrs`` merge requests in acme/app, merge request n citing tracker issue
 n mod ``--issues``, writes ``--notes`` ledger records on each issue (a claim, the review round
 of its first merge request up to the approval at its head, then offers declined in turn: a valid
-chain the fold reads in full), merges every merge request, injects ``--latency-ms`` of latency
-on every API request, and runs ``audit`` in-process. Targets: under 10 s of wall time at the
-defaults, and each issue's notes read once: the floor is the merged listing's pages plus one
-notes listing per cited issue (plus the group's project listing, each shared-in project's
-merged listing and the frozen-label listing, one request each).
+chain the fold reads in full; the lead and the reviewer each write in a session of their own),
+merges every merge request, injects ``--latency-ms`` of latency on every request to GitLab's
+API, REST and GraphQL alike, and runs ``audit`` in-process. The merge requests that cite an
+issue after its first are merged unapproved: the audit finds them. ``--quick`` is a small world
+(6 merge requests citing 3 issues, 1 ms a request) for a smoke run.
+
+Targets: under 5 s of wall time at the defaults, and each issue's notes read once. The floor in
+requests: the merged listing's pages, one notes listing per cited issue, one read of each gated
+merge request (its diff_refs) and one GraphQL query per issue holding approvals (whether they
+were edited); above it, one request each: the group's project listing, each shared-in project's
+merged listing and the frozen-label listing.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import math
@@ -24,6 +32,7 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -71,9 +80,12 @@ def open_mr(sandbox: Sandbox, session: requests.Session, n: int, issue: int) -> 
     return int(mr["iid"]), str(commit["id"])
 
 
-def ledger(first_mr: tuple[int, str], count: int) -> list[tuple[str, str, dict[str, Any]]]:
+def ledger(
+    first_mr: tuple[int, str], refs: dict[str, Any], count: int
+) -> list[tuple[str, str, dict[str, Any]]]:
     """``count`` records: a claim, the review round of ``first_mr`` up to the approval (and the
-    lead's accept of the offer back), then offers declined in turn."""
+    lead's accept of the offer back), then offers declined in turn. ``refs`` is the merge
+    request's target branch and diff_refs when approved, which the approval binds."""
     iid, sha = first_mr
     mr = {"project": "acme/app", "iid": iid}
     offer = {"sha": sha, "mr": mr, "reason": None, "supersedes": None}
@@ -90,6 +102,7 @@ def ledger(first_mr: tuple[int, str], count: int) -> list[tuple[str, str, dict[s
                 **offer,
                 "not_covering": [],
                 "self_approval": False,
+                **refs,
             },
         ),
         ("acme-lead", "accept", {"from": "acme-review", "role": "lead"}),
@@ -106,11 +119,19 @@ def write_ledger(
     sandbox: Sandbox, session: requests.Session, issue: int, first: tuple[int, str], notes: int
 ) -> None:
     headers = {"PRIVATE-TOKEN": sandbox.token("agents")}
+    found = session.get(f"{sandbox.api_url}{APP}/merge_requests/{first[0]}", headers=headers).json()
+    refs = {
+        "target_branch": found["target_branch"],
+        "base_sha": found["diff_refs"]["base_sha"],
+        "start_sha": found["diff_refs"]["start_sha"],
+    }
     prev, last_offer = None, None
-    for agent, event, fields in ledger(first, notes):
+    for agent, event, fields in ledger(first, refs, notes):
         kind = "approval" if event == "approve" else "ownership"
-        record = {"event": event, "agent": agent, "write_id": fresh_id(), "session": "bench"}
-        record |= {"prev": prev, **fields}
+        # Each agent writes in a session of its own, as two agents do: records of one session
+        # by both would make every approval a self-approval.
+        record = {"event": event, "agent": agent, "write_id": fresh_id(), "session": agent}
+        record |= {"issue": f"acme/tracker#{issue}", "prev": prev, **fields}
         if event in ("accept", "decline"):
             record["offer"] = last_offer
         body, sealed = compose_note(kind, record, f"{agent} {event}")
@@ -172,34 +193,53 @@ def run_audit(sandbox: Sandbox) -> tuple[int, float, float, dict[str, Any]]:
     return code, wall, used, json.loads(out.getvalue() or "{}")
 
 
+@contextlib.contextmanager
+def audit_world(
+    mrs: int = 1000, issues: int = 300, notes: int = 20, latency_ms: int = 20
+) -> Iterator[tuple[Sandbox, float]]:
+    """A sandbox process holding the merges, its latency injected from here on (REST and
+    GraphQL alike), and how long the world took to build."""
+    with sandbox_process() as sandbox:
+        built = build(sandbox, mrs, issues, notes)
+        sandbox.clear_requests()
+        sandbox.fault(path="^/api/", delay_ms=latency_ms, count=10**9)
+        yield sandbox, built
+
+
+def kind(request: dict[str, Any]) -> str:
+    path = request["path"]
+    if path == "/api/graphql":
+        return "GraphQL"
+    if path.endswith("/notes"):
+        return "notes listing"
+    if path.endswith("/merge_requests"):
+        return "merged listing"
+    if "/merge_requests/" in path:
+        return "merge request read"
+    return "other"
+
+
 def main_(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mrs", type=int, default=1000)
     parser.add_argument("--issues", type=int, default=300)
     parser.add_argument("--notes", type=int, default=20)
     parser.add_argument("--latency-ms", type=int, default=20)
+    parser.add_argument("--quick", action="store_true", help="a small world, for a smoke run")
     args = parser.parse_args(argv)
-    with sandbox_process() as sandbox:
-        built = build(sandbox, args.mrs, args.issues, args.notes)
+    if args.quick:
+        args.mrs, args.issues, args.notes, args.latency_ms = 6, 3, 6, 1
+    with audit_world(args.mrs, args.issues, args.notes, args.latency_ms) as (sandbox, built):
         print(
             f"world: {args.mrs} merged MRs citing {args.issues} issues of {args.notes} notes, "
             f"built in {built:.1f}s"
         )
-        sandbox.clear_requests()
-        sandbox.fault(path="^/api/v4/", delay_ms=args.latency_ms, count=10**9)
         code, wall, cpu, doc = run_audit(sandbox)
         log = sandbox.requests()
-    notes = Counter(r["path"] for r in log if r["path"].endswith("/notes"))
+    notes = Counter(r["path"] for r in log if kind(r) == "notes listing")
+    kinds = Counter(kind(r) for r in log)
     pages = math.ceil(args.mrs / 100)
-    kinds = Counter(
-        "notes listing"
-        if r["path"].endswith("/notes")
-        else "merged listing"
-        if r["path"].endswith("/merge_requests")
-        else "other"
-        for r in log
-    )
-    floor = pages + len(notes)
+    floor = pages + len(notes) + kinds["merge request read"] + kinds["GraphQL"]
     print(
         f"audit: exit {code}, {doc.get('merged')} merged, {doc.get('approved')} approved, "
         f"{len(doc.get('findings', []))} findings; {wall:.2f}s wall with {args.latency_ms} ms per "
@@ -208,13 +248,14 @@ def main_(argv: list[str]) -> int:
     )
     print(f"requests: {len(log)} ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})")
     print(
-        f"floor: {floor} ({pages} merged-listing pages + one notes read for each of the "
-        f"{len(notes)} cited issues); above it: {len(log) - floor} (the group's project listing, "
-        f"the shared-in project's merged listing, the frozen-label listing)"
+        f"floor: {floor} ({pages} merged-listing pages, one notes read for each of the "
+        f"{len(notes)} cited issues, {kinds['merge request read']} merge request reads, "
+        f"{kinds['GraphQL']} GraphQL queries); above it: {len(log) - floor} (the group's project "
+        f"listing, the shared-in project's merged listing, the frozen-label listing)"
     )
     worst = max(notes.values(), default=0)
     print(
-        f"targets: wall under 10 s: {'met' if wall < 10 else 'MISSED'}; each issue's notes read "
+        f"targets: wall under 5 s: {'met' if wall < 5 else 'MISSED'}; each issue's notes read "
         f"once: {'met' if worst <= 1 else 'MISSED'} (at most {worst})"
     )
     return 0

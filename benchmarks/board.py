@@ -1,16 +1,19 @@
 """The cost of ``pairgate board`` on a big board: wall time and requests. Prints; asserts nothing.
 
     python3 -B benchmarks/board.py [--issues 500] [--notes 20] [--latency-ms 20] [--workers 4,10,16]
+                                   [--quick]
 
 It starts a sandbox in a process of its own (GitLab is another machine: its CPU is not the
 client's), files ``--issues`` issues labelled agent::lead, each with ``--notes`` ledger
 records (a claim, then offers declined in turn: a valid chain the fold reads in full), injects
 ``--latency-ms`` of latency on every API request, and runs ``board`` in-process. Then its floor:
-a minimal client (http.client, one keep-alive connection per thread, 10 threads) making the same
+a minimal client (http.client, one keep-alive connection per thread, as many threads as board has
+readers: tracker.WORKERS) making the same
 requests board made, each answer read and decoded, against the same sandbox with the same
 latency. ``--workers`` runs board again with each reader count, for sizing WORKERS
 (pairgate/tracker.py). Targets: within 1.1 times the floor, and never more than one
-notes listing per page of 100 notes on an issue.
+notes listing per page of 100 notes on an issue. ``--quick`` is a small world (12 issues of 4
+notes, 2 ms a request) for a smoke run.
 """
 
 from __future__ import annotations
@@ -145,9 +148,11 @@ def run_board(sandbox: Sandbox, workers: int | None = None) -> tuple[int, float,
         boardread.WORKERS = chosen
 
 
-def floor_client(sandbox: Sandbox, log: list[dict[str, Any]], threads: int = 10) -> float:
-    """Seconds for a minimal client to make ``log``'s GETs: ``threads`` threads, each with one
-    keep-alive http.client connection, every answer read and decoded."""
+def floor_client(sandbox: Sandbox, log: list[dict[str, Any]], threads: int | None = None) -> float:
+    """Seconds for a minimal client to make ``log``'s GETs: ``threads`` threads (board's own
+    reader count by default), each with one keep-alive http.client connection, every answer
+    read and decoded."""
+    threads = threads or boardread.WORKERS
     where = urlsplit(sandbox.url)
     local = threading.local()
     headers = {"PRIVATE-TOKEN": sandbox.token("agents")}
@@ -197,7 +202,10 @@ def main_(argv: list[str]) -> int:
     parser.add_argument("--notes", type=int, default=20)
     parser.add_argument("--latency-ms", type=int, default=20)
     parser.add_argument("--workers", default="", help="reader counts to try, such as 4,10,16")
+    parser.add_argument("--quick", action="store_true", help="a small world, for a smoke run")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.issues, args.notes, args.latency_ms = 12, 4, 2
     with sandbox_process() as sandbox:
         built = build(sandbox, args.issues, args.notes)
         print(f"world: {args.issues} labelled issues x {args.notes} notes, built in {built:.1f}s")
@@ -205,7 +213,7 @@ def main_(argv: list[str]) -> int:
         sandbox.fault(path="^/api/v4/", delay_ms=args.latency_ms, count=10**9)
         code, wall, cpu, out = run_board(sandbox)
         log = sandbox.requests()
-        floor = min(floor_client(sandbox, log) for _ in range(3))
+        floor = min(floor_client(sandbox, log) for _ in range(1 if args.quick else 3))
         sweep = [
             (n, statistics.median(run_board(sandbox, n)[1] for _ in range(3)))
             for n in (int(w) for w in args.workers.split(",") if w)
@@ -225,7 +233,10 @@ def main_(argv: list[str]) -> int:
         f"request ({cpu:.2f}s of the client's CPU; load average {os.getloadavg()[0]:.1f} on "
         f"{os.cpu_count()} CPUs)"
     )
-    print(f"floor: {floor:.2f}s (10 threads, http.client, the same {len(log)} requests)")
+    print(
+        f"floor: {floor:.2f}s ({boardread.WORKERS} threads as board's readers, http.client, "
+        f"the same {len(log)} requests)"
+    )
     print(f"requests: {len(log)} ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})")
     print(f"notes listings per issue: at most {worst} (pages of 100 notes per issue: {pages})")
     for n, seconds in sweep:

@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """How long the fold takes for 1,000 and 10,000 notes, next to its floor. Prints; asserts nothing.
 
+    python3 benchmarks/fold_time.py [--quick]
+
+(``--quick``: 1,000 notes, once, for a smoke run.)
+
 Two mixes: every note a ledger record (the worst case), and one note in ten a record (an issue
 with discussion). "first" is a fold of notes this process has not read before (what it remembers
 per note body is emptied first; the schema validators, built once per process, are built
@@ -18,6 +22,7 @@ by whatever else the machine runs).
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import re
@@ -107,13 +112,16 @@ def measure(count: int, every: int, runs: int = 9) -> dict[str, float]:
     }
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 notes, once (a smoke run)")
+    args = parser.parse_args(argv)
     print(
         f"{'notes':>7} {'records':>8} {'floor ms':>9} {'first ms':>9} {'x':>5} {'again ms':>9} {'x':>5}"
     )
-    for count in (1_000, 10_000):
+    for count in (1_000,) if args.quick else (1_000, 10_000):
         for every in (1, 10):
-            m = measure(count, every)
+            m = measure(count, every, 1 if args.quick else 9)
             print(
                 f"{count:>7} {m['records']:>8} {m['floor']:>9.1f} {m['first']:>9.1f} "
                 f"{m['first'] / m['floor']:>5.2f} {m['again']:>9.1f} {m['again'] / m['floor']:>5.2f}"
@@ -121,4 +129,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

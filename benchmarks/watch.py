@@ -1,7 +1,8 @@
 """The cost of ``pairgate watch`` and ``pairgate inbox``: requests and wall time. Prints; asserts
 nothing.
 
-    python3 -B benchmarks/watch.py [--mrs 200] [--changed 50] [--latency-ms 20] [--events 10000]
+    python3 -B benchmarks/watch.py [--quick] [--mrs 200] [--changed 50] [--latency-ms 20]
+        [--events 10000] [--fleet-watchers 4] [--fleet-mrs 500] [--fleet-events 10000]
 
 It starts a sandbox in a process of its own (GitLab is another machine), files ten tracker
 issues a lead holds and ``--mrs`` open merge requests citing them (each with a comment and a
@@ -14,6 +15,11 @@ requests change at different times), and polls once into a temporary store. Then
 - inbox: a store holding ``--events`` events (most acknowledged, twenty batches pending for one
   agent) answers ``inbox --json`` and the Stop hook. Target: under 100 ms each, in-process (the
   interpreter's start-up, printed beside it, comes on top for a hook).
+- webhooks and a fleet (benchmarks/watch_fleet.py): requests per idle hour with and without
+  webhooks, the time from a note to its batch by webhook and by poll, and a fleet run (4
+  watchers, 500 merge requests, 10,000 events) checked for loss and duplicates.
+
+``--quick``: a small world of each, for a smoke test (the figures then mean little).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pairgate.commands.inbox import inbox  # noqa: E402
 from pairgate.standalone.config import load_config  # noqa: E402
@@ -99,8 +106,9 @@ def build(sb: Sandbox, mrs: int) -> list[dict[str, Any]]:
         record = {
             "event": "claim",
             "agent": "acme-lead",
+            "issue": f"acme/tracker#{iid}",
             "write_id": fresh_id(),
-            "session": "bench",
+            "session": "bench-acme-lead",  # one session per agent
         }
         body, _ = compose_note(
             "ownership", record | {"prev": None, "role": "lead"}, "acme-lead claims"
@@ -281,7 +289,14 @@ def main_(argv: list[str]) -> int:
     parser.add_argument("--changed", type=int, default=50)
     parser.add_argument("--latency-ms", type=int, default=20)
     parser.add_argument("--events", type=int, default=10_000)
+    parser.add_argument("--fleet-watchers", type=int, default=4)
+    parser.add_argument("--fleet-mrs", type=int, default=500)
+    parser.add_argument("--fleet-events", type=int, default=10_000)
+    parser.add_argument("--quick", action="store_true", help="small worlds, for a smoke test")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.mrs, args.changed, args.events = 20, 5, 1000
+        args.fleet_mrs, args.fleet_events = 20, 200
     with tempfile.TemporaryDirectory() as tmp, sandbox_process() as sb:
         start = time.perf_counter()
         mrs = build(sb, args.mrs)
@@ -333,6 +348,17 @@ def main_(argv: list[str]) -> int:
         print(
             f"interpreter start-up with the inbox imported: {boot * 1000:.0f} ms (a hook pays it on top)"
         )
+        import watch_fleet
+
+        sb.ctl("POST", "reset")
+        fleet = argparse.Namespace(
+            quick=args.quick,
+            watchers=args.fleet_watchers,
+            mrs=args.fleet_mrs,
+            events=args.fleet_events,
+        )
+        with watch_fleet.a_store_server(Path(tmp)) as new_store:
+            watch_fleet.report(sb, Path(tmp), new_store, fleet, build)
     print(
         f"targets: idle poll at most 5 requests: {'met' if idle_requests <= 5 else 'MISSED'}; "
         f"busy poll under 3 s: {'met' if busy_wall < 3 else 'MISSED'}; "

@@ -7,51 +7,73 @@
 # It reads the hook JSON on stdin and blocks (exit 2, the reason on stderr) any tool call that
 # would merge a merge request the gate does not pass, or at a head the gate did not approve.
 # Claude Code blocks a call only on exit 2 and lets it through on every other failure, so this
-# script exits 0 only when it is sure and turns every failure of its own into exit 2.
+# script exits 0 only when it is sure and, past the fast path, turns every failure into exit 2.
 #
 # Fast path, bash alone: a Bash or Monitor command whose text cannot spell a glab merge is
-# allowed at once. That is a command that says neither glab, merge nor accept (in any case), and
-# has none of the characters through which bash builds a word the text does not spell:
-# $ ` \ ' " * ? [ {. Everything else goes to `python3 ownership.py hook` beside this file, which
-# reads the call as bash (or the MCP server) would (docs/agent-handoff-reference.md, "The merge
-# hook and its command reader").
+# allowed at once. Everything else goes to `python3 ownership.py hook` beside this file. Bash
+# reads a script as it runs it, so the notes on the fast path come after it.
 
-# Any exit but 0 and 2 would let the command through: make it a block.
+input=
+while IFS= read -r -N 65536 chunk; do input+=$chunk; done
+input+=$chunk
+
+trusted=
+if ((${#input} <= 8192)) && [[ $input != *'\u'* ]]; then
+  if [[ ($input == *'"tool_name":"Bash"'* || $input == *'"tool_name":"Monitor"'*) &&
+    $input != *'"tool_name"'*'"tool_name"'* && $input != *'"command"'*'"command"'* &&
+    $input == *'"command":"'*'"'* ]]; then
+    command_json=${input%%'"command":"'*}
+    command_json=${input:${#command_json}+11}
+    command_json=${command_json%%'"'*}
+    trusted=1
+  else
+    tool_key='"tool_name"[[:space:]]*:[[:space:]]*"(Bash|Monitor)"'
+    command_key='"command"[[:space:]]*:[[:space:]]*"(([^"\\]|\\.)*)"'
+    if [[ $input =~ $tool_key && ${input#*'"tool_name"'} != *'"tool_name"'* &&
+      $input =~ $command_key ]]; then
+      command_json=${BASH_REMATCH[1]}
+      [[ ${input#*"${BASH_REMATCH[0]}"} =~ \"command\"[[:space:]]*: ]] || trusted=1
+    fi
+  fi
+  if [[ -n $trusted ]]; then
+    shopt -s nocasematch
+    case $command_json in
+      *glab* | *merge* | *accept* | *'$'* | *'`'* | *"'"* | *'*'* | *'?'* | *'['* | *'{'* | *"\\\\"* | *"\\\""* | *"\\") ;;
+      *) exit 0 ;;
+    esac
+  fi
+  shopt -u nocasematch
+fi
+
+# The fast path (docs/agent-handoff-reference.md, "The fast test").
+# - A command that says neither glab, merge nor accept (in any case), and has none of the
+#   characters through which bash builds a word the text does not spell ($ ` \ ' " * ? [ {),
+#   cannot run a glab merge.
+# - stdin is read in chunks: `read -d ''` would take the pipe one byte per system call. Every
+#   chunk is kept, so a long command is never cut short.
+# - It looks at tool_input.command still JSON-encoded, and trusts it only when the input's one
+#   "tool_name" is Bash or Monitor (a tool that runs a shell command; an MCP tool's input may
+#   hold a "command" too), it is the input's one "command" key, and the input carries no \u
+#   escape (which could spell anything). A \\ or \" escape sends the command to Python like
+#   the backslash or quote it decodes to.
+# - Only input of at most 8 KiB: Python reads long input quickly, while bash's regex matcher is
+#   quadratic in the length of the text, and a hook that outlives Claude Code's timeout lets
+#   the command through.
+# - Compact JSON, as Claude Code writes it, is read with glob patterns alone. In JSON text a
+#   quote is JSON's own or escaped inside a string, so "tool_name" and "command" (quote, name,
+#   quote) occur once each only when no string could be read as a second such key; the
+#   command's string ends at the next quote (a backslash before it, \", sends it to Python, and
+#   input cut short before any closing quote is not trusted). JSON spaced otherwise is read with
+#   regular expressions, which cost bash several times more.
+# - The EXIT guard below is set only past the fast path, which exits 0 or falls through.
+
+# Past the fast path: any exit but 0 and 2 would let the command through, so make it a block.
 guard() {
   trap 'status=$?; if ((status != 0 && status != 2)); then
     printf "pairgate: the merge hook failed (status %s), so it blocks this command\n" "$status" >&2
     exit 2; fi' EXIT
 }
 guard
-
-# In chunks: `read -d ''` would take the pipe one byte per system call, which is most of the
-# fast path's time. Every chunk is kept, so a long command is never cut short.
-input=
-while IFS= read -r -N 65536 chunk; do input+=$chunk; done
-input+=$chunk
-
-# tool_input.command, still JSON-encoded. The fast path trusts it only when the input's one
-# "tool_name" is Bash or Monitor (a tool that runs a shell command; an MCP tool's input may hold
-# a "command" too), it is the input's one "command" key, and the input carries no \u escape
-# (which could spell anything); each JSON escape that decodes to a backslash or a quote (\\ or
-# \") sends the command to Python like the raw character. Only for short input: bash's regex
-# matcher is quadratic in the length of the text, and a hook that outlives Claude Code's timeout
-# lets the command through. Python reads long input quickly.
-tool_key='"tool_name"[[:space:]]*:[[:space:]]*"(Bash|Monitor)"'
-command_key='"command"[[:space:]]*:[[:space:]]*"(([^"\\]|\\.)*)"'
-if ((${#input} <= 8192)) && [[ $input != *'\u'* && $input =~ $tool_key ]] &&
-  [[ ${input#*'"tool_name"'} != *'"tool_name"'* ]] && shopt -s nocasematch &&
-  [[ $input =~ $command_key ]]; then
-  command_json=${BASH_REMATCH[1]}
-  after=${input#*"${BASH_REMATCH[0]}"}
-  if [[ ! $after =~ \"command\"[[:space:]]*: ]]; then
-    case $command_json in
-      *glab* | *merge* | *accept* | *'$'* | *'`'* | *"'"* | *'*'* | *'?'* | *'['* | *'{'* | *"\\\\"* | *"\\\""*) ;;
-      *) exit 0 ;;
-    esac
-  fi
-fi
-shopt -u nocasematch
 
 # Slow path: the command could name a glab merge. Decide in Python, beside this file.
 here=${BASH_SOURCE[0]%/*}

@@ -66,10 +66,14 @@ def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
         except SystemExit as done:
             return int(done.code or 0)
         if args.version:
-            from pairgate.version import installed_version
+            from pairgate.version import installed_version, schema_checker
 
             print(f"pairgate {installed_version()}", file=ctx.stdout)
+            if args.version_verbose:
+                print(f"schema checker: {schema_checker()}", file=ctx.stdout)
             return Exit.OK
+        if args.version_verbose:
+            build_parser().error("--verbose before the command goes with --version only")
         if row is None:
             build_parser().print_help(ctx.stdout)
             return Exit.ERROR

@@ -8,42 +8,42 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    82  errors.py: Exit codes, the error family and the run context every door is given.
-  line   283  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   441  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   663  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1233  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1502  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1895  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  1971  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2212  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  2774  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2886  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3127  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3463  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3611  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4003  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4050  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4193  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4376  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  4781  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  4986  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5220  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5650  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6106  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6185  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6332  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6427  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6795  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7185  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7421  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7703  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8114  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8172  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8615  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8785  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8810  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9159  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    83  errors.py: Exit codes, the error family and the run context every door is given.
+  line   284  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   442  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   664  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1287  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1556  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1959  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2035  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2276  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  2840  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  2966  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3207  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3543  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3691  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4090  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4137  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4280  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4463  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  4868  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5073  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5307  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5737  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6193  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6272  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6419  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6514  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6882  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7272  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7508  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7790  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8201  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8259  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8702  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8872  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8897  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9246  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -1166,63 +1167,116 @@ def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
 
 
 # Readers fold the same notes again (a verb reads before and after it writes; the board reads
-# every issue), and a note's body decides all that reading it finds. So the reader remembers, per
-# note, its body when it read as a valid record whose digest matches (nearly every note a fold
-# reads), and otherwise (body, kind, marker JSON) for a tampered record or (body, None, why) for
-# a malformed one. The common case keeps a str alone: a tuple for each of ten thousand records
-# cost a first fold 3-4 ms in allocations and the cyclic collector's passes over them, more than
-# finding the marker again on a hit (one regex search) costs a second. Keyed by note id, not by
-# body: hashing every body cost a first fold a twentieth of its time, and the body kept is
-# compared on every hit, so the answer is always the body's own (an edited note, or another
-# instance's note of the same id, reads afresh). A record is decoded afresh for every fold, so
-# no two ledgers share one. Bounded (in notes and in the characters held) by starting afresh
-# when full.
-_SEALED: dict[int, str] = {}
-_UNSEALED: dict[int, tuple[str, str | None, str]] = {}
+# every issue; watch reads the same issues over and over), and a note's body decides all that
+# reading it finds. So the reader remembers, per note, its body when it read as a valid record
+# whose digest matches (nearly every note a fold reads), and otherwise (body, kind, marker JSON)
+# for a tampered record or (body, None, why) for a malformed one. The common case keeps a str
+# alone: a tuple for each of ten thousand records cost a first fold 3-4 ms in allocations and the
+# cyclic collector's passes over them, more than finding the marker again on a hit (one regex
+# search) costs a second. Keyed by note id, not by body: hashing every body cost a first fold a
+# twentieth of its time, and the body kept is compared on every hit, so the answer is always the
+# body's own (an edited note, or another instance's note of the same id, reads afresh). A record
+# is decoded afresh for every fold, so no two ledgers share one.
+#
+# What is remembered is kept per issue, and bounded (in notes and in the characters held) by
+# forgetting the issues read least recently, never one being folded. So one issue's notes are
+# always remembered whole, however many there are (they were all in memory for its fold anyway),
+# and a second fold of an issue always finds what its first read: forgetting by note, or all at
+# once when full, would read a ledger longer than the bound afresh on every fold.
 _READS_MAX = 65536
 _READS_MAX_CHARS = 64 * 1024 * 1024
-_reads_chars = 0
+
+
+class IssueReads:
+    """What the reader remembers of one issue's notes (``remembered`` hands it out)."""
+
+    __slots__ = ("chars", "counted", "folding", "issue", "sealed", "unsealed")
+
+    def __init__(self, issue: str) -> None:
+        self.issue = issue
+        self.sealed: dict[int, str] = {}
+        self.unsealed: dict[int, tuple[str, str | None, str]] = {}
+        self.chars = 0  # the characters held: bodies, and the marker JSON or why kept with them
+        self.counted = (0, 0)  # (notes, characters) as _held last counted them
+        self.folding = 0  # folds of this issue under way: it is not forgotten while any is
+
+
+_READS: dict[str, IssueReads] = {}  # least recently read first
+_held = [0, 0]  # (notes, characters) of every issue, as counted when its last fold ended
+_reads_lock = threading.Lock()
 
 
 def forget_reads() -> None:
     """Forget every note read, as in a fresh process (for tests and benchmarks)."""
-    global _reads_chars
-    _SEALED.clear()
-    _UNSEALED.clear()
-    _reads_chars = 0
+    with _reads_lock:
+        _READS.clear()
+        _held[:] = [0, 0]
 
 
-def read_record(note_id: int, body: str) -> tuple[str, dict[str, Any], bool]:
+def remembered(issue: str) -> IssueReads:
+    """What is remembered of ``issue``'s notes (its tracker reference), made the most recently
+    read, for a fold to read them with; ``fold_done`` is called when that fold ends."""
+    with _reads_lock:
+        reads = _READS.pop(issue, None)
+        if reads is None:
+            reads = IssueReads(issue)
+        _READS[issue] = reads
+        reads.folding += 1
+    return reads
+
+
+def fold_done(reads: IssueReads) -> None:
+    """Count what a fold added, then forget the issues read least recently (but any being
+    folded) until what is held is within its bounds again."""
+    with _reads_lock:
+        reads.folding -= 1
+        if _READS.get(reads.issue) is not reads:  # forgotten meanwhile (forget_reads)
+            return
+        now = (len(reads.sealed) + len(reads.unsealed), reads.chars)
+        _held[0] += now[0] - reads.counted[0]
+        _held[1] += now[1] - reads.counted[1]
+        reads.counted = now
+        if _held[0] <= _READS_MAX and _held[1] <= _READS_MAX_CHARS:
+            return
+        for issue, oldest in list(_READS.items()):
+            if _held[0] <= _READS_MAX and _held[1] <= _READS_MAX_CHARS:
+                break
+            if oldest.folding or oldest is reads:
+                continue
+            del _READS[issue]
+            _held[0] -= oldest.counted[0]
+            _held[1] -= oldest.counted[1]
+
+
+def read_record(note_id: int, body: str, reads: IssueReads) -> tuple[str, dict[str, Any], bool]:
     """(kind, record, whether its digest matches its content) of note ``note_id``, whose body
-    carries a marker; MalformedRecord otherwise. What the fold reads a note with."""
-    global _reads_chars
-    if _SEALED.get(note_id) == body:
+    carries a marker; MalformedRecord otherwise. What the fold reads a note with, remembering
+    it in ``reads``."""
+    if reads.sealed.get(note_id) == body:
         found = _MARKER_LINE.search(body.replace("\r\n", "\n") if "\r" in body else body)
         if found is not None:  # (always: the same body read as a record before)
             kind, raw = found.group(1, 2)
             return kind, _json_decoded(raw), True
-    if _UNSEALED:
-        unsealed = _UNSEALED.get(note_id)
+    if reads.unsealed:
+        unsealed = reads.unsealed.get(note_id)
         if unsealed is not None and unsealed[0] == body:
             _, kind_seen, json_or_why = unsealed
             if kind_seen is None:
                 raise MalformedRecord(json_or_why)
             return kind_seen, _json_decoded(json_or_why), False
-    if len(_SEALED) + len(_UNSEALED) >= _READS_MAX or _reads_chars > _READS_MAX_CHARS:
-        forget_reads()
     try:
         kind, raw, record, human = _parsed(body)
     except MalformedRecord as exc:
         why = str(exc)
-        _UNSEALED[note_id] = (body, None, why)
-        _reads_chars += len(body) + len(why)
+        reads.unsealed[note_id] = (body, None, why)
+        reads.chars += len(body) + len(why)
         raise
     if _digest_matches(kind, record, human):
-        _SEALED[note_id] = body
-        _reads_chars += len(body)
+        reads.sealed[note_id] = body
+        reads.chars += len(body)
         return kind, record, True
-    _UNSEALED[note_id] = (body, kind, raw)
-    _reads_chars += 2 * len(body)  # the body, and the marker JSON cut from it
+    reads.unsealed[note_id] = (body, kind, raw)
+    reads.chars += 2 * len(body)  # the body, and the marker JSON cut from it
     return kind, record, False
 
 
@@ -1732,69 +1786,79 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     unbound: list[int] = []
     head: str | None = None
     head_note: int | None = None
-    for note in sorted(notes, key=_BY_ID):
-        body = note.body
-        if note.system or MARKER_OPEN not in body:
-            continue
-        note_id = note.id
-        if note.author_id not in authors:
-            reason = f"a marker in a note by {_author(note)}, not a ledger author"
-            skipped.append(Skipped(note_id, "forged", reason))
-            continue
-        if note.updated_at != note.created_at and _edited(note):
-            edited.append(note_id)
-        try:
-            kind, record, sealed = read_record(note_id, body)
-        except MalformedRecord as exc:
-            skipped.append(Skipped(note_id, "malformed", str(exc), _author(note)))
-            continue
-        digest = record["digest"]
-        if not sealed:
-            rejected[digest] = (note_id, "tampered")
-            reason = "its digest does not match its content: the note was changed after writing"
-            skipped.append(Skipped(note_id, "tampered", reason, _author(note)))
-            continue
-        event = record["event"]
-        if KIND_OF_EVENT[event] != kind:
-            skipped.append(Skipped(note_id, "malformed", "event of another kind", _author(note)))
-            continue
-        named = record.get("issue")
-        if named is None:
-            if kind in ISSUE_BOUND_KINDS:
-                unbound.append(note_id)
-        elif named != here and named.casefold() != here_folded:
-            rejected[digest] = (note_id, "replayed")
-            reason = (
-                f"it names {named}, not this issue (#{issue}): a record copied from another "
-                f"issue counts nowhere"
+    reads = remembered(here)  # what this process read of these notes before
+    try:
+        for note in sorted(notes, key=_BY_ID):
+            body = note.body
+            if note.system or MARKER_OPEN not in body:
+                continue
+            note_id = note.id
+            if note.author_id not in authors:
+                reason = f"a marker in a note by {_author(note)}, not a ledger author"
+                skipped.append(Skipped(note_id, "forged", reason))
+                continue
+            if note.updated_at != note.created_at and _edited(note):
+                edited.append(note_id)
+            try:
+                kind, record, sealed = read_record(note_id, body, reads)
+            except MalformedRecord as exc:
+                skipped.append(Skipped(note_id, "malformed", str(exc), _author(note)))
+                continue
+            digest = record["digest"]
+            if not sealed:
+                rejected[digest] = (note_id, "tampered")
+                reason = "its digest does not match its content: the note was changed after writing"
+                skipped.append(Skipped(note_id, "tampered", reason, _author(note)))
+                continue
+            event = record["event"]
+            if KIND_OF_EVENT[event] != kind:
+                skipped.append(
+                    Skipped(note_id, "malformed", "event of another kind", _author(note))
+                )
+                continue
+            named = record.get("issue")
+            if named is None:
+                if kind in ISSUE_BOUND_KINDS:
+                    unbound.append(note_id)
+            elif named != here and named.casefold() != here_folded:
+                rejected[digest] = (note_id, "replayed")
+                reason = (
+                    f"it names {named}, not this issue (#{issue}): a record copied from another "
+                    f"issue counts nowhere"
+                )
+                skipped.append(Skipped(note_id, "replayed", reason, _author(note)))
+                continue
+            write_id = record["write_id"]
+            first = write_ids.get(write_id)
+            if first is not None:
+                reason = f"repeats the write_id of note {first} (a retried write); ignored"
+                skipped.append(Skipped(note_id, "duplicate", reason, _author(note)))
+                continue
+            write_ids[write_id] = note_id
+            prev = record["prev"]
+            if prev is not None and prev not in digests:
+                where = rejected.get(prev)
+                reason = (
+                    f"its prev names note {where[0]}, which was skipped as {where[1]}"
+                    if where
+                    else "its prev names no earlier record: an earlier note was deleted or rewritten"
+                )
+                breaks.append(Break(note_id, prev, reason))
+            if prev in first_of_prev:
+                more_of_prev.setdefault(prev, [first_of_prev[prev]]).append(note_id)
+            else:
+                first_of_prev[prev] = note_id
+            digests[digest] = note_id
+            state.seen = (head, head_note)
+            head, head_note = digest, note_id
+            void = (
+                board.apply(note, record) if kind in BOARD_KINDS else rules[event](note_id, record)
             )
-            skipped.append(Skipped(note_id, "replayed", reason, _author(note)))
-            continue
-        write_id = record["write_id"]
-        first = write_ids.get(write_id)
-        if first is not None:
-            reason = f"repeats the write_id of note {first} (a retried write); ignored"
-            skipped.append(Skipped(note_id, "duplicate", reason, _author(note)))
-            continue
-        write_ids[write_id] = note_id
-        prev = record["prev"]
-        if prev is not None and prev not in digests:
-            where = rejected.get(prev)
-            reason = (
-                f"its prev names note {where[0]}, which was skipped as {where[1]}"
-                if where
-                else "its prev names no earlier record: an earlier note was deleted or rewritten"
+            trail.append(
+                Event(note_id, kind, event, record["agent"], record, note.created_at, void)
             )
-            breaks.append(Break(note_id, prev, reason))
-        if prev in first_of_prev:
-            more_of_prev.setdefault(prev, [first_of_prev[prev]]).append(note_id)
-        else:
-            first_of_prev[prev] = note_id
-        digests[digest] = note_id
-        state.seen = (head, head_note)
-        head, head_note = digest, note_id
-        void = board.apply(note, record) if kind in BOARD_KINDS else rules[event](note_id, record)
-        trail.append(Event(note_id, kind, event, record["agent"], record, note.created_at, void))
+    finally:
+        fold_done(reads)
     return Ledger(
         holder=state.holder,
         role=state.role,
@@ -2217,8 +2281,9 @@ def edit_candidates(
 TIMEOUT: tuple[float, float] = (5.0, 30.0)
 GLAB_TIMEOUT = 120.0
 PER_PAGE = 100  # GitLab's maximum; it clamps larger values rather than refusing them
-# Connections kept per host: one for each of the board's 16 readers and 3 label listings
-# (pairgate/tracker.py), so none is opened and dropped for want of room.
+# Connections kept per host (REST, and GraphQL apart): one for each of the board's 16 readers
+# and 3 label listings (pairgate/tracker.py) and the audit's 16, so none is opened and dropped
+# for want of room.
 POOL_SIZE = 20
 # A read is retried on these. A write never is: see GitLab.write.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -2377,7 +2442,8 @@ class Https:
         # (requests picks the longest matching prefix), so no REST write is ever retried.
         methods = frozenset(retry.allowed_methods or ()) | {"POST"}
         self._session.mount(
-            self.graphql_url, HTTPAdapter(max_retries=retry.new(allowed_methods=methods))
+            self.graphql_url,
+            HTTPAdapter(max_retries=retry.new(allowed_methods=methods), pool_maxsize=POOL_SIZE),
         )
         self._resolve_environment()
 
@@ -2820,40 +2886,54 @@ def note_gid_number(gid: object) -> int | None:
 
 
 def read_last_edited(
-    client: GitLab, config: Config, wanted: Mapping[int, Iterable[int]]
+    client: GitLab, config: Config, wanted: Mapping[int, Iterable[int]], *, workers: int = 1
 ) -> dict[int, str | None]:
     """note id -> GitLab's lastEditedAt (None: never edited) for the notes ``wanted`` names per
-    tracker issue. One GraphQL query per issue in the common case; a note GitLab does not list
-    raises GitLabError (whether it was edited is unknown, so nothing may pass on it)."""
-    found: dict[int, str | None] = {}
+    tracker issue. One GraphQL query per issue in the common case, up to ``workers`` issues at
+    a time; a note GitLab does not list raises GitLabError (whether it was edited is unknown, so
+    nothing may pass on it), the first issue's in ``wanted``'s order when several fail."""
     tracker = config["tracker_project"]
-    for issue, ids in wanted.items():
-        missing = set(ids)
-        before: str | None = None
-        while missing:
-            variables = {"path": tracker, "iid": str(issue), "before": before}
-            data = client.graphql(LAST_EDITED_QUERY, variables)
-            notes = ((data.get("project") or {}).get("issue") or {}).get("notes")
-            if not isinstance(notes, dict):
-                raise GitLabError(
-                    f"pairgate: GitLab GraphQL does not show {tracker}#{issue} to this token, so "
-                    f"whether its approvals were edited is unknown"
-                )
-            for node in notes.get("nodes") or ():
-                number = note_gid_number((node or {}).get("id"))
-                if number in missing:
-                    found[number] = node.get("lastEditedAt")
-                    missing.discard(number)
-            page = notes.get("pageInfo") or {}
-            if not missing or not page.get("hasPreviousPage") or not page.get("startCursor"):
-                break
-            before = page["startCursor"]
-        if missing:
-            listed = ", ".join(str(n) for n in sorted(missing))
+    asked = [(issue, set(ids)) for issue, ids in wanted.items()]
+    if workers > 1 and len(asked) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(workers, len(asked))) as pool:
+            each = list(pool.map(lambda one: _issue_last_edited(client, tracker, *one), asked))
+    else:
+        each = [_issue_last_edited(client, tracker, issue, ids) for issue, ids in asked]
+    return {note: edited for found in each for note, edited in found.items()}
+
+
+def _issue_last_edited(
+    client: GitLab, tracker: str, issue: int, missing: set[int]
+) -> dict[int, str | None]:
+    """read_last_edited for one issue: newest page first, as far back as the notes asked."""
+    found: dict[int, str | None] = {}
+    before: str | None = None
+    while missing:
+        variables = {"path": tracker, "iid": str(issue), "before": before}
+        data = client.graphql(LAST_EDITED_QUERY, variables)
+        notes = ((data.get("project") or {}).get("issue") or {}).get("notes")
+        if not isinstance(notes, dict):
             raise GitLabError(
-                f"pairgate: GitLab GraphQL does not list note {listed} of {tracker}#{issue}, "
-                f"so whether it was edited is unknown"
+                f"pairgate: GitLab GraphQL does not show {tracker}#{issue} to this token, so "
+                f"whether its approvals were edited is unknown"
             )
+        for node in notes.get("nodes") or ():
+            number = note_gid_number((node or {}).get("id"))
+            if number in missing:
+                found[number] = node.get("lastEditedAt")
+                missing.discard(number)
+        page = notes.get("pageInfo") or {}
+        if not missing or not page.get("hasPreviousPage") or not page.get("startCursor"):
+            break
+        before = page["startCursor"]
+    if missing:
+        listed = ", ".join(str(n) for n in sorted(missing))
+        raise GitLabError(
+            f"pairgate: GitLab GraphQL does not list note {listed} of {tracker}#{issue}, "
+            f"so whether it was edited is unknown"
+        )
     return found
 
 
@@ -3612,8 +3692,9 @@ def gate_merge(
 # =============================================================================================
 
 
-# requests keeps ten connections per host: more readers than that would drop connections.
-AUDIT_WORKERS = 10
+# Readers at a time, as many as the board's (pairgate/tracker.py, where the count is sized): the
+# client keeps a connection for each (gitlab.POOL_SIZE), for REST and GraphQL alike.
+AUDIT_WORKERS = 16
 
 
 def audit_stamp(seconds: float) -> str:
@@ -3975,12 +4056,18 @@ def audit(
     notes = read_all_notes(client, config, wanted)
     readable = {i: n for i, n in notes.items() if not isinstance(n, PairgateError)}
     ledgers_at = LedgersAt(readable, config)
-    # Whether each approval note was edited: one GraphQL read per issue that holds approvals.
+    # Whether each approval note was edited: one GraphQL read per issue that holds approvals,
+    # concurrently like the notes reads (each one a round trip, and a window cites hundreds).
     approvals = {
         issue: [a.note_id for a in fold(listed, config=config, issue=issue).approvals]
         for issue, listed in readable.items()
     }
-    edits = read_last_edited(client, config, {i: ids for i, ids in approvals.items() if ids})
+    edits = read_last_edited(
+        client,
+        config,
+        {i: ids for i, ids in approvals.items() if ids},
+        workers=AUDIT_WORKERS,
+    )
     judged = tuple(
         judge_merged(
             m,

@@ -47,6 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the installed distribution's version and exit",
     )
+    parser.add_argument(
+        "--verbose",
+        dest="version_verbose",
+        action="store_true",
+        help="with --version: also say which schema checker is active",
+    )
     sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
     _add_rows(sub, COMMANDS)
     return parser

@@ -45,3 +45,37 @@ def installed_package_dir(dist: metadata.Distribution) -> Path | None:
         if file.as_posix() == "pairgate/__init__.py":
             return Path(str(dist.locate_file(file))).resolve().parent
     return None
+
+
+def schema_checker() -> str:
+    """Which schema check is active, in words (``--version --verbose`` and doctor say it): the
+    fast check (jsonschema-rs) accepting first with jsonschema deciding every rejection, or
+    jsonschema alone, and why. Reads nothing but this Python's installed packages."""
+    from pairgate.standalone.config import CONFIG_SCHEMA
+    from pairgate.standalone.records import RECORD_SCHEMAS
+    from pairgate.standalone.schema_check import SchemaCheck
+
+    authority = f"jsonschema {_installed('jsonschema') or '(version unknown)'}"
+    fast = _installed("jsonschema-rs")
+    if fast is None:
+        return (
+            f"{authority} alone: jsonschema-rs is not installed (it is a dependency where it "
+            f"publishes wheels; elsewhere pip install 'pairgate[fast]' builds it)"
+        )
+    try:
+        import jsonschema_rs  # noqa: F401
+    except ImportError as exc:
+        return f"{authority} alone: jsonschema-rs {fast} is installed but does not load ({exc})"
+    schemas = [*RECORD_SCHEMAS.values(), CONFIG_SCHEMA]
+    checked = sum(SchemaCheck(schema).has_fast_check for schema in schemas)
+    if checked == 0:
+        return f"{authority} alone: jsonschema-rs {fast} builds none of the schemas"
+    some = "" if checked == len(schemas) else f" ({checked} of {len(schemas)} schemas)"
+    return f"jsonschema-rs {fast} accepts first{some}, {authority} decides every rejection"
+
+
+def _installed(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None

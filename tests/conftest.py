@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from pairgate.sandbox import testing as sandbox_testing
 from pairgate.sandbox.testing import RunningSandbox, running_sandbox
 from pairgate.standalone.config import Config
 from tests.kit.names import FIXTURE_CONFIG
+from tests.kit.pgcluster import Cluster, running
 from tests.kit.run import suite_config
 from tests.kit.suite_configuration import CONFIGURATIONS, activate, runs_twice
 from tests.kit.wiring import WIRING_ENV, is_wiring_test, wiring_tests
@@ -106,3 +108,29 @@ def sandbox(sandbox_server: RunningSandbox) -> RunningSandbox:
     """The session's sandbox, back at the default world (a reset takes milliseconds)."""
     sandbox_server.reset()
     return sandbox_server
+
+
+# -- the watch store on both of its databases (tests/kit/pgcluster.py) ----------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Cluster]:
+    """One throwaway PostgreSQL server for this pytest process, started on first use."""
+    with running() as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty watch store's location: a SQLite file, then a PostgreSQL schema of its own
+    (a test taking this fixture runs on both)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "watch.sqlite3")
+    cluster = request.getfixturevalue("postgres_cluster")
+    return str(cluster.url(cluster.new_schema()))
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: Cluster) -> str:
+    """A new, empty PostgreSQL watch store (a schema of its own)."""
+    return postgres_cluster.url(postgres_cluster.new_schema())

@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 
 from pairgate.parser import build_parser
 from pairgate.sandbox.testing import RunningSandbox
+from pairgate.version import schema_checker
 from tests.kit.names import ROOT
 from tests.kit.run import PAIRGATE, agent_env, run_cli, run_program
 
@@ -182,6 +184,42 @@ def test_version_prints_the_installed_version_of_the_running_copy(tmp_path: Path
     fake_install(tmp_path, editable_checkout=ROOT)
     result = run_program([*PAIRGATE, "--version"], env={"PYTHONPATH": f"{tmp_path}:{ROOT}"})
     assert (result.code, result.out, result.err) == (0, "pairgate 9.9.9\n", "")
+
+
+def test_version_verbose_says_which_schema_checker_is_active(tmp_path: Path) -> None:
+    fake_install(tmp_path, editable_checkout=ROOT)
+    result = run_program(
+        [*PAIRGATE, "--version", "--verbose"], env={"PYTHONPATH": f"{tmp_path}:{ROOT}"}
+    )
+    assert (result.code, result.err) == (0, "")
+    assert result.out == f"pairgate 9.9.9\nschema checker: {schema_checker()}\n"
+
+
+def test_verbose_before_a_command_is_for_version_only() -> None:
+    result = run_cli(["--verbose", "status", "3"])
+    assert (result.code, result.out) == (2, "")
+    assert "pairgate: error: --verbose before the command goes with --version only" in result.err
+
+
+def test_the_schema_checker_line_says_which_check_runs_and_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("jsonschema_rs", reason="the fast check's library")
+    fast, authority = metadata.version("jsonschema-rs"), metadata.version("jsonschema")
+    assert schema_checker() == (
+        f"jsonschema-rs {fast} accepts first, jsonschema {authority} decides every rejection"
+    )
+    # Installed, but it does not load (as with a wheel for another platform).
+    monkeypatch.setitem(sys.modules, "jsonschema_rs", None)
+    assert schema_checker().startswith(
+        f"jsonschema {authority} alone: jsonschema-rs {fast} is installed but does not load ("
+    )
+    # Not installed at all (a platform it publishes no wheel for).
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    assert schema_checker() == (
+        "jsonschema (version unknown) alone: jsonschema-rs is not installed (it is a dependency "
+        "where it publishes wheels; elsewhere pip install 'pairgate[fast]' builds it)"
+    )
 
 
 def test_version_refuses_when_the_running_copy_is_not_the_installed_one(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 
 from pairgate.doctor_checks import MERGE_CHECK_JOB
 from pairgate.sandbox.testing import RunningSandbox
+from pairgate.version import schema_checker
 from tests.kit.run import Result, agent_env, run_cli
 
 PIPELINE = "gate/pipeline.yml"
@@ -98,7 +99,7 @@ def test_a_deployment_as_the_readme_recommends_passes(sandbox: RunningSandbox) -
 def test_every_check_says_which_field_it_read(sandbox: RunningSandbox) -> None:
     recommended(sandbox)
     doc = json.loads(doctor(sandbox, "--json").out)
-    assert set(doc) == {"holes", "cannot_read", "passed", "checks"}
+    assert set(doc) == {"holes", "cannot_read", "passed", "checks", "schema_checker"}
     for check in doc["checks"]:
         assert check["read"] and all("(doc/api/" in field for field in check["read"]), check
         assert set(check) == {"check", "subject", "status", "read", "detail", "fix"}
@@ -257,3 +258,15 @@ def test_project_limits_it_and_refuses_an_ungated_one(sandbox: RunningSandbox) -
                                      "PAIRGATE_TEST_TASK_API_TOKEN"}  # fmt: skip
     refused = doctor(sandbox, "--project", "outside/app")
     assert refused.code == 2 and "--project outside/app: not a gated project" in refused.err
+
+
+def test_doctor_says_which_schema_checker_is_active_without_gitlab(
+    sandbox: RunningSandbox,
+) -> None:
+    line = f"schema checker: {schema_checker()}\n"
+    result = doctor(sandbox, PAIRGATE_TEST_GITLAB_URL="http://127.0.0.1:9")
+    assert result.code == 2
+    assert result.out == line  # said before any read, which then fails
+    recommended(sandbox)
+    assert doctor(sandbox).out.startswith(line)
+    assert json.loads(doctor(sandbox, "--json").out)["schema_checker"] == schema_checker()

@@ -111,31 +111,75 @@ def test_what_the_reader_remembers_is_bounded(monkeypatch: pytest.MonkeyPatch) -
     notes = [Note.from_api(n) for n in trail(7, size=40)]
     records.forget_reads()
     first = fold(notes, config=config, issue=ISSUE)
-    assert 20 <= _held()[0] <= 40
-    assert records._UNSEALED  # the trail's tampered and malformed notes, remembered apart
+    one_issue = _held()
+    assert 20 <= one_issue[0] <= 40
+    assert records._READS[_ref(ISSUE)].unsealed  # its tampered and malformed notes, kept apart
+    # Bounds below one issue's notes: the issue read last is remembered whole, and every other
+    # forgotten. (The same notes under other issue numbers: read alike, skipped as replayed.)
     monkeypatch.setattr(records, "_READS_MAX", 5)
     monkeypatch.setattr(records, "_READS_MAX_CHARS", 4000)
     records.forget_reads()
-    again = fold(notes, config=config, issue=ISSUE)
-    count, chars = _held()
-    assert count <= 5
-    assert chars <= 4000 + 2 * max(len(n.body) for n in notes)
+    for issue in (ISSUE + 1, ISSUE + 2, ISSUE):
+        again = fold(notes, config=config, issue=issue)
+        assert list(records._READS) == [_ref(issue)]
+        assert _held() == one_issue
+        assert records._held == list(one_issue)  # what it counts is what it holds
     compare(again, first)  # forgetting changes nothing but the time
     # The characters alone bound it too, whichever kind of note holds them.
     monkeypatch.setattr(records, "_READS_MAX", 65536)
-    monkeypatch.setattr(records, "_READS_MAX_CHARS", 3000)
+    monkeypatch.setattr(records, "_READS_MAX_CHARS", one_issue[1] * 5 // 2)
     records.forget_reads()
+    for issue in (ISSUE + 1, ISSUE + 2, ISSUE + 1, ISSUE + 3):
+        fold(notes, config=config, issue=issue)
+    # Two issues fit: the one read least recently (ISSUE + 2) was forgotten first.
+    assert list(records._READS) == [_ref(ISSUE + 1), _ref(ISSUE + 3)]
+    assert _held() == (2 * one_issue[0], 2 * one_issue[1])
+
+
+def test_a_second_fold_reads_nothing_afresh_however_long_the_ledger(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No cliff: a ledger longer than the bound is remembered whole, so folding it again finds
+    every note, where starting afresh when full would read it all again on every fold."""
+    config = load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
+    notes = [Note.from_api(n) for n in trail(11, size=120)]
+    monkeypatch.setattr(records, "_READS_MAX", 10)
+    parsed = records._parsed
+    calls: list[str] = []
+
+    def counted(body: str) -> Any:
+        calls.append(body)
+        return parsed(body)
+
+    monkeypatch.setattr(records, "_parsed", counted)
+    records.forget_reads()
+    first = fold(notes, config=config, issue=ISSUE)
+    read_first = len(calls)
+    assert read_first > 50
+    assert _held()[0] == read_first
+    calls.clear()
     compare(fold(notes, config=config, issue=ISSUE), first)
-    count, chars = _held()
-    assert 0 < count < 20 and chars <= 3000 + 2 * max(len(n.body) for n in notes)
+    assert calls == []
+    # The bound holds across issues: reading another forgets this one.
+    fold(notes[:30], config=config, issue=ISSUE + 1)
+    assert list(records._READS) == [_ref(ISSUE + 1)]
+    assert records._held == list(_held())
+
+
+def _ref(issue: int) -> str:
+    """An issue's key in what the reader remembers: its tracker reference."""
+    return f"acme/tracker#{issue}"
 
 
 def _held() -> tuple[int, int]:
     """(notes, characters) the reader remembers, counted from what it holds."""
-    unsealed = records._UNSEALED.values()
-    return len(records._SEALED) + len(unsealed), sum(map(len, records._SEALED.values())) + sum(
-        len(body) + len(json_or_why) for body, _, json_or_why in unsealed
-    )
+    count = chars = 0
+    for reads in records._READS.values():
+        unsealed = reads.unsealed.values()
+        count += len(reads.sealed) + len(unsealed)
+        chars += sum(map(len, reads.sealed.values()))
+        chars += sum(len(body) + len(json_or_why) for body, _, json_or_why in unsealed)
+    return count, chars
 
 
 def test_a_note_read_again_with_another_body_is_read_afresh(reference: ModuleType) -> None:

@@ -65,7 +65,16 @@ PYTHON_FIRST = os.pathsep.join([os.path.dirname(sys.executable), os.environ["PAT
 HOME = Path(tempfile.gettempdir()) / "pairgate-hook-tests-home"  # where the bytecode cache goes
 
 
-def hook_input(command: str, **extra: Any) -> str:
+# JSON.stringify's spacing (what Claude Code writes), json.dumps's, and an indented form.
+COMPACT: dict[str, Any] = {"separators": (",", ":")}
+SPACINGS: dict[str, dict[str, Any]] = {
+    "compact": COMPACT,
+    "spaced": {"separators": (", ", ": ")},
+    "indented": {"indent": 2},
+}
+
+
+def hook_input(command: str, *, spacing: dict[str, Any] = COMPACT, **extra: Any) -> str:
     """What Claude Code writes on a PreToolUse hook's stdin for the Bash tool."""
     return json.dumps(
         {
@@ -78,7 +87,8 @@ def hook_input(command: str, **extra: Any) -> str:
             "tool_input": {"command": command, "description": "Run a command"},
             "tool_use_id": "toolu_01",
             **extra,
-        }
+        },
+        **spacing,
     )
 
 
@@ -112,14 +122,85 @@ def bash_only_path(tmp_path: Path) -> str:
 # -- the fast path ---------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("spacing", SPACINGS)
 @pytest.mark.parametrize(
-    "command", ["ls -la", "git status", "cd src && make test", "pytest -q tests/x.py"]
+    "command",
+    ["ls -la", "git status", "cd src && make test", "pytest -q tests/x.py", "make\nmake test"],
 )
 def test_a_command_that_cannot_name_a_merge_is_allowed_by_bash_alone(
-    deployed: Path, tmp_path: Path, command: str
+    deployed: Path, tmp_path: Path, command: str, spacing: str
 ) -> None:
-    result = run_hook(deployed, hook_input(command), path=bash_only_path(tmp_path))
+    stdin = hook_input(command, spacing=SPACINGS[spacing])
+    result = run_hook(deployed, stdin, path=bash_only_path(tmp_path))
     assert (result.returncode, result.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("spacing", SPACINGS)
+@pytest.mark.parametrize(
+    "command",
+    [
+        "glab mr merge 3",
+        "GLAB MR MERGE 3",
+        "ls && gh pr merge",
+        'ls "x"',
+        "ls \\x",
+        "ls $HOME",
+        "echo $(printf glab) mr me''rge 3",
+    ],
+)
+def test_bash_leaves_a_command_that_could_name_a_merge_to_python(
+    deployed: Path, tmp_path: Path, command: str, spacing: str
+) -> None:
+    # With no python3 to go to, a command the fast path let through would exit 0.
+    stdin = hook_input(command, spacing=SPACINGS[spacing])
+    result = run_hook(deployed, stdin, path=bash_only_path(tmp_path))
+    assert result.returncode == 2
+    assert "python3 is not on PATH" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        # A key that ends in "command" or "tool_name" (an escaped quote before the name) makes
+        # the name occur twice: neither is trusted.
+        '{"tool_name":"Bash","tool_input":{"x\\"command":"ls","command":"glab mr merge 3"}}',
+        '{"tool_name":"mcp__glab__glab_mr_merge","tool_input":{"x\\"tool_name":"Bash","command":"ls"}}',
+        # The command's string ends at an escaped quote, or at none: cut short.
+        '{"tool_name":"Bash","tool_input":{"command":"ls \\"; glab mr merge 3"}}',
+        '{"tool_name":"Bash","tool_input":{"command":"ls',
+        '{"tool_name":"Bash","tool_input":{"comm',
+        # The command is not a string.
+        '{"tool_name":"Bash","tool_input":{"command":["ls"]}}',
+        '{"tool_name":"Bash","tool_input":{"command":null}}',
+        # Names of another case are other keys.
+        '{"tool_name":"Bash","tool_input":{"Command":"ls"}}',
+        '{"tool_name":"bash","tool_input":{"command":"ls"}}',
+    ],
+)
+def test_compact_json_the_fast_path_cannot_trust_goes_to_python(
+    deployed: Path, tmp_path: Path, stdin: str
+) -> None:
+    result = run_hook(deployed, stdin, path=bash_only_path(tmp_path))
+    assert result.returncode == 2
+    assert "python3 is not on PATH" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "stdin",
+    [
+        '{"tool_name":"Bash","tool_input":{"command":"ls',
+        '{"tool_name":"Bash","tool_input":{"comm',
+        '{"tool_name":"Bash","tool_input":{"command":["ls"]}}',
+        '{"tool_name": "Bash", "tool_input": {"command": "ls',
+        "{",
+    ],
+)
+def test_malformed_json_is_blocked_by_python(deployed: Path, stdin: str) -> None:
+    # (Bash reads the command, not the whole input: JSON cut short after the command's string
+    # still has a command that cannot name a merge, and is allowed.)
+    result = run_hook(deployed, stdin)
+    assert result.returncode == 2, result.stderr
+    assert "hook input" in result.stderr
 
 
 # Quotes that bash removes: the text names neither glab nor merge, yet bash runs glab mr merge.
@@ -379,6 +460,16 @@ def test_a_failing_preflight_blocks(hooks: Path) -> None:
     result = run_hook(hooks, hook_input(MERGE))
     assert result.returncode == 2
     assert "proxy not configured" in result.stderr
+
+
+@pytest.mark.parametrize("status", [1, 3, 126])
+def test_a_failure_past_the_fast_path_blocks(hooks: Path, status: int) -> None:
+    # The EXIT guard is set once the fast path is done: a hooklib that ends the script with
+    # another status (an error of its own, or a stray exit) still blocks.
+    add_to_hooklib(hooks, f"exit {status}\n")
+    result = run_hook(hooks, hook_input(MERGE))
+    assert result.returncode == 2
+    assert f"the merge hook failed (status {status})" in result.stderr
 
 
 def test_a_hooklib_that_sets_errexit_cannot_turn_a_block_into_a_pass(hooks: Path) -> None:

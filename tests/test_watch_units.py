@@ -73,6 +73,16 @@ def test_an_older_pipeline_answer_is_not_news() -> None:
     assert events == []  # the same pipeline, unchanged
 
 
+def test_an_older_read_of_the_same_pipeline_is_not_news() -> None:
+    """A hook's read committed first (failed), a poll's older read of it (running) after."""
+    failed = PipelineSnap(9, A, "failed", T1, "u/9", ("t",))
+    running = PipelineSnap(9, A, "running", T0, "u/9")
+    snap, events = pipeline_changes(mr(pipelines=(failed,)), [running])
+    assert events == [] and snap.pipeline_for(A) == failed
+    _, events = mr_changes(mr(pipelines=(failed,)), mr(pipelines=(running,)))
+    assert [e.kind for e in events] == []
+
+
 def test_pipeline_outcomes() -> None:
     assert [
         outcome(s) for s in ("success", "failed", "pending", "created", "canceling", "manual")

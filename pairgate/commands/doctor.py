@@ -214,7 +214,13 @@ def _tracker_branch(
 
 def doctor(*, ctx: Context, config: Config, client: GitLab, projects: list[str], json: bool) -> int:
     """Exit 0 no hole, 1 holes, 2 something could not be read (it wins: the report is then
-    incomplete)."""
+    incomplete). The schema checker line needs no GitLab: in text it comes first, so a run
+    whose reads fail still shows it."""
+    from pairgate.version import schema_checker
+
+    checker = schema_checker()
+    if not json:
+        print(f"schema checker: {checker}", file=ctx.stdout)
     paths, checks = run_checks(ctx, config, client, projects)
     holes = [c for c in checks if c.status == HOLE]
     unread = [c for c in checks if c.status == CANNOT_READ]
@@ -224,6 +230,7 @@ def doctor(*, ctx: Context, config: Config, client: GitLab, projects: list[str],
             "cannot_read": len(unread),
             "passed": len([c for c in checks if c.status == PASS]),
             "checks": [c.as_json() for c in checks],
+            "schema_checker": checker,
         }
         print(jsonlib.dumps(doc, indent=2), file=ctx.stdout)
     else:

@@ -12,10 +12,11 @@ from pairgate import output
 from pairgate.commands.watch import store_flag
 from pairgate.standalone.config import Config, load_config
 from pairgate.standalone.errors import Context, Exit, UsageError, report
-from pairgate.turn import identity
+from pairgate.turn import identity, session_id
 from pairgate.watch import REMIND_AFTER, delivery, hooks
+from pairgate.watch.backends import shown as shown_store
 from pairgate.watch.records import subject_name
-from pairgate.watch.store import Store, default_path
+from pairgate.watch.store import Store, is_postgres, locate
 
 
 def _batch_id(text: str, cli: str) -> int:
@@ -31,7 +32,7 @@ def inbox(
     agent: str | None = None,
     json: bool = False,
     claude_hook: str | None = None,
-    store: Path | None = None,
+    store: str | None = None,
     remind_after: float | None = None,
 ) -> int:
     """Reads its own configuration (main does not), so that in a hook every failure, a broken
@@ -56,10 +57,23 @@ def inbox(
 
 
 def inbox_ack(
-    *, ctx: Context, batch: str, note: str | None, as_agent: str | None, store: Path | None
+    *, ctx: Context, batch: str, note: str | None, as_agent: str | None, store: str | None
 ) -> int:
     """``inbox ack``: reads its own configuration, as ``inbox`` does."""
     return ack(ctx, load_config(ctx.env), batch=batch, note=note, as_agent=as_agent, store=store)
+
+
+def _where(ctx: Context, config: Config, store: str | None) -> str | Path:
+    return locate(store, ctx.env, config.env_name("WATCH_STORE"), config["tracker_project"])
+
+
+def _exists(where: str | Path) -> bool:
+    """Has the watcher made this store yet? (A PostgreSQL store is there to be opened.)"""
+    return is_postgres(where) or Path(where).exists()
+
+
+def _open(ctx: Context, config: Config, where: str | Path) -> Store:
+    return Store.open(where, tracker=config["tracker_project"], now=ctx.now())
 
 
 def _remind_after(db: Store, given: float | None) -> float:
@@ -75,7 +89,7 @@ def listing(
     *,
     agent: str | None,
     json: bool,
-    store: Path | None,
+    store: str | None,
     remind_after: float | None,
 ) -> int:
     me = ctx.env.get(config.env_name("AGENT_ID"), "").strip() or None
@@ -85,12 +99,12 @@ def listing(
             f"{config.cli} inbox: whose inbox? Pass --agent <agent> or set "
             f"{config.env_name('AGENT_ID')}"
         )
-    path = store or default_path(ctx.env, config["tracker_project"])
-    if not path.exists():
+    path = _where(ctx, config, store)
+    if not _exists(path):
         shown: list[delivery.Shown] = []
         where = f" (no watch store at {path} yet: the watcher has not run; {config.cli} watch)"
     else:
-        db = Store.open(path, tracker=config["tracker_project"])
+        db = _open(ctx, config, path)
         try:
             shown = delivery.pull(
                 db,
@@ -108,7 +122,8 @@ def listing(
         where = ""
     if json:
         output.dump(
-            {"agent": who, "store": str(path), "batches": [s.doc for s in shown]}, ctx.stdout
+            {"agent": who, "store": shown_store(path), "batches": [s.doc for s in shown]},
+            ctx.stdout,
         )
     elif not shown:
         print(f"Nothing is waiting for {who}{where}.", file=ctx.stdout)
@@ -124,21 +139,28 @@ def ack(
     batch: str,
     note: str | None,
     as_agent: str | None,
-    store: Path | None,
+    store: str | None,
 ) -> int:
     me = identity(ctx, config, as_agent)
     number = _batch_id(batch, config.cli)
-    path = store or default_path(ctx.env, config["tracker_project"])
-    if not path.exists():
+    path = _where(ctx, config, store)
+    if not _exists(path):
         raise UsageError(
             f"{config.cli} inbox ack: there is no watch store at {path}: the watcher has not run "
             f"there (start it: {config.cli} watch)"
         )
-    db = Store.open(path, tracker=config["tracker_project"])
+    db = _open(ctx, config, path)
     try:
         with db.writing():
             before = db.batch(number)
-            done = db.ack(number, agent=me, note=note, now=ctx.now(), cli=config.cli)
+            done = db.ack(
+                number,
+                agent=me,
+                note=note,
+                now=ctx.now(),
+                cli=config.cli,
+                session=session_id(ctx, config),
+            )
         name = subject_name(done.subject)
         if before is not None and before.acked_at is not None:
             print(
@@ -169,7 +191,7 @@ def claude(
     event: str,
     raw: str,
     agent: str | None,
-    store: Path | None,
+    store: str | None,
     remind_after: float | None,
 ) -> int:
     """One Claude Code hook call: the hook's JSON in ``raw``, the answer on stdout."""
@@ -187,10 +209,10 @@ def claude(
             file=ctx.stderr,
         )
         return Exit.OK
-    path = store or default_path(ctx.env, config["tracker_project"])
-    if not path.exists():
+    path = _where(ctx, config, store)
+    if not _exists(path):
         return Exit.OK
-    db = Store.open(path, tracker=config["tracker_project"])
+    db = _open(ctx, config, path)
     try:
         out = hooks.answer(
             event,

@@ -275,8 +275,8 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "watch",
-        "poll GitLab and deliver merge request and ledger events to the agent who owes the next "
-        "move",
+        "poll GitLab (and take its webhooks) and deliver merge request and ledger events to the "
+        "agent who owes the next move",
         "pairgate.commands.watcher:watch",
         watch.watch,
         reads_gitlab=True,

@@ -10,12 +10,16 @@ the next move; ``inbox`` is how that agent reads and acknowledges them.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from pairgate.watch import HOOK_EVENTS, REMIND_AFTER
 
 INTERVAL = 180.0
-STORE_HELP = "the watch store (default: $XDG_STATE_HOME/pairgate/<tracker>.sqlite3)"
+HOOKED_INTERVAL = 900.0  # with webhooks the poll is the safety net for lost hooks
+LEASE = 120.0  # pairgate.watch.delivery.LEASE
+STORE_HELP = (
+    "the watch store: a SQLite file or a postgresql:// URL (default: <env_prefix>_WATCH_STORE, "
+    "else $XDG_STATE_HOME/pairgate/<tracker>.sqlite3)"
+)
 
 
 def _seconds(text: str) -> float:
@@ -33,9 +37,37 @@ def watch(p: argparse.ArgumentParser) -> None:
         "--once", action="store_true", help="poll once and deliver (for a scheduled job)"
     )
     p.add_argument(
-        "--interval", type=_seconds, default=INTERVAL, metavar="SECONDS", help="default: 180"
+        "--interval",
+        type=_seconds,
+        metavar="SECONDS",
+        help="seconds between polls (default: 180; 900 with --listen, where the poll is the "
+        "safety net for lost webhooks)",
     )
-    p.add_argument("--store", type=Path, metavar="PATH", help=STORE_HELP)
+    p.add_argument("--store", metavar="WHERE", help=STORE_HELP)
+    p.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="receive GitLab's webhooks (merge request, note, pipeline, job and push events) "
+        "here; the secret token is <env_prefix>_WEBHOOK_TOKEN or --hook-token-file",
+    )
+    p.add_argument(
+        "--hook-token-file",
+        metavar="FILE",
+        help="the webhooks' secret token, read from FILE (default: <env_prefix>_WEBHOOK_TOKEN)",
+    )
+    p.add_argument(
+        "--no-poll",
+        action="store_true",
+        help="with --listen: never poll (a lost webhook is then never seen; not recommended)",
+    )
+    p.add_argument(
+        "--lease",
+        type=_seconds,
+        default=LEASE,
+        metavar="SECONDS",
+        help="how long this watcher's claim on a batch or a webhook lasts before another "
+        "watcher of the store takes it over (default: 120)",
+    )
     p.add_argument("--status", action="store_true", help="say what the store holds; poll nothing")
     p.add_argument("--json", action="store_true", help="print JSON with stable keys")
     p.add_argument(
@@ -65,7 +97,7 @@ def inbox(p: argparse.ArgumentParser) -> None:
         help="speak Claude Code's hook protocol for EVENT (SessionStart, UserPromptSubmit, Stop), "
         "reading the hook's JSON on stdin",
     )
-    p.add_argument("--store", type=Path, metavar="PATH", help=STORE_HELP)
+    p.add_argument("--store", metavar="WHERE", help=STORE_HELP)
     p.add_argument(
         "--remind-after",
         type=_seconds,
@@ -83,11 +115,16 @@ def inbox_ack(p: argparse.ArgumentParser) -> None:
         metavar="AGENT",
         help="act as this agent identity (default: <env_prefix>_AGENT_ID)",
     )
-    p.add_argument("--store", type=Path, metavar="PATH", help=STORE_HELP)
+    p.add_argument("--store", metavar="WHERE", help=STORE_HELP)
 
 
-def store_flag(store: Path | None) -> str:
-    """`` --store PATH`` for a command a handler suggests, when the store was given."""
+def store_flag(store: str | None) -> str:
+    """`` --store WHERE`` for a command a handler suggests, when the store was given: a
+    PostgreSQL URL without its password."""
+    if store is None:
+        return ""
     import shlex  # here: --help builds this module's flags and needs no quoting
 
-    return f" --store {shlex.quote(str(store))}" if store is not None else ""
+    from pairgate.watch.backends import shown
+
+    return f" --store {shlex.quote(shown(store))}"

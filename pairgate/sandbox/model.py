@@ -26,6 +26,7 @@ from pairgate.sandbox.records import (
     Project,
     Token,
     User,
+    WebHook,
     new_discussion_id,
 )
 
@@ -40,6 +41,7 @@ TABLES: dict[str, type] = {
     "pipelines": Pipeline,
     "jobs": Job,
     "tokens": Token,
+    "hooks": WebHook,
 }
 _STR_KEYED = {"commits", "tokens"}
 _INT_KEYED = {"members", "shared_with"}
@@ -78,12 +80,17 @@ class World:
     pipelines: dict[int, Pipeline] = field(default_factory=dict)
     jobs: dict[int, Job] = field(default_factory=dict)
     tokens: dict[str, Token] = field(default_factory=dict)  # the secret -> its record
+    hooks: dict[int, WebHook] = field(default_factory=dict)  # project and group webhooks
     labels: dict[str, int] = field(default_factory=dict)  # title -> label id
     counters: dict[str, int] = field(default_factory=dict)
     clock_offset: float = 0.0
     options: Options = field(default_factory=Options)
     index: Index = field(
         default_factory=Index, init=False, repr=False, compare=False, metadata={"derived": True}
+    )
+    # The server's webhook deliveries (webhook_events.Webhooks), never saved: set by the server.
+    webhooks: Any = field(
+        default=None, init=False, repr=False, compare=False, metadata={"derived": True}
     )
 
     def __post_init__(self) -> None:

@@ -216,3 +216,22 @@ class Job:
     finished_at: str | None = None
     retried: bool = False  # replaced by a retry: hidden from job lists and the status
     trace: str = ""  # its log, as its runner sent it (POST /-/sandbox/jobs/:id)
+
+
+@dataclass
+class WebHook:
+    """A project or group webhook (project_webhooks.md, group_webhooks.md): where GitLab POSTs
+    the events its flags select (webhooks.py, webhook_events.py)."""
+
+    id: int
+    url: str
+    created_at: str
+    project_id: int | None = None  # a project hook
+    group_id: int | None = None  # a group hook: every project of the group
+    token: str | None = None  # write-only: never rendered
+    name: str | None = None
+    description: str | None = None
+    events: dict[str, bool] = field(default_factory=dict)  # push_events, note_events, ...
+    enable_ssl_verification: bool = True
+    push_events_branch_filter: str | None = None
+    branch_filter_strategy: str = "wildcard"

@@ -27,6 +27,7 @@ from pairgate.sandbox.httpd import (
 )
 from pairgate.sandbox.model import World
 from pairgate.sandbox.records import Options, Token
+from pairgate.sandbox.webhook_events import Webhooks
 
 # The resource modules register their routes on API when imported.
 from pairgate.sandbox import (  # noqa: F401  isort: skip
@@ -44,6 +45,7 @@ from pairgate.sandbox import (  # noqa: F401  isort: skip
     protected_branches,
     repository,
     tokens,
+    webhooks,
 )
 
 DEFAULT_STATUS = {"GET": 200, "POST": 201, "PUT": 200, "DELETE": 204}
@@ -82,10 +84,15 @@ class App:
         # fails a test that made one unless the test expects it (tests/conftest.py).
         self.unserved: list[dict[str, Any]] = []
         self.example: dict[str, Any] | None = None  # what --with-example made (kit.py)
+        self._actor: Any = None  # the user the last request acted as
+        self.webhooks = Webhooks()  # webhook_events.py: what changed goes out to the hooks
+        world.webhooks = self.webhooks
 
     def reset(self) -> None:
         with self.lock:
             self.world = defaults.build(copy.copy(self.base_options))
+            self.world.webhooks = self.webhooks
+            self.webhooks.reset()
             self.faults.clear()
             self.log.clear()
 
@@ -94,24 +101,43 @@ class App:
     ) -> Reply:
         pairs = parse_qsl(query, keep_blank_values=True)
         with self.lock:
-            try:
-                params = parse_params(pairs, body, headers.get("content-type", ""))
-                req = Request(method, path, pairs, params, headers, base, self.world)
-                if path.startswith("/-/sandbox/"):
-                    return self._reply(control.ROUTER, req, path[len("/-/sandbox") :])
-                if path == "/api/graphql" and method == "POST":
-                    # A query only reads, so a read_api token may run one (GitLab's rule);
-                    # the served schema has no mutations.
-                    self._authenticate(req, job_token_allowed=False, reads_by_post=True)
-                    return graphql_api.serve(req)
-                if not path.startswith("/api/v4/"):
-                    raise ApiError(404, {"error": "404 Not Found"})
-                return self._reply(API, req, path[len("/api/v4") :], authenticate=True)
-            except ApiError as error:
-                return Reply(error.status, error.body, error.headers)
-            except Exception:  # a sandbox bug: answer as GitLab does, and say where
-                traceback.print_exc()
-                return Reply(500, {"message": "500 Internal Server Error"})
+            if method == "GET" or path.startswith("/-/sandbox/reset"):
+                return self._handle(method, path, pairs, headers, body, base)
+            mark = self.webhooks.before(self.world, method, path, headers)
+            reply = self._handle(method, path, pairs, headers, body, base)
+            if reply.status < 400:
+                self.webhooks.after(self.world, mark, base, self._actor)
+            return reply
+
+    def _handle(
+        self,
+        method: str,
+        path: str,
+        pairs: list[tuple[str, str]],
+        headers: dict[str, str],
+        body: bytes,
+        base: str,
+    ) -> Reply:
+        """One request, under the lock (``handle`` holds it)."""
+        self._actor = None
+        try:
+            params = parse_params(pairs, body, headers.get("content-type", ""))
+            req = Request(method, path, pairs, params, headers, base, self.world)
+            if path.startswith("/-/sandbox/"):
+                return self._reply(control.ROUTER, req, path[len("/-/sandbox") :])
+            if path == "/api/graphql" and method == "POST":
+                # A query only reads, so a read_api token may run one (GitLab's rule);
+                # the served schema has no mutations.
+                self._authenticate(req, job_token_allowed=False, reads_by_post=True)
+                return graphql_api.serve(req)
+            if not path.startswith("/api/v4/"):
+                raise ApiError(404, {"error": "404 Not Found"})
+            return self._reply(API, req, path[len("/api/v4") :], authenticate=True)
+        except ApiError as error:
+            return Reply(error.status, error.body, error.headers)
+        except Exception:  # a sandbox bug: answer as GitLab does, and say where
+            traceback.print_exc()
+            return Reply(500, {"message": "500 Internal Server Error"})
 
     def _reply(
         self, router: Router, req: Request, path: str, *, authenticate: bool = False
@@ -120,6 +146,7 @@ class App:
         if authenticate:
             self._authenticate(req, job_token_allowed=route.job_token and req.method == "GET")
         result = route.handler(req, **args) if router is API else route.handler(self, req, **args)
+        self._actor = req.user  # who did it, as the webhooks it fires say
         if isinstance(result, Reply):
             return result
         return Reply(DEFAULT_STATUS.get(req.method, 200), result)

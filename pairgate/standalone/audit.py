@@ -47,8 +47,9 @@ __all__ = [
     "merged_listing_params",
 ]
 
-# requests keeps ten connections per host: more readers than that would drop connections.
-AUDIT_WORKERS = 10
+# Readers at a time, as many as the board's (pairgate/tracker.py, where the count is sized): the
+# client keeps a connection for each (gitlab.POOL_SIZE), for REST and GraphQL alike.
+AUDIT_WORKERS = 16
 
 
 def audit_stamp(seconds: float) -> str:
@@ -410,12 +411,18 @@ def audit(
     notes = read_all_notes(client, config, wanted)
     readable = {i: n for i, n in notes.items() if not isinstance(n, PairgateError)}
     ledgers_at = LedgersAt(readable, config)
-    # Whether each approval note was edited: one GraphQL read per issue that holds approvals.
+    # Whether each approval note was edited: one GraphQL read per issue that holds approvals,
+    # concurrently like the notes reads (each one a round trip, and a window cites hundreds).
     approvals = {
         issue: [a.note_id for a in fold(listed, config=config, issue=issue).approvals]
         for issue, listed in readable.items()
     }
-    edits = read_last_edited(client, config, {i: ids for i, ids in approvals.items() if ids})
+    edits = read_last_edited(
+        client,
+        config,
+        {i: ids for i, ids in approvals.items() if ids},
+        workers=AUDIT_WORKERS,
+    )
     judged = tuple(
         judge_merged(
             m,

@@ -30,7 +30,9 @@ from pairgate.standalone.records import (
     MARKER_OPEN,
     MalformedRecord,
     constraint_id,
+    fold_done,
     read_record,
+    remembered,
 )
 
 __all__ = [
@@ -273,69 +275,79 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     unbound: list[int] = []
     head: str | None = None
     head_note: int | None = None
-    for note in sorted(notes, key=_BY_ID):
-        body = note.body
-        if note.system or MARKER_OPEN not in body:
-            continue
-        note_id = note.id
-        if note.author_id not in authors:
-            reason = f"a marker in a note by {_author(note)}, not a ledger author"
-            skipped.append(Skipped(note_id, "forged", reason))
-            continue
-        if note.updated_at != note.created_at and _edited(note):
-            edited.append(note_id)
-        try:
-            kind, record, sealed = read_record(note_id, body)
-        except MalformedRecord as exc:
-            skipped.append(Skipped(note_id, "malformed", str(exc), _author(note)))
-            continue
-        digest = record["digest"]
-        if not sealed:
-            rejected[digest] = (note_id, "tampered")
-            reason = "its digest does not match its content: the note was changed after writing"
-            skipped.append(Skipped(note_id, "tampered", reason, _author(note)))
-            continue
-        event = record["event"]
-        if KIND_OF_EVENT[event] != kind:
-            skipped.append(Skipped(note_id, "malformed", "event of another kind", _author(note)))
-            continue
-        named = record.get("issue")
-        if named is None:
-            if kind in ISSUE_BOUND_KINDS:
-                unbound.append(note_id)
-        elif named != here and named.casefold() != here_folded:
-            rejected[digest] = (note_id, "replayed")
-            reason = (
-                f"it names {named}, not this issue (#{issue}): a record copied from another "
-                f"issue counts nowhere"
+    reads = remembered(here)  # what this process read of these notes before
+    try:
+        for note in sorted(notes, key=_BY_ID):
+            body = note.body
+            if note.system or MARKER_OPEN not in body:
+                continue
+            note_id = note.id
+            if note.author_id not in authors:
+                reason = f"a marker in a note by {_author(note)}, not a ledger author"
+                skipped.append(Skipped(note_id, "forged", reason))
+                continue
+            if note.updated_at != note.created_at and _edited(note):
+                edited.append(note_id)
+            try:
+                kind, record, sealed = read_record(note_id, body, reads)
+            except MalformedRecord as exc:
+                skipped.append(Skipped(note_id, "malformed", str(exc), _author(note)))
+                continue
+            digest = record["digest"]
+            if not sealed:
+                rejected[digest] = (note_id, "tampered")
+                reason = "its digest does not match its content: the note was changed after writing"
+                skipped.append(Skipped(note_id, "tampered", reason, _author(note)))
+                continue
+            event = record["event"]
+            if KIND_OF_EVENT[event] != kind:
+                skipped.append(
+                    Skipped(note_id, "malformed", "event of another kind", _author(note))
+                )
+                continue
+            named = record.get("issue")
+            if named is None:
+                if kind in ISSUE_BOUND_KINDS:
+                    unbound.append(note_id)
+            elif named != here and named.casefold() != here_folded:
+                rejected[digest] = (note_id, "replayed")
+                reason = (
+                    f"it names {named}, not this issue (#{issue}): a record copied from another "
+                    f"issue counts nowhere"
+                )
+                skipped.append(Skipped(note_id, "replayed", reason, _author(note)))
+                continue
+            write_id = record["write_id"]
+            first = write_ids.get(write_id)
+            if first is not None:
+                reason = f"repeats the write_id of note {first} (a retried write); ignored"
+                skipped.append(Skipped(note_id, "duplicate", reason, _author(note)))
+                continue
+            write_ids[write_id] = note_id
+            prev = record["prev"]
+            if prev is not None and prev not in digests:
+                where = rejected.get(prev)
+                reason = (
+                    f"its prev names note {where[0]}, which was skipped as {where[1]}"
+                    if where
+                    else "its prev names no earlier record: an earlier note was deleted or rewritten"
+                )
+                breaks.append(Break(note_id, prev, reason))
+            if prev in first_of_prev:
+                more_of_prev.setdefault(prev, [first_of_prev[prev]]).append(note_id)
+            else:
+                first_of_prev[prev] = note_id
+            digests[digest] = note_id
+            state.seen = (head, head_note)
+            head, head_note = digest, note_id
+            void = (
+                board.apply(note, record) if kind in BOARD_KINDS else rules[event](note_id, record)
             )
-            skipped.append(Skipped(note_id, "replayed", reason, _author(note)))
-            continue
-        write_id = record["write_id"]
-        first = write_ids.get(write_id)
-        if first is not None:
-            reason = f"repeats the write_id of note {first} (a retried write); ignored"
-            skipped.append(Skipped(note_id, "duplicate", reason, _author(note)))
-            continue
-        write_ids[write_id] = note_id
-        prev = record["prev"]
-        if prev is not None and prev not in digests:
-            where = rejected.get(prev)
-            reason = (
-                f"its prev names note {where[0]}, which was skipped as {where[1]}"
-                if where
-                else "its prev names no earlier record: an earlier note was deleted or rewritten"
+            trail.append(
+                Event(note_id, kind, event, record["agent"], record, note.created_at, void)
             )
-            breaks.append(Break(note_id, prev, reason))
-        if prev in first_of_prev:
-            more_of_prev.setdefault(prev, [first_of_prev[prev]]).append(note_id)
-        else:
-            first_of_prev[prev] = note_id
-        digests[digest] = note_id
-        state.seen = (head, head_note)
-        head, head_note = digest, note_id
-        void = board.apply(note, record) if kind in BOARD_KINDS else rules[event](note_id, record)
-        trail.append(Event(note_id, kind, event, record["agent"], record, note.created_at, void))
+    finally:
+        fold_done(reads)
     return Ledger(
         holder=state.holder,
         role=state.role,

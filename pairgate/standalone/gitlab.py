@@ -42,8 +42,9 @@ __all__ = [
 TIMEOUT: tuple[float, float] = (5.0, 30.0)
 GLAB_TIMEOUT = 120.0
 PER_PAGE = 100  # GitLab's maximum; it clamps larger values rather than refusing them
-# Connections kept per host: one for each of the board's 16 readers and 3 label listings
-# (pairgate/tracker.py), so none is opened and dropped for want of room.
+# Connections kept per host (REST, and GraphQL apart): one for each of the board's 16 readers
+# and 3 label listings (pairgate/tracker.py) and the audit's 16, so none is opened and dropped
+# for want of room.
 POOL_SIZE = 20
 # A read is retried on these. A write never is: see GitLab.write.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -202,7 +203,8 @@ class Https:
         # (requests picks the longest matching prefix), so no REST write is ever retried.
         methods = frozenset(retry.allowed_methods or ()) | {"POST"}
         self._session.mount(
-            self.graphql_url, HTTPAdapter(max_retries=retry.new(allowed_methods=methods))
+            self.graphql_url,
+            HTTPAdapter(max_retries=retry.new(allowed_methods=methods), pool_maxsize=POOL_SIZE),
         )
         self._resolve_environment()
 

@@ -65,40 +65,54 @@ def note_gid_number(gid: object) -> int | None:
 
 
 def read_last_edited(
-    client: GitLab, config: Config, wanted: Mapping[int, Iterable[int]]
+    client: GitLab, config: Config, wanted: Mapping[int, Iterable[int]], *, workers: int = 1
 ) -> dict[int, str | None]:
     """note id -> GitLab's lastEditedAt (None: never edited) for the notes ``wanted`` names per
-    tracker issue. One GraphQL query per issue in the common case; a note GitLab does not list
-    raises GitLabError (whether it was edited is unknown, so nothing may pass on it)."""
-    found: dict[int, str | None] = {}
+    tracker issue. One GraphQL query per issue in the common case, up to ``workers`` issues at
+    a time; a note GitLab does not list raises GitLabError (whether it was edited is unknown, so
+    nothing may pass on it), the first issue's in ``wanted``'s order when several fail."""
     tracker = config["tracker_project"]
-    for issue, ids in wanted.items():
-        missing = set(ids)
-        before: str | None = None
-        while missing:
-            variables = {"path": tracker, "iid": str(issue), "before": before}
-            data = client.graphql(LAST_EDITED_QUERY, variables)
-            notes = ((data.get("project") or {}).get("issue") or {}).get("notes")
-            if not isinstance(notes, dict):
-                raise GitLabError(
-                    f"pairgate: GitLab GraphQL does not show {tracker}#{issue} to this token, so "
-                    f"whether its approvals were edited is unknown"
-                )
-            for node in notes.get("nodes") or ():
-                number = note_gid_number((node or {}).get("id"))
-                if number in missing:
-                    found[number] = node.get("lastEditedAt")
-                    missing.discard(number)
-            page = notes.get("pageInfo") or {}
-            if not missing or not page.get("hasPreviousPage") or not page.get("startCursor"):
-                break
-            before = page["startCursor"]
-        if missing:
-            listed = ", ".join(str(n) for n in sorted(missing))
+    asked = [(issue, set(ids)) for issue, ids in wanted.items()]
+    if workers > 1 and len(asked) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(workers, len(asked))) as pool:
+            each = list(pool.map(lambda one: _issue_last_edited(client, tracker, *one), asked))
+    else:
+        each = [_issue_last_edited(client, tracker, issue, ids) for issue, ids in asked]
+    return {note: edited for found in each for note, edited in found.items()}
+
+
+def _issue_last_edited(
+    client: GitLab, tracker: str, issue: int, missing: set[int]
+) -> dict[int, str | None]:
+    """read_last_edited for one issue: newest page first, as far back as the notes asked."""
+    found: dict[int, str | None] = {}
+    before: str | None = None
+    while missing:
+        variables = {"path": tracker, "iid": str(issue), "before": before}
+        data = client.graphql(LAST_EDITED_QUERY, variables)
+        notes = ((data.get("project") or {}).get("issue") or {}).get("notes")
+        if not isinstance(notes, dict):
             raise GitLabError(
-                f"pairgate: GitLab GraphQL does not list note {listed} of {tracker}#{issue}, "
-                f"so whether it was edited is unknown"
+                f"pairgate: GitLab GraphQL does not show {tracker}#{issue} to this token, so "
+                f"whether its approvals were edited is unknown"
             )
+        for node in notes.get("nodes") or ():
+            number = note_gid_number((node or {}).get("id"))
+            if number in missing:
+                found[number] = node.get("lastEditedAt")
+                missing.discard(number)
+        page = notes.get("pageInfo") or {}
+        if not missing or not page.get("hasPreviousPage") or not page.get("startCursor"):
+            break
+        before = page["startCursor"]
+    if missing:
+        listed = ", ".join(str(n) for n in sorted(missing))
+        raise GitLabError(
+            f"pairgate: GitLab GraphQL does not list note {listed} of {tracker}#{issue}, "
+            f"so whether it was edited is unknown"
+        )
     return found
 
 

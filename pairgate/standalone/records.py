@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,15 +22,18 @@ __all__ = [
     "RECORD_FIELDS",
     "RECORD_SCHEMAS",
     "ROLES",
+    "IssueReads",
     "MalformedRecord",
     "compose_note",
     "constraint_id",
+    "fold_done",
     "forget_reads",
     "marker",
     "neutralise_quick_actions",
     "parse_marker",
     "read_record",
     "record_digest",
+    "remembered",
     "schema_problem",
 ]
 
@@ -535,61 +539,114 @@ def parse_marker(body: str) -> tuple[str, dict[str, Any], str]:
 
 
 # Readers fold the same notes again (a verb reads before and after it writes; the board reads
-# every issue), and a note's body decides all that reading it finds. So the reader remembers, per
-# note, its body when it read as a valid record whose digest matches (nearly every note a fold
-# reads), and otherwise (body, kind, marker JSON) for a tampered record or (body, None, why) for
-# a malformed one. The common case keeps a str alone: a tuple for each of ten thousand records
-# cost a first fold 3-4 ms in allocations and the cyclic collector's passes over them, more than
-# finding the marker again on a hit (one regex search) costs a second. Keyed by note id, not by
-# body: hashing every body cost a first fold a twentieth of its time, and the body kept is
-# compared on every hit, so the answer is always the body's own (an edited note, or another
-# instance's note of the same id, reads afresh). A record is decoded afresh for every fold, so
-# no two ledgers share one. Bounded (in notes and in the characters held) by starting afresh
-# when full.
-_SEALED: dict[int, str] = {}
-_UNSEALED: dict[int, tuple[str, str | None, str]] = {}
+# every issue; watch reads the same issues over and over), and a note's body decides all that
+# reading it finds. So the reader remembers, per note, its body when it read as a valid record
+# whose digest matches (nearly every note a fold reads), and otherwise (body, kind, marker JSON)
+# for a tampered record or (body, None, why) for a malformed one. The common case keeps a str
+# alone: a tuple for each of ten thousand records cost a first fold 3-4 ms in allocations and the
+# cyclic collector's passes over them, more than finding the marker again on a hit (one regex
+# search) costs a second. Keyed by note id, not by body: hashing every body cost a first fold a
+# twentieth of its time, and the body kept is compared on every hit, so the answer is always the
+# body's own (an edited note, or another instance's note of the same id, reads afresh). A record
+# is decoded afresh for every fold, so no two ledgers share one.
+#
+# What is remembered is kept per issue, and bounded (in notes and in the characters held) by
+# forgetting the issues read least recently, never one being folded. So one issue's notes are
+# always remembered whole, however many there are (they were all in memory for its fold anyway),
+# and a second fold of an issue always finds what its first read: forgetting by note, or all at
+# once when full, would read a ledger longer than the bound afresh on every fold.
 _READS_MAX = 65536
 _READS_MAX_CHARS = 64 * 1024 * 1024
-_reads_chars = 0
+
+
+class IssueReads:
+    """What the reader remembers of one issue's notes (``remembered`` hands it out)."""
+
+    __slots__ = ("chars", "counted", "folding", "issue", "sealed", "unsealed")
+
+    def __init__(self, issue: str) -> None:
+        self.issue = issue
+        self.sealed: dict[int, str] = {}
+        self.unsealed: dict[int, tuple[str, str | None, str]] = {}
+        self.chars = 0  # the characters held: bodies, and the marker JSON or why kept with them
+        self.counted = (0, 0)  # (notes, characters) as _held last counted them
+        self.folding = 0  # folds of this issue under way: it is not forgotten while any is
+
+
+_READS: dict[str, IssueReads] = {}  # least recently read first
+_held = [0, 0]  # (notes, characters) of every issue, as counted when its last fold ended
+_reads_lock = threading.Lock()
 
 
 def forget_reads() -> None:
     """Forget every note read, as in a fresh process (for tests and benchmarks)."""
-    global _reads_chars
-    _SEALED.clear()
-    _UNSEALED.clear()
-    _reads_chars = 0
+    with _reads_lock:
+        _READS.clear()
+        _held[:] = [0, 0]
 
 
-def read_record(note_id: int, body: str) -> tuple[str, dict[str, Any], bool]:
+def remembered(issue: str) -> IssueReads:
+    """What is remembered of ``issue``'s notes (its tracker reference), made the most recently
+    read, for a fold to read them with; ``fold_done`` is called when that fold ends."""
+    with _reads_lock:
+        reads = _READS.pop(issue, None)
+        if reads is None:
+            reads = IssueReads(issue)
+        _READS[issue] = reads
+        reads.folding += 1
+    return reads
+
+
+def fold_done(reads: IssueReads) -> None:
+    """Count what a fold added, then forget the issues read least recently (but any being
+    folded) until what is held is within its bounds again."""
+    with _reads_lock:
+        reads.folding -= 1
+        if _READS.get(reads.issue) is not reads:  # forgotten meanwhile (forget_reads)
+            return
+        now = (len(reads.sealed) + len(reads.unsealed), reads.chars)
+        _held[0] += now[0] - reads.counted[0]
+        _held[1] += now[1] - reads.counted[1]
+        reads.counted = now
+        if _held[0] <= _READS_MAX and _held[1] <= _READS_MAX_CHARS:
+            return
+        for issue, oldest in list(_READS.items()):
+            if _held[0] <= _READS_MAX and _held[1] <= _READS_MAX_CHARS:
+                break
+            if oldest.folding or oldest is reads:
+                continue
+            del _READS[issue]
+            _held[0] -= oldest.counted[0]
+            _held[1] -= oldest.counted[1]
+
+
+def read_record(note_id: int, body: str, reads: IssueReads) -> tuple[str, dict[str, Any], bool]:
     """(kind, record, whether its digest matches its content) of note ``note_id``, whose body
-    carries a marker; MalformedRecord otherwise. What the fold reads a note with."""
-    global _reads_chars
-    if _SEALED.get(note_id) == body:
+    carries a marker; MalformedRecord otherwise. What the fold reads a note with, remembering
+    it in ``reads``."""
+    if reads.sealed.get(note_id) == body:
         found = _MARKER_LINE.search(body.replace("\r\n", "\n") if "\r" in body else body)
         if found is not None:  # (always: the same body read as a record before)
             kind, raw = found.group(1, 2)
             return kind, _json_decoded(raw), True
-    if _UNSEALED:
-        unsealed = _UNSEALED.get(note_id)
+    if reads.unsealed:
+        unsealed = reads.unsealed.get(note_id)
         if unsealed is not None and unsealed[0] == body:
             _, kind_seen, json_or_why = unsealed
             if kind_seen is None:
                 raise MalformedRecord(json_or_why)
             return kind_seen, _json_decoded(json_or_why), False
-    if len(_SEALED) + len(_UNSEALED) >= _READS_MAX or _reads_chars > _READS_MAX_CHARS:
-        forget_reads()
     try:
         kind, raw, record, human = _parsed(body)
     except MalformedRecord as exc:
         why = str(exc)
-        _UNSEALED[note_id] = (body, None, why)
-        _reads_chars += len(body) + len(why)
+        reads.unsealed[note_id] = (body, None, why)
+        reads.chars += len(body) + len(why)
         raise
     if _digest_matches(kind, record, human):
-        _SEALED[note_id] = body
-        _reads_chars += len(body)
+        reads.sealed[note_id] = body
+        reads.chars += len(body)
         return kind, record, True
-    _UNSEALED[note_id] = (body, kind, raw)
-    _reads_chars += 2 * len(body)  # the body, and the marker JSON cut from it
+    reads.unsealed[note_id] = (body, kind, raw)
+    reads.chars += 2 * len(body)  # the body, and the marker JSON cut from it
     return kind, record, False

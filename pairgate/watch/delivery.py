@@ -17,6 +17,9 @@ from pairgate.watch.records import Batch, Event
 from pairgate.watch.store import Store
 
 PUSH_TIMEOUT = 60.0  # seconds a push command may take before the attempt counts as failed
+# How long a watcher's claim on a batch (or a webhook) lasts: past it, the watcher is taken for
+# dead and another takes the work over. Longer than a push may take.
+LEASE = 2 * PUSH_TIMEOUT
 
 
 @dataclass(frozen=True)
@@ -69,19 +72,27 @@ def push_due(
     store_flag: str,
     now: float,
     remind_after: float,
+    owner: str,
+    lease: float = LEASE,
 ) -> list[tuple[Shown, bool, str]]:
     """Push every batch that is due (new, a retry, a reminder, or a final notice once), one
-    recorded attempt each."""
+    recorded attempt each. Each is claimed first, under a lease of ``lease`` seconds for
+    ``owner``: two watchers on one store never push one batch at once, and a batch is never
+    claimed after its ACK. A batch once tried waits for the next round, even if it failed."""
     sent = []
-    for batch in store.live_batches():
-        why = due(batch, now=now, remind_after=remind_after)
-        if why is None:
-            continue
-        shown = render(store, batch, why, cli=cli, store_flag=store_flag, now=now)
-        ok, detail = run_command(argv, shown.doc)
-        with store.writing():
-            store.record_attempt(batch.id, channel="push", kind=why, ok=ok, detail=detail, now=now)
-        sent.append((shown, ok, detail))
+    tried: list[int] = []
+    while claimed := store.claim_due(
+        owner, now=now, remind_after=remind_after, lease=lease, skip=tried
+    ):
+        for batch, why in claimed:
+            tried.append(batch.id)
+            shown = render(store, batch, why, cli=cli, store_flag=store_flag, now=now)
+            ok, detail = run_command(argv, shown.doc)
+            with store.writing():
+                store.record_attempt(
+                    batch.id, channel="push", kind=why, ok=ok, detail=detail, now=now
+                )
+            sent.append((shown, ok, detail))
     return sent
 
 

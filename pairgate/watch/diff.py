@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from pairgate.output import epoch
 from pairgate.watch.records import (
     APPROVED,
     CLOSED,
@@ -71,7 +72,14 @@ def _differs(old: PipelineSnap | None, new: PipelineSnap) -> bool:
         return True
     if new.id < old.id:
         return False
+    if new.id == old.id and _older(new.updated_at, old.updated_at):
+        return False  # an answer read before the one stored (another watcher's, or a hook's)
     return (outcome(old.status), old.failed_jobs) != (outcome(new.status), new.failed_jobs)
+
+
+def _older(stamp: str, than: str) -> bool:
+    first, second = epoch(stamp), epoch(than)
+    return first is not None and second is not None and first < second
 
 
 def merge_pipelines(

@@ -282,3 +282,46 @@ def read_pipelines(
         if newest:
             out[pid] = newest
     return out
+
+
+def read_named(
+    client: GitLab, config: Config, named: Mapping[str, tuple[str, int]], reading: Reading
+) -> None:
+    """These merge requests (subject -> (project path, iid)) read in full into ``reading``: a
+    webhook named them, or another watcher committed a snapshot of them while they were read."""
+    items = [{"iid": iid, "references": {"full": f"{p}!{iid}"}} for p, iid in named.values()]
+    results = pooled(lambda item: guarded(read_mr, client, config, item), items)
+    for subject, (snap, error) in zip(named, results, strict=True):
+        if snap is None:
+            reading.errors.append(f"{subject.split(':', 1)[1]}: {error}")
+        else:
+            reading.mrs[subject] = snap
+
+
+def read_pipelines_by_id(
+    client: GitLab,
+    wanted: Sequence[tuple[int, int]],
+    mrs: Mapping[str, MrSnap],
+    reading: Reading,
+) -> None:
+    """These pipelines ((project id, pipeline id), a webhook's), matched to the merge
+    requests' commits as a listed pipeline is, into ``reading.pipelines``."""
+    answers = pooled(
+        lambda w: guarded(client.get, f"projects/{w[0]}/pipelines/{w[1]}"), list(wanted)
+    )
+    found = []
+    for (project_id, pipeline_id), (item, error) in zip(wanted, answers, strict=True):
+        if item is None:
+            reading.errors.append(f"pipeline {pipeline_id} of project {project_id}: {error}")
+            continue
+        item = {"project_id": project_id, **item}
+        for subject, mr in mrs.items():
+            sha = pipeline_commit(item, mr) if mr.state == "opened" else None
+            if sha:
+                found.append((subject, item, sha))
+    jobs, error = guarded(failed_jobs, client, [item for _, item, _ in found])
+    if jobs is None:
+        reading.errors.append(f"failed jobs: {error}")
+        return
+    for subject, item, sha in found:
+        reading.pipelines.setdefault(subject, []).append(_pipeline(item, sha, jobs))

@@ -111,6 +111,17 @@ def read_issues(
     return next_mark(marks.issues, stamps, [h for h in held if h])
 
 
+def read_some(client: GitLab, config: Config, iids: Sequence[int], reading: Reading) -> None:
+    """These tracker issues' ledgers, read and folded into ``reading`` (a webhook's, or a
+    re-read after another watcher committed first)."""
+    tracker = config["tracker_project"]
+    for read in fold_issues(client, config, _issues(client, config, sorted(iids), reading)):
+        if read.ledger is None:
+            reading.errors.append(f"{tracker}#{read.iid}: {read.error}")
+        else:
+            reading.issues[issue_subject(tracker, read.iid)] = issue_snap(read, tracker)
+
+
 def _issues(
     client: GitLab, config: Config, iids: Sequence[int], reading: Reading
 ) -> list[dict[str, Any]]:

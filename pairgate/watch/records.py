@@ -170,6 +170,7 @@ class Batch:
     last_attempt_ok: bool | None = None
     last_ok_at: float | None = None
     first_ok_at: float | None = None
+    ack_session: str | None = None  # the session the acknowledgement came from, when known
 
     @property
     def label(self) -> str:

@@ -123,6 +123,7 @@ class Round:
         start_branch: str = "main",
         target_branch: str = "main",
         watch_dir: Path | None = None,
+        store_url: str | None = None,
     ) -> None:
         self.sb = sandbox
         self.world = World(sandbox)
@@ -142,6 +143,9 @@ class Round:
         self.watch_dir = watch_dir
         self.clock = None if watch_dir is None else Clock()
         self.state = None if watch_dir is None else watch_dir / "state"  # XDG_STATE_HOME
+        # None: the default SQLite file under XDG_STATE_HOME; else the store every command of
+        # this round uses (<env_prefix>_WATCH_STORE), such as a postgresql:// URL.
+        self.store_url = store_url
 
     @classmethod
     def on(cls, other: Round, issue: int) -> Round:
@@ -156,6 +160,8 @@ class Round:
     def env(self, agent: str | None = LEAD, **extra: str) -> dict[str, str]:
         """The environment ``agent`` runs pairgate in (None: no agent identity)."""
         state = {} if self.state is None else {"XDG_STATE_HOME": str(self.state)}
+        if self.store_url:
+            state[suite_config().env_name("WATCH_STORE")] = self.store_url
         return agent_env(self.sb, agent, **{**state, **extra})
 
     @property
@@ -302,8 +308,8 @@ class Round:
 
     def store(self) -> Store:
         assert self.state is not None, "only a round given a watch_dir keeps a watcher's store"
-        path = self.state / "pairgate" / "acme%2Ftracker.sqlite3"
-        return Store.open(path, tracker=TRACKER)
+        where = self.store_url or self.state / "pairgate" / "acme%2Ftracker.sqlite3"
+        return Store.open(where, tracker=TRACKER)
 
 
 def kinds(batch: dict[str, Any]) -> list[str]:

@@ -1,0 +1,106 @@
+"""A throwaway PostgreSQL server for the suite's PostgreSQL watch stores.
+
+One cluster per pytest process (a session fixture; each xdist worker is a process of its own,
+so workers never share one), started on a Unix socket in a private temporary directory with no
+TCP listener, fsync off, and stopped at the end of the session. Each test gets a schema of its
+own (``options=-csearch_path=...`` in the URL), which costs a millisecond where a database would
+cost a copy of the template.
+
+``initdb`` and ``pg_ctl`` refuse to run as root, and CI runs as root: there they run as
+``nobody`` through ``runuser``, in a directory handed over to it. The server binaries are
+Debian's (``/usr/lib/postgresql/<version>/bin``, which are not on PATH), else whatever
+``pg_ctl`` PATH finds. scripts/test installs Debian's ``postgresql`` when it is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PORT = 5432  # the socket's name only: nothing listens on TCP
+
+
+def bindir() -> Path | None:
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
+    if found:
+        return found[-1].parent
+    on_path = shutil.which("pg_ctl")
+    return Path(on_path).parent if on_path else None
+
+
+@dataclass
+class Cluster:
+    root: Path
+    bindir: Path
+    _schemas: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def socket_dir(self) -> Path:
+        return self.root / "socket"
+
+    def url(self, schema: str | None = None) -> str:
+        base = f"postgresql://postgres@/postgres?host={self.socket_dir}&port={PORT}"
+        return base + (f"&options=-csearch_path%3D{schema}" if schema else "")
+
+    def new_schema(self) -> str:
+        """A fresh, empty schema; its URL is ``url(name)``."""
+        import psycopg
+
+        name = f"t{os.getpid()}_{next(self._schemas)}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {name}")
+        return name
+
+
+def _as_server_user() -> list[str]:
+    return ["runuser", "-u", "nobody", "--"] if os.geteuid() == 0 else []
+
+
+def _run(argv: list[str]) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    if done.returncode:
+        raise RuntimeError(f"{' '.join(argv)} failed:\n{done.stdout}{done.stderr}")
+
+
+@contextlib.contextmanager
+def running() -> Iterator[Cluster]:
+    where = bindir()
+    if where is None:
+        raise RuntimeError(
+            "no PostgreSQL server binaries (pg_ctl): install Debian's postgresql "
+            "(scripts/test does)"
+        )
+    root = Path(tempfile.mkdtemp(prefix="pairgate-pg-"))
+    cluster = Cluster(root, where)
+    cluster.socket_dir.mkdir()
+    if os.geteuid() == 0:
+        nobody = pwd.getpwnam("nobody")
+        for path in (root, cluster.socket_dir):
+            os.chown(path, nobody.pw_uid, nobody.pw_gid)
+    data, log = root / "data", root / "server.log"
+    user = _as_server_user()
+    _run([*user, str(where / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
+          "--no-sync", "-E", "UTF8"])  # fmt: skip
+    options = (
+        f"-k {cluster.socket_dir} -c listen_addresses= -p {PORT} -c fsync=off "
+        "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+    )
+    _run([*user, str(where / "pg_ctl"), "-D", str(data), "-w", "-l", str(log), "-o", options,
+          "start"])  # fmt: skip
+    try:
+        yield cluster
+    finally:
+        with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
+            _run([*user, str(where / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"])
+        shutil.rmtree(root, ignore_errors=True)
