@@ -11,39 +11,39 @@ Contents (where each source module begins, and what it holds):
   line    83  errors.py: Exit codes, the error family and the run context every door is given.
   line   284  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
   line   442  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   664  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1287  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1556  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1959  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2035  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2276  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  2840  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2966  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3207  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3543  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3691  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4090  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4137  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4280  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4463  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  4868  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5073  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5307  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5737  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6193  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6272  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6419  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6514  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6882  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7272  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7508  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7790  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8201  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8259  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8702  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8872  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8897  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9246  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line   682  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1307  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1576  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1979  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2055  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2296  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  2916  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3042  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3281  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3617  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3765  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4162  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4209  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4352  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4535  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  4940  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5145  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5384  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5814  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6270  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6349  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6496  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6591  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6959  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7349  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7585  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7867  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8278  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8336  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8779  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8949  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8974  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9323  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -63,11 +63,11 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import UTC, datetime
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, NoReturn, Protocol, TYPE_CHECKING, TextIO, TypeVar, dataclass_transform
+from typing import Any, Literal, NoReturn, Protocol, TYPE_CHECKING, TextIO, TypeVar, dataclass_transform
 from urllib.parse import quote, urlencode, urlsplit
 
 if TYPE_CHECKING:
@@ -446,31 +446,69 @@ def draft_validator(schema: Mapping[str, Any]) -> SchemaCheck:
 CONFIG_ENV = "PAIRGATE_CONFIG"
 CONFIG_FILENAME = "pairgate-config.json"
 
-# The specification's seventeen keys, plus ledger_author_user_ids (docs/agent-handoff-reference.md, "The fold": the accounts whose notes count).
-CONFIG_KEYS: tuple[str, ...] = (
-    "tracker_project",
-    "group_path",
-    "group_id",
-    "env_prefix",
-    "agent_identity_prefix",
-    "review_bot_token_file",
-    "deployed_paths",
-    "generic_tracking_issue",
-    "liveness_oracle_file",
-    "cli_command",
-    "renovate_bot_user_id",
-    "renovate_branch_prefix",
-    "renovate_exempt_namespaces",
-    "cli_install_command",
-    "hooks_install_command",
-    "agent_text_dir",
-    "handoff_doc",
-    "ledger_author_user_ids",
+
+@value_type
+class Config:
+    """A loaded configuration: one attribute per key of the file, in the README's order, built
+    only after the values pass ``validate_config`` (``load_config`` builds it), and ``path``, the
+    file it came from. The keys are this class's fields: CONFIG_KEYS, the schema's required list
+    and the missing-key check all read them from here."""
+
+    path: Path
+    tracker_project: str
+    group_path: str
+    group_id: str
+    env_prefix: str
+    agent_identity_prefix: str
+    review_bot_token_file: str
+    deployed_paths: tuple[str, ...]
+    generic_tracking_issue: int | None
+    liveness_oracle_file: str
+    cli_command: str
+    renovate_bot_user_id: int
+    renovate_branch_prefix: str
+    # A configuration older than this key exempts nothing (the specification: "a gate newer
+    # than its configuration fails toward review rather than toward exemption").
+    renovate_exempt_namespaces: tuple[str, ...] = field(default=(), kw_only=True)
+    cli_install_command: str
+    hooks_install_command: str
+    agent_text_dir: str
+    handoff_doc: str
+    ledger_author_user_ids: tuple[int, ...]
+
+    def relative(self, key: Literal["agent_text_dir", "liveness_oracle_file"]) -> Path:
+        """A path-valued key resolved against the configuration file's directory."""
+        return (self.path.parent / str(getattr(self, key))).resolve()
+
+    @property
+    def cli(self) -> str:
+        return self.cli_command
+
+    def env_name(self, suffix: str) -> str:
+        """``<env_prefix>_<suffix>``: every variable the tool reads is named through this."""
+        return env_variable(self.env_prefix, suffix)
+
+    def as_json(self) -> dict[str, Any]:
+        """Every key with its value as the file spells it (a list for an array; an absent
+        optional key with its default): for what names keys by their names, such as the agent
+        templates' ``{{config:<key>}}``."""
+        values = {key: getattr(self, key) for key in CONFIG_KEYS}
+        return {key: list(v) if isinstance(v, tuple) else v for key, v in values.items()}
+
+
+def env_variable(env_prefix: str, suffix: str) -> str:
+    """``<env_prefix>_<suffix>``, for a run that has an env_prefix but no configuration yet
+    (``pairgate init``); everything else asks its Config (``env_name``)."""
+    return f"{env_prefix}_{suffix}"
+
+
+# The specification's seventeen keys, plus ledger_author_user_ids (docs/agent-handoff-reference.md,
+# "The fold": the accounts whose notes count): Config's fields but its path.
+CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name != "path")
+OPTIONAL_CONFIG_KEYS = frozenset(
+    f.name for f in fields(Config) if f.name in CONFIG_KEYS and f.default is not MISSING
 )
 
-# A configuration older than the Renovate namespaces key exempts nothing (the specification:
-# "a gate newer than its configuration fails toward review rather than toward exemption").
-OPTIONAL_CONFIG_KEYS = frozenset({"renovate_exempt_namespaces"})
 
 PATH_SEGMENT = r"[A-Za-z0-9_.][A-Za-z0-9_.-]*"
 _NON_EMPTY = {"type": "string", "minLength": 1, "pattern": r"\S"}
@@ -533,31 +571,6 @@ _KEY_GRAMMAR_HINTS = {
 }
 
 
-@value_type
-class Config:
-    """A loaded, validated configuration. ``values`` holds exactly the file's keys."""
-
-    path: Path
-    values: Mapping[str, Any]
-
-    def __getitem__(self, key: str) -> Any:
-        if key == "renovate_exempt_namespaces":
-            return self.values.get(key, [])
-        return self.values[key]
-
-    def relative(self, key: str) -> Path:
-        """A path-valued key resolved against the configuration file's directory."""
-        return (self.path.parent / self.values[key]).resolve()
-
-    @property
-    def cli(self) -> str:
-        return str(self.values["cli_command"])
-
-    def env_name(self, suffix: str) -> str:
-        """``<env_prefix>_<suffix>``: every variable the tool reads is named through this."""
-        return f"{self.values['env_prefix']}_{suffix}"
-
-
 def config_path(env: Mapping[str, str]) -> Path:
     """Which file configures this run: PAIRGATE_CONFIG when set, else the file beside this one.
 
@@ -606,7 +619,12 @@ def load_config(env: Mapping[str, str]) -> Config:
             f"pairgate: malformed configuration {source}: not JSON "
             f"(line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
-    return Config(path=path.resolve(), values=validate_config(values, source=source))
+    checked = validate_config(values, source=source)
+    # A JSON array becomes a tuple: a Config is a value, compared and hashed by its fields.
+    typed: dict[str, Any] = {
+        key: tuple(v) if isinstance(v, list) else v for key, v in checked.items()
+    }
+    return Config(path=path.resolve(), **typed)
 
 
 def _installed(directory: Path) -> bool:
@@ -1070,8 +1088,10 @@ def _digest_matches(kind: str, record: dict[str, Any], human: str) -> bool:
     """record_digest(kind, record, human) == record["digest"], for a record just decoded: its
     digest is taken out and put back instead of copying the record (when it is the last key, as
     every writer puts it, so the record's key order is kept)."""
+    digest: object
     if next(reversed(record)) != "digest":
-        return record_digest(kind, record, human) == record["digest"]
+        digest = record["digest"]
+        return record_digest(kind, record, human) == digest
     digest = record.pop("digest")
     try:
         canonical = _canonical_json(
@@ -1563,7 +1583,7 @@ _ISSUE_EVENTS = tuple(event for event, kind in KIND_OF_EVENT.items() if kind not
 
 def identity_pattern(config: Config) -> re.Pattern[str]:
     """<agent_identity_prefix>-lead|-review|-solo|-finder, optionally with a suffix (-42)."""
-    prefix = re.escape(str(config["agent_identity_prefix"]))
+    prefix = re.escape(config.agent_identity_prefix)
     return re.compile(rf"^{prefix}-(lead|review|solo|finder)(-[a-z0-9]+)*$")
 
 
@@ -1768,8 +1788,8 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
     markers. Notes are taken in id order (GitLab's creation order). ``issue`` is the tracker
     issue the notes were read from: a record naming another is skipped as replayed."""
-    authors = frozenset(config["ledger_author_user_ids"])
-    here = f"{config['tracker_project']}#{issue}"  # what a record of this issue names
+    authors = frozenset(config.ledger_author_user_ids)
+    here = f"{config.tracker_project}#{issue}"  # what a record of this issue names
     here_folded = here.casefold()
     state = _Fold(config)
     rules = state.rules
@@ -1947,7 +1967,7 @@ def freeze_refusal(holder: int, window: Freeze, *, now: float, config: Config) -
     scope = "the board" if window.scope == "board" else window.scope
     return (
         f"{window.agent} froze {scope} {when}: {window.reason}\n"
-        f"(note {window.note_id} on {config['tracker_project']}#{holder}). Wait for it to "
+        f"(note {window.note_id} on {config.tracker_project}#{holder}). Wait for it to "
         f"expire, or ask {window.agent} to run `{config.cli} thaw`."
     )
 
@@ -2288,6 +2308,8 @@ POOL_SIZE = 20
 # A read is retried on these. A write never is: see GitLab.write.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+# Where the URL comes from when no variable names one: glab's own configuration.
+GLAB_HOST = "glab's configured host"
 
 
 class GitLabError(PairgateError):
@@ -2348,7 +2370,8 @@ def _session_class() -> type[requests.Session]:
         def rebuild_auth(self, prepared_request: Any, response: Any) -> None:
             if urlsplit(prepared_request.url)[:2] != self.origin:
                 raise _LeavesOrigin(response.status_code, str(prepared_request.url))
-            super().rebuild_auth(prepared_request, response)
+            # types-requests leaves rebuild_auth unannotated.
+            super().rebuild_auth(prepared_request, response)  # type: ignore[no-untyped-call]
 
     return _Session
 
@@ -2689,7 +2712,8 @@ class GitLab:
     def pages(self, path: str, **params: Any) -> Iterator[list[Any]]:
         """The pages of a list as they arrive, so a reader can start on the first while the
         next is read."""
-        return self._reader.pages(path, params)
+        pages: Iterator[list[Any]] = self._reader.pages(path, params)
+        return pages
 
     def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> Any:
         """One GraphQL query (POST /api/graphql) through the reader: a read, retried as GETs
@@ -2709,7 +2733,7 @@ class GitLab:
         return self._writer.send(method, path, data)
 
     def describe(self) -> str:
-        where = self.api_url or "glab's configured host"
+        where = self.api_url or GLAB_HOST
         return (
             f"GitLab API {where} (from {self.origin}); reads via {self._reader.name}, "
             f"writes via {self._writer.name}"
@@ -2719,13 +2743,16 @@ class GitLab:
 def api_url_from_env(config: Config, env: Mapping[str, str]) -> tuple[str | None, str]:
     """The API root and where it came from: <env_prefix>_GITLAB_URL (the instance URL), else
     CI_API_V4_URL, else None (glab's configured host)."""
-    name = config.env_name("GITLAB_URL")
+    return _api_url(env, config.env_name("GITLAB_URL"))
+
+
+def _api_url(env: Mapping[str, str], name: str) -> tuple[str | None, str]:
     if env.get(name, "").strip():
         url = env[name].strip().rstrip("/")
         return (url if url.endswith("/api/v4") else f"{url}/api/v4"), name
     if env.get("CI_API_V4_URL", "").strip():
         return env["CI_API_V4_URL"].strip().rstrip("/"), "CI_API_V4_URL"
-    return None, "glab's configured host"
+    return None, GLAB_HOST
 
 
 def _glab_host(env: Mapping[str, str], url_variable: str) -> str:
@@ -2772,45 +2799,94 @@ def gitlab_from_env(
     <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set.
     ``transport`` builds each HTTPS transport (Https's arguments; the merge hook's is
     gitlab_once.one_attempt_transport)."""
-    read_token = env.get(config.env_name("TASK_API_TOKEN"), "").strip()
-    write_token = env.get(config.env_name("TASK_WRITE_TOKEN"), "").strip()
-    api_url, origin = api_url_from_env(config, env)
+    return gitlab_from_prefix(
+        config.env_prefix, env, retry=retry, timeout=timeout, transport=transport
+    )
+
+
+def gitlab_from_prefix(
+    env_prefix: str,
+    env: Mapping[str, str],
+    *,
+    retry: Retry | None = None,
+    timeout: Any = TIMEOUT,
+    transport: Callable[..., Any] = Https,
+) -> GitLab:
+    """gitlab_from_env for a run that has an env_prefix but no configuration yet (``pairgate
+    init``): the same variables, named with that prefix."""
+    read_name = env_variable(env_prefix, "TASK_API_TOKEN")
+    write_name = env_variable(env_prefix, "TASK_WRITE_TOKEN")
+    url_name = env_variable(env_prefix, "GITLAB_URL")
+    read_token = env.get(read_name, "").strip()
+    write_token = env.get(write_name, "").strip()
+    api_url, origin = _api_url(env, url_name)
     if api_url is None and (read_token or write_token):
-        api_url = f"https://{_glab_host(env, config.env_name('GITLAB_URL'))}/api/v4"
-    if api_url is not None:
-        api_url = checked_url(api_url, origin)
-    hostname = urlsplit(api_url).netloc if api_url and origin != "glab's configured host" else None
+        api_url = f"https://{_glab_host(env, url_name)}/api/v4"
     missing = [
-        config.env_name(f"TASK_{kind}_TOKEN") + f" ({scope} token)"
-        for kind, scope, given in (
-            ("API", "a read_api", read_token),
-            ("WRITE", "an api", write_token),
+        f"{name} ({scope} token)"
+        for name, scope, given in (
+            (read_name, "a read_api", read_token),
+            (write_name, "an api", write_token),
         )
         if not given
     ]
-    glab = _Glab(hostname, env, instead=" and ".join(missing))
+    return gitlab_client(
+        api_url,
+        origin,
+        read_token=read_token,
+        read_token_source=read_name,
+        write_token=write_token,
+        write_token_source=write_name,
+        glab_env=env,
+        glab_instead=" and ".join(missing),
+        retry=retry,
+        timeout=timeout,
+        transport=transport,
+    )
 
-    def https(token: str, variable: str, scope: str) -> Any:
-        assert api_url is not None
+
+def gitlab_client(
+    api_url: str | None,
+    url_source: str,
+    *,
+    read_token: str = "",
+    read_token_source: str = "the read token",
+    write_token: str = "",
+    write_token_source: str = "the write token",
+    glab_env: Mapping[str, str] | None = None,
+    glab_instead: str = "",
+    retry: Retry | None = None,
+    timeout: Any = TIMEOUT,
+    transport: Callable[..., Any] = Https,
+) -> GitLab:
+    """The client from values its caller has in hand: HTTPS to ``api_url`` (the API root,
+    ``.../api/v4``) with each token given, ``glab api`` for a side given none. ``url_source``
+    and the token sources name, in errors, where each value came from (GLAB_HOST for a URL
+    from glab's own configuration, whose host glab then picks itself). glab runs with
+    ``glab_env``, and ``glab_instead`` names what would replace it, for its errors."""
+    if api_url is not None:
+        api_url = checked_url(api_url, url_source)
+    hostname = urlsplit(api_url).netloc if api_url and url_source != GLAB_HOST else None
+    glab = _Glab(hostname, glab_env or {}, instead=glab_instead)
+
+    def https(token: str, source: str, scope: str) -> Any:
+        if api_url is None:
+            raise PairgateError(f"pairgate: no GitLab URL to send {source} to")
         return transport(
             api_url,
             token,
             retry=retry,
             timeout=timeout,
-            token_source=variable,
-            url_source=origin,
+            token_source=source,
+            url_source=url_source,
             scope=scope,
         )
 
     return GitLab(
-        reader=https(read_token, config.env_name("TASK_API_TOKEN"), "read_api")
-        if read_token
-        else glab,
-        writer=https(write_token, config.env_name("TASK_WRITE_TOKEN"), "api")
-        if write_token
-        else glab,
+        reader=https(read_token, read_token_source, "read_api") if read_token else glab,
+        writer=https(write_token, write_token_source, "api") if write_token else glab,
         api_url=api_url,
-        origin=origin,
+        origin=url_source,
     )
 
 
@@ -2842,7 +2918,7 @@ def gitlab_with_token(
 
 
 def notes_path(config: Config, issue: int) -> str:
-    return f"projects/{encode_project(config['tracker_project'])}/issues/{issue}/notes"
+    return f"projects/{encode_project(config.tracker_project)}/issues/{issue}/notes"
 
 
 def read_notes(client: GitLab, config: Config, issue: int) -> list[Note]:
@@ -2892,7 +2968,7 @@ def read_last_edited(
     tracker issue. One GraphQL query per issue in the common case, up to ``workers`` issues at
     a time; a note GitLab does not list raises GitLabError (whether it was edited is unknown, so
     nothing may pass on it), the first issue's in ``wanted``'s order when several fail."""
-    tracker = config["tracker_project"]
+    tracker = config.tracker_project
     asked = [(issue, set(ids)) for issue, ids in wanted.items()]
     if workers > 1 and len(asked) > 1:
         from concurrent.futures import ThreadPoolExecutor
@@ -2939,7 +3015,7 @@ def _issue_last_edited(
 
 def frozen_issues(client: GitLab, config: Config) -> list[int]:
     """The tracker issues labelled as holding a freeze window (open or closed): one listing."""
-    project = encode_project(config["tracker_project"])
+    project = encode_project(config.tracker_project)
     listed = client.get_all(f"projects/{project}/issues", labels=FROZEN_LABEL, state="all")
     return sorted({int(i["iid"]) for i in listed})
 
@@ -3105,20 +3181,20 @@ def renovate_exemption_gaps(mr: MergeRequestFacts, config: Config) -> list[str]:
     gaps = []
     if RENOVATE_LABEL not in mr.labels:
         gaps.append(f"it does not carry the {RENOVATE_LABEL!r} label")
-    if mr.author_id != config["renovate_bot_user_id"]:
+    if mr.author_id != config.renovate_bot_user_id:
         gaps.append(
             f"its author is user id {mr.author_id}, not renovate_bot_user_id "
-            f"{config['renovate_bot_user_id']}"
+            f"{config.renovate_bot_user_id}"
         )
-    if not mr.source_branch.startswith(config["renovate_branch_prefix"]):
+    if not mr.source_branch.startswith(config.renovate_branch_prefix):
         gaps.append(
             f"its source branch {mr.source_branch!r} does not start with "
-            f"renovate_branch_prefix {config['renovate_branch_prefix']!r}"
+            f"renovate_branch_prefix {config.renovate_branch_prefix!r}"
         )
-    namespaces = config["renovate_exempt_namespaces"]
+    namespaces = config.renovate_exempt_namespaces
     if not any(under(mr.project, ns) for ns in namespaces):
-        gaps.append(
-            f"its project {mr.project} is in none of renovate_exempt_namespaces {namespaces}"
+        gaps.append(  # the list as the file spells it
+            f"its project {mr.project} is in none of renovate_exempt_namespaces {list(namespaces)}"
         )
     return gaps
 
@@ -3149,7 +3225,7 @@ def author_account(
     names = [f.name for f in families if f.author_id == mr.author_id]
     if names:
         return f"{who}, an automation account (the roster's {', '.join(names)})"
-    if mr.author_id == config["renovate_bot_user_id"]:
+    if mr.author_id == config.renovate_bot_user_id:
         return f"{who}, the Renovate account (renovate_bot_user_id), not in the roster"
     return f"{who}, not an automation account: no family of the roster is authored by it"
 
@@ -3174,14 +3250,14 @@ def decide_scope(
         return Scope(
             False,
             "outside-group",
-            f"{mr.project} is not in group {config['group_path']}'s project listing",
+            f"{mr.project} is not in group {config.group_path}'s project listing",
         )
-    generic = config["generic_tracking_issue"]
+    generic = config.generic_tracking_issue
     if generic is not None and tuple(cited) == (generic,):
         return Scope(
             False,
             "generic-issue-only",
-            f"it cites only the generic tracking issue {config['tracker_project']}#{generic}; "
+            f"it cites only the generic tracking issue {config.tracker_project}#{generic}; "
             f"its author is {author_account(mr, families, config)}",
         )
     if RENOVATE_LABEL in mr.labels:
@@ -3195,9 +3271,7 @@ def decide_scope(
     family = automation_family_of(mr, specific, families)
     if family is not None:
         return Scope(False, "automation", f"it belongs to the automation family {family.name!r}")
-    return Scope(
-        True, "in-scope", f"{mr.project} is in group {config['group_path']}{renovate_note}"
-    )
+    return Scope(True, "in-scope", f"{mr.project} is in group {config.group_path}{renovate_note}")
 
 
 # end pairgate/standalone/scope.py
@@ -3324,7 +3398,7 @@ def decide(
     except the generic tracking issue; ``edits`` GitLab's lastEditedAt of the notes
     ``edit_candidates`` names (an approval whose edit state is not in it does not count);
     ``frozen`` says why a live freeze window holds the MR back, if one does."""
-    cli, tracker = config.cli, config["tracker_project"]
+    cli, tracker = config.cli, config.tracker_project
 
     def verdict(**fields: Any) -> GateVerdict:
         return GateVerdict(
@@ -3547,7 +3621,7 @@ def _approval_check(
 def project_in_group(client: GitLab, config: Config, project: str) -> bool:
     """Is the project in the group's listing? A project under group_path is, by its path;
     only a project elsewhere costs the read of the listing (shared-in projects included)."""
-    if under(project, config["group_path"]):
+    if under(project, config.group_path):
         return True
     return any(p.casefold() == project.casefold() for p in group_project_paths(client, config))
 
@@ -3555,7 +3629,7 @@ def project_in_group(client: GitLab, config: Config, project: str) -> bool:
 def group_project_paths(client: GitLab, config: Config) -> list[str]:
     """Every project in the group's listing, shared-in projects and subgroups included."""
     listing = client.get_all(
-        f"groups/{config['group_id']}/projects",
+        f"groups/{config.group_id}/projects",
         with_shared="true",
         include_subgroups="true",
         simple="true",
@@ -3573,7 +3647,7 @@ def gate_scope(
 ) -> tuple[tuple[int, ...], Scope]:
     """The tracker issues the MR cites and whether it is gated: pure."""
     cited = (
-        cited_issues(mr.text, mr_project=mr.project, tracker=config["tracker_project"])
+        cited_issues(mr.text, mr_project=mr.project, tracker=config.tracker_project)
         if in_group
         else ()
     )
@@ -3583,7 +3657,7 @@ def gate_scope(
 
 def ledger_issues(cited: Sequence[int], config: Config) -> tuple[int, ...]:
     """The cited issues whose ledgers the verdict needs: all but the generic tracking issue."""
-    generic = config["generic_tracking_issue"]
+    generic = config.generic_tracking_issue
     return tuple(issue for issue in cited if issue != generic)
 
 
@@ -3639,7 +3713,7 @@ def gate_merge(
     if project.isdigit():  # a numeric id: the MR says which path it names
         data = client.get(mr_path)
         path = MergeRequestFacts.from_api(data, project).project
-    elif not under(project, config["group_path"]):
+    elif not under(project, config.group_path):
         # GitLab answers a moved project's old path too: the MR says which project it is in.
         # One the reader cannot see is judged by the path it was named by.
         try:
@@ -3778,10 +3852,8 @@ def read_merged(
     if projects:
         listings = [(f"projects/{encode_project(p)}/merge_requests", p) for p in projects]
     else:
-        listings = [(f"groups/{config['group_id']}/merge_requests", "")]
-        shared = [
-            p for p in group_project_paths(client, config) if not under(p, config["group_path"])
-        ]
+        listings = [(f"groups/{config.group_id}/merge_requests", "")]
+        shared = [p for p in group_project_paths(client, config) if not under(p, config.group_path)]
         listings += [(f"projects/{encode_project(p)}/merge_requests", p) for p in shared]
     found: dict[tuple[str, int], MergedMr] = {}
     for path, project in listings:
@@ -3861,7 +3933,7 @@ class MergeJudged:
 
 def automation_accounts(config: Config, families: Sequence[AutomationFamily]) -> frozenset[int]:
     """The accounts of unattended MR families: the roster's authors, and Renovate's."""
-    return frozenset({f.author_id for f in families} | {int(config["renovate_bot_user_id"])})
+    return frozenset({f.author_id for f in families} | {config.renovate_bot_user_id})
 
 
 def judge_merged(
@@ -3878,7 +3950,7 @@ def judge_merged(
     cites and every issue in ``frozen`` (those labelled as holding a freeze window); ``edits``
     GitLab's lastEditedAt of every approval note on them (an approval edited at any time, after
     the merge too, is one whose reviewed text cannot be known: it does not count). Pure."""
-    tracker = config["tracker_project"]
+    tracker = config.tracker_project
     cited, scope = gate_scope(mr.facts, in_group=True, config=config, families=families)
 
     def judged(code: str, why: str, *, finding: bool = True, decided: bool = True) -> MergeJudged:
@@ -3892,7 +3964,7 @@ def judge_merged(
             return judged(
                 "generic-issue-non-automation",
                 f"it is out of scope only because it cites the generic tracking issue "
-                f"{tracker}#{config['generic_tracking_issue']}, and its author (user id "
+                f"{tracker}#{config.generic_tracking_issue}, and its author (user id "
                 f"{author}) is no automation account of the roster",
             )
         return judged(scope.code, scope.detail, finding=False)
@@ -4171,7 +4243,7 @@ def filed_findings(
 ) -> dict[tuple[str, int, str], tuple[int, float]]:
     """The findings already filed, from the tracker's AUDIT_LABEL issues: key -> (iid, when
     opened). Only issues by a ledger author, with one well-formed marker, count. Pure."""
-    authors = frozenset(config["ledger_author_user_ids"])
+    authors = frozenset(config.ledger_author_user_ids)
     found: dict[tuple[str, int, str], tuple[int, float]] = {}
     for issue in listed:
         if (issue.get("author") or {}).get("id") not in authors:
@@ -4219,7 +4291,7 @@ def audit_issue_text(finding: MergeJudged, config: Config) -> tuple[str, str]:
         f"- scope: {finding.scope} ({finding.scope_detail})",
     ]
     if finding.cited:
-        cited = ", ".join(f"{config['tracker_project']}#{i}" for i in finding.cited)
+        cited = ", ".join(f"{config.tracker_project}#{i}" for i in finding.cited)
         lines.append(f"- cites: {cited}")
     if mr.fork:
         lines.append(f"- from a fork: source project id {mr.source_project_id}")
@@ -4236,7 +4308,7 @@ def file_findings(
     """Open one tracker issue per finding not already filed; (project, iid) -> Filed. One
     listing of the AUDIT_LABEL issues, then one write per new finding. A write whose answer was
     lost is looked for again before it is called failed, never repeated blindly."""
-    issues = f"projects/{encode_project(config['tracker_project'])}/issues"
+    issues = f"projects/{encode_project(config.tracker_project)}/issues"
 
     def listing() -> dict[tuple[str, int, str], tuple[int, float]]:
         return filed_findings(client.get_all(issues, labels=AUDIT_LABEL, state="all"), config)
@@ -4262,9 +4334,9 @@ def file_findings(
             result[ref] = Filed(known, True)
             continue
         author = (opened.get("author") or {}).get("id")
-        if author not in config["ledger_author_user_ids"]:
+        if author not in config.ledger_author_user_ids:
             raise ConfigError(
-                f"pairgate audit: opened {config['tracker_project']}#{opened['iid']} for "
+                f"pairgate audit: opened {config.tracker_project}#{opened['iid']} for "
                 f"{facts.ref} as user id {author}, which is not in ledger_author_user_ids, so a "
                 f"re-run would not recognise it and would open another. File findings with the "
                 f"write token of a ledger author ({config.env_name('TASK_WRITE_TOKEN')})."
@@ -4311,7 +4383,7 @@ def gated_projects(
         if not project_in_group(client, config, path):
             raise UsageError(
                 f"{config.cli} {command}: --project {project}: not a gated project (it is not in group "
-                f"{config['group_path']}'s project listing), so the gate never judged its merges"
+                f"{config.group_path}'s project listing), so the gate never judged its merges"
             )
         paths.append(path)
     return paths
@@ -4355,7 +4427,7 @@ def _filed(filed: dict[tuple[str, int], Filed], finding: MergeJudged) -> Filed |
 def print_audit(
     report: AuditReport, filed: dict[tuple[str, int], Filed], config: Config, ctx: Context
 ) -> None:
-    tracker = config["tracker_project"]
+    tracker = config.tracker_project
     for finding in report.findings:
         mr = finding.mr
         when = mr.merged_at or "an unknown time"
@@ -4380,7 +4452,7 @@ def print_audit(
             )
     gated = [j for j in report.judged if j.scope == "in-scope"]
     approved = [j for j in gated if not j.finding]
-    where = ", ".join(report.projects) or f"every gated project of {config['group_path']}"
+    where = ", ".join(report.projects) or f"every gated project of {config.group_path}"
     print(
         f"audit: {len(report.judged)} merge(s) since {audit_stamp(report.since)} in {where}: "
         f"{len(gated)} gated ({len(approved)} approved at the head they merged at), "
@@ -5077,6 +5149,9 @@ def prove_job(env: Mapping[str, str], job_token: str, *, pinned: str = "") -> Pr
 # The doors. merge-check (the package CLI and ``python3 ownership.py merge-check``) and the three
 # validators print the same verdict; only what each treats as a failure differs.
 
+# Where a read token passed on stdin came from, as an error about it names it.
+STDIN_READ_TOKEN = "the CI variable the component's read-token-variable input names"
+
 VALIDATOR_CHECKS: dict[str, str | None] = {
     "validate-mr-carries-ownership-record": "record",
     "validate-mr-approval-at-head": "approval",
@@ -5181,15 +5256,15 @@ def validator_main(
                 f"from the file it names, and from nowhere else"
             )
         config = load_config(ctx.env)
-        job_token, read_token = _tokens(ctx.env, config, args, stdin or sys.stdin)
+        job_token, read_token, read_source = _tokens(ctx.env, config, args, stdin or sys.stdin)
         proven = prove_job(ctx.env, job_token, pinned=args.gitlab_url)
-        # The client talks to the proven instance only: no URL variable is read again.
-        client = gitlab_from_env(
-            config,
-            {
-                config.env_name("GITLAB_URL"): proven.server_url,
-                config.env_name("TASK_API_TOKEN"): read_token,
-            },
+        # The client talks to the proven instance only: no URL variable is read again. It
+        # never writes, so no glab it might run is given the job's environment.
+        client = gitlab_client(
+            proven.api_url,
+            "CI_SERVER_URL",
+            read_token=read_token,
+            read_token_source=read_source,
             transport=first_attempt_transport,
         )
         families = load_automation_families(roster_path(config, args.automation_families))
@@ -5219,7 +5294,7 @@ def validator_main(
     )
     if not check.ok:
         print(f"FAILED: {check.message}", file=ctx.stdout)
-        print(f"Background: {config['handoff_doc']}.", file=ctx.stdout)
+        print(f"Background: {config.handoff_doc}.", file=ctx.stdout)
         return Exit.REFUSED
     if check.code == "never-approved" and check_name == "approval":
         print(
@@ -5265,8 +5340,8 @@ def _validator_parser(name: str) -> argparse.ArgumentParser:
 
 def _tokens(
     env: Mapping[str, str], config: Config, args: argparse.Namespace, stdin: TextIO
-) -> tuple[str, str]:
-    """(job token, read token)."""
+) -> tuple[str, str, str]:
+    """(job token, read token, where the read token came from)."""
     if args.tokens_on_stdin:
         job_token, read_token = ([*stdin.read().splitlines(), "", ""])[:2]
         if not read_token.strip():
@@ -5276,17 +5351,19 @@ def _tokens(
                 "variable holding a token that can read the tracker's issues (CI_JOB_TOKEN "
                 "cannot read issue notes)"
             )
-        return job_token.strip(), read_token.strip()
+        return job_token.strip(), read_token.strip(), STDIN_READ_TOKEN
     job_token = env.get("CI_JOB_TOKEN", "")
     if args.read_token_variable:
-        return job_token, _ci_token(env, args.read_token_variable)
-    read_token = env.get(config.env_name("TASK_API_TOKEN"), "").strip()
+        variable = args.read_token_variable
+        return job_token, _ci_token(env, variable), variable
+    variable = config.env_name("TASK_API_TOKEN")
+    read_token = env.get(variable, "").strip()
     if not read_token:
         raise ConfigError(
             f"no read token: name its CI variable with --read-token-variable, pass it on stdin "
-            f"(--tokens-on-stdin), or set {config.env_name('TASK_API_TOKEN')}"
+            f"(--tokens-on-stdin), or set {variable}"
         )
-    return job_token, read_token
+    return job_token, read_token, variable
 
 
 def _ci_token(env: Mapping[str, str], variable: str) -> str:
@@ -9135,7 +9212,7 @@ def _hook_files_present(here: Path, env: Mapping[str, str]) -> None:
         )
     else:
         try:
-            remedy = f"reinstall them: {load_config(env)['hooks_install_command']}"
+            remedy = f"reinstall them: {load_config(env).hooks_install_command}"
         except PairgateError as exc:
             remedy = f"reinstall them; the configuration cannot say how: {exc.message}"
     raise HookDenied(
@@ -9157,7 +9234,7 @@ def _hook_currency_note(ctx: Context, here: Path, config: Config) -> None:
     try:
         import deployed_currency  # type: ignore[import-not-found,unused-ignore]
 
-        currency = deployed_currency.measure(here, config["deployed_paths"], env=ctx.env)
+        currency = deployed_currency.measure(here, config.deployed_paths, env=ctx.env)
         if currency.state != deployed_currency.CURRENT:
             print(
                 f"pairgate merge hook: note: {deployed_currency.describe(currency)}",
@@ -9180,7 +9257,7 @@ def _hook_message(config: Config, problems: Sequence[str], merges: Sequence[Merg
         "Merge one reviewed merge request per command, spelled so the hook can read it: "
         "glab mr merge <iid> -R <group/project> --sha <approved head>"
     )
-    lines.append(f"Background: {config['handoff_doc']}.")
+    lines.append(f"Background: {config.handoff_doc}.")
     return "\n".join(lines)
 
 

@@ -82,7 +82,7 @@ def review_bot_token(config: Config, env: Mapping[str, str]) -> tuple[str, str]:
     token = str(env.get(variable, "")).strip()
     if token:
         return token, variable
-    path = Path(config["review_bot_token_file"]).expanduser()
+    path = Path(config.review_bot_token_file).expanduser()
     path = path if path.is_absolute() else config.path.parent / path
     try:
         token = path.read_text(encoding="utf-8").strip()
@@ -92,7 +92,7 @@ def review_bot_token(config: Config, env: Mapping[str, str]) -> tuple[str, str]:
 
 
 def issue_path(config: Config, issue: int) -> str:
-    return f"projects/{encode_project(config['tracker_project'])}/issues/{issue}"
+    return f"projects/{encode_project(config.tracker_project)}/issues/{issue}"
 
 
 def read_found(client: GitLab, path: str, what: str, *, cli: str) -> dict[str, Any]:
@@ -108,7 +108,7 @@ def read_found(client: GitLab, path: str, what: str, *, cli: str) -> dict[str, A
 
 
 def read_issue(client: GitLab, config: Config, issue: int) -> dict[str, Any]:
-    what = f"{config['tracker_project']}#{issue}"
+    what = f"{config.tracker_project}#{issue}"
     return read_found(client, issue_path(config, issue), what, cli=config.cli)
 
 
@@ -135,7 +135,7 @@ def read_mr(
 
 
 def issues_path(config: Config) -> str:
-    return f"projects/{encode_project(config['tracker_project'])}/issues"
+    return f"projects/{encode_project(config.tracker_project)}/issues"
 
 
 def read_labelled(

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
+import operator
+import re
 import shutil
+import typing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pairgate.standalone.config import CONFIG_KEYS, CONFIG_SCHEMA, load_config
+from pairgate.standalone.config import CONFIG_KEYS, CONFIG_SCHEMA, Config, load_config
 from tests.kit.names import FIXTURE_CONFIG, ROOT
 from tests.kit.run import PAIRGATE, run_cli, run_program
 
@@ -26,13 +32,57 @@ def write_config(tmp_path: Path, values: dict, name: str = "cfg.json") -> dict[s
 def test_fixture_and_example_configurations_load() -> None:
     for path in (FIXTURE_CONFIG, ROOT / "examples" / "pairgate-config.json"):
         config = load_config({"PAIRGATE_CONFIG": str(path)})
-        assert set(config.values) == set(CONFIG_KEYS)
+        written = json.loads(path.read_text())
+        assert set(written) == set(CONFIG_KEYS)
+        assert config.as_json() == written
 
 
 def test_config_keys_are_the_seventeen_of_the_specification_plus_ledger_authors() -> None:
     assert len(CONFIG_KEYS) == 18
     assert "ledger_author_user_ids" in CONFIG_KEYS
     assert set(CONFIG_SCHEMA["properties"]) == set(CONFIG_KEYS)
+
+
+_JSON_SCALARS: dict[str, Any] = {"string": str, "integer": int, "null": type(None)}
+
+
+def python_type(schema: dict[str, Any]) -> Any:
+    """The Python type a value of this schema has in a Config (an array is a tuple)."""
+    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    types = [
+        tuple[python_type(schema["items"]), ...] if kind == "array" else _JSON_SCALARS[kind]
+        for kind in kinds
+    ]
+    return functools.reduce(operator.or_, types)
+
+
+def test_the_schema_and_the_config_class_hold_the_same_keys_types_and_order() -> None:
+    hints = typing.get_type_hints(Config)
+    keys = {f.name: f for f in dataclasses.fields(Config) if f.name != "path"}
+    properties = CONFIG_SCHEMA["properties"]
+    assert list(properties) == list(keys) == list(CONFIG_KEYS)
+    for key, schema in properties.items():
+        assert hints[key] == python_type(schema), key
+    without_default = {
+        key
+        for key, f in keys.items()
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
+    assert CONFIG_SCHEMA["required"] == sorted(without_default)
+    assert hints["path"] == Path
+
+
+def test_the_readme_lists_the_keys_in_the_classs_order() -> None:
+    section = (ROOT / "README.md").read_text().split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"^\| `([a-z_]+)` \|", section, re.MULTILINE) == list(CONFIG_KEYS)
+
+
+def test_config_has_no_item_access() -> None:
+    # config.tracker_project, never config["tracker_project"]: a misspelt key is an
+    # AttributeError that mypy reports, not a KeyError at run time.
+    config = load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
+    with pytest.raises(TypeError):
+        config["tracker_project"]
 
 
 def test_no_configuration_is_a_missing_configuration_error() -> None:
@@ -134,7 +184,7 @@ def test_renovate_exempt_namespaces_may_be_absent_and_then_exempts_nothing(tmp_p
     values = fixture_values()
     del values["renovate_exempt_namespaces"]
     config = load_config(write_config(tmp_path, values))
-    assert config["renovate_exempt_namespaces"] == []
+    assert config.renovate_exempt_namespaces == ()
 
 
 @pytest.mark.parametrize(

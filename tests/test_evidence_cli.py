@@ -26,7 +26,7 @@ def config() -> Config:
     """The suite's configuration, with a cli_command of its own, so a refusal that spells
     "pairgate" by hand shows."""
     loaded = load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
-    return replace(loaded, values={**loaded.values, "cli_command": "acme-gate"})
+    return replace(loaded, cli_command="acme-gate")
 
 
 @pytest.fixture

@@ -314,6 +314,25 @@ def test_the_tokens_on_stdin_need_no_variable(sandbox: RunningSandbox, world: Wo
     assert code == 2 and "the read token (the second line on stdin) is empty" in err
 
 
+def test_a_refused_read_token_is_named_as_it_was_passed(
+    sandbox: RunningSandbox, world: World
+) -> None:
+    # The job reads GitLab with the read token it was given: an error about that token names
+    # where it came from, never the <env_prefix>_TASK_API_TOKEN the job did not read.
+    env = job_env(sandbox, approved_at_head(world), GATE_READ_TOKEN="not-a-token")
+    code, _, err = validate(env)
+    assert code == 2 and "HTTP 401" in err
+    assert "The token in GATE_READ_TOKEN was refused: set GATE_READ_TOKEN to a token" in err
+    assert "TASK_API_TOKEN" not in err
+    job_token = env.pop("CI_JOB_TOKEN")
+    code, _, err = validate(env, "--tokens-on-stdin", stdin=f"{job_token}\nnot-a-token\n")
+    assert code == 2 and "HTTP 401" in err
+    assert (
+        "The token in the CI variable the component's read-token-variable input names was "
+        "refused" in err
+    )
+
+
 @pytest.mark.parametrize("status", [201, 203, 500])
 def test_get_job_takes_a_200_alone_and_asks_as_many_times_as_requests_would(
     fake: tuple[str, type[_Fake]], status: int

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -93,7 +94,7 @@ def test_renovate_with_all_four_conditions_is_exempt(config: Config) -> None:
         ({"labels": ("dependencies",)}, "label"),
         ({"author_id": 10}, "author is user id 10"),
         ({"source_branch": "renovatebot/x"}, "source branch"),
-        ({"project": "partner/shared-lib"}, "renovate_exempt_namespaces"),
+        ({"project": "partner/shared-lib"}, "in none of renovate_exempt_namespaces ['acme']"),
     ],
 )
 def test_renovate_missing_any_one_condition_stays_in_scope(
@@ -114,10 +115,13 @@ def test_renovate_namespace_must_be_followed_by_a_slash(config: Config) -> None:
 
 
 def test_a_configuration_without_the_namespaces_key_exempts_nothing(
-    config: Config,
+    config: Config, tmp_path: Path
 ) -> None:
-    values = {k: v for k, v in config.values.items() if k != "renovate_exempt_namespaces"}
-    older = replace(config, values=values)
+    assert not scope(RENOVATE_MR, config).in_scope  # the fixture's namespaces exempt it
+    values = json.loads(FIXTURE_CONFIG.read_text())
+    del values["renovate_exempt_namespaces"]
+    (tmp_path / "older.json").write_text(json.dumps(values))
+    older = load_config({"PAIRGATE_CONFIG": str(tmp_path / "older.json")})
     assert scope(RENOVATE_MR, older).in_scope
 
 
@@ -136,7 +140,7 @@ def test_generic_issue_only_is_out_of_scope_but_not_with_another(
 
 
 def test_generic_issue_null_means_none(config: Config) -> None:
-    none = replace(config, values={**config.values, "generic_tracking_issue": None})
+    none = replace(config, generic_tracking_issue=None)
     assert scope(replace(RENOVATE_MR, labels=()), none, cited=(1,)).in_scope
 
 

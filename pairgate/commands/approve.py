@@ -22,15 +22,6 @@ from pairgate.evidence.surface import (
     record_field,
     rerun_summary,
 )
-from pairgate.merge_requests import checked_sha
-from pairgate.note_text import note_text
-from pairgate.preconditions import (
-    Again,
-    check_offer_slot,
-    check_receiver,
-    command,
-    must_hold,
-)
 from pairgate.standalone.approvals import independence, reasons_against
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError, Refusal, UsageError
@@ -41,7 +32,16 @@ from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import read_ledger
 from pairgate.standalone.scope import cited_issues
 from pairgate.tracker import mr_path, pooled, read_mr, review_bot_token
-from pairgate.turn import Turn, begin, checked_name, read_reason, refuse_void, write
+from pairgate.verbs.merge_requests import checked_sha
+from pairgate.verbs.note_text import note_text
+from pairgate.verbs.preconditions import (
+    Again,
+    check_offer_slot,
+    check_receiver,
+    command,
+    must_hold,
+)
+from pairgate.verbs.turn import Turn, begin, checked_name, read_reason, refuse_void, write
 
 
 def review_bot(turn: Turn) -> GitLab:
@@ -113,7 +113,7 @@ def check_rerun_for(turn: Turn, doc: object, path: Path, *, sha: str, again: Aga
     problems = verify_for_approve(
         doc,
         sha=sha,
-        project=turn.config["tracker_project"],
+        project=turn.config.tracker_project,
         issue=turn.issue,
         offer_note=None if offer is None else offer.note_id,
         offer_evidence=None
@@ -219,7 +219,7 @@ def approve(
             "--server-approval-only records nothing"
         )
     rerun = None if evidence is None else read_rerun(evidence)
-    project = mr_project or config["tracker_project"]
+    project = mr_project or config.tracker_project
     turn = begin(ctx, config, client, issue, as_agent)
     bot = review_bot(turn)  # before anything is written: no half-done approval
     cli, ledger = turn.cli, turn.ledger
@@ -260,7 +260,7 @@ def approve(
 
     must_hold(turn, "approve")
     if ledger.role != "review":
-        prefix = config["agent_identity_prefix"]
+        prefix = config.agent_identity_prefix
         raise Refusal(
             f"{cli} approve: {turn.agent} holds #{issue} as {ledger.role}; only the review role "
             f"approves.\nOffer it to a reviewer: "
@@ -363,7 +363,7 @@ def cited_ledgers(turn: Turn, mr: MergeRequestFacts) -> dict[int, Ledger]:
     """The ledgers of the other tracker issues ``mr`` cites (the generic tracking issue left
     out): independence is judged across all of them, as the gate judges it."""
     config = turn.config
-    cited = cited_issues(mr.text, mr_project=mr.project, tracker=config["tracker_project"])
-    others = [n for n in cited if n not in (turn.issue, config["generic_tracking_issue"])]
+    cited = cited_issues(mr.text, mr_project=mr.project, tracker=config.tracker_project)
+    others = [n for n in cited if n not in (turn.issue, config.generic_tracking_issue)]
     ledgers = pooled(lambda n: read_ledger(turn.client, config, n), others)
     return dict(zip(others, ledgers, strict=True))

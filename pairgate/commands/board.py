@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from pairgate import output
-from pairgate.approval_view import approval_state, scope_for, with_cited
 from pairgate.commands.status import mr_doc, offer_doc
 from pairgate.evidence.surface import (
     NO_EVIDENCE,
@@ -19,7 +18,6 @@ from pairgate.evidence.surface import (
     approval_keys,
     approval_words,
 )
-from pairgate.gate_runs import gate_run
 from pairgate.output import Cell, Style
 from pairgate.standalone.approvals import independence
 from pairgate.standalone.config import Config
@@ -36,6 +34,8 @@ from pairgate.tracker import (
     read_labelled,
     read_mr_states,
 )
+from pairgate.views.approvals import approval_state, scope_for, with_cited
+from pairgate.views.gate_runs import gate_run
 
 
 def _when(ledger: Ledger, note_id: int | None, now: float) -> dict[str, Any]:
@@ -143,7 +143,7 @@ def board_doc(
 ) -> dict[str, Any]:
     issues = [issue_doc(r, mrs, now, config=config, ledgers=ledgers) for r in reads]
     return {
-        "tracker_project": config["tracker_project"],
+        "tracker_project": config.tracker_project,
         "now": output.iso(now),
         "closed_included": closed,
         "live_freezes": [f for i in issues for f in i["freezes"] if f["live"]],

@@ -5,7 +5,8 @@ The file a gated project's "CI/CD configuration file" setting names as
 package ships, with the configuration's tracker_project and env_prefix and the flags' values),
 with ``--evidence-image`` the mr-evidence component's job that re-runs an offer's mutants, and
 the project's own ``.gitlab-ci.yml`` as a child pipeline. The refusals and the writing are
-pairgate.install's, shared with deploy-hooks and deploy-agents; ``--check`` compares bytes.
+pairgate.deployment.install's, shared with deploy-hooks and deploy-agents; ``--check`` compares
+bytes.
 Exit codes: 0 done or in line; 1 drift (--check); 2 cannot deploy.
 """
 
@@ -16,14 +17,14 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from pairgate import install
+from pairgate.deployment import install
+from pairgate.deployment.tracker_pipeline import COMPONENTS, EVIDENCE_COMPONENT, render
 from pairgate.resources import component_template, package_file
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, UsageError
-from pairgate.tracker_pipeline import COMPONENTS, EVIDENCE_COMPONENT, render
 
 MODE = 0o644
-FRAME = "tracker-pipeline.yml"
+FRAME = "deployment/tracker-pipeline.yml"
 # The gate's files in the tracker repository, by the names the jobs give them.
 _GATE_DIR = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_./-]*")
 
@@ -60,8 +61,8 @@ def input_values(
     common: dict[str, object] = {
         "image": image,
         "runner-tags": runner_tags,
-        "tracker-project": config["tracker_project"],
-        "env-prefix": config["env_prefix"],
+        "tracker-project": config.tracker_project,
+        "env-prefix": config.env_prefix,
         "read-token-variable": read_token_variable,
         "reader-path": f"{where}/ownership.py",
         "config-path": f"{where}/pairgate-config.json",
@@ -101,7 +102,7 @@ def rendered(config: Config, command: str, values: dict[str, dict[str, object]])
             f"({exc.strerror or exc}: {exc.filename}). Reinstall pairgate. Nothing was written."
         ) from None
     try:
-        text = render(frame, texts, values, tracker=config["tracker_project"], command=command)
+        text = render(frame, texts, values, tracker=config.tracker_project, command=command)
     except UsageError as exc:
         raise UsageError(
             f"{config.cli} deploy-pipeline: {exc.message}. Nothing was written."
@@ -154,8 +155,8 @@ def deploy_pipeline(
     for line in install.install(command, target.parent, files, mode=MODE, again=again):
         print(line, file=ctx.stdout)
     print(
-        f"commit it to {config['tracker_project']}'s default branch, and set each gated "
-        f"project's CI/CD configuration file to <its path there>@{config['tracker_project']}",
+        f"commit it to {config.tracker_project}'s default branch, and set each gated "
+        f"project's CI/CD configuration file to <its path there>@{config.tracker_project}",
         file=ctx.stdout,
     )
     return Exit.OK

@@ -17,22 +17,22 @@ from typing import Any
 
 from pairgate import output as render
 from pairgate.commands.evidence_run import evidence_text, keep, read_patch, request_for
-from pairgate.evidence import DEFAULT_PIDS
+from pairgate.evidence import DEFAULT_PIDS, DEFAULT_TIMEOUT
 from pairgate.evidence.ci_result import read_ci_rerun, state_words
 from pairgate.evidence.handoff import patches_from_block
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.rerun import offered_mutant, own_mutant, rerun_document, write_rerun
-from pairgate.evidence.runner import DEFAULT_TIMEOUT, collect, rerun
+from pairgate.evidence.runner import collect, rerun
 from pairgate.evidence.surface import offer_under_review, record_field
 from pairgate.output import Style
-from pairgate.preconditions import command
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, Refusal, UsageError
 from pairgate.standalone.fold import fold
 from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import MrRef
 from pairgate.standalone.reads import read_notes
-from pairgate.turn import damage
+from pairgate.verbs.preconditions import command
+from pairgate.verbs.turn import damage
 
 
 def reproduce(
@@ -184,7 +184,7 @@ def rerun_evidence(
         raise type(exc)(f"{cli} evidence rerun: {exc.message}") from None
     doc = rerun_document(
         inner,
-        project=config["tracker_project"],
+        project=config.tracker_project,
         issue=issue,
         offer_note=event.note_id,
         sender=event.agent,

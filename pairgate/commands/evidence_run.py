@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from pairgate import output as render
-from pairgate.evidence import DEFAULT_PIDS, store
+from pairgate.evidence import DEFAULT_PIDS, DEFAULT_TIMEOUT, store
 from pairgate.evidence.patches import Patch
-from pairgate.evidence.runner import DEFAULT_TIMEOUT, Request, collect
+from pairgate.evidence.runner import Request, collect
 from pairgate.evidence.schema import write_evidence
 from pairgate.evidence.surface import SELF_REPORTED
 from pairgate.output import Cell, Style
@@ -45,7 +45,7 @@ def read_patch(path: Path, cli: str, verb: str = "run") -> Patch:
 def secrets_of(config: Config) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
     """(directories, files) no run may see: the configuration's directory, the configuration
     and the review bot's token file."""
-    token = Path(config["review_bot_token_file"]).expanduser()
+    token = Path(config.review_bot_token_file).expanduser()
     token = token if token.is_absolute() else config.path.parent / token
     config_file = config.path.resolve()
     return (config_file.parent,), (config_file, token.resolve())

@@ -193,7 +193,7 @@ def graph(
     ledger = read_ledger(client, config, issue)
     mrs = read_mr_states(client, (a.mr for a in ledger.approvals))
     lines = steps(ledger, mrs, (config, issue))
-    title = f"{config['tracker_project']}#{issue}"
+    title = f"{config.tracker_project}#{issue}"
     if json:
         dump(graph_doc(title, issue, lines), ctx.stdout)
     else:

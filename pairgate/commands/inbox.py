@@ -12,7 +12,7 @@ from pairgate import output
 from pairgate.commands.watch import store_flag
 from pairgate.standalone.config import Config, load_config
 from pairgate.standalone.errors import Context, Exit, UsageError, report
-from pairgate.turn import identity, session_id
+from pairgate.verbs.turn import identity, session_id
 from pairgate.watch import REMIND_AFTER, delivery, hooks
 from pairgate.watch.backends import shown as shown_store
 from pairgate.watch.records import subject_name
@@ -64,7 +64,7 @@ def inbox_ack(
 
 
 def _where(ctx: Context, config: Config, store: str | None) -> str | Path:
-    return locate(store, ctx.env, config.env_name("WATCH_STORE"), config["tracker_project"])
+    return locate(store, ctx.env, config.env_name("WATCH_STORE"), config.tracker_project)
 
 
 def _exists(where: str | Path) -> bool:
@@ -73,7 +73,7 @@ def _exists(where: str | Path) -> bool:
 
 
 def _open(ctx: Context, config: Config, where: str | Path) -> Store:
-    return Store.open(where, tracker=config["tracker_project"], now=ctx.now())
+    return Store.open(where, tracker=config.tracker_project, now=ctx.now())
 
 
 def _remind_after(db: Store, given: float | None) -> float:

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pairgate.deployment import write_set
+from pairgate.deployment.file_set import write_set
 from pairgate.standalone.config import CONFIG_FILENAME, Config, validate_config
 from pairgate.standalone.errors import Context, Exit, UsageError
-from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project, gitlab_from_env
+from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project, gitlab_from_prefix
 
 
 def _one_user(client: GitLab, username: str, flag: str) -> dict[str, Any]:
@@ -79,8 +79,7 @@ def init(
             f"pairgate init: --env-prefix {env_prefix!r}: upper case letters, digits and "
             f"underscores, starting with a letter"
         )
-    provisional = Config(path=target / CONFIG_FILENAME, values={"env_prefix": env_prefix})
-    client = gitlab_from_env(provisional, ctx.env)
+    client = gitlab_from_prefix(env_prefix, ctx.env)
     tracker = _tracker(client, tracker_project)
     namespace = tracker["namespace"]
     agents = (

@@ -7,11 +7,8 @@ from __future__ import annotations
 import json as jsonlib
 from typing import Any
 
-from pairgate.approval_view import approval_doc, cited_by, with_cited
 from pairgate.evidence.ci_result import read_ci_rerun, state_words
 from pairgate.evidence.surface import SELF_REPORTED, approval_keys, approval_words, offer_keys
-from pairgate.gate_runs import gate_run, gate_text
-from pairgate.merge_requests import citing_mrs
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context
 from pairgate.standalone.gitlab import GitLab
@@ -20,7 +17,10 @@ from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import read_ledger
 from pairgate.standalone.scope import author_account, load_automation_families, roster_path
 from pairgate.tracker import pooled, read_issue, read_mr
-from pairgate.turn import damage
+from pairgate.verbs.merge_requests import citing_mrs
+from pairgate.verbs.turn import damage
+from pairgate.views.approvals import approval_doc, cited_by, with_cited
+from pairgate.views.gate_runs import gate_run, gate_text
 
 MrKey = tuple[str, int]
 
@@ -71,7 +71,7 @@ def report(
     ]
     return {
         "issue": issue,
-        "project": config["tracker_project"],
+        "project": config.tracker_project,
         "state": state.get("state"),
         "holder": ledger.holder,
         "role": ledger.role,
@@ -148,7 +148,7 @@ def add_gate_runs(client: GitLab, ledger: Ledger, doc: dict[str, Any]) -> None:
 def out_of_scope_authors(config: Config, mrs: list[MergeRequestFacts]) -> dict[MrKey, str]:
     """For each MR citing only the generic tracking issue (out of the gate's scope on that
     alone): who opened it, and whether the automation roster says that account is automation."""
-    generic = config["generic_tracking_issue"]
+    generic = config.generic_tracking_issue
     lone = [m for m in mrs if generic is not None and not cited_by(m, config)]
     if not lone:
         return {}

@@ -31,8 +31,8 @@ TICK = 30.0  # with --listen: how often the loop looks for due reminders and orp
 
 
 def open_store(ctx: Context, config: Config, store: str | None) -> Store:
-    where = locate(store, ctx.env, config.env_name("WATCH_STORE"), config["tracker_project"])
-    return Store.open(where, tracker=config["tracker_project"], now=ctx.now())
+    where = locate(store, ctx.env, config.env_name("WATCH_STORE"), config.tracker_project)
+    return Store.open(where, tracker=config.tracker_project, now=ctx.now())
 
 
 def owner_id() -> str:
@@ -199,8 +199,8 @@ class Rounds:
             targets |= webhook.targets(
                 hook.event,
                 hook.body,
-                tracker=self.config["tracker_project"],
-                generic=self.config["generic_tracking_issue"],
+                tracker=self.config.tracker_project,
+                generic=self.config.generic_tracking_issue,
             )
         done = f"{len(taken)} webhook(s)"
 

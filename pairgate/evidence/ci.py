@@ -84,8 +84,8 @@ def offer_to_rerun(ledger: Ledger, project: str, iid: int, head: str) -> Event |
 def find_offer(
     client: GitLab, config: Config, mr: MergeRequestFacts
 ) -> tuple[int, Event, list[Note], Ledger] | None:
-    tracker = config["tracker_project"]
-    generic = config["generic_tracking_issue"]
+    tracker = config.tracker_project
+    generic = config.generic_tracking_issue
     for issue in cited_issues(mr.text, mr_project=mr.project, tracker=tracker):
         if issue == generic:
             continue
@@ -192,7 +192,7 @@ def run_ci(args: argparse.Namespace, ctx: Context, stdin: TextIO) -> int:
     )
     print(
         f"{NAME}: {where}: re-running the {len(request.patches)} mutants of the offer in note "
-        f"{event.note_id} ({config['tracker_project']}#{issue}, evidence {evidence['digest']})",
+        f"{event.note_id} ({config.tracker_project}#{issue}, evidence {evidence['digest']})",
         file=ctx.stdout,
     )
     doc = collect(request, now=ctx.now)

@@ -31,7 +31,7 @@ def state_dir(env: Mapping[str, str]) -> Path | None:
 def keep(doc: Mapping[str, Any], kind: str, *, root: Path) -> Path:
     """Write ``doc`` (an evidence or a re-run document) under ``root``; its path."""
     evidence = doc["evidence"] if kind == "rerun" else doc
-    where = root / evidence["repository"]["root_commit"] / evidence["sha"]
+    where = root / str(evidence["repository"]["root_commit"]) / str(evidence["sha"])
     where.mkdir(parents=True, exist_ok=True)
     stamp = _STAMP.sub("", str(doc["created_at"]))
     path = where / f"{stamp}-{kind}-{str(doc['digest'])[7:19]}.json"

@@ -12,7 +12,7 @@ from pairgate.sandbox import jobs as ci_jobs
 from pairgate.sandbox.access import renderer
 from pairgate.sandbox.faults import Fault
 from pairgate.sandbox.httpd import ApiError, Reply, Request, Router, not_found
-from pairgate.sandbox.records import Project
+from pairgate.sandbox.records import Pipeline, Project
 
 if TYPE_CHECKING:
     from pairgate.sandbox.server import App
@@ -72,7 +72,7 @@ def update_pipeline(app: App, req: Request, pipeline_id: str) -> Any:
     return _pipeline_reply(app, req, pipeline)
 
 
-def _pipeline_reply(app: App, req: Request, pipeline: pipelines.Pipeline) -> Any:
+def _pipeline_reply(app: App, req: Request, pipeline: Pipeline) -> Any:
     render = renderer(req)
     jobs = app.world.jobs_of(pipeline)
     return render.pipeline(pipeline) | {"jobs": [render.job(j) | {"token": j.token} for j in jobs]}

@@ -133,10 +133,8 @@ def read_merged(
     if projects:
         listings = [(f"projects/{encode_project(p)}/merge_requests", p) for p in projects]
     else:
-        listings = [(f"groups/{config['group_id']}/merge_requests", "")]
-        shared = [
-            p for p in group_project_paths(client, config) if not under(p, config["group_path"])
-        ]
+        listings = [(f"groups/{config.group_id}/merge_requests", "")]
+        shared = [p for p in group_project_paths(client, config) if not under(p, config.group_path)]
         listings += [(f"projects/{encode_project(p)}/merge_requests", p) for p in shared]
     found: dict[tuple[str, int], MergedMr] = {}
     for path, project in listings:
@@ -216,7 +214,7 @@ class MergeJudged:
 
 def automation_accounts(config: Config, families: Sequence[AutomationFamily]) -> frozenset[int]:
     """The accounts of unattended MR families: the roster's authors, and Renovate's."""
-    return frozenset({f.author_id for f in families} | {int(config["renovate_bot_user_id"])})
+    return frozenset({f.author_id for f in families} | {config.renovate_bot_user_id})
 
 
 def judge_merged(
@@ -233,7 +231,7 @@ def judge_merged(
     cites and every issue in ``frozen`` (those labelled as holding a freeze window); ``edits``
     GitLab's lastEditedAt of every approval note on them (an approval edited at any time, after
     the merge too, is one whose reviewed text cannot be known: it does not count). Pure."""
-    tracker = config["tracker_project"]
+    tracker = config.tracker_project
     cited, scope = gate_scope(mr.facts, in_group=True, config=config, families=families)
 
     def judged(code: str, why: str, *, finding: bool = True, decided: bool = True) -> MergeJudged:
@@ -247,7 +245,7 @@ def judge_merged(
             return judged(
                 "generic-issue-non-automation",
                 f"it is out of scope only because it cites the generic tracking issue "
-                f"{tracker}#{config['generic_tracking_issue']}, and its author (user id "
+                f"{tracker}#{config.generic_tracking_issue}, and its author (user id "
                 f"{author}) is no automation account of the roster",
             )
         return judged(scope.code, scope.detail, finding=False)

@@ -50,7 +50,7 @@ def gated_projects(
         if not project_in_group(client, config, path):
             raise UsageError(
                 f"{config.cli} {command}: --project {project}: not a gated project (it is not in group "
-                f"{config['group_path']}'s project listing), so the gate never judged its merges"
+                f"{config.group_path}'s project listing), so the gate never judged its merges"
             )
         paths.append(path)
     return paths
@@ -94,7 +94,7 @@ def _filed(filed: dict[tuple[str, int], Filed], finding: MergeJudged) -> Filed |
 def print_audit(
     report: AuditReport, filed: dict[tuple[str, int], Filed], config: Config, ctx: Context
 ) -> None:
-    tracker = config["tracker_project"]
+    tracker = config.tracker_project
     for finding in report.findings:
         mr = finding.mr
         when = mr.merged_at or "an unknown time"
@@ -119,7 +119,7 @@ def print_audit(
             )
     gated = [j for j in report.judged if j.scope == "in-scope"]
     approved = [j for j in gated if not j.finding]
-    where = ", ".join(report.projects) or f"every gated project of {config['group_path']}"
+    where = ", ".join(report.projects) or f"every gated project of {config.group_path}"
     print(
         f"audit: {len(report.judged)} merge(s) since {audit_stamp(report.since)} in {where}: "
         f"{len(gated)} gated ({len(approved)} approved at the head they merged at), "

@@ -60,7 +60,7 @@ def filed_findings(
 ) -> dict[tuple[str, int, str], tuple[int, float]]:
     """The findings already filed, from the tracker's AUDIT_LABEL issues: key -> (iid, when
     opened). Only issues by a ledger author, with one well-formed marker, count. Pure."""
-    authors = frozenset(config["ledger_author_user_ids"])
+    authors = frozenset(config.ledger_author_user_ids)
     found: dict[tuple[str, int, str], tuple[int, float]] = {}
     for issue in listed:
         if (issue.get("author") or {}).get("id") not in authors:
@@ -108,7 +108,7 @@ def audit_issue_text(finding: MergeJudged, config: Config) -> tuple[str, str]:
         f"- scope: {finding.scope} ({finding.scope_detail})",
     ]
     if finding.cited:
-        cited = ", ".join(f"{config['tracker_project']}#{i}" for i in finding.cited)
+        cited = ", ".join(f"{config.tracker_project}#{i}" for i in finding.cited)
         lines.append(f"- cites: {cited}")
     if mr.fork:
         lines.append(f"- from a fork: source project id {mr.source_project_id}")
@@ -125,7 +125,7 @@ def file_findings(
     """Open one tracker issue per finding not already filed; (project, iid) -> Filed. One
     listing of the AUDIT_LABEL issues, then one write per new finding. A write whose answer was
     lost is looked for again before it is called failed, never repeated blindly."""
-    issues = f"projects/{encode_project(config['tracker_project'])}/issues"
+    issues = f"projects/{encode_project(config.tracker_project)}/issues"
 
     def listing() -> dict[tuple[str, int, str], tuple[int, float]]:
         return filed_findings(client.get_all(issues, labels=AUDIT_LABEL, state="all"), config)
@@ -151,9 +151,9 @@ def file_findings(
             result[ref] = Filed(known, True)
             continue
         author = (opened.get("author") or {}).get("id")
-        if author not in config["ledger_author_user_ids"]:
+        if author not in config.ledger_author_user_ids:
             raise ConfigError(
-                f"pairgate audit: opened {config['tracker_project']}#{opened['iid']} for "
+                f"pairgate audit: opened {config.tracker_project}#{opened['iid']} for "
                 f"{facts.ref} as user id {author}, which is not in ledger_author_user_ids, so a "
                 f"re-run would not recognise it and would open another. File findings with the "
                 f"write token of a ledger author ({config.env_name('TASK_WRITE_TOKEN')})."

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import MISSING, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pairgate.standalone.errors import ConfigError, reader_dir, value_type
 from pairgate.standalone.schema_check import draft_validator
@@ -17,6 +18,7 @@ __all__ = [
     "CONFIG_SCHEMA",
     "PATH_SEGMENT",
     "Config",
+    "env_variable",
     "load_config",
     "validate_config",
 ]
@@ -24,31 +26,69 @@ __all__ = [
 CONFIG_ENV = "PAIRGATE_CONFIG"
 CONFIG_FILENAME = "pairgate-config.json"
 
-# The specification's seventeen keys, plus ledger_author_user_ids (docs/agent-handoff-reference.md, "The fold": the accounts whose notes count).
-CONFIG_KEYS: tuple[str, ...] = (
-    "tracker_project",
-    "group_path",
-    "group_id",
-    "env_prefix",
-    "agent_identity_prefix",
-    "review_bot_token_file",
-    "deployed_paths",
-    "generic_tracking_issue",
-    "liveness_oracle_file",
-    "cli_command",
-    "renovate_bot_user_id",
-    "renovate_branch_prefix",
-    "renovate_exempt_namespaces",
-    "cli_install_command",
-    "hooks_install_command",
-    "agent_text_dir",
-    "handoff_doc",
-    "ledger_author_user_ids",
+
+@value_type
+class Config:
+    """A loaded configuration: one attribute per key of the file, in the README's order, built
+    only after the values pass ``validate_config`` (``load_config`` builds it), and ``path``, the
+    file it came from. The keys are this class's fields: CONFIG_KEYS, the schema's required list
+    and the missing-key check all read them from here."""
+
+    path: Path
+    tracker_project: str
+    group_path: str
+    group_id: str
+    env_prefix: str
+    agent_identity_prefix: str
+    review_bot_token_file: str
+    deployed_paths: tuple[str, ...]
+    generic_tracking_issue: int | None
+    liveness_oracle_file: str
+    cli_command: str
+    renovate_bot_user_id: int
+    renovate_branch_prefix: str
+    # A configuration older than this key exempts nothing (the specification: "a gate newer
+    # than its configuration fails toward review rather than toward exemption").
+    renovate_exempt_namespaces: tuple[str, ...] = field(default=(), kw_only=True)
+    cli_install_command: str
+    hooks_install_command: str
+    agent_text_dir: str
+    handoff_doc: str
+    ledger_author_user_ids: tuple[int, ...]
+
+    def relative(self, key: Literal["agent_text_dir", "liveness_oracle_file"]) -> Path:
+        """A path-valued key resolved against the configuration file's directory."""
+        return (self.path.parent / str(getattr(self, key))).resolve()
+
+    @property
+    def cli(self) -> str:
+        return self.cli_command
+
+    def env_name(self, suffix: str) -> str:
+        """``<env_prefix>_<suffix>``: every variable the tool reads is named through this."""
+        return env_variable(self.env_prefix, suffix)
+
+    def as_json(self) -> dict[str, Any]:
+        """Every key with its value as the file spells it (a list for an array; an absent
+        optional key with its default): for what names keys by their names, such as the agent
+        templates' ``{{config:<key>}}``."""
+        values = {key: getattr(self, key) for key in CONFIG_KEYS}
+        return {key: list(v) if isinstance(v, tuple) else v for key, v in values.items()}
+
+
+def env_variable(env_prefix: str, suffix: str) -> str:
+    """``<env_prefix>_<suffix>``, for a run that has an env_prefix but no configuration yet
+    (``pairgate init``); everything else asks its Config (``env_name``)."""
+    return f"{env_prefix}_{suffix}"
+
+
+# The specification's seventeen keys, plus ledger_author_user_ids (docs/agent-handoff-reference.md,
+# "The fold": the accounts whose notes count): Config's fields but its path.
+CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name != "path")
+OPTIONAL_CONFIG_KEYS = frozenset(
+    f.name for f in fields(Config) if f.name in CONFIG_KEYS and f.default is not MISSING
 )
 
-# A configuration older than the Renovate namespaces key exempts nothing (the specification:
-# "a gate newer than its configuration fails toward review rather than toward exemption").
-OPTIONAL_CONFIG_KEYS = frozenset({"renovate_exempt_namespaces"})
 
 PATH_SEGMENT = r"[A-Za-z0-9_.][A-Za-z0-9_.-]*"
 _NON_EMPTY = {"type": "string", "minLength": 1, "pattern": r"\S"}
@@ -111,31 +151,6 @@ _KEY_GRAMMAR_HINTS = {
 }
 
 
-@value_type
-class Config:
-    """A loaded, validated configuration. ``values`` holds exactly the file's keys."""
-
-    path: Path
-    values: Mapping[str, Any]
-
-    def __getitem__(self, key: str) -> Any:
-        if key == "renovate_exempt_namespaces":
-            return self.values.get(key, [])
-        return self.values[key]
-
-    def relative(self, key: str) -> Path:
-        """A path-valued key resolved against the configuration file's directory."""
-        return (self.path.parent / self.values[key]).resolve()
-
-    @property
-    def cli(self) -> str:
-        return str(self.values["cli_command"])
-
-    def env_name(self, suffix: str) -> str:
-        """``<env_prefix>_<suffix>``: every variable the tool reads is named through this."""
-        return f"{self.values['env_prefix']}_{suffix}"
-
-
 def config_path(env: Mapping[str, str]) -> Path:
     """Which file configures this run: PAIRGATE_CONFIG when set, else the file beside this one.
 
@@ -184,7 +199,12 @@ def load_config(env: Mapping[str, str]) -> Config:
             f"pairgate: malformed configuration {source}: not JSON "
             f"(line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from None
-    return Config(path=path.resolve(), values=validate_config(values, source=source))
+    checked = validate_config(values, source=source)
+    # A JSON array becomes a tuple: a Config is a value, compared and hashed by its fields.
+    typed: dict[str, Any] = {
+        key: tuple(v) if isinstance(v, list) else v for key, v in checked.items()
+    }
+    return Config(path=path.resolve(), **typed)
 
 
 def _installed(directory: Path) -> bool:

@@ -12,7 +12,7 @@ from pairgate.standalone.ci_job import NotProven, prove_job
 from pairgate.standalone.config import CONFIG_ENV, Config, load_config
 from pairgate.standalone.errors import ConfigError, Context, Exit, PairgateError, UsageError, report
 from pairgate.standalone.gate import gate_merge
-from pairgate.standalone.gitlab import GitLab, gitlab_from_env
+from pairgate.standalone.gitlab import GitLab, gitlab_client
 from pairgate.standalone.gitlab_once import first_attempt_transport
 from pairgate.standalone.scope import ROSTER_FILENAME, load_automation_families, roster_path
 from pairgate.standalone.verdict import Check, GateVerdict
@@ -24,6 +24,9 @@ __all__ = ["arg_parser", "run_merge_check", "validator_main"]
 
 # The doors. merge-check (the package CLI and ``python3 ownership.py merge-check``) and the three
 # validators print the same verdict; only what each treats as a failure differs.
+
+# Where a read token passed on stdin came from, as an error about it names it.
+STDIN_READ_TOKEN = "the CI variable the component's read-token-variable input names"
 
 VALIDATOR_CHECKS: dict[str, str | None] = {
     "validate-mr-carries-ownership-record": "record",
@@ -129,15 +132,15 @@ def validator_main(
                 f"from the file it names, and from nowhere else"
             )
         config = load_config(ctx.env)
-        job_token, read_token = _tokens(ctx.env, config, args, stdin or sys.stdin)
+        job_token, read_token, read_source = _tokens(ctx.env, config, args, stdin or sys.stdin)
         proven = prove_job(ctx.env, job_token, pinned=args.gitlab_url)
-        # The client talks to the proven instance only: no URL variable is read again.
-        client = gitlab_from_env(
-            config,
-            {
-                config.env_name("GITLAB_URL"): proven.server_url,
-                config.env_name("TASK_API_TOKEN"): read_token,
-            },
+        # The client talks to the proven instance only: no URL variable is read again. It
+        # never writes, so no glab it might run is given the job's environment.
+        client = gitlab_client(
+            proven.api_url,
+            "CI_SERVER_URL",
+            read_token=read_token,
+            read_token_source=read_source,
             transport=first_attempt_transport,
         )
         families = load_automation_families(roster_path(config, args.automation_families))
@@ -167,7 +170,7 @@ def validator_main(
     )
     if not check.ok:
         print(f"FAILED: {check.message}", file=ctx.stdout)
-        print(f"Background: {config['handoff_doc']}.", file=ctx.stdout)
+        print(f"Background: {config.handoff_doc}.", file=ctx.stdout)
         return Exit.REFUSED
     if check.code == "never-approved" and check_name == "approval":
         print(
@@ -213,8 +216,8 @@ def _validator_parser(name: str) -> argparse.ArgumentParser:
 
 def _tokens(
     env: Mapping[str, str], config: Config, args: argparse.Namespace, stdin: TextIO
-) -> tuple[str, str]:
-    """(job token, read token)."""
+) -> tuple[str, str, str]:
+    """(job token, read token, where the read token came from)."""
     if args.tokens_on_stdin:
         job_token, read_token = ([*stdin.read().splitlines(), "", ""])[:2]
         if not read_token.strip():
@@ -224,17 +227,19 @@ def _tokens(
                 "variable holding a token that can read the tracker's issues (CI_JOB_TOKEN "
                 "cannot read issue notes)"
             )
-        return job_token.strip(), read_token.strip()
+        return job_token.strip(), read_token.strip(), STDIN_READ_TOKEN
     job_token = env.get("CI_JOB_TOKEN", "")
     if args.read_token_variable:
-        return job_token, _ci_token(env, args.read_token_variable)
-    read_token = env.get(config.env_name("TASK_API_TOKEN"), "").strip()
+        variable = args.read_token_variable
+        return job_token, _ci_token(env, variable), variable
+    variable = config.env_name("TASK_API_TOKEN")
+    read_token = env.get(variable, "").strip()
     if not read_token:
         raise ConfigError(
             f"no read token: name its CI variable with --read-token-variable, pass it on stdin "
-            f"(--tokens-on-stdin), or set {config.env_name('TASK_API_TOKEN')}"
+            f"(--tokens-on-stdin), or set {variable}"
         )
-    return job_token, read_token
+    return job_token, read_token, variable
 
 
 def _ci_token(env: Mapping[str, str], variable: str) -> str:

@@ -52,7 +52,7 @@ _ISSUE_EVENTS = tuple(event for event, kind in KIND_OF_EVENT.items() if kind not
 
 def identity_pattern(config: Config) -> re.Pattern[str]:
     """<agent_identity_prefix>-lead|-review|-solo|-finder, optionally with a suffix (-42)."""
-    prefix = re.escape(str(config["agent_identity_prefix"]))
+    prefix = re.escape(config.agent_identity_prefix)
     return re.compile(rf"^{prefix}-(lead|review|solo|finder)(-[a-z0-9]+)*$")
 
 
@@ -257,8 +257,8 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
     markers. Notes are taken in id order (GitLab's creation order). ``issue`` is the tracker
     issue the notes were read from: a record naming another is skipped as replayed."""
-    authors = frozenset(config["ledger_author_user_ids"])
-    here = f"{config['tracker_project']}#{issue}"  # what a record of this issue names
+    authors = frozenset(config.ledger_author_user_ids)
+    here = f"{config.tracker_project}#{issue}"  # what a record of this issue names
     here_folded = here.casefold()
     state = _Fold(config)
     rules = state.rules
@@ -436,6 +436,6 @@ def freeze_refusal(holder: int, window: Freeze, *, now: float, config: Config) -
     scope = "the board" if window.scope == "board" else window.scope
     return (
         f"{window.agent} froze {scope} {when}: {window.reason}\n"
-        f"(note {window.note_id} on {config['tracker_project']}#{holder}). Wait for it to "
+        f"(note {window.note_id} on {config.tracker_project}#{holder}). Wait for it to "
         f"expire, or ask {window.agent} to run `{config.cli} thaw`."
     )

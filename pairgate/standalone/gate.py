@@ -37,7 +37,7 @@ __all__ = [
 def project_in_group(client: GitLab, config: Config, project: str) -> bool:
     """Is the project in the group's listing? A project under group_path is, by its path;
     only a project elsewhere costs the read of the listing (shared-in projects included)."""
-    if under(project, config["group_path"]):
+    if under(project, config.group_path):
         return True
     return any(p.casefold() == project.casefold() for p in group_project_paths(client, config))
 
@@ -45,7 +45,7 @@ def project_in_group(client: GitLab, config: Config, project: str) -> bool:
 def group_project_paths(client: GitLab, config: Config) -> list[str]:
     """Every project in the group's listing, shared-in projects and subgroups included."""
     listing = client.get_all(
-        f"groups/{config['group_id']}/projects",
+        f"groups/{config.group_id}/projects",
         with_shared="true",
         include_subgroups="true",
         simple="true",
@@ -63,7 +63,7 @@ def gate_scope(
 ) -> tuple[tuple[int, ...], Scope]:
     """The tracker issues the MR cites and whether it is gated: pure."""
     cited = (
-        cited_issues(mr.text, mr_project=mr.project, tracker=config["tracker_project"])
+        cited_issues(mr.text, mr_project=mr.project, tracker=config.tracker_project)
         if in_group
         else ()
     )
@@ -73,7 +73,7 @@ def gate_scope(
 
 def ledger_issues(cited: Sequence[int], config: Config) -> tuple[int, ...]:
     """The cited issues whose ledgers the verdict needs: all but the generic tracking issue."""
-    generic = config["generic_tracking_issue"]
+    generic = config.generic_tracking_issue
     return tuple(issue for issue in cited if issue != generic)
 
 
@@ -129,7 +129,7 @@ def gate_merge(
     if project.isdigit():  # a numeric id: the MR says which path it names
         data = client.get(mr_path)
         path = MergeRequestFacts.from_api(data, project).project
-    elif not under(project, config["group_path"]):
+    elif not under(project, config.group_path):
         # GitLab answers a moved project's old path too: the MR says which project it is in.
         # One the reader cannot see is judged by the path it was named by.
         try:

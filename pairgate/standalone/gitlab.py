@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from pairgate.standalone.config import Config
+from pairgate.standalone.config import Config, env_variable
 from pairgate.standalone.errors import PairgateError
 
 if TYPE_CHECKING:
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from urllib3.util.retry import Retry
 
 __all__ = [
+    "GLAB_HOST",
     "PER_PAGE",
     "POOL_SIZE",
     "TIMEOUT",
@@ -29,7 +30,9 @@ __all__ = [
     "api_url_from_env",
     "checked_url",
     "encode_project",
+    "gitlab_client",
     "gitlab_from_env",
+    "gitlab_from_prefix",
     "gitlab_with_token",
     "graphql_url",
     "query_params",
@@ -49,6 +52,8 @@ POOL_SIZE = 20
 # A read is retried on these. A write never is: see GitLab.write.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+# Where the URL comes from when no variable names one: glab's own configuration.
+GLAB_HOST = "glab's configured host"
 
 
 class GitLabError(PairgateError):
@@ -109,7 +114,8 @@ def _session_class() -> type[requests.Session]:
         def rebuild_auth(self, prepared_request: Any, response: Any) -> None:
             if urlsplit(prepared_request.url)[:2] != self.origin:
                 raise _LeavesOrigin(response.status_code, str(prepared_request.url))
-            super().rebuild_auth(prepared_request, response)
+            # types-requests leaves rebuild_auth unannotated.
+            super().rebuild_auth(prepared_request, response)  # type: ignore[no-untyped-call]
 
     return _Session
 
@@ -450,7 +456,8 @@ class GitLab:
     def pages(self, path: str, **params: Any) -> Iterator[list[Any]]:
         """The pages of a list as they arrive, so a reader can start on the first while the
         next is read."""
-        return self._reader.pages(path, params)
+        pages: Iterator[list[Any]] = self._reader.pages(path, params)
+        return pages
 
     def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> Any:
         """One GraphQL query (POST /api/graphql) through the reader: a read, retried as GETs
@@ -470,7 +477,7 @@ class GitLab:
         return self._writer.send(method, path, data)
 
     def describe(self) -> str:
-        where = self.api_url or "glab's configured host"
+        where = self.api_url or GLAB_HOST
         return (
             f"GitLab API {where} (from {self.origin}); reads via {self._reader.name}, "
             f"writes via {self._writer.name}"
@@ -480,13 +487,16 @@ class GitLab:
 def api_url_from_env(config: Config, env: Mapping[str, str]) -> tuple[str | None, str]:
     """The API root and where it came from: <env_prefix>_GITLAB_URL (the instance URL), else
     CI_API_V4_URL, else None (glab's configured host)."""
-    name = config.env_name("GITLAB_URL")
+    return _api_url(env, config.env_name("GITLAB_URL"))
+
+
+def _api_url(env: Mapping[str, str], name: str) -> tuple[str | None, str]:
     if env.get(name, "").strip():
         url = env[name].strip().rstrip("/")
         return (url if url.endswith("/api/v4") else f"{url}/api/v4"), name
     if env.get("CI_API_V4_URL", "").strip():
         return env["CI_API_V4_URL"].strip().rstrip("/"), "CI_API_V4_URL"
-    return None, "glab's configured host"
+    return None, GLAB_HOST
 
 
 def _glab_host(env: Mapping[str, str], url_variable: str) -> str:
@@ -533,45 +543,94 @@ def gitlab_from_env(
     <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set.
     ``transport`` builds each HTTPS transport (Https's arguments; the merge hook's is
     gitlab_once.one_attempt_transport)."""
-    read_token = env.get(config.env_name("TASK_API_TOKEN"), "").strip()
-    write_token = env.get(config.env_name("TASK_WRITE_TOKEN"), "").strip()
-    api_url, origin = api_url_from_env(config, env)
+    return gitlab_from_prefix(
+        config.env_prefix, env, retry=retry, timeout=timeout, transport=transport
+    )
+
+
+def gitlab_from_prefix(
+    env_prefix: str,
+    env: Mapping[str, str],
+    *,
+    retry: Retry | None = None,
+    timeout: Any = TIMEOUT,
+    transport: Callable[..., Any] = Https,
+) -> GitLab:
+    """gitlab_from_env for a run that has an env_prefix but no configuration yet (``pairgate
+    init``): the same variables, named with that prefix."""
+    read_name = env_variable(env_prefix, "TASK_API_TOKEN")
+    write_name = env_variable(env_prefix, "TASK_WRITE_TOKEN")
+    url_name = env_variable(env_prefix, "GITLAB_URL")
+    read_token = env.get(read_name, "").strip()
+    write_token = env.get(write_name, "").strip()
+    api_url, origin = _api_url(env, url_name)
     if api_url is None and (read_token or write_token):
-        api_url = f"https://{_glab_host(env, config.env_name('GITLAB_URL'))}/api/v4"
-    if api_url is not None:
-        api_url = checked_url(api_url, origin)
-    hostname = urlsplit(api_url).netloc if api_url and origin != "glab's configured host" else None
+        api_url = f"https://{_glab_host(env, url_name)}/api/v4"
     missing = [
-        config.env_name(f"TASK_{kind}_TOKEN") + f" ({scope} token)"
-        for kind, scope, given in (
-            ("API", "a read_api", read_token),
-            ("WRITE", "an api", write_token),
+        f"{name} ({scope} token)"
+        for name, scope, given in (
+            (read_name, "a read_api", read_token),
+            (write_name, "an api", write_token),
         )
         if not given
     ]
-    glab = _Glab(hostname, env, instead=" and ".join(missing))
+    return gitlab_client(
+        api_url,
+        origin,
+        read_token=read_token,
+        read_token_source=read_name,
+        write_token=write_token,
+        write_token_source=write_name,
+        glab_env=env,
+        glab_instead=" and ".join(missing),
+        retry=retry,
+        timeout=timeout,
+        transport=transport,
+    )
 
-    def https(token: str, variable: str, scope: str) -> Any:
-        assert api_url is not None
+
+def gitlab_client(
+    api_url: str | None,
+    url_source: str,
+    *,
+    read_token: str = "",
+    read_token_source: str = "the read token",
+    write_token: str = "",
+    write_token_source: str = "the write token",
+    glab_env: Mapping[str, str] | None = None,
+    glab_instead: str = "",
+    retry: Retry | None = None,
+    timeout: Any = TIMEOUT,
+    transport: Callable[..., Any] = Https,
+) -> GitLab:
+    """The client from values its caller has in hand: HTTPS to ``api_url`` (the API root,
+    ``.../api/v4``) with each token given, ``glab api`` for a side given none. ``url_source``
+    and the token sources name, in errors, where each value came from (GLAB_HOST for a URL
+    from glab's own configuration, whose host glab then picks itself). glab runs with
+    ``glab_env``, and ``glab_instead`` names what would replace it, for its errors."""
+    if api_url is not None:
+        api_url = checked_url(api_url, url_source)
+    hostname = urlsplit(api_url).netloc if api_url and url_source != GLAB_HOST else None
+    glab = _Glab(hostname, glab_env or {}, instead=glab_instead)
+
+    def https(token: str, source: str, scope: str) -> Any:
+        if api_url is None:
+            raise PairgateError(f"pairgate: no GitLab URL to send {source} to")
         return transport(
             api_url,
             token,
             retry=retry,
             timeout=timeout,
-            token_source=variable,
-            url_source=origin,
+            token_source=source,
+            url_source=url_source,
             scope=scope,
         )
 
     return GitLab(
-        reader=https(read_token, config.env_name("TASK_API_TOKEN"), "read_api")
-        if read_token
-        else glab,
-        writer=https(write_token, config.env_name("TASK_WRITE_TOKEN"), "api")
-        if write_token
-        else glab,
+        reader=https(read_token, read_token_source, "read_api") if read_token else glab,
+        writer=https(write_token, write_token_source, "api") if write_token else glab,
         api_url=api_url,
-        origin=origin,
+        origin=url_source,
     )
 
 

@@ -270,7 +270,7 @@ def _hook_files_present(here: Path, env: Mapping[str, str]) -> None:
         )
     else:
         try:
-            remedy = f"reinstall them: {load_config(env)['hooks_install_command']}"
+            remedy = f"reinstall them: {load_config(env).hooks_install_command}"
         except PairgateError as exc:
             remedy = f"reinstall them; the configuration cannot say how: {exc.message}"
     raise HookDenied(
@@ -292,7 +292,7 @@ def _hook_currency_note(ctx: Context, here: Path, config: Config) -> None:
     try:
         import deployed_currency  # type: ignore[import-not-found,unused-ignore]
 
-        currency = deployed_currency.measure(here, config["deployed_paths"], env=ctx.env)
+        currency = deployed_currency.measure(here, config.deployed_paths, env=ctx.env)
         if currency.state != deployed_currency.CURRENT:
             print(
                 f"pairgate merge hook: note: {deployed_currency.describe(currency)}",
@@ -315,7 +315,7 @@ def _hook_message(config: Config, problems: Sequence[str], merges: Sequence[Merg
         "Merge one reviewed merge request per command, spelled so the hook can read it: "
         "glab mr merge <iid> -R <group/project> --sha <approved head>"
     )
-    lines.append(f"Background: {config['handoff_doc']}.")
+    lines.append(f"Background: {config.handoff_doc}.")
     return "\n".join(lines)
 
 

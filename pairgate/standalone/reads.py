@@ -21,7 +21,7 @@ __all__ = [
 
 
 def notes_path(config: Config, issue: int) -> str:
-    return f"projects/{encode_project(config['tracker_project'])}/issues/{issue}/notes"
+    return f"projects/{encode_project(config.tracker_project)}/issues/{issue}/notes"
 
 
 def read_notes(client: GitLab, config: Config, issue: int) -> list[Note]:
@@ -71,7 +71,7 @@ def read_last_edited(
     tracker issue. One GraphQL query per issue in the common case, up to ``workers`` issues at
     a time; a note GitLab does not list raises GitLabError (whether it was edited is unknown, so
     nothing may pass on it), the first issue's in ``wanted``'s order when several fail."""
-    tracker = config["tracker_project"]
+    tracker = config.tracker_project
     asked = [(issue, set(ids)) for issue, ids in wanted.items()]
     if workers > 1 and len(asked) > 1:
         from concurrent.futures import ThreadPoolExecutor
@@ -118,7 +118,7 @@ def _issue_last_edited(
 
 def frozen_issues(client: GitLab, config: Config) -> list[int]:
     """The tracker issues labelled as holding a freeze window (open or closed): one listing."""
-    project = encode_project(config["tracker_project"])
+    project = encode_project(config.tracker_project)
     listed = client.get_all(f"projects/{project}/issues", labels=FROZEN_LABEL, state="all")
     return sorted({int(i["iid"]) for i in listed})
 

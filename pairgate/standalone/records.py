@@ -442,8 +442,10 @@ def _digest_matches(kind: str, record: dict[str, Any], human: str) -> bool:
     """record_digest(kind, record, human) == record["digest"], for a record just decoded: its
     digest is taken out and put back instead of copying the record (when it is the last key, as
     every writer puts it, so the record's key order is kept)."""
+    digest: object
     if next(reversed(record)) != "digest":
-        return record_digest(kind, record, human) == record["digest"]
+        digest = record["digest"]
+        return record_digest(kind, record, human) == digest
     digest = record.pop("digest")
     try:
         canonical = _canonical_json(

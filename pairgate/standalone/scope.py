@@ -166,20 +166,20 @@ def renovate_exemption_gaps(mr: MergeRequestFacts, config: Config) -> list[str]:
     gaps = []
     if RENOVATE_LABEL not in mr.labels:
         gaps.append(f"it does not carry the {RENOVATE_LABEL!r} label")
-    if mr.author_id != config["renovate_bot_user_id"]:
+    if mr.author_id != config.renovate_bot_user_id:
         gaps.append(
             f"its author is user id {mr.author_id}, not renovate_bot_user_id "
-            f"{config['renovate_bot_user_id']}"
+            f"{config.renovate_bot_user_id}"
         )
-    if not mr.source_branch.startswith(config["renovate_branch_prefix"]):
+    if not mr.source_branch.startswith(config.renovate_branch_prefix):
         gaps.append(
             f"its source branch {mr.source_branch!r} does not start with "
-            f"renovate_branch_prefix {config['renovate_branch_prefix']!r}"
+            f"renovate_branch_prefix {config.renovate_branch_prefix!r}"
         )
-    namespaces = config["renovate_exempt_namespaces"]
+    namespaces = config.renovate_exempt_namespaces
     if not any(under(mr.project, ns) for ns in namespaces):
-        gaps.append(
-            f"its project {mr.project} is in none of renovate_exempt_namespaces {namespaces}"
+        gaps.append(  # the list as the file spells it
+            f"its project {mr.project} is in none of renovate_exempt_namespaces {list(namespaces)}"
         )
     return gaps
 
@@ -210,7 +210,7 @@ def author_account(
     names = [f.name for f in families if f.author_id == mr.author_id]
     if names:
         return f"{who}, an automation account (the roster's {', '.join(names)})"
-    if mr.author_id == config["renovate_bot_user_id"]:
+    if mr.author_id == config.renovate_bot_user_id:
         return f"{who}, the Renovate account (renovate_bot_user_id), not in the roster"
     return f"{who}, not an automation account: no family of the roster is authored by it"
 
@@ -235,14 +235,14 @@ def decide_scope(
         return Scope(
             False,
             "outside-group",
-            f"{mr.project} is not in group {config['group_path']}'s project listing",
+            f"{mr.project} is not in group {config.group_path}'s project listing",
         )
-    generic = config["generic_tracking_issue"]
+    generic = config.generic_tracking_issue
     if generic is not None and tuple(cited) == (generic,):
         return Scope(
             False,
             "generic-issue-only",
-            f"it cites only the generic tracking issue {config['tracker_project']}#{generic}; "
+            f"it cites only the generic tracking issue {config.tracker_project}#{generic}; "
             f"its author is {author_account(mr, families, config)}",
         )
     if RENOVATE_LABEL in mr.labels:
@@ -256,6 +256,4 @@ def decide_scope(
     family = automation_family_of(mr, specific, families)
     if family is not None:
         return Scope(False, "automation", f"it belongs to the automation family {family.name!r}")
-    return Scope(
-        True, "in-scope", f"{mr.project} is in group {config['group_path']}{renovate_note}"
-    )
+    return Scope(True, "in-scope", f"{mr.project} is in group {config.group_path}{renovate_note}")

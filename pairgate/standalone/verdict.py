@@ -131,7 +131,7 @@ def decide(
     except the generic tracking issue; ``edits`` GitLab's lastEditedAt of the notes
     ``edit_candidates`` names (an approval whose edit state is not in it does not count);
     ``frozen`` says why a live freeze window holds the MR back, if one does."""
-    cli, tracker = config.cli, config["tracker_project"]
+    cli, tracker = config.cli, config.tracker_project
 
     def verdict(**fields: Any) -> GateVerdict:
         return GateVerdict(

@@ -81,9 +81,9 @@ def cites(mr: Mapping[str, Any], config: Config) -> tuple[int, ...]:
     """The tracker issues an MR cites (the gate's reading), without the generic tracking issue."""
     text = f"{mr.get('title', '')}\n{mr.get('description') or ''}"
     found = cited_issues(
-        text, mr_project=MergeRequestFacts.from_api(mr).project, tracker=config["tracker_project"]
+        text, mr_project=MergeRequestFacts.from_api(mr).project, tracker=config.tracker_project
     )
-    return tuple(i for i in found if i != config["generic_tracking_issue"])
+    return tuple(i for i in found if i != config.generic_tracking_issue)
 
 
 def _jobs_path(p: Mapping[str, Any]) -> str:
@@ -198,7 +198,7 @@ def read_mrs(
 ) -> Marks:
     """List the group's merge requests (all open ones on a sweep, else those changed since the
     mark), read in full the watched ones that changed, and return the MR marks to keep."""
-    group = f"groups/{config['group_id']}/merge_requests"
+    group = f"groups/{config.group_id}/merge_requests"
     sweep = marks.mrs is None or marks.swept_at is None or now - marks.swept_at >= SWEEP
     try:
         if sweep:

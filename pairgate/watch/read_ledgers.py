@@ -64,7 +64,7 @@ def read_issues(
     """The ledgers that changed: every role-labelled issue on a sweep, else the issues changed
     since the mark that carry a role label, are watched, or are cited by a watched MR; and any
     cited issue never read. Returns the issue mark to keep."""
-    tracker = config["tracker_project"]
+    tracker = config.tracker_project
     known_iids = {int(s.rsplit("#", 1)[1]) for s in known if s.startswith("issue:")}
     known_open = {
         int(s.rsplit("#", 1)[1])
@@ -114,7 +114,7 @@ def read_issues(
 def read_some(client: GitLab, config: Config, iids: Sequence[int], reading: Reading) -> None:
     """These tracker issues' ledgers, read and folded into ``reading`` (a webhook's, or a
     re-read after another watcher committed first)."""
-    tracker = config["tracker_project"]
+    tracker = config.tracker_project
     for read in fold_issues(client, config, _issues(client, config, sorted(iids), reading)):
         if read.ledger is None:
             reading.errors.append(f"{tracker}#{read.iid}: {read.error}")

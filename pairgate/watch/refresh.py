@@ -34,7 +34,7 @@ def refresh(
     finish: Callable[[bool], None],
 ) -> Outcome:
     """Read ``targets`` and commit what changed; ``finish`` runs inside the commit."""
-    tracker = config["tracker_project"]
+    tracker = config.tracker_project
     known = store.known()
     versions = store.versions()
     watched: dict[str, MrSnap] = {}

@@ -173,7 +173,7 @@ def commit(store: Store, reading: Reading, *, now: float) -> list[Event]:
 def replan(store: Store, config: Config, *, now: float) -> list[int]:
     """Batch the open events and move batches whose subject the ledger now gives to someone
     else (inside a transaction)."""
-    tracker = config["tracker_project"]
+    tracker = config.tracker_project
     open_events = store.open_events()
     live = store.live_batches()
     subjects = store.subjects({e.subject for e in open_events} | {b.subject for b in live})

@@ -84,12 +84,12 @@ def _project_path(body: Mapping[str, Any]) -> str:
     return str((body.get("project") or {}).get("path_with_namespace") or "")
 
 
-def _cites(title: Any, description: Any, project: str, tracker: str, generic: int) -> bool:
+def _cites(title: Any, description: Any, project: str, tracker: str, generic: int | None) -> bool:
     text = f"{title or ''}\n{description or ''}"
     return any(i != generic for i in cited_issues(text, mr_project=project, tracker=tracker))
 
 
-def targets(event: str, body: Mapping[str, Any], *, tracker: str, generic: int) -> Targets:
+def targets(event: str, body: Mapping[str, Any], *, tracker: str, generic: int | None) -> Targets:
     """What a hook asks to read again (nothing for a hook of another kind)."""
     kind = body.get("object_kind")
     project = _project_path(body)

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pairgate.note_text import note_text
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError, Refusal, UsageError
 from pairgate.standalone.fold import binding_freeze, fold, freeze_refusal, identity_pattern
@@ -27,6 +26,7 @@ from pairgate.standalone.ledger import ROLE_LABELS, Event, Freeze, Ledger, MrRef
 from pairgate.standalone.reads import notes_path, read_freezes, read_notes
 from pairgate.standalone.records import ISSUE_BOUND_KINDS, compose_note
 from pairgate.tracker import issue_path, read_issue
+from pairgate.verbs.note_text import note_text
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 WRITE_ATTEMPTS = 3
@@ -114,7 +114,7 @@ def begin(
     ledger = fold(read_notes(client, config, issue), config=config, issue=issue)
     turn = Turn(ctx, config, client, issue, agent, session_id(ctx, config), state, ledger, ledger)
     if not turn.known_name(agent):
-        prefix = config["agent_identity_prefix"]
+        prefix = config.agent_identity_prefix
         raise UsageError(
             f"{config.cli}: {agent!r} is neither an identity of this deployment "
             f"({prefix}-lead, -review, -solo or -finder, optionally with a suffix such as "
@@ -126,7 +126,7 @@ def begin(
         raise Refusal(
             f"{turn.cli}: #{issue} is closed; nothing on it can change.\n"
             f"Reopen it on GitLab first if the work goes on: "
-            f"glab issue reopen {issue} -R {config['tracker_project']}"
+            f"glab issue reopen {issue} -R {config.tracker_project}"
         )
     if check_freezes:  # before any side effect: another agent's window refuses the whole turn
         turn.freezes = windows_for(client, config, issue, ledger)
@@ -174,7 +174,7 @@ def write(
         **fields,
     }
     if kind in ISSUE_BOUND_KINDS:  # inside the digest: a copy on another issue is a replay
-        record["issue"] = f"{turn.config['tracker_project']}#{turn.issue}"
+        record["issue"] = f"{turn.config.tracker_project}#{turn.issue}"
     text = human if human is not None else note_text(record, cli=turn.cli, issue=turn.issue)
     if appendix:
         text = f"{text}\n\n{appendix}"

@@ -24,8 +24,8 @@ from pairgate.tracker import pooled
 
 def cited_by(mr: MergeRequestFacts, config: Config) -> list[int]:
     """The tracker issues ``mr`` cites, the generic tracking issue left out (as the gate)."""
-    cited = cited_issues(mr.text, mr_project=mr.project, tracker=config["tracker_project"])
-    return [n for n in cited if n != config["generic_tracking_issue"]]
+    cited = cited_issues(mr.text, mr_project=mr.project, tracker=config.tracker_project)
+    return [n for n in cited if n != config.generic_tracking_issue]
 
 
 def with_cited(

@@ -7,14 +7,14 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from pairgate.merge_requests import citing_mrs, has_commits, pipeline_problem
 from pairgate.standalone.errors import Refusal
 from pairgate.standalone.fold import is_finder
 from pairgate.standalone.ledger import Offer
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.records import ROLES
 from pairgate.tracker import read_mr
-from pairgate.turn import Turn
+from pairgate.verbs.merge_requests import citing_mrs, has_commits, pipeline_problem
+from pairgate.verbs.turn import Turn
 
 # A command line with some flags changed: again(sha="...") -> "pairgate handoff 4 ... --sha ..."
 Again = Callable[..., str]
@@ -72,7 +72,7 @@ def check_receiver(
 ) -> None:
     """--to names an identity: not a role word, not a finder, and known (the grammar or the
     trail) unless --new-identity says so. ``new_identity`` None: the verb has no such flag."""
-    cli, prefix = turn.cli, turn.config["agent_identity_prefix"]
+    cli, prefix = turn.cli, turn.config.agent_identity_prefix
     if to in ROLE_WORDS:
         raise Refusal(
             f"{cli} {verb}: --to {to} is a role, not an identity; --to takes the name the "
@@ -130,7 +130,7 @@ def resolve_mr(
         if len(found) != 1:
             listing = "".join(f"\n  {again(mr=m.iid, mr_project=m.project)}" for m in found)
             if not found:
-                tracker = turn.config["tracker_project"]
+                tracker = turn.config.tracker_project
                 raise Refusal(
                     f"{cli} {verb}: no open merge request in the group cites #{issue} ("
                     f"{tracker}#{issue}, its URL, or #{issue} inside {tracker}). Cite it in the "
@@ -141,7 +141,7 @@ def resolve_mr(
                 f"{cli} {verb}: {len(found)} open merge requests cite #{issue}; name one:{listing}"
             )
         return found[0].project, found[0]
-    project = mr_project or turn.config["tracker_project"]
+    project = mr_project or turn.config.tracker_project
     return project, read_mr(turn.client, project, mr, defaulted=not mr_project, cli=turn.cli)
 
 

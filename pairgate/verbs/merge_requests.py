@@ -61,13 +61,13 @@ def pipeline_problem(client: GitLab, mr: MergeRequestFacts, head: str) -> str | 
 def citing(mrs: list[MergeRequestFacts], issue: int, config: Config) -> list[MergeRequestFacts]:
     """The merge requests among ``mrs`` whose title or description cites the issue: the gate's
     own reading (cited_issues), so an offer and the merge gate agree on what an MR cites."""
-    tracker = config["tracker_project"]
+    tracker = config.tracker_project
     return [m for m in mrs if issue in cited_issues(m.text, mr_project=m.project, tracker=tracker)]
 
 
 def open_group_mrs(client: GitLab, config: Config) -> list[MergeRequestFacts]:
     """Every open merge request in the group: one group-wide read."""
-    listed = client.get_all(f"groups/{config['group_id']}/merge_requests", state="opened")
+    listed = client.get_all(f"groups/{config.group_id}/merge_requests", state="opened")
     return [MergeRequestFacts.from_api(m) for m in listed]
 
 

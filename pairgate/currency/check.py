@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from pairgate import deployed_currency
+from pairgate.currency import deployed_currency
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Refusal, state_dir
 
@@ -36,7 +36,7 @@ def check_currency(
     """Measure ``checkout``; refuse a writing ``command`` when it is STALE, else say what was
     found (nothing when it is CURRENT). A copy in no checkout at all (an installed copy nobody
     pointed at its checkout) says so once a day, and under ``verbose`` every time."""
-    currency = deployed_currency.measure(checkout, config["deployed_paths"], env=env)
+    currency = deployed_currency.measure(checkout, config.deployed_paths, env=env)
     if currency.state == deployed_currency.UNVERIFIABLE and _in_no_checkout(currency, checkout):
         if verbose or _first_today(env, str(checkout), now):
             print(
@@ -56,7 +56,7 @@ def check_currency(
         )
     elif currency.state == deployed_currency.STALE:
         listing = _listing(currency)
-        update = f"Update it: {config['cli_install_command']}"
+        update = f"Update it: {config.cli_install_command}"
         if writes:
             raise Refusal(
                 f"{config.cli} {command}: refused: this copy is STALE ({currency.checkout}): "
