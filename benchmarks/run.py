@@ -155,8 +155,8 @@ def audit_rows(runs: int, quick: bool) -> list[Row]:
 
 def evidence_rows(runs: int, quick: bool) -> list[Row]:
     """One mutant run against the test command run directly (benchmarks/evidence.py)."""
-    files = 200 if quick else 2000
-    f = evidence.measure(files=files, mutants=3 if quick else 8, rounds=runs)
+    f = evidence.measure(**evidence.QUICK) if quick else evidence.measure(rounds=runs)
+    files = f["files"]
     over = f["overhead"]
     return [
         (
