@@ -13,6 +13,7 @@ from pathlib import Path
 from pairgate.evidence.handoff import patches_from_block
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.rerun import rerun_document
+from pairgate.evidence.runner import Request, collect
 from pairgate.evidence.schema import evidence_digest
 from pairgate.evidence.surface import evidence_field
 from pairgate.sandbox.testing import RunningSandbox
@@ -142,6 +143,29 @@ def test_a_surviving_mutant_refuses_the_handoff(world: Round, docs: Docs, tmp_pa
     ) in result.err
     assert "mutant 1 (add.patch)" not in result.err  # only the one that was not killed
     assert "then offer again: pairgate handoff" in result.err
+    assert world.notes() == before
+
+
+def test_weak_evidence_refuses_the_handoff(world: Round, docs: Docs, tmp_path: Path) -> None:
+    """The exit-code rule "kills" the mutant (the command fails with it applied), but no test
+    judged it: handoff does not take that as every mutant killed."""
+    weak = collect(
+        Request(
+            repo=docs.pkg.repo,
+            command="! grep -q 'a - b' calc/__init__.py",
+            patches=(Patch(docs.add.name, docs.add.read_text()),),
+        )
+    )
+    assert (weak["weak"], weak["mutants"][0]["verdict"]) == (True, "killed")
+    before = world.notes()
+    path = docs.file(tmp_path, weak)
+    result = handoff(world, "--evidence", path)
+    assert result.code == 1
+    assert (
+        f"pairgate handoff: the evidence in {path} does not back an offer of {world.head}:\n"
+        "  - the evidence is weak: the exit-code rule judged it (the runner reports no failing "
+        "test), so nothing shows that a test judged any mutant; run the tests with pytest\n"
+    ) in result.err
     assert world.notes() == before
 
 
