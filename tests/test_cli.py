@@ -61,8 +61,12 @@ COMMANDS = {
         {"--check", "--gitlab-url"},
     ),
     "graph": (set(), {"--format"}),
-    "sandbox": (set(), {"--host", "--port", "--state", "--config-out"}),
-    "demo": (set(), set()),
+    "sandbox": (
+        set(),
+        {"--host", "--port", "--state", "--config-out", "--with-example", "--runner"}
+        | {"--gitlab-ci-local", "--runner-shared-home"},
+    ),
+    "demo": (set(), {"--ci"}),
     "watch": (
         set(),
         {"--once", "--interval", "--store", "--status", "--json", "--deliver-command"}

@@ -74,7 +74,7 @@ def test_a_row_that_reads_gitlab_reads_the_configuration() -> None:
         (["inbox"], "inbox", {"agent", "json", "claude_hook", "store", "remind_after"}),
         (["inbox", "--json", "ack", "b1"], "ack", {"batch", "note", "as_agent", "store"}),
         (["thaw"], "thaw", {"as_agent", "verbose"}),
-        (["demo"], "demo", set()),
+        (["demo"], "demo", {"ci"}),
     ],
 )
 def test_a_handler_is_given_its_own_command_s_flags_only(

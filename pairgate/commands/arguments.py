@@ -365,6 +365,35 @@ def sandbox(p: Parser) -> None:
         help="create a claimable tracker issue and an acme/app MR citing it (ids in the ready "
         "line)",
     )
+    p.add_argument(
+        "--runner",
+        nargs="?",
+        const="gitlab-ci-local",
+        choices=["gitlab-ci-local"],
+        help="run every pipeline the projects' CI configuration makes, with gitlab-ci-local "
+        "(default: none runs; pipelines come from the sandbox job list)",
+    )
+    p.add_argument(
+        "--gitlab-ci-local",
+        metavar="PATH",
+        help="the gitlab-ci-local to run (default: .cache/gitlab-ci-local, then PATH)",
+    )
+    p.add_argument(
+        "--runner-shared-home",
+        action="store_true",
+        help="give every job one HOME, as a shell runner's user has (default: a fresh HOME and "
+        "work directory for each job)",
+    )
+
+
+def demo(p: Parser) -> None:
+    p.add_argument(
+        "--ci",
+        action="store_true",
+        help="play it through the CI door: the sandbox runs the tracker-held pipeline with "
+        "gitlab-ci-local and the merge API obeys it (needs gitlab-ci-local; the plain demo "
+        "does not)",
+    )
 
 
 def init(p: Parser) -> None:

@@ -22,7 +22,7 @@ def wrap(text: str, *, indent: str = "") -> str:
 def show(step: Step, n: int) -> str:
     lines = [f"== {n}. {step.title}"]
     if step.aside:
-        lines.append(wrap(step.aside))
+        lines.extend(wrap(line, indent="    ") for line in step.aside.splitlines())
     if step.argv:
         who = f"   (as {step.agent})" if step.agent else ""
         lines.append(f"$ {step.command_line}{who}")
@@ -37,9 +37,17 @@ def show(step: Step, n: int) -> str:
     return "\n".join(lines)
 
 
-def demo(*, ctx: Context, dispatch: Dispatch) -> int:
-    """``dispatch`` runs one pairgate command line (main gives its own dispatcher)."""
-    print("pairgate demo: one round against a GitLab sandbox on loopback\n", file=ctx.stdout)
-    for n, step in enumerate(sandboxed_round(dispatch), start=1):
+def demo(*, ctx: Context, dispatch: Dispatch, ci: bool = False) -> int:
+    """``dispatch`` runs one pairgate command line (main gives its own dispatcher). ``ci``: the
+    round through the CI door (sandbox/demo_ci.py), which needs gitlab-ci-local."""
+    if ci:
+        from pairgate.sandbox.demo_ci import ci_round, program
+
+        steps = ci_round(dispatch, program())
+        title = "one round through the CI door, its pipelines run by gitlab-ci-local"
+    else:
+        steps, title = sandboxed_round(dispatch), "one round against a GitLab sandbox on loopback"
+    print(f"pairgate demo: {title}\n", file=ctx.stdout)
+    for n, step in enumerate(steps, start=1):
         print(show(step, n) + "\n", file=ctx.stdout, flush=True)
     return 0

@@ -11,7 +11,7 @@ from pathlib import Path
 from pairgate.sandbox import defaults, kit
 from pairgate.sandbox.server import Sandbox
 from pairgate.standalone.config import validate_config
-from pairgate.standalone.errors import Context, PairgateError
+from pairgate.standalone.errors import Context, PairgateError, UsageError
 
 
 def serve(
@@ -22,14 +22,27 @@ def serve(
     state: Path | None,
     config_out: Path | None,
     with_example: bool = False,
+    runner: str | None = None,
+    gitlab_ci_local: str | None = None,
+    runner_shared_home: bool = False,
 ) -> int:
+    if (gitlab_ci_local or runner_shared_home) and not runner:
+        raise UsageError(
+            "pairgate sandbox: --gitlab-ci-local and --runner-shared-home choose how --runner "
+            "runs pipelines; give --runner too"
+        )
+    run = None
+    if runner:
+        from pairgate.sandbox.runner import Runner  # only a run that asks pays for its import
+
+        run = Runner(_runner_program(gitlab_ci_local), shared_home=runner_shared_home)
     if with_example and state is not None and state.exists():
         raise PairgateError(
             f"pairgate sandbox: --with-example builds on the default world, and {state} holds "
             "a saved one; drop --state, or give a new state file. Nothing was started."
         )
     try:
-        sandbox = Sandbox(host, port, state=state)
+        sandbox = Sandbox(host, port, state=state, runner=run)
     except OSError as error:
         raise PairgateError(f"pairgate sandbox: cannot listen on {host}:{port}: {error}") from None
     except (ValueError, KeyError, TypeError) as error:
@@ -57,6 +70,22 @@ def serve(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 0
+
+
+def _runner_program(explicit: str | None) -> str:
+    """gitlab-ci-local, or a usage error (exit 2) saying how to install what is missing."""
+    from pairgate.sandbox import gcl
+
+    missing = gcl.missing(explicit)
+    if missing:
+        raise UsageError(
+            "pairgate sandbox: --runner gitlab-ci-local needs "
+            + "; and ".join(missing)
+            + ". Nothing was started."
+        )
+    found = gcl.find(explicit)
+    assert found is not None
+    return found
 
 
 def _loopback(host: str) -> bool:

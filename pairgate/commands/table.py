@@ -358,6 +358,7 @@ COMMANDS: tuple[Command, ...] = (
         "demo",
         "play one whole round against an embedded sandbox",
         "pairgate.commands.demo:demo",
+        arguments.demo,
         reads_config=False,
         dispatches=True,  # it plays a round through main's own dispatcher
     ),

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pairgate.sandbox import repo
+from pairgate.sandbox import merging, repo
 from pairgate.sandbox.access import API, current_user, project_for, renderer
 from pairgate.sandbox.httpd import ApiError, Reply, Request, forbidden, unauthorized
 from pairgate.sandbox.merge_requests import mr_for
 from pairgate.sandbox.model import World
-from pairgate.sandbox.mr_entity import (
-    can_merge,
-    detailed_status,
-    head_pipeline_status,
-    may_approve,
-    render,
-)
+from pairgate.sandbox.mr_entity import can_merge, detailed_status, may_approve, render
 from pairgate.sandbox.records import DEVELOPER, MergeRequest, User
-from pairgate.sandbox.settings import setting
 
 
 def _sha_conflict(sha: str) -> ApiError:
@@ -93,6 +86,7 @@ def _approval(req: Request, project_id: str, iid: str, *, approve: bool) -> Any:
         if not world.options.legacy_approval_statuses:
             return Reply(304)
         raise unauthorized() if approve else ApiError(404, {"message": "404 Not Found"})
+    merging.process(world, runner=req.runner)  # an approval can be the check auto-merge awaits
     return Reply(201, approvals_entity(req, mr))
 
 
@@ -104,6 +98,9 @@ def get_approvals(req: Request, project_id: str, iid: str) -> Any:
 
 @API.route("PUT", "/projects/{project_id}/merge_requests/{iid}/merge")
 def merge(req: Request, project_id: str, iid: str) -> Any:
+    """Merge, or with ``auto_merge`` (``merge_when_pipeline_succeeds``) set auto-merge when the
+    MR cannot merge yet or its pipeline is still running (merging.py), as GitLab's newest API:
+    401 without merge rights, 409 on a stale ``sha``, 405 when neither can happen."""
     user = current_user(req)
     project = project_for(req, project_id)
     world = req.world
@@ -114,39 +111,22 @@ def merge(req: Request, project_id: str, iid: str) -> Any:
     if req.has("sha") and req.text("sha") != head:
         raise _sha_conflict(head)
     r = renderer(req)
-    if req.flag("auto_merge") or req.flag("merge_when_pipeline_succeeds"):
-        status = head_pipeline_status(world, r, mr)
-        if mr.state == "opened" and status in ("created", "pending", "running"):
-            mr.merge_when_pipeline_succeeds = True
-            mr.merge_user_id = user.id
-            return render(r, mr, user, basic=False)
-        if status not in (None, "success"):
-            raise ApiError(405, {"message": "405 Method Not Allowed"})
+    auto = req.flag("auto_merge") or req.flag("merge_when_pipeline_succeeds")
+    if auto and merging.auto_merge_available(world, mr, r):
+        mr.merge_when_pipeline_succeeds = True
+        mr.merge_user_id = user.id
+        mr.updated_at = world.stamp()
+        merging.process(world, runner=req.runner)  # AutoMergeProcessWorker, at once
+        return render(r, mr, user, basic=False)
     if detailed_status(world, r, mr) != "mergeable":
         raise ApiError(405, {"message": "405 Method Not Allowed"})
-    target = mr.target_branch if mr.target_branch in project.branches else project.default_branch
-    if setting(project, "merge_method") == "ff":
-        # the target moves to the head; GitLab's merge_commit_sha here is UNCONFIRMED (null)
-        new_head, mr.merge_commit_sha = head, None
-    else:
-        message = req.text("merge_commit_message") or (
-            f"Merge branch '{mr.source_branch}' into '{target}'\n\n{mr.title}\n\n"
-            f"See merge request {world.full_path(project)}!{mr.iid}"
-        )
-        commit = repo.make_commit(
-            world,
-            project,
-            parents=[project.branches[target], head],
-            tree=world.commits[head].tree,
-            message=message,
-            author=user,
-        )
-        new_head = mr.merge_commit_sha = commit.id
-    mr.state, mr.final_sha = "merged", head
-    mr.merged_at = mr.updated_at = world.stamp()
-    mr.merged_by_id = mr.merge_user_id = user.id
-    mr.merge_when_pipeline_succeeds = False
-    repo.move_branch(world, project, target, new_head, user)
-    if req.flag("should_remove_source_branch"):
-        project.branches.pop(mr.source_branch, None)
+    merging.merge_now(
+        world,
+        project,
+        mr,
+        user,
+        message=req.text("merge_commit_message"),
+        remove_source_branch=req.flag("should_remove_source_branch"),
+        runner=req.runner,
+    )
     return render(r, mr, user, basic=False)

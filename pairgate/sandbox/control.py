@@ -7,7 +7,7 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING, Any
 
-from pairgate.sandbox import defaults, pipelines, repo, tokens
+from pairgate.sandbox import defaults, merging, pipelines, repo, tokens
 from pairgate.sandbox import jobs as ci_jobs
 from pairgate.sandbox.access import renderer
 from pairgate.sandbox.faults import Fault
@@ -69,6 +69,7 @@ def update_pipeline(app: App, req: Request, pipeline_id: str) -> Any:
         pipelines.update_jobs(app.world, pipeline, req.params.get("jobs") or [])
     except ValueError as error:
         raise _bad(str(error)) from None
+    merging.process(app.world, pipeline, runner=app.runner)  # as a runner finishing it would
     return _pipeline_reply(app, req, pipeline)
 
 
@@ -132,6 +133,7 @@ def set_job(app: App, req: Request, job_id: str) -> Any:
         raise _bad(str(error)) from None
     if trace is not None:
         job.trace = trace
+    merging.process(world, world.pipelines[job.pipeline_id], runner=app.runner)
     return renderer(req).job(job) | {"token": job.token}
 
 
@@ -168,11 +170,17 @@ def mirror_commit(app: App, req: Request) -> Any:
     if actor is None:
         raise not_found("User")
     tree = {k: v for k, v in {**parent.tree, **files}.items() if v is not None}
+    options = req.params.get("push_options") or []
+    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+        raise _bad('push_options must be a list of strings, such as ["ci.skip"]')
     message = req.text("message") or "Mirrored commit"
     commit = repo.make_commit(
         world, project, parents=[parent.id], tree=tree, message=message, author=actor, sha=sha
     )
     repo.move_branch(world, project, branch, commit.id, actor)
+    if app.runner is not None:
+        pushed = {o.partition("=")[0]: o.partition("=")[2] for o in options}
+        app.runner.pushed(world, project, branch, commit.id, actor, push_options=pushed)
     return Reply(201, {"id": commit.id, "parent_ids": commit.parent_ids, "branch": branch})
 
 
@@ -259,3 +267,41 @@ def set_options(app: App, req: Request) -> Any:
     if SEEDING_SWITCHES & set(req.params):
         defaults.apply_switches(app.world)
     return dataclasses.asdict(app.world.options)
+
+
+# -- the runner's job shell (shim.py) and its state -----------------------------------------
+
+
+@ROUTER.route("POST", "/runner/start")
+def runner_start(app: App, req: Request) -> Any:
+    """A job's shell starting a script: the job, its token and its HOME (runner.py)."""
+    if app.runner is None:
+        raise not_found("Runner")
+    phase = req.choice("phase", ("main", "after"), "main")
+    return app.runner.start_job(app.world, req.required("run"), req.text("script") or "", phase)
+
+
+@ROUTER.route("POST", "/runner/finish")
+def runner_finish(app: App, req: Request) -> Any:
+    """A job's shell done with a script: its exit code and log."""
+    if app.runner is None:
+        raise not_found("Runner")
+    phase = req.choice("phase", ("main", "after"), "main")
+    code, job = req.integer("code", 1), req.integer("job")
+    kept = app.runner.finish_job(
+        app.world, req.required("run"), job or 0, code or 0, req.text("trace") or "", phase
+    )
+    return {"kept": kept}
+
+
+@ROUTER.route("GET", "/runner")
+def runner_state(app: App, req: Request) -> Any:
+    """Whether the sandbox runs pipelines, and how many are running now."""
+    if app.runner is None:
+        return {"runner": None, "running": 0}
+    return {
+        "runner": "gitlab-ci-local",
+        "program": app.runner.program,
+        "shared_home": app.runner.shared_home,
+        "running": app.runner.busy(),
+    }

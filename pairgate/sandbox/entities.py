@@ -249,7 +249,7 @@ class Renderer:
     # -- CI -----------------------------------------------------------------------------------
 
     def pipeline_status(self, pipeline: Pipeline) -> str:
-        return composite_status(self.world.jobs_of(pipeline))
+        return pipeline.status or composite_status(self.world.jobs_of(pipeline))
 
     def pipeline(self, pipeline: Pipeline, *, basic: bool = False) -> dict[str, Any]:
         full = self.world.full_path(self.world.projects[pipeline.project_id])
@@ -272,7 +272,7 @@ class Renderer:
         return out | {
             "before_sha": "0" * 40,
             "tag": False,
-            "yaml_errors": None,
+            "yaml_errors": pipeline.yaml_errors,
             "user": self.user_by_id(pipeline.user_id),
             "started_at": pipeline.created_at,
             "finished_at": finished,
@@ -292,6 +292,18 @@ class Renderer:
                 "favicon": f"favicon_status_{status}",
             },
         }
+
+    def bridge(self, job: Job) -> dict[str, Any]:
+        """API::Entities::Ci::Bridge (GET .../pipelines/:id/bridges): the job's fields that a
+        trigger job has, and the pipeline it started."""
+        kept = (
+            "id", "name", "stage", "status", "allow_failure", "ref", "tag", "coverage",
+            "created_at", "started_at", "finished_at", "erased_at", "duration",
+            "queued_duration", "user", "commit", "pipeline", "web_url",
+        )  # fmt: skip
+        out = {key: value for key, value in self.job(job).items() if key in kept}
+        child = self.world.pipelines.get(job.downstream_id or 0)
+        return out | {"downstream_pipeline": self.pipeline(child, basic=True) if child else None}
 
     def job(self, job: Job) -> dict[str, Any]:
         """API::Entities::Ci::Job (the pipeline's jobs, GET /job, a retry's answer)."""

@@ -7,11 +7,14 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode
 
 from pairgate.sandbox.model import World
 from pairgate.sandbox.records import Job, Token, User
+
+if TYPE_CHECKING:
+    from pairgate.sandbox.runner import Runner
 
 
 class ApiError(Exception):
@@ -75,6 +78,7 @@ class Request:
     job_project_id: int | None = None
     job: Job | None = None  # the running job whose CI_JOB_TOKEN authenticated the request
     token: Token | None = None  # the personal access token that authenticated it
+    runner: Runner | None = None  # the server's runner (runner.py), None without --runner
 
     # -- parameters ---------------------------------------------------------------------------
 

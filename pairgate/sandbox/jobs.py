@@ -30,8 +30,12 @@ def checked_status(status: Any) -> str:
     return str(status)
 
 
-def add_job(world: World, pipeline: Pipeline, spec: dict[str, Any]) -> Job:
-    """A job from ``{name, status, allow_failure, stage}``; raises ValueError on bad input."""
+def add_job(
+    world: World, pipeline: Pipeline, spec: dict[str, Any], *, token: str | None = None
+) -> Job:
+    """A job from ``{name, status, allow_failure, stage}``; raises ValueError on bad input. Its
+    token is ``sandbox-job-<id>-token`` unless given (the runner's are random: a job must not
+    work out another's)."""
     status = checked_status(spec.get("status", "success"))
     if not spec.get("name"):
         raise ValueError("each job needs a name")
@@ -45,7 +49,7 @@ def add_job(world: World, pipeline: Pipeline, spec: dict[str, Any]) -> Job:
         "created",
         bool(spec.get("allow_failure", False)),
         now,
-        f"sandbox-job-{job_id}-token",
+        token or f"sandbox-job-{job_id}-token",
     )
     set_status(world, job, status)
     return world.add_job(job)
@@ -97,29 +101,29 @@ def get_project_job(req: Request, project_id: str, job_id: str) -> Any:
     return renderer(req).job(_job_for(req, project, job_id))
 
 
-@API.route("GET", "/projects/{project_id}/jobs/{job_id}/trace")
-def get_trace(req: Request, project_id: str, job_id: str) -> Any:
-    """The job's log as plain text (lib/api/ci/jobs.rb: ``text/plain``, the log or '', with a
-    Content-Disposition naming ``<id>.log``)."""
-    current_user(req)
-    project = project_for(req, project_id, level=REPORTER)
-    job = _job_for(req, project, job_id)
-    return Reply(
-        200,
-        job.trace,
-        {
-            "Content-Type": "text/plain",
-            "Content-Disposition": f'infile; filename="{job.id}.log"',
-        },
-    )
-
-
 @API.route("POST", "/projects/{project_id}/jobs/{job_id}/retry")
 def retry_job(req: Request, project_id: str, job_id: str) -> Any:
     current_user(req)
     project = project_for(req, project_id, level=DEVELOPER)
     world = req.world
     job = _job_for(req, project, job_id)
-    if job.retried or job.status not in RETRYABLE:
+    if job.retried or job.status not in RETRYABLE or job.kind != "build":
         raise forbidden("Job is not retryable")
-    return Reply(201, renderer(req).job(retry(world, job)))
+    new = retry(world, job)
+    if req.runner is not None:
+        req.runner.rerun(world, job, new)
+    return Reply(201, renderer(req).job(new))
+
+
+@API.route("GET", "/projects/{project_id}/jobs/{job_id}/trace")
+def get_trace(req: Request, project_id: str, job_id: str) -> Any:
+    """The job's log as text (jobs.md, "Get a log file"): what its script printed, masked
+    variables as ``[MASKED]``; empty while nothing has come back (GitLab's ``raw || ''``)."""
+    current_user(req)
+    project = project_for(req, project_id, level=REPORTER)
+    job = _job_for(req, project, job_id)
+    headers = {
+        "Content-Disposition": f'infile; filename="{job.id}.log"',
+        "Content-Type": "text/plain",
+    }
+    return Reply(200, (job.trace or "").encode("utf-8"), headers)

@@ -213,6 +213,8 @@ def create_merge_request(req: Request, project_id: str) -> Any:
     mr.assignee_ids = user_ids(req, "assignee_ids")
     mr.reviewer_ids = user_ids(req, "reviewer_ids")
     world.add_merge_request(mr)
+    if req.runner is not None and into is project:  # MergeRequests::AfterCreateService
+        req.runner.merge_request_pipeline(world, project, mr, user)
     return render(renderer(req), mr, user, basic=False)
 
 
@@ -284,7 +286,9 @@ def list_mr_pipelines(req: Request, project_id: str, iid: str) -> Any:
     mr = mr_for(req, project, iid)
     shas = {c.id for c in repo.mr_commits(world, mr)}
     refs = {f"refs/merge-requests/{mr.iid}/head", f"refs/merge-requests/{mr.iid}/merge"}
-    own = [p for p in world.pipelines.values() if p.project_id == project.id]
+    own = [
+        p for p in world.pipelines.values() if p.project_id == project.id and p.parent_id is None
+    ]
     event = [p for p in own if p.ref in refs]
     branch = [p for p in own if p.ref == mr.source_branch and p.sha in shas]
     found = sorted(event, key=lambda p: -p.id) + sorted(branch, key=lambda p: -p.id)

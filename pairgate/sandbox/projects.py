@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from pairgate.sandbox.access import API, current_user, group_for, project_for, renderer
-from pairgate.sandbox.httpd import Request, not_found, paginate, param_error, unauthorized
+from pairgate.sandbox.ci_config import checked_config_path
+from pairgate.sandbox.httpd import (
+    ApiError,
+    Request,
+    not_found,
+    paginate,
+    param_error,
+    unauthorized,
+)
 from pairgate.sandbox.records import MAINTAINER
 from pairgate.sandbox.settings import SETTINGS
 
@@ -62,6 +70,12 @@ def edit_project(req: Request, project_id: str) -> Any:
         )
     values = {name: _parsed(req, name) for name in given}
     project = project_for(req, project_id, level=MAINTAINER)
+    try:
+        values["ci_config_path"] = checked_config_path(values.get("ci_config_path"))
+    except ValueError as error:  # Project's validation: 400 with the model's errors
+        raise ApiError(400, {"message": {"ci_config_path": [str(error)]}}) from None
+    if "ci_config_path" not in given:
+        values.pop("ci_config_path")
     project.settings.update(values)
     return renderer(req).project(project, user)
 

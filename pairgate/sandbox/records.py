@@ -89,6 +89,8 @@ class Project:
     # creates ({name, stage, allow_failure}); None when the project has no CI configuration.
     ci_jobs: list[dict[str, Any]] | None = None
     forked_from_id: int | None = None  # the project this one is a fork of (POST .../fork)
+    # Its CI/CD variables (variables.py): {key, value, masked, protected, variable_type, ...}.
+    variables: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -200,6 +202,14 @@ class Pipeline:
     created_at: str
     updated_at: str
     source_sha: str | None = None  # the MR head a merged-results pipeline was made for
+    # Set when the pipeline has no jobs to take a status from: "skipped" ([skip ci]) or
+    # "failed" (a configuration error, in yaml_errors).
+    status: str | None = None
+    yaml_errors: str | None = None
+    parent_id: int | None = None  # a child pipeline's parent (source parent_pipeline)
+    bridge_id: int | None = None  # the trigger job that made a child pipeline
+    mr_iid: int | None = None  # the merge request a merge request pipeline (or its child) is for
+    variables: list[dict[str, Any]] = field(default_factory=list)  # pipeline variables
 
 
 @dataclass
@@ -215,7 +225,9 @@ class Job:
     started_at: str | None = None
     finished_at: str | None = None
     retried: bool = False  # replaced by a retry: hidden from job lists and the status
-    trace: str = ""  # its log, as its runner sent it (POST /-/sandbox/jobs/:id)
+    kind: str = "build"  # "bridge": a trigger job (GET .../bridges), whose status its child sets
+    downstream_id: int | None = None  # a bridge's child pipeline
+    trace: str | None = None  # the log the runner sent back (masked), GET .../trace
 
 
 @dataclass

@@ -150,7 +150,8 @@ def move_branch(world: World, project: Project, branch: str, sha: str, actor: Us
         if (mr.source_project_id, mr.source_branch, mr.state) != (project.id, branch, "opened"):
             continue
         mr.updated_at = world.stamp()
-        mr.merge_when_pipeline_succeeds = False  # a push cancels auto-merge
+        if mr.merge_when_pipeline_succeeds:  # a push cancels auto-merge (auto_merge.md)
+            mr.merge_when_pipeline_succeeds, mr.merge_user_id = False, None
         refresh_diff(world, mr)
         if added:
             word = "commit" if added == 1 else "commits"

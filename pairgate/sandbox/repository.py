@@ -66,6 +66,8 @@ def commit_actions(
         world, project, parents=[parent.id], tree=tree, message=message, author=user
     )
     repo.move_branch(world, project, branch, commit.id, user)
+    if req.runner is not None:
+        req.runner.pushed(world, project, branch, commit.id, user)
     return commit
 
 
@@ -98,6 +100,8 @@ def create_branch(req: Request, project_id: str) -> Any:
     if commit is None:
         raise _message(400, "Invalid reference name: " + ref)
     repo.move_branch(req.world, project, name, commit.id, user)
+    if req.runner is not None:
+        req.runner.pushed(req.world, project, name, commit.id, user)
     return renderer(req).branch(project, name, req.user)
 
 

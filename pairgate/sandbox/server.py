@@ -11,7 +11,7 @@ import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from pairgate.sandbox import defaults, graphql_api
@@ -45,8 +45,12 @@ from pairgate.sandbox import (  # noqa: F401  isort: skip
     protected_branches,
     repository,
     tokens,
+    variables,
     webhooks,
 )
+
+if TYPE_CHECKING:
+    from pairgate.sandbox.runner import Runner
 
 DEFAULT_STATUS = {"GET": 200, "POST": 201, "PUT": 200, "DELETE": 204}
 
@@ -74,8 +78,18 @@ INSUFFICIENT_SCOPE = ApiError(
 class App:
     """Everything one server knows; every request runs under ``lock``, so handlers never race."""
 
-    def __init__(self, world: World, *, options: Options, state: Path | None = None) -> None:
+    def __init__(
+        self,
+        world: World,
+        *,
+        options: Options,
+        state: Path | None = None,
+        runner: Runner | None = None,
+    ) -> None:
         self.world, self.base_options, self.state = world, options, state
+        self.runner = runner  # runs the pipelines the configuration makes; None: none run
+        if runner is not None:
+            runner.app = self
         self.lock = threading.RLock()
         self.faults = Faults()
         self.log: list[dict[str, Any]] = []
@@ -91,6 +105,8 @@ class App:
     def reset(self) -> None:
         with self.lock:
             self.world = defaults.build(copy.copy(self.base_options))
+            if self.runner is not None:
+                self.runner.reset()
             self.world.webhooks = self.webhooks
             self.webhooks.reset()
             self.faults.clear()
@@ -123,6 +139,7 @@ class App:
         try:
             params = parse_params(pairs, body, headers.get("content-type", ""))
             req = Request(method, path, pairs, params, headers, base, self.world)
+            req.runner = self.runner
             if path.startswith("/-/sandbox/"):
                 return self._reply(control.ROUTER, req, path[len("/-/sandbox") :])
             if path == "/api/graphql" and method == "POST":
@@ -299,12 +316,13 @@ class Sandbox:
         *,
         state: Path | None = None,
         options: Options | None = None,
+        runner: Runner | None = None,
     ) -> None:
         options = options or Options()
         world = (
             World.load(state) if state and state.exists() else defaults.build(copy.copy(options))
         )
-        self.app = App(world, options=options, state=state)
+        self.app = App(world, options=options, state=state, runner=runner)
         self._server = _Server((host, port), _Handler)
         self._server.app = self.app
         self._thread: threading.Thread | None = None
@@ -330,9 +348,13 @@ class Sandbox:
             name="pairgate-sandbox",
         )
         self._thread.start()
+        if self.app.runner is not None:
+            self.app.runner.url = self.url
         return self
 
     def stop(self) -> None:
+        if self.app.runner is not None:
+            self.app.runner.stop()
         self._server.shutdown()
         self._server.server_close()
         if self.app.state:

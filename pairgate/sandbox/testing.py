@@ -112,6 +112,25 @@ class RunningSandbox:
         """The jobs a merge request pipeline of ``project`` gets (None: no CI configuration)."""
         return dict(self.control("POST", "ci", json={"project": project, "jobs": jobs}))
 
+    def wait_for_pipelines(self, timeout: float = 300.0) -> None:
+        """Until the runner has no pipeline left running (SandboxError after ``timeout``)."""
+        runner = self.server.app.runner
+        if runner is not None and not runner.wait(timeout):
+            raise SandboxError(
+                f"the runner still runs {runner.busy()} pipeline(s) after {timeout} s"
+            )
+
+    def settings(self, project: str = "acme/app", **values: Any) -> dict[str, Any]:
+        """``PUT /projects/:id`` as the maintainer: project settings (ci_config_path and so on)."""
+        return dict(self.api("PUT", f"/projects/{_id(project)}", as_user="maintainer", json=values))
+
+    def variable(self, key: str, value: str, *, project: str = "acme/app", **flags: Any) -> Any:
+        """A CI/CD variable of ``project`` (``masked``, ``protected``), as the maintainer."""
+        body = {"key": key, "value": value, **flags}
+        return self.api(
+            "POST", f"/projects/{_id(project)}/variables", as_user="maintainer", json=body
+        )
+
     def set_job(self, job_id: int, status: str, *, trace: str | None = None) -> dict[str, Any]:
         """Move a job to ``status`` as its runner would (and give it ``trace`` as its log);
         returns the job with its token."""
@@ -202,11 +221,15 @@ class RunningSandbox:
         project: str = "acme/app",
         message: str = "Mirrored commit",
         start_branch: str = "main",
+        push_options: list[str] | None = None,
     ) -> dict[str, Any]:
         """``POST /-/sandbox/commits``: a commit on ``branch`` whose id is ``sha`` (a real git
-        repository's commit), its tree the parent's with ``files`` applied."""
+        repository's commit), its tree the parent's with ``files`` applied, pushed with
+        ``push_options`` (``["ci.skip"]``: its pipelines skipped)."""
         body = {"project": project, "sha": sha, "branch": branch, "files": dict(files)}
         body |= {"message": message, "start_branch": start_branch}
+        if push_options:
+            body["push_options"] = push_options
         return dict(self.control("POST", "commits", json=body))
 
     def create_mr(
@@ -243,10 +266,19 @@ def _id(project: str | int) -> str:
 
 
 @contextlib.contextmanager
-def running_sandbox(**options: Any) -> Iterator[RunningSandbox]:
+def running_sandbox(
+    *, runner: str | None = None, shared_home: bool = False, **options: Any
+) -> Iterator[RunningSandbox]:
     """A sandbox on a free loopback port for the block; ``options`` are model.Options fields
-    (they survive ``reset``). Every one started is watched for unserved requests."""
-    server = Sandbox("127.0.0.1", 0, options=Options(**options)).start()
+    (they survive ``reset``). ``runner``: the gitlab-ci-local that runs its pipelines
+    (runner.py; ``shared_home`` gives its jobs one HOME). Every one started is watched for
+    unserved requests."""
+    run = None
+    if runner:
+        from pairgate.sandbox.runner import Runner
+
+        run = Runner(runner, shared_home=shared_home)
+    server = Sandbox("127.0.0.1", 0, options=Options(**options), runner=run).start()
     running = RunningSandbox(server)
     watched = _Watched(running.url, server.app.unserved)
     _WATCHED.append(watched)

@@ -84,7 +84,7 @@ def _snapshot(world: World) -> _Seen:
         for name, sha in project.branches.items():
             seen.branches[(project.id, name)] = sha
     for p in world.pipelines.values():
-        seen.pipelines[p.id] = (p.updated_at, composite_status(world.jobs_of(p)))
+        seen.pipelines[p.id] = (p.updated_at, p.status or composite_status(world.jobs_of(p)))
         for job in world.jobs_of(p, retried=True):
             seen.jobs[job.id] = job.status
     return seen
@@ -192,8 +192,10 @@ class Webhooks:
             for job in jobs:
                 if self.seen.jobs.get(job.id) != job.status:
                     self.seen.jobs[job.id] = job.status
-                    found.append(p.job(pipeline, job))
-            status = composite_status(world.jobs_of(pipeline))
+                    if job.kind == "build":  # a trigger job fires no Job Hook
+                        found.append(p.job(pipeline, job))
+            # A skipped pipeline ([skip ci]) or one its configuration failed has no jobs.
+            status = pipeline.status or composite_status(world.jobs_of(pipeline))
             self.seen.pipelines[pipeline.id] = (pipeline.updated_at, status)
             if old is None or old[1] != status:
                 found.append(p.pipeline(pipeline, status))

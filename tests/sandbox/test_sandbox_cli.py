@@ -144,3 +144,44 @@ def test_suite_configuration_matches_the_default_world() -> None:
     # at nothing so that no test measures the developer's checkout (tests/test_currency_cli.py).
     del generated["deployed_paths"], fixture["deployed_paths"]
     assert generated == fixture
+
+
+def test_runner_without_gitlab_ci_local_exits_2_naming_how_to_install_it(tmp_path: Path) -> None:
+    path = f"{Path(sys.executable).parent}:/usr/bin:/bin"  # no gitlab-ci-local on it
+    env = clean_env(PYTHONPATH=str(ROOT), PATH=path)
+    for extra in ((), ("--gitlab-ci-local", str(tmp_path / "nowhere"))):
+        done = subprocess.run(
+            [*PAIRGATE, "sandbox", "--runner", *extra],
+            env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert "npm install --prefix .cache/gitlab-ci-local gitlab-ci-local@4.73.0" in done.stderr
+        assert done.stdout == ""  # no ready line: nothing was started
+    alone = subprocess.run(
+        [*PAIRGATE, "sandbox", "--runner-shared-home"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert alone.returncode == 2 and "give --runner too" in alone.stderr
+
+
+def test_runner_as_a_program_says_what_runs_then_sigterm_exits_0() -> None:
+    import requests
+
+    from tests.kit.gcl import gitlab_ci_local
+
+    proc = start("--runner", "--gitlab-ci-local", gitlab_ci_local(), "--runner-shared-home")
+    try:
+        assert proc.stdout is not None
+        line = json.loads(proc.stdout.readline())
+        state = requests.get(line["sandbox_api"] + "/runner", timeout=10).json()
+        assert state == {
+            "runner": "gitlab-ci-local",
+            "program": gitlab_ci_local(),
+            "shared_home": True,
+            "running": 0,
+        }
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()

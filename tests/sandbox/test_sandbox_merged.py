@@ -44,6 +44,61 @@ def test_auto_merge_names_the_merge_user_not_a_merger(sandbox: RunningSandbox, m
     sandbox.commit("feature", {"src/app.py": "print('bye')\n"})
     pushed = sandbox.api("GET", "/projects/2/merge_requests/1")
     assert pushed["merge_when_pipeline_succeeds"] is False  # a push cancels auto-merge
+    assert pushed["merge_user"] is None
+
+
+def test_auto_merge_waits_out_a_failed_pipeline_and_merges_on_a_green_one(
+    sandbox: RunningSandbox, mr: dict
+) -> None:
+    sandbox.set_options(pipelines_must_succeed=True)
+    running = sandbox.pipeline(
+        "acme/app", "refs/merge-requests/1/head", [{"name": "gate", "status": "running"}]
+    )
+    waiting = sandbox.api("PUT", "/projects/2/merge_requests/1/merge", json={"auto_merge": True})
+    assert (waiting["state"], waiting["merge_when_pipeline_succeeds"]) == ("opened", True)
+    sandbox.set_job(running["jobs"][0]["id"], "failed")
+    failed = sandbox.api("GET", "/projects/2/merge_requests/1")
+    assert (failed["state"], failed["merge_when_pipeline_succeeds"]) == ("opened", True)
+    assert failed["detailed_merge_status"] == "ci_must_pass"  # a failed pipeline never merges it
+    again = sandbox.pipeline(
+        "acme/app", "refs/merge-requests/1/head", [{"name": "gate", "status": "running"}]
+    )
+    sandbox.set_job(again["jobs"][0]["id"], "success")
+    merged = sandbox.api("GET", "/projects/2/merge_requests/1")
+    assert (merged["state"], merged["merged_by"]["username"]) == ("merged", "agents")
+    assert merged["sha"] == mr["sha"]
+
+
+def test_auto_merge_is_set_on_a_failed_pipeline_and_merges_at_once_when_nothing_blocks(
+    sandbox: RunningSandbox, mr: dict
+) -> None:
+    sandbox.set_options(pipelines_must_succeed=True)
+    sandbox.pipeline(
+        "acme/app", "refs/merge-requests/1/head", [{"name": "gate", "status": "failed"}]
+    )
+    set_ = sandbox.api(
+        "PUT", "/projects/2/merge_requests/1/merge", json={"merge_when_pipeline_succeeds": True}
+    )
+    assert (set_["state"], set_["merge_when_pipeline_succeeds"]) == ("opened", True)
+    sandbox.commit("other", {"x.txt": "x\n"})
+    sandbox.create_mr("other", title="Another")
+    green = sandbox.pipeline(
+        "acme/app", "refs/merge-requests/2/head", [{"name": "gate", "status": "success"}]
+    )
+    assert green["status"] == "success"
+    now = sandbox.api("PUT", "/projects/2/merge_requests/2/merge", json={"auto_merge": True})
+    assert now["state"] == "merged"  # mergeable with no pipeline in progress: merged at once
+
+
+def test_a_branch_pipeline_does_not_displace_the_merge_request_pipeline_at_the_same_head(
+    sandbox: RunningSandbox, mr: dict
+) -> None:
+    ours = sandbox.pipeline(
+        "acme/app", "refs/merge-requests/1/head", [{"name": "gate", "status": "success"}]
+    )
+    sandbox.pipeline("acme/app", "feature", [{"name": "gate", "status": "failed"}])
+    head = sandbox.api("GET", "/projects/2/merge_requests/1")["head_pipeline"]
+    assert head["id"] == ours["id"]
 
 
 def three_mrs_two_merged(sandbox: RunningSandbox) -> list[str]:
@@ -75,7 +130,8 @@ def test_merged_listings_and_their_time_filters(sandbox: RunningSandbox) -> None
     assert iids(sandbox, group, created_after=created) == [3, 2]
     assert iids(sandbox, group, merge_user_id=13) == [2]
     assert iids(sandbox, group, merge_user_username="agents") == [1]
-    date_only = second[:10]  # a date is its midnight, UTC
+    # A date is its midnight, UTC: the first merge's day (the second may fall on the next one).
+    date_only = first[:10]
     assert iids(sandbox, "/projects/2/merge_requests", merged_after=date_only) == [2, 1]
 
 
