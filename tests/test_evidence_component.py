@@ -7,8 +7,8 @@ approval records it.
 The merge request's repository is a real git repository holding a real package (the job checks
 it out, as a runner does); the sandbox's merge request is given its commit (``mirror_commit``).
 The jobs run in the local shell, so this machine's python3 (with pairgate) stands for the job
-image, and its bubblewrap for the image's. The whole round on the sandbox's own runner, against
-an offer made there, is left to the runner's tests.
+image, and its bubblewrap for the image's. The whole round on the sandbox's own runner, the job
+deployed in the tracker-held pipeline: tests/test_evidence_ci_door.py.
 """
 
 from __future__ import annotations
