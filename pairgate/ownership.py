@@ -13,38 +13,38 @@ Contents (where each source module begins, and what it holds):
   line   450  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
   line   472  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   712  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1300  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1569  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1972  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2048  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2289  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  2898  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3024  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3263  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3599  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3747  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4144  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4195  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4338  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4521  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  4980  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5185  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5424  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5854  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6310  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6389  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6536  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6631  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6999  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7389  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7625  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7907  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8318  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8376  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8819  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8989  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9014  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9363  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1337  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1606  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2009  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2085  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2326  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  2946  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3072  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3311  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3647  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3795  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4192  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4243  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4386  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4569  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5028  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5233  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5472  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5902  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6358  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6437  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6584  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6679  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7047  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7437  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7673  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7955  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8366  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8424  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8867  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9037  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9062  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9411  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -775,23 +775,35 @@ _OFFER_FIELDS: dict[str, Any] = {
 }
 
 
-def _closed_object(properties: Mapping[str, Any]) -> dict[str, Any]:
+def _closed_object(
+    properties: Mapping[str, Any], optional: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """An object with exactly these keys, and ``optional`` ones added after records without
+    them were written."""
     return {
         "type": "object",
         "additionalProperties": False,
         "required": list(properties),
-        "properties": dict(properties),
+        "properties": {**properties, **(optional or {})},
     }
 
 
 # Mutation evidence (docs/agent-handoff-reference.md, "Mutation evidence"). Added after records
 # were first written, so they are in OPTIONAL_FIELDS: every new handoff writes ``evidence`` and
-# every new approval ``rerun`` (null or the object), and a record without them still reads.
-OPTIONAL_FIELDS = frozenset({"evidence", "rerun"})
+# every new approval ``rerun`` and ``ci_rerun`` (null or the object), and a record without them
+# still reads. Keys added to those objects later are optional in them for the same reason.
+OPTIONAL_FIELDS = frozenset({"evidence", "rerun", "ci_rerun"})
 _EVIDENCE_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
 _VERDICT = {"enum": ["killed", "survived", "error", "refused"]}
 _FILES = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _MUTANT_INDEX = {"type": "integer", "minimum": 1}
+_ISOLATION_MODE = {"enum": ["bubblewrap", "namespaces", "env-only"]}
+_NETWORK = {"enum": ["blocked", "allowed", "not-blocked"]}
+_WEAK = {
+    "type": "boolean",
+    "description": "judged by the exit-code rule: nothing shows that a test judged a mutant",
+}
+_COUNT = {"type": "integer", "minimum": 0}
 _EVIDENCE_FIELD = {
     "description": "the mutation evidence the offer carries: its digest and each mutant's hash",
     "oneOf": [
@@ -801,8 +813,8 @@ _EVIDENCE_FIELD = {
                 "digest": _EVIDENCE_DIGEST,
                 "sha": _SHA,
                 "command": {"type": "string", "minLength": 1, "maxLength": 10_000},
-                "isolation": {"enum": ["namespaces", "env-only"]},
-                "network": {"enum": ["blocked", "allowed", "not-blocked"]},
+                "isolation": _ISOLATION_MODE,
+                "network": _NETWORK,
                 "mutants": {
                     "type": "array",
                     "minItems": 1,
@@ -815,7 +827,8 @@ _EVIDENCE_FIELD = {
                         }
                     ),
                 },
-            }
+            },
+            {"weak": _WEAK},
         ),
     ],
 }
@@ -834,6 +847,29 @@ _RERUN_FIELD = {
                 ),
                 "own": _closed_object({"sha256": _DIGEST, "files": _FILES, "verdict": _VERDICT}),
                 "digest": _EVIDENCE_DIGEST,
+            },
+            {"isolation": _ISOLATION_MODE, "network": _NETWORK, "weak": _WEAK},
+        ),
+    ],
+}
+_CI_RERUN_FIELD = {
+    "description": "the CI job's re-run of the approved offer's mutants at the approved SHA, as "
+    "its job log said it, when one had finished",
+    "oneOf": [
+        {"type": "null"},
+        _closed_object(
+            {
+                "job": _NOTE_ID,
+                "pipeline": _NOTE_ID,
+                "sha": _SHA,
+                "offer_note": _NOTE_ID,
+                "evidence_digest": _EVIDENCE_DIGEST,
+                "status": {"enum": ["pass", "fail", "error"]},
+                "killed": _COUNT,
+                "total": _COUNT,
+                "isolation": _ISOLATION_MODE,
+                "network": _NETWORK,
+                "weak": _WEAK,
             }
         ),
     ],
@@ -856,6 +892,7 @@ EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
             "not_covering": {"type": "array", "items": {"type": "string", "minLength": 1}},
             "self_approval": {"type": "boolean"},
             "rerun": _RERUN_FIELD,
+            "ci_rerun": _CI_RERUN_FIELD,
         },
     },
 }
@@ -2538,6 +2575,10 @@ class Https:
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
         return _decoded(self._call("GET", f"{self.api_url}/{path}", params=query_params(params)))
 
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        response = self._call("GET", f"{self.api_url}/{path}", params=query_params(params))
+        return response.content.decode("utf-8", errors="replace")
+
     def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         url: str | None = f"{self.api_url}/{path}"
         query: dict[str, str] | None = query_params({**params, "per_page": PER_PAGE})
@@ -2646,6 +2687,9 @@ class _Glab:
         out = self._run("GET", self.argv(_with_query(path, params)))
         return json.loads(out) if out.strip() else None
 
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        return self._run("GET", self.argv(_with_query(path, params)))
+
     def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         # glab prints every page before it exits: they arrive as one.
         endpoint = _with_query(path, {**params, "per_page": PER_PAGE})
@@ -2686,6 +2730,10 @@ class GitLab:
     def get(self, path: str, **params: Any) -> Any:
         """One GET. Retried on 429/5xx/dropped connections (HTTPS); raises GitLabError."""
         return self._reader.get(path, params)
+
+    def get_text(self, path: str, **params: Any) -> str:
+        """One GET of a plain-text answer (a job's log), retried as ``get`` is."""
+        return str(self._reader.get_text(path, params))
 
     def get_all(self, path: str, **params: Any) -> list[Any]:
         """Every page of a list, following the next-page link until there is none."""

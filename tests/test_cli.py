@@ -271,8 +271,8 @@ def test_the_command_reference_is_rendered_from_the_current_help() -> None:
 def test_the_command_reference_has_a_section_per_subcommand(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """evidence run, evidence rerun and inbox ack each get their own section, from their own
-    --help, so --check sees a change to a subcommand's flags too."""
+    """evidence run, plan, report and rerun and inbox ack each get their own section, from their
+    own --help, so --check sees a change to a subcommand's flags too."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -283,11 +283,17 @@ def test_the_command_reference_has_a_section_per_subcommand(
     spec.loader.exec_module(script)
     monkeypatch.setenv("COLUMNS", script.WIDTH)  # rendered() sets it; put it back afterwards
     text = script.rendered()
-    for words in ("evidence run", "evidence rerun", "inbox ack"):
+    for words in (
+        "evidence run",
+        "evidence plan",
+        "evidence report",
+        "evidence rerun",
+        "inbox ack",
+    ):
         assert text.count(f"\n## pairgate {words}\n") == 1, words
         assert f"usage: pairgate {words} [-h]" in text
     assert "--mutant-index K" in text.split("## pairgate evidence rerun\n")[1].split("## ")[0]
-    assert script.subcommands("evidence") == ["run", "rerun"]
+    assert script.subcommands("evidence") == ["run", "plan", "report", "rerun"]
     assert script.subcommands("claim") == []
 
 

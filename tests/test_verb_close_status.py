@@ -95,11 +95,13 @@ def test_status_json_keys_are_stable(world: Round) -> None:
         "supersedes",
         "evidence",
         "evidence_summary",
+        "ci_rerun",
     }
-    assert (doc["offer"]["evidence"], doc["offer"]["evidence_summary"]) == (
-        None,
-        "no mutation evidence",
-    )
+    assert (
+        doc["offer"]["evidence"],
+        doc["offer"]["evidence_summary"],
+        doc["offer"]["ci_rerun"],  # null: no evidence, so nothing a CI job re-runs
+    ) == (None, "no mutation evidence", None)
     assert doc["merge_requests"][0]["iid"] == world.mr
     assert doc["label"] == {"expected": "agent::lead", "actual": ["agent::lead"], "in_step": True}
 

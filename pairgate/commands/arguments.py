@@ -352,6 +352,13 @@ def deploy_pipeline(p: Parser) -> None:
         metavar="URL",
         help="the instance the gate jobs must run on (default: <env_prefix>_GITLAB_URL)",
     )
+    p.add_argument(
+        "--evidence-image",
+        metavar="IMAGE",
+        help="add the mr-evidence job (rerun-mr-evidence), which re-runs an offer's mutants at "
+        "the merge request's head, with this image: the project's test image with pairgate, "
+        "git and bubblewrap",
+    )
 
 
 def sandbox(p: Parser) -> None:

@@ -11,7 +11,13 @@ from typing import Any
 
 from pairgate import output
 from pairgate.commands.status import mr_doc, offer_doc
-from pairgate.evidence.surface import NO_EVIDENCE, approval_keys, approval_words
+from pairgate.evidence.surface import (
+    NO_EVIDENCE,
+    NO_RERUN,
+    SELF_REPORTED,
+    approval_keys,
+    approval_words,
+)
 from pairgate.output import Cell, Style
 from pairgate.standalone.approvals import independence
 from pairgate.standalone.config import Config
@@ -263,6 +269,15 @@ def _ledger_cell(doc: dict[str, Any]) -> Cell:
     return (", ".join(problems), "red" if severe else "yellow")
 
 
+def _shows_evidence(issue: dict[str, Any]) -> bool:
+    offer, approval = issue["offer"], issue["approval"]
+    offered = offer is not None and offer.get("evidence") is not None
+    approved = approval is not None and (
+        approval.get("evidence") is not None or approval.get("rerun_summary") != NO_RERUN
+    )
+    return offered or approved
+
+
 def board_text(doc: dict[str, Any], style: Style) -> str:
     lines = []
     for f in doc["live_freezes"]:
@@ -294,6 +309,8 @@ def board_text(doc: dict[str, Any], style: Style) -> str:
         )
     headers = ["ISSUE", "HOLDER", "SINCE", "OFFER", "APPROVAL", "LEDGER", "TITLE"]
     lines.append(output.table(headers, rows, style))
+    if any(_shows_evidence(i) for i in issues):
+        lines.append(f"Mutation evidence and re-runs are {SELF_REPORTED}.")
     details = []
     for i in issues:
         n = i["issue"]

@@ -3,7 +3,8 @@
 The file a gated project's "CI/CD configuration file" setting names as
 ``<path>@<tracker_project>``: both components' gate jobs (rendered from the templates the
 package ships, with the configuration's tracker_project and env_prefix and the flags' values),
-and the project's own ``.gitlab-ci.yml`` as a child pipeline. The refusals and the writing are
+with ``--evidence-image`` the mr-evidence component's job that re-runs an offer's mutants, and
+the project's own ``.gitlab-ci.yml`` as a child pipeline. The refusals and the writing are
 pairgate.deployment.install's, shared with deploy-hooks and deploy-agents; ``--check`` compares
 bytes.
 Exit codes: 0 done or in line; 1 drift (--check); 2 cannot deploy.
@@ -17,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pairgate.deployment import install
-from pairgate.deployment.tracker_pipeline import COMPONENTS, render
+from pairgate.deployment.tracker_pipeline import COMPONENTS, EVIDENCE_COMPONENT, render
 from pairgate.resources import component_template, package_file
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, UsageError
@@ -49,6 +50,7 @@ def input_values(
     read_token_variable: str,
     gate_dir: str,
     url: str,
+    evidence_image: str | None = None,
 ) -> dict[str, dict[str, object]]:
     if not _GATE_DIR.fullmatch(gate_dir) or ".." in gate_dir.split("/"):
         raise UsageError(
@@ -67,7 +69,7 @@ def input_values(
         "roster-path": f"{where}/automation_mr_families.py",
         "gitlab-url": url,
     }
-    return {
+    values: dict[str, dict[str, object]] = {
         "mr-ownership-gate": {
             **common,
             "record-validator-path": f"{where}/validate-mr-carries-ownership-record.py",
@@ -78,14 +80,22 @@ def input_values(
             "merge-check-validator-path": f"{where}/validate-mr-merge-check.py",
         },
     }
+    if evidence_image is not None:
+        keep = ("runner-tags", "tracker-project", "env-prefix", "read-token-variable")
+        values[EVIDENCE_COMPONENT] = {
+            "image": evidence_image,
+            **{k: common[k] for k in keep},
+            "config-path": common["config-path"],
+            "gitlab-url": url,
+        }
+    return values
 
 
 def rendered(config: Config, command: str, values: dict[str, dict[str, object]]) -> bytes:
     try:
         frame = package_file(FRAME).read_text(encoding="utf-8")
-        texts = [
-            (name, component_template(name).read_text(encoding="utf-8")) for name in COMPONENTS
-        ]
+        names = [*COMPONENTS, *([EVIDENCE_COMPONENT] if EVIDENCE_COMPONENT in values else [])]
+        texts = [(name, component_template(name).read_text(encoding="utf-8")) for name in names]
     except OSError as exc:
         raise PairgateError(
             f"{config.cli} deploy-pipeline: this installation lacks a template it renders "
@@ -111,6 +121,7 @@ def deploy_pipeline(
     read_token_variable: str,
     gate_dir: str,
     gitlab_url: str | None,
+    evidence_image: str | None = None,
 ) -> int:
     """``deploy-pipeline --target FILE [--check] --image I --runner-tag T ...``."""
     command = f"{config.cli} deploy-pipeline"
@@ -122,10 +133,13 @@ def deploy_pipeline(
         read_token_variable=read_token_variable,
         gate_dir=gate_dir,
         url=url,
+        evidence_image=evidence_image,
     )
     flags = ["--image", image, *[w for t in runner_tag for w in ("--runner-tag", t)]]
     flags += ["--read-token-variable", read_token_variable, "--gate-dir", gate_dir]
     flags += ["--gitlab-url", url]
+    if evidence_image is not None:
+        flags += ["--evidence-image", evidence_image]
     again = f"{command} --target {shlex.quote(str(target))} {shlex.join(flags)}"
     data = rendered(config, f"{command} --target FILE {shlex.join(flags)}", values)
     files = {target.name: data}

@@ -19,9 +19,9 @@ from pairgate.standalone.approvals import reasons_against
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Refusal
 from pairgate.standalone.fold import is_finder
-from pairgate.standalone.gitlab import GitLab
+from pairgate.standalone.gitlab import GitLab, GitLabError
 from pairgate.standalone.ledger import Offer
-from pairgate.tracker import CLOSED_LABEL, issue_path
+from pairgate.tracker import CLOSED_LABEL, issue_path, mr_path
 from pairgate.verbs.merge_requests import checked_sha, citing_mrs, pipeline_problem
 from pairgate.verbs.preconditions import (
     check_offer_slot,
@@ -152,6 +152,8 @@ def handoff(
     )
     if doc is not None:
         turn.say(f"Mutation evidence: {evidence_summary(evidence_field(doc))} ({doc['digest']}).")
+        if role == "review":
+            start_ci_rerun(turn, project, found.iid, sha)
     elif role == "review":
         turn.say(
             f"This offer carries {NO_EVIDENCE}: the reviewer has no mutant to re-run. Collect "
@@ -159,6 +161,30 @@ def handoff(
             f"--supersede {event.note_id}."
         )
     return 0
+
+
+def start_ci_rerun(turn: Turn, project: str, iid: int, sha: str) -> None:
+    """A merge request pipeline at the offered head, so that the tracker-held pipeline's
+    rerun-mr-evidence job re-runs the offer's mutants while the offer is pending (status and
+    approve read its result). One that cannot be started is said; the offer stands."""
+    try:
+        pipeline = turn.client.write("POST", f"{mr_path(project, iid)}/pipelines", {})
+    except GitLabError as exc:
+        why = (
+            "no job of the project's CI configuration runs in merge request pipelines"
+            if exc.status == 405
+            else exc.message
+        )
+        turn.warn(
+            f"note: no merge request pipeline was started at {sha[:12]} ({why}): no CI re-run "
+            f"of this evidence runs until one does (a push, or approve's)"
+        )
+        return
+    number = f" {pipeline['id']}" if isinstance(pipeline, dict) and pipeline.get("id") else ""
+    turn.say(
+        f"started merge request pipeline{number} of {project}!{iid} at {sha[:12]}: where the "
+        "tracker-held pipeline has the rerun-mr-evidence job, it re-runs this evidence in CI"
+    )
 
 
 def _answerable(turn: Turn, verb: str) -> Offer:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json as jsonlib
 from typing import Any
 
-from pairgate.evidence.surface import approval_keys, approval_words, offer_keys
+from pairgate.evidence.ci_result import read_ci_rerun, state_words
+from pairgate.evidence.surface import SELF_REPORTED, approval_keys, approval_words, offer_keys
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context
 from pairgate.standalone.gitlab import GitLab
@@ -159,11 +160,31 @@ def out_of_scope_authors(config: Config, mrs: list[MergeRequestFacts]) -> dict[M
     }
 
 
+def add_ci_rerun(client: GitLab, ledger: Ledger, doc: dict[str, Any]) -> None:
+    """The pending offer, when it carries evidence, gets ``ci_rerun``: the CI job's re-run of
+    it at its SHA (ci_result.read_ci_rerun's state document); otherwise null."""
+    offer = doc["offer"]
+    if offer is None:
+        return
+    evidence = offer.get("evidence")
+    pending = ledger.offer
+    if evidence is None or pending is None or pending.mr is None:
+        offer["ci_rerun"] = None
+        return
+    offer["ci_rerun"] = read_ci_rerun(
+        client,
+        pending.mr,
+        sha=pending.sha,
+        offer_note=pending.note_id,
+        evidence_digest=str(evidence["digest"]),
+    )
+
+
 def _evidence_line(offer: dict[str, Any]) -> str:
     evidence = offer["evidence"]
     if evidence is None:
         return str(offer["evidence_summary"])
-    return f"evidence: {offer['evidence_summary']} (digest {evidence['digest']})"
+    return f"evidence: {offer['evidence_summary']} (digest {evidence['digest']}; {SELF_REPORTED})"
 
 
 def render(doc: dict[str, Any], cli: str) -> str:
@@ -196,6 +217,8 @@ def render(doc: dict[str, Any], cli: str) -> str:
         )
         if offer["evidence_summary"] is not None:
             lines.append(f"  {_evidence_line(offer)}")
+        if offer.get("ci_rerun"):
+            lines.append(f"  {state_words(offer['ci_rerun'])}")
     else:
         lines.append("pending offer: none")
     lines.append("approvals:" if doc["approvals"] else "approvals: none")
@@ -237,6 +260,7 @@ def status(*, ctx: Context, config: Config, issue: int, json: bool, client: GitL
     authors = out_of_scope_authors(config, mrs)
     doc = report(config, issue, state, ledger, facts, mrs, ledgers, authors)
     add_gate_runs(client, ledger, doc)
+    add_ci_rerun(client, ledger, doc)
     if json:
         print(jsonlib.dumps(doc, indent=2, ensure_ascii=False), file=ctx.stdout)
     else:

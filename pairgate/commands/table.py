@@ -317,6 +317,18 @@ COMMANDS: tuple[Command, ...] = (
                 evidence.run,
             ),
             Command(
+                "plan",
+                evidence.PLAN_HELP,
+                "pairgate.commands.evidence_report:plan_evidence",
+                evidence.plan,
+            ),
+            Command(
+                "report",
+                evidence.REPORT_HELP,
+                "pairgate.commands.evidence_report:report_evidence",
+                evidence.report,
+            ),
+            Command(
                 "rerun",
                 evidence.RERUN_HELP,
                 "pairgate.commands.evidence_rerun:rerun_evidence",
