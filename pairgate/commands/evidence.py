@@ -10,8 +10,8 @@ stays light because main builds its parser for every command; the handlers are
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from pairgate.commands.arguments import path
 from pairgate.evidence import DEFAULT_PIDS, DEFAULT_TIMEOUT
 
 HELP = "mutation evidence: run the tests at a commit, then with each mutant, in a sandbox"
@@ -37,10 +37,10 @@ RERUN_HELP = (
 
 def run(p: argparse.ArgumentParser) -> None:
     _what_runs(p)
-    p.add_argument("--out", type=Path, metavar="FILE", help="write the evidence here (atomically)")
+    p.add_argument("--out", type=path, metavar="FILE", help="write the evidence here (atomically)")
     p.add_argument(
         "--logs",
-        type=Path,
+        type=path,
         metavar="DIR",
         help="keep each run's whole log under DIR (its path is in the evidence)",
     )
@@ -53,7 +53,7 @@ def plan(p: argparse.ArgumentParser) -> None:
 
 
 def report(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--repo", type=Path, default=Path("."), metavar="DIR", help="default: .")
+    p.add_argument("--repo", type=path, default=".", metavar="DIR", help="default: .")
     p.add_argument("--sha", help="the last document at this commit (default: at any)")
     p.add_argument("--json", action="store_true", help="print the document")
 
@@ -70,15 +70,15 @@ def rerun(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--mutant",
         required=True,
-        type=Path,
+        type=path,
         metavar="PATCH",
         help="a mutant of your own, a place the offer's list does not cover (or covers thinly)",
     )
     p.add_argument("--test", required=True, metavar="CMD", help="the test command (run by sh -c)")
     p.add_argument(
         "--repo",
-        type=Path,
-        default=Path("."),
+        type=path,
+        default=".",
         metavar="DIR",
         help="a clone holding the offered commit (default: .)",
     )
@@ -86,9 +86,9 @@ def rerun(p: argparse.ArgumentParser) -> None:
     p.add_argument("--network", action="store_true", help="let the runs reach the network")
     _add_pids(p)
     p.add_argument(
-        "--out", type=Path, metavar="FILE", help="write the re-run here, for approve --evidence"
+        "--out", type=path, metavar="FILE", help="write the re-run here, for approve --evidence"
     )
-    p.add_argument("--logs", type=Path, metavar="DIR", help="keep each run's whole log under DIR")
+    p.add_argument("--logs", type=path, metavar="DIR", help="keep each run's whole log under DIR")
     p.add_argument("--json", action="store_true", help="print the re-run document")
 
 
@@ -100,11 +100,11 @@ def _what_runs(p: argparse.ArgumentParser) -> None:
         dest="mutants",
         required=True,
         action="append",
-        type=Path,
+        type=path,
         metavar="PATCH",
         help="a patch that undoes part of the change (repeatable)",
     )
-    p.add_argument("--repo", type=Path, default=Path("."), metavar="DIR", help="default: .")
+    p.add_argument("--repo", type=path, default=".", metavar="DIR", help="default: .")
     p.add_argument("--sha", help="the commit to run at (default: HEAD; never the working tree)")
     p.add_argument(
         "--base",
