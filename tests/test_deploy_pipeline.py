@@ -25,7 +25,7 @@ from tests.kit.run import run_cli
 
 FLAGS = [
     "--image",
-    "registry.example.com/ci/python-gate:3.12",
+    "registry.example.com/ci/python-gate@sha256:e70f170d3e65194ba0b2cce7d7689896fb97013aba8d5cefab99928dfb14d2de",
     "--runner-tag",
     "gate",
     "--runner-tag",
@@ -269,7 +269,10 @@ def test_the_gate_jobs_are_the_trackers_alone_and_trust_nothing_they_inherit(
         assert gate["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
         assert gate["needs"] == [] and gate["cache"] == [] and gate["services"] == []
         assert "hooks" not in gate and "after_script" not in gate
-        assert gate["image"] == "registry.example.com/ci/python-gate:3.12"
+        assert (
+            gate["image"]
+            == "registry.example.com/ci/python-gate@sha256:e70f170d3e65194ba0b2cce7d7689896fb97013aba8d5cefab99928dfb14d2de"
+        )
         assert gate["tags"] == ["gate", "linux"]
         text = "\n".join(gate["before_script"] + gate["script"])
         assert "$[[" not in text

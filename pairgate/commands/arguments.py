@@ -304,14 +304,33 @@ def deploy_hooks(p: Parser) -> None:
 
 
 def deploy_pipeline(p: Parser) -> None:
+    p.add_argument("--target", type=Path, metavar="FILE", help="write the pipeline file here")
     p.add_argument(
-        "--target", required=True, type=Path, metavar="FILE", help="the pipeline file to write"
+        "--gate-out",
+        type=Path,
+        metavar="DIR",
+        help="write the gate directory's files here (the assembled ownership.py, the three "
+        "validators, the configuration and the roster: what the gate jobs fetch)",
     )
-    check(p)
+    p.add_argument(
+        "--publish",
+        dest="publish_path",
+        metavar="PATH",
+        help="commit the pipeline at PATH and the gate files under --gate-dir to the tracker's "
+        "default branch, in one commit, with <env_prefix>_DEPLOY_TOKEN (a Maintainer's); "
+        "prints the CI/CD configuration file value PATH@<tracker_project>",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 naming each file that is missing or differs (locally, or "
+        "on the tracker's default branch with --publish)",
+    )
     p.add_argument(
         "--image",
         required=True,
-        help="the gate jobs' image (python3 >= 3.11 with requests, jsonschema, pyyaml)",
+        help="the gate jobs' image (python3 >= 3.11 with requests, jsonschema, pyyaml), pinned "
+        "by digest (...@sha256:<64 hex>); no variable",
     )
     p.add_argument(
         "--runner-tag",

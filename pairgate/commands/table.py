@@ -267,8 +267,9 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "deploy-pipeline",
-        "render the tracker-held pipeline: the gate jobs, and the project's own CI file as a "
-        "child pipeline",
+        "render the tracker-held pipeline (the gate jobs, and the project's own CI file as a "
+        "child pipeline) and the gate's files; write them, or publish them to the tracker in "
+        "one commit",
         "pairgate.commands.deploy_pipeline:deploy_pipeline",
         arguments.deploy_pipeline,
         writes=unless_only_checking,
