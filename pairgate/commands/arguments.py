@@ -214,6 +214,25 @@ def audit(p: Parser) -> None:
 def doctor(p: Parser) -> None:
     reader(p)
     add_project_filter(p)
+    p.add_argument(
+        "--fix",
+        action="store_true",
+        help="first close what the API can, as a Maintainer (<env_prefix>_DEPLOY_TOKEN): "
+        "pipelines must succeed, skipped pipelines not successful, the CI/CD configuration "
+        "file, forking off, pipeline variables restricted, the branch protections; print each "
+        "change before and after, then check",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="with --fix: print the calls --fix would make, and make none",
+    )
+    p.add_argument(
+        "--pipeline",
+        metavar="PATH",
+        help="with --fix: the tracker's pipeline file (deploy-pipeline --publish PATH); each "
+        "gated project's CI/CD configuration file becomes PATH@<tracker_project>",
+    )
 
 
 def status(p: Parser) -> None:
