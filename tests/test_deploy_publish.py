@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pairgate.commands.deploy_pipeline import deploy_pipeline
+from pairgate.commands.deploy_pipeline import publish_files
 from pairgate.deployment.gate_files import VALIDATORS, gate_files
 from pairgate.resources import package_file, resource_dir
 from pairgate.sandbox.testing import RunningSandbox
@@ -136,11 +136,9 @@ def test_publish_without_the_deploy_token_or_by_a_developer_is_refused(
 def _run(sandbox: RunningSandbox, between: Callable[[], None]) -> tuple[int, str]:
     out = io.StringIO()
     ctx = Context(env=env(sandbox), stdout=out, stderr=io.StringIO())
-    code = deploy_pipeline(
-        ctx=ctx, config=suite_config(), target=None, gate_out=None, publish_path=PIPELINE,
-        check=False, image=DIGEST, runner_tag=["gate"], read_token_variable="GATE_READ",
-        gate_dir="gate", gitlab_url=sandbox.url, between=between,
-    )  # fmt: skip
+    config = suite_config()
+    wanted = gate_files(config, "gate")
+    code = publish_files(ctx, config, sandbox.url, wanted, check=False, between=between)
     return code, out.getvalue()
 
 

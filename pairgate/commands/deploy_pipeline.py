@@ -85,7 +85,6 @@ def deploy_pipeline(
     read_token_variable: str,
     gate_dir: str,
     gitlab_url: str | None,
-    between: Callable[[], None] | None = None,
 ) -> int:
     """``deploy-pipeline (--target FILE | --gate-out DIR | --publish PATH) [--check] ...``."""
     command = f"{config.cli} deploy-pipeline"
@@ -133,7 +132,7 @@ def deploy_pipeline(
                 print(line, file=ctx.stdout)
     if publish_path is not None:
         wanted = {publish_path: data, **files}
-        code = max(code, _publish(ctx, config, command, url, wanted, check, between))
+        code = max(code, publish_files(ctx, config, url, wanted, check=check))
         setting = ci_config_path(publish_path, config)
         print(
             f"set each gated project's CI/CD configuration file (Settings > CI/CD > General "
@@ -162,15 +161,18 @@ def _where(target: Path | None, gate_out: Path | None, publish_path: str | None)
     return out
 
 
-def _publish(
+def publish_files(
     ctx: Context,
     config: Config,
-    command: str,
     url: str,
     wanted: dict[str, bytes],
+    *,
     check: bool,
-    between: Callable[[], None] | None,
+    between: Callable[[], None] | None = None,
 ) -> int:
+    """--publish: compare (``check``) or commit ``wanted`` (path -> bytes) on the tracker's
+    default branch; ``between`` runs after the reads, before the commit (a test's writer)."""
+    command = f"{config.cli} deploy-pipeline"
     tracker = config.tracker_project
     client = deploy_client(config, ctx.env, url, command)
     try:

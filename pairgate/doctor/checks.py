@@ -319,7 +319,10 @@ def gate_files_check(
 
 def image_check(subject: str, inputs: PipelineInputs) -> DoctorCheck:
     """The gate jobs' image is named by digest: a tag is replaced by whoever can push it."""
-    read = ("the pipeline file's header: deploy-pipeline --image (byte-identical, above)",)
+    read = (
+        "GET /projects/:id/repository/files/:file_path (doc/api/repository_files.md): the "
+        "pipeline file's header, its deploy-pipeline --image",
+    )
     if inputs.pinned():
         return DoctorCheck("gate-image", subject, PASS, read, f"{inputs.image} is pinned by digest")
     return DoctorCheck(
