@@ -11,39 +11,39 @@ Contents (where each source module begins, and what it holds):
   line    83  errors.py: Exit codes, the error family and the run context every door is given.
   line   284  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
   line   442  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   682  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1270  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1539  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1942  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2018  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2259  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  2868  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2994  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3233  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3569  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3717  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4114  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4161  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4304  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4487  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  4892  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5097  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5336  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5766  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6222  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6301  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6448  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6543  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6911  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7301  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7537  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7819  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8230  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8288  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8731  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8901  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8926  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9275  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line   712  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1300  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1569  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1972  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2048  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2289  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  2898  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3024  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3263  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3599  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3747  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4144  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4191  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4334  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4517  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  4922  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5127  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5366  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5796  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6252  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6331  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6478  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6573  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6941  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7331  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7567  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7849  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8260  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8318  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8761  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8931  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8956  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9305  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -642,6 +642,33 @@ def _unknown(key: str, missing: list[str]) -> str:
     return f"unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _whole_value_problem(values: Mapping[str, Any]) -> str | None:
+    """What a schema pattern cannot say: every string is one line with no control character,
+    and an anchored pattern matches the whole value (a JSON Schema pattern is a search, and
+    Python's ``$`` also matches before a final newline)."""
+    for key, spec in CONFIG_SCHEMA["properties"].items():
+        value = values.get(key)
+        pattern = spec.get("pattern") or (spec.get("items") or {}).get("pattern")
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, str):
+                continue
+            anchored = isinstance(pattern, str) and pattern[:1] == "^" and pattern[-1:] == "$"
+            if anchored and not re.fullmatch(str(pattern)[1:-1], item):
+                hint = _KEY_GRAMMAR_HINTS.get(key)
+                return f"key {key!r}: {item!r} is not a whole match" + (
+                    f"; expected {hint}" if hint else ""
+                )
+            if _CONTROL.search(item):
+                return (
+                    f"key {key!r}: {item!r} holds a control character (a newline would escape "
+                    f"into what pairgate writes from it)"
+                )
+    return None
+
+
 def validate_config(values: Any, *, source: str) -> dict[str, Any]:
     """Check a decoded configuration against CONFIG_SCHEMA and the rules a schema cannot say."""
     if not isinstance(values, dict):
@@ -666,6 +693,9 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
         hint = _KEY_GRAMMAR_HINTS.get(key)
         detail = f"{err.message}" + (f"; expected {hint}" if hint else "")
         raise ConfigError(f"pairgate: malformed configuration {source}: key {key!r}: {detail}")
+    whole = _whole_value_problem(values)
+    if whole is not None:
+        raise ConfigError(f"pairgate: malformed configuration {source}: {whole}")
     group, tracker = values["group_path"], values["tracker_project"]
     if not tracker.startswith(group + "/"):
         raise ConfigError(

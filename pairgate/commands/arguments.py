@@ -457,3 +457,12 @@ def init(p: Parser) -> None:
         metavar="DIR",
         help="where the merge hook will be deployed (default: .claude/hooks)",
     )
+    p.add_argument(
+        "--claude-settings",
+        dest="claude_settings_file",
+        type=Path,
+        metavar="FILE",
+        help="merge the merge hook's and the inbox's registrations into this Claude Code "
+        "settings file (such as .claude/settings.json), keeping every key it has; an invalid "
+        "JSON file is refused",
+    )
