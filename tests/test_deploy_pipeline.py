@@ -294,7 +294,7 @@ def test_the_projects_own_ci_file_runs_as_a_child_whose_status_is_the_pipelines(
             {"project": "$CI_PROJECT_PATH", "ref": "$CI_COMMIT_SHA", "file": ".gitlab-ci.yml"}
         ],
         "strategy": "depend",
-        "forward": {"yaml_variables": False, "pipeline_variables": True},
+        "forward": {"yaml_variables": False, "pipeline_variables": False},
     }
     assert child["inherit"] == {"default": False, "variables": False}
     # No rules, no allow_failure, no when: it runs in every pipeline and a red child is red.
