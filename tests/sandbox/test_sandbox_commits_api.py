@@ -1,7 +1,8 @@
-"""The Commits API as deploy-pipeline --publish uses it, through python-gitlab: one commit with
-several actions, base64 contents, the per-file last_commit_id guard (doc/api/commits.md; GitLab's
-Files::MultiService compares the path's last commit on the branch with its last commit as of the
-given id), and no branch-level compare-and-swap (start_sha on an existing branch is refused)."""
+"""The Commits API as deploy-pipeline --publish uses it, and the settings doctor --fix writes,
+through python-gitlab: one commit with several actions, base64 contents, the per-file
+last_commit_id guard (doc/api/commits.md; GitLab's Files::MultiService compares the path's last
+commit on the branch with its last commit as of the given id), and no branch-level
+compare-and-swap (start_sha on an existing branch is refused)."""
 
 from __future__ import annotations
 
@@ -104,3 +105,31 @@ def test_start_sha_on_an_existing_branch_is_refused(tracker: object) -> None:
             "actions": [{"action": "create", "file_path": "y.txt", "content": "y\n"}],
         })  # fmt: skip
     assert "start_branch, start_sha are mutually exclusive" in str(both.value)
+
+
+def test_the_settings_doctor_fix_writes_through_python_gitlab(sandbox: RunningSandbox) -> None:
+    """PUT /projects/:id with the fields doctor --fix sets (doc/api/projects.md), as a
+    Maintainer; a Developer is refused (403), and the two variable fields are shown to
+    Maintainers only."""
+    gl = gitlab.Gitlab(sandbox.url, private_token=sandbox.token("maintainer"))
+    project = gl.projects.get("acme/app")
+    project.only_allow_merge_if_pipeline_succeeds = True
+    project.allow_merge_on_skipped_pipeline = False
+    project.forking_access_level = "disabled"
+    project.restrict_user_defined_variables = True
+    project.ci_pipeline_variables_minimum_override_role = "maintainer"
+    project.ci_config_path = "gate/pipeline.yml@acme/tracker"
+    project.save()
+    again = gl.projects.get("acme/app")
+    assert (again.forking_access_level, again.restrict_user_defined_variables) == ("disabled", True)
+    assert again.ci_pipeline_variables_minimum_override_role == "maintainer"
+    developer = gitlab.Gitlab(sandbox.url, private_token=sandbox.token("agents"))
+    seen = developer.projects.get("acme/app")
+    assert not hasattr(seen, "restrict_user_defined_variables")
+    seen.forking_access_level = "enabled"
+    with pytest.raises(gitlab.GitlabUpdateError) as refused:
+        seen.save()
+    assert refused.value.response_code == 403
+    with pytest.raises(gitlab.GitlabUpdateError) as bad:
+        gl.projects.update("acme/app", {"ci_pipeline_variables_minimum_override_role": "guest"})
+    assert bad.value.response_code == 400
