@@ -30,14 +30,14 @@ class Remote:
     last_commit_ids: dict[str, str]
 
 
-def _project(client: GitLab, tracker: str) -> str:
+def _project(tracker: str) -> str:
     return f"projects/{encode_project(tracker)}"
 
 
 def read_remote(client: GitLab, tracker: str, paths: list[str]) -> Remote:
     """The default branch's head, and each path's bytes and last_commit_id at that head
     (doc/api/repository_files.md, "Get file from repository")."""
-    project = client.get(_project(client, tracker))
+    project = client.get(_project(tracker))
     branch = project.get("default_branch") if isinstance(project, Mapping) else None
     if not branch:
         raise GitLabError(f"pairgate: {tracker} has no default branch (an empty repository)")
@@ -45,7 +45,7 @@ def read_remote(client: GitLab, tracker: str, paths: list[str]) -> Remote:
     files: dict[str, bytes | None] = {}
     last: dict[str, str] = {}
     for path in paths:
-        where = f"{_project(client, tracker)}/repository/files/{encode_project(path)}"
+        where = f"{_project(tracker)}/repository/files/{encode_project(path)}"
         try:
             found = client.get(where, ref=head)
         except GitLabError as exc:
@@ -59,7 +59,7 @@ def read_remote(client: GitLab, tracker: str, paths: list[str]) -> Remote:
 
 
 def branch_head(client: GitLab, tracker: str, branch: str) -> str:
-    entity = client.get(f"{_project(client, tracker)}/repository/branches/{encode_project(branch)}")
+    entity = client.get(f"{_project(tracker)}/repository/branches/{encode_project(branch)}")
     return str(entity["commit"]["id"])
 
 
@@ -105,7 +105,7 @@ def commit(
     if between is not None:
         between()
     body = {"branch": remote.branch, "commit_message": message, "actions": todo}
-    made = client.write("POST", f"{_project(client, tracker)}/repository/commits", body)
+    made = client.write("POST", f"{_project(tracker)}/repository/commits", body)
     parents = [str(p) for p in made.get("parent_ids") or []]
     parent = parents[0] if parents else None
     after = branch_head(client, tracker, remote.branch)

@@ -185,7 +185,9 @@ def _gate(
     inputs = recorded_inputs(have.decode("utf-8", "replace"))
     if isinstance(inputs, str):
         return []  # the tracker-pipeline check is the hole
-    ref = target.ref or default_branch or "HEAD"
+    # The jobs fetch their files at the default branch's head, whatever ref the pipeline came
+    # from (templates' fetch step), so that is where they must be current.
+    ref = default_branch or "HEAD"
     subject = f"{config.tracker_project}:{target.path}"
 
     def gate_file(path: str) -> bytes | Exception | None:
