@@ -191,6 +191,9 @@ def test_a_branch_that_moved_through_other_files_is_reported(sandbox: RunningSan
         ("--gate-dir", "../gate", "is not a path in the tracker repository"),
         ("--gitlab-url", "https://gitlab.example.com\n", "is not one line of printable text"),
         ("--publish", "../x.yml", "is not a YAML file's path in the tracker repository"),
+        ("--publish", "x.yml\ny.yml", "is not a YAML file's path in the tracker repository"),
+        ("--target", "p.yml\n", "is not one line of printable text"),
+        ("--gate-out", "g\x00", "is not one line of printable text"),
     ],
 )
 def test_a_value_that_could_steer_the_gate_is_refused(

@@ -93,6 +93,9 @@ def deploy_pipeline(
             f"{command}: say where the gate goes: --target FILE (the pipeline), --gate-out DIR "
             f"(the gate's files), --publish PATH (both, to the tracker). Nothing was written."
         )
+    for flag, path in (("--target", target), ("--gate-out", gate_out)):
+        if path is not None:
+            one_line(command, flag, str(path))
     url = pinned_url(config, ctx.env, gitlab_url)
     inputs = checked_inputs(
         command,
