@@ -440,3 +440,24 @@ def test_fix_refusals(sandbox: RunningSandbox) -> None:
     assert newline.code == 2 and "--pipeline 'gate/p.yml\\ninclude: x' is not one line" in (
         newline.err
     )
+
+
+def test_fix_closes_a_gated_branch_open_to_developers_keeping_its_merge_level(
+    sandbox: RunningSandbox,
+) -> None:
+    recommended(sandbox)
+    protect(sandbox, "acme/app", "main", 30, 30)
+    assert statuses(doctor(sandbox, "--json"))[("default-branch", "acme/app")] == "hole"
+    result = fix(sandbox)
+    assert result.code == 0, result.out
+    assert [ln for ln in result.out.splitlines() if ln.startswith("changed: ")] == [
+        "changed: acme/app: protected branch main: push Developers + Maintainers; merge "
+        "Developers + Maintainers -> push Maintainers; merge Developers + Maintainers  (DELETE "
+        "then POST /projects/acme%2Fapp/protected_branches)"
+    ]
+    pushed = sandbox.request(
+        "POST", "/projects/2/repository/commits", "agents",
+        json={"branch": "main", "commit_message": "straight in",
+              "actions": [{"action": "create", "file_path": "x.txt", "content": "x"}]},
+    )  # fmt: skip
+    assert pushed.status_code == 403
