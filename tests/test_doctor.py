@@ -461,3 +461,16 @@ def test_fix_closes_a_gated_branch_open_to_developers_keeping_its_merge_level(
               "actions": [{"action": "create", "file_path": "x.txt", "content": "x"}]},
     )  # fmt: skip
     assert pushed.status_code == 403
+
+
+def test_fix_never_points_a_project_at_a_pipeline_that_is_not_published(
+    sandbox: RunningSandbox,
+) -> None:
+    result = fix(sandbox, "--pipeline", "gate/nowhere.yml")
+    assert result.code == 1
+    assert ("not fixed: ci_config_path: gate/nowhere.yml is not on acme/tracker's default "
+            "branch") in result.out  # fmt: skip
+    assert "ci_config_path:" not in "".join(
+        ln for ln in result.out.splitlines() if ln.startswith("changed: ")
+    )
+    assert sandbox.api("GET", "/projects/2")["ci_config_path"] is None

@@ -153,6 +153,19 @@ def protection_change(
     return Change(project, call, f"protected branch {name}", _levels(exact), after, replace)
 
 
+def _published(client: GitLab, tracker: str, path: str) -> bool:
+    """Is ``path`` on the tracker's default branch (doc/api/repository_files.md)?"""
+    project = f"projects/{encode_project(tracker)}"
+    branch = client.get(project).get("default_branch") or "HEAD"
+    try:
+        client.get(f"{project}/repository/files/{encode_project(path)}", ref=branch)
+    except GitLabError as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
 def plan(
     client: GitLab, config: Config, paths: list[str], pipeline: str | None
 ) -> tuple[list[Change], list[str]]:
@@ -171,6 +184,13 @@ def plan(
 
         return level
 
+    if pipeline is not None and not _published(client, tracker, pipeline):
+        notes.append(
+            f"not fixed: ci_config_path: {pipeline} is not on {tracker}'s default branch, and "
+            f"a CI/CD configuration file that does not exist fails every pipeline; publish it "
+            f"first ({config.cli} deploy-pipeline --publish {pipeline} ...)"
+        )
+        pipeline = None
     for path in [*paths, *([tracker] if tracker not in paths else [])]:
         data = client.get(f"projects/{encode_project(path)}")
         if path in paths:
