@@ -12,39 +12,39 @@ Contents (where each source module begins, and what it holds):
   line   292  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
   line   450  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
   line   472  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   712  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1337  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1606  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2009  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2085  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2326  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  2946  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3072  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3311  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3647  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3795  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4192  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4243  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4386  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4569  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5028  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5233  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5472  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5902  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6358  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6437  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6584  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6679  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7047  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7437  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7673  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7955  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8366  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8424  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8867  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  9037  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9062  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9411  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line   742  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1367  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1636  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2039  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2115  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2356  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  2976  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3102  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3341  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3677  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3825  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4222  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4273  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4416  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4599  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5058  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5263  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5502  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5932  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6388  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6467  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6614  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6709  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7077  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7467  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7703  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7985  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8396  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8454  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8897  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9067  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9092  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9441  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -672,6 +672,33 @@ def _unknown(key: str, missing: list[str]) -> str:
     return f"unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _whole_value_problem(values: Mapping[str, Any]) -> str | None:
+    """What a schema pattern cannot say: every string is one line with no control character,
+    and an anchored pattern matches the whole value (a JSON Schema pattern is a search, and
+    Python's ``$`` also matches before a final newline)."""
+    for key, spec in CONFIG_SCHEMA["properties"].items():
+        value = values.get(key)
+        pattern = spec.get("pattern") or (spec.get("items") or {}).get("pattern")
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, str):
+                continue
+            anchored = isinstance(pattern, str) and pattern[:1] == "^" and pattern[-1:] == "$"
+            if anchored and not re.fullmatch(str(pattern)[1:-1], item):
+                hint = _KEY_GRAMMAR_HINTS.get(key)
+                return f"key {key!r}: {item!r} is not a whole match" + (
+                    f"; expected {hint}" if hint else ""
+                )
+            if _CONTROL.search(item):
+                return (
+                    f"key {key!r}: {item!r} holds a control character (a newline would escape "
+                    f"into what pairgate writes from it)"
+                )
+    return None
+
+
 def validate_config(values: Any, *, source: str) -> dict[str, Any]:
     """Check a decoded configuration against CONFIG_SCHEMA and the rules a schema cannot say."""
     if not isinstance(values, dict):
@@ -696,6 +723,9 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
         hint = _KEY_GRAMMAR_HINTS.get(key)
         detail = f"{err.message}" + (f"; expected {hint}" if hint else "")
         raise ConfigError(f"pairgate: malformed configuration {source}: key {key!r}: {detail}")
+    whole = _whole_value_problem(values)
+    if whole is not None:
+        raise ConfigError(f"pairgate: malformed configuration {source}: {whole}")
     group, tracker = values["group_path"], values["tracker_project"]
     if not tracker.startswith(group + "/"):
         raise ConfigError(

@@ -42,7 +42,7 @@ COMMANDS = {
     "withdraw": ({"--approval"}, {"--reason", "--reason-file", "--as"}),
     "merge-check": ({"--mr", "--mr-project"}, {"--json"}),
     "audit": (set(), {"--since", "--days", "--project", "--json", "--file-issues", "--verbose"}),
-    "doctor": (set(), {"--project", "--json", "--verbose"}),
+    "doctor": (set(), {"--project", "--json", "--verbose", "--fix", "--dry-run", "--pipeline"}),
     "status": (set(), {"--json"}),
     "board": (set(), {"--json", "--closed"}),
     "waiting": (set(), {"--agent", "--json"}),
@@ -57,8 +57,8 @@ COMMANDS = {
     "deploy-agents": ({"--target"}, {"--check"}),
     "deploy-hooks": (set(), {"--target", "--check", "--list"}),
     "deploy-pipeline": (
-        {"--target", "--image", "--runner-tag", "--read-token-variable", "--gate-dir"},
-        {"--check", "--gitlab-url"},
+        {"--image", "--runner-tag", "--read-token-variable", "--gate-dir"},
+        {"--target", "--gate-out", "--publish", "--check", "--gitlab-url"},
     ),
     "graph": (set(), {"--format"}),
     "sandbox": (

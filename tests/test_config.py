@@ -253,3 +253,23 @@ def test_the_program_form_reports_the_same_error() -> None:
     result = run_program([*PAIRGATE, "claim", "1", "--role", "lead"])
     assert result.code == 2
     assert "missing configuration" in result.err
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("cli_command", "pairgate\n", "is not a whole match; expected lower case letters"),
+        ("env_prefix", "PAIRGATE_TEST\n", "is not a whole match"),
+        ("handoff_doc", "docs/x.md\ninclude: evil.yml", "holds a control character"),
+        ("renovate_exempt_namespaces", ["acme\n"], "is not a whole match"),
+        ("hooks_install_command", "pairgate deploy-hooks\x1b[2J", "holds a control character"),
+    ],
+)
+def test_a_value_matches_whole_and_is_one_line(
+    tmp_path: Path, key: str, value: object, says: str
+) -> None:
+    """A JSON Schema pattern is a search, and Python's ``$`` matches before a final newline:
+    the configuration's own rule holds every value whole (fullmatch) and on one line."""
+    result = run_cli(["status", "1"], env=write_config(tmp_path, {**fixture_values(), key: value}))
+    assert result.code == 2
+    assert f"key {key!r}: " in result.err and says in result.err

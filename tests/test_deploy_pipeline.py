@@ -25,7 +25,7 @@ from tests.kit.run import run_cli
 
 FLAGS = [
     "--image",
-    "registry.example.com/ci/python-gate:3.12",
+    "registry.example.com/ci/python-gate@sha256:e70f170d3e65194ba0b2cce7d7689896fb97013aba8d5cefab99928dfb14d2de",
     "--runner-tag",
     "gate",
     "--runner-tag",
@@ -269,7 +269,10 @@ def test_the_gate_jobs_are_the_trackers_alone_and_trust_nothing_they_inherit(
         assert gate["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
         assert gate["needs"] == [] and gate["cache"] == [] and gate["services"] == []
         assert "hooks" not in gate and "after_script" not in gate
-        assert gate["image"] == "registry.example.com/ci/python-gate:3.12"
+        assert (
+            gate["image"]
+            == "registry.example.com/ci/python-gate@sha256:e70f170d3e65194ba0b2cce7d7689896fb97013aba8d5cefab99928dfb14d2de"
+        )
         assert gate["tags"] == ["gate", "linux"]
         text = "\n".join(gate["before_script"] + gate["script"])
         assert "$[[" not in text
@@ -291,7 +294,7 @@ def test_the_projects_own_ci_file_runs_as_a_child_whose_status_is_the_pipelines(
             {"project": "$CI_PROJECT_PATH", "ref": "$CI_COMMIT_SHA", "file": ".gitlab-ci.yml"}
         ],
         "strategy": "depend",
-        "forward": {"yaml_variables": False, "pipeline_variables": True},
+        "forward": {"yaml_variables": False, "pipeline_variables": False},
     }
     assert child["inherit"] == {"default": False, "variables": False}
     # No rules, no allow_failure, no when: it runs in every pipeline and a red child is red.

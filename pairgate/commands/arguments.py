@@ -227,6 +227,25 @@ def audit(p: Parser) -> None:
 def doctor(p: Parser) -> None:
     reader(p)
     add_project_filter(p)
+    p.add_argument(
+        "--fix",
+        action="store_true",
+        help="first close what the API can, as a Maintainer (<env_prefix>_DEPLOY_TOKEN): "
+        "pipelines must succeed, skipped pipelines not successful, the CI/CD configuration "
+        "file, forking off, pipeline variables restricted, the branch protections; print each "
+        "change before and after, then check",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="with --fix: print the calls --fix would make, and make none",
+    )
+    p.add_argument(
+        "--pipeline",
+        metavar="PATH",
+        help="with --fix: the tracker's pipeline file (deploy-pipeline --publish PATH); each "
+        "gated project's CI/CD configuration file becomes PATH@<tracker_project>",
+    )
 
 
 def status(p: Parser) -> None:
@@ -317,14 +336,33 @@ def deploy_hooks(p: Parser) -> None:
 
 
 def deploy_pipeline(p: Parser) -> None:
+    p.add_argument("--target", type=path, metavar="FILE", help="write the pipeline file here")
     p.add_argument(
-        "--target", required=True, type=path, metavar="FILE", help="the pipeline file to write"
+        "--gate-out",
+        type=path,
+        metavar="DIR",
+        help="write the gate directory's files here (the assembled ownership.py, the three "
+        "validators, the configuration and the roster: what the gate jobs fetch)",
     )
-    check(p)
+    p.add_argument(
+        "--publish",
+        dest="publish_path",
+        metavar="PATH",
+        help="commit the pipeline at PATH and the gate files under --gate-dir to the tracker's "
+        "default branch, in one commit, with <env_prefix>_DEPLOY_TOKEN (a Maintainer's); "
+        "prints the CI/CD configuration file value PATH@<tracker_project>",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 naming each file that is missing or differs (locally, or "
+        "on the tracker's default branch with --publish)",
+    )
     p.add_argument(
         "--image",
         required=True,
-        help="the gate jobs' image (python3 >= 3.11 with requests, jsonschema, pyyaml)",
+        help="the gate jobs' image (python3 >= 3.11 with requests, jsonschema, pyyaml), pinned "
+        "by digest (...@sha256:<64 hex>); no variable",
     )
     p.add_argument(
         "--runner-tag",
@@ -467,4 +505,13 @@ def init(p: Parser) -> None:
         default=".claude/hooks",
         metavar="DIR",
         help="where the merge hook will be deployed (default: .claude/hooks)",
+    )
+    p.add_argument(
+        "--claude-settings",
+        dest="claude_settings_file",
+        type=path,
+        metavar="FILE",
+        help="merge the merge hook's and the inbox's registrations into this Claude Code "
+        "settings file (such as .claude/settings.json), keeping every key it has; an invalid "
+        "JSON file is refused",
     )

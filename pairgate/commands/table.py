@@ -91,6 +91,11 @@ def unless_only_checking(flags: Mapping[str, Any]) -> bool:
     return not flags["check"] and not flags.get("list", False)
 
 
+def when_fixing(flags: Mapping[str, Any]) -> bool:
+    """doctor writes only with --fix, and not with --dry-run."""
+    return bool(flags["fix"]) and not flags["dry_run"]
+
+
 def when_filing_issues(flags: Mapping[str, Any]) -> bool:
     """The audit writes only the issues it files."""
     return bool(flags["file_issues"])
@@ -178,10 +183,12 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "doctor",
-        "every way around the merge gate the gated projects' settings leave open, with the fix",
+        "every way around the merge gate the gated projects' settings leave open, with the fix; "
+        "--fix applies what the API can",
         "pairgate.commands.doctor:doctor",
         arguments.doctor,
         reads_gitlab=True,
+        writes=when_fixing,
     ),
     Command(
         "status",
@@ -271,8 +278,9 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "deploy-pipeline",
-        "render the tracker-held pipeline: the gate jobs, and the project's own CI file as a "
-        "child pipeline",
+        "render the tracker-held pipeline (the gate jobs, and the project's own CI file as a "
+        "child pipeline) and the gate's files; write them, or publish them to the tracker in "
+        "one commit",
         "pairgate.commands.deploy_pipeline:deploy_pipeline",
         arguments.deploy_pipeline,
         writes=unless_only_checking,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import MISSING, field, fields
 from pathlib import Path
@@ -223,6 +224,33 @@ def _unknown(key: str, missing: list[str]) -> str:
     return f"unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _whole_value_problem(values: Mapping[str, Any]) -> str | None:
+    """What a schema pattern cannot say: every string is one line with no control character,
+    and an anchored pattern matches the whole value (a JSON Schema pattern is a search, and
+    Python's ``$`` also matches before a final newline)."""
+    for key, spec in CONFIG_SCHEMA["properties"].items():
+        value = values.get(key)
+        pattern = spec.get("pattern") or (spec.get("items") or {}).get("pattern")
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, str):
+                continue
+            anchored = isinstance(pattern, str) and pattern[:1] == "^" and pattern[-1:] == "$"
+            if anchored and not re.fullmatch(str(pattern)[1:-1], item):
+                hint = _KEY_GRAMMAR_HINTS.get(key)
+                return f"key {key!r}: {item!r} is not a whole match" + (
+                    f"; expected {hint}" if hint else ""
+                )
+            if _CONTROL.search(item):
+                return (
+                    f"key {key!r}: {item!r} holds a control character (a newline would escape "
+                    f"into what pairgate writes from it)"
+                )
+    return None
+
+
 def validate_config(values: Any, *, source: str) -> dict[str, Any]:
     """Check a decoded configuration against CONFIG_SCHEMA and the rules a schema cannot say."""
     if not isinstance(values, dict):
@@ -247,6 +275,9 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
         hint = _KEY_GRAMMAR_HINTS.get(key)
         detail = f"{err.message}" + (f"; expected {hint}" if hint else "")
         raise ConfigError(f"pairgate: malformed configuration {source}: key {key!r}: {detail}")
+    whole = _whole_value_problem(values)
+    if whole is not None:
+        raise ConfigError(f"pairgate: malformed configuration {source}: {whole}")
     group, tracker = values["group_path"], values["tracker_project"]
     if not tracker.startswith(group + "/"):
         raise ConfigError(
