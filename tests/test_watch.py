@@ -413,7 +413,8 @@ def test_a_read_that_fails_marks_nothing_seen_and_is_read_again(world: Round) ->
     world.sb.create_mr(
         "unrelated", title="Cites nothing"
     )  # newer: the listing's mark would pass it
-    world.sb.fault(path=f"{world.mr_path}/discussions", status=403, count=1)
+    # Refused twice: the read's first attempt and the retry policy's one ask of a 403.
+    world.sb.fault(path=f"{world.mr_path}/discussions", status=403, count=2)
     result = world.watch("--once")
     assert result.code == 2
     assert (
