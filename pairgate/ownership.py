@@ -27,24 +27,24 @@ Contents (where each source module begins, and what it holds):
   line  4273  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
   line  4416  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
   line  4599  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5058  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5263  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5502  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5932  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6388  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6467  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6614  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6709  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7077  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7467  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7703  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7985  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8396  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8454  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8897  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  9067  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9092  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9441  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  5066  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5271  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5510  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5940  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6396  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6475  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6622  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6717  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7085  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7475  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7711  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7993  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8404  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8462  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8905  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9075  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9100  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9449  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -4944,6 +4944,11 @@ class OneAttempt:
             return self._asked_again().graphql(query, variables)
         return answer[0]
 
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        """A body that is no JSON (a job's log): requests reads it, as it reads every answer
+        this transport does not give exactly."""
+        return self.library().get_text(path, params)
+
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         return self.library().send(method, path, data)
 
@@ -5046,6 +5051,9 @@ class _PerThread:
 
     def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
         return self._mine().graphql(query, variables)
+
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        return self._mine().get_text(path, params)
 
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         return self._mine().send(method, path, data)

@@ -457,6 +457,16 @@ def first_then_library(
     )
 
 
+def test_the_first_attempt_transports_answer_every_call_requests_answers() -> None:
+    from pairgate.standalone.gitlab import Https
+    from pairgate.standalone.gitlab_once import OneAttempt
+
+    calls = {n for n in vars(Https) if not n.startswith("_") and callable(getattr(Https, n))}
+    per_thread = type(first_attempt_per_thread("http://x/api/v4", "t", retry=None, timeout=1))
+    for transport in (OneAttempt, per_thread):
+        assert calls - set(dir(transport)) == set(), transport
+
+
 def test_the_cli_reads_through_http_client_from_every_thread_as_requests_would(
     sandbox: Any, config: Config, plain: pytest.MonkeyPatch
 ) -> None:

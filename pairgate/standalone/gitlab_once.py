@@ -382,6 +382,11 @@ class OneAttempt:
             return self._asked_again().graphql(query, variables)
         return answer[0]
 
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        """A body that is no JSON (a job's log): requests reads it, as it reads every answer
+        this transport does not give exactly."""
+        return self.library().get_text(path, params)
+
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         return self.library().send(method, path, data)
 
@@ -484,6 +489,9 @@ class _PerThread:
 
     def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
         return self._mine().graphql(query, variables)
+
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        return self._mine().get_text(path, params)
 
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         return self._mine().send(method, path, data)
