@@ -346,33 +346,66 @@ def test_status_and_board_carry_the_verdict_and_its_reasons(sandbox: RunningSand
     ok(world.run(LEAD, "release", world.issue))
     ok(world.run(LEAD, "claim", world.issue, "--role", "review"))
     ok(approve(world, LEAD, REVIEW))
+    approved = world.ledger_notes()[-1]["id"]
     held = f"{LEAD} held #{world.issue} as lead (note {first})"
+    alone = (
+        f"{LEAD} is the only agent on the trail: nobody else offered it {world.project}!"
+        f"{world.mr} for review before its approval (note {approved})"
+    )
     status = json.loads(world.run(None, "status", world.issue, "--json").out)
     (approval,) = status["approvals"]
     assert (approval["status"], approval["independent"], approval["independence_reasons"]) == (
         "self",
         False,
-        [held],
+        [held, alone],
     )
     assert held in world.run(None, "status", world.issue).out
     board = json.loads(world.run(LEAD, "board", "--json").out)
     (entry,) = [i for i in board["issues"] if i["issue"] == world.issue]
-    assert entry["approval"]["independence_reasons"] == [held]
+    assert entry["approval"]["independence_reasons"] == [held, alone]
     assert "SELF-APPROVAL" in world.run(LEAD, "board").out
 
 
-def test_out_of_scope_on_the_generic_issue_names_its_author(sandbox: RunningSandbox) -> None:
+def test_an_agent_mr_citing_only_the_generic_issue_is_refused(
+    sandbox: RunningSandbox, hooks: Path
+) -> None:
+    # The generic issue exempts unattended automation; the agents' account is none.
     sandbox.commit("chore", {"lock.txt": "1\n"})
     mr = sandbox.create_mr("chore", description="Chore. Related to acme/tracker#1")
     argv = ["merge-check", "--mr", str(mr["iid"]), "--mr-project", "acme/app"]
     result = run_cli(argv, agent_env(sandbox, None))
-    assert result.code == 0
-    assert (
-        "it cites only the generic tracking issue acme/tracker#1; its author is @agents (user 10), "
-        "not an automation account: no family of the roster is authored by it"
-    ) in result.out
+    assert result.code == 1, result.out + result.err
+    said = (
+        f"acme/app!{mr['iid']} cites only the generic tracking issue acme/tracker#1, which "
+        "exempts unattended automation alone, and its author is @agents (user 10), not an "
+        "automation account: no family of the roster is authored by it. Cite the issue it works "
+        "on in its description (acme/tracker#NN)"
+    )
+    assert said in " ".join(result.err.split()), result.err
+    command = f"glab mr merge {mr['iid']} -R acme/app --sha {mr['sha']}"
+    blocked = run_hook(hooks, hook_input(command), env=agent_env(sandbox))
+    assert blocked.returncode == 2, blocked.stderr
+    assert said in " ".join(blocked.stderr.split()), blocked.stderr
     status = run_cli(["status", "1"], agent_env(sandbox, None))
-    assert "its author is @agents (user 10), not an automation account" in status.out
+    assert (
+        "gated and refused: it cites only the generic tracking issue, which exempts unattended "
+        "automation alone; its author is @agents (user 10)"
+    ) in " ".join(status.out.split())
+
+
+def test_automation_citing_only_the_generic_issue_is_out_of_scope(
+    sandbox: RunningSandbox,
+) -> None:
+    sandbox.commit("nightly", {"lock.txt": "2\n"}, as_user="maintainer")
+    mr = sandbox.create_mr(
+        "nightly", description="Chore. Related to acme/tracker#1", as_user="maintainer"
+    )
+    argv = ["merge-check", "--mr", str(mr["iid"]), "--mr-project", "acme/app"]
+    result = run_cli(argv, agent_env(sandbox, None))
+    assert result.code == 0, result.err
+    assert "it cites only the generic tracking issue acme/tracker#1; its author is" in result.out
+    status = run_cli(["status", "1"], agent_env(sandbox, None))
+    assert "not gated: it cites only the generic tracking issue; its author is" in status.out
 
 
 # -- the rounds that still pass -----------------------------------------------------------------

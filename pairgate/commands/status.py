@@ -17,7 +17,12 @@ from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Ledger, Offer
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import read_ledger
-from pairgate.standalone.scope import author_account, load_automation_families, roster_path
+from pairgate.standalone.scope import (
+    author_account,
+    is_automation_author,
+    load_automation_families,
+    roster_path,
+)
 from pairgate.tracker import pooled, read_issue, read_mr
 from pairgate.turn import damage
 
@@ -145,16 +150,22 @@ def add_gate_runs(client: GitLab, ledger: Ledger, doc: dict[str, Any]) -> None:
 
 
 def out_of_scope_authors(config: Config, mrs: list[MergeRequestFacts]) -> dict[MrKey, str]:
-    """For each MR citing only the generic tracking issue (out of the gate's scope on that
-    alone): who opened it, and whether the automation roster says that account is automation."""
+    """For each MR citing only the generic tracking issue: who opened it, and whether the
+    automation roster says that account is automation (then, and only then, it is not gated)."""
     generic = config.generic_tracking_issue
     lone = [m for m in mrs if generic is not None and not cited_by(m, config)]
     if not lone:
         return {}
     families = load_automation_families(roster_path(config))
     return {
-        (m.project, m.iid): f"not gated: it cites only the generic tracking issue; its author "
-        f"is {author_account(m, families, config)}"
+        (m.project, m.iid): (
+            f"not gated: it cites only the generic tracking issue; its author "
+            f"is {author_account(m, families, config)}"
+            if is_automation_author(m, families, config)
+            else f"gated and refused: it cites only the generic tracking issue, which exempts "
+            f"unattended automation alone; its author is {author_account(m, families, config)}. "
+            f"Cite the issue it works on in its description"
+        )
         for m in lone
     }
 

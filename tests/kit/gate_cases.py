@@ -92,6 +92,11 @@ def generic_issue_only(world: World) -> tuple[str, int]:
     return ref(world.mr(f"Chore. Related to {TRACKER}#1"))
 
 
+def generic_issue_by_automation(world: World) -> tuple[str, int]:
+    """The roster's nightly-lockfiles account (the maintainer): the generic issue exempts it."""
+    return ref(world.mr(f"Chore. Related to {TRACKER}#1", as_user="maintainer"))
+
+
 def generic_and_an_unclaimed_issue(world: World) -> tuple[str, int]:
     return ref(world.mr(f"{TRACKER}#1 and {TRACKER}#{world.issue()}"))
 
@@ -396,7 +401,15 @@ CASES = [
     GateCase("bare-reference-outside-the-tracker", bare_reference_outside_the_tracker, 1, 0, 0),
     GateCase("bare-reference-in-the-tracker", bare_reference_in_the_tracker, 0, 0, 0),
     GateCase("cited-by-url", cited_by_url, 0, 0, 0),
-    GateCase("generic-issue-only", generic_issue_only, 0, 0, 0),
+    GateCase(
+        "generic-issue-only-by-an-agent",
+        generic_issue_only,
+        1,
+        1,
+        0,
+        "generic-issue-non-automation",
+    ),
+    GateCase("generic-issue-only-by-automation", generic_issue_by_automation, 0, 0, 0),
     GateCase("generic-and-an-unclaimed-issue", generic_and_an_unclaimed_issue, 1, 1, 0),
     GateCase("outside-the-group", outside_the_group, 0, 0, 0),
     GateCase("shared-in-never-approved", shared_in_never_approved, 1, 0, 0),
