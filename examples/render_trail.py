@@ -12,8 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pairgate.demo_round import Step, sandboxed_round  # noqa: E402
 from pairgate.main import run  # noqa: E402
+from pairgate.sandbox.demo_round import Step, sandboxed_round  # noqa: E402
 
 TRAIL = ROOT / "examples" / "ledger-trail.md"
 

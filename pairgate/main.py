@@ -87,7 +87,7 @@ def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
                 named = ctx.env.get(config.env_name("CHECKOUT"), "").strip()
                 if measured == _OWN_FILE and named:  # an explicit origin= always wins
                     measured = _checked_origin(named)
-                from pairgate.currency import check_currency
+                from pairgate.currency.check import check_currency
 
                 check_currency(
                     measured,

@@ -80,7 +80,7 @@ def test_a_name_defined_in_two_modules_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "line",
-    ["import pairgate.main", "from pairgate.turn import begin", "from . import fold"],
+    ["import pairgate.main", "from pairgate.verbs.turn import begin", "from . import fold"],
 )
 def test_an_import_of_the_package_is_refused(tmp_path: Path, line: str) -> None:
     tree = copy_of_the_tree(tmp_path)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from pairgate.commands import deploy_agents
-from pairgate.commands.deploy_agents import ORACLE_BEGIN, ORACLE_END, ROLES
-from pairgate.install import atomic_write, install
+from pairgate.deployment.agent_templates import ORACLE_BEGIN, ORACLE_END, ROLES
+from pairgate.deployment.install import atomic_write, install
 from pairgate.standalone.config import load_config
 from pairgate.standalone.errors import Context, PairgateError, report
 from tests.kit.names import FIXTURE_CONFIG, ROOT

@@ -23,7 +23,7 @@ FOUR = {
     "validate-mr-carries-ownership-record.py": (
         ROOT / "validators" / "validate-mr-carries-ownership-record.py"
     ),
-    "deployed_currency.py": ROOT / "pairgate" / "deployed_currency.py",
+    "deployed_currency.py": ROOT / "pairgate" / "currency" / "deployed_currency.py",
 }
 
 

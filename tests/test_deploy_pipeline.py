@@ -13,7 +13,12 @@ from typing import Any
 import pytest
 import yaml
 
-from pairgate.tracker_pipeline import Component, checked_inputs, interpolate, parse_component
+from pairgate.deployment.tracker_pipeline import (
+    Component,
+    checked_inputs,
+    interpolate,
+    parse_component,
+)
 from tests.kit.gitrepos import GIT_ENV, World, make_world
 from tests.kit.names import FIXTURE_CONFIG, ROOT
 from tests.kit.run import run_cli

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pairgate import deployed_currency
-from pairgate.deployed_currency import CURRENT, STALE, UNVERIFIABLE, measure
+from pairgate.currency import deployed_currency
+from pairgate.currency.deployed_currency import CURRENT, STALE, UNVERIFIABLE, measure
 from tests.kit.gitrepos import GIT_ENV, World, commit, git, make_world
 
 PATHS = ("tool", "hooks")

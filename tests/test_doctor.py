@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pairgate.doctor_checks import MERGE_CHECK_JOB
+from pairgate.doctor.checks import MERGE_CHECK_JOB
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.version import schema_checker
 from tests.kit.run import Result, agent_env, run_cli

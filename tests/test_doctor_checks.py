@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pairgate.doctor_branches import covers, default_branch_check, entry_problem, renovate_check
-from pairgate.doctor_checks import (
+from pairgate.doctor.branches import covers, default_branch_check, entry_problem, renovate_check
+from pairgate.doctor.checks import (
     MERGE_CHECK_JOB,
     PipelineFile,
     merge_check_job_problem,

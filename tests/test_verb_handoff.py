@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from pairgate.merge_requests import APPROVAL_JOB, MERGE_CHECK_JOB
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import MrRef
+from pairgate.verbs.merge_requests import APPROVAL_JOB, MERGE_CHECK_JOB
 from tests.kit.names import APP, mr_path
 from tests.kit.world import Round
 

@@ -9,15 +9,6 @@ from typing import Any
 
 from pairgate.evidence.rerun import read_rerun, rerun_field, verify_for_approve
 from pairgate.evidence.surface import NO_RERUN, accepted_offer, record_field, rerun_summary
-from pairgate.merge_requests import checked_sha
-from pairgate.note_text import note_text
-from pairgate.preconditions import (
-    Again,
-    check_offer_slot,
-    check_receiver,
-    command,
-    must_hold,
-)
 from pairgate.standalone.approvals import independence, reasons_against
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError, Refusal, UsageError
@@ -28,7 +19,16 @@ from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import read_ledger
 from pairgate.standalone.scope import cited_issues
 from pairgate.tracker import mr_path, pooled, read_mr, review_bot_token
-from pairgate.turn import Turn, begin, checked_name, read_reason, refuse_void, write
+from pairgate.verbs.merge_requests import checked_sha
+from pairgate.verbs.note_text import note_text
+from pairgate.verbs.preconditions import (
+    Again,
+    check_offer_slot,
+    check_receiver,
+    command,
+    must_hold,
+)
+from pairgate.verbs.turn import Turn, begin, checked_name, read_reason, refuse_void, write
 
 
 def review_bot(turn: Turn) -> GitLab:

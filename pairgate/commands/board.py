@@ -10,10 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from pairgate import output
-from pairgate.approval_view import approval_state, scope_for, with_cited
 from pairgate.commands.status import mr_doc, offer_doc
 from pairgate.evidence.surface import NO_EVIDENCE, approval_keys, approval_words
-from pairgate.gate_runs import gate_run
 from pairgate.output import Cell, Style
 from pairgate.standalone.approvals import independence
 from pairgate.standalone.config import Config
@@ -30,6 +28,8 @@ from pairgate.tracker import (
     read_labelled,
     read_mr_states,
 )
+from pairgate.views.approvals import approval_state, scope_for, with_cited
+from pairgate.views.gate_runs import gate_run
 
 
 def _when(ledger: Ledger, note_id: int | None, now: float) -> dict[str, Any]:

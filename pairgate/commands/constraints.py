@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pairgate.note_text import quoted
 from pairgate.output import dump
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, Refusal, UsageError
 from pairgate.standalone.records import MalformedRecord, compose_note, constraint_id, parse_marker
-from pairgate.turn import identity, session_id
+from pairgate.verbs.note_text import quoted
+from pairgate.verbs.turn import identity, session_id
 
 
 def clause_text(record: Mapping[str, Any]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from pairgate.demo_round import Dispatch, Step, sandboxed_round
+from pairgate.sandbox.demo_round import Dispatch, Step, sandboxed_round
 from pairgate.standalone.errors import Context
 
 WIDTH = 96

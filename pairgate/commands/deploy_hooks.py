@@ -4,8 +4,8 @@ Exactly four files, byte for byte and mode 0755: the hook, ownership.py, the rec
 deployed_currency.py. The other three files the hook runs beside (pairgate-config.json,
 _hooklib.sh, automation_mr_families.py) are the deployment's own and are never touched here.
 
-The refusals and the writing are pairgate.install's, shared with deploy-agents. Exit codes: 0
-done, in line or listed; 1 drift (--check); 2 cannot deploy.
+The refusals and the writing are pairgate.deployment.install's, shared with deploy-agents. Exit
+codes: 0 done, in line or listed; 1 drift (--check); 2 cannot deploy.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from pairgate import install
+from pairgate.deployment import install
 from pairgate.resources import package_file, resource_dir
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, UsageError
@@ -30,7 +30,7 @@ def sources() -> dict[str, Path]:
         "validate-mr-carries-ownership-record.py": (
             resource_dir("validators") / "validate-mr-carries-ownership-record.py"
         ),
-        "deployed_currency.py": package_file("deployed_currency.py"),
+        "deployed_currency.py": package_file("currency/deployed_currency.py"),
     }
 
 

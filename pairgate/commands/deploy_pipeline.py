@@ -4,7 +4,8 @@ The file a gated project's "CI/CD configuration file" setting names as
 ``<path>@<tracker_project>``: both components' gate jobs (rendered from the templates the
 package ships, with the configuration's tracker_project and env_prefix and the flags' values),
 and the project's own ``.gitlab-ci.yml`` as a child pipeline. The refusals and the writing are
-pairgate.install's, shared with deploy-hooks and deploy-agents; ``--check`` compares bytes.
+pairgate.deployment.install's, shared with deploy-hooks and deploy-agents; ``--check`` compares
+bytes.
 Exit codes: 0 done or in line; 1 drift (--check); 2 cannot deploy.
 """
 
@@ -15,14 +16,14 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from pairgate import install
+from pairgate.deployment import install
+from pairgate.deployment.tracker_pipeline import COMPONENTS, render
 from pairgate.resources import component_template, package_file
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, UsageError
-from pairgate.tracker_pipeline import COMPONENTS, render
 
 MODE = 0o644
-FRAME = "tracker-pipeline.yml"
+FRAME = "deployment/tracker-pipeline.yml"
 # The gate's files in the tracker repository, by the names the jobs give them.
 _GATE_DIR = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_./-]*")
 

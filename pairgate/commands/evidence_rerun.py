@@ -23,13 +23,13 @@ from pairgate.evidence.rerun import offered_mutant, own_mutant, rerun_document, 
 from pairgate.evidence.runner import Request, rerun
 from pairgate.evidence.surface import offer_under_review, record_field
 from pairgate.output import Style
-from pairgate.preconditions import command
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, Refusal, UsageError
 from pairgate.standalone.fold import fold
 from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.reads import read_notes
-from pairgate.turn import damage
+from pairgate.verbs.preconditions import command
+from pairgate.verbs.turn import damage
 
 
 def rerun_text(doc: dict[str, Any], style: Style) -> str:

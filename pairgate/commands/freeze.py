@@ -14,8 +14,6 @@ import re
 import time
 from pathlib import Path
 
-from pairgate.merge_requests import citing_mrs
-from pairgate.note_text import quoted
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, Refusal, UsageError
 from pairgate.standalone.fold import freeze_refusal
@@ -23,7 +21,9 @@ from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import FROZEN_LABEL, Freeze
 from pairgate.standalone.records import FREEZE_MAX_MINUTES
 from pairgate.tracker import IssueRead, issue_path, read_issue, read_labelled, read_mr
-from pairgate.turn import begin, identity, read_reason, refuse_void, write
+from pairgate.verbs.merge_requests import citing_mrs
+from pairgate.verbs.note_text import quoted
+from pairgate.verbs.turn import begin, identity, read_reason, refuse_void, write
 
 _SCOPE = re.compile(
     r"^(board|issue|issue:(?P<issue>[1-9]\d{0,9})|mr:((?P<project>[^!\s]+)!)?(?P<mr>[1-9]\d{0,9}))$"

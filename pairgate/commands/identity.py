@@ -21,8 +21,8 @@ from pairgate.standalone.errors import Context, Exit, Refusal
 from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Event
 from pairgate.tracker import IssueRead, fold_issues, issues_path
-from pairgate.turn import identity as agent_identity
-from pairgate.turn import session_id
+from pairgate.verbs.turn import identity as agent_identity
+from pairgate.verbs.turn import session_id
 
 RECENT_HOURS = 24
 

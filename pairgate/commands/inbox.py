@@ -12,7 +12,7 @@ from pairgate import output
 from pairgate.commands.watch import store_flag
 from pairgate.standalone.config import Config, load_config
 from pairgate.standalone.errors import Context, Exit, UsageError, report
-from pairgate.turn import identity, session_id
+from pairgate.verbs.turn import identity, session_id
 from pairgate.watch import REMIND_AFTER, delivery, hooks
 from pairgate.watch.backends import shown as shown_store
 from pairgate.watch.records import subject_name

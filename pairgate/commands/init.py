@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pairgate.deployment import write_set
+from pairgate.deployment.file_set import write_set
 from pairgate.standalone.config import CONFIG_FILENAME, Config, validate_config
 from pairgate.standalone.errors import Context, Exit, UsageError
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project, gitlab_from_prefix

@@ -15,8 +15,15 @@ from pairgate.commands.status import status
 from pairgate.evidence.handoff import note_table, patches_block, verify_for_handoff
 from pairgate.evidence.schema import check_evidence, load_json
 from pairgate.evidence.surface import NO_EVIDENCE, evidence_field, evidence_summary, record_field
-from pairgate.merge_requests import checked_sha, citing_mrs, pipeline_problem
-from pairgate.preconditions import (
+from pairgate.standalone.approvals import reasons_against
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import Context, Refusal
+from pairgate.standalone.fold import is_finder
+from pairgate.standalone.gitlab import GitLab
+from pairgate.standalone.ledger import Offer
+from pairgate.tracker import CLOSED_LABEL, issue_path
+from pairgate.verbs.merge_requests import checked_sha, citing_mrs, pipeline_problem
+from pairgate.verbs.preconditions import (
     check_offer_slot,
     check_offerable,
     check_receiver,
@@ -26,14 +33,7 @@ from pairgate.preconditions import (
     read_mr_of,
     resolve_mr,
 )
-from pairgate.standalone.approvals import reasons_against
-from pairgate.standalone.config import Config
-from pairgate.standalone.errors import Context, Refusal
-from pairgate.standalone.fold import is_finder
-from pairgate.standalone.gitlab import GitLab
-from pairgate.standalone.ledger import Offer
-from pairgate.tracker import CLOSED_LABEL, issue_path
-from pairgate.turn import Turn, begin, checked_name, read_reason, refuse_void, write
+from pairgate.verbs.turn import Turn, begin, checked_name, read_reason, refuse_void, write
 
 __all__ = ["accept", "approve", "claim", "close", "decline", "handoff", "release", "status"]
 

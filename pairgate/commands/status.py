@@ -7,10 +7,7 @@ from __future__ import annotations
 import json as jsonlib
 from typing import Any
 
-from pairgate.approval_view import approval_doc, cited_by, with_cited
 from pairgate.evidence.surface import approval_keys, approval_words, offer_keys
-from pairgate.gate_runs import gate_run, gate_text
-from pairgate.merge_requests import citing_mrs
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context
 from pairgate.standalone.gitlab import GitLab
@@ -24,7 +21,10 @@ from pairgate.standalone.scope import (
     roster_path,
 )
 from pairgate.tracker import pooled, read_issue, read_mr
-from pairgate.turn import damage
+from pairgate.verbs.merge_requests import citing_mrs
+from pairgate.verbs.turn import damage
+from pairgate.views.approvals import approval_doc, cited_by, with_cited
+from pairgate.views.gate_runs import gate_run, gate_text
 
 MrKey = tuple[str, int]
 

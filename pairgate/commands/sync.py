@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pairgate import output
-from pairgate.approval_view import scope_for, with_cited
-from pairgate.merge_requests import citing, open_group_mrs
 from pairgate.standalone.approvals import independence
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, Refusal
@@ -28,7 +26,9 @@ from pairgate.tracker import (
     read_mr_states,
 )
 from pairgate.tracker import read_issues as read_named
-from pairgate.turn import begin, identity, refuse_void, write
+from pairgate.verbs.merge_requests import citing, open_group_mrs
+from pairgate.verbs.turn import begin, identity, refuse_void, write
+from pairgate.views.approvals import scope_for, with_cited
 
 
 def decide(

@@ -331,7 +331,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "sandbox",
         "serve a GitLab stand-in on loopback until SIGINT or SIGTERM",
-        "pairgate.sandbox.cli:serve",
+        "pairgate.commands.sandbox:serve",
         arguments.sandbox,
         reads_config=False,
     ),

@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from pairgate.commands.approve import review_bot
-from pairgate.preconditions import command
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError, Refusal, UsageError
 from pairgate.standalone.gitlab import GitLab, GitLabError
 from pairgate.standalone.ledger import Approval
 from pairgate.tracker import mr_path, read_mr
-from pairgate.turn import Turn, begin, read_reason, refuse_void, write
+from pairgate.verbs.preconditions import command
+from pairgate.verbs.turn import Turn, begin, read_reason, refuse_void, write
 
 
 def _listing(turn: Turn) -> str:

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pairgate.deployment import files_of
+from pairgate.deployment.file_set import files_of
 from pairgate.sandbox import defaults
 from pairgate.standalone.config import CONFIG_FILENAME
 from pairgate.standalone.errors import PairgateError
@@ -63,9 +63,9 @@ FAMILIES: list[dict[str, object]] = []
 
 def write_deployment(config_path: Path, config: dict[str, Any]) -> list[Path]:
     """Write the configuration, the review bot's token and the rest of the deployment set
-    beside it (pairgate.deployment's, with the sandbox's own texts); return what was written.
-    The configuration and the token describe the sandbox and are written every time; the rest
-    is the operator's to edit, so a file that already exists is left as it is."""
+    beside it (pairgate.deployment.file_set's, with the sandbox's own texts); return what was
+    written. The configuration and the token describe the sandbox and are written every time;
+    the rest is the operator's to edit, so a file that already exists is left as it is."""
     directory = config_path.parent
     files = files_of(config, texts=STARTER_TEXTS, oracle=ORACLE, roster=ROSTER)
     token = directory / config["review_bot_token_file"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pairgate.commands.waiting import next_move
 from pairgate.standalone.ledger import Ledger
+from pairgate.views.next_move import next_move
 from pairgate.watch.records import IssueSnap, MrSnap, Route
 
 _RULES = {

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pairgate.commands import deploy_agents
+from pairgate.deployment import agent_templates
 from pairgate.resources import resource_dir
 from pairgate.sandbox import defaults, kit
 from pairgate.sandbox.server import Sandbox
@@ -39,7 +39,7 @@ def test_the_kit_is_a_whole_deployment(tmp_path: Path) -> None:
         "review-bot-token",
     ]
     config = load_config({"PAIRGATE_CONFIG": str(config_path)})
-    rendered = deploy_agents.render(config, resource_dir("agents"))  # raises on any gap
+    rendered = agent_templates.render(config, resource_dir("agents"))  # raises on any gap
     assert sorted(rendered) == ["acme-finder.md", "acme-lead.md", "acme-review.md", "acme-solo.md"]
     assert kit.ORACLE.strip() in rendered["acme-finder.md"].decode()
     token = tmp_path / "review-bot-token"
@@ -53,9 +53,9 @@ def test_the_kit_is_a_whole_deployment(tmp_path: Path) -> None:
 def test_every_template_placeholder_gets_a_text(tmp_path: Path) -> None:
     written(tmp_path)
     problems: list[str] = []
-    templates = deploy_agents.read_templates(resource_dir("agents"), problems)
+    templates = agent_templates.read_templates(resource_dir("agents"), problems)
     texts = {p.stem for p in (tmp_path / "agent-text").iterdir()}
-    assert not problems and texts == deploy_agents.texts_named(templates)
+    assert not problems and texts == agent_templates.texts_named(templates)
     # The sandbox's own texts, not the generic starters.
     assert "PAIRGATE_SANDBOX_GITLAB_URL" in (tmp_path / "agent-text" / "session.md").read_text()
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pairgate.note_text import note_text
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError, Refusal, UsageError
 from pairgate.standalone.fold import binding_freeze, fold, freeze_refusal, identity_pattern
@@ -27,6 +26,7 @@ from pairgate.standalone.ledger import ROLE_LABELS, Event, Freeze, Ledger, MrRef
 from pairgate.standalone.reads import notes_path, read_freezes, read_notes
 from pairgate.standalone.records import ISSUE_BOUND_KINDS, compose_note
 from pairgate.tracker import issue_path, read_issue
+from pairgate.verbs.note_text import note_text
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 WRITE_ATTEMPTS = 3

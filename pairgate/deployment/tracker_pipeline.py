@@ -1,5 +1,6 @@
-"""The tracker-held pipeline: the frame (pairgate/tracker-pipeline.yml) with both components'
-jobs written in, their inputs interpolated here as GitLab would at pipeline creation.
+"""The tracker-held pipeline: the frame (tracker-pipeline.yml, beside this module) with both
+components' jobs written in, their inputs interpolated here as GitLab would at pipeline
+creation.
 
 The components are the one source of the gate jobs' text: this module only fills in their
 ``$[[ inputs.NAME ]]`` blocks, checks every value against the input's declared type and regex

@@ -7,14 +7,14 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from pairgate.merge_requests import citing_mrs, has_commits, pipeline_problem
 from pairgate.standalone.errors import Refusal
 from pairgate.standalone.fold import is_finder
 from pairgate.standalone.ledger import Offer
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.records import ROLES
 from pairgate.tracker import read_mr
-from pairgate.turn import Turn
+from pairgate.verbs.merge_requests import citing_mrs, has_commits, pipeline_problem
+from pairgate.verbs.turn import Turn
 
 # A command line with some flags changed: again(sha="...") -> "pairgate handoff 4 ... --sha ..."
 Again = Callable[..., str]

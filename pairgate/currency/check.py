@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from pairgate import deployed_currency
+from pairgate.currency import deployed_currency
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Refusal, state_dir
 

@@ -1,5 +1,5 @@
 """doctor's checks: each way around the merge gate that a setting leaves open, judged from what
-GitLab answered. Pure: the reads are pairgate/commands/doctor.py's.
+GitLab answered. Pure: the reads are reads.py's.
 
 Every check says which API fields it read, and where GitLab documents them; a field missing from
 an answer is "cannot-read" (never a guess). The fields: doc/api/projects.md (the project
@@ -18,7 +18,7 @@ import yaml
 
 # The merge-check job the tracker-held pipeline must hold (templates/mr-merge-check/): ONE name,
 # so that the component and doctor cannot drift apart.
-from pairgate.merge_requests import MERGE_CHECK_JOB
+from pairgate.verbs.merge_requests import MERGE_CHECK_JOB
 
 PASS, HOLE, CANNOT_READ = "pass", "hole", "cannot-read"
 MAINTAINER = 40

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pairgate.commands.deploy_agents import read_templates, texts_named
+from pairgate.deployment.agent_templates import read_templates, texts_named
 from pairgate.resources import resource_dir
 from pairgate.standalone.config import CONFIG_FILENAME, Config, load_config
 from pairgate.standalone.errors import PairgateError, UsageError

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from pairgate.doctor_checks import CANNOT_READ, HOLE, MAINTAINER, PASS, ROLE_NAMES, DoctorCheck
+from pairgate.doctor.checks import CANNOT_READ, HOLE, MAINTAINER, PASS, ROLE_NAMES, DoctorCheck
 from pairgate.standalone.gitlab import GitLabError
 
 RULES_READ = (

@@ -18,10 +18,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pairgate.merge_requests import MERGE_CHECK_JOB
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
 from pairgate.standalone.ledger import MrRef
 from pairgate.tracker import mr_path
+from pairgate.verbs.merge_requests import MERGE_CHECK_JOB
 
 _FINISHED = {"success": "passed", "failed": "failed", "canceled": "failed", "skipped": "failed"}
 
