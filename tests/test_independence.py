@@ -307,6 +307,26 @@ def test_withdraw_refusals(approved: Round) -> None:
     )
 
 
+def test_the_leads_session_cannot_withdraw_as_the_reviewer(approved: Round, hooks: Path) -> None:
+    world = approved
+    note = world.ledger_notes()[-1]["id"]
+    first = world.ledger_notes()[0]["id"]  # the lead's claim, written in session-acme-lead
+    argv = ["withdraw", world.issue, "--approval", note, "--reason", "x", "--as", REVIEW]
+    lead_session = {"PAIRGATE_TEST_SESSION_ID": f"session-{LEAD}"}
+    forged = world.run(LEAD, *argv, **lead_session)
+    assert forged.code == 1, forged.out + forged.err
+    assert (
+        f"pairgate withdraw: refused: this session (session-{LEAD}) wrote as {LEAD} on "
+        f"#{world.issue} (note {first}); a session speaks for one name only, so it does not act "
+        f"as {REVIEW}."
+    ) in forged.err
+    assert f"--reason-file <file> --as {REVIEW}" in forged.err
+    passes(world, hooks)  # nothing was written: the approval still counts
+    # The reviewer, restarted in a session of its own, still withdraws.
+    ok(world.run(REVIEW, *argv, PAIRGATE_TEST_SESSION_ID="session-acme-review-restarted"))
+    refused(world, hooks, f"{REVIEW} withdrew it (note")
+
+
 def test_withdrawing_an_approve_record_that_never_took_effect(
     sandbox: RunningSandbox, config: Config
 ) -> None:
