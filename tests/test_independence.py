@@ -110,6 +110,37 @@ def test_a_lead_that_claims_as_review_cannot_approve_its_own_work(
     assert doc["independence"]["independent"] is False and held in doc["independence"]["reasons"]
 
 
+def test_an_agent_that_only_ever_claimed_as_review_cannot_approve_its_own_work(
+    sandbox: RunningSandbox, hooks: Path
+) -> None:
+    # The agent that wrote the MR never holds it as lead and never offers it: no hand shows.
+    # Nobody else offered it the work, and that is the refusal.
+    world = Round(sandbox)
+    claimed = ok(world.run(LEAD, "claim", world.issue, "--role", "review"))
+    assert (
+        f"An approval by {LEAD} counts only once it has accepted an offer of the merge request "
+        f"for review from another agent, written in another session; this claim is no such "
+        f"offer." in " ".join(claimed.out.split())
+    )
+    ok(approve(world, LEAD, REVIEW))
+    note = world.ledger_notes()[-1]["id"]
+    alone = (
+        f"{LEAD} is the only agent on the trail: nobody else offered it {world.project}!"
+        f"{world.mr} for review before its approval (note {note})"
+    )
+    err = refused(
+        world,
+        hooks,
+        f"the approval of {world.project}!{world.mr} by {LEAD} (acme/tracker#{world.issue}, "
+        f"note {note}) does not count: {alone}",
+        f"pairgate handoff {world.issue} --to <reviewer> --role review --sha {world.head}",
+    )
+    assert "the reviewer accepts in a session of its own" in " ".join(err.split())
+    doc = verdict(world)
+    assert (doc["verdict"], doc["independence"]["independent"]) == ("not-offered", False)
+    assert doc["independence_basis"]["mode"] == "names-and-sessions"
+
+
 def test_a_role_swap_leaves_the_lead_a_hand_in_the_work(
     sandbox: RunningSandbox, hooks: Path
 ) -> None:

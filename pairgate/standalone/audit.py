@@ -315,6 +315,14 @@ def finding_reason(
                 f"self-approved: its only approval at the merged head is {a.approver}'s "
                 f"({tracker}#{issue}, note {a.note_id}), a self-approval: {a.self_because}"
             )
+    if code in ("not-offered", "not-review-account"):
+        found = [j for j in verdict.approvals if j.code == code]
+        if found:
+            j = found[-1]
+            return (
+                f"not independently approved: its approval at the merged head by {j.approver} "
+                f"({tracker}#{j.issue}, note {j.note_id}) did not count: {'; '.join(j.reasons)}"
+            )
     if code == "frozen":
         first = verdict.message.splitlines()[0]
         return f"merged while frozen: {first.partition(' is frozen: ')[2] or first}"

@@ -57,6 +57,17 @@ def self_approval_only(world: World) -> tuple[str, int]:
     return ref(mr)
 
 
+def claim_as_review_then_approve(world: World) -> tuple[str, int]:
+    """The agent that wrote it claims as review, never as lead, and approves: no hand shows,
+    but nobody else offered it the work."""
+    issue = world.issue()
+    mr = world.mr(f"Related to {TRACKER}#{issue}")
+    trail = world.trail(issue)
+    trail.claim("acme-lead", role="review")
+    trail.approve("acme-lead", "acme-review", sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
+    return ref(mr)
+
+
 def approval_one_push_behind(world: World) -> tuple[str, int]:
     issue = world.issue()
     mr = world.mr(f"Related to {TRACKER}#{issue}")
@@ -395,6 +406,7 @@ CASES = [
     GateCase("approved-at-head", approved_at_head, 0, 0, 0, "approved"),
     GateCase("never-approved", never_approved, 1, 0, 0),
     GateCase("self-approval-only", self_approval_only, 1, 0, 1, "self-approval-only"),
+    GateCase("claim-as-review-then-approve", claim_as_review_then_approve, 1, 0, 1, "not-offered"),
     GateCase("approval-one-push-behind", approval_one_push_behind, 1, 0, 1),
     GateCase("unclaimed-issue", unclaimed_issue, 1, 1, 0),
     GateCase("no-citation", no_citation, 1, 0, 0),
