@@ -22,28 +22,28 @@ Contents (where each source module begins, and what it holds):
   line  3442  verdict.py: The merge gate's verdict: pure functions from facts already read.
   line  3824  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
   line  3972  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4360  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4407  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4550  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4733  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5138  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5343  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5582  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6012  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6468  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6547  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6694  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6789  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7157  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7547  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7783  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8065  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8476  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8534  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8977  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  9147  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9172  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9521  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  4368  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4415  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4558  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4741  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5146  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5351  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5590  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6020  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6476  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6555  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6702  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6797  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7165  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7555  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7791  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8073  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8484  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8542  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8985  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9155  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9180  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9529  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -4240,6 +4240,14 @@ def finding_reason(
             return (
                 f"self-approved: its only approval at the merged head is {a.approver}'s "
                 f"({tracker}#{issue}, note {a.note_id}), a self-approval: {a.self_because}"
+            )
+    if code in ("not-offered", "not-review-account"):
+        found = [j for j in verdict.approvals if j.code == code]
+        if found:
+            j = found[-1]
+            return (
+                f"not independently approved: its approval at the merged head by {j.approver} "
+                f"({tracker}#{j.issue}, note {j.note_id}) did not count: {'; '.join(j.reasons)}"
             )
     if code == "frozen":
         first = verdict.message.splitlines()[0]
