@@ -23,7 +23,7 @@ from pairgate.standalone.scope import (
 from pairgate.tracker import pooled, read_issue, read_mr
 from pairgate.verbs.merge_requests import citing_mrs
 from pairgate.verbs.turn import damage
-from pairgate.views.approvals import approval_doc, cited_by, with_cited
+from pairgate.views.approvals import approval_doc, basis_doc, cited_by, with_cited
 from pairgate.views.gate_runs import gate_run, gate_text
 
 MrKey = tuple[str, int]
@@ -87,6 +87,7 @@ def report(
         },
         "offer": offer_doc(ledger.offer, ledger),
         "approvals": approvals,
+        "independence_basis": basis_doc(config),
         "merge_requests": [
             {
                 "project": m.project,
@@ -225,6 +226,8 @@ def render(doc: dict[str, Any], cli: str) -> str:
             lines.append(f"    not independent: {'; '.join(a['independence_reasons'])}")
         if a["v1_note"]:
             lines.append(f"    {a['v1_note']}")
+    if doc["approvals"]:
+        lines.append(f"  ({doc['independence_basis']['says']})")
     lines.append(
         "merge requests citing it:"
         if doc["merge_requests"]
