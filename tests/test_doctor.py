@@ -12,6 +12,7 @@ import pytest
 from pairgate.doctor.checks import MERGE_CHECK_JOB
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.version import schema_checker
+from tests.kit.names import ACCOUNT_BOUND_CONFIG, FIXTURE_CONFIG
 from tests.kit.run import Result, agent_env, run_cli
 
 PIPELINE = "gate/pipeline.yml"
@@ -63,9 +64,11 @@ def recommended(sandbox: RunningSandbox) -> None:
 
 
 def doctor_env(sandbox: RunningSandbox, **overrides: str) -> dict[str, str]:
-    """A Maintainer's read_api token reads every setting, the protected branches included."""
+    """A Maintainer's read_api token reads every setting, the protected branches included. The
+    deployment binds the review role to the review bot's account, as the README recommends."""
     read = sandbox.info["users"]["maintainer"]["read_token"]
-    return agent_env(sandbox, **{"PAIRGATE_TEST_TASK_API_TOKEN": read, **overrides})
+    bound = {"PAIRGATE_CONFIG": str(ACCOUNT_BOUND_CONFIG)}
+    return agent_env(sandbox, **{**bound, "PAIRGATE_TEST_TASK_API_TOKEN": read, **overrides})
 
 
 def doctor(sandbox: RunningSandbox, *flags: str, **overrides: str) -> Result:
@@ -90,6 +93,7 @@ def test_a_deployment_as_the_readme_recommends_passes(sandbox: RunningSandbox) -
     assert {c for c, s in found if s == "partner/shared-lib"} == per_project  # not exempt
     assert {s for c, s in found if c in ("agents-role", "review-bot-role")} >= {"acme"}
     assert ("tracker-default-branch", "acme/tracker") in found
+    assert ("independence-basis", "configuration") in found
     assert {
         ("accounts-distinct", "accounts"),
         ("read-token", "PAIRGATE_TEST_TASK_API_TOKEN"),
@@ -174,6 +178,8 @@ FLIPS: list[tuple[str, Flip, set[tuple[str, str]]]] = [
     ("one-account-for-both",
      lambda sb: {"PAIRGATE_TEST_REVIEW_BOT_TOKEN": sb.token("agents")},
      {("accounts-distinct", "accounts")}),
+    ("names-and-sessions", lambda sb: {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)},
+     {("independence-basis", "configuration")}),
     ("renovate-branches-unprotected", _unprotect("acme/app", "renovate/*"),
      {("renovate-branches", "acme/app")}),
     ("renovate-branches-pushable-by-developers",
@@ -255,7 +261,7 @@ def test_project_limits_it_and_refuses_an_ungated_one(sandbox: RunningSandbox) -
     recommended(sandbox)
     found = statuses(doctor(sandbox, "--json", "--project", "acme/app"))
     assert {s for _, s in found} == {"acme/app", "acme/tracker", "acme", "accounts",
-                                     "PAIRGATE_TEST_TASK_API_TOKEN"}  # fmt: skip
+                                     "PAIRGATE_TEST_TASK_API_TOKEN", "configuration"}  # fmt: skip
     refused = doctor(sandbox, "--project", "outside/app")
     assert refused.code == 2 and "--project outside/app: not a gated project" in refused.err
 

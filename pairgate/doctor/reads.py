@@ -15,6 +15,7 @@ from pairgate.doctor.checks import (
     DoctorCheck,
     PipelineFile,
     distinct_check,
+    independence_check,
     pipeline_check,
     role_check,
     setting_checks,
@@ -112,6 +113,8 @@ def run_checks(
         else None
     )
     checks = [distinct_check(bot, agents, bot_source), token_check(token, token_variable)]
+    review = list(config.review_author_user_ids)
+    checks.append(independence_check(review, agents, bot, config.env_name("TASK_WRITE_TOKEN")))
     checks.append(_tracker_branch(client, tracker, default_branch, tracker_data, level))
     for path in paths:
         data = projects[path]
