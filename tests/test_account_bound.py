@@ -136,8 +136,11 @@ def test_forged_notes_by_the_agents_account_do_not_count(
     verb(world, LEAD, "claim", world.issue, "--role", "lead")
     offer(world, LEAD, REVIEW)
     verb(world, REVIEW, "accept", world.issue)
-    approve(world, REVIEW, LEAD)
+    approved = approve(world, REVIEW, LEAD)
     note = world.ledger_notes()[-1]["id"]
+    said = " ".join(approved.err.split())
+    assert f"warning: this approval does not count ({NOT_A_REVIEW_ACCOUNT}" in said
+    assert "approve from a session that writes with the review account's token" in said
     assert merge_check(world, FIXTURE_CONFIG).code == 0  # without the key, it passes
     doc = every_door(
         world,

@@ -122,8 +122,10 @@ def test_an_agent_that_only_ever_claimed_as_review_cannot_approve_its_own_work(
         f"for review from another agent, written in another session; this claim is no such "
         f"offer." in " ".join(claimed.out.split())
     )
-    ok(approve(world, LEAD, REVIEW))
+    approved = ok(approve(world, LEAD, REVIEW))
     note = world.ledger_notes()[-1]["id"]
+    assert "warning: this approval does not count (" in approved.err
+    assert "an agent that accepted an offer of it from another agent" in approved.err
     alone = (
         f"{LEAD} is the only agent on the trail: nobody else offered it {world.project}!"
         f"{world.mr} for review before its approval (note {note})"
