@@ -28,22 +28,22 @@ Contents (where each source module begins, and what it holds):
   line  4741  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
   line  5146  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
   line  5351  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5592  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6022  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6478  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6557  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6704  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6799  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7167  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7557  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7793  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8075  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8486  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8544  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8987  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  9157  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9182  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9531  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  5594  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6024  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6480  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6559  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6706  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6801  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7169  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7559  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7795  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8077  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8488  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8546  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8989  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9159  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9184  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9533  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -5495,6 +5495,8 @@ def validator_main(
     )
     for warning in verdict.warnings:
         print(f"warning: {warning}", file=ctx.stdout)
+    if verdict.in_scope and verdict.basis and check_name != "record":
+        print(f"note: {verdict.basis}", file=ctx.stdout)  # what independence rests on, once
     check = (
         Check(verdict.allowed, verdict.code, verdict.message)
         if check_name is None

@@ -99,6 +99,8 @@ def every_door(world: Round, flat: Path, hooks: Path, code: int, *says: str) -> 
         assert words in " ".join(hook.stderr.split()), hook.stderr
         for name in (VALIDATORS[1], VALIDATORS[2]):
             assert words in " ".join(results[name][1].split()), results[name]
+    for name in (VALIDATORS[1], VALIDATORS[2]):  # the jobs that judge independence say so
+        assert "note: independence is account-bound" in results[name][1], results[name]
     doc = json.loads(results["ownership.py"][1])
     assert doc["independence_basis"]["mode"] == "account-bound"
     return dict(doc)

@@ -165,6 +165,8 @@ def validator_main(
     )
     for warning in verdict.warnings:
         print(f"warning: {warning}", file=ctx.stdout)
+    if verdict.in_scope and verdict.basis and check_name != "record":
+        print(f"note: {verdict.basis}", file=ctx.stdout)  # what independence rests on, once
     check = (
         Check(verdict.allowed, verdict.code, verdict.message)
         if check_name is None
