@@ -12,39 +12,39 @@ Contents (where each source module begins, and what it holds):
   line   292  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
   line   450  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
   line   472  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   742  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1367  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1636  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2039  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2115  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2356  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  2976  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3102  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3341  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3677  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3825  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4222  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4273  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4416  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4599  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5066  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5271  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5510  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5940  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6396  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6475  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6622  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6717  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7085  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7475  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7711  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7993  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8404  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8462  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8905  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  9075  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9100  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9449  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line   764  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1389  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1668  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2080  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2156  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2548  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  3168  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3294  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3550  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3932  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4080  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4476  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4527  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4670  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4853  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5320  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5525  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5768  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6198  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6654  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6733  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6880  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6975  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7343  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7733  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7969  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8251  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8662  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8720  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9163  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9333  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9358  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9707  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -505,6 +505,19 @@ class Config:
     agent_text_dir: str
     handoff_doc: str
     ledger_author_user_ids: tuple[int, ...]
+    # Absent: independence rests on the names and sessions records declare (the mode before
+    # this key). Set: the review role is bound to these GitLab accounts (approvals.py).
+    review_author_user_ids: tuple[int, ...] = field(default=(), kw_only=True)
+
+    @property
+    def account_bound(self) -> bool:
+        """Is the review role bound to GitLab accounts (review_author_user_ids set)?"""
+        return bool(self.review_author_user_ids)
+
+    @property
+    def record_author_ids(self) -> frozenset[int]:
+        """The accounts whose notes carry ledger records: the agents' and the review ones."""
+        return frozenset(self.ledger_author_user_ids) | frozenset(self.review_author_user_ids)
 
     def relative(self, key: Literal["agent_text_dir", "liveness_oracle_file"]) -> Path:
         """A path-valued key resolved against the configuration file's directory."""
@@ -533,7 +546,8 @@ def env_variable(env_prefix: str, suffix: str) -> str:
 
 
 # The specification's seventeen keys, plus ledger_author_user_ids (docs/agent-handoff-reference.md,
-# "The fold": the accounts whose notes count): Config's fields but its path.
+# "The fold": the accounts whose notes count) and the optional review_author_user_ids
+# ("Account-bound roles"): Config's fields but its path.
 CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name != "path")
 OPTIONAL_CONFIG_KEYS = frozenset(
     f.name for f in fields(Config) if f.name in CONFIG_KEYS and f.default is not MISSING
@@ -582,6 +596,13 @@ CONFIG_SCHEMA: dict[str, Any] = {
             "uniqueItems": True,
             "items": {"type": "integer", "minimum": 1},
         },
+        "review_author_user_ids": {
+            "type": "array",
+            "uniqueItems": True,
+            "items": {"type": "integer", "minimum": 1},
+            "description": "the GitLab accounts review-side records are written as; absent "
+            "or []: independence rests on names and sessions",
+        },
     },
 }
 
@@ -598,6 +619,7 @@ _KEY_GRAMMAR_HINTS = {
     "renovate_bot_user_id": "a GitLab user id (an integer)",
     "ledger_author_user_ids": "a non-empty list of distinct GitLab user ids (integers)",
     "deployed_paths": "a non-empty list of repository paths",
+    "review_author_user_ids": "a list of distinct GitLab user ids (integers), or no key at all",
 }
 
 
@@ -1446,6 +1468,7 @@ class Hold:
     agent: str
     role: str
     note_id: int
+    author_id: int = 0  # the GitLab account that wrote that note
 
 
 @value_type
@@ -1480,6 +1503,7 @@ class Event:
     record: Mapping[str, Any]
     created_at: str
     void: str | None = None
+    author_id: int = 0  # the GitLab account that wrote its note, as GitLab reports it
 
 
 @value_type
@@ -1507,7 +1531,7 @@ class Ledger:
     def holds(self) -> tuple[Hold, ...]:
         """Every take of the issue (a claim or an accept that took effect), in note order."""
         return tuple(
-            Hold(e.agent, str(e.record["role"]), e.note_id)
+            Hold(e.agent, str(e.record["role"]), e.note_id, e.author_id)
             for e in self.trail
             if e.void is None and e.event in ("claim", "accept")
         )
@@ -1537,6 +1561,14 @@ class Ledger:
         for e in self.trail:
             first.setdefault((e.agent, str(e.record["session"])), e.note_id)
         return tuple((agent, session, note) for (agent, session), note in first.items())
+
+    @functools.cached_property
+    def _authors(self) -> dict[int, int]:
+        return {e.note_id: e.author_id for e in self.trail}
+
+    def author_of(self, note_id: int) -> int | None:
+        """The GitLab account that wrote the record in ``note_id``, as GitLab reports it."""
+        return self._authors.get(note_id)
 
     @functools.cached_property
     def _digest_notes(self) -> dict[str, int]:
@@ -1848,7 +1880,7 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
     markers. Notes are taken in id order (GitLab's creation order). ``issue`` is the tracker
     issue the notes were read from: a record naming another is skipped as replayed."""
-    authors = frozenset(config.ledger_author_user_ids)
+    authors = config.record_author_ids
     here = f"{config.tracker_project}#{issue}"  # what a record of this issue names
     here_folded = here.casefold()
     state = _Fold(config)
@@ -1935,7 +1967,16 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
                 board.apply(note, record) if kind in BOARD_KINDS else rules[event](note_id, record)
             )
             trail.append(
-                Event(note_id, kind, event, record["agent"], record, note.created_at, void)
+                Event(
+                    note_id,
+                    kind,
+                    event,
+                    record["agent"],
+                    record,
+                    note.created_at,
+                    void,
+                    note.author_id,
+                )
             )
     finally:
         fold_done(reads)
@@ -2139,6 +2180,7 @@ class Hand:
     issue: int
     note_id: int
     what: str  # "held #12 as lead", "offered acme/app!7 for review in #12"
+    author_id: int | None = None  # the GitLab account that wrote that record
 
 
 def hands(
@@ -2152,14 +2194,17 @@ def hands(
             if before is not None and hold.note_id >= before:
                 continue
             if hold.role == "lead":
-                yield Hand(hold.agent, issue, hold.note_id, f"held #{issue} as lead")
+                what = f"held #{issue} as lead"
+                yield Hand(hold.agent, issue, hold.note_id, what, hold.author_id)
             elif is_solo(hold.agent, config):
                 what = f"held #{issue} as {hold.role} under a -solo identity"
-                yield Hand(hold.agent, issue, hold.note_id, what)
+                yield Hand(hold.agent, issue, hold.note_id, what, hold.author_id)
         for offer in ledger.review_offers:
             if (before is None or offer.note_id < before) and (mr is None or same_mr(offer.mr, mr)):
                 what = f"offered {offer.mr} for review in #{issue}"
-                yield Hand(offer.sender, issue, offer.note_id, what)
+                yield Hand(
+                    offer.sender, issue, offer.note_id, what, ledger.author_of(offer.note_id)
+                )
 
 
 def session_names(agent: str, ledgers: Mapping[int, Ledger]) -> dict[str, tuple[str, int, int]]:
@@ -2198,12 +2243,11 @@ def reasons_against(
     return tuple(reasons)
 
 
-def independence(
+def hand_reasons(
     issue: int, approval: Approval, ledgers: Mapping[int, Ledger], *, config: Config
 ) -> tuple[str, ...]:
-    """Every reason ``approval`` (recorded on ``issue``) is not independent, () when it is.
-    ``ledgers`` are the folds of every issue the approved merge request cites, its own among
-    them; a surface that has fewer judges by fewer (and says so)."""
+    """Why ``approval`` (recorded on ``issue``) is a self-approval: its trail's two rules, the
+    hands in the work and the sessions it shares with them; () when none holds."""
     later = reasons_against(
         approval.approver, ledgers, mr=approval.mr, before=approval.note_id, config=config
     )
@@ -2211,6 +2255,153 @@ def independence(
     # The writer's own flag adds nothing when the facts it was set on are named.
     first = (said,) if said and not (said == WRITER_SAYS and later) else ()
     return tuple(dict.fromkeys(first + later))
+
+
+def account_reasons(
+    issue: int, approval: Approval, ledgers: Mapping[int, Ledger], *, config: Config
+) -> tuple[str, ...]:
+    """Account-bound: why GitLab's note authors do not vouch for ``approval``; () when they
+    do, or when the deployment binds no accounts."""
+    if not config.account_bound:
+        return ()
+    author = ledgers[issue].author_of(approval.note_id)
+    accounts = ", ".join(str(i) for i in config.review_author_user_ids)
+    if author not in config.review_author_user_ids:
+        return (
+            f"GitLab reports its note as written by user {author}, which is no review account "
+            f"(review_author_user_ids: {accounts})",
+        )
+    found = hands(ledgers, mr=approval.mr, before=approval.note_id, config=config)
+    return tuple(
+        dict.fromkeys(
+            f"the review account that wrote it (user {author}) also wrote note {hand.note_id}, "
+            f"in which {hand.agent} {hand.what}"
+            for hand in found
+            if hand.author_id == author
+        )
+    )
+
+
+def offer_problem(
+    approver: str,
+    ledgers: Mapping[int, Ledger],
+    *,
+    mr: MrRef,
+    before: int | None,
+    sessions: frozenset[str],
+    author: int | None,
+    config: Config,
+) -> str | None:
+    """Why no offer of ``mr`` to ``approver`` for review, accepted before note ``before``, was
+    written by another name in another session (none of ``sessions``, nor the accept's) and,
+    account-bound, by another account than ``author``; None when one was."""
+    seen: list[str] = []
+    writers: set[str] = set()
+    for ledger in ledgers.values():
+        writers |= {e.agent for e in ledger.trail}
+        offers = {o.note_id: o for o in ledger.review_offers if same_mr(o.mr, mr)}
+        for e in ledger.trail:
+            if e.void is not None or e.event != "accept" or e.agent != approver:
+                continue
+            if before is not None and e.note_id >= before:
+                continue
+            offer = offers.get(int(e.record["offer"]))
+            if offer is None:
+                continue
+            made = next(x for x in ledger.trail if x.note_id == offer.note_id)
+            session = str(made.record["session"])
+            if offer.sender == approver:
+                seen.append(f"the offer it accepted in note {e.note_id} is its own")
+            elif session in sessions or session == str(e.record["session"]):
+                seen.append(
+                    f"the offer it accepted in note {e.note_id}, from {offer.sender}, was "
+                    f"written in its own session {session}"
+                )
+            elif config.account_bound and made.author_id == author:
+                seen.append(
+                    f"the offer it accepted in note {e.note_id}, from {offer.sender}, was "
+                    f"written by user {author}, the account that wrote its approval"
+                )
+            else:
+                return None
+    when = f" before its approval (note {before})" if before is not None else ""
+    if writers <= {approver}:
+        return f"{approver} is the only agent on the trail: nobody else offered it {mr} for review{when}"
+    detail = f": {'; '.join(seen)}" if seen else ""
+    return (
+        f"{approver} accepted no offer of {mr} for review from another agent in another "
+        f"session{when}{detail}"
+    )
+
+
+@value_type
+class Independence:
+    """Every reason an approval is not independent, by rule: ``hands`` (its trail's two
+    self-approval rules, the hands in the work, shared sessions), ``account`` (account-bound:
+    what GitLab's note authors say), ``offer`` (nobody else offered it the work)."""
+
+    hands: tuple[str, ...] = ()
+    account: tuple[str, ...] = ()
+    offer: str | None = None
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return self.hands + self.account + ((self.offer,) if self.offer else ())
+
+    @property
+    def code(self) -> str | None:
+        """The gate's code for the first rule that holds; None when it is independent."""
+        if self.hands:
+            return "self-approval-only"
+        if self.account:
+            return "not-review-account"
+        return "not-offered" if self.offer else None
+
+
+def assess(
+    issue: int, approval: Approval, ledgers: Mapping[int, Ledger], *, config: Config
+) -> Independence:
+    """Every rule of independence over ``approval`` (recorded on ``issue``). ``ledgers`` are the
+    folds of every issue the approved merge request cites, its own among them; a surface that
+    has fewer judges by fewer (and says so)."""
+    author = ledgers[issue].author_of(approval.note_id)
+    return Independence(
+        hand_reasons(issue, approval, ledgers, config=config),
+        account_reasons(issue, approval, ledgers, config=config),
+        offer_problem(
+            approval.approver,
+            ledgers,
+            mr=approval.mr,
+            before=approval.note_id,
+            sessions=frozenset({approval.session}),
+            author=author,
+            config=config,
+        ),
+    )
+
+
+def independence(
+    issue: int, approval: Approval, ledgers: Mapping[int, Ledger], *, config: Config
+) -> tuple[str, ...]:
+    """Every reason ``approval`` (recorded on ``issue``) is not independent, () when it is."""
+    return assess(issue, approval, ledgers, config=config).reasons
+
+
+def independence_basis(config: Config) -> str:
+    """What the gate's independence rests on in this deployment: said once by every surface
+    that judges it."""
+    if config.account_bound:
+        accounts = ", ".join(str(i) for i in config.review_author_user_ids)
+        return (
+            f"independence is account-bound: an approval counts only in a note GitLab reports "
+            f"as written by a review account (review_author_user_ids: {accounts}), and no "
+            f"record of a hand in the work comes from that account"
+        )
+    return (
+        "independence rests on names and sessions: the gate trusts the agent name and session "
+        "each record declares, and any process that can write as the agents' account can "
+        "declare them (set review_author_user_ids to bind the review role to GitLab accounts)"
+    )
 
 
 def chain_problem(approval: Approval, ledger: Ledger) -> str | None:
@@ -2268,7 +2459,7 @@ def v1_note(approval: Approval) -> str | None:
 class Judged:
     """One approval naming the merge request, as the gate judged it: ``code`` "counts", or why
     not (not-at-head, retargeted, base-moved, withdrawn, self-approval-only,
-    approval-after-break, approval-edited, edit-unknown); ``reasons`` why it is not independent
+    not-review-account, not-offered, approval-after-break, approval-edited, edit-unknown); ``reasons`` why it is not independent
     (empty when it is), whatever else is wrong with it."""
 
     issue: int
@@ -2306,7 +2497,8 @@ def judge(
     binds (head, target, base), its withdrawal, its independence, its chain, its edit.
     ``edits`` is GitLab's lastEditedAt per note (approvals/reads.py); None when the surface
     did not read it (status, board): then the edit is not judged."""
-    reasons = independence(issue, approval, ledgers, config=config)
+    assessed = assess(issue, approval, ledgers, config=config)
+    reasons = assessed.reasons
 
     def judged(code: str, why: str | None = None) -> Judged:
         return Judged(issue, approval.note_id, approval.approver, approval.sha, code, why, reasons)
@@ -2320,8 +2512,8 @@ def judge(
             f"{approval.approver} withdrew it (note {approval.withdrawn_by}): "
             f"{approval.withdraw_reason}",
         )
-    if reasons:
-        return judged("self-approval-only", "not independent: " + "; ".join(reasons))
+    if assessed.code is not None:
+        return judged(assessed.code, "not independent: " + "; ".join(reasons))
     broken = chain_problem(approval, ledgers[issue])
     if broken is not None:
         return judged("approval-after-break", broken)
@@ -3290,6 +3482,15 @@ def author_account(
     return f"{who}, not an automation account: no family of the roster is authored by it"
 
 
+def is_automation_author(
+    mr: MergeRequestFacts, families: Sequence[AutomationFamily], config: Config
+) -> bool:
+    """Did an automation account open it: a roster family's author, or Renovate's?"""
+    return mr.author_id == config.renovate_bot_user_id or any(
+        f.author_id == mr.author_id for f in families
+    )
+
+
 @value_type
 class Scope:
     in_scope: bool
@@ -3314,10 +3515,18 @@ def decide_scope(
         )
     generic = config.generic_tracking_issue
     if generic is not None and tuple(cited) == (generic,):
+        # The generic issue exempts unattended automation, the reason it exists; an MR anyone
+        # else opened that cites only it is work with no issue of its own, and gated.
+        if is_automation_author(mr, families, config):
+            return Scope(
+                False,
+                "generic-issue-only",
+                f"it cites only the generic tracking issue {config.tracker_project}#{generic}; "
+                f"its author is {author_account(mr, families, config)}",
+            )
         return Scope(
-            False,
-            "generic-issue-only",
-            f"it cites only the generic tracking issue {config.tracker_project}#{generic}; "
+            True,
+            "in-scope",
             f"its author is {author_account(mr, families, config)}",
         )
     if RENOVATE_LABEL in mr.labels:
@@ -3375,6 +3584,8 @@ class GateVerdict:
     warnings: tuple[str, ...] = ()
     approvals: tuple[Judged, ...] = ()  # every approval naming this MR, as the gate judged it
     author: Mapping[str, Any] | None = None  # who opened the MR, as GitLab says
+    basis: str = ""  # what independence rests on here (approvals.independence_basis)
+    account_bound: bool = False
 
     def as_json(self) -> dict[str, Any]:
         """merge-check --json: stable keys, documented in docs/agent-handoff-reference.md."""
@@ -3398,6 +3609,10 @@ class GateVerdict:
             "independence": self._deciding_independence(),
             "approvals": [j.as_json() for j in self.approvals],
             "author": dict(self.author) if self.author else None,
+            "independence_basis": {
+                "mode": "account-bound" if self.account_bound else "names-and-sessions",
+                "says": self.basis,
+            },
         }
 
     def _deciding_independence(self) -> dict[str, Any] | None:
@@ -3469,6 +3684,8 @@ def decide(
             scope=scope.code,
             scope_detail=scope.detail,
             author={"id": mr.author_id, "username": mr.author_username or None},
+            basis=independence_basis(config),
+            account_bound=config.account_bound,
             **fields,
         )
 
@@ -3495,8 +3712,23 @@ def decide(
         if note
     )
     record = _record_check(mr, ledgers, tracker, cli)
-    approval, found = _approval_check(mr, ledgers, judged, tracker, cli)
-    if not ledgers:
+    approval, found = _approval_check(
+        mr, ledgers, judged, tracker, cli, account_bound=config.account_bound
+    )
+    generic = config.generic_tracking_issue
+    if not ledgers and generic is not None and tuple(cited) == (generic,):
+        # In scope although it cites only the generic issue: its author is no automation
+        # account (scope.py), and the exemption is for unattended automation alone.
+        record = Check(
+            False,
+            "generic-issue-non-automation",
+            f"{mr.ref} cites only the generic tracking issue {tracker}#{generic}, which exempts "
+            f"unattended automation alone, and {scope.detail}. Cite the issue it works on in "
+            f"its description ({tracker}#NN), hold it ({cli} claim NN --role lead), and have "
+            f"its head reviewed: {_approve_command(cli, 'NN', mr, None)}",
+        )
+        problems = [(record.code, record.message)]
+    elif not ledgers:
         problems = [
             (
                 "no-citation",
@@ -3584,6 +3816,8 @@ def _approval_check(
     judged: Sequence[Judged],
     tracker: str,
     cli: str,
+    *,
+    account_bound: bool = False,
 ) -> tuple[Check, tuple[int, Approval] | None]:
     """Approval at head: an approval of this MR in the ledger of a cited issue that counts
     (see ``judge``). Returns the check and the (issue, approval) that passes, if any."""
@@ -3625,9 +3859,30 @@ def _approval_check(
             f"({where}), not independent: {'; '.join(j.reasons)}. The gate counts only an "
             f"approval by an agent with no hand in the work (it never held a cited issue as "
             f"lead, never offered this merge request for review, and shares no session with "
-            f"one that did). Offer it for review to such an agent: {cli} handoff {j.issue} --to "
+            f"one that did) that accepted an offer of it from another agent. Offer it for "
+            f"review to such an agent: {cli} handoff {j.issue} --to "
             f"<reviewer> --role review --sha {mr.head_sha} --mr {mr.iid} --mr-project "
             f"{mr.project}"
+        )
+    elif j.code == "not-review-account":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) does not count: "
+            f"{'; '.join(j.reasons)}. This deployment binds the review role to GitLab "
+            f"accounts (review_author_user_ids): an approval counts only in a note a review "
+            f"account wrote, and only when that account wrote no record of a hand in the work. "
+            f"The reviewer approves again from a session that writes with the review account's "
+            f"token. {steps}"
+        )
+    elif j.code == "not-offered":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) does not count: "
+            f"{'; '.join(j.reasons)}. An approval counts only when its approver accepted an "
+            f"offer of the merge request for review from another agent, written in another "
+            f"session{' by another account' if account_bound else ''}: whoever holds the work "
+            f"offers it, from its own session: {cli} handoff {j.issue} --to <reviewer> --role "
+            f"review --sha {mr.head_sha} --mr {mr.iid} --mr-project {mr.project}; the reviewer "
+            f"accepts in a session of its own ({cli} accept {j.issue}) and approves: "
+            f"{_approve_command(cli, j.issue, mr, approval.to)}"
         )
     elif j.code == "not-at-head":
         message = (
@@ -3991,11 +4246,6 @@ class MergeJudged:
     verdict: GateVerdict | None = None
 
 
-def automation_accounts(config: Config, families: Sequence[AutomationFamily]) -> frozenset[int]:
-    """The accounts of unattended MR families: the roster's authors, and Renovate's."""
-    return frozenset({f.author_id for f in families} | {config.renovate_bot_user_id})
-
-
 def judge_merged(
     mr: MergedMr,
     *,
@@ -4017,16 +4267,6 @@ def judge_merged(
         return MergeJudged(mr, code, finding, decided, why, scope.code, scope.detail, cited)
 
     if not scope.in_scope:
-        author = mr.facts.author_id
-        if scope.code == "generic-issue-only" and author not in automation_accounts(
-            config, families
-        ):
-            return judged(
-                "generic-issue-non-automation",
-                f"it is out of scope only because it cites the generic tracking issue "
-                f"{tracker}#{config.generic_tracking_issue}, and its author (user id "
-                f"{author}) is no automation account of the roster",
-            )
         return judged(scope.code, scope.detail, finding=False)
     moment = mr.moment
     if moment is None:
@@ -4109,6 +4349,14 @@ def finding_reason(
                 f"self-approved: its only approval at the merged head is {a.approver}'s "
                 f"({tracker}#{issue}, note {a.note_id}), a self-approval: {a.self_because}"
             )
+    if code in ("not-offered", "not-review-account"):
+        found = [j for j in verdict.approvals if j.code == code]
+        if found:
+            j = found[-1]
+            return (
+                f"not independently approved: its approval at the merged head by {j.approver} "
+                f"({tracker}#{j.issue}, note {j.note_id}) did not count: {'; '.join(j.reasons)}"
+            )
     if code == "frozen":
         first = verdict.message.splitlines()[0]
         return f"merged while frozen: {first.partition(' is frozen: ')[2] or first}"
@@ -4116,6 +4364,12 @@ def finding_reason(
         return f"no ownership record: {verdict.record.message.split(':', 1)[0]}"
     if code == "no-citation":
         return f"it cites no issue of {tracker}, so no ledger could carry an approval for it"
+    if code == "generic-issue-non-automation":
+        generic = verdict.cited_issues[0] if verdict.cited_issues else "?"
+        return (
+            f"it cites only the generic tracking issue {tracker}#{generic}, which exempts "
+            f"unattended automation alone, and {verdict.scope_detail}"
+        )
     return verdict.message
 
 
@@ -5310,6 +5564,8 @@ def print_verdict(
         print(json.dumps(verdict.as_json(), indent=2), file=ctx.stdout)
     else:
         print(verdict.message, file=ctx.stdout if verdict.allowed else ctx.stderr)
+        if verdict.in_scope and verdict.basis:  # said once: what its independence rests on
+            print(f"note: {verdict.basis}", file=ctx.stderr)
         for warning in verdict.warnings:
             print(f"warning: {warning}", file=ctx.stderr)
     if verbose:
@@ -5413,6 +5669,8 @@ def validator_main(
     )
     for warning in verdict.warnings:
         print(f"warning: {warning}", file=ctx.stdout)
+    if verdict.in_scope and verdict.basis and check_name != "record":
+        print(f"note: {verdict.basis}", file=ctx.stdout)  # what independence rests on, once
     check = (
         Check(verdict.allowed, verdict.code, verdict.message)
         if check_name is None

@@ -13,7 +13,7 @@ import pytest
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.verbs.merge_requests import MERGE_CHECK_JOB
 from pairgate.version import schema_checker
-from tests.kit.names import FIXTURE_CONFIG
+from tests.kit.names import ACCOUNT_BOUND_CONFIG, FIXTURE_CONFIG
 from tests.kit.run import Result, agent_env, run_cli
 
 PIPELINE = "gate/pipeline.yml"
@@ -75,9 +75,11 @@ def recommended(sandbox: RunningSandbox) -> None:
 
 
 def doctor_env(sandbox: RunningSandbox, **overrides: str) -> dict[str, str]:
-    """A Maintainer's read_api token reads every setting, the protected branches included."""
+    """A Maintainer's read_api token reads every setting, the protected branches included. The
+    deployment binds the review role to the review bot's account, as the README recommends."""
     read = sandbox.info["users"]["maintainer"]["read_token"]
-    return agent_env(sandbox, **{"PAIRGATE_TEST_TASK_API_TOKEN": read, **overrides})
+    bound = {"PAIRGATE_CONFIG": str(ACCOUNT_BOUND_CONFIG)}
+    return agent_env(sandbox, **{**bound, "PAIRGATE_TEST_TASK_API_TOKEN": read, **overrides})
 
 
 def doctor(sandbox: RunningSandbox, *flags: str, **overrides: str) -> Result:
@@ -106,6 +108,7 @@ def test_a_deployment_as_the_readme_recommends_passes(sandbox: RunningSandbox) -
     assert {c for c, s in found if s == GATE} == {"gate-files", "gate-image"}
     assert {s for c, s in found if c in ("agents-role", "review-bot-role")} >= {"acme"}
     assert ("tracker-default-branch", "acme/tracker") in found
+    assert ("independence-basis", "configuration") in found
     assert {
         ("accounts-distinct", "accounts"),
         ("read-token", "PAIRGATE_TEST_TASK_API_TOKEN"),
@@ -227,6 +230,8 @@ FLIPS: list[tuple[str, Flip, set[tuple[str, str]]]] = [
     ("one-account-for-both",
      lambda sb: {"PAIRGATE_TEST_REVIEW_BOT_TOKEN": sb.token("agents")},
      {("accounts-distinct", "accounts")}),
+    ("names-and-sessions", lambda sb: {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)},
+     {("independence-basis", "configuration")}),
     ("renovate-branches-unprotected", _unprotect("acme/app", "renovate/*"),
      {("renovate-branches", "acme/app")}),
     ("renovate-branches-pushable-by-developers",
@@ -314,7 +319,8 @@ def test_project_limits_it_and_refuses_an_ungated_one(sandbox: RunningSandbox) -
     recommended(sandbox)
     found = statuses(doctor(sandbox, "--json", "--project", "acme/app"))
     assert {s for _, s in found} == {"acme/app", "acme/tracker", "acme", "accounts",
-                                     "PAIRGATE_TEST_TASK_API_TOKEN", GATE}  # fmt: skip
+                                     "PAIRGATE_TEST_TASK_API_TOKEN", GATE,
+                                     "configuration"}  # fmt: skip
     refused = doctor(sandbox, "--project", "outside/app")
     assert refused.code == 2 and "--project outside/app: not a gated project" in refused.err
 

@@ -11,6 +11,7 @@ from pairgate.doctor.branches import covers, default_branch_check, entry_problem
 from pairgate.doctor.checks import (
     PipelineFile,
     image_check,
+    independence_check,
     pipeline_file,
     pipeline_problem,
     setting_checks,
@@ -170,3 +171,18 @@ def test_the_read_token_check() -> None:
     hole = token_check({"scopes": ["read_api", "write_repository"]}, "X")
     assert hole.status == "hole" and "with write_repository" in hole.detail
     assert token_check({"scopes": []}, "X").status == "pass"
+
+
+def test_independence_resting_on_names_and_sessions_is_a_hole_with_its_fix() -> None:
+    names = independence_check([], [10], 11, "PAIRGATE_TEST_TASK_WRITE_TOKEN")
+    assert (names.check, names.status) == ("independence-basis", "hole")
+    assert names.detail.startswith("review_author_user_ids is not set: independence rests on names")
+    assert names.fix == (
+        "set review_author_user_ids to the review account (user id 11, the review bot's), and "
+        "run each reviewer's session with that account's token in PAIRGATE_TEST_TASK_WRITE_TOKEN: "
+        "an approval then counts only in a note GitLab reports as written by it"
+    )
+    shared = independence_check([10, 11], [10], 11, "W")
+    assert shared.status == "hole" and "user id 10 is in both" in shared.detail
+    bound = independence_check([11], [10], 11, "W")
+    assert bound.status == "pass" and bound.detail.startswith("account-bound")

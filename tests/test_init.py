@@ -49,6 +49,7 @@ def test_init_writes_a_complete_set_from_what_gitlab_says(
     values = doc["values"]
     assert values["group_path"] == "acme" and values["group_id"] == "100"
     assert values["ledger_author_user_ids"] == [10]  # the token's own account
+    assert values["review_author_user_ids"] == [11]  # the review bot's: account-bound
     assert values["renovate_bot_user_id"] == 12
     assert values["agent_identity_prefix"] == "acme"
     assert values["generic_tracking_issue"] == 1
@@ -164,6 +165,8 @@ def test_a_round_and_the_hook_work_from_what_init_wrote(
         # Each agent in a session of its own: the gate counts no approval from a session that
         # also wrote as the lead.
         agent_env = {**env, "PAIRGATE_AGENT_ID": agent, "PAIRGATE_SESSION_ID": f"s-{agent}"}
+        if agent == "acme-review":  # account-bound: the reviewer writes as the review account
+            agent_env["PAIRGATE_TASK_WRITE_TOKEN"] = sandbox.token("review_bot")
         result = run_cli(list(argv), env=agent_env)
         assert result.code == 0, f"{argv}: {result.err}"
 

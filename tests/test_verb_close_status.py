@@ -69,6 +69,7 @@ STATUS_KEYS = {
     "label",
     "offer",
     "approvals",
+    "independence_basis",
     "merge_requests",
     "skipped",
     "breaks",

@@ -22,7 +22,7 @@ from pairgate.evidence.surface import (
     record_field,
     rerun_summary,
 )
-from pairgate.standalone.approvals import independence, reasons_against
+from pairgate.standalone.approvals import assess, reasons_against
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError, Refusal, UsageError
 from pairgate.standalone.fold import self_approval_rule
@@ -349,12 +349,24 @@ def approve(
     if recorded or carries:
         turn.say(f"Evidence and re-runs from an agent's session are {SELF_REPORTED}.")
     written = next(a for a in turn.ledger.approvals if a.note_id == event.note_id)
-    reasons = independence(issue, written, {issue: turn.ledger, **others}, config=config)
-    if reasons:
+    assessed = assess(issue, written, {issue: turn.ledger, **others}, config=config)
+    reasons = "; ".join(assessed.reasons)
+    doors = "no door counts it (merge-check, the CI validators, the merge hook)"
+    if assessed.code == "self-approval-only":
         turn.warn(
-            f"warning: this is a self-approval ({'; '.join(reasons)}). It is recorded, and no "
-            f"door counts it (merge-check, the CI validators, the merge hook): the merge needs "
-            f"an approval by an agent with no hand in the work."
+            f"warning: this is a self-approval ({reasons}). It is recorded, and {doors}: the "
+            f"merge needs an approval by an agent with no hand in the work."
+        )
+    elif assessed.code == "not-offered":
+        turn.warn(
+            f"warning: this approval does not count ({reasons}). It is recorded, and {doors}: "
+            f"the merge needs an approval by an agent that accepted an offer of it from another "
+            f"agent, in another session."
+        )
+    elif assessed.code == "not-review-account":
+        turn.warn(
+            f"warning: this approval does not count ({reasons}). It is recorded, and {doors}: "
+            f"approve from a session that writes with the review account's token."
         )
     return 0
 

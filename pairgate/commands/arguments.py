@@ -101,7 +101,11 @@ def issue_verb(p: Parser) -> None:
 def claim(p: Parser) -> None:
     issue_verb(p)
     p.add_argument(
-        "--role", required=True, choices=["lead", "review"], help="the role you take it in"
+        "--role",
+        required=True,
+        choices=["lead", "review"],
+        help="the role you take it in (as review, your approval still needs an offer of the "
+        "merge request from another agent, accepted first)",
     )
 
 

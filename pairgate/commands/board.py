@@ -34,7 +34,7 @@ from pairgate.tracker import (
     read_labelled,
     read_mr_states,
 )
-from pairgate.views.approvals import approval_state, scope_for, with_cited
+from pairgate.views.approvals import approval_state, basis_doc, scope_for, with_cited
 from pairgate.views.gate_runs import gate_run
 
 
@@ -148,6 +148,7 @@ def board_doc(
         "closed_included": closed,
         "live_freezes": [f for i in issues for f in i["freezes"] if f["live"]],
         "issues": issues,
+        "independence_basis": basis_doc(config),
     }
 
 
@@ -338,6 +339,7 @@ def board_text(doc: dict[str, Any], style: Style) -> str:
             )
     if details:
         lines += ["", style("Ledger problems:", "bold"), *(f"  {d}" for d in details)]
+    lines += ["", f"Approvals: {doc['independence_basis']['says']}."]
     return "\n".join(lines)
 
 

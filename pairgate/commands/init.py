@@ -132,6 +132,8 @@ def init(
         "agent_text_dir": "agent-text",
         "handoff_doc": handoff_doc,
         "ledger_author_user_ids": [int(agents["id"])],
+        # Account-bound from the start: the review bot's account writes the reviewers' records.
+        "review_author_user_ids": [int(bot["id"])],
     }
     validate_config(values, source="the configuration init would write")
     settings_path = claude_settings_file

@@ -80,6 +80,19 @@ def claim(
                 f"approvals of it will not count on any door: the merge needs an approval by an "
                 f"agent with no hand in the work."
             )
+        bound = (
+            " by another GitLab account than the review account that writes its approval"
+            if config.account_bound
+            else ""
+        )
+        offer = command(cli, "handoff", issue, to=agent, role="review", sha="<head>")
+        turn.say(
+            f"An approval by {agent} counts only once it has accepted an offer of the merge "
+            f"request for review from another agent, written in another session{bound}; this "
+            f"claim is no such offer. The lead, holding #{issue}, offers it from its own session: "
+            f"{offer} --mr <iid> --mr-project <project>; then {agent} runs: "
+            f"{command(cli, 'accept', issue)}"
+        )
     return 0
 
 

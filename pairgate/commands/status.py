@@ -15,11 +15,16 @@ from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Ledger, Offer
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import read_ledger
-from pairgate.standalone.scope import author_account, load_automation_families, roster_path
+from pairgate.standalone.scope import (
+    author_account,
+    is_automation_author,
+    load_automation_families,
+    roster_path,
+)
 from pairgate.tracker import pooled, read_issue, read_mr
 from pairgate.verbs.merge_requests import citing_mrs
 from pairgate.verbs.turn import damage
-from pairgate.views.approvals import approval_doc, cited_by, with_cited
+from pairgate.views.approvals import approval_doc, basis_doc, cited_by, with_cited
 from pairgate.views.gate_runs import gate_run, gate_text
 
 MrKey = tuple[str, int]
@@ -83,6 +88,7 @@ def report(
         },
         "offer": offer_doc(ledger.offer, ledger),
         "approvals": approvals,
+        "independence_basis": basis_doc(config),
         "merge_requests": [
             {
                 "project": m.project,
@@ -146,16 +152,22 @@ def add_gate_runs(client: GitLab, ledger: Ledger, doc: dict[str, Any]) -> None:
 
 
 def out_of_scope_authors(config: Config, mrs: list[MergeRequestFacts]) -> dict[MrKey, str]:
-    """For each MR citing only the generic tracking issue (out of the gate's scope on that
-    alone): who opened it, and whether the automation roster says that account is automation."""
+    """For each MR citing only the generic tracking issue: who opened it, and whether the
+    automation roster says that account is automation (then, and only then, it is not gated)."""
     generic = config.generic_tracking_issue
     lone = [m for m in mrs if generic is not None and not cited_by(m, config)]
     if not lone:
         return {}
     families = load_automation_families(roster_path(config))
     return {
-        (m.project, m.iid): f"not gated: it cites only the generic tracking issue; its author "
-        f"is {author_account(m, families, config)}"
+        (m.project, m.iid): (
+            f"not gated: it cites only the generic tracking issue; its author "
+            f"is {author_account(m, families, config)}"
+            if is_automation_author(m, families, config)
+            else f"gated and refused: it cites only the generic tracking issue, which exempts "
+            f"unattended automation alone; its author is {author_account(m, families, config)}. "
+            f"Cite the issue it works on in its description"
+        )
         for m in lone
     }
 
@@ -237,6 +249,8 @@ def render(doc: dict[str, Any], cli: str) -> str:
             lines.append(f"    not independent: {'; '.join(a['independence_reasons'])}")
         if a["v1_note"]:
             lines.append(f"    {a['v1_note']}")
+    if doc["approvals"]:
+        lines.append(f"  ({doc['independence_basis']['says']})")
     lines.append(
         "merge requests citing it:"
         if doc["merge_requests"]

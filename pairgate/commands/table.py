@@ -158,7 +158,8 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "withdraw",
         "take back your approval: no door counts it, its offer back is voided, and the review "
-        "bot's approval is removed on GitLab",
+        "bot's approval is removed on GitLab (from your own session: one that wrote as another "
+        "name is refused)",
         "pairgate.commands.withdraw:withdraw",
         arguments.withdraw,
         reads_gitlab=True,
@@ -308,7 +309,8 @@ COMMANDS: tuple[Command, ...] = (
                 "pairgate.commands.inbox:inbox_ack",
                 watch.inbox_ack,
                 reads_config=False,
-                description="acknowledge a batch you have handled (only its recipient may)",
+                description="acknowledge a batch you have handled (only its recipient may, "
+                "from a session that wrote and acknowledged as no other name)",
             ),
         ),
         subcommand_metavar="ack",

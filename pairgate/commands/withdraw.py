@@ -13,7 +13,14 @@ from pairgate.standalone.gitlab import GitLab, GitLabError
 from pairgate.standalone.ledger import Approval
 from pairgate.tracker import mr_path, read_mr
 from pairgate.verbs.preconditions import command
-from pairgate.verbs.turn import Turn, begin, read_reason, refuse_void, write
+from pairgate.verbs.turn import (
+    Turn,
+    begin,
+    read_reason,
+    refuse_another_name,
+    refuse_void,
+    write,
+)
 
 
 def _listing(turn: Turn) -> str:
@@ -77,6 +84,7 @@ def withdraw(
     turn = begin(ctx, config, client, issue, as_agent, check_freezes=False)
     again = command(turn.cli, "withdraw", issue, approval=approval, reason_file="<file>")
     found = _found(turn, approval, again)
+    refuse_another_name(turn, "withdraw", again)
     bot = review_bot(turn)  # before anything is written: the GitLab side must be removable
     event = write(turn, "approval", "withdraw", {"approval": approval, "reason": text})
     refuse_void(turn, event)

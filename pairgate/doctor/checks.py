@@ -443,6 +443,53 @@ def distinct_check(bot: int | None, agents: Sequence[int], source: str) -> Docto
     )
 
 
+def independence_check(
+    review: Sequence[int], agents: Sequence[int], bot: int | None, write_token: str
+) -> DoctorCheck:
+    """What an approval's independence rests on: the review accounts of the configuration
+    (``review``, review_author_user_ids) against the agents' (``agents``). Without them it
+    rests on the names and sessions records declare, which any writer as the agents' account
+    can declare; that is a hole, and this says how to close it."""
+    read = (
+        "the configuration's review_author_user_ids and ledger_author_user_ids, against GET "
+        "/user id as the review bot's token (doc/api/users.md)",
+    )
+    if not review:
+        account = f"user id {bot}, the review bot's" if bot is not None else "the review bot's"
+        return DoctorCheck(
+            "independence-basis",
+            "configuration",
+            HOLE,
+            read,
+            "review_author_user_ids is not set: independence rests on names and sessions, "
+            "which any process writing as the agents' account can declare (a hand-set session "
+            "id, notes written with a recomputed digest)",
+            f"set review_author_user_ids to the review account ({account}), and run each "
+            f"reviewer's session with that account's token in {write_token}: an approval then "
+            f"counts only in a note GitLab reports as written by it",
+        )
+    shared = sorted(set(review) & set(agents))
+    if shared:
+        return DoctorCheck(
+            "independence-basis",
+            "configuration",
+            HOLE,
+            read,
+            f"user id {shared[0]} is in both review_author_user_ids and ledger_author_user_ids: "
+            f"the agents' own account writes approvals that count",
+            "give the review role an account of its own, and list only that one in "
+            "review_author_user_ids",
+        )
+    return DoctorCheck(
+        "independence-basis",
+        "configuration",
+        PASS,
+        read,
+        f"account-bound: approvals count only in notes by user id "
+        f"{', '.join(map(str, review))}; the agents post as {', '.join(map(str, agents))}",
+    )
+
+
 def token_check(entity: Mapping[str, Any] | Exception | None, variable: str) -> DoctorCheck:
     read = ("GET /personal_access_tokens/self scopes (doc/api/personal_access_tokens.md)",)
     if entity is None:

@@ -18,6 +18,7 @@ from pairgate.doctor.checks import (
     distinct_check,
     gate_files_check,
     image_check,
+    independence_check,
     pipeline_check,
     pipeline_file,
     role_check,
@@ -122,6 +123,8 @@ def run_checks(
         else None
     )
     checks = [distinct_check(bot, agents, bot_source), token_check(token, token_variable)]
+    review = list(config.review_author_user_ids)
+    checks.append(independence_check(review, agents, bot, config.env_name("TASK_WRITE_TOKEN")))
     checks.append(_branch(client, tracker, default_branch, tracker_data, level))
     targets: dict[PipelineFile, None] = {}
     for path in paths:

@@ -57,6 +57,19 @@ class Config:
     agent_text_dir: str
     handoff_doc: str
     ledger_author_user_ids: tuple[int, ...]
+    # Absent: independence rests on the names and sessions records declare (the mode before
+    # this key). Set: the review role is bound to these GitLab accounts (approvals.py).
+    review_author_user_ids: tuple[int, ...] = field(default=(), kw_only=True)
+
+    @property
+    def account_bound(self) -> bool:
+        """Is the review role bound to GitLab accounts (review_author_user_ids set)?"""
+        return bool(self.review_author_user_ids)
+
+    @property
+    def record_author_ids(self) -> frozenset[int]:
+        """The accounts whose notes carry ledger records: the agents' and the review ones."""
+        return frozenset(self.ledger_author_user_ids) | frozenset(self.review_author_user_ids)
 
     def relative(self, key: Literal["agent_text_dir", "liveness_oracle_file"]) -> Path:
         """A path-valued key resolved against the configuration file's directory."""
@@ -85,7 +98,8 @@ def env_variable(env_prefix: str, suffix: str) -> str:
 
 
 # The specification's seventeen keys, plus ledger_author_user_ids (docs/agent-handoff-reference.md,
-# "The fold": the accounts whose notes count): Config's fields but its path.
+# "The fold": the accounts whose notes count) and the optional review_author_user_ids
+# ("Account-bound roles"): Config's fields but its path.
 CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name != "path")
 OPTIONAL_CONFIG_KEYS = frozenset(
     f.name for f in fields(Config) if f.name in CONFIG_KEYS and f.default is not MISSING
@@ -134,6 +148,13 @@ CONFIG_SCHEMA: dict[str, Any] = {
             "uniqueItems": True,
             "items": {"type": "integer", "minimum": 1},
         },
+        "review_author_user_ids": {
+            "type": "array",
+            "uniqueItems": True,
+            "items": {"type": "integer", "minimum": 1},
+            "description": "the GitLab accounts review-side records are written as; absent "
+            "or []: independence rests on names and sessions",
+        },
     },
 }
 
@@ -150,6 +171,7 @@ _KEY_GRAMMAR_HINTS = {
     "renovate_bot_user_id": "a GitLab user id (an integer)",
     "ledger_author_user_ids": "a non-empty list of distinct GitLab user ids (integers)",
     "deployed_paths": "a non-empty list of repository paths",
+    "review_author_user_ids": "a list of distinct GitLab user ids (integers), or no key at all",
 }
 
 

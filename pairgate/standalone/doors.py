@@ -60,6 +60,8 @@ def print_verdict(
         print(json.dumps(verdict.as_json(), indent=2), file=ctx.stdout)
     else:
         print(verdict.message, file=ctx.stdout if verdict.allowed else ctx.stderr)
+        if verdict.in_scope and verdict.basis:  # said once: what its independence rests on
+            print(f"note: {verdict.basis}", file=ctx.stderr)
         for warning in verdict.warnings:
             print(f"warning: {warning}", file=ctx.stderr)
     if verbose:
@@ -163,6 +165,8 @@ def validator_main(
     )
     for warning in verdict.warnings:
         print(f"warning: {warning}", file=ctx.stdout)
+    if verdict.in_scope and verdict.basis and check_name != "record":
+        print(f"note: {verdict.basis}", file=ctx.stdout)  # what independence rests on, once
     check = (
         Check(verdict.allowed, verdict.code, verdict.message)
         if check_name is None

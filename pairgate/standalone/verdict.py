@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pairgate.standalone.approvals import Judged, judge, same_mr, v1_note
+from pairgate.standalone.approvals import Judged, independence_basis, judge, same_mr, v1_note
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import Approval, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
@@ -48,6 +48,8 @@ class GateVerdict:
     warnings: tuple[str, ...] = ()
     approvals: tuple[Judged, ...] = ()  # every approval naming this MR, as the gate judged it
     author: Mapping[str, Any] | None = None  # who opened the MR, as GitLab says
+    basis: str = ""  # what independence rests on here (approvals.independence_basis)
+    account_bound: bool = False
 
     def as_json(self) -> dict[str, Any]:
         """merge-check --json: stable keys, documented in docs/agent-handoff-reference.md."""
@@ -71,6 +73,10 @@ class GateVerdict:
             "independence": self._deciding_independence(),
             "approvals": [j.as_json() for j in self.approvals],
             "author": dict(self.author) if self.author else None,
+            "independence_basis": {
+                "mode": "account-bound" if self.account_bound else "names-and-sessions",
+                "says": self.basis,
+            },
         }
 
     def _deciding_independence(self) -> dict[str, Any] | None:
@@ -142,6 +148,8 @@ def decide(
             scope=scope.code,
             scope_detail=scope.detail,
             author={"id": mr.author_id, "username": mr.author_username or None},
+            basis=independence_basis(config),
+            account_bound=config.account_bound,
             **fields,
         )
 
@@ -168,8 +176,23 @@ def decide(
         if note
     )
     record = _record_check(mr, ledgers, tracker, cli)
-    approval, found = _approval_check(mr, ledgers, judged, tracker, cli)
-    if not ledgers:
+    approval, found = _approval_check(
+        mr, ledgers, judged, tracker, cli, account_bound=config.account_bound
+    )
+    generic = config.generic_tracking_issue
+    if not ledgers and generic is not None and tuple(cited) == (generic,):
+        # In scope although it cites only the generic issue: its author is no automation
+        # account (scope.py), and the exemption is for unattended automation alone.
+        record = Check(
+            False,
+            "generic-issue-non-automation",
+            f"{mr.ref} cites only the generic tracking issue {tracker}#{generic}, which exempts "
+            f"unattended automation alone, and {scope.detail}. Cite the issue it works on in "
+            f"its description ({tracker}#NN), hold it ({cli} claim NN --role lead), and have "
+            f"its head reviewed: {_approve_command(cli, 'NN', mr, None)}",
+        )
+        problems = [(record.code, record.message)]
+    elif not ledgers:
         problems = [
             (
                 "no-citation",
@@ -257,6 +280,8 @@ def _approval_check(
     judged: Sequence[Judged],
     tracker: str,
     cli: str,
+    *,
+    account_bound: bool = False,
 ) -> tuple[Check, tuple[int, Approval] | None]:
     """Approval at head: an approval of this MR in the ledger of a cited issue that counts
     (see ``judge``). Returns the check and the (issue, approval) that passes, if any."""
@@ -298,9 +323,30 @@ def _approval_check(
             f"({where}), not independent: {'; '.join(j.reasons)}. The gate counts only an "
             f"approval by an agent with no hand in the work (it never held a cited issue as "
             f"lead, never offered this merge request for review, and shares no session with "
-            f"one that did). Offer it for review to such an agent: {cli} handoff {j.issue} --to "
+            f"one that did) that accepted an offer of it from another agent. Offer it for "
+            f"review to such an agent: {cli} handoff {j.issue} --to "
             f"<reviewer> --role review --sha {mr.head_sha} --mr {mr.iid} --mr-project "
             f"{mr.project}"
+        )
+    elif j.code == "not-review-account":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) does not count: "
+            f"{'; '.join(j.reasons)}. This deployment binds the review role to GitLab "
+            f"accounts (review_author_user_ids): an approval counts only in a note a review "
+            f"account wrote, and only when that account wrote no record of a hand in the work. "
+            f"The reviewer approves again from a session that writes with the review account's "
+            f"token. {steps}"
+        )
+    elif j.code == "not-offered":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) does not count: "
+            f"{'; '.join(j.reasons)}. An approval counts only when its approver accepted an "
+            f"offer of the merge request for review from another agent, written in another "
+            f"session{' by another account' if account_bound else ''}: whoever holds the work "
+            f"offers it, from its own session: {cli} handoff {j.issue} --to <reviewer> --role "
+            f"review --sha {mr.head_sha} --mr {mr.iid} --mr-project {mr.project}; the reviewer "
+            f"accepts in a session of its own ({cli} accept {j.issue}) and approves: "
+            f"{_approve_command(cli, j.issue, mr, approval.to)}"
         )
     elif j.code == "not-at-head":
         message = (
