@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,12 +31,15 @@ RECOMMENDED = {
 }
 
 
-def publish(sandbox: RunningSandbox, image: str = DIGEST) -> Result:
-    """deploy-pipeline --publish, as the README's deployment runs it (a Maintainer's token)."""
+def publish(
+    sandbox: RunningSandbox, image: str = DIGEST, config: Path = ACCOUNT_BOUND_CONFIG
+) -> Result:
+    """deploy-pipeline --publish, as the README's deployment runs it (a Maintainer's token),
+    with the configuration doctor reads (the gate files carry it)."""
     argv = ["deploy-pipeline", "--publish", PIPELINE, "--image", image, "--runner-tag", "gate",
             "--read-token-variable", "GATE_READ", "--gate-dir", "gate", "--gitlab-url",
             sandbox.url]  # fmt: skip
-    env = {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)}
+    env = {"PAIRGATE_CONFIG": str(config)}
     env["PAIRGATE_TEST_DEPLOY_TOKEN"] = sandbox.token("maintainer")
     result = run_cli(argv, env)
     assert result.code == 0, result.err
@@ -230,7 +234,8 @@ FLIPS: list[tuple[str, Flip, set[tuple[str, str]]]] = [
     ("one-account-for-both",
      lambda sb: {"PAIRGATE_TEST_REVIEW_BOT_TOKEN": sb.token("agents")},
      {("accounts-distinct", "accounts")}),
-    ("names-and-sessions", lambda sb: {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)},
+    ("names-and-sessions",
+     lambda sb: publish(sb, config=FIXTURE_CONFIG) and {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)},
      {("independence-basis", "configuration")}),
     ("renovate-branches-unprotected", _unprotect("acme/app", "renovate/*"),
      {("renovate-branches", "acme/app")}),
