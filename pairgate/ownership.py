@@ -9,41 +9,41 @@ package around it, so it imports only the standard library and the runtime depen
 
 Contents (where each source module begins, and what it holds):
   line    83  errors.py: Exit codes, the error family and the run context every door is given.
-  line   284  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   442  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   682  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1270  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1539  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1942  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2018  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2259  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  2868  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2994  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3233  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3569  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3717  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4114  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4161  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4304  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4487  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  4892  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5097  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5336  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5766  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6222  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6301  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6448  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6543  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6911  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7301  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7537  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7819  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8230  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8288  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8731  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8901  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8926  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9275  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line   303  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   461  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   701  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1289  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1558  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  1961  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2037  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2278  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  2887  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3013  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3252  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3588  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3736  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4133  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4180  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4323  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4506  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  4911  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5116  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5355  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5817  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6273  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6352  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6499  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6594  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6962  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7352  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7588  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7870  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8281  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8339  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8788  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8958  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8983  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9342  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -191,6 +191,25 @@ def state_dir(env: Mapping[str, str]) -> Path | None:
     if base is None or (home and base.is_relative_to(home) and not Path(home).is_dir()):
         return None
     return base / "pairgate"
+
+
+def first_today(env: Mapping[str, str], copy: str, now: float) -> bool:
+    """True once per UTC day per copy: a stamp under the user's state directory says when the
+    copy's currency note was last given. With no state directory to keep it in, every time."""
+    base = state_dir(env)
+    if base is None:
+        return True
+    stamp = base / "currency-notes" / hashlib.sha256(copy.encode()).hexdigest()
+    today = time.strftime("%Y-%m-%d", time.gmtime(now))
+    try:
+        if stamp.read_text(encoding="utf-8").strip() == today:
+            return False
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):  # a note is never worth failing a command over
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(today + "\n", encoding="utf-8")
+    return True
 
 
 CRASH_LOG = "pairgate.log"
@@ -5484,10 +5503,42 @@ class CommandReading:
         found += list(self.unknown)
         found += [
             f"{text}: this names a glab merge that the command does not run; if it is a "
-            "message, pass it from a file (--reason-file) instead"
+            f"message, {_from_a_file(text)}"
             for text in self.mentions
         ]
         return found
+
+    @property
+    def misread(self) -> bool:
+        """Was the spelling of a merge or a push the problem (not a text that names one)?"""
+        return bool(self.unknown) or any(x.problem for x in (*self.merges, *self.pushes))
+
+
+# A message flag, and the same command's flag that reads the message from a file.
+_FILE_FLAGS = (
+    (re.compile(r"(^|\s)--reason(=|\s)"), "pass it from a file with --reason-file <file>"),
+    (re.compile(r"(^|\s)--text(=|\s)"), "pass it from a file with --text-file <file>"),
+    (
+        re.compile(r"(^|\s)--constraint-text(=|\s)"),
+        "pass it from a file with --constraint-file <file>",
+    ),
+    (
+        re.compile(r"(^|\s)git\s+(commit|tag|notes)\b"),
+        "write it to a file and pass it with -F <file>",
+    ),
+    (
+        re.compile(r"(^|\s)glab\s+(mr|issue)\s+(note|comment)\b"),
+        'write it to a file and pass it as -m "$(cat <file>)"',
+    ),
+)
+
+
+def _from_a_file(text: str) -> str:
+    """How the command that carries ``text`` takes a message from a file."""
+    for pattern, remedy in _FILE_FLAGS:
+        if pattern.search(text):
+            return remedy
+    return "write it to a file and give the command the file instead"
 
 
 class _Dyn:
@@ -8289,6 +8340,10 @@ PROGRAMS: dict[str, ProgramReader] = {
 # =============================================================================================
 
 
+MENTION_MAX = 200  # characters of a command quoted in a block that names a merge it does not run
+
+
+
 class Reader:
     """Reads one command: the layers, the syntax tree and the state of one reading here; what
     each program does with its arguments in the functions of PROGRAMS, through the steps of
@@ -8394,7 +8449,9 @@ class Reader:
         unquoted = " ".join(self._free_words(root, layer))
         for text in (raw, unquoted):
             if mentions_merge(text):
-                self.mentions.append(short(text))
+                # Quoted as the command spells it: the masked text lacks the words that say
+                # which command it is, and so which of its flags reads a file.
+                self.mentions.append(short(layer.src.decode("utf-8", "replace"), MENTION_MAX))
                 return
 
     def _free_words(self, root: Any, layer: Layer) -> Iterator[str]:
@@ -8973,7 +9030,7 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
     _hook_files_present(here, env)
     config = load_config(env)
     if problems:
-        raise HookDenied(_hook_message(config, problems, reading.merges))
+        raise HookDenied(_hook_message(config, problems, reading.merges, spelling=reading.misread))
     _hook_currency_note(ctx, here, config)
     client = gitlab_from_env(config, ctx.env, timeout=HOOK_TIMEOUT, transport=one_attempt_transport)
     refused = []
@@ -8987,7 +9044,7 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
     for push in reading.pushes:
         refused += _hook_push(ctx, client, config, push, cwd if isinstance(cwd, str) else None)
     if refused:
-        raise HookDenied(_hook_message(config, refused, reading.merges))
+        raise HookDenied(_hook_message(config, refused, reading.merges, spelling=False))
     return Exit.OK
 
 
@@ -9187,7 +9244,12 @@ def _hook_currency_note(ctx: Context, here: Path, config: Config) -> None:
         import deployed_currency  # type: ignore[import-not-found,unused-ignore]
 
         currency = deployed_currency.measure(here, config.deployed_paths, env=ctx.env)
-        if currency.state != deployed_currency.CURRENT:
+        # A stale copy is said every time; one that cannot be measured once a day, as the CLI
+        # says it: the same note on every merge decision teaches the agent to skip it.
+        if currency.state == deployed_currency.STALE or (
+            currency.state == deployed_currency.UNVERIFIABLE
+            and first_today(ctx.env, f"merge hook {here}", ctx.now())
+        ):
             print(
                 f"pairgate merge hook: note: {deployed_currency.describe(currency)}",
                 file=ctx.stderr,
@@ -9196,7 +9258,11 @@ def _hook_currency_note(ctx: Context, here: Path, config: Config) -> None:
         print(f"pairgate merge hook: note: currency not established: {exc}", file=ctx.stderr)
 
 
-def _hook_message(config: Config, problems: Sequence[str], merges: Sequence[MergeFound]) -> str:
+def _hook_message(
+    config: Config, problems: Sequence[str], merges: Sequence[MergeFound], *, spelling: bool
+) -> str:
+    """The block's reasons, the checks to run, and the spelling the hook reads only when the
+    spelling was the problem."""
     lines = ["the merge hook blocked this command:"]
     lines += [f"- {p}" for p in problems]
     cli = config.cli
@@ -9205,10 +9271,11 @@ def _hook_message(config: Config, problems: Sequence[str], merges: Sequence[Merg
     ]
     if checks:
         lines.append("Check before merging: " + "; ".join(checks))
-    lines.append(
-        "Merge one reviewed merge request per command, spelled so the hook can read it: "
-        "glab mr merge <iid> -R <group/project> --sha <approved head>"
-    )
+    if spelling:
+        lines.append(
+            "Merge one reviewed merge request per command, spelled so the hook can read it: "
+            "glab mr merge <iid> -R <group/project> --sha <approved head>"
+        )
     lines.append(f"Background: {config.handoff_doc}.")
     return "\n".join(lines)
 

@@ -1,0 +1,72 @@
+"""What the merge hook tells the agent when it blocks: the command quoted whole, the file option
+of that command, the spelling advice only when spelling was the problem, and the currency note
+once a day. The real hook script, with Claude Code's JSON on stdin."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_merge_hook import deployed, hook_input, run_hook  # noqa: F401
+
+FOOTER = (
+    "Merge one reviewed merge request per command, spelled so the hook can read it: "
+    "glab mr merge <iid> -R <group/project> --sha <approved head>"
+)
+NAMES = "this names a glab merge that the command does not run; if it is a message"
+
+
+@pytest.mark.parametrize(
+    ("command", "remedy"),
+    [
+        (
+            'glab mr note 4 -R acme/app -m "ready for glab mr merge"',
+            'write it to a file and pass it as -m "$(cat <file>)"',
+        ),
+        ('git commit -m "then glab mr merge 4"', "write it to a file and pass it with -F <file>"),
+        (
+            'pairgate impose 3 --text "never glab mr merge"',
+            "pass it from a file with --text-file <file>",
+        ),
+        (
+            'pairgate decline 3 --reason "run glab mr merge 4 yourself"',
+            "pass it from a file with --reason-file <file>",
+        ),
+    ],
+)
+def test_a_text_naming_a_merge_is_quoted_whole_with_its_commands_file_option(
+    deployed: Path,  # noqa: F811
+    command: str,
+    remedy: str,
+) -> None:
+    result = run_hook(deployed, hook_input(command))
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"pairgate: the merge hook blocked this command:\n- {command}: {NAMES}, {remedy}\n"
+        f"Background: docs/agent-handoff.md.\n"
+    )
+
+
+def test_the_remedy_for_a_glab_note_passes(deployed: Path) -> None:  # noqa: F811
+    result = run_hook(deployed, hook_input('glab mr note 4 -R acme/app -m "$(cat note.txt)"'))
+    assert (result.returncode, result.stderr) == (0, "")
+
+
+def test_the_spelling_advice_comes_when_the_spelling_was_the_problem(
+    deployed: Path,  # noqa: F811
+) -> None:
+    result = run_hook(deployed, hook_input('glab mr merge "$MR" -R acme/app'))
+    assert result.returncode == 2
+    assert result.stderr.endswith(f"{FOOTER}\nBackground: docs/agent-handoff.md.\n")
+
+
+def test_the_currency_note_comes_once_a_day(deployed: Path, tmp_path: Path) -> None:  # noqa: F811
+    command = "glab mr merge 4 -R acme/app --sha " + "0" * 40
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    first, second = (run_hook(deployed, hook_input(command), env=env) for _ in range(2))
+    note = f"pairgate merge hook: note: UNVERIFIABLE: git finds no checkout at {deployed}"
+    assert (first.returncode, second.returncode) == (2, 2)  # no GitLab here: it cannot decide
+    assert first.stderr.startswith(note)
+    assert "note:" not in second.stderr
+    assert second.stderr.startswith("pairgate: the merge hook could not decide, so it blocks")
