@@ -29,21 +29,21 @@ Contents (where each source module begins, and what it holds):
   line  4911  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
   line  5116  doors.py: The gate's doors that print: merge-check and the three CI validators.
   line  5355  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5817  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6273  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6352  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6499  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6594  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6962  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7352  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7588  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7870  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8281  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8339  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8788  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8958  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8983  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9342  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  5821  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6277  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6356  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6503  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6598  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  6966  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7356  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7592  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7874  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8285  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8343  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8792  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  8962  command_reader/read.py: read_command: the command reader's one entry point.
+  line  8987  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9346  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -5511,7 +5511,11 @@ class CommandReading:
     @property
     def misread(self) -> bool:
         """Was the spelling of a merge or a push the problem (not a text that names one)?"""
-        return bool(self.unknown) or any(x.problem for x in (*self.merges, *self.pushes))
+        return (
+            bool(self.unknown)
+            or any(m.problem for m in self.merges)
+            or any(p.problem for p in self.pushes)
+        )
 
 
 # A message flag, and the same command's flag that reads the message from a file.

@@ -202,7 +202,11 @@ class CommandReading:
     @property
     def misread(self) -> bool:
         """Was the spelling of a merge or a push the problem (not a text that names one)?"""
-        return bool(self.unknown) or any(x.problem for x in (*self.merges, *self.pushes))
+        return (
+            bool(self.unknown)
+            or any(m.problem for m in self.merges)
+            or any(p.problem for p in self.pushes)
+        )
 
 
 # A message flag, and the same command's flag that reads the message from a file.
