@@ -20,30 +20,30 @@ Contents (where each source module begins, and what it holds):
   line  2887  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
   line  3013  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
   line  3252  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3588  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3736  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4133  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4180  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4323  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4506  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  4911  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5116  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5355  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5821  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6277  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6356  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6503  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6598  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6966  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7356  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7592  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7874  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8285  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8343  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8792  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8962  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8987  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9346  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  3632  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3780  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4177  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4224  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4367  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4550  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  4955  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5160  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5399  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5865  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6321  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6400  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6547  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6642  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7010  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7400  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7636  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7918  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8329  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8387  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8836  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9006  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9031  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9390  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -3452,17 +3452,59 @@ def _approve_command(cli: str, issue: object, mr: MergeRequestFacts, lead: str |
     )
 
 
+def _pipeline_state(mr: MergeRequestFacts) -> str:
+    pipeline = mr.head_pipeline or {}
+    status = pipeline.get("status")
+    if not status or pipeline.get("sha") not in (None, mr.head_sha):
+        return "no pipeline has run at its head"
+    return f"its head pipeline is {status}"
+
+
 def _review_steps(
-    cli: str, issue: object, mr: MergeRequestFacts, reviewer: str | None, lead: str | None
+    cli: str,
+    issue: object,
+    mr: MergeRequestFacts,
+    reviewer: str | None,
+    lead: str | None,
+    offer: Offer | None = None,
 ) -> str:
     """The way to a review of the current head. Only the holder in the review role may approve,
-    and after a round the lead holds the issue, so the head is offered for review first."""
+    and after a round the lead holds the issue, so the head is offered for review first. An
+    issue holds one live offer: a pending one is answered or replaced (--supersede), never
+    offered over. Each step says which agent runs it, never with another agent's --as."""
     sha = mr.head_sha or "<head>"
+    approve = _approve_command(cli, issue, mr, lead)
+    handoff = (
+        f"{cli} handoff {issue} --to {reviewer or '<reviewer>'} --role review --sha {sha} "
+        f"--mr {mr.iid} --mr-project {mr.project}"
+    )
+    if offer is None:
+        return (
+            f"The lead offers the head for review: {handoff}; the reviewer accepts ({cli} "
+            f"accept {issue}) and approves it: {approve}"
+        )
+    pending = (
+        f"An offer is pending on #{issue}: note {offer.note_id}, {offer.sender} to {offer.to} as "
+        f"{offer.role} at {offer.sha[:12]}; {_pipeline_state(mr)}."
+    )
+    offers_head = offer.mr is not None and _same_mr(offer.mr, mr) and offer.sha == mr.head_sha
+    if offers_head and offer.role == "review":
+        return (
+            f"{pending} {offer.to} takes it; {offer.to} runs: {cli} accept {issue}; then "
+            f"approves the head: {approve}"
+        )
+    if offer.event == "approve":
+        # The reviewer still holds the issue until its offer back is accepted: it reviews the
+        # head as it is now and approves again, in place of that offer.
+        return (
+            f"{pending} {offer.sender} still holds #{issue} as review, so it reviews the head "
+            f"and approves it, replacing its offer; {offer.sender} runs: {approve} --supersede "
+            f"{offer.note_id}"
+        )
     return (
-        f"The lead offers the head for review: {cli} handoff {issue} --to "
-        f"{reviewer or '<reviewer>'} --role review --sha {sha} --mr {mr.iid} --mr-project "
-        f"{mr.project}; the reviewer accepts ({cli} accept {issue}) and approves it: "
-        f"{_approve_command(cli, issue, mr, lead)}"
+        f"{pending} It does not offer this head for review, so {offer.sender} replaces it; "
+        f"{offer.sender} runs: {handoff} --supersede {offer.note_id}; the reviewer accepts "
+        f"({cli} accept {issue}) and approves it: {approve}"
     )
 
 
@@ -3518,18 +3560,20 @@ def _approval_check(
     if not judged:
         first = next(iter(ledgers), None)
         lead = _lead_of(ledgers[first]) if first is not None else None
+        offer = ledgers[first].offer if first is not None else None
         issues = ", ".join(f"{tracker}#{i}" for i in ledgers) or f"any issue of {tracker}"
         return Check(
             True,
             "never-approved",
             f"no approval in {issues} names {mr.ref}. "
-            f"{_review_steps(cli, first or 'NN', mr, None, lead)}",
+            f"{_review_steps(cli, first or 'NN', mr, None, lead, offer)}",
         ), None
     at_head = [j for j in judged if j.code != "not-at-head"]
     j = (at_head or list(judged))[-1]
     approval = _approval(ledgers, j)
     where = f"{tracker}#{j.issue}, note {j.note_id}"
-    steps = _review_steps(cli, j.issue, mr, None, approval.to)
+    offer = ledgers[j.issue].offer
+    steps = _review_steps(cli, j.issue, mr, None, approval.to, offer)
     if j.code == "self-approval-only":
         message = (
             f"the only approval of {mr.ref} at its head is a self-approval by {j.approver} "
@@ -3545,7 +3589,7 @@ def _approval_check(
             f"the approval of {mr.ref} by {j.approver} ({where}) "
             f"{str(j.why).removeprefix('it ')}: a push after an "
             f"approval voids it, and the new head needs its own review. "
-            f"{_review_steps(cli, j.issue, mr, j.approver, approval.to)}"
+            f"{_review_steps(cli, j.issue, mr, j.approver, approval.to, offer)}"
         )
     elif j.code in ("retargeted", "base-moved"):
         what = "target branch" if j.code == "retargeted" else "merge base"

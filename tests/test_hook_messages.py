@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from pairgate.sandbox.testing import RunningSandbox
+from tests.kit.names import REVIEW
+from tests.kit.run import agent_env
+from tests.kit.world import Round
 from tests.test_merge_hook import deployed, hook_input, run_hook  # noqa: F401
 
 FOOTER = (
@@ -70,3 +74,19 @@ def test_the_currency_note_comes_once_a_day(deployed: Path, tmp_path: Path) -> N
     assert first.stderr.startswith(note)
     assert "note:" not in second.stderr
     assert second.stderr.startswith("pairgate: the merge hook could not decide, so it blocks")
+
+
+def test_the_hook_names_the_pending_offer_and_who_answers_it(
+    deployed: Path,  # noqa: F811
+    sandbox: RunningSandbox,
+) -> None:
+    w = Round(sandbox).claim().offer()
+    result = run_hook(
+        deployed,
+        hook_input(f"glab mr merge {w.mr} -R {w.project} --sha {w.head}"),
+        env=agent_env(sandbox),
+    )
+    assert result.returncode == 2
+    assert f"{REVIEW} takes it; {REVIEW} runs: pairgate accept {w.issue}; then" in result.stderr
+    assert "--as" not in result.stderr
+    assert FOOTER not in result.stderr  # the spelling was right: the approval is missing
