@@ -20,30 +20,30 @@ Contents (where each source module begins, and what it holds):
   line  2887  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
   line  3013  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
   line  3252  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3632  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3780  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4177  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4224  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4367  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4550  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  4955  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5160  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5399  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5865  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6321  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6400  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6547  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6642  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7010  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7400  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7636  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7918  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8329  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8387  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8836  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  9006  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9031  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9390  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  3634  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  3782  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4179  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4226  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4369  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4552  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  4957  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5162  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5430  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  5896  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6352  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6431  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  6578  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  6673  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7041  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7431  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  7667  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  7949  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8360  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8418  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  8867  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9037  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9062  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9421  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -3286,6 +3286,7 @@ class GateVerdict:
     warnings: tuple[str, ...] = ()
     approvals: tuple[Judged, ...] = ()  # every approval naming this MR, as the gate judged it
     author: Mapping[str, Any] | None = None  # who opened the MR, as GitLab says
+    mr_state: str = ""  # opened, merged, closed, locked: as GitLab says ("" when not read)
 
     def as_json(self) -> dict[str, Any]:
         """merge-check --json: stable keys, documented in docs/agent-handoff-reference.md."""
@@ -3380,6 +3381,7 @@ def decide(
             scope=scope.code,
             scope_detail=scope.detail,
             author={"id": mr.author_id, "username": mr.author_username or None},
+            mr_state=mr.state,
             **fields,
         )
 
@@ -5244,7 +5246,36 @@ def run_merge_check(
             }
             print(json.dumps(undecided, indent=2), file=ctx.stdout)
         raise PairgateError(message) from exc
+    if verdict.in_scope and verdict.mr_state == "merged":
+        return _merged(verdict, config, ctx, json_out=json_out)
     return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose)
+
+
+def _merged(verdict: GateVerdict, config: Config, ctx: Context, *, json_out: bool) -> int:
+    """merge-check on a merge request that already merged: no "may merge" (exit 1, nothing is
+    left to pass), what it merged with, and what is left on the ledger."""
+    cli, tracker = config.cli, config.tracker_project
+    ref = f"{verdict.project}!{verdict.iid}"
+    if verdict.allowed:
+        how = (
+            f"It merged with {verdict.approved_by}'s approval of {verdict.approved_sha} "
+            f"({tracker}#{verdict.approval_issue}, note {verdict.approval_note})."
+        )
+    else:
+        how = f"No approval that counts names its head ({verdict.code})."
+    issues = [str(i) for i in verdict.cited_issues] or ["<issue>"]
+    message = (
+        f"{ref} is already merged: nothing is left to merge. {how} What is left is the "
+        f"ledger: its holder closes each cited issue ({'; '.join(f'{cli} close {i}' for i in issues)}), "
+        f"or {cli} sync --apply closes every issue whose merge request merged at an approved "
+        f"head; {cli} waiting says who owes the move."
+    )
+    if json_out:
+        doc = verdict.as_json() | {"allowed": False, "verdict": "merged", "message": message}
+        print(json.dumps(doc, indent=2), file=ctx.stdout)
+    else:
+        print(message, file=ctx.stderr)
+    return Exit.REFUSED
 
 
 def validator_main(

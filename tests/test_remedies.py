@@ -3,6 +3,7 @@ replaced, never offered over, and no command carries another agent's --as."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -76,3 +77,40 @@ def test_answering_someone_elses_offer_says_who_runs_it(offered: Round) -> None:
     assert result.err.endswith(
         f"Only {REVIEW} can accept it; {REVIEW} runs: pairgate accept {offered.issue}\n"
     )
+
+
+def test_merge_check_on_a_merged_mr_says_so_and_what_is_left(sandbox: Any) -> None:
+    w = Round(sandbox).approved()
+    head = w.head
+    w.merge()
+    doc = json.loads(
+        w.run(LEAD, "merge-check", "--mr", w.mr, "--mr-project", w.project, "--json").out
+    )
+    assert (doc["allowed"], doc["verdict"]) == (False, "merged")
+    result = merge_check(w)
+    assert result.code == 1
+    assert result.err.endswith(
+        f"acme/app!{w.mr} is already merged: nothing is left to merge. It merged with "
+        f"{REVIEW}'s approval of {head} (acme/tracker#{w.issue}, note {doc['approval_note']}). "
+        f"What is left is the ledger: its holder closes each cited issue (pairgate close "
+        f"{w.issue}), or pairgate sync --apply closes every issue whose merge request merged "
+        f"at an approved head; pairgate waiting says who owes the move.\n"
+    )
+    assert "may merge" not in result.err
+
+
+def test_waiting_after_the_merge_names_close_and_sync(sandbox: Any) -> None:
+    w = Round(sandbox).claim().offer().accept(REVIEW).approve()
+    w.merge()
+    (row,) = json.loads(w.run(None, "waiting", "--json").out)["waiting"]
+    assert row["agent"] == LEAD
+    assert row["what"].endswith(
+        f"; acme/app!{w.mr} is merged, so then close it (pairgate accept {w.issue}, then "
+        f"pairgate close {w.issue}, or pairgate sync --apply)"
+    )
+    w.accept(LEAD)
+    (row,) = json.loads(w.run(None, "waiting", "--json").out)["waiting"]
+    assert row["what"] == (
+        f"close it: acme/app!{w.mr} is merged (pairgate close {w.issue}, or pairgate sync --apply)"
+    )
+    assert w.run(LEAD, "close", w.issue).code == 0  # the remedy runs as printed

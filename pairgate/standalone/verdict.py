@@ -48,6 +48,7 @@ class GateVerdict:
     warnings: tuple[str, ...] = ()
     approvals: tuple[Judged, ...] = ()  # every approval naming this MR, as the gate judged it
     author: Mapping[str, Any] | None = None  # who opened the MR, as GitLab says
+    mr_state: str = ""  # opened, merged, closed, locked: as GitLab says ("" when not read)
 
     def as_json(self) -> dict[str, Any]:
         """merge-check --json: stable keys, documented in docs/agent-handoff-reference.md."""
@@ -142,6 +143,7 @@ def decide(
             scope=scope.code,
             scope_detail=scope.detail,
             author={"id": mr.author_id, "username": mr.author_username or None},
+            mr_state=mr.state,
             **fields,
         )
 
