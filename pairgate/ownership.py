@@ -9287,25 +9287,25 @@ def _hook_files_present(here: Path, env: Mapping[str, str]) -> None:
     missing = [name for name in HOOK_REQUIRED if not (here / name).is_file()]
     if not missing:
         return
-    names = "; ".join(
-        f"{name} ({_HOOK_FILE_SOURCES.get(name, 'deploy-hooks')})" for name in missing
+    names = "".join(
+        f"\n  - {name} ({_HOOK_FILE_SOURCES.get(name, 'deploy-hooks')})" for name in missing
     )
     if CONFIG_FILENAME in missing:
         remedy = (
             f"{CONFIG_FILENAME} is the deployment's own configuration, so the hook cannot read "
-            f"which command reinstalls it: put the deployment's {CONFIG_FILENAME} back in "
+            f"which command reinstalls it. Put the deployment's {CONFIG_FILENAME} back in "
             f"{here}, then reinstall the hooks with the deployment's hooks install command "
             f"(the hooks_install_command key of that file; for pairgate itself, "
-            f"pairgate deploy-hooks --target {here})"
+            f"pairgate deploy-hooks --target {here})."
         )
     else:
         try:
-            remedy = f"reinstall them: {load_config(env).hooks_install_command}"
+            remedy = f"Reinstall them: {load_config(env).hooks_install_command}"
         except PairgateError as exc:
-            remedy = f"reinstall them; the configuration cannot say how: {exc.message}"
+            remedy = f"Reinstall them; the configuration cannot say how: {exc.message}"
     raise HookDenied(
-        f"the merge hook runs beside files that are missing from {here}: {names}. Until they "
-        f"are there it cannot check a merge, so it blocks every command that could make one; "
+        f"the merge hook runs beside files that are missing from {here}:{names}\nUntil they "
+        f"are there it cannot check a merge, so it blocks every command that could make one.\n"
         f"{remedy}"
     )
 

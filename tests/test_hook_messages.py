@@ -4,6 +4,7 @@ once a day. The real hook script, with Claude Code's JSON on stdin."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,26 @@ def test_the_hook_names_the_pending_offer_and_who_answers_it(
     assert f"{REVIEW} takes it; {REVIEW} runs: pairgate accept {w.issue}; then" in result.stderr
     assert "--as" not in result.stderr
     assert FOOTER not in result.stderr  # the spelling was right: the approval is missing
+
+
+def test_missing_files_are_a_list(deployed: Path, tmp_path: Path) -> None:  # noqa: F811
+    hooks = tmp_path / "hooks"
+    shutil.copytree(deployed, hooks)
+    (hooks / "pairgate-config.json").unlink()
+    (hooks / "automation_mr_families.py").unlink()
+    result = run_hook(hooks, hook_input("glab mr merge 4 -R acme/app --sha " + "0" * 40))
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"pairgate: the merge hook runs beside files that are missing from {hooks}:\n"
+        f"  - pairgate-config.json (the deployment's own configuration: `init` writes one, "
+        f"`sandbox --config-out` one for a trial)\n"
+        f"  - automation_mr_families.py (the deployment's own automation roster: `init` writes "
+        f"one, and examples/automation_mr_families.py in pairgate's repository is an example)\n"
+        f"Until they are there it cannot check a merge, so it blocks every command that could "
+        f"make one.\n"
+        f"pairgate-config.json is the deployment's own configuration, so the hook cannot read "
+        f"which command reinstalls it. Put the deployment's pairgate-config.json back in {hooks}, "
+        f"then reinstall the hooks with the deployment's hooks install command (the "
+        f"hooks_install_command key of that file; for pairgate itself, pairgate deploy-hooks "
+        f"--target {hooks}).\n"
+    )
