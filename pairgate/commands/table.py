@@ -98,6 +98,28 @@ FREEZE = "pairgate.commands.freeze"
 
 # In the order --help lists them.
 COMMANDS: tuple[Command, ...] = (
+    # Getting started first: a round in one command, a GitLab to try it on, a deployment.
+    Command(
+        "demo",
+        "play one whole round against an embedded sandbox",
+        "pairgate.commands.demo:demo",
+        reads_config=False,
+        dispatches=True,  # it plays a round through main's own dispatcher
+    ),
+    Command(
+        "sandbox",
+        "serve a GitLab stand-in on loopback until SIGINT or SIGTERM",
+        "pairgate.commands.sandbox:serve",
+        arguments.sandbox,
+        reads_config=False,
+    ),
+    Command(
+        "init",
+        "ask GitLab what a configuration needs and write a deployment's files into a directory",
+        "pairgate.commands.init:init",
+        arguments.init,
+        reads_config=False,
+    ),
     Command(
         "claim",
         "take an unowned issue",
@@ -327,27 +349,6 @@ COMMANDS: tuple[Command, ...] = (
         "pairgate.commands.graph:graph",
         arguments.graph,
         reads_gitlab=True,
-    ),
-    Command(
-        "sandbox",
-        "serve a GitLab stand-in on loopback until SIGINT or SIGTERM",
-        "pairgate.commands.sandbox:serve",
-        arguments.sandbox,
-        reads_config=False,
-    ),
-    Command(
-        "init",
-        "ask GitLab what a configuration needs and write a deployment's files into a directory",
-        "pairgate.commands.init:init",
-        arguments.init,
-        reads_config=False,
-    ),
-    Command(
-        "demo",
-        "play one whole round against an embedded sandbox",
-        "pairgate.commands.demo:demo",
-        reads_config=False,
-        dispatches=True,  # it plays a round through main's own dispatcher
     ),
 )
 
