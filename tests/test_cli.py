@@ -303,7 +303,7 @@ def test_the_readmes_command_block_lists_each_command_once_with_its_own_flags() 
     name = ""
     for line in block.splitlines():
         if line.startswith("pairgate "):
-            words = line.split() + [""]
+            words = [*line.split(), ""]
             pair = f"{words[1]} {words[2]}"
             name = pair if pair in ("inbox ack", "evidence run", "evidence rerun") else words[1]
             assert name not in entries, name
@@ -313,5 +313,17 @@ def test_the_readmes_command_block_lists_each_command_once_with_its_own_flags() 
     assert list(entries)[:3] == ["demo", "sandbox", "init"]
     assert "--evidence FILE" in entries["approve"] and "--supersede" in entries["approve"]
     assert entries["withdraw"].split() == (
-        "pairgate withdraw <issue> --approval <note id> (--reason TEXT | --reason-file PATH)".split()
+        [
+            "pairgate",
+            "withdraw",
+            "<issue>",
+            "--approval",
+            "<note",
+            "id>",
+            "(--reason",
+            "TEXT",
+            "|",
+            "--reason-file",
+            "PATH)",
+        ]
     )
