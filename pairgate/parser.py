@@ -39,8 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "Exit codes: 0 done or pass; 1 refused by the protocol (or drift, for --check); "
             "2 usage, configuration or environment error. --help and --version read no "
-            "configuration, nor do demo, sandbox and init; inbox reads it itself (so that as a "
-            "Claude Code hook it never exits 2); every other command reads it first."
+            "configuration, nor do demo, sandbox, init and deploy-hooks --list; inbox reads it "
+            "itself (so that as a Claude Code hook it never exits 2); every other command reads "
+            "it first."
         ),
     )
     parser.add_argument(

@@ -24,9 +24,9 @@ def test_the_getting_started_commands_come_first() -> None:
 
 def test_the_help_names_every_command_that_reads_no_configuration() -> None:
     assert " ".join(help_of().split()).endswith(
-        "--help and --version read no configuration, nor do demo, sandbox and init; inbox reads "
-        "it itself (so that as a Claude Code hook it never exits 2); every other command reads "
-        "it first."
+        "--help and --version read no configuration, nor do demo, sandbox, init and deploy-hooks "
+        "--list; inbox reads it itself (so that as a Claude Code hook it never exits 2); every "
+        "other command reads it first."
     )
 
 

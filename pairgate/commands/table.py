@@ -22,6 +22,7 @@ from pairgate.commands import arguments, evidence, watch
 
 Arguments = Callable[[Any], None]  # adds a command's flags to its argparse parser
 Writes = bool | Callable[[Mapping[str, Any]], bool]
+ReadsConfig = bool | Callable[[Mapping[str, Any]], bool]
 
 
 class Command:
@@ -50,7 +51,7 @@ class Command:
         handler: str | None,
         arguments: Arguments | None = None,
         *,
-        reads_config: bool = True,
+        reads_config: ReadsConfig = True,
         reads_gitlab: bool = False,
         writes: Writes = False,
         keeps_verbose: bool = False,
@@ -63,7 +64,9 @@ class Command:
         self.help = help
         self.handler = handler  # "module:function", imported when the command runs
         self.arguments = arguments
-        self.reads_config = reads_config  # main loads it, and runs the currency check first
+        # main loads it, and runs the currency check first; a predicate of the flags when only
+        # some runs need it (the handler is then given None on the others)
+        self.reads_config = reads_config
         self.reads_gitlab = reads_gitlab  # main builds the GitLab client (needs the config)
         self.writes = writes  # a STALE copy refuses a writing run; a predicate of the flags
         self.keeps_verbose = keeps_verbose
@@ -77,6 +80,10 @@ class Command:
     def __repr__(self) -> str:
         return f"Command({self.name!r})"
 
+    def reads_config_with(self, flags: Mapping[str, Any]) -> bool:
+        """Does a run with these flags read the configuration?"""
+        return self.reads_config(flags) if callable(self.reads_config) else self.reads_config
+
     def writes_with(self, flags: Mapping[str, Any]) -> bool:
         """Does a run with these flags write? (The currency check refuses it on a STALE copy.)"""
         return self.writes(flags) if callable(self.writes) else self.writes
@@ -85,6 +92,11 @@ class Command:
 def unless_only_checking(flags: Mapping[str, Any]) -> bool:
     """A deploy command writes, unless it only compares (--check) or lists (--list)."""
     return not flags["check"] and not flags.get("list", False)
+
+
+def unless_listing(flags: Mapping[str, Any]) -> bool:
+    """A listing of the files a command deploys needs no configuration."""
+    return not flags.get("list", False)
 
 
 def when_filing_issues(flags: Mapping[str, Any]) -> bool:
@@ -285,6 +297,7 @@ COMMANDS: tuple[Command, ...] = (
         "copy the merge hook and the files it runs into a hooks directory",
         "pairgate.commands.deploy_hooks:deploy_hooks",
         arguments.deploy_hooks,
+        reads_config=unless_listing,
         writes=unless_only_checking,
     ),
     Command(
