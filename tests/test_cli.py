@@ -153,7 +153,7 @@ def test_graph_renders_the_issues_round(sandbox: RunningSandbox) -> None:
         ["status", "1"],
         ["board"],
         ["merge-check", "--mr", "1", "--mr-project", "acme/app"],
-        ["deploy-hooks", "--list"],
+        ["deploy-hooks", "--target", "hooks"],  # --list reads none: test_deploy_hooks
     ],
 )
 def test_every_configured_command_reads_the_configuration_first(argv: list[str]) -> None:
