@@ -84,8 +84,8 @@ def run(argv: Sequence[str], ctx: Context, *, measured: str | Path | None) -> in
             build_parser().print_help(ctx.stdout)
             return Exit.ERROR
         verbose = bool(kwargs.get("verbose"))
-        given: dict[str, Any] = {"ctx": ctx}
-        if row.reads_config:
+        given: dict[str, Any] = {"ctx": ctx, "config": None}
+        if row.reads_config_with(kwargs):
             from pairgate.standalone.config import load_config
 
             given["config"] = config = load_config(ctx.env)

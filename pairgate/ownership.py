@@ -9,42 +9,42 @@ package around it, so it imports only the standard library and the runtime depen
 
 Contents (where each source module begins, and what it holds):
   line    86  errors.py: Exit codes, the error family and the run context every door is given.
-  line   292  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   450  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
-  line   472  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   764  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1389  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1668  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2080  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2156  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2548  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  3168  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3294  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3550  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3932  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4080  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4476  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4527  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4670  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4853  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5320  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5525  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5768  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6198  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6654  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6733  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6880  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6975  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7343  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7733  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7969  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8251  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8662  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8720  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9163  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  9333  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9358  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9707  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line   311  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   469  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
+  line   491  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   783  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1408  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1687  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2099  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2175  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2567  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  3187  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3313  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3569  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3997  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4145  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4541  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4592  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4735  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4918  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5385  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5590  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5862  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6328  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6784  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6863  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7010  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7105  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7473  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7863  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8099  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8381  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8792  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8850  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9299  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9469  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9494  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9853  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -197,6 +197,25 @@ def state_dir(env: Mapping[str, str]) -> Path | None:
     if base is None or (home and base.is_relative_to(home) and not os.path.isdir(home)):
         return None
     return base / "pairgate"
+
+
+def first_today(env: Mapping[str, str], copy: str, now: float) -> bool:
+    """True once per UTC day per copy: a stamp under the user's state directory says when the
+    copy's currency note was last given. With no state directory to keep it in, every time."""
+    base = state_dir(env)
+    if base is None:
+        return True
+    stamp = base / "currency-notes" / hashlib.sha256(copy.encode()).hexdigest()
+    today = time.strftime("%Y-%m-%d", time.gmtime(now))
+    try:
+        if stamp.read_text(encoding="utf-8").strip() == today:
+            return False
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):  # a note is never worth failing a command over
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(today + "\n", encoding="utf-8")
+    return True
 
 
 CRASH_LOG = "pairgate.log"
@@ -3586,6 +3605,7 @@ class GateVerdict:
     author: Mapping[str, Any] | None = None  # who opened the MR, as GitLab says
     basis: str = ""  # what independence rests on here (approvals.independence_basis)
     account_bound: bool = False
+    mr_state: str = ""  # opened, merged, closed, locked: as GitLab says ("" when not read)
 
     def as_json(self) -> dict[str, Any]:
         """merge-check --json: stable keys, documented in docs/agent-handoff-reference.md."""
@@ -3686,6 +3706,7 @@ def decide(
             author={"id": mr.author_id, "username": mr.author_username or None},
             basis=independence_basis(config),
             account_bound=config.account_bound,
+            mr_state=mr.state,
             **fields,
         )
 
@@ -3773,17 +3794,59 @@ def _approve_command(cli: str, issue: object, mr: MergeRequestFacts, lead: str |
     )
 
 
+def _pipeline_state(mr: MergeRequestFacts) -> str:
+    pipeline = mr.head_pipeline or {}
+    status = pipeline.get("status")
+    if not status or pipeline.get("sha") not in (None, mr.head_sha):
+        return "no pipeline has run at its head"
+    return f"its head pipeline is {status}"
+
+
 def _review_steps(
-    cli: str, issue: object, mr: MergeRequestFacts, reviewer: str | None, lead: str | None
+    cli: str,
+    issue: object,
+    mr: MergeRequestFacts,
+    reviewer: str | None,
+    lead: str | None,
+    offer: Offer | None = None,
 ) -> str:
     """The way to a review of the current head. Only the holder in the review role may approve,
-    and after a round the lead holds the issue, so the head is offered for review first."""
+    and after a round the lead holds the issue, so the head is offered for review first. An
+    issue holds one live offer: a pending one is answered or replaced (--supersede), never
+    offered over. Each step says which agent runs it, never with another agent's --as."""
     sha = mr.head_sha or "<head>"
+    approve = _approve_command(cli, issue, mr, lead)
+    handoff = (
+        f"{cli} handoff {issue} --to {reviewer or '<reviewer>'} --role review --sha {sha} "
+        f"--mr {mr.iid} --mr-project {mr.project}"
+    )
+    if offer is None:
+        return (
+            f"The lead offers the head for review: {handoff}; the reviewer accepts ({cli} "
+            f"accept {issue}) and approves it: {approve}"
+        )
+    pending = (
+        f"An offer is pending on #{issue}: note {offer.note_id}, {offer.sender} to {offer.to} as "
+        f"{offer.role} at {offer.sha[:12]}; {_pipeline_state(mr)}."
+    )
+    offers_head = offer.mr is not None and _same_mr(offer.mr, mr) and offer.sha == mr.head_sha
+    if offers_head and offer.role == "review":
+        return (
+            f"{pending} {offer.to} takes it; {offer.to} runs: {cli} accept {issue}; then "
+            f"approves the head: {approve}"
+        )
+    if offer.event == "approve":
+        # The reviewer still holds the issue until its offer back is accepted: it reviews the
+        # head as it is now and approves again, in place of that offer.
+        return (
+            f"{pending} {offer.sender} still holds #{issue} as review, so it reviews the head "
+            f"and approves it, replacing its offer; {offer.sender} runs: {approve} --supersede "
+            f"{offer.note_id}"
+        )
     return (
-        f"The lead offers the head for review: {cli} handoff {issue} --to "
-        f"{reviewer or '<reviewer>'} --role review --sha {sha} --mr {mr.iid} --mr-project "
-        f"{mr.project}; the reviewer accepts ({cli} accept {issue}) and approves it: "
-        f"{_approve_command(cli, issue, mr, lead)}"
+        f"{pending} It does not offer this head for review, so {offer.sender} replaces it; "
+        f"{offer.sender} runs: {handoff} --supersede {offer.note_id}; the reviewer accepts "
+        f"({cli} accept {issue}) and approves it: {approve}"
     )
 
 
@@ -3841,18 +3904,20 @@ def _approval_check(
     if not judged:
         first = next(iter(ledgers), None)
         lead = _lead_of(ledgers[first]) if first is not None else None
+        offer = ledgers[first].offer if first is not None else None
         issues = ", ".join(f"{tracker}#{i}" for i in ledgers) or f"any issue of {tracker}"
         return Check(
             True,
             "never-approved",
             f"no approval in {issues} names {mr.ref}. "
-            f"{_review_steps(cli, first or 'NN', mr, None, lead)}",
+            f"{_review_steps(cli, first or 'NN', mr, None, lead, offer)}",
         ), None
     at_head = [j for j in judged if j.code != "not-at-head"]
     j = (at_head or list(judged))[-1]
     approval = _approval(ledgers, j)
     where = f"{tracker}#{j.issue}, note {j.note_id}"
-    steps = _review_steps(cli, j.issue, mr, None, approval.to)
+    offer = ledgers[j.issue].offer
+    steps = _review_steps(cli, j.issue, mr, None, approval.to, offer)
     if j.code == "self-approval-only":
         message = (
             f"the only approval of {mr.ref} at its head is a self-approval by {j.approver} "
@@ -3889,7 +3954,7 @@ def _approval_check(
             f"the approval of {mr.ref} by {j.approver} ({where}) "
             f"{str(j.why).removeprefix('it ')}: a push after an "
             f"approval voids it, and the new head needs its own review. "
-            f"{_review_steps(cli, j.issue, mr, j.approver, approval.to)}"
+            f"{_review_steps(cli, j.issue, mr, j.approver, approval.to, offer)}"
         )
     elif j.code in ("retargeted", "base-moved"):
         what = "target branch" if j.code == "retargeted" else "merge base"
@@ -5611,7 +5676,36 @@ def run_merge_check(
             }
             print(json.dumps(undecided, indent=2), file=ctx.stdout)
         raise PairgateError(message) from exc
+    if verdict.in_scope and verdict.mr_state == "merged":
+        return _merged(verdict, config, ctx, json_out=json_out)
     return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose)
+
+
+def _merged(verdict: GateVerdict, config: Config, ctx: Context, *, json_out: bool) -> int:
+    """merge-check on a merge request that already merged: no "may merge" (exit 1, nothing is
+    left to pass), what it merged with, and what is left on the ledger."""
+    cli, tracker = config.cli, config.tracker_project
+    ref = f"{verdict.project}!{verdict.iid}"
+    if verdict.allowed:
+        how = (
+            f"It merged with {verdict.approved_by}'s approval of {verdict.approved_sha} "
+            f"({tracker}#{verdict.approval_issue}, note {verdict.approval_note})."
+        )
+    else:
+        how = f"No approval that counts names its head ({verdict.code})."
+    issues = [str(i) for i in verdict.cited_issues] or ["<issue>"]
+    message = (
+        f"{ref} is already merged: nothing is left to merge. {how} What is left is the "
+        f"ledger: its holder closes each cited issue ({'; '.join(f'{cli} close {i}' for i in issues)}), "
+        f"or {cli} sync --apply closes every issue whose merge request merged at an approved "
+        f"head; {cli} waiting says who owes the move."
+    )
+    if json_out:
+        doc = verdict.as_json() | {"allowed": False, "verdict": "merged", "message": message}
+        print(json.dumps(doc, indent=2), file=ctx.stdout)
+    else:
+        print(message, file=ctx.stderr)
+    return Exit.REFUSED
 
 
 def validator_main(
@@ -5916,10 +6010,46 @@ class CommandReading:
         found += list(self.unknown)
         found += [
             f"{text}: this names a glab merge that the command does not run; if it is a "
-            "message, pass it from a file (--reason-file) instead"
+            f"message, {_from_a_file(text)}"
             for text in self.mentions
         ]
         return found
+
+    @property
+    def misread(self) -> bool:
+        """Was the spelling of a merge or a push the problem (not a text that names one)?"""
+        return (
+            bool(self.unknown)
+            or any(m.problem for m in self.merges)
+            or any(p.problem for p in self.pushes)
+        )
+
+
+# A message flag, and the same command's flag that reads the message from a file.
+_FILE_FLAGS = (
+    (re.compile(r"(^|\s)--reason(=|\s)"), "pass it from a file with --reason-file <file>"),
+    (re.compile(r"(^|\s)--text(=|\s)"), "pass it from a file with --text-file <file>"),
+    (
+        re.compile(r"(^|\s)--constraint-text(=|\s)"),
+        "pass it from a file with --constraint-file <file>",
+    ),
+    (
+        re.compile(r"(^|\s)git\s+(commit|tag|notes)\b"),
+        "write it to a file and pass it with -F <file>",
+    ),
+    (
+        re.compile(r"(^|\s)glab\s+(mr|issue)\s+(note|comment)\b"),
+        'write it to a file and pass it as -m "$(cat <file>)"',
+    ),
+)
+
+
+def _from_a_file(text: str) -> str:
+    """How the command that carries ``text`` takes a message from a file."""
+    for pattern, remedy in _FILE_FLAGS:
+        if pattern.search(text):
+            return remedy
+    return "write it to a file and give the command the file instead"
 
 
 class _Dyn:
@@ -8721,6 +8851,10 @@ PROGRAMS: dict[str, ProgramReader] = {
 # =============================================================================================
 
 
+MENTION_MAX = 200  # characters of a command quoted in a block that names a merge it does not run
+
+
+
 class Reader:
     """Reads one command: the layers, the syntax tree and the state of one reading here; what
     each program does with its arguments in the functions of PROGRAMS, through the steps of
@@ -8826,7 +8960,9 @@ class Reader:
         unquoted = " ".join(self._free_words(root, layer))
         for text in (raw, unquoted):
             if mentions_merge(text):
-                self.mentions.append(short(text))
+                # Quoted as the command spells it: the masked text lacks the words that say
+                # which command it is, and so which of its flags reads a file.
+                self.mentions.append(short(layer.src.decode("utf-8", "replace"), MENTION_MAX))
                 return
 
     def _free_words(self, root: Any, layer: Layer) -> Iterator[str]:
@@ -9405,7 +9541,7 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
     _hook_files_present(here, env)
     config = load_config(env)
     if problems:
-        raise HookDenied(_hook_message(config, problems, reading.merges))
+        raise HookDenied(_hook_message(config, problems, reading.merges, spelling=reading.misread))
     _hook_currency_note(ctx, here, config)
     client = gitlab_from_env(config, ctx.env, timeout=HOOK_TIMEOUT, transport=one_attempt_transport)
     refused = []
@@ -9419,7 +9555,7 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
     for push in reading.pushes:
         refused += _hook_push(ctx, client, config, push, cwd if isinstance(cwd, str) else None)
     if refused:
-        raise HookDenied(_hook_message(config, refused, reading.merges))
+        raise HookDenied(_hook_message(config, refused, reading.merges, spelling=False))
     return Exit.OK
 
 
@@ -9583,25 +9719,25 @@ def _hook_files_present(here: Path, env: Mapping[str, str]) -> None:
     missing = [name for name in HOOK_REQUIRED if not (here / name).is_file()]
     if not missing:
         return
-    names = "; ".join(
-        f"{name} ({_HOOK_FILE_SOURCES.get(name, 'deploy-hooks')})" for name in missing
+    names = "".join(
+        f"\n  - {name} ({_HOOK_FILE_SOURCES.get(name, 'deploy-hooks')})" for name in missing
     )
     if CONFIG_FILENAME in missing:
         remedy = (
             f"{CONFIG_FILENAME} is the deployment's own configuration, so the hook cannot read "
-            f"which command reinstalls it: put the deployment's {CONFIG_FILENAME} back in "
+            f"which command reinstalls it. Put the deployment's {CONFIG_FILENAME} back in "
             f"{here}, then reinstall the hooks with the deployment's hooks install command "
             f"(the hooks_install_command key of that file; for pairgate itself, "
-            f"pairgate deploy-hooks --target {here})"
+            f"pairgate deploy-hooks --target {here})."
         )
     else:
         try:
-            remedy = f"reinstall them: {load_config(env).hooks_install_command}"
+            remedy = f"Reinstall them: {load_config(env).hooks_install_command}"
         except PairgateError as exc:
-            remedy = f"reinstall them; the configuration cannot say how: {exc.message}"
+            remedy = f"Reinstall them; the configuration cannot say how: {exc.message}"
     raise HookDenied(
-        f"the merge hook runs beside files that are missing from {here}: {names}. Until they "
-        f"are there it cannot check a merge, so it blocks every command that could make one; "
+        f"the merge hook runs beside files that are missing from {here}:{names}\nUntil they "
+        f"are there it cannot check a merge, so it blocks every command that could make one.\n"
         f"{remedy}"
     )
 
@@ -9619,7 +9755,12 @@ def _hook_currency_note(ctx: Context, here: Path, config: Config) -> None:
         import deployed_currency  # type: ignore[import-not-found,unused-ignore]
 
         currency = deployed_currency.measure(here, config.deployed_paths, env=ctx.env)
-        if currency.state != deployed_currency.CURRENT:
+        # A stale copy is said every time; one that cannot be measured once a day, as the CLI
+        # says it: the same note on every merge decision teaches the agent to skip it.
+        if currency.state == deployed_currency.STALE or (
+            currency.state == deployed_currency.UNVERIFIABLE
+            and first_today(ctx.env, f"merge hook {here}", ctx.now())
+        ):
             print(
                 f"pairgate merge hook: note: {deployed_currency.describe(currency)}",
                 file=ctx.stderr,
@@ -9628,7 +9769,11 @@ def _hook_currency_note(ctx: Context, here: Path, config: Config) -> None:
         print(f"pairgate merge hook: note: currency not established: {exc}", file=ctx.stderr)
 
 
-def _hook_message(config: Config, problems: Sequence[str], merges: Sequence[MergeFound]) -> str:
+def _hook_message(
+    config: Config, problems: Sequence[str], merges: Sequence[MergeFound], *, spelling: bool
+) -> str:
+    """The block's reasons, the checks to run, and the spelling the hook reads only when the
+    spelling was the problem."""
     lines = ["the merge hook blocked this command:"]
     lines += [f"- {p}" for p in problems]
     cli = config.cli
@@ -9637,10 +9782,11 @@ def _hook_message(config: Config, problems: Sequence[str], merges: Sequence[Merg
     ]
     if checks:
         lines.append("Check before merging: " + "; ".join(checks))
-    lines.append(
-        "Merge one reviewed merge request per command, spelled so the hook can read it: "
-        "glab mr merge <iid> -R <group/project> --sha <approved head>"
-    )
+    if spelling:
+        lines.append(
+            "Merge one reviewed merge request per command, spelled so the hook can read it: "
+            "glab mr merge <iid> -R <group/project> --sha <approved head>"
+        )
     lines.append(f"Background: {config.handoff_doc}.")
     return "\n".join(lines)
 

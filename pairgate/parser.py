@@ -83,7 +83,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         epilog=(
             "Exit codes: 0 done or pass; 1 refused by the protocol (or drift, for --check); "
             "2 usage, configuration or environment error. --help and --version read no "
-            "configuration; every other command except sandbox and demo reads it first."
+            "configuration, nor do demo, sandbox, init and deploy-hooks --list; inbox reads it "
+            "itself (so that as a Claude Code hook it never exits 2); every other command reads "
+            "it first."
         ),
     )
     parser.add_argument(
@@ -116,6 +118,8 @@ def _add_rows(sub: Any, rows: Sequence[Command]) -> None:
                 metavar=row.subcommand_metavar,
                 required=row.handler is None,
             )
+            if row.handler is not None:
+                p.usage = _optional(p, row.subcommand_metavar)
             _add_rows(actions, row.subcommands)
 
 
@@ -128,6 +132,13 @@ def named_command(argv: Sequence[str]) -> str | None:
         if not word.startswith("-"):
             return word if any(row.name == word for row in COMMANDS) else None
     return None
+
+
+def _optional(parser: argparse.ArgumentParser, metavar: str) -> str:
+    """The usage of a command whose subcommand may be left out, in brackets as a flag's is
+    (argparse writes a subcommand as if it were always required)."""
+    usage = parser.format_usage().removeprefix("usage: ").rstrip()
+    return usage.replace(f"{metavar} ...", f"[{metavar} ...]").replace("%", "%%")
 
 
 def destinations(parser: argparse.ArgumentParser) -> tuple[str, ...]:

@@ -157,7 +157,7 @@ def test_graph_renders_the_issues_round(sandbox: RunningSandbox) -> None:
         ["status", "1"],
         ["board"],
         ["merge-check", "--mr", "1", "--mr-project", "acme/app"],
-        ["deploy-hooks", "--list"],
+        ["deploy-hooks", "--target", "hooks"],  # --list reads none: test_deploy_hooks
     ],
 )
 def test_every_configured_command_reads_the_configuration_first(argv: list[str]) -> None:
@@ -301,3 +301,39 @@ def test_the_readme_names_every_command() -> None:
     readme = (ROOT / "README.md").read_text()
     missing = [name for name in COMMANDS if f"pairgate {name}" not in readme]
     assert missing == []
+
+
+def test_the_readmes_command_block_lists_each_command_once_with_its_own_flags() -> None:
+    """Each line of the block starts a command or continues the one above: approve's flags stay
+    with approve, withdraw's line stands alone, and every flag is one its parser has."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Commands\n", 1)[1].split("```\n", 2)[1]
+    assert "\n\n" not in block
+    entries: dict[str, str] = {}
+    name = ""
+    for line in block.splitlines():
+        if line.startswith("pairgate "):
+            words = [*line.split(), ""]
+            pair = f"{words[1]} {words[2]}"
+            name = pair if pair in ("inbox ack", "evidence run", "evidence rerun") else words[1]
+            assert name not in entries, name
+            entries[name] = line
+        else:
+            entries[name] += line
+    assert list(entries)[:3] == ["demo", "sandbox", "init"]
+    assert "--evidence FILE" in entries["approve"] and "--supersede" in entries["approve"]
+    assert entries["withdraw"].split() == (
+        [
+            "pairgate",
+            "withdraw",
+            "<issue>",
+            "--approval",
+            "<note",
+            "id>",
+            "(--reason",
+            "TEXT",
+            "|",
+            "--reason-file",
+            "PATH)",
+        ]
+    )

@@ -280,7 +280,11 @@ def test_a_developer_read_token_reads_the_tracker_branch_from_the_branch_entity(
     assert branch["status"] == "pass" and "were not checked" in branch["detail"]
     assert "developers_can_merge (doc/api/branches.md)" in branch["read"][0]
     renovate = by_key[("renovate-branches", "acme/app")]
-    assert renovate["status"] == "cannot-read" and "Maintainer's read_api token" in renovate["fix"]
+    assert renovate["status"] == "cannot-read"
+    assert renovate["fix"] == (
+        "run doctor with a Maintainer's read_api token: only a Maintainer reads protected branch "
+        "rules"
+    )
     unread = {(c["check"], c["subject"]) for c in doc["checks"] if c["status"] == "cannot-read"}
     assert unread == {("renovate-branches", p) for p in ("acme/app", "acme/tracker")} | {
         ("pipeline-variables", p)
@@ -288,6 +292,14 @@ def test_a_developer_read_token_reads_the_tracker_branch_from_the_branch_entity(
     }
     assert doc["cannot_read"] == 5 and doc["holes"] == 0
     assert by_key[("default-branch", "acme/app")]["status"] == "pass"  # from the branch entity
+    text = doctor(sandbox, PAIRGATE_TEST_TASK_API_TOKEN=read)
+    assert text.code == 2
+    assert (
+        "CANNOT-READ  renovate-branches       acme/app: the protected branches of acme/app could "
+        "not be read: GitLab answered 403 Forbidden (the read token's account is not a "
+        "Maintainer there)\n"
+    ) in text.out
+    assert "scope" not in text.out.split("CANNOT-READ", 1)[1]  # it has read_api: one remedy
 
 
 def test_a_developer_read_token_still_sees_a_mergeable_tracker_branch(

@@ -43,6 +43,10 @@ def test_the_reviewer_reruns_and_the_approval_records_it_on_every_surface(
         f"{docs.good['digest']}) on acme/tracker#{world.issue}, and of your own\n"
         f"Mutation evidence at {docs.sha} of {docs.pkg.repo}: pass\n"
     )
+    assert result.out.endswith(
+        f"Written to {out}; approve with it: pairgate approve {world.issue} --mr {world.mr} "
+        f"--mr-project {world.project} --sha {docs.sha} --to acme-lead --evidence {out}\n"
+    )
     doc = json.loads(out.read_text())
     assert doc["offer"]["note_id"] == offer
     assert [m["verdict"] for m in doc["evidence"]["mutants"]] == ["killed", "killed"]

@@ -341,5 +341,7 @@ def test_accept_after_a_push_asks_for_evidence_at_the_new_head(
     assert result.code == 1
     assert (
         f"--sha {pushed} --mr {world.mr} --mr-project acme/app --supersede {offer} "
-        f"--evidence <evidence run at that head> --as acme-lead"
+        f"--evidence <evidence run at that head>\n"
     ) in result.err
+    assert "acme-lead offers again at the new head; acme-lead runs:\n" in result.err
+    assert "--as" not in result.err

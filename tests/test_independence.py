@@ -240,7 +240,9 @@ def test_a_retarget_after_the_approval_voids_it(sandbox: RunningSandbox, hooks: 
         f"it was given while acme/app!{world.mr} targeted staging, and it now targets main",
         "the target branch changed, so the head needs a review of the change as it is now "
         "(against main)",
-        "The lead offers the head for review: pairgate handoff",
+        f"acme-review still holds #{world.issue} as review, so it reviews the head and "
+        f"approves it, replacing its offer; acme-review runs: pairgate approve {world.issue} "
+        f"--mr {world.mr} --mr-project acme/app --sha {world.head} --to acme-lead --supersede",
     )
     # The record keeps what was reviewed; GitLab's diff now follows the new target.
     _, record, _ = parse_marker(world.ledger_notes()[-1]["body"])
@@ -248,6 +250,13 @@ def test_a_retarget_after_the_approval_voids_it(sandbox: RunningSandbox, hooks: 
     assert (record["target_branch"], record["base_sha"]) == ("staging", base)
     now = sandbox.api("GET", world.mr_path)
     assert now["target_branch"] == "main"
+    offer = world.ledger_notes()[-1]["id"]
+    again = world.run(
+        "acme-review",
+        *("approve", world.issue, "--mr", world.mr, "--mr-project", "acme/app"),
+        *("--sha", world.head, "--to", "acme-lead", "--supersede", offer),
+    )
+    assert again.code == 0, again.err  # the remedy runs as printed
 
 
 def test_records_replayed_onto_another_issue_count_nowhere(
@@ -322,7 +331,7 @@ def test_withdraw_refusals(approved: Round) -> None:
         f"the approval in note {note} is {REVIEW}'s, not {LEAD}'s: only its approver" in theirs.err
     )
     assert (
-        f"pairgate withdraw {world.issue} --approval {note} --reason-file <file> --as {REVIEW}"
+        f"\n{REVIEW} runs: pairgate withdraw {world.issue} --approval {note} --reason-file <file>\n"
         in theirs.err
     )
     nothing = world.run(REVIEW, "withdraw", world.issue, "--approval", 99999, "--reason", "x")

@@ -43,7 +43,10 @@ def test_close_refused_while_an_offer_is_pending(world: Round) -> None:
     result = world.run("acme-lead", "close", world.issue)
     assert result.code == 1
     assert "an offer is pending on" in result.err
-    assert f"pairgate accept {world.issue} --as acme-review" in result.err
+    assert result.err.endswith(
+        f"acme-review answers it first; acme-review runs: pairgate accept {world.issue} (or "
+        f"pairgate decline {world.issue})\n"
+    )
 
 
 def test_close_by_someone_who_does_not_hold_it(world: Round) -> None:

@@ -96,7 +96,7 @@ def test_pipeline_running_failed_with_its_jobs_then_passed(world: Round) -> None
     assert (failed["failed_jobs"], failed["allowed_failures"]) == (["test"], ["lint"])
     assert all(e["sha"] == world.sha for e in events)
     text = world.inbox().out
-    assert "failed jobs: test" in text and "failed but allowed to fail: lint" in text
+    assert 'failed jobs: "test"' in text and 'failed but allowed to fail: "lint"' in text
 
 
 def test_a_push_and_a_stale_sha_is_history(world: Round) -> None:

@@ -175,7 +175,7 @@ def approve(p: Parser) -> None:
 
 def withdraw(p: Parser) -> None:
     verb(p)
-    p.add_argument("issue", type=issue_number)
+    issue(p)
     p.add_argument(
         "--approval", required=True, type=int, metavar="NOTE_ID", help="the approval's note"
     )
@@ -273,7 +273,7 @@ def identity(p: Parser) -> None:
 
 
 def graph(p: Parser) -> None:
-    json_out(p)
+    reader(p)
     issue(p)
     p.add_argument(
         "--format",

@@ -10,7 +10,6 @@ when either was not (the document is still printed and written), 2 when it could
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -213,11 +212,18 @@ def rerun_evidence(
             )
             print(f"{state_words(ci)} (the offer's mutants, in CI)", file=ctx.stdout)
         if out is not None:
-            print(
-                f"Written to {out}; approve with it: {cli} approve {issue} ... --evidence "
-                f"{shlex.quote(str(out))}",
-                file=ctx.stdout,
+            mr = event.record.get("mr") or {}
+            approve = command(
+                cli,
+                "approve",
+                issue,
+                mr=mr.get("iid", "<iid>"),
+                mr_project=mr.get("project", "<project>"),
+                sha=sha,
+                to=event.agent,
+                evidence=str(out),
             )
+            print(f"Written to {out}; approve with it: {approve}", file=ctx.stdout)
     refused = _verdicts(doc, cli=cli, issue=issue, pending=ledger.offer is not None)
     if refused is not None:
         raise refused

@@ -221,10 +221,20 @@ def claude(
         )
     who = agent or ctx.env.get(config.env_name("AGENT_ID"), "").strip()
     if not who:
-        print(
-            f"{config.cli} inbox: no agent identity ({config.env_name('AGENT_ID')} is unset): no batches shown",
-            file=ctx.stderr,
+        why = (
+            f"{config.cli} inbox: no agent identity ({config.env_name('AGENT_ID')} is unset): no "
+            f"batches shown"
         )
+        print(why, file=ctx.stderr)
+        if event == "SessionStart":  # the agent is told once, not on every prompt
+            said = (
+                f"{why}. The GitLab events the watcher holds for this session's agent (review "
+                f"comments, pipelines, offers) cannot reach it. To receive them, start the "
+                f"session with {config.env_name('AGENT_ID')} set to the agent's name, or give "
+                f"the hook's command --agent <agent>."
+            )
+            answer = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": said}}
+            print(jsonlib.dumps(answer, ensure_ascii=False), file=ctx.stdout)
         return Exit.OK
     path = _where(ctx, config, store)
     if not _exists(path):
@@ -244,5 +254,6 @@ def claude(
     finally:
         db.close()
     if out is not None:
-        print(jsonlib.dumps(out), file=ctx.stdout)
+        # Not ASCII-escaped: the size the hook budgets (hooks.size) is the size printed.
+        print(jsonlib.dumps(out, ensure_ascii=False), file=ctx.stdout)
     return Exit.OK

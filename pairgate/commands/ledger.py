@@ -47,8 +47,8 @@ def claim(
         raise Refusal(
             f"{cli} claim: {agent} is a finder, and a finder never claims an issue: it files "
             f"evidence (an issue and failing tests) and a lead picks the issue up.\n"
-            f"A lead claims it: {command(cli, 'claim', issue, role='lead')} --as "
-            f"{config.agent_identity_prefix}-lead"
+            f"A lead claims it; a lead (such as {config.agent_identity_prefix}-lead) runs: "
+            f"{command(cli, 'claim', issue, role='lead')}"
         )
     if ledger.holder == agent:
         raise Refusal(
@@ -61,9 +61,8 @@ def claim(
             fix = f"An offer to you is pending; take it: {command(cli, 'accept', issue)}"
         else:
             fix = (
-                f"Ask {ledger.holder} to offer it to you: "
-                f"{command(cli, 'handoff', issue, to=agent, role=role, sha='<head>')} "
-                f"--as {ledger.holder}"
+                f"Ask {ledger.holder} to offer it to you; {ledger.holder} runs: "
+                f"{command(cli, 'handoff', issue, to=agent, role=role, sha='<head>')}"
             )
         raise Refusal(
             f"{cli} claim: #{issue} is held by {ledger.holder} as {ledger.role} "
@@ -211,8 +210,8 @@ def _answerable(turn: Turn, verb: str) -> Offer:
     if offer.to != turn.agent:
         raise Refusal(
             f"{cli} {verb}: the pending offer is to {offer.to}, not to {turn.agent} "
-            f"({describe_offer(offer)}).\nOnly {offer.to} can {verb} it: "
-            f"{command(cli, verb, issue)} --as {offer.to}"
+            f"({describe_offer(offer)}).\nOnly {offer.to} can {verb} it; {offer.to} runs: "
+            f"{command(cli, verb, issue)}"
         )
     return offer
 
@@ -231,13 +230,13 @@ def accept(
             f"{turn.cli} accept: the head of {offer.mr} moved from {offer.sha[:12]} to "
             f"{str(head)[:12]} after the offer (note {offer.note_id}); accepting would hand you "
             f"something other than what was offered.\n{offer.sender} offers again at the new "
-            f"head:\n  {again(sha=str(head))}\nor you decline: {command(turn.cli, 'decline', issue)}"
+            f"head; {offer.sender} runs:\n  {again(sha=str(head))}\nor you decline: {command(turn.cli, 'decline', issue)}"
         )
     problem = pipeline_problem(turn.client, mr, str(head))
     if problem:
         raise Refusal(
             f"{turn.cli} accept: the offer cannot be accepted: {offer.mr}'s {problem}. "
-            f"{offer.sender} fixes it, pushes and offers the new head:\n"
+            f"{offer.sender} fixes it, pushes and offers the new head; {offer.sender} runs:\n"
             f"  {again(sha='<new head>')}\n"
             f"or you decline: {command(turn.cli, 'decline', issue)}"
         )
@@ -257,16 +256,17 @@ def accept(
 
 def _offer_again(turn: Turn, offer: Offer, *, sha: str) -> str:
     """The command the sender runs to make the offer again, at another head (with evidence of
-    that head, when the offer carried evidence)."""
+    that head, when the offer carried evidence). The caller says who runs it: a command never
+    carries another agent's --as, which whoever reads it could run in its own session."""
     assert offer.mr is not None
     mr = {"mr": offer.mr.iid, "mr_project": offer.mr.project, "supersede": offer.note_id}
     if offer.event == "approve":
         flags = {**mr, "sha": sha, "to": offer.to}
-        return command(turn.cli, "approve", turn.issue, **flags) + f" --as {offer.sender}"
+        return command(turn.cli, "approve", turn.issue, **flags)
     had = record_field(turn.ledger, offer.note_id, "evidence") is not None
     flags = {"to": offer.to, "role": offer.role, "sha": sha, **mr}
     flags["evidence"] = "<evidence run at that head>" if had else None
-    return command(turn.cli, "handoff", turn.issue, **flags) + f" --as {offer.sender}"
+    return command(turn.cli, "handoff", turn.issue, **flags)
 
 
 def checked_evidence(path: Path, sha: str, *, cli: str, again: Callable[..., str]) -> Any:
@@ -316,7 +316,7 @@ def release(
         raise Refusal(
             f"{cli} release: your offer is pending ({describe_offer(offer)}); release drops an "
             f"issue only when no offer is out.\n"
-            f"{offer.to} declines it: {command(cli, 'decline', issue)} --as {offer.to}\n"
+            f"{offer.to} declines it; {offer.to} runs: {command(cli, 'decline', issue)}\n"
             f"or you replace it: {command(cli, 'handoff', issue, to='<agent>', role='<role>', sha='<head>', supersede=offer.note_id)}"
         )
     role = turn.ledger.role
@@ -333,13 +333,13 @@ def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, cli
         offer = ledger.offer
         raise Refusal(
             f"{cli} close: an offer is pending on #{issue} ({describe_offer(offer)}).\n"
-            f"{offer.to} answers it first: {command(cli, 'accept', issue)} --as {offer.to} "
-            f"(or {command(cli, 'decline', issue)} --as {offer.to})"
+            f"{offer.to} answers it first; {offer.to} runs: {command(cli, 'accept', issue)} "
+            f"(or {command(cli, 'decline', issue)})"
         )
     if ledger.holder not in (None, turn.agent):
         raise Refusal(
             f"{cli} close: {ledger.holder} holds #{issue}; only the holder closes a held issue.\n"
-            f"{ledger.holder} closes it: {command(cli, 'close', issue)} --as {ledger.holder}"
+            f"{ledger.holder} closes it; {ledger.holder} runs: {command(cli, 'close', issue)}"
         )
     open_mrs = citing_mrs(turn.client, config, issue)
     if open_mrs:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     Arguments = Callable[[Any], None]  # adds a command's flags to its argparse parser
     Writes = bool | Callable[[Mapping[str, Any]], bool]
+    ReadsConfig = bool | Callable[[Mapping[str, Any]], bool]
 
 
 class Command:
@@ -54,7 +55,7 @@ class Command:
         handler: str | None,
         arguments: Arguments | None = None,
         *,
-        reads_config: bool = True,
+        reads_config: ReadsConfig = True,
         reads_gitlab: bool = False,
         writes: Writes = False,
         keeps_verbose: bool = False,
@@ -67,7 +68,9 @@ class Command:
         self.help = help
         self.handler = handler  # "module:function", imported when the command runs
         self.arguments = arguments
-        self.reads_config = reads_config  # main loads it, and runs the currency check first
+        # main loads it, and runs the currency check first; a predicate of the flags when only
+        # some runs need it (the handler is then given None on the others)
+        self.reads_config = reads_config
         self.reads_gitlab = reads_gitlab  # main builds the GitLab client (needs the config)
         self.writes = writes  # a STALE copy refuses a writing run; a predicate of the flags
         self.keeps_verbose = keeps_verbose
@@ -80,6 +83,10 @@ class Command:
 
     def __repr__(self) -> str:
         return f"Command({self.name!r})"
+
+    def reads_config_with(self, flags: Mapping[str, Any]) -> bool:
+        """Does a run with these flags read the configuration?"""
+        return self.reads_config(flags) if callable(self.reads_config) else self.reads_config
 
     def writes_with(self, flags: Mapping[str, Any]) -> bool:
         """Does a run with these flags write? (The currency check refuses it on a STALE copy.)"""
@@ -96,6 +103,11 @@ def when_fixing(flags: Mapping[str, Any]) -> bool:
     return bool(flags["fix"]) and not flags["dry_run"]
 
 
+def unless_listing(flags: Mapping[str, Any]) -> bool:
+    """A listing of the files a command deploys needs no configuration."""
+    return not flags.get("list", False)
+
+
 def when_filing_issues(flags: Mapping[str, Any]) -> bool:
     """The audit writes only the issues it files."""
     return bool(flags["file_issues"])
@@ -107,6 +119,29 @@ FREEZE = "pairgate.commands.freeze"
 
 # In the order --help lists them.
 COMMANDS: tuple[Command, ...] = (
+    # Getting started first: a round in one command, a GitLab to try it on, a deployment.
+    Command(
+        "demo",
+        "play one whole round against an embedded sandbox",
+        "pairgate.commands.demo:demo",
+        arguments.demo,
+        reads_config=False,
+        dispatches=True,  # it plays a round through main's own dispatcher
+    ),
+    Command(
+        "sandbox",
+        "serve a GitLab stand-in on loopback until SIGINT or SIGTERM",
+        "pairgate.commands.sandbox:serve",
+        arguments.sandbox,
+        reads_config=False,
+    ),
+    Command(
+        "init",
+        "ask GitLab what a configuration needs and write a deployment's files into a directory",
+        "pairgate.commands.init:init",
+        arguments.init,
+        reads_config=False,
+    ),
     Command(
         "claim",
         "take an unowned issue",
@@ -275,6 +310,7 @@ COMMANDS: tuple[Command, ...] = (
         "copy the merge hook and the files it runs into a hooks directory",
         "pairgate.commands.deploy_hooks:deploy_hooks",
         arguments.deploy_hooks,
+        reads_config=unless_listing,
         writes=unless_only_checking,
     ),
     Command(
@@ -353,28 +389,6 @@ COMMANDS: tuple[Command, ...] = (
         "pairgate.commands.graph:graph",
         arguments.graph,
         reads_gitlab=True,
-    ),
-    Command(
-        "sandbox",
-        "serve a GitLab stand-in on loopback until SIGINT or SIGTERM",
-        "pairgate.commands.sandbox:serve",
-        arguments.sandbox,
-        reads_config=False,
-    ),
-    Command(
-        "init",
-        "ask GitLab what a configuration needs and write a deployment's files into a directory",
-        "pairgate.commands.init:init",
-        arguments.init,
-        reads_config=False,
-    ),
-    Command(
-        "demo",
-        "play one whole round against an embedded sandbox",
-        "pairgate.commands.demo:demo",
-        arguments.demo,
-        reads_config=False,
-        dispatches=True,  # it plays a round through main's own dispatcher
     ),
 )
 

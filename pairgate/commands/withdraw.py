@@ -53,7 +53,7 @@ def _found(turn: Turn, note: int, again: str) -> Approval:
         raise Refusal(
             f"{cli} withdraw: the approval in note {note} is {approval.approver}'s, not "
             f"{turn.agent}'s: only its approver withdraws an approval.\n{approval.approver} "
-            f"runs: {again} --as {approval.approver}"
+            f"runs: {again}"
         )
     if approval.withdrawn_by is not None:
         raise Refusal(
@@ -134,7 +134,8 @@ def _unapprove(turn: Turn, bot: GitLab, approval: Approval, note: int) -> None:
         other = still[-1]
         turn.say(
             f"The approval in note {other.note_id} by {other.approver} still names the head; "
-            f"its GitLab side went with this one. {other.approver} repeats it: "
+            f"its GitLab side went with this one. {other.approver} repeats it; "
+            f"{other.approver} runs: "
             + command(
                 turn.cli,
                 "approve",
@@ -145,5 +146,4 @@ def _unapprove(turn: Turn, bot: GitLab, approval: Approval, note: int) -> None:
                 to=other.to,
                 server_approval_only=True,
             )
-            + f" --as {other.approver}"
         )

@@ -18,6 +18,20 @@ from typing import Any
 from pairgate.doctor.checks import CANNOT_READ, HOLE, MAINTAINER, PASS, ROLE_NAMES, DoctorCheck
 from pairgate.standalone.gitlab import GitLabError
 
+# The one remedy when protection rules cannot be read: GitLab shows them to Maintainers only.
+MAINTAINER_READS = (
+    "run doctor with a Maintainer's read_api token: only a Maintainer reads protected branch rules"
+)
+
+
+def _unread(error: object) -> str:
+    """Why a read failed, without the client's general advice about the token's scope: a 403
+    here is the account's role, not a scope the token lacks."""
+    if isinstance(error, GitLabError) and error.status == 403:
+        return "GitLab answered 403 Forbidden (the read token's account is not a Maintainer there)"
+    return str(error)
+
+
 RULES_READ = (
     "GET /projects/:id/protected_branches name, push_access_levels, merge_access_levels "
     "(doc/api/protected_branches.md; Maintainer)"
@@ -141,9 +155,8 @@ def default_branch_check(
             tracker,
             CANNOT_READ,
             (RULES_READ, *read),
-            f"the protection of {branch} could not be read: {error}",
-            "give the read token access to the tracker (a Maintainer's read_api "
-            "token reads the rules themselves)",
+            f"the protection of {branch} could not be read: {_unread(error)}",
+            MAINTAINER_READS,
         )
     problems = [
         text
@@ -198,9 +211,8 @@ def renovate_check(
             project,
             CANNOT_READ,
             (RULES_READ,),
-            f"the protected branches of {project} could not be read: {rules}",
-            "run doctor with a Maintainer's read_api token: only Maintainers "
-            "read protected branch rules",
+            f"the protected branches of {project} could not be read: {_unread(rules)}",
+            MAINTAINER_READS,
         )
     covering = [r for r in rules if covers(str(r.get("name", "")), prefix)]
     touching = covering + [

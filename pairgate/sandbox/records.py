@@ -147,6 +147,8 @@ class Note:
     last_edited_at: str | None = None
     last_edited_by_id: int | None = None
     awards: list[list[Any]] = field(default_factory=list)
+    # A DiffNote's place in the merge request's diff, as GitLab's Position entity shows it.
+    position: dict[str, Any] | None = None
 
     @property
     def discussion(self) -> str:

@@ -107,7 +107,36 @@ def run_merge_check(
             }
             print(json.dumps(undecided, indent=2), file=ctx.stdout)
         raise PairgateError(message) from exc
+    if verdict.in_scope and verdict.mr_state == "merged":
+        return _merged(verdict, config, ctx, json_out=json_out)
     return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose)
+
+
+def _merged(verdict: GateVerdict, config: Config, ctx: Context, *, json_out: bool) -> int:
+    """merge-check on a merge request that already merged: no "may merge" (exit 1, nothing is
+    left to pass), what it merged with, and what is left on the ledger."""
+    cli, tracker = config.cli, config.tracker_project
+    ref = f"{verdict.project}!{verdict.iid}"
+    if verdict.allowed:
+        how = (
+            f"It merged with {verdict.approved_by}'s approval of {verdict.approved_sha} "
+            f"({tracker}#{verdict.approval_issue}, note {verdict.approval_note})."
+        )
+    else:
+        how = f"No approval that counts names its head ({verdict.code})."
+    issues = [str(i) for i in verdict.cited_issues] or ["<issue>"]
+    message = (
+        f"{ref} is already merged: nothing is left to merge. {how} What is left is the "
+        f"ledger: its holder closes each cited issue ({'; '.join(f'{cli} close {i}' for i in issues)}), "
+        f"or {cli} sync --apply closes every issue whose merge request merged at an approved "
+        f"head; {cli} waiting says who owes the move."
+    )
+    if json_out:
+        doc = verdict.as_json() | {"allowed": False, "verdict": "merged", "message": message}
+        print(json.dumps(doc, indent=2), file=ctx.stdout)
+    else:
+        print(message, file=ctx.stderr)
+    return Exit.REFUSED
 
 
 def validator_main(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import hashlib
 import os
 import sys
 import time
@@ -24,6 +25,7 @@ __all__ = [
     "PairgateError",
     "Refusal",
     "UsageError",
+    "first_today",
     "fresh_id",
     "log_crash",
     "reader_dir",
@@ -138,6 +140,25 @@ def state_dir(env: Mapping[str, str]) -> Path | None:
     if base is None or (home and base.is_relative_to(home) and not os.path.isdir(home)):
         return None
     return base / "pairgate"
+
+
+def first_today(env: Mapping[str, str], copy: str, now: float) -> bool:
+    """True once per UTC day per copy: a stamp under the user's state directory says when the
+    copy's currency note was last given. With no state directory to keep it in, every time."""
+    base = state_dir(env)
+    if base is None:
+        return True
+    stamp = base / "currency-notes" / hashlib.sha256(copy.encode()).hexdigest()
+    today = time.strftime("%Y-%m-%d", time.gmtime(now))
+    try:
+        if stamp.read_text(encoding="utf-8").strip() == today:
+            return False
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):  # a note is never worth failing a command over
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(today + "\n", encoding="utf-8")
+    return True
 
 
 CRASH_LOG = "pairgate.log"

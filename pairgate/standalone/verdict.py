@@ -7,7 +7,7 @@ from typing import Any
 
 from pairgate.standalone.approvals import Judged, independence_basis, judge, same_mr, v1_note
 from pairgate.standalone.config import Config
-from pairgate.standalone.ledger import Approval, Ledger, MrRef
+from pairgate.standalone.ledger import Approval, Ledger, MrRef, Offer
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import Scope
 from pairgate.standalone.values import value_type
@@ -50,6 +50,7 @@ class GateVerdict:
     author: Mapping[str, Any] | None = None  # who opened the MR, as GitLab says
     basis: str = ""  # what independence rests on here (approvals.independence_basis)
     account_bound: bool = False
+    mr_state: str = ""  # opened, merged, closed, locked: as GitLab says ("" when not read)
 
     def as_json(self) -> dict[str, Any]:
         """merge-check --json: stable keys, documented in docs/agent-handoff-reference.md."""
@@ -150,6 +151,7 @@ def decide(
             author={"id": mr.author_id, "username": mr.author_username or None},
             basis=independence_basis(config),
             account_bound=config.account_bound,
+            mr_state=mr.state,
             **fields,
         )
 
@@ -237,17 +239,59 @@ def _approve_command(cli: str, issue: object, mr: MergeRequestFacts, lead: str |
     )
 
 
+def _pipeline_state(mr: MergeRequestFacts) -> str:
+    pipeline = mr.head_pipeline or {}
+    status = pipeline.get("status")
+    if not status or pipeline.get("sha") not in (None, mr.head_sha):
+        return "no pipeline has run at its head"
+    return f"its head pipeline is {status}"
+
+
 def _review_steps(
-    cli: str, issue: object, mr: MergeRequestFacts, reviewer: str | None, lead: str | None
+    cli: str,
+    issue: object,
+    mr: MergeRequestFacts,
+    reviewer: str | None,
+    lead: str | None,
+    offer: Offer | None = None,
 ) -> str:
     """The way to a review of the current head. Only the holder in the review role may approve,
-    and after a round the lead holds the issue, so the head is offered for review first."""
+    and after a round the lead holds the issue, so the head is offered for review first. An
+    issue holds one live offer: a pending one is answered or replaced (--supersede), never
+    offered over. Each step says which agent runs it, never with another agent's --as."""
     sha = mr.head_sha or "<head>"
+    approve = _approve_command(cli, issue, mr, lead)
+    handoff = (
+        f"{cli} handoff {issue} --to {reviewer or '<reviewer>'} --role review --sha {sha} "
+        f"--mr {mr.iid} --mr-project {mr.project}"
+    )
+    if offer is None:
+        return (
+            f"The lead offers the head for review: {handoff}; the reviewer accepts ({cli} "
+            f"accept {issue}) and approves it: {approve}"
+        )
+    pending = (
+        f"An offer is pending on #{issue}: note {offer.note_id}, {offer.sender} to {offer.to} as "
+        f"{offer.role} at {offer.sha[:12]}; {_pipeline_state(mr)}."
+    )
+    offers_head = offer.mr is not None and _same_mr(offer.mr, mr) and offer.sha == mr.head_sha
+    if offers_head and offer.role == "review":
+        return (
+            f"{pending} {offer.to} takes it; {offer.to} runs: {cli} accept {issue}; then "
+            f"approves the head: {approve}"
+        )
+    if offer.event == "approve":
+        # The reviewer still holds the issue until its offer back is accepted: it reviews the
+        # head as it is now and approves again, in place of that offer.
+        return (
+            f"{pending} {offer.sender} still holds #{issue} as review, so it reviews the head "
+            f"and approves it, replacing its offer; {offer.sender} runs: {approve} --supersede "
+            f"{offer.note_id}"
+        )
     return (
-        f"The lead offers the head for review: {cli} handoff {issue} --to "
-        f"{reviewer or '<reviewer>'} --role review --sha {sha} --mr {mr.iid} --mr-project "
-        f"{mr.project}; the reviewer accepts ({cli} accept {issue}) and approves it: "
-        f"{_approve_command(cli, issue, mr, lead)}"
+        f"{pending} It does not offer this head for review, so {offer.sender} replaces it; "
+        f"{offer.sender} runs: {handoff} --supersede {offer.note_id}; the reviewer accepts "
+        f"({cli} accept {issue}) and approves it: {approve}"
     )
 
 
@@ -305,18 +349,20 @@ def _approval_check(
     if not judged:
         first = next(iter(ledgers), None)
         lead = _lead_of(ledgers[first]) if first is not None else None
+        offer = ledgers[first].offer if first is not None else None
         issues = ", ".join(f"{tracker}#{i}" for i in ledgers) or f"any issue of {tracker}"
         return Check(
             True,
             "never-approved",
             f"no approval in {issues} names {mr.ref}. "
-            f"{_review_steps(cli, first or 'NN', mr, None, lead)}",
+            f"{_review_steps(cli, first or 'NN', mr, None, lead, offer)}",
         ), None
     at_head = [j for j in judged if j.code != "not-at-head"]
     j = (at_head or list(judged))[-1]
     approval = _approval(ledgers, j)
     where = f"{tracker}#{j.issue}, note {j.note_id}"
-    steps = _review_steps(cli, j.issue, mr, None, approval.to)
+    offer = ledgers[j.issue].offer
+    steps = _review_steps(cli, j.issue, mr, None, approval.to, offer)
     if j.code == "self-approval-only":
         message = (
             f"the only approval of {mr.ref} at its head is a self-approval by {j.approver} "
@@ -353,7 +399,7 @@ def _approval_check(
             f"the approval of {mr.ref} by {j.approver} ({where}) "
             f"{str(j.why).removeprefix('it ')}: a push after an "
             f"approval voids it, and the new head needs its own review. "
-            f"{_review_steps(cli, j.issue, mr, j.approver, approval.to)}"
+            f"{_review_steps(cli, j.issue, mr, j.approver, approval.to, offer)}"
         )
     elif j.code in ("retargeted", "base-moved"):
         what = "target branch" if j.code == "retargeted" else "merge base"
