@@ -89,7 +89,7 @@ def test_a_command_no_row_names_is_parsed_against_every_row(argv: list[str]) -> 
 
 
 def test_an_unknown_command_is_answered_with_every_choice() -> None:
-    with pytest.raises(Exception, match="invalid choice: 'stauts' \\(choose from 'claim'"):
+    with pytest.raises(Exception, match="invalid choice: 'stauts' \\(choose from 'demo'"):
         parse(["stauts"])
 
 

@@ -30,12 +30,15 @@ def test_merge_check_names_the_pending_offer_and_who_answers_it(offered: Round) 
     w, note = offered, offer_note(offered)
     result = merge_check(w)
     assert result.code == 1
-    assert result.err.endswith(
+    # The refusal's last line is the remedy; what independence rests on follows it.
+    remedy, basis = result.err.splitlines()[-2:]
+    assert remedy.endswith(
         f"An offer is pending on #{w.issue}: note {note}, {LEAD} to {REVIEW} as review at "
         f"{w.head[:12]}; no pipeline has run at its head. {REVIEW} takes it; {REVIEW} runs: "
         f"pairgate accept {w.issue}; then approves the head: pairgate approve {w.issue} --mr "
-        f"{w.mr} --mr-project {w.project} --sha {w.head} --to {LEAD}\n"
+        f"{w.mr} --mr-project {w.project} --sha {w.head} --to {LEAD}"
     )
+    assert basis.startswith("note: independence rests on names and sessions")
     assert "--as" not in result.err
 
 

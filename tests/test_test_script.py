@@ -17,7 +17,8 @@ INSTALLS = re.compile(
 def test_every_install_is_announced_first() -> None:
     lines = SCRIPT.splitlines()
     installs = [n for n, line in enumerate(lines) if INSTALLS.search(line)]
-    assert len(installs) == 5  # rsync, curl, postgresql, gitlab-ci-local, this checkout
+    # rsync, bubblewrap, curl, postgresql, gitlab-ci-local, this checkout
+    assert len(installs) == 6
     for n in installs:
         before = "\n".join(lines[max(0, n - 4) : n])
         assert 'say "installing' in before, lines[n]
