@@ -23,6 +23,7 @@ from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Offer
 from pairgate.tracker import CLOSED_LABEL, issue_path
 from pairgate.verbs.merge_requests import checked_sha, citing_mrs, pipeline_problem
+from pairgate.verbs.pipelines import rejudge
 from pairgate.verbs.preconditions import (
     check_offer_slot,
     check_offerable,
@@ -158,7 +159,9 @@ def handoff(
             f"it with {turn.cli} evidence run, and offer again with --evidence FILE and "
             f"--supersede {event.note_id}."
         )
-    return 0
+    if supersede is None:
+        return 0
+    return rejudged(turn, f"the superseding handoff (note {event.note_id})")
 
 
 def _answerable(turn: Turn, verb: str) -> Offer:
@@ -264,7 +267,7 @@ def decline(
         f"{turn.agent} declines the offer in note {offer.note_id} (note {event.note_id}); "
         f"{offer.sender} keeps #{issue}."
     )
-    return 0
+    return rejudged(turn, f"the decline (note {event.note_id})")
 
 
 def release(
@@ -284,7 +287,7 @@ def release(
     event = write(turn, "ownership", "release", {"role": role})
     refuse_void(turn, event)
     turn.say(f"{turn.agent} released #{issue} (note {event.note_id}); nobody holds it now.")
-    return 0
+    return rejudged(turn, f"the release (note {event.note_id})")
 
 
 def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, client: GitLab) -> int:
@@ -318,4 +321,11 @@ def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, cli
         "PUT", issue_path(config, issue), {"state_event": "close", "add_labels": CLOSED_LABEL}
     )
     turn.say(f"{turn.agent} closed #{issue} (note {event.note_id}).")
-    return 0
+    # Read again: a merge request citing the issue may have opened since the check above.
+    return rejudged(turn, f"the close (note {event.note_id})")
+
+
+def rejudged(turn: Turn, what: str) -> int:
+    """A new pipeline for each open merge request citing the issue: the gate reads its ledger
+    for them, and ``what`` may have turned their verdict to refused."""
+    return rejudge(turn, turn.client, citing_mrs(turn.client, turn.config, turn.issue), what=what)
