@@ -291,3 +291,19 @@ def test_a_release_after_the_approval_is_refused(door: Door) -> None:
     assert refused(door.merge())
     assert door.gate()[MERGE_CHECK] == "failed"
     assert "which nobody holds" in door.trace(MERGE_CHECK)
+
+
+def test_a_project_without_its_own_ci_file_merges_once_approved(door: Door) -> None:
+    """GitLab makes no child from a .gitlab-ci.yml that does not exist: without the rule on
+    project-pipeline its bridge fails, and the pipeline of a project with no CI of its own is
+    red whatever the gate says."""
+    door.open(pipeline=False)
+    door.push({".gitlab-ci.yml": None}, options=["ci.skip"])
+    door.review_round()
+    jobs = door.gate()
+    assert set(jobs) == set(GATE_JOBS) and jobs[MERGE_CHECK] == "success", jobs
+    head = door.state()["head_pipeline"]
+    assert head["status"] == "success"
+    assert door.sandbox.api("GET", f"{project_path()}/pipelines/{head['id']}/bridges") == []
+    merged = door.merge()
+    assert merged.status_code == 200 and merged.json()["state"] == "merged", merged.text
