@@ -117,7 +117,7 @@ def freeze(
         + f". Lift it early with: {cli} thaw"
     )
     what = f"the freeze (note {event.note_id})"
-    return rejudge(turn, turn.client, affected(turn.client, config, resolved), what=what)
+    return rejudge(turn, affected(turn.client, config, resolved), what=what)
 
 
 def affected(client: GitLab, config: Config, scope: str) -> list[MergeRequestFacts]:

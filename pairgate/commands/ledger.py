@@ -328,4 +328,4 @@ def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, cli
 def rejudged(turn: Turn, what: str) -> int:
     """A new pipeline for each open merge request citing the issue: the gate reads its ledger
     for them, and ``what`` may have turned their verdict to refused."""
-    return rejudge(turn, turn.client, citing_mrs(turn.client, turn.config, turn.issue), what=what)
+    return rejudge(turn, citing_mrs(turn.client, turn.config, turn.issue), what=what)

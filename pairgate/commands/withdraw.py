@@ -98,7 +98,7 @@ def withdraw(
     # First the new pipeline (the gate's verdict), then GitLab's approval: a failure to remove
     # the approval must not leave the old green pipeline standing.
     opened = [mr] if mr.state == "opened" else []
-    code = rejudge(turn, turn.client, opened, what=f"the withdrawal (note {event.note_id})")
+    code = rejudge(turn, opened, what=f"the withdrawal (note {event.note_id})")
     _unapprove(turn, bot, found, mr, event.note_id)
     return code
 

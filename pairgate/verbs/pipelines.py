@@ -85,8 +85,9 @@ def start_command(project: str, iid: int) -> str:
     )
 
 
-def rejudge(turn: Turn, client: GitLab, mrs: Sequence[MergeRequestFacts], *, what: str) -> int:
-    """Start a pipeline for each of ``mrs`` after ``what`` (the write, named for the user), say
+def rejudge(turn: Turn, mrs: Sequence[MergeRequestFacts], *, what: str) -> int:
+    """Start a pipeline for each of ``mrs`` after ``what`` (the write, named for the user), with
+    the caller's own write token (GitLab lets any Developer of the project start one), say
     each one started, and say loudly each one that did not: exit 2 then, since until a pipeline
     runs, the last green one still lets the merge through. The write stands either way."""
     if not mrs:
@@ -94,7 +95,7 @@ def rejudge(turn: Turn, client: GitLab, mrs: Sequence[MergeRequestFacts], *, wha
         return Exit.OK
     outcomes: list[Started] = []
     for first in range(0, len(mrs), BATCH):
-        outcomes += pooled(partial(_start_mr, client), mrs[first : first + BATCH])
+        outcomes += pooled(partial(_start_mr, turn.client), mrs[first : first + BATCH])
     started = [o for o in outcomes if o.why is None]
     for o in started:
         number = f" {o.pipeline}" if o.pipeline else ""
@@ -104,7 +105,7 @@ def rejudge(turn: Turn, client: GitLab, mrs: Sequence[MergeRequestFacts], *, wha
         )
     # 405: the project's CI has no merge request job, so no gate job judges its merge requests
     # in CI at all and there is no merge request verdict to outlive. Said, not an error of this
-    # write: the deployment is what is missing (doctor reports it).
+    # write: the deployment is what is missing.
     for o in outcomes:
         if o.no_mr_job:
             turn.warn(
