@@ -220,3 +220,19 @@ def test_a_project_without_a_merge_request_job_is_said_and_not_an_error(sandbox:
     ) in result.err
     assert "the project's CI has no merge request job" in result.err
     assert "WARNING" not in result.err
+
+
+def test_a_merge_request_of_a_shared_in_project_is_reached_too(world: Round) -> None:
+    """partner/shared-lib is shared into acme, so the gate judges its merge requests; GitLab's
+    group-wide listing leaves them out, and the re-judging reads them apart."""
+    world.sb.set_ci("partner/shared-lib", [{"name": MERGE_CHECK}])
+    shared = World(world.sb).mr(
+        f"Related to acme/tracker#{world.issue}", project="partner/shared-lib"
+    )
+    world.approved()
+    world.sb.clear_requests()
+    result = world.run(LEAD, "release", world.issue)
+    assert result.code == 0, result.err
+    assert sorted(asked(world)) == sorted(
+        [f"acme/app!{world.mr}", f"partner/shared-lib!{shared['iid']}"]
+    )

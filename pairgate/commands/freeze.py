@@ -22,7 +22,7 @@ from pairgate.standalone.ledger import FROZEN_LABEL, Freeze
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.records import FREEZE_MAX_MINUTES
 from pairgate.tracker import IssueRead, issue_path, read_issue, read_labelled, read_mr
-from pairgate.verbs.merge_requests import citing_mrs, open_group_mrs
+from pairgate.verbs.merge_requests import citing, citing_mrs, gated_open_mrs
 from pairgate.verbs.note_text import quoted
 from pairgate.verbs.pipelines import rejudge
 from pairgate.verbs.turn import begin, identity, read_reason, refuse_void, write
@@ -122,11 +122,11 @@ def freeze(
 
 def affected(client: GitLab, config: Config, scope: str) -> list[MergeRequestFacts]:
     """The open merge requests a window on ``scope`` can reach: the one it names, those citing
-    its issue, or every open one of the group (the board)."""
+    its issue, or every open one the gate judges (the board), shared-in projects' included."""
     if scope == "board":
-        return open_group_mrs(client, config)
+        return gated_open_mrs(client, config)
     if scope.startswith("issue:"):
-        return citing_mrs(client, config, int(scope.removeprefix("issue:")))
+        return citing(gated_open_mrs(client, config), int(scope.removeprefix("issue:")), config)
     project, iid = scope.removeprefix("mr:").rsplit("!", 1)
     mr = read_mr(client, project, int(iid), cli=config.cli)
     return [mr] if mr.state == "opened" else []

@@ -22,7 +22,13 @@ from pairgate.standalone.fold import is_finder
 from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Offer
 from pairgate.tracker import CLOSED_LABEL, issue_path
-from pairgate.verbs.merge_requests import checked_sha, citing_mrs, pipeline_problem
+from pairgate.verbs.merge_requests import (
+    checked_sha,
+    citing,
+    citing_mrs,
+    gated_open_mrs,
+    pipeline_problem,
+)
 from pairgate.verbs.pipelines import rejudge
 from pairgate.verbs.preconditions import (
     check_offer_slot,
@@ -326,6 +332,8 @@ def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, cli
 
 
 def rejudged(turn: Turn, what: str) -> int:
-    """A new pipeline for each open merge request citing the issue: the gate reads its ledger
-    for them, and ``what`` may have turned their verdict to refused."""
-    return rejudge(turn, citing_mrs(turn.client, turn.config, turn.issue), what=what)
+    """A new pipeline for each open merge request the gate judges that cites the issue (shared-in
+    projects' too): the gate reads its ledger for them, and ``what`` may have turned their
+    verdict to refused."""
+    mrs = citing(gated_open_mrs(turn.client, turn.config), turn.issue, turn.config)
+    return rejudge(turn, mrs, what=what)
