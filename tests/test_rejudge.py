@@ -236,3 +236,24 @@ def test_a_merge_request_of_a_shared_in_project_is_reached_too(world: Round) -> 
     assert sorted(asked(world)) == sorted(
         [f"acme/app!{world.mr}", f"partner/shared-lib!{shared['iid']}"]
     )
+
+
+def test_the_merge_waits_for_the_new_pipeline(world: Round) -> None:
+    """With "Pipelines must succeed", the approval's green pipeline lets the merge through
+    until the write; the pipeline the write starts is the head pipeline now, and the merge
+    waits for it (GitLab's 405 while it runs)."""
+    world.sb.settings(only_allow_merge_if_pipeline_succeeds=True)
+    world.approved()
+    (green,) = world.sb.api("GET", f"{world.mr_path}/pipelines")
+    (job,) = world.sb.api("GET", f"/projects/acme%2Fapp/pipelines/{green['id']}/jobs")
+    world.sb.set_job(job["id"], "success")
+    mr = world.sb.api("GET", world.mr_path)
+    assert mr["detailed_merge_status"] == "mergeable", mr["detailed_merge_status"]
+    assert world.run(LEAD, "release", world.issue).code == 0
+    mr = world.sb.api("GET", world.mr_path)
+    assert mr["head_pipeline"]["id"] != green["id"]
+    assert mr["detailed_merge_status"] == "ci_still_running"
+    merge = world.sb.request(
+        "PUT", f"{world.mr_path}/merge", "maintainer", json={"sha": world.head}
+    )
+    assert (merge.status_code, merge.json()) == (405, {"message": "405 Method Not Allowed"})
