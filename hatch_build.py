@@ -29,6 +29,7 @@ SHIPPED = (
     "templates/mr-ownership-gate/template.yml",
     "templates/mr-merge-check/template.yml",
     "templates/merge-audit/template.yml",
+    "templates/mr-evidence/template.yml",
 )
 RELEASE = re.compile(r"\d+\.\d+\.\d+")
 

@@ -2,11 +2,12 @@
 """Every speed figure next to its floor, measured in the same run, and the ratio. Prints;
 asserts nothing.
 
-    python3 benchmarks/run.py [--quick] [--only fold,memo,hook,board,startup,audit] [--venv DIR]
+    python3 benchmarks/run.py [--quick] [--only fold,memo,hook,board,startup,audit,evidence]
+                              [--venv DIR]
 
 The rows are issue 33's table. Each floor is what the same work costs done the minimal way, on
 this machine, now (see each module's docstring: fold_time.py, hook.py, board.py, startup.py,
-audit.py): ratios, not absolute times, are what compare across runs and machines. The hook and
+audit.py, evidence.py): ratios, not absolute times, are what compare across runs and machines. The hook and
 start-up rows run as a user installs pairgate: from a clean venv with a regular ``pip install
 .`` of this checkout, built once in a temporary directory unless ``--venv`` names one; the
 start-up rows are in units of that venv's own ``python3 -c pass``. Run it on a quiet machine: the
@@ -27,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import audit, board, fold_time, hook, startup  # noqa: E402
+from benchmarks import audit, board, evidence, fold_time, hook, startup  # noqa: E402
 from pairgate.sandbox.testing import running_sandbox  # noqa: E402
 
 Row = tuple[str, str, str, float | None, str]  # figure, measured, floor, ratio, goal
@@ -152,14 +153,37 @@ def audit_rows(runs: int, quick: bool) -> list[Row]:
     ]
 
 
+def evidence_rows(runs: int, quick: bool) -> list[Row]:
+    """One mutant run against the test command run directly (benchmarks/evidence.py)."""
+    f = evidence.measure(**evidence.QUICK) if quick else evidence.measure(rounds=runs)
+    files = f["files"]
+    over = f["overhead"]
+    return [
+        (
+            f"one evidence mutant run over the bare test command ({files:,}-file checkout, "
+            f"{f['isolation']}, copies on {f['workspace'].split()[0]})",
+            f"{f['per_mutant']:.2f} s",
+            f"{f['direct']:.2f} s",
+            None,
+            f"<= +0.25 s (+{over:.2f} s: {'met' if over <= 0.25 else 'MISSED'}; must <= +0.5 s)",
+        )
+    ]
+
+
 def _ms(figure: str, measured: float, floor: float, goal: float) -> Row:
     return (figure, f"{measured:.1f} ms", f"{floor:.1f} ms", measured / floor, f"<= {goal}x")
 
 
-PLAIN = {"fold": fold_rows, "memo": memo_rows, "board": board_rows, "audit": audit_rows}
+PLAIN = {
+    "fold": fold_rows,
+    "memo": memo_rows,
+    "board": board_rows,
+    "audit": audit_rows,
+    "evidence": evidence_rows,
+}
 INSTALLED = {"hook": hook_rows, "startup": startup_rows}  # run from the clean venv
-SECTIONS = ("fold", "memo", "hook", "board", "startup", "audit")
-RUNS = {"fold": 9, "memo": 3, "hook": 21, "board": 3, "startup": 21, "audit": 1}
+SECTIONS = ("fold", "memo", "hook", "board", "startup", "audit", "evidence")
+RUNS = {"fold": 9, "memo": 3, "hook": 21, "board": 3, "startup": 21, "audit": 1, "evidence": 3}
 
 
 def main(argv: list[str]) -> int:

@@ -45,14 +45,14 @@ def section(step: Step, n: int) -> str:
         parts.append(fence(shown.replace("\n\n", "\n"), "console"))
     for note in step.notes:
         quoted = "\n".join(f"> {line}" if line else ">" for line in note.text.splitlines())
-        parts.append(f"Note {note.id} on the issue, posted by @{note.author}:\n\n{quoted}")
+        parts.append(f"Note {note.id} on {note.where}, posted by @{note.author}:\n\n{quoted}")
         if note.marker:
             parts.append(
                 "<details><summary>its marker</summary>\n\n"
                 + fence(note.marker, "html")
                 + "\n\n</details>"
             )
-    if step.notes:
+    if any(note.where == "the issue" for note in step.notes):
         parts.append(f"Role label: {', '.join(f'`{label}`' for label in step.labels) or 'none'}")
     return "\n\n".join(parts)
 

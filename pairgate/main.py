@@ -13,19 +13,25 @@ import contextlib
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
 
 from pairgate.commands.table import Command
 from pairgate.parser import build_parser, parse
 from pairgate.standalone.errors import Context, Exit, report
 
-Handler = Callable[..., int]
+# typing.TYPE_CHECKING without importing typing or pathlib, which would cost every start, --help's
+# included (mypy and ruff read any name TYPE_CHECKING as typing's).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from pathlib import Path
+    from typing import Any
+
+    Handler = Callable[..., int]
 
 # The copy main measures when it is given no origin: the checkout this file is in, unless
-# <env_prefix>_CHECKOUT names the deployment's checkout (an installed copy is in none).
-_OWN_FILE = Path(__file__).resolve()
+# <env_prefix>_CHECKOUT names the deployment's checkout (an installed copy is in none). A
+# string, as os.path spells it, for the same reason.
+_OWN_FILE = os.path.realpath(__file__)
 
 
 def handler(row: Command) -> Handler:
@@ -55,7 +61,7 @@ def main_flags(row: Command) -> frozenset[str]:
     return frozenset() if row.keeps_verbose else frozenset({"verbose"})
 
 
-def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
+def run(argv: Sequence[str], ctx: Context, *, measured: str | Path | None) -> int:
     """Parse ``argv`` and run its command; the one dispatcher (the demo calls it too).
     ``measured`` is the checkout the currency check measures, None for no check."""
     try:
@@ -78,8 +84,8 @@ def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
             build_parser().print_help(ctx.stdout)
             return Exit.ERROR
         verbose = bool(kwargs.get("verbose"))
-        given: dict[str, Any] = {"ctx": ctx}
-        if row.reads_config:
+        given: dict[str, Any] = {"ctx": ctx, "config": None}
+        if row.reads_config_with(kwargs):
             from pairgate.standalone.config import load_config
 
             given["config"] = config = load_config(ctx.env)
@@ -87,10 +93,12 @@ def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
                 named = ctx.env.get(config.env_name("CHECKOUT"), "").strip()
                 if measured == _OWN_FILE and named:  # an explicit origin= always wins
                     measured = _checked_origin(named)
+                from pathlib import Path
+
                 from pairgate.currency.check import check_currency
 
                 check_currency(
-                    measured,
+                    Path(measured),
                     config,
                     command=args.command,
                     writes=row.writes_with(kwargs),
@@ -101,8 +109,11 @@ def run(argv: Sequence[str], ctx: Context, *, measured: Path | None) -> int:
                 )
             if row.reads_gitlab:
                 from pairgate.standalone.gitlab import gitlab_from_env
+                from pairgate.standalone.gitlab_once import first_attempt_per_thread
 
-                given["client"] = client = gitlab_from_env(config, ctx.env)
+                given["client"] = client = gitlab_from_env(
+                    config, ctx.env, transport=first_attempt_per_thread
+                )
                 if verbose:
                     print(client.describe(), file=ctx.stderr)
         if row.dispatches:  # it plays command lines through this same dispatcher
@@ -135,6 +146,8 @@ def main(
 
 def _checked_origin(origin: object) -> Path:
     """A given origin is always the one measured; one that cannot name a checkout raises."""
+    from pathlib import Path
+
     if not isinstance(origin, (str, Path)):
         raise TypeError(f"origin must be a str or a Path, not {type(origin).__name__}")
     if not str(origin).strip():

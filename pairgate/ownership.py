@@ -8,42 +8,43 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    83  errors.py: Exit codes, the error family and the run context every door is given.
-  line   284  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   442  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   682  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1270  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1539  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  1942  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2018  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2259  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  2868  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  2994  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3233  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3569  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  3717  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4114  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4161  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4304  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4487  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  4892  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5097  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5336  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  5766  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6222  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6301  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  6448  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  6543  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  6911  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7301  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  7537  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  7819  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8230  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8288  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  8731  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  8901  command_reader/read.py: read_command: the command reader's one entry point.
-  line  8926  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9275  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    86  errors.py: Exit codes, the error family and the run context every door is given.
+  line   311  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   469  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
+  line   491  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   783  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1408  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  1687  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2099  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2175  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  2567  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  3187  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3313  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3569  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  3997  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4145  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4541  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4592  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4735  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  4918  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5385  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  5590  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  5862  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6328  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  6784  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  6863  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7010  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7105  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7473  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  7863  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8099  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8381  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  8792  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  8850  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9299  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9469  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9494  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line  9853  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ if TYPE_CHECKING:
     import requests
     import socket
     import ssl
+    from pathlib import Path
+    from typing import TextIO
     from urllib3.util.retry import Retry
 
 
@@ -84,18 +87,9 @@ if TYPE_CHECKING:
 # =============================================================================================
 
 
-_Class = TypeVar("_Class")
+# typing.TYPE_CHECKING without importing typing or pathlib, which would cost every start of the
+# CLI, --help's included (mypy and ruff read any name TYPE_CHECKING as typing's).
 
-
-@dataclass_transform(frozen_default=True, field_specifiers=(field,))
-def value_type(cls: type[_Class]) -> type[_Class]:
-    """A dataclass of values: compared and hashed by its fields, and never assigned to once
-    built. mypy holds the last (``frozen_default``: an assignment to a field is a type error,
-    and ``bash scripts/check`` runs mypy). At run time it is a plain dataclass with the frozen
-    one's hash, because ``dataclass(frozen=True)`` generates two more methods per class when
-    the module is imported (the 31 value types cost each merge-hook decision about 4 ms) and
-    sets every field through ``object.__setattr__``, which the fold pays for each record."""
-    return dataclass(cls, unsafe_hash=True)
 
 
 class Exit(enum.IntEnum):
@@ -141,16 +135,26 @@ def fresh_id() -> str:
     return uuid.uuid4().hex
 
 
-@value_type
 class Context:
     """What a run reads from outside: environment, clock and streams, injected so tests never
-    read the real environment by accident and never sleep."""
+    read the real environment by accident and never sleep. A plain class, not a value type:
+    every run builds one, and the dataclass machinery would cost each start of the CLI and of
+    the merge hook more than the rest of its set-up."""
 
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    now: Callable[[], float] = time.time
-    stdout: TextIO = field(default_factory=lambda: sys.stdout)
-    stderr: TextIO = field(default_factory=lambda: sys.stderr)
-    new_id: Callable[[], str] = fresh_id  # write ids: the example trail makes them deterministic
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        now: Callable[[], float] = time.time,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+        new_id: Callable[[], str] = fresh_id,  # write ids: the example trail makes them fixed
+    ) -> None:
+        self.env: Mapping[str, str] = dict(os.environ) if env is None else env
+        self.now = now
+        # Read at construction, as before: a test that swaps sys.stdout later keeps its own.
+        self.stdout: TextIO = sys.stdout if stdout is None else stdout
+        self.stderr: TextIO = sys.stderr if stderr is None else stderr
+        self.new_id = new_id
 
 
 def report(error: BaseException, ctx: Context, *, program: str = "pairgate") -> Exit:
@@ -175,6 +179,8 @@ def state_home(env: Mapping[str, str]) -> Path | None:
     """Where pairgate keeps state (in its ``pairgate`` directory): $XDG_STATE_HOME, else
     ~/.local/state, by the XDG base directory rule (a relative XDG_STATE_HOME is ignored); None
     with neither."""
+    from pathlib import Path
+
     state = env.get("XDG_STATE_HOME", "")
     if state and Path(state).is_absolute():
         return Path(state)
@@ -188,9 +194,28 @@ def state_dir(env: Mapping[str, str]) -> Path | None:
     or where making it would make a home directory that is not there."""
     base = state_home(env)
     home = env.get("HOME", "")
-    if base is None or (home and base.is_relative_to(home) and not Path(home).is_dir()):
+    if base is None or (home and base.is_relative_to(home) and not os.path.isdir(home)):
         return None
     return base / "pairgate"
+
+
+def first_today(env: Mapping[str, str], copy: str, now: float) -> bool:
+    """True once per UTC day per copy: a stamp under the user's state directory says when the
+    copy's currency note was last given. With no state directory to keep it in, every time."""
+    base = state_dir(env)
+    if base is None:
+        return True
+    stamp = base / "currency-notes" / hashlib.sha256(copy.encode()).hexdigest()
+    today = time.strftime("%Y-%m-%d", time.gmtime(now))
+    try:
+        if stamp.read_text(encoding="utf-8").strip() == today:
+            return False
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):  # a note is never worth failing a command over
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(today + "\n", encoding="utf-8")
+    return True
 
 
 CRASH_LOG = "pairgate.log"
@@ -236,7 +261,7 @@ def _crash_report(program: str, trace: str, *, now: float) -> str:
         f"when: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(now))}\n"
         f"program: {program}\n"
         f"argv: {sys.argv!r}\n"
-        f"code: {Path(__file__).resolve()} (pairgate installed: {_installed_version()})\n"
+        f"code: {os.path.realpath(__file__)} (pairgate installed: {_installed_version()})\n"
         f"python: {sys.version.split()[0]} ({sys.executable}) on {platform.platform()}\n\n"
         f"{trace}"
     )
@@ -273,6 +298,8 @@ def reader_dir() -> Path:
     for the configuration, the roster and the hook's files. In the package these modules sit in
     ``pairgate/standalone/``, one level below ``pairgate/ownership.py``; assembled, they are
     ownership.py itself."""
+    from pathlib import Path
+
     here = Path(__file__).resolve().parent
     return here.parent if __name__.startswith("pairgate.standalone.") else here
 
@@ -439,6 +466,28 @@ def draft_validator(schema: Mapping[str, Any]) -> SchemaCheck:
 
 
 # =============================================================================================
+# begin pairgate/standalone/values.py
+# =============================================================================================
+
+
+_Class = TypeVar("_Class")
+
+
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+def value_type(cls: type[_Class]) -> type[_Class]:
+    """A dataclass of values: compared and hashed by its fields, and never assigned to once
+    built. mypy holds the last (``frozen_default``: an assignment to a field is a type error,
+    and ``bash scripts/check`` runs mypy). At run time it is a plain dataclass with the frozen
+    one's hash, because ``dataclass(frozen=True)`` generates two more methods per class when
+    the module is imported (the 31 value types cost each merge-hook decision about 4 ms) and
+    sets every field through ``object.__setattr__``, which the fold pays for each record."""
+    return dataclass(cls, unsafe_hash=True)
+
+
+# end pairgate/standalone/values.py
+
+
+# =============================================================================================
 # begin pairgate/standalone/config.py
 # =============================================================================================
 
@@ -475,6 +524,19 @@ class Config:
     agent_text_dir: str
     handoff_doc: str
     ledger_author_user_ids: tuple[int, ...]
+    # Absent: independence rests on the names and sessions records declare (the mode before
+    # this key). Set: the review role is bound to these GitLab accounts (approvals.py).
+    review_author_user_ids: tuple[int, ...] = field(default=(), kw_only=True)
+
+    @property
+    def account_bound(self) -> bool:
+        """Is the review role bound to GitLab accounts (review_author_user_ids set)?"""
+        return bool(self.review_author_user_ids)
+
+    @property
+    def record_author_ids(self) -> frozenset[int]:
+        """The accounts whose notes carry ledger records: the agents' and the review ones."""
+        return frozenset(self.ledger_author_user_ids) | frozenset(self.review_author_user_ids)
 
     def relative(self, key: Literal["agent_text_dir", "liveness_oracle_file"]) -> Path:
         """A path-valued key resolved against the configuration file's directory."""
@@ -503,7 +565,8 @@ def env_variable(env_prefix: str, suffix: str) -> str:
 
 
 # The specification's seventeen keys, plus ledger_author_user_ids (docs/agent-handoff-reference.md,
-# "The fold": the accounts whose notes count): Config's fields but its path.
+# "The fold": the accounts whose notes count) and the optional review_author_user_ids
+# ("Account-bound roles"): Config's fields but its path.
 CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name != "path")
 OPTIONAL_CONFIG_KEYS = frozenset(
     f.name for f in fields(Config) if f.name in CONFIG_KEYS and f.default is not MISSING
@@ -552,6 +615,13 @@ CONFIG_SCHEMA: dict[str, Any] = {
             "uniqueItems": True,
             "items": {"type": "integer", "minimum": 1},
         },
+        "review_author_user_ids": {
+            "type": "array",
+            "uniqueItems": True,
+            "items": {"type": "integer", "minimum": 1},
+            "description": "the GitLab accounts review-side records are written as; absent "
+            "or []: independence rests on names and sessions",
+        },
     },
 }
 
@@ -568,6 +638,7 @@ _KEY_GRAMMAR_HINTS = {
     "renovate_bot_user_id": "a GitLab user id (an integer)",
     "ledger_author_user_ids": "a non-empty list of distinct GitLab user ids (integers)",
     "deployed_paths": "a non-empty list of repository paths",
+    "review_author_user_ids": "a list of distinct GitLab user ids (integers), or no key at all",
 }
 
 
@@ -642,6 +713,33 @@ def _unknown(key: str, missing: list[str]) -> str:
     return f"unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _whole_value_problem(values: Mapping[str, Any]) -> str | None:
+    """What a schema pattern cannot say: every string is one line with no control character,
+    and an anchored pattern matches the whole value (a JSON Schema pattern is a search, and
+    Python's ``$`` also matches before a final newline)."""
+    for key, spec in CONFIG_SCHEMA["properties"].items():
+        value = values.get(key)
+        pattern = spec.get("pattern") or (spec.get("items") or {}).get("pattern")
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, str):
+                continue
+            anchored = isinstance(pattern, str) and pattern[:1] == "^" and pattern[-1:] == "$"
+            if anchored and not re.fullmatch(str(pattern)[1:-1], item):
+                hint = _KEY_GRAMMAR_HINTS.get(key)
+                return f"key {key!r}: {item!r} is not a whole match" + (
+                    f"; expected {hint}" if hint else ""
+                )
+            if _CONTROL.search(item):
+                return (
+                    f"key {key!r}: {item!r} holds a control character (a newline would escape "
+                    f"into what pairgate writes from it)"
+                )
+    return None
+
+
 def validate_config(values: Any, *, source: str) -> dict[str, Any]:
     """Check a decoded configuration against CONFIG_SCHEMA and the rules a schema cannot say."""
     if not isinstance(values, dict):
@@ -666,6 +764,9 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
         hint = _KEY_GRAMMAR_HINTS.get(key)
         detail = f"{err.message}" + (f"; expected {hint}" if hint else "")
         raise ConfigError(f"pairgate: malformed configuration {source}: key {key!r}: {detail}")
+    whole = _whole_value_problem(values)
+    if whole is not None:
+        raise ConfigError(f"pairgate: malformed configuration {source}: {whole}")
     group, tracker = values["group_path"], values["tracker_project"]
     if not tracker.startswith(group + "/"):
         raise ConfigError(
@@ -745,23 +846,35 @@ _OFFER_FIELDS: dict[str, Any] = {
 }
 
 
-def _closed_object(properties: Mapping[str, Any]) -> dict[str, Any]:
+def _closed_object(
+    properties: Mapping[str, Any], optional: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """An object with exactly these keys, and ``optional`` ones added after records without
+    them were written."""
     return {
         "type": "object",
         "additionalProperties": False,
         "required": list(properties),
-        "properties": dict(properties),
+        "properties": {**properties, **(optional or {})},
     }
 
 
 # Mutation evidence (docs/agent-handoff-reference.md, "Mutation evidence"). Added after records
 # were first written, so they are in OPTIONAL_FIELDS: every new handoff writes ``evidence`` and
-# every new approval ``rerun`` (null or the object), and a record without them still reads.
-OPTIONAL_FIELDS = frozenset({"evidence", "rerun"})
+# every new approval ``rerun`` and ``ci_rerun`` (null or the object), and a record without them
+# still reads. Keys added to those objects later are optional in them for the same reason.
+OPTIONAL_FIELDS = frozenset({"evidence", "rerun", "ci_rerun"})
 _EVIDENCE_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
 _VERDICT = {"enum": ["killed", "survived", "error", "refused"]}
 _FILES = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _MUTANT_INDEX = {"type": "integer", "minimum": 1}
+_ISOLATION_MODE = {"enum": ["bubblewrap", "namespaces", "env-only"]}
+_NETWORK = {"enum": ["blocked", "allowed", "not-blocked"]}
+_WEAK = {
+    "type": "boolean",
+    "description": "judged by the exit-code rule: nothing shows that a test judged a mutant",
+}
+_COUNT = {"type": "integer", "minimum": 0}
 _EVIDENCE_FIELD = {
     "description": "the mutation evidence the offer carries: its digest and each mutant's hash",
     "oneOf": [
@@ -771,8 +884,8 @@ _EVIDENCE_FIELD = {
                 "digest": _EVIDENCE_DIGEST,
                 "sha": _SHA,
                 "command": {"type": "string", "minLength": 1, "maxLength": 10_000},
-                "isolation": {"enum": ["namespaces", "env-only"]},
-                "network": {"enum": ["blocked", "allowed", "not-blocked"]},
+                "isolation": _ISOLATION_MODE,
+                "network": _NETWORK,
                 "mutants": {
                     "type": "array",
                     "minItems": 1,
@@ -785,7 +898,8 @@ _EVIDENCE_FIELD = {
                         }
                     ),
                 },
-            }
+            },
+            {"weak": _WEAK},
         ),
     ],
 }
@@ -804,6 +918,29 @@ _RERUN_FIELD = {
                 ),
                 "own": _closed_object({"sha256": _DIGEST, "files": _FILES, "verdict": _VERDICT}),
                 "digest": _EVIDENCE_DIGEST,
+            },
+            {"isolation": _ISOLATION_MODE, "network": _NETWORK, "weak": _WEAK},
+        ),
+    ],
+}
+_CI_RERUN_FIELD = {
+    "description": "the CI job's re-run of the approved offer's mutants at the approved SHA, as "
+    "its job log said it, when one had finished",
+    "oneOf": [
+        {"type": "null"},
+        _closed_object(
+            {
+                "job": _NOTE_ID,
+                "pipeline": _NOTE_ID,
+                "sha": _SHA,
+                "offer_note": _NOTE_ID,
+                "evidence_digest": _EVIDENCE_DIGEST,
+                "status": {"enum": ["pass", "fail", "error"]},
+                "killed": _COUNT,
+                "total": _COUNT,
+                "isolation": _ISOLATION_MODE,
+                "network": _NETWORK,
+                "weak": _WEAK,
             }
         ),
     ],
@@ -826,6 +963,7 @@ EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
             "not_covering": {"type": "array", "items": {"type": "string", "minLength": 1}},
             "self_approval": {"type": "boolean"},
             "rerun": _RERUN_FIELD,
+            "ci_rerun": _CI_RERUN_FIELD,
         },
     },
 }
@@ -1349,6 +1487,7 @@ class Hold:
     agent: str
     role: str
     note_id: int
+    author_id: int = 0  # the GitLab account that wrote that note
 
 
 @value_type
@@ -1383,6 +1522,7 @@ class Event:
     record: Mapping[str, Any]
     created_at: str
     void: str | None = None
+    author_id: int = 0  # the GitLab account that wrote its note, as GitLab reports it
 
 
 @value_type
@@ -1410,7 +1550,7 @@ class Ledger:
     def holds(self) -> tuple[Hold, ...]:
         """Every take of the issue (a claim or an accept that took effect), in note order."""
         return tuple(
-            Hold(e.agent, str(e.record["role"]), e.note_id)
+            Hold(e.agent, str(e.record["role"]), e.note_id, e.author_id)
             for e in self.trail
             if e.void is None and e.event in ("claim", "accept")
         )
@@ -1440,6 +1580,14 @@ class Ledger:
         for e in self.trail:
             first.setdefault((e.agent, str(e.record["session"])), e.note_id)
         return tuple((agent, session, note) for (agent, session), note in first.items())
+
+    @functools.cached_property
+    def _authors(self) -> dict[int, int]:
+        return {e.note_id: e.author_id for e in self.trail}
+
+    def author_of(self, note_id: int) -> int | None:
+        """The GitLab account that wrote the record in ``note_id``, as GitLab reports it."""
+        return self._authors.get(note_id)
 
     @functools.cached_property
     def _digest_notes(self) -> dict[str, int]:
@@ -1751,7 +1899,7 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
     markers. Notes are taken in id order (GitLab's creation order). ``issue`` is the tracker
     issue the notes were read from: a record naming another is skipped as replayed."""
-    authors = frozenset(config.ledger_author_user_ids)
+    authors = config.record_author_ids
     here = f"{config.tracker_project}#{issue}"  # what a record of this issue names
     here_folded = here.casefold()
     state = _Fold(config)
@@ -1838,7 +1986,16 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
                 board.apply(note, record) if kind in BOARD_KINDS else rules[event](note_id, record)
             )
             trail.append(
-                Event(note_id, kind, event, record["agent"], record, note.created_at, void)
+                Event(
+                    note_id,
+                    kind,
+                    event,
+                    record["agent"],
+                    record,
+                    note.created_at,
+                    void,
+                    note.author_id,
+                )
             )
     finally:
         fold_done(reads)
@@ -2042,6 +2199,7 @@ class Hand:
     issue: int
     note_id: int
     what: str  # "held #12 as lead", "offered acme/app!7 for review in #12"
+    author_id: int | None = None  # the GitLab account that wrote that record
 
 
 def hands(
@@ -2055,14 +2213,17 @@ def hands(
             if before is not None and hold.note_id >= before:
                 continue
             if hold.role == "lead":
-                yield Hand(hold.agent, issue, hold.note_id, f"held #{issue} as lead")
+                what = f"held #{issue} as lead"
+                yield Hand(hold.agent, issue, hold.note_id, what, hold.author_id)
             elif is_solo(hold.agent, config):
                 what = f"held #{issue} as {hold.role} under a -solo identity"
-                yield Hand(hold.agent, issue, hold.note_id, what)
+                yield Hand(hold.agent, issue, hold.note_id, what, hold.author_id)
         for offer in ledger.review_offers:
             if (before is None or offer.note_id < before) and (mr is None or same_mr(offer.mr, mr)):
                 what = f"offered {offer.mr} for review in #{issue}"
-                yield Hand(offer.sender, issue, offer.note_id, what)
+                yield Hand(
+                    offer.sender, issue, offer.note_id, what, ledger.author_of(offer.note_id)
+                )
 
 
 def session_names(agent: str, ledgers: Mapping[int, Ledger]) -> dict[str, tuple[str, int, int]]:
@@ -2101,12 +2262,11 @@ def reasons_against(
     return tuple(reasons)
 
 
-def independence(
+def hand_reasons(
     issue: int, approval: Approval, ledgers: Mapping[int, Ledger], *, config: Config
 ) -> tuple[str, ...]:
-    """Every reason ``approval`` (recorded on ``issue``) is not independent, () when it is.
-    ``ledgers`` are the folds of every issue the approved merge request cites, its own among
-    them; a surface that has fewer judges by fewer (and says so)."""
+    """Why ``approval`` (recorded on ``issue``) is a self-approval: its trail's two rules, the
+    hands in the work and the sessions it shares with them; () when none holds."""
     later = reasons_against(
         approval.approver, ledgers, mr=approval.mr, before=approval.note_id, config=config
     )
@@ -2114,6 +2274,153 @@ def independence(
     # The writer's own flag adds nothing when the facts it was set on are named.
     first = (said,) if said and not (said == WRITER_SAYS and later) else ()
     return tuple(dict.fromkeys(first + later))
+
+
+def account_reasons(
+    issue: int, approval: Approval, ledgers: Mapping[int, Ledger], *, config: Config
+) -> tuple[str, ...]:
+    """Account-bound: why GitLab's note authors do not vouch for ``approval``; () when they
+    do, or when the deployment binds no accounts."""
+    if not config.account_bound:
+        return ()
+    author = ledgers[issue].author_of(approval.note_id)
+    accounts = ", ".join(str(i) for i in config.review_author_user_ids)
+    if author not in config.review_author_user_ids:
+        return (
+            f"GitLab reports its note as written by user {author}, which is no review account "
+            f"(review_author_user_ids: {accounts})",
+        )
+    found = hands(ledgers, mr=approval.mr, before=approval.note_id, config=config)
+    return tuple(
+        dict.fromkeys(
+            f"the review account that wrote it (user {author}) also wrote note {hand.note_id}, "
+            f"in which {hand.agent} {hand.what}"
+            for hand in found
+            if hand.author_id == author
+        )
+    )
+
+
+def offer_problem(
+    approver: str,
+    ledgers: Mapping[int, Ledger],
+    *,
+    mr: MrRef,
+    before: int | None,
+    sessions: frozenset[str],
+    author: int | None,
+    config: Config,
+) -> str | None:
+    """Why no offer of ``mr`` to ``approver`` for review, accepted before note ``before``, was
+    written by another name in another session (none of ``sessions``, nor the accept's) and,
+    account-bound, by another account than ``author``; None when one was."""
+    seen: list[str] = []
+    writers: set[str] = set()
+    for ledger in ledgers.values():
+        writers |= {e.agent for e in ledger.trail}
+        offers = {o.note_id: o for o in ledger.review_offers if same_mr(o.mr, mr)}
+        for e in ledger.trail:
+            if e.void is not None or e.event != "accept" or e.agent != approver:
+                continue
+            if before is not None and e.note_id >= before:
+                continue
+            offer = offers.get(int(e.record["offer"]))
+            if offer is None:
+                continue
+            made = next(x for x in ledger.trail if x.note_id == offer.note_id)
+            session = str(made.record["session"])
+            if offer.sender == approver:
+                seen.append(f"the offer it accepted in note {e.note_id} is its own")
+            elif session in sessions or session == str(e.record["session"]):
+                seen.append(
+                    f"the offer it accepted in note {e.note_id}, from {offer.sender}, was "
+                    f"written in its own session {session}"
+                )
+            elif config.account_bound and made.author_id == author:
+                seen.append(
+                    f"the offer it accepted in note {e.note_id}, from {offer.sender}, was "
+                    f"written by user {author}, the account that wrote its approval"
+                )
+            else:
+                return None
+    when = f" before its approval (note {before})" if before is not None else ""
+    if writers <= {approver}:
+        return f"{approver} is the only agent on the trail: nobody else offered it {mr} for review{when}"
+    detail = f": {'; '.join(seen)}" if seen else ""
+    return (
+        f"{approver} accepted no offer of {mr} for review from another agent in another "
+        f"session{when}{detail}"
+    )
+
+
+@value_type
+class Independence:
+    """Every reason an approval is not independent, by rule: ``hands`` (its trail's two
+    self-approval rules, the hands in the work, shared sessions), ``account`` (account-bound:
+    what GitLab's note authors say), ``offer`` (nobody else offered it the work)."""
+
+    hands: tuple[str, ...] = ()
+    account: tuple[str, ...] = ()
+    offer: str | None = None
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return self.hands + self.account + ((self.offer,) if self.offer else ())
+
+    @property
+    def code(self) -> str | None:
+        """The gate's code for the first rule that holds; None when it is independent."""
+        if self.hands:
+            return "self-approval-only"
+        if self.account:
+            return "not-review-account"
+        return "not-offered" if self.offer else None
+
+
+def assess(
+    issue: int, approval: Approval, ledgers: Mapping[int, Ledger], *, config: Config
+) -> Independence:
+    """Every rule of independence over ``approval`` (recorded on ``issue``). ``ledgers`` are the
+    folds of every issue the approved merge request cites, its own among them; a surface that
+    has fewer judges by fewer (and says so)."""
+    author = ledgers[issue].author_of(approval.note_id)
+    return Independence(
+        hand_reasons(issue, approval, ledgers, config=config),
+        account_reasons(issue, approval, ledgers, config=config),
+        offer_problem(
+            approval.approver,
+            ledgers,
+            mr=approval.mr,
+            before=approval.note_id,
+            sessions=frozenset({approval.session}),
+            author=author,
+            config=config,
+        ),
+    )
+
+
+def independence(
+    issue: int, approval: Approval, ledgers: Mapping[int, Ledger], *, config: Config
+) -> tuple[str, ...]:
+    """Every reason ``approval`` (recorded on ``issue``) is not independent, () when it is."""
+    return assess(issue, approval, ledgers, config=config).reasons
+
+
+def independence_basis(config: Config) -> str:
+    """What the gate's independence rests on in this deployment: said once by every surface
+    that judges it."""
+    if config.account_bound:
+        accounts = ", ".join(str(i) for i in config.review_author_user_ids)
+        return (
+            f"independence is account-bound: an approval counts only in a note GitLab reports "
+            f"as written by a review account (review_author_user_ids: {accounts}), and no "
+            f"record of a hand in the work comes from that account"
+        )
+    return (
+        "independence rests on names and sessions: the gate trusts the agent name and session "
+        "each record declares, and any process that can write as the agents' account can "
+        "declare them (set review_author_user_ids to bind the review role to GitLab accounts)"
+    )
 
 
 def chain_problem(approval: Approval, ledger: Ledger) -> str | None:
@@ -2171,7 +2478,7 @@ def v1_note(approval: Approval) -> str | None:
 class Judged:
     """One approval naming the merge request, as the gate judged it: ``code`` "counts", or why
     not (not-at-head, retargeted, base-moved, withdrawn, self-approval-only,
-    approval-after-break, approval-edited, edit-unknown); ``reasons`` why it is not independent
+    not-review-account, not-offered, approval-after-break, approval-edited, edit-unknown); ``reasons`` why it is not independent
     (empty when it is), whatever else is wrong with it."""
 
     issue: int
@@ -2209,7 +2516,8 @@ def judge(
     binds (head, target, base), its withdrawal, its independence, its chain, its edit.
     ``edits`` is GitLab's lastEditedAt per note (approvals/reads.py); None when the surface
     did not read it (status, board): then the edit is not judged."""
-    reasons = independence(issue, approval, ledgers, config=config)
+    assessed = assess(issue, approval, ledgers, config=config)
+    reasons = assessed.reasons
 
     def judged(code: str, why: str | None = None) -> Judged:
         return Judged(issue, approval.note_id, approval.approver, approval.sha, code, why, reasons)
@@ -2223,8 +2531,8 @@ def judge(
             f"{approval.approver} withdrew it (note {approval.withdrawn_by}): "
             f"{approval.withdraw_reason}",
         )
-    if reasons:
-        return judged("self-approval-only", "not independent: " + "; ".join(reasons))
+    if assessed.code is not None:
+        return judged(assessed.code, "not independent: " + "; ".join(reasons))
     broken = chain_problem(approval, ledgers[issue])
     if broken is not None:
         return judged("approval-after-break", broken)
@@ -2508,6 +2816,10 @@ class Https:
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
         return _decoded(self._call("GET", f"{self.api_url}/{path}", params=query_params(params)))
 
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        response = self._call("GET", f"{self.api_url}/{path}", params=query_params(params))
+        return response.content.decode("utf-8", errors="replace")
+
     def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         url: str | None = f"{self.api_url}/{path}"
         query: dict[str, str] | None = query_params({**params, "per_page": PER_PAGE})
@@ -2616,6 +2928,9 @@ class _Glab:
         out = self._run("GET", self.argv(_with_query(path, params)))
         return json.loads(out) if out.strip() else None
 
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        return self._run("GET", self.argv(_with_query(path, params)))
+
     def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         # glab prints every page before it exits: they arrive as one.
         endpoint = _with_query(path, {**params, "per_page": PER_PAGE})
@@ -2656,6 +2971,10 @@ class GitLab:
     def get(self, path: str, **params: Any) -> Any:
         """One GET. Retried on 429/5xx/dropped connections (HTTPS); raises GitLabError."""
         return self._reader.get(path, params)
+
+    def get_text(self, path: str, **params: Any) -> str:
+        """One GET of a plain-text answer (a job's log), retried as ``get`` is."""
+        return str(self._reader.get_text(path, params))
 
     def get_all(self, path: str, **params: Any) -> list[Any]:
         """Every page of a list, following the next-page link until there is none."""
@@ -3182,6 +3501,15 @@ def author_account(
     return f"{who}, not an automation account: no family of the roster is authored by it"
 
 
+def is_automation_author(
+    mr: MergeRequestFacts, families: Sequence[AutomationFamily], config: Config
+) -> bool:
+    """Did an automation account open it: a roster family's author, or Renovate's?"""
+    return mr.author_id == config.renovate_bot_user_id or any(
+        f.author_id == mr.author_id for f in families
+    )
+
+
 @value_type
 class Scope:
     in_scope: bool
@@ -3206,10 +3534,18 @@ def decide_scope(
         )
     generic = config.generic_tracking_issue
     if generic is not None and tuple(cited) == (generic,):
+        # The generic issue exempts unattended automation, the reason it exists; an MR anyone
+        # else opened that cites only it is work with no issue of its own, and gated.
+        if is_automation_author(mr, families, config):
+            return Scope(
+                False,
+                "generic-issue-only",
+                f"it cites only the generic tracking issue {config.tracker_project}#{generic}; "
+                f"its author is {author_account(mr, families, config)}",
+            )
         return Scope(
-            False,
-            "generic-issue-only",
-            f"it cites only the generic tracking issue {config.tracker_project}#{generic}; "
+            True,
+            "in-scope",
             f"its author is {author_account(mr, families, config)}",
         )
     if RENOVATE_LABEL in mr.labels:
@@ -3267,6 +3603,9 @@ class GateVerdict:
     warnings: tuple[str, ...] = ()
     approvals: tuple[Judged, ...] = ()  # every approval naming this MR, as the gate judged it
     author: Mapping[str, Any] | None = None  # who opened the MR, as GitLab says
+    basis: str = ""  # what independence rests on here (approvals.independence_basis)
+    account_bound: bool = False
+    mr_state: str = ""  # opened, merged, closed, locked: as GitLab says ("" when not read)
 
     def as_json(self) -> dict[str, Any]:
         """merge-check --json: stable keys, documented in docs/agent-handoff-reference.md."""
@@ -3290,6 +3629,10 @@ class GateVerdict:
             "independence": self._deciding_independence(),
             "approvals": [j.as_json() for j in self.approvals],
             "author": dict(self.author) if self.author else None,
+            "independence_basis": {
+                "mode": "account-bound" if self.account_bound else "names-and-sessions",
+                "says": self.basis,
+            },
         }
 
     def _deciding_independence(self) -> dict[str, Any] | None:
@@ -3361,6 +3704,9 @@ def decide(
             scope=scope.code,
             scope_detail=scope.detail,
             author={"id": mr.author_id, "username": mr.author_username or None},
+            basis=independence_basis(config),
+            account_bound=config.account_bound,
+            mr_state=mr.state,
             **fields,
         )
 
@@ -3387,8 +3733,23 @@ def decide(
         if note
     )
     record = _record_check(mr, ledgers, tracker, cli)
-    approval, found = _approval_check(mr, ledgers, judged, tracker, cli)
-    if not ledgers:
+    approval, found = _approval_check(
+        mr, ledgers, judged, tracker, cli, account_bound=config.account_bound
+    )
+    generic = config.generic_tracking_issue
+    if not ledgers and generic is not None and tuple(cited) == (generic,):
+        # In scope although it cites only the generic issue: its author is no automation
+        # account (scope.py), and the exemption is for unattended automation alone.
+        record = Check(
+            False,
+            "generic-issue-non-automation",
+            f"{mr.ref} cites only the generic tracking issue {tracker}#{generic}, which exempts "
+            f"unattended automation alone, and {scope.detail}. Cite the issue it works on in "
+            f"its description ({tracker}#NN), hold it ({cli} claim NN --role lead), and have "
+            f"its head reviewed: {_approve_command(cli, 'NN', mr, None)}",
+        )
+        problems = [(record.code, record.message)]
+    elif not ledgers:
         problems = [
             (
                 "no-citation",
@@ -3433,17 +3794,59 @@ def _approve_command(cli: str, issue: object, mr: MergeRequestFacts, lead: str |
     )
 
 
+def _pipeline_state(mr: MergeRequestFacts) -> str:
+    pipeline = mr.head_pipeline or {}
+    status = pipeline.get("status")
+    if not status or pipeline.get("sha") not in (None, mr.head_sha):
+        return "no pipeline has run at its head"
+    return f"its head pipeline is {status}"
+
+
 def _review_steps(
-    cli: str, issue: object, mr: MergeRequestFacts, reviewer: str | None, lead: str | None
+    cli: str,
+    issue: object,
+    mr: MergeRequestFacts,
+    reviewer: str | None,
+    lead: str | None,
+    offer: Offer | None = None,
 ) -> str:
     """The way to a review of the current head. Only the holder in the review role may approve,
-    and after a round the lead holds the issue, so the head is offered for review first."""
+    and after a round the lead holds the issue, so the head is offered for review first. An
+    issue holds one live offer: a pending one is answered or replaced (--supersede), never
+    offered over. Each step says which agent runs it, never with another agent's --as."""
     sha = mr.head_sha or "<head>"
+    approve = _approve_command(cli, issue, mr, lead)
+    handoff = (
+        f"{cli} handoff {issue} --to {reviewer or '<reviewer>'} --role review --sha {sha} "
+        f"--mr {mr.iid} --mr-project {mr.project}"
+    )
+    if offer is None:
+        return (
+            f"The lead offers the head for review: {handoff}; the reviewer accepts ({cli} "
+            f"accept {issue}) and approves it: {approve}"
+        )
+    pending = (
+        f"An offer is pending on #{issue}: note {offer.note_id}, {offer.sender} to {offer.to} as "
+        f"{offer.role} at {offer.sha[:12]}; {_pipeline_state(mr)}."
+    )
+    offers_head = offer.mr is not None and _same_mr(offer.mr, mr) and offer.sha == mr.head_sha
+    if offers_head and offer.role == "review":
+        return (
+            f"{pending} {offer.to} takes it; {offer.to} runs: {cli} accept {issue}; then "
+            f"approves the head: {approve}"
+        )
+    if offer.event == "approve":
+        # The reviewer still holds the issue until its offer back is accepted: it reviews the
+        # head as it is now and approves again, in place of that offer.
+        return (
+            f"{pending} {offer.sender} still holds #{issue} as review, so it reviews the head "
+            f"and approves it, replacing its offer; {offer.sender} runs: {approve} --supersede "
+            f"{offer.note_id}"
+        )
     return (
-        f"The lead offers the head for review: {cli} handoff {issue} --to "
-        f"{reviewer or '<reviewer>'} --role review --sha {sha} --mr {mr.iid} --mr-project "
-        f"{mr.project}; the reviewer accepts ({cli} accept {issue}) and approves it: "
-        f"{_approve_command(cli, issue, mr, lead)}"
+        f"{pending} It does not offer this head for review, so {offer.sender} replaces it; "
+        f"{offer.sender} runs: {handoff} --supersede {offer.note_id}; the reviewer accepts "
+        f"({cli} accept {issue}) and approves it: {approve}"
     )
 
 
@@ -3476,6 +3879,8 @@ def _approval_check(
     judged: Sequence[Judged],
     tracker: str,
     cli: str,
+    *,
+    account_bound: bool = False,
 ) -> tuple[Check, tuple[int, Approval] | None]:
     """Approval at head: an approval of this MR in the ledger of a cited issue that counts
     (see ``judge``). Returns the check and the (issue, approval) that passes, if any."""
@@ -3499,34 +3904,57 @@ def _approval_check(
     if not judged:
         first = next(iter(ledgers), None)
         lead = _lead_of(ledgers[first]) if first is not None else None
+        offer = ledgers[first].offer if first is not None else None
         issues = ", ".join(f"{tracker}#{i}" for i in ledgers) or f"any issue of {tracker}"
         return Check(
             True,
             "never-approved",
             f"no approval in {issues} names {mr.ref}. "
-            f"{_review_steps(cli, first or 'NN', mr, None, lead)}",
+            f"{_review_steps(cli, first or 'NN', mr, None, lead, offer)}",
         ), None
     at_head = [j for j in judged if j.code != "not-at-head"]
     j = (at_head or list(judged))[-1]
     approval = _approval(ledgers, j)
     where = f"{tracker}#{j.issue}, note {j.note_id}"
-    steps = _review_steps(cli, j.issue, mr, None, approval.to)
+    offer = ledgers[j.issue].offer
+    steps = _review_steps(cli, j.issue, mr, None, approval.to, offer)
     if j.code == "self-approval-only":
         message = (
             f"the only approval of {mr.ref} at its head is a self-approval by {j.approver} "
             f"({where}), not independent: {'; '.join(j.reasons)}. The gate counts only an "
             f"approval by an agent with no hand in the work (it never held a cited issue as "
             f"lead, never offered this merge request for review, and shares no session with "
-            f"one that did). Offer it for review to such an agent: {cli} handoff {j.issue} --to "
+            f"one that did) that accepted an offer of it from another agent. Offer it for "
+            f"review to such an agent: {cli} handoff {j.issue} --to "
             f"<reviewer> --role review --sha {mr.head_sha} --mr {mr.iid} --mr-project "
             f"{mr.project}"
+        )
+    elif j.code == "not-review-account":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) does not count: "
+            f"{'; '.join(j.reasons)}. This deployment binds the review role to GitLab "
+            f"accounts (review_author_user_ids): an approval counts only in a note a review "
+            f"account wrote, and only when that account wrote no record of a hand in the work. "
+            f"The reviewer approves again from a session that writes with the review account's "
+            f"token. {steps}"
+        )
+    elif j.code == "not-offered":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) does not count: "
+            f"{'; '.join(j.reasons)}. An approval counts only when its approver accepted an "
+            f"offer of the merge request for review from another agent, written in another "
+            f"session{' by another account' if account_bound else ''}: whoever holds the work "
+            f"offers it, from its own session: {cli} handoff {j.issue} --to <reviewer> --role "
+            f"review --sha {mr.head_sha} --mr {mr.iid} --mr-project {mr.project}; the reviewer "
+            f"accepts in a session of its own ({cli} accept {j.issue}) and approves: "
+            f"{_approve_command(cli, j.issue, mr, approval.to)}"
         )
     elif j.code == "not-at-head":
         message = (
             f"the approval of {mr.ref} by {j.approver} ({where}) "
             f"{str(j.why).removeprefix('it ')}: a push after an "
             f"approval voids it, and the new head needs its own review. "
-            f"{_review_steps(cli, j.issue, mr, j.approver, approval.to)}"
+            f"{_review_steps(cli, j.issue, mr, j.approver, approval.to, offer)}"
         )
     elif j.code in ("retargeted", "base-moved"):
         what = "target branch" if j.code == "retargeted" else "merge base"
@@ -3883,11 +4311,6 @@ class MergeJudged:
     verdict: GateVerdict | None = None
 
 
-def automation_accounts(config: Config, families: Sequence[AutomationFamily]) -> frozenset[int]:
-    """The accounts of unattended MR families: the roster's authors, and Renovate's."""
-    return frozenset({f.author_id for f in families} | {config.renovate_bot_user_id})
-
-
 def judge_merged(
     mr: MergedMr,
     *,
@@ -3909,16 +4332,6 @@ def judge_merged(
         return MergeJudged(mr, code, finding, decided, why, scope.code, scope.detail, cited)
 
     if not scope.in_scope:
-        author = mr.facts.author_id
-        if scope.code == "generic-issue-only" and author not in automation_accounts(
-            config, families
-        ):
-            return judged(
-                "generic-issue-non-automation",
-                f"it is out of scope only because it cites the generic tracking issue "
-                f"{tracker}#{config.generic_tracking_issue}, and its author (user id "
-                f"{author}) is no automation account of the roster",
-            )
         return judged(scope.code, scope.detail, finding=False)
     moment = mr.moment
     if moment is None:
@@ -4001,6 +4414,14 @@ def finding_reason(
                 f"self-approved: its only approval at the merged head is {a.approver}'s "
                 f"({tracker}#{issue}, note {a.note_id}), a self-approval: {a.self_because}"
             )
+    if code in ("not-offered", "not-review-account"):
+        found = [j for j in verdict.approvals if j.code == code]
+        if found:
+            j = found[-1]
+            return (
+                f"not independently approved: its approval at the merged head by {j.approver} "
+                f"({tracker}#{j.issue}, note {j.note_id}) did not count: {'; '.join(j.reasons)}"
+            )
     if code == "frozen":
         first = verdict.message.splitlines()[0]
         return f"merged while frozen: {first.partition(' is frozen: ')[2] or first}"
@@ -4008,6 +4429,12 @@ def finding_reason(
         return f"no ownership record: {verdict.record.message.split(':', 1)[0]}"
     if code == "no-citation":
         return f"it cites no issue of {tracker}, so no ledger could carry an approval for it"
+    if code == "generic-issue-non-automation":
+        generic = verdict.cited_issues[0] if verdict.cited_issues else "?"
+        return (
+            f"it cites only the generic tracking issue {tracker}#{generic}, which exempts "
+            f"unattended automation alone, and {verdict.scope_detail}"
+        )
     return verdict.message
 
 
@@ -4113,6 +4540,10 @@ def audit(
 # =============================================================================================
 # begin pairgate/standalone/audit_flags.py
 # =============================================================================================
+
+
+# typing.TYPE_CHECKING without importing typing, which would cost --help (mypy and ruff read any
+# name TYPE_CHECKING as typing's).
 
 
 DEFAULT_AUDIT_DAYS = 7
@@ -4832,6 +5263,11 @@ class OneAttempt:
             return self._asked_again().graphql(query, variables)
         return answer[0]
 
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        """A body that is no JSON (a job's log): requests reads it, as it reads every answer
+        this transport does not give exactly."""
+        return self.library().get_text(path, params)
+
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         return self.library().send(method, path, data)
 
@@ -4861,28 +5297,85 @@ def first_attempt_transport(
     included) goes to requests with ``retry`` (read_retry's by default), after waiting any
     Retry-After the first attempt was given as ``retry`` would. So a failing read costs one
     request more than requests alone, never a retry less. Single-threaded runs only
-    (OneAttempt keeps one connection)."""
+    (OneAttempt keeps one connection): first_attempt_per_thread is for threads."""
+    return _first_attempts(api_url, token, retry=retry, timeout=timeout, names=names)()
+
+
+def first_attempt_per_thread(
+    api_url: str, token: str, *, retry: Retry | None, timeout: Any, **names: str
+) -> _PerThread:
+    """first_attempt_transport for the CLI, whose readers run in threads (board, status,
+    audit): each thread's first attempts go through http.client on a connection of its own,
+    and what they do not answer goes to one shared requests transport. So a command that
+    reads a few answers never imports requests, and one that fails costs one request more,
+    never a retry less."""
+    return _PerThread(_first_attempts(api_url, token, retry=retry, timeout=timeout, names=names))
+
+
+def _first_attempts(
+    api_url: str, token: str, *, retry: Retry | None, timeout: Any, names: Mapping[str, str]
+) -> Callable[[], OneAttempt]:
+    """A maker of first-attempt transports that share one requests transport."""
 
     @functools.cache  # built (urllib3 imported) only when requests is asked
     def rules() -> Retry:
         return retry if retry is not None else read_retry()
 
+    # Built once: two threads that ask it at the same first moment may each build one, and
+    # each is a whole transport, so no lock is needed for that rare extra session.
+    @functools.cache
     def library() -> Https:
         return Https(api_url, token, retry=rules(), timeout=timeout, **names)
 
     def wait(refused: tuple[int, str | None] | None) -> None:
         wait_as_requests_would(refused, rules())
 
-    source = names.get("url_source", "the GitLab URL")
-    return OneAttempt(
-        library,
-        api_url,
-        token,
-        timeout=timeout,
-        url_source=source,
-        ask_again_after_timeout=True,
-        wait_before_library=wait,
-    )
+    def one() -> OneAttempt:
+        return OneAttempt(
+            library,
+            api_url,
+            token,
+            timeout=timeout,
+            url_source=names.get("url_source", "the GitLab URL"),
+            ask_again_after_timeout=True,
+            wait_before_library=wait,
+        )
+
+    return one
+
+
+class _PerThread:
+    """Calls made from any thread, each thread's through a OneAttempt of its own (one kept
+    connection each), all of them behind one requests transport."""
+
+    name = "HTTPS"
+
+    def __init__(self, build: Callable[[], OneAttempt]) -> None:
+        import threading
+
+        self._build = build
+        self._local = threading.local()
+
+    def _mine(self) -> OneAttempt:
+        mine: OneAttempt | None = getattr(self._local, "transport", None)
+        if mine is None:
+            mine = self._local.transport = self._build()
+        return mine
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        return self._mine().get(path, params)
+
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        return self._mine().pages(path, params)
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        return self._mine().graphql(query, variables)
+
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        return self._mine().get_text(path, params)
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        return self._mine().send(method, path, data)
 
 
 # end pairgate/standalone/gitlab_once.py
@@ -5136,6 +5629,8 @@ def print_verdict(
         print(json.dumps(verdict.as_json(), indent=2), file=ctx.stdout)
     else:
         print(verdict.message, file=ctx.stdout if verdict.allowed else ctx.stderr)
+        if verdict.in_scope and verdict.basis:  # said once: what its independence rests on
+            print(f"note: {verdict.basis}", file=ctx.stderr)
         for warning in verdict.warnings:
             print(f"warning: {warning}", file=ctx.stderr)
     if verbose:
@@ -5181,7 +5676,36 @@ def run_merge_check(
             }
             print(json.dumps(undecided, indent=2), file=ctx.stdout)
         raise PairgateError(message) from exc
+    if verdict.in_scope and verdict.mr_state == "merged":
+        return _merged(verdict, config, ctx, json_out=json_out)
     return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose)
+
+
+def _merged(verdict: GateVerdict, config: Config, ctx: Context, *, json_out: bool) -> int:
+    """merge-check on a merge request that already merged: no "may merge" (exit 1, nothing is
+    left to pass), what it merged with, and what is left on the ledger."""
+    cli, tracker = config.cli, config.tracker_project
+    ref = f"{verdict.project}!{verdict.iid}"
+    if verdict.allowed:
+        how = (
+            f"It merged with {verdict.approved_by}'s approval of {verdict.approved_sha} "
+            f"({tracker}#{verdict.approval_issue}, note {verdict.approval_note})."
+        )
+    else:
+        how = f"No approval that counts names its head ({verdict.code})."
+    issues = [str(i) for i in verdict.cited_issues] or ["<issue>"]
+    message = (
+        f"{ref} is already merged: nothing is left to merge. {how} What is left is the "
+        f"ledger: its holder closes each cited issue ({'; '.join(f'{cli} close {i}' for i in issues)}), "
+        f"or {cli} sync --apply closes every issue whose merge request merged at an approved "
+        f"head; {cli} waiting says who owes the move."
+    )
+    if json_out:
+        doc = verdict.as_json() | {"allowed": False, "verdict": "merged", "message": message}
+        print(json.dumps(doc, indent=2), file=ctx.stdout)
+    else:
+        print(message, file=ctx.stderr)
+    return Exit.REFUSED
 
 
 def validator_main(
@@ -5239,6 +5763,8 @@ def validator_main(
     )
     for warning in verdict.warnings:
         print(f"warning: {warning}", file=ctx.stdout)
+    if verdict.in_scope and verdict.basis and check_name != "record":
+        print(f"note: {verdict.basis}", file=ctx.stdout)  # what independence rests on, once
     check = (
         Check(verdict.allowed, verdict.code, verdict.message)
         if check_name is None
@@ -5484,10 +6010,46 @@ class CommandReading:
         found += list(self.unknown)
         found += [
             f"{text}: this names a glab merge that the command does not run; if it is a "
-            "message, pass it from a file (--reason-file) instead"
+            f"message, {_from_a_file(text)}"
             for text in self.mentions
         ]
         return found
+
+    @property
+    def misread(self) -> bool:
+        """Was the spelling of a merge or a push the problem (not a text that names one)?"""
+        return (
+            bool(self.unknown)
+            or any(m.problem for m in self.merges)
+            or any(p.problem for p in self.pushes)
+        )
+
+
+# A message flag, and the same command's flag that reads the message from a file.
+_FILE_FLAGS = (
+    (re.compile(r"(^|\s)--reason(=|\s)"), "pass it from a file with --reason-file <file>"),
+    (re.compile(r"(^|\s)--text(=|\s)"), "pass it from a file with --text-file <file>"),
+    (
+        re.compile(r"(^|\s)--constraint-text(=|\s)"),
+        "pass it from a file with --constraint-file <file>",
+    ),
+    (
+        re.compile(r"(^|\s)git\s+(commit|tag|notes)\b"),
+        "write it to a file and pass it with -F <file>",
+    ),
+    (
+        re.compile(r"(^|\s)glab\s+(mr|issue)\s+(note|comment)\b"),
+        'write it to a file and pass it as -m "$(cat <file>)"',
+    ),
+)
+
+
+def _from_a_file(text: str) -> str:
+    """How the command that carries ``text`` takes a message from a file."""
+    for pattern, remedy in _FILE_FLAGS:
+        if pattern.search(text):
+            return remedy
+    return "write it to a file and give the command the file instead"
 
 
 class _Dyn:
@@ -8289,6 +8851,10 @@ PROGRAMS: dict[str, ProgramReader] = {
 # =============================================================================================
 
 
+MENTION_MAX = 200  # characters of a command quoted in a block that names a merge it does not run
+
+
+
 class Reader:
     """Reads one command: the layers, the syntax tree and the state of one reading here; what
     each program does with its arguments in the functions of PROGRAMS, through the steps of
@@ -8394,7 +8960,9 @@ class Reader:
         unquoted = " ".join(self._free_words(root, layer))
         for text in (raw, unquoted):
             if mentions_merge(text):
-                self.mentions.append(short(text))
+                # Quoted as the command spells it: the masked text lacks the words that say
+                # which command it is, and so which of its flags reads a file.
+                self.mentions.append(short(layer.src.decode("utf-8", "replace"), MENTION_MAX))
                 return
 
     def _free_words(self, root: Any, layer: Layer) -> Iterator[str]:
@@ -8973,7 +9541,7 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
     _hook_files_present(here, env)
     config = load_config(env)
     if problems:
-        raise HookDenied(_hook_message(config, problems, reading.merges))
+        raise HookDenied(_hook_message(config, problems, reading.merges, spelling=reading.misread))
     _hook_currency_note(ctx, here, config)
     client = gitlab_from_env(config, ctx.env, timeout=HOOK_TIMEOUT, transport=one_attempt_transport)
     refused = []
@@ -8987,7 +9555,7 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
     for push in reading.pushes:
         refused += _hook_push(ctx, client, config, push, cwd if isinstance(cwd, str) else None)
     if refused:
-        raise HookDenied(_hook_message(config, refused, reading.merges))
+        raise HookDenied(_hook_message(config, refused, reading.merges, spelling=False))
     return Exit.OK
 
 
@@ -9151,25 +9719,25 @@ def _hook_files_present(here: Path, env: Mapping[str, str]) -> None:
     missing = [name for name in HOOK_REQUIRED if not (here / name).is_file()]
     if not missing:
         return
-    names = "; ".join(
-        f"{name} ({_HOOK_FILE_SOURCES.get(name, 'deploy-hooks')})" for name in missing
+    names = "".join(
+        f"\n  - {name} ({_HOOK_FILE_SOURCES.get(name, 'deploy-hooks')})" for name in missing
     )
     if CONFIG_FILENAME in missing:
         remedy = (
             f"{CONFIG_FILENAME} is the deployment's own configuration, so the hook cannot read "
-            f"which command reinstalls it: put the deployment's {CONFIG_FILENAME} back in "
+            f"which command reinstalls it. Put the deployment's {CONFIG_FILENAME} back in "
             f"{here}, then reinstall the hooks with the deployment's hooks install command "
             f"(the hooks_install_command key of that file; for pairgate itself, "
-            f"pairgate deploy-hooks --target {here})"
+            f"pairgate deploy-hooks --target {here})."
         )
     else:
         try:
-            remedy = f"reinstall them: {load_config(env).hooks_install_command}"
+            remedy = f"Reinstall them: {load_config(env).hooks_install_command}"
         except PairgateError as exc:
-            remedy = f"reinstall them; the configuration cannot say how: {exc.message}"
+            remedy = f"Reinstall them; the configuration cannot say how: {exc.message}"
     raise HookDenied(
-        f"the merge hook runs beside files that are missing from {here}: {names}. Until they "
-        f"are there it cannot check a merge, so it blocks every command that could make one; "
+        f"the merge hook runs beside files that are missing from {here}:{names}\nUntil they "
+        f"are there it cannot check a merge, so it blocks every command that could make one.\n"
         f"{remedy}"
     )
 
@@ -9187,7 +9755,12 @@ def _hook_currency_note(ctx: Context, here: Path, config: Config) -> None:
         import deployed_currency  # type: ignore[import-not-found,unused-ignore]
 
         currency = deployed_currency.measure(here, config.deployed_paths, env=ctx.env)
-        if currency.state != deployed_currency.CURRENT:
+        # A stale copy is said every time; one that cannot be measured once a day, as the CLI
+        # says it: the same note on every merge decision teaches the agent to skip it.
+        if currency.state == deployed_currency.STALE or (
+            currency.state == deployed_currency.UNVERIFIABLE
+            and first_today(ctx.env, f"merge hook {here}", ctx.now())
+        ):
             print(
                 f"pairgate merge hook: note: {deployed_currency.describe(currency)}",
                 file=ctx.stderr,
@@ -9196,7 +9769,11 @@ def _hook_currency_note(ctx: Context, here: Path, config: Config) -> None:
         print(f"pairgate merge hook: note: currency not established: {exc}", file=ctx.stderr)
 
 
-def _hook_message(config: Config, problems: Sequence[str], merges: Sequence[MergeFound]) -> str:
+def _hook_message(
+    config: Config, problems: Sequence[str], merges: Sequence[MergeFound], *, spelling: bool
+) -> str:
+    """The block's reasons, the checks to run, and the spelling the hook reads only when the
+    spelling was the problem."""
     lines = ["the merge hook blocked this command:"]
     lines += [f"- {p}" for p in problems]
     cli = config.cli
@@ -9205,10 +9782,11 @@ def _hook_message(config: Config, problems: Sequence[str], merges: Sequence[Merg
     ]
     if checks:
         lines.append("Check before merging: " + "; ".join(checks))
-    lines.append(
-        "Merge one reviewed merge request per command, spelled so the hook can read it: "
-        "glab mr merge <iid> -R <group/project> --sha <approved head>"
-    )
+    if spelling:
+        lines.append(
+            "Merge one reviewed merge request per command, spelled so the hook can read it: "
+            "glab mr merge <iid> -R <group/project> --sha <approved head>"
+        )
     lines.append(f"Background: {config.handoff_doc}.")
     return "\n".join(lines)
 
@@ -9302,10 +9880,11 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
             parser.add_argument("--verbose", action="store_true")
             args = parser.parse_args(argv[1:])
             config = load_config(ctx.env)
-            if argv[0] == "merge-check":  # one thread reads: first attempts through http.client
-                client = gitlab_from_env(config, ctx.env, transport=first_attempt_transport)
-            else:  # the audit reads from several threads
-                client = gitlab_from_env(config, ctx.env)
+            # First attempts through http.client: merge-check reads from one thread, the
+            # audit from several, each with a connection of its own.
+            one = argv[0] == "merge-check"
+            transport = first_attempt_transport if one else first_attempt_per_thread
+            client = gitlab_from_env(config, ctx.env, transport=transport)
             if args.verbose:
                 print(client.describe(), file=ctx.stderr)
             if argv[0] == "merge-check":

@@ -7,7 +7,9 @@ sources are small modules, and this script concatenates them (SQLite's amalgamat
 here): each between banners naming its source, a generated table of contents at the top, the
 standard-library and runtime imports hoisted and de-duplicated, and the modules' imports of each
 other dropped (the assembled file is one namespace). The order comes from those imports: a
-module after every module it imports from, ties broken by path.
+module after every module it imports from, ties broken by path. A module's own
+``TYPE_CHECKING = False`` (typing's flag, spelled so that the CLI's start need not import
+typing) becomes the one file's import of typing's.
 
 Since the file is one namespace, nothing but a module's own discipline keeps its private names
 private; so the script holds each module to its ``__all__``, its API (SQLite's private/API
@@ -82,6 +84,17 @@ def _is_type_checking(node: ast.stmt) -> bool:
         and isinstance(node.test, ast.Name)
         and node.test.id == "TYPE_CHECKING"
         and not node.orelse
+    )
+
+
+def _is_type_checking_flag(node: ast.stmt) -> bool:
+    """``TYPE_CHECKING = False``: typing.TYPE_CHECKING spelled without importing typing, for a
+    module the CLI's start imports (the one file imports typing anyway)."""
+    return (
+        isinstance(node, ast.Assign)
+        and [getattr(t, "id", None) for t in node.targets] == ["TYPE_CHECKING"]
+        and isinstance(node.value, ast.Constant)
+        and node.value.value is False
     )
 
 
@@ -161,6 +174,9 @@ def read_source(name: str, text: str) -> Source:
             line = _import_line(node, where, siblings, type_only=False)
             if line:
                 imports.append(line)
+            drop.update(span)
+        elif _is_type_checking_flag(node):
+            imports.append("from typing import TYPE_CHECKING")
             drop.update(span)
         elif _is_type_checking(node):
             assert isinstance(node, ast.If)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Publish the JSON Schemas that live as data in the code under docs/schemas/: one per record
-kind (<kind>.schema.json), the configuration's (pairgate-config.schema.json) and the mutation
-evidence document's (evidence.schema.json).
+kind (<kind>.schema.json), the configuration's (pairgate-config.schema.json), the mutation
+evidence document's (evidence.schema.json), the re-run document's (evidence-rerun.schema.json)
+and the CI re-run's result, which its job prints and publishes (evidence-ci.schema.json).
 ``--check`` writes nothing and exits 1 when a published file is missing, differs or is extra."""
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from pairgate.evidence.ci_result import CI_RESULT_SCHEMA  # noqa: E402
+from pairgate.evidence.rerun import RERUN_SCHEMA  # noqa: E402
 from pairgate.evidence.schema import EVIDENCE_SCHEMA  # noqa: E402
 from pairgate.standalone.config import CONFIG_SCHEMA  # noqa: E402
 from pairgate.standalone.records import RECORD_SCHEMAS  # noqa: E402
@@ -25,6 +28,8 @@ def rendered() -> dict[str, str]:
     schemas = {f"{kind}.schema.json": schema for kind, schema in RECORD_SCHEMAS.items()}
     schemas["pairgate-config.schema.json"] = CONFIG_SCHEMA
     schemas["evidence.schema.json"] = EVIDENCE_SCHEMA
+    schemas["evidence-rerun.schema.json"] = RERUN_SCHEMA
+    schemas["evidence-ci.schema.json"] = CI_RESULT_SCHEMA
     return {name: json.dumps(s, indent=2, ensure_ascii=False) + "\n" for name, s in schemas.items()}
 
 

@@ -12,7 +12,7 @@ from pairgate.standalone.approvals import binding_problem, chain_problem, indepe
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import Hold, Ledger, MrRef
 from pairgate.standalone.records import marker, parse_marker, record_digest
-from tests.kit.names import BASE, LEAD, MR, REVIEW, SHA2, SOLO, mr_facts
+from tests.kit.names import AGENTS_USER, BASE, LEAD, MR, REVIEW, SHA2, SOLO, mr_facts
 from tests.kit.trail import Trail
 
 REF = MrRef(*MR)
@@ -41,7 +41,10 @@ def reasons(config: Config, ledgers: dict[int, Ledger], issue: int = 4, n: int =
 def test_the_fold_records_who_held_who_offered_and_which_sessions(trail: Trail) -> None:
     ledger = round_to_approval(trail)
     first, offer, accept, _ = (n.id for n in trail.notes)
-    assert ledger.holds == (Hold(LEAD, "lead", first), Hold(REVIEW, "review", accept))
+    assert ledger.holds == (
+        Hold(LEAD, "lead", first, AGENTS_USER),
+        Hold(REVIEW, "review", accept, AGENTS_USER),
+    )
     assert [(o.sender, o.note_id, o.mr) for o in ledger.review_offers] == [(LEAD, offer, REF)]
     assert ledger.sessions == (
         (LEAD, "session-acme-lead", first),
@@ -64,7 +67,9 @@ def test_a_record_naming_another_issue_is_skipped_as_replayed(config: Config) ->
     copied.prev = other.prev
     follow = copied.claim(REVIEW)  # a later record naming the replayed one as its prev
     ledger = copied.fold()
-    assert ledger.holder == REVIEW and ledger.holds == (Hold(REVIEW, "lead", follow.id),)
+    assert ledger.holder == REVIEW and ledger.holds == (
+        Hold(REVIEW, "lead", follow.id, AGENTS_USER),
+    )
     (skip,) = ledger.skipped
     assert (skip.kind, skip.reason) == (
         "replayed",
@@ -150,15 +155,21 @@ def test_a_former_lead_that_claims_as_review_is_not_independent(
     first = trail.claim(LEAD)
     trail.release(LEAD)
     trail.claim(LEAD, role="review")
-    trail.approve(LEAD, "acme-review-2")
-    assert reasons(config, {4: trail.fold()}) == (f"acme-lead held #4 as lead (note {first.id})",)
+    approval = trail.approve(LEAD, "acme-review-2")
+    assert reasons(config, {4: trail.fold()}) == (
+        f"acme-lead held #4 as lead (note {first.id})",
+        f"acme-lead is the only agent on the trail: nobody else offered it acme/app!7 for review "
+        f"before its approval (note {approval.id})",
+    )
 
 
 def test_a_solo_identity_holding_as_review_is_a_hand(trail: Trail, config: Config) -> None:
     claim = trail.claim(SOLO, role="review")
-    trail.approve(SOLO, LEAD)
+    approval = trail.approve(SOLO, LEAD)
     assert reasons(config, {4: trail.fold()}) == (
         f"acme-solo held #4 as review under a -solo identity (note {claim.id})",
+        f"acme-solo is the only agent on the trail: nobody else offered it acme/app!7 for review "
+        f"before its approval (note {approval.id})",
     )
 
 
@@ -166,12 +177,14 @@ def test_the_solo_round_keeps_the_old_wording_first(trail: Trail, config: Config
     claim = trail.claim(SOLO)
     offer = trail.handoff(SOLO, SOLO)
     accept = trail.accept(SOLO, offer, SOLO)
-    trail.approve(SOLO, SOLO)
+    approval = trail.approve(SOLO, SOLO)
     assert reasons(config, {4: trail.fold()}) == (
         "acme-solo offers the work back to itself",
         f"acme-solo held #4 as lead (note {claim.id})",
         f"acme-solo held #4 as review under a -solo identity (note {accept.id})",
         f"acme-solo offered acme/app!7 for review in #4 (note {offer.id})",
+        f"acme-solo is the only agent on the trail: nobody else offered it acme/app!7 for review "
+        f"before its approval (note {approval.id})",
     )
     trail.approve(SOLO, LEAD, supersedes=trail.notes[-1].id)  # back to the lead this time
     assert reasons(config, {4: trail.fold()})[0] == "acme-solo reviewed an offer it sent itself"
@@ -195,10 +208,18 @@ def test_laundering_through_a_second_cited_issue_is_caught(config: Config) -> No
     lead = first.claim(LEAD)
     second = Trail(config, issue=13, first_id=1001)
     second.claim(LEAD, role="review")
-    second.approve(LEAD, REVIEW)
+    approval = second.approve(LEAD, REVIEW)
     ledgers = {12: first.fold(), 13: second.fold()}
-    assert reasons(config, ledgers, issue=13) == (f"acme-lead held #12 as lead (note {lead.id})",)
-    assert reasons(config, {13: ledgers[13]}, issue=13) == ()  # one issue alone cannot see it
+    alone = (
+        f"acme-lead is the only agent on the trail: nobody else offered it acme/app!7 for review "
+        f"before its approval (note {approval.id})"
+    )
+    assert reasons(config, ledgers, issue=13) == (
+        f"acme-lead held #12 as lead (note {lead.id})",
+        alone,
+    )
+    # One issue alone cannot see the hand in #12; that nobody offered the work, it can.
+    assert reasons(config, {13: ledgers[13]}, issue=13) == (alone,)
 
 
 def test_a_lead_after_the_approval_had_no_hand_in_it(trail: Trail, config: Config) -> None:
@@ -212,20 +233,25 @@ def test_a_lead_after_the_approval_had_no_hand_in_it(trail: Trail, config: Confi
 def test_two_names_in_one_session_are_one_agent(trail: Trail, config: Config) -> None:
     claim = trail.claim(LEAD, session="laptop-1")
     offer = trail.handoff(LEAD, REVIEW, session="laptop-1")
-    trail.accept(REVIEW, offer, LEAD, session="laptop-1")
-    trail.approve(REVIEW, LEAD, session="laptop-1")
+    accept = trail.accept(REVIEW, offer, LEAD, session="laptop-1")
+    approval = trail.approve(REVIEW, LEAD, session="laptop-1")
     assert reasons(config, {4: trail.fold()}) == (
         f"acme-review writes in session laptop-1, as acme-lead does (#4, note {claim.id}), and "
         f"acme-lead held #4 as lead (note {claim.id})",
         f"acme-review writes in session laptop-1, as acme-lead does (#4, note {claim.id}), and "
         f"acme-lead offered acme/app!7 for review in #4 (note {offer.id})",
+        f"acme-review accepted no offer of acme/app!7 for review from another agent in another "
+        f"session before its approval (note {approval.id}): the offer it accepted in note "
+        f"{accept.id}, from acme-lead, was written in its own session laptop-1",
     )
 
 
 def test_an_offer_of_another_merge_request_is_no_hand_in_this_one(
     trail: Trail, config: Config
 ) -> None:
-    trail.claim(REVIEW, role="review")
+    trail.claim(LEAD)
+    offer = trail.handoff(LEAD, REVIEW)  # the work, offered by its lead: the approval's ground
+    trail.accept(REVIEW, offer, LEAD)
     trail.handoff(REVIEW, LEAD, mr=("acme/app", 99))
     trail.record("ownership", "decline", LEAD, offer=trail.notes[-1].id, **{"from": REVIEW})
     trail.approve(REVIEW, LEAD)

@@ -301,3 +301,21 @@ def test_the_crossing_count_sees_both_kinds_of_crossing(tmp_path: Path) -> None:
         "b.py: imports _private",
         "b.py:4: a._private",
     ]
+
+
+def test_a_type_checking_flag_of_its_own_becomes_typing_s_in_the_one_file(tmp_path: Path) -> None:
+    assembler = _assembler()
+    for name in ("first", "second"):  # each module spells it: no name defined twice
+        (tmp_path / f"{name}.py").write_text(
+            f'"""{name}."""\n\nfrom __future__ import annotations\n\n'
+            "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from decimal import Decimal\n\n"
+            f'__all__ = ["{name}"]\n\n\ndef {name}(x: Decimal) -> None:\n    return None\n'
+        )
+    text = assembler.assemble(tmp_path)
+    assert "TYPE_CHECKING = False" not in text
+    assert text.count("from typing import TYPE_CHECKING") == 1
+    assert "if TYPE_CHECKING:\n    from decimal import Decimal" in text
+    compiled = compile(text, "ownership.py", "exec")
+    namespace: dict[str, object] = {}
+    exec(compiled, namespace)
+    assert namespace["TYPE_CHECKING"] is False and "Decimal" not in namespace

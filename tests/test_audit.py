@@ -33,7 +33,8 @@ WHY = {
     "self-approval-only": "a self-approval: acme-solo offers the work back to itself",
     "no-citation": "its source branch 'deps/left-pad-2' does not start with renovate_branch_pre",
     "frozen": "merged while frozen: acme-review froze mr:acme/app!",
-    "generic-issue-non-automation": "and its author (user id 10) is no automation account",
+    "not-offered": "did not count: acme-lead is the only agent on the trail: nobody else offered",
+    "generic-issue-non-automation": "unattended automation alone, and its author is @agents (user 10), not",
 }
 
 
@@ -69,7 +70,8 @@ def test_the_audit_finds_exactly_the_merges_that_went_around_the_gate(
     expected = {name(m.mr): m.expected for m in merged if m.expected}
     doc = audit_json(sandbox)
     assert found(doc) == expected
-    assert (doc["merged"], doc["gated"], doc["undecided"]) == (len(merged), 9, 0)
+    # The agent's MR citing only the generic issue is gated: the exemption is automation's.
+    assert (doc["merged"], doc["gated"], doc["undecided"]) == (len(merged), 11, 0)
     assert doc["approved"] == 1  # through the gate
     not_gated = {"renovate_exempt": "renovate", "generic_issue_by_automation": "generic-issue-only"}
     assert {f"{n['mr']['project']}!{n['mr']['iid']}": n["scope"] for n in doc["not_gated"]} == {
@@ -81,7 +83,7 @@ def test_the_audit_finds_exactly_the_merges_that_went_around_the_gate(
         ref_ = f"{finding['mr']['project']}!{finding['mr']['iid']}"
         line = f"FINDING {ref_} merged at {finding['head_sha'][:12]} by {finding['merged_by']}, "
         assert line in result.out
-    assert "9 finding(s)" in result.out and "--file-issues" in result.out
+    assert "10 finding(s)" in result.out and "--file-issues" in result.out
 
 
 def test_the_self_approval_finding_names_its_rule_and_the_push_finding_both_heads(
@@ -95,6 +97,12 @@ def test_the_self_approval_finding_names_its_rule_and_the_push_finding_both_head
     assert web["merged_by"] == "maintainer" and web["code"] == "never-approved"
     late = by_ref[name(merged["approved_only_after_the_merge"])]
     assert late["code"] == "never-approved"  # the approval came a minute after the merge
+    alone = by_ref[name(merged["by_an_agent_that_claimed_as_review"])]
+    assert alone["code"] == "not-offered"
+    assert alone["why"].startswith(
+        "not independently approved: its approval at the merged head by acme-lead (acme/tracker#"
+    )
+    assert "acme-lead is the only agent on the trail: nobody else offered it" in alone["why"]
 
 
 def test_a_clean_window_exits_0_and_says_so(sandbox: RunningSandbox) -> None:

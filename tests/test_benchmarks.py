@@ -21,11 +21,6 @@ HELPERS = {"floor_client.py", "timing.py"}
 # run (here the suite's own: a clean one is built only when the flag is not given).
 TAKES_VENV = {"hook.py", "startup.py", "run.py"}
 INSTALLED = Path(sysconfig.get_path("scripts")).parent
-# Changed by other work this round, which gives it a --quick; until then, not run (evidence.py
-# would take its full run of minutes). Drop an entry once its module takes --quick.
-NOT_QUICK_YET = {
-    "evidence.py": "its --quick comes with the evidence runner's work (issue 33, tmpfs clones)",
-}
 
 
 def benchmarks() -> list[str]:
@@ -40,14 +35,7 @@ def test_the_benchmarks_are_found() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "name",
-    [
-        pytest.param(
-            name, marks=pytest.mark.xfail(reason=NOT_QUICK_YET[name], strict=False, run=False)
-        )
-        if name in NOT_QUICK_YET
-        else name
-        for name in benchmarks()
-    ],
+    benchmarks(),
 )
 def test_every_benchmark_runs_quick(name: str, tmp_path: Path) -> None:
     argv = [sys.executable, "-B", str(BENCHMARKS / name), "--quick"]

@@ -30,7 +30,16 @@ def test_an_empty_board(sandbox: RunningSandbox) -> None:
     assert result.out.strip() == "No labelled issues in acme/tracker."
     doc = board_json(sandbox)
     assert doc["issues"] == [] and doc["live_freezes"] == []
-    assert set(doc) == {"tracker_project", "now", "closed_included", "live_freezes", "issues"}
+    assert set(doc) == {
+        "tracker_project",
+        "now",
+        "closed_included",
+        "live_freezes",
+        "issues",
+        "independence_basis",
+    }
+    assert doc["independence_basis"]["mode"] == "names-and-sessions"
+    assert doc["independence_basis"]["says"].startswith("independence rests on names and sessions")
 
 
 def test_the_board_shows_holder_offer_and_approval_at_head(sandbox: RunningSandbox) -> None:

@@ -42,7 +42,7 @@ COMMANDS = {
     "withdraw": ({"--approval"}, {"--reason", "--reason-file", "--as"}),
     "merge-check": ({"--mr", "--mr-project"}, {"--json"}),
     "audit": (set(), {"--since", "--days", "--project", "--json", "--file-issues", "--verbose"}),
-    "doctor": (set(), {"--project", "--json", "--verbose"}),
+    "doctor": (set(), {"--project", "--json", "--verbose", "--fix", "--dry-run", "--pipeline"}),
     "status": (set(), {"--json"}),
     "board": (set(), {"--json", "--closed"}),
     "waiting": (set(), {"--agent", "--json"}),
@@ -57,8 +57,8 @@ COMMANDS = {
     "deploy-agents": ({"--target"}, {"--check"}),
     "deploy-hooks": (set(), {"--target", "--check", "--list"}),
     "deploy-pipeline": (
-        {"--target", "--image", "--runner-tag", "--read-token-variable", "--gate-dir"},
-        {"--check", "--gitlab-url"},
+        {"--image", "--runner-tag", "--read-token-variable", "--gate-dir"},
+        {"--target", "--gate-out", "--publish", "--check", "--gitlab-url"},
     ),
     "graph": (set(), {"--format"}),
     "sandbox": (
@@ -157,7 +157,7 @@ def test_graph_renders_the_issues_round(sandbox: RunningSandbox) -> None:
         ["status", "1"],
         ["board"],
         ["merge-check", "--mr", "1", "--mr-project", "acme/app"],
-        ["deploy-hooks", "--list"],
+        ["deploy-hooks", "--target", "hooks"],  # --list reads none: test_deploy_hooks
     ],
 )
 def test_every_configured_command_reads_the_configuration_first(argv: list[str]) -> None:
@@ -271,8 +271,8 @@ def test_the_command_reference_is_rendered_from_the_current_help() -> None:
 def test_the_command_reference_has_a_section_per_subcommand(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """evidence run, evidence rerun and inbox ack each get their own section, from their own
-    --help, so --check sees a change to a subcommand's flags too."""
+    """evidence run, plan, report and rerun and inbox ack each get their own section, from their
+    own --help, so --check sees a change to a subcommand's flags too."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -283,11 +283,17 @@ def test_the_command_reference_has_a_section_per_subcommand(
     spec.loader.exec_module(script)
     monkeypatch.setenv("COLUMNS", script.WIDTH)  # rendered() sets it; put it back afterwards
     text = script.rendered()
-    for words in ("evidence run", "evidence rerun", "inbox ack"):
+    for words in (
+        "evidence run",
+        "evidence plan",
+        "evidence report",
+        "evidence rerun",
+        "inbox ack",
+    ):
         assert text.count(f"\n## pairgate {words}\n") == 1, words
         assert f"usage: pairgate {words} [-h]" in text
     assert "--mutant-index K" in text.split("## pairgate evidence rerun\n")[1].split("## ")[0]
-    assert script.subcommands("evidence") == ["run", "rerun"]
+    assert script.subcommands("evidence") == ["run", "plan", "report", "rerun"]
     assert script.subcommands("claim") == []
 
 
@@ -295,3 +301,39 @@ def test_the_readme_names_every_command() -> None:
     readme = (ROOT / "README.md").read_text()
     missing = [name for name in COMMANDS if f"pairgate {name}" not in readme]
     assert missing == []
+
+
+def test_the_readmes_command_block_lists_each_command_once_with_its_own_flags() -> None:
+    """Each line of the block starts a command or continues the one above: approve's flags stay
+    with approve, withdraw's line stands alone, and every flag is one its parser has."""
+    readme = (ROOT / "README.md").read_text()
+    block = readme.split("## Commands\n", 1)[1].split("```\n", 2)[1]
+    assert "\n\n" not in block
+    entries: dict[str, str] = {}
+    name = ""
+    for line in block.splitlines():
+        if line.startswith("pairgate "):
+            words = [*line.split(), ""]
+            pair = f"{words[1]} {words[2]}"
+            name = pair if pair in ("inbox ack", "evidence run", "evidence rerun") else words[1]
+            assert name not in entries, name
+            entries[name] = line
+        else:
+            entries[name] += line
+    assert list(entries)[:3] == ["demo", "sandbox", "init"]
+    assert "--evidence FILE" in entries["approve"] and "--supersede" in entries["approve"]
+    assert entries["withdraw"].split() == (
+        [
+            "pairgate",
+            "withdraw",
+            "<issue>",
+            "--approval",
+            "<note",
+            "id>",
+            "(--reason",
+            "TEXT",
+            "|",
+            "--reason-file",
+            "PATH)",
+        ]
+    )

@@ -320,8 +320,11 @@ BLOCKED: list[tuple[str, str]] = [
         'pairgate handoff 3 --to acme-review --role review --sha abc --reason "then glab mr merge 12"',
         "--reason-file",
     ),
-    ('git commit -m "document glab mr merge -R acme/app"', "--reason-file"),
-    ("git commit -m \"$(cat <<'EOF'\nExplain glab mr accept 12\nEOF\n)\"", "--reason-file"),
+    ('git commit -m "document glab mr merge -R acme/app"', "pass it with -F <file>"),
+    (
+        "git commit -m \"$(cat <<'EOF'\nExplain glab mr accept 12\nEOF\n)\"",
+        "pass it with -F <file>",
+    ),
     (
         'glab mr note 12 -m "run glab api -X PUT projects/a%2Fb/merge_requests/1/merge"',
         "names a glab merge",

@@ -12,7 +12,7 @@ import pytest
 
 from pairgate.commands.table import COMMANDS, Command, command_rows
 from pairgate.main import context_arguments, handler, main_flags
-from pairgate.parser import CHOSEN, build_parser, destinations, parse
+from pairgate.parser import CHOSEN, build_parser, columns, destinations, named_command, parse
 from tests.kit.names import ROOT
 
 ROWS = command_rows()
@@ -60,6 +60,61 @@ def test_every_command_is_a_row_and_every_family_needs_a_subcommand() -> None:
     assert parse(["evidence", "run", "--test", "t", "--mutant", "m"])[1] is not None
     with pytest.raises(Exception, match="required: <subcommand>"):
         parse(["evidence"])
+
+
+def help_texts(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Every parser's help below ``parser``, by its full command name."""
+    found = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                found[child.prog] = child.format_help()
+                found.update(help_texts(child))
+    return found
+
+
+@pytest.mark.parametrize("row", COMMANDS, ids=[row.name for row in COMMANDS])
+def test_the_parser_parse_builds_for_one_command_is_the_whole_parser_s_part(row: Command) -> None:
+    whole = help_texts(build_parser())
+    alone = help_texts(build_parser(row.name))
+    assert alone and alone == {prog: whole[prog] for prog in alone}
+    assert named_command(["--verbose", row.name, "--json", "x"]) == row.name
+
+
+@pytest.mark.parametrize(
+    "argv", [[], ["--version"], ["stauts"], ["-h"], ["--verbose", "evidence-run"]]
+)
+def test_a_command_no_row_names_is_parsed_against_every_row(argv: list[str]) -> None:
+    assert named_command(argv) is None
+
+
+def test_an_unknown_command_is_answered_with_every_choice() -> None:
+    with pytest.raises(Exception, match="invalid choice: 'stauts' \\(choose from 'claim'"):
+        parse(["stauts"])
+
+
+@pytest.mark.parametrize("given", [None, "132", "0", "-5", "wide", ""])
+def test_help_is_as_wide_as_argparse_would_make_it(
+    given: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    if given is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", given)
+    assert columns() == shutil.get_terminal_size().columns
+    assert build_parser()._get_formatter()._width == columns() - 2
+
+
+def test_starting_the_cli_imports_neither_typing_nor_shutil() -> None:
+    code = (
+        "import sys; from pairgate.main import run; from pairgate.parser import parse; "
+        "parse(['status', '1']); "
+        "print(sorted({'typing', 'shutil', 'dataclasses', 'requests'} & set(sys.modules)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.stdout.strip() == "[]", done.stderr
 
 
 def test_a_row_that_reads_gitlab_reads_the_configuration() -> None:

@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from pairgate.standalone.config import CONFIG_KEYS, CONFIG_SCHEMA, Config, load_config
+from pairgate.standalone.config import (
+    CONFIG_KEYS,
+    CONFIG_SCHEMA,
+    OPTIONAL_CONFIG_KEYS,
+    Config,
+    load_config,
+)
 from tests.kit.names import FIXTURE_CONFIG, ROOT
 from tests.kit.run import PAIRGATE, run_cli, run_program
 
@@ -33,13 +39,19 @@ def test_fixture_and_example_configurations_load() -> None:
     for path in (FIXTURE_CONFIG, ROOT / "examples" / "pairgate-config.json"):
         config = load_config({"PAIRGATE_CONFIG": str(path)})
         written = json.loads(path.read_text())
-        assert set(written) == set(CONFIG_KEYS)
-        assert config.as_json() == written
+        # The fixture leaves the optional review_author_user_ids out (the suite's deployment
+        # rests on names and sessions); the example sets it. An absent key reads as its default.
+        absent = set(CONFIG_KEYS) - set(written)
+        assert absent <= ({"review_author_user_ids"} if path == FIXTURE_CONFIG else set())
+        assert config.as_json() == {**written, **{key: [] for key in absent}}
 
 
-def test_config_keys_are_the_seventeen_of_the_specification_plus_ledger_authors() -> None:
-    assert len(CONFIG_KEYS) == 18
+def test_config_keys_are_the_seventeen_of_the_specification_plus_ledger_and_review_authors() -> (
+    None
+):
+    assert len(CONFIG_KEYS) == 19
     assert "ledger_author_user_ids" in CONFIG_KEYS
+    assert "review_author_user_ids" in CONFIG_KEYS
     assert set(CONFIG_SCHEMA["properties"]) == set(CONFIG_KEYS)
 
 
@@ -171,7 +183,7 @@ def test_one_extra_key_exits_2_naming_it(tmp_path: Path) -> None:
     assert env["PAIRGATE_CONFIG"] in result.err
 
 
-@pytest.mark.parametrize("key", sorted(set(CONFIG_KEYS) - {"renovate_exempt_namespaces"}))
+@pytest.mark.parametrize("key", sorted(set(CONFIG_KEYS) - OPTIONAL_CONFIG_KEYS))
 def test_each_missing_key_exits_2_naming_it(tmp_path: Path, key: str) -> None:
     values = fixture_values()
     del values[key]
@@ -185,6 +197,24 @@ def test_renovate_exempt_namespaces_may_be_absent_and_then_exempts_nothing(tmp_p
     del values["renovate_exempt_namespaces"]
     config = load_config(write_config(tmp_path, values))
     assert config.renovate_exempt_namespaces == ()
+
+
+def test_the_optional_keys_are_exactly_the_two_that_may_be_absent() -> None:
+    assert {"renovate_exempt_namespaces", "review_author_user_ids"} == OPTIONAL_CONFIG_KEYS
+
+
+@pytest.mark.parametrize("value", [None, []])
+def test_review_author_user_ids_absent_or_empty_is_names_and_sessions(
+    tmp_path: Path, value: list[int] | None
+) -> None:
+    values = fixture_values()
+    if value is not None:
+        values["review_author_user_ids"] = value
+    config = load_config(write_config(tmp_path, values))
+    assert (config.review_author_user_ids, config.account_bound) == ((), False)
+    bound = load_config(write_config(tmp_path, {**values, "review_author_user_ids": [11]}))
+    assert (bound.review_author_user_ids, bound.account_bound) == ((11,), True)
+    assert bound.record_author_ids == {10, 11}  # the review account's notes are ledger notes
 
 
 @pytest.mark.parametrize(
@@ -219,6 +249,10 @@ def test_renovate_exempt_namespaces_may_be_absent_and_then_exempts_nothing(tmp_p
         ("ledger_author_user_ids", []),
         ("ledger_author_user_ids", ["10"]),
         ("ledger_author_user_ids", [10, 10]),
+        ("review_author_user_ids", 11),
+        ("review_author_user_ids", ["11"]),
+        ("review_author_user_ids", [11, 11]),
+        ("review_author_user_ids", [0]),
     ],
 )
 def test_each_wrong_type_or_grammar_exits_2_naming_the_key(
@@ -253,3 +287,23 @@ def test_the_program_form_reports_the_same_error() -> None:
     result = run_program([*PAIRGATE, "claim", "1", "--role", "lead"])
     assert result.code == 2
     assert "missing configuration" in result.err
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("cli_command", "pairgate\n", "is not a whole match; expected lower case letters"),
+        ("env_prefix", "PAIRGATE_TEST\n", "is not a whole match"),
+        ("handoff_doc", "docs/x.md\ninclude: evil.yml", "holds a control character"),
+        ("renovate_exempt_namespaces", ["acme\n"], "is not a whole match"),
+        ("hooks_install_command", "pairgate deploy-hooks\x1b[2J", "holds a control character"),
+    ],
+)
+def test_a_value_matches_whole_and_is_one_line(
+    tmp_path: Path, key: str, value: object, says: str
+) -> None:
+    """A JSON Schema pattern is a search, and Python's ``$`` matches before a final newline:
+    the configuration's own rule holds every value whole (fullmatch) and on one line."""
+    result = run_cli(["status", "1"], env=write_config(tmp_path, {**fixture_values(), key: value}))
+    assert result.code == 2
+    assert f"key {key!r}: " in result.err and says in result.err

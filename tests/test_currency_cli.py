@@ -17,7 +17,9 @@ from tests.kit.run import Result, run_cli
 
 INSTALL = "pip install --upgrade 'acme-pairgate @ git+https://example.invalid/acme/pairgate'"
 WRITING = ["claim", "1", "--role", "lead"]
-READING = ["deploy-hooks", "--list"]
+# A command that reads the configuration and writes nothing, the same on every run: a check of
+# a hooks directory that is not there (deploy-hooks --list reads no configuration at all).
+READING = ["deploy-hooks", "--target", "/nonexistent/hooks", "--check"]
 
 
 @pytest.fixture

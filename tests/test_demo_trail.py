@@ -3,6 +3,7 @@ what the tool writes now."""
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -39,6 +40,23 @@ def test_demo_plays_a_round_with_no_configuration() -> None:
         if not line.startswith(("$ ", "   | "))
     )
     assert "acme-\n" not in result.out
+    # Every note id the round makes is shown: GitLab's own notes on the merge request too.
+    shown = {int(n) for n in re.findall(r"^-- on [^,]+, note (\d+) by ", result.out, re.M)}
+    assert shown == set(range(1001, 1013))
+    assert (
+        "-- on acme/app!1, note 1004 by review-bot (a system note GitLab writes):\n"
+        "   | approved this merge request\n" in result.out
+    )
+    assert "-- on acme/app!1, note 1007 by agents (a system note GitLab writes):\n" in result.out
+    # The reasons claim nothing the records say is absent: the offers carry no mutation
+    # evidence and the approvals record no re-run.
+    assert "This offer carries no mutation evidence" in result.out
+    assert "Mutation:" not in result.out and "Re-ran" not in result.out
+    assert (
+        result.out.rstrip()
+        .split("\n== ")[-1]
+        .startswith("19. What to try next\nPlay a round yourself: pairgate sandbox --config-out ")
+    )
 
 
 @pytest.mark.slow

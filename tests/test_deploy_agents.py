@@ -11,6 +11,7 @@ import pytest
 
 from pairgate.commands import deploy_agents
 from pairgate.deployment.agent_templates import ORACLE_BEGIN, ORACLE_END, ROLES
+from pairgate.deployment.file_set import ORACLE, starter_text
 from pairgate.deployment.install import atomic_write, install
 from pairgate.standalone.config import load_config
 from pairgate.standalone.errors import Context, PairgateError, report
@@ -396,3 +397,22 @@ def test_the_fixture_config_names_its_texts_relative_to_itself() -> None:
     values = json.loads(FIXTURE_CONFIG.read_text())
     assert (FIXTURE_CONFIG.parent / values["agent_text_dir"]).is_dir()
     assert (FIXTURE_CONFIG.parent / values["liveness_oracle_file"]).is_file()
+
+
+def test_texts_still_as_init_wrote_them_are_named(tmp_path: Path, target: Path) -> None:
+    texts = {
+        **named(TEXTS),
+        "session.md": starter_text("session"),
+        "testing.md": starter_text("testing"),
+    }
+    env = deployment(tmp_path, texts=texts, oracle=ORACLE)
+    result = deploy(env, target)
+    assert result.code == 0, result.err
+    root = tmp_path / "deploy"
+    assert result.out.endswith(
+        f"3 texts are still starters: {root / 'agent-text' / 'session.md'}, "
+        f"{root / 'agent-text' / 'testing.md'}, {root / 'liveness-oracle.md'}. Write the "
+        f"deployment's own words there, then run pairgate deploy-agents again.\n"
+    )
+    own = deploy(deployment(tmp_path / "own"), target)
+    assert "starter" not in own.out

@@ -6,6 +6,7 @@ PARTIAL install with no temporary file left behind. Exit 0 done / in line / list
 from __future__ import annotations
 
 import resource
+import shlex
 import shutil
 import stat
 import subprocess
@@ -230,3 +231,26 @@ def test_an_install_prints_the_line_that_names_the_hooks_python(
     assert f"put this line in {target / '_hooklib.sh'}" in out
     # The interpreter the install ran under: the one that has pairgate and tree-sitter.
     assert out.rstrip("\n").splitlines()[-1] == f"hooklib_python={sys.executable}"
+
+
+def test_list_needs_no_configuration() -> None:
+    result = run_cli(["deploy-hooks", "--list"], env={})
+    assert result.code == 0, result.err
+    rows = [line.split("\t") for line in result.out.splitlines()]
+    assert {name: Path(path) for name, path in rows} == FOUR
+
+
+def test_a_hooklib_that_names_this_python_gets_no_advice(
+    target: Path, config_env: dict[str, str]
+) -> None:
+    hooklib = target / "_hooklib.sh"
+    hooklib.write_text(f"# the deployment's own\nhooklib_python={shlex.quote(sys.executable)}\n")
+    code, out, _ = deploy(config_env, "--target", str(target))
+    assert code == 0
+    assert out.rstrip("\n").splitlines()[-1] == (
+        f"the hook's Python: {hooklib} names this installation's ({sys.executable})"
+    )
+    assert "put this line" not in out
+    hooklib.write_text("hooklib_python=/opt/other/python3\n")
+    code, out, _ = deploy(config_env, "--target", str(target))
+    assert f"put this line in {hooklib} (it names /opt/other/python3 now) unless" in out

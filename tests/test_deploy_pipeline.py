@@ -25,7 +25,7 @@ from tests.kit.run import run_cli
 
 FLAGS = [
     "--image",
-    "registry.example.com/ci/python-gate:3.12",
+    "registry.example.com/ci/python-gate@sha256:e70f170d3e65194ba0b2cce7d7689896fb97013aba8d5cefab99928dfb14d2de",
     "--runner-tag",
     "gate",
     "--runner-tag",
@@ -269,7 +269,10 @@ def test_the_gate_jobs_are_the_trackers_alone_and_trust_nothing_they_inherit(
         assert gate["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
         assert gate["needs"] == [] and gate["cache"] == [] and gate["services"] == []
         assert "hooks" not in gate and "after_script" not in gate
-        assert gate["image"] == "registry.example.com/ci/python-gate:3.12"
+        assert (
+            gate["image"]
+            == "registry.example.com/ci/python-gate@sha256:e70f170d3e65194ba0b2cce7d7689896fb97013aba8d5cefab99928dfb14d2de"
+        )
         assert gate["tags"] == ["gate", "linux"]
         text = "\n".join(gate["before_script"] + gate["script"])
         assert "$[[" not in text
@@ -291,7 +294,7 @@ def test_the_projects_own_ci_file_runs_as_a_child_whose_status_is_the_pipelines(
             {"project": "$CI_PROJECT_PATH", "ref": "$CI_COMMIT_SHA", "file": ".gitlab-ci.yml"}
         ],
         "strategy": "depend",
-        "forward": {"yaml_variables": False, "pipeline_variables": True},
+        "forward": {"yaml_variables": False, "pipeline_variables": False},
     }
     assert child["inherit"] == {"default": False, "variables": False}
     # Only the project's own file decides whether it runs (GitLab makes no child from a file
@@ -302,15 +305,39 @@ def test_the_projects_own_ci_file_runs_as_a_child_whose_status_is_the_pipelines(
     assert sorted(jobs) == sorted([*GATE_JOBS, "project-pipeline"])
 
 
-def test_both_components_share_the_gate_jobs_text_byte_for_byte() -> None:
+def test_the_components_share_the_gate_jobs_text_byte_for_byte() -> None:
     texts = [
         (ROOT / "templates" / name / "template.yml").read_text(encoding="utf-8")
-        for name in ("mr-ownership-gate", "mr-merge-check")
+        for name in ("mr-ownership-gate", "mr-merge-check", "mr-evidence")
     ]
     for block in ("pairgate-gate-job", "pairgate-fetch"):
         pattern = re.compile(rf"# {block}:begin.*?# {block}:end", re.DOTALL)
         shared = [pattern.findall(text) for text in texts]
-        assert len(shared[0]) == 1 and shared[0] == shared[1], block
+        assert len(shared[0]) == 1 and shared[0] == shared[1] == shared[2], block
+
+
+def test_with_an_evidence_image_the_evidence_job_is_written_in(tmp_path: Path) -> None:
+    target = tmp_path / "pipeline.yml"
+    result = deploy(target, "--evidence-image", "registry.example.com/app/tests:1")
+    assert result.code == 0, result.err
+    text = target.read_text(encoding="utf-8")
+    assert "--evidence-image registry.example.com/app/tests:1" in text.splitlines()[1]
+    document = yaml.safe_load(text)
+    evidence = job(document, "rerun-mr-evidence")
+    assert evidence["image"] == "registry.example.com/app/tests:1"
+    assert evidence["inherit"] == {"default": False, "variables": False}
+    assert evidence["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
+    # it checks out the merge request's head (the code under test), and it informs: the
+    # merge stays merge-check's to decide
+    assert evidence["variables"] == {"GIT_STRATEGY": "fetch", "GIT_SUBMODULE_STRATEGY": "none"}
+    assert evidence["allow_failure"] is True
+    assert evidence["artifacts"]["paths"] == ["pairgate-evidence-ci.json"]
+    script = "\n".join(evidence["before_script"] + evidence["script"])
+    assert "pairgate_run -m pairgate.evidence.ci --tokens-on-stdin" in script
+    assert "--gitlab-url 'https://gitlab.example.com'" in script
+    assert "'tools/pairgate/pairgate-config.json'" in script and "$[[" not in script
+    jobs = [k for k in document if not k.startswith(".") and k != "workflow"]
+    assert sorted(jobs) == sorted([*GATE_JOBS, "rerun-mr-evidence", "project-pipeline"])
 
 
 # -- the interpolation itself ------------------------------------------------------------------

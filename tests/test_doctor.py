@@ -3,36 +3,52 @@ and flipping each setting, one at a time, turns exactly that check into a hole."
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pairgate.doctor.checks import MERGE_CHECK_JOB
 from pairgate.sandbox.testing import RunningSandbox
+from pairgate.verbs.merge_requests import MERGE_CHECK_JOB
 from pairgate.version import schema_checker
+from tests.kit.names import ACCOUNT_BOUND_CONFIG, FIXTURE_CONFIG
 from tests.kit.run import Result, agent_env, run_cli
 
 PIPELINE = "gate/pipeline.yml"
+GATE = f"acme/tracker:{PIPELINE}"
+DIGEST = "registry.example.com/ci/python-gate@sha256:" + "ab" * 32
 GATED = ("acme/app", "acme/tracker", "partner/shared-lib")
 RECOMMENDED = {
     "only_allow_merge_if_pipeline_succeeds": True,
     "allow_merge_on_skipped_pipeline": False,
     "ci_config_path": f"{PIPELINE}@acme/tracker",
     "forking_access_level": "disabled",
+    "restrict_user_defined_variables": True,
+    "ci_pipeline_variables_minimum_override_role": "maintainer",
 }
 
 
-def pipeline_file(job: dict[str, Any] | None = None) -> str:
-    """The tracker-held pipeline, as far as doctor reads it: the merge-check job is there."""
-    merge_check = job if job is not None else {"script": ["python3 -I merge-check"]}
-    text = "validate-mr-approval-at-head:\n  script: [python3 -I approval]\n"
-    if merge_check:
-        text += f"{MERGE_CHECK_JOB}:\n" + "".join(
-            f"  {key}: {json.dumps(value)}\n" for key, value in merge_check.items()
-        )
-    return text + "reused:\n  script: !reference [validate-mr-approval-at-head, script]\n"
+def publish(
+    sandbox: RunningSandbox, image: str = DIGEST, config: Path = ACCOUNT_BOUND_CONFIG
+) -> Result:
+    """deploy-pipeline --publish, as the README's deployment runs it (a Maintainer's token),
+    with the configuration doctor reads (the gate files carry it)."""
+    argv = ["deploy-pipeline", "--publish", PIPELINE, "--image", image, "--runner-tag", "gate",
+            "--read-token-variable", "GATE_READ", "--gate-dir", "gate", "--gitlab-url",
+            sandbox.url]  # fmt: skip
+    env = {"PAIRGATE_CONFIG": str(config)}
+    env["PAIRGATE_TEST_DEPLOY_TOKEN"] = sandbox.token("maintainer")
+    result = run_cli(argv, env)
+    assert result.code == 0, result.err
+    return result
+
+
+def pipeline_text(sandbox: RunningSandbox) -> str:
+    found = sandbox.api("GET", f"/projects/1/repository/files/{_enc(PIPELINE)}?ref=main")
+    return base64.b64decode(found["content"]).decode("utf-8")
 
 
 def _enc(path: str) -> str:
@@ -54,7 +70,7 @@ def protect(sandbox: RunningSandbox, project: str, name: str, push: int, merge: 
 
 def recommended(sandbox: RunningSandbox) -> None:
     """Every setting the README's gate section asks for."""
-    sandbox.commit("main", {PIPELINE: pipeline_file()}, project="acme/tracker")
+    publish(sandbox)
     for project in GATED:
         put(sandbox, project, **RECOMMENDED)
     protect(sandbox, "acme/tracker", "main", 40, 40)
@@ -63,9 +79,11 @@ def recommended(sandbox: RunningSandbox) -> None:
 
 
 def doctor_env(sandbox: RunningSandbox, **overrides: str) -> dict[str, str]:
-    """A Maintainer's read_api token reads every setting, the protected branches included."""
+    """A Maintainer's read_api token reads every setting, the protected branches included. The
+    deployment binds the review role to the review bot's account, as the README recommends."""
     read = sandbox.info["users"]["maintainer"]["read_token"]
-    return agent_env(sandbox, **{"PAIRGATE_TEST_TASK_API_TOKEN": read, **overrides})
+    bound = {"PAIRGATE_CONFIG": str(ACCOUNT_BOUND_CONFIG)}
+    return agent_env(sandbox, **{**bound, "PAIRGATE_TEST_TASK_API_TOKEN": read, **overrides})
 
 
 def doctor(sandbox: RunningSandbox, *flags: str, **overrides: str) -> Result:
@@ -85,11 +103,16 @@ def test_a_deployment_as_the_readme_recommends_passes(sandbox: RunningSandbox) -
     found = statuses(doctor(sandbox, "--json"))
     assert set(found.values()) == {"pass"}
     per_project = {"pipelines-must-succeed", "skipped-pipelines", "forking", "tracker-pipeline"}
-    per_project |= {"agents-role", "review-bot-role"}
-    assert {c for c, s in found if s == "acme/app"} == per_project | {"renovate-branches"}
-    assert {c for c, s in found if s == "partner/shared-lib"} == per_project  # not exempt
+    per_project |= {"agents-role", "review-bot-role", "pipeline-variables"}
+    gated = per_project | {"default-branch"}
+    assert {c for c, s in found if s == "acme/app"} == gated | {"renovate-branches"}
+    assert {c for c, s in found if s == "partner/shared-lib"} == gated  # not exempt
+    assert {c for c, s in found if s == "acme/tracker"} == per_project | {
+        "renovate-branches", "tracker-default-branch"}  # fmt: skip
+    assert {c for c, s in found if s == GATE} == {"gate-files", "gate-image"}
     assert {s for c, s in found if c in ("agents-role", "review-bot-role")} >= {"acme"}
     assert ("tracker-default-branch", "acme/tracker") in found
+    assert ("independence-basis", "configuration") in found
     assert {
         ("accounts-distinct", "accounts"),
         ("read-token", "PAIRGATE_TEST_TASK_API_TOKEN"),
@@ -133,11 +156,32 @@ def _unprotect(project: str, name: str) -> Flip:
     return flip
 
 
-def _pipeline(job: dict[str, Any]) -> Flip:
+def _edit(change: Callable[[str], str]) -> Flip:
+    """An edit of the published pipeline, committed to the tracker as a Maintainer would."""
+
     def flip(sandbox: RunningSandbox) -> None:
-        sandbox.commit("main", {PIPELINE: pipeline_file(job)}, project="acme/tracker")
+        text = change(pipeline_text(sandbox))
+        sandbox.commit("main", {PIPELINE: text}, project="acme/tracker")
 
     return flip
+
+
+def _gate_file(path: str, content: str | None) -> Flip:
+    def flip(sandbox: RunningSandbox) -> None:
+        sandbox.commit("main", {path: content}, project="acme/tracker")
+
+    return flip
+
+
+def _settings(**settings: Any) -> Flip:
+    return lambda sb: put(sb, "acme/app", **settings)
+
+
+# The neutered merge-check jobs that reading a job's own keys passed; each is an edit.
+NEVER = f"\n{MERGE_CHECK_JOB}:\n  rules:\n    - when: never\n"
+HIDDEN = f"\n.manual:\n  when: manual\n{MERGE_CHECK_JOB}:\n  extends: .manual\n  script: [x]\n"
+RULES = f"\n{MERGE_CHECK_JOB}:\n  rules:\n    - allow_failure: true\n  script: [x]\n"
+INCLUDE = "\ninclude:\n  - project: acme/app\n    file: gate-override.yml\n"
 
 
 EVERY_PROJECT = {("tracker-pipeline", p) for p in GATED}
@@ -156,10 +200,26 @@ FLIPS: list[tuple[str, Flip, set[tuple[str, str]]]] = [
     ("ci-file-at-an-unprotected-ref",
      lambda sb: put(sb, "acme/app", ci_config_path=f"{PIPELINE}@acme/tracker:feature"),
      {("tracker-pipeline", "acme/app")}),
-    ("no-merge-check-job", _pipeline({}), EVERY_PROJECT),
-    ("merge-check-job-allowed-to-fail", _pipeline({"script": ["x"], "allow_failure": True}),
+    ("second-definition-never-runs", _edit(lambda t: t + NEVER), EVERY_PROJECT),
+    ("extends-a-hidden-manual-job", _edit(lambda t: t + HIDDEN), EVERY_PROJECT),
+    ("allow-failure-in-rules", _edit(lambda t: t + RULES), EVERY_PROJECT),
+    ("a-top-level-include", _edit(lambda t: t + INCLUDE), EVERY_PROJECT),
+    ("one-space-changed", _edit(lambda t: t.replace("  script:", "  script: ", 1)),
      EVERY_PROJECT),
-    ("merge-check-job-manual", _pipeline({"script": ["x"], "when": "manual"}), EVERY_PROJECT),
+    ("gate-file-missing", _gate_file("gate/ownership.py", None), {("gate-files", GATE)}),
+    ("gate-file-old", _gate_file("gate/validate-mr-merge-check.py", "# old\n"),
+     {("gate-files", GATE)}),
+    ("image-by-tag", lambda sb: publish(sb, "registry.example.com/gate:3.12") and None,
+     {("gate-image", GATE)}),
+    ("gated-branch-pushable-by-developers", lambda sb: protect(sb, "acme/app", "main", 30, 30),
+     {("default-branch", "acme/app")}),
+    ("gated-branch-unprotected", _unprotect("acme/app", "main"),
+     {("default-branch", "acme/app")}),
+    ("pipeline-variables-unrestricted", _settings(restrict_user_defined_variables=False),
+     {("pipeline-variables", "acme/app")}),
+    ("pipeline-variables-for-developers",
+     _settings(ci_pipeline_variables_minimum_override_role="developer"),
+     {("pipeline-variables", "acme/app")}),
     ("tracker-branch-mergeable-by-developers",
      lambda sb: protect(sb, "acme/tracker", "main", 40, 30),
      {("tracker-default-branch", "acme/tracker")}),
@@ -174,6 +234,9 @@ FLIPS: list[tuple[str, Flip, set[tuple[str, str]]]] = [
     ("one-account-for-both",
      lambda sb: {"PAIRGATE_TEST_REVIEW_BOT_TOKEN": sb.token("agents")},
      {("accounts-distinct", "accounts")}),
+    ("names-and-sessions",
+     lambda sb: publish(sb, config=FIXTURE_CONFIG) and {"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)},
+     {("independence-basis", "configuration")}),
     ("renovate-branches-unprotected", _unprotect("acme/app", "renovate/*"),
      {("renovate-branches", "acme/app")}),
     ("renovate-branches-pushable-by-developers",
@@ -217,8 +280,26 @@ def test_a_developer_read_token_reads_the_tracker_branch_from_the_branch_entity(
     assert branch["status"] == "pass" and "were not checked" in branch["detail"]
     assert "developers_can_merge (doc/api/branches.md)" in branch["read"][0]
     renovate = by_key[("renovate-branches", "acme/app")]
-    assert renovate["status"] == "cannot-read" and "Maintainer's read_api token" in renovate["fix"]
-    assert doc["cannot_read"] == 2 and doc["holes"] == 0
+    assert renovate["status"] == "cannot-read"
+    assert renovate["fix"] == (
+        "run doctor with a Maintainer's read_api token: only a Maintainer reads protected branch "
+        "rules"
+    )
+    unread = {(c["check"], c["subject"]) for c in doc["checks"] if c["status"] == "cannot-read"}
+    assert unread == {("renovate-branches", p) for p in ("acme/app", "acme/tracker")} | {
+        ("pipeline-variables", p)
+        for p in GATED  # shown to Maintainers only
+    }
+    assert doc["cannot_read"] == 5 and doc["holes"] == 0
+    assert by_key[("default-branch", "acme/app")]["status"] == "pass"  # from the branch entity
+    text = doctor(sandbox, PAIRGATE_TEST_TASK_API_TOKEN=read)
+    assert text.code == 2
+    assert (
+        "CANNOT-READ  renovate-branches       acme/app: the protected branches of acme/app could "
+        "not be read: GitLab answered 403 Forbidden (the read token's account is not a "
+        "Maintainer there)\n"
+    ) in text.out
+    assert "scope" not in text.out.split("CANNOT-READ", 1)[1]  # it has read_api: one remedy
 
 
 def test_a_developer_read_token_still_sees_a_mergeable_tracker_branch(
@@ -255,7 +336,8 @@ def test_project_limits_it_and_refuses_an_ungated_one(sandbox: RunningSandbox) -
     recommended(sandbox)
     found = statuses(doctor(sandbox, "--json", "--project", "acme/app"))
     assert {s for _, s in found} == {"acme/app", "acme/tracker", "acme", "accounts",
-                                     "PAIRGATE_TEST_TASK_API_TOKEN"}  # fmt: skip
+                                     "PAIRGATE_TEST_TASK_API_TOKEN", GATE,
+                                     "configuration"}  # fmt: skip
     refused = doctor(sandbox, "--project", "outside/app")
     assert refused.code == 2 and "--project outside/app: not a gated project" in refused.err
 
@@ -270,3 +352,148 @@ def test_doctor_says_which_schema_checker_is_active_without_gitlab(
     recommended(sandbox)
     assert doctor(sandbox).out.startswith(line)
     assert json.loads(doctor(sandbox, "--json").out)["schema_checker"] == schema_checker()
+
+
+# -- the edits that reading a job's keys passed: each names the first differing line -----------
+
+
+@pytest.mark.parametrize("edit", [NEVER, HIDDEN, RULES, INCLUDE], ids=["never", "hidden", "rules",
+                                                                      "include"])  # fmt: skip
+def test_a_neutered_merge_check_job_is_a_hole_naming_the_line(
+    sandbox: RunningSandbox, edit: str
+) -> None:
+    recommended(sandbox)
+    _edit(lambda t: t + edit)(sandbox)
+    result = doctor(sandbox)
+    assert result.code == 1
+    length = len(pipeline_text(sandbox).splitlines()) - len(edit.splitlines())
+    line = next(ln for ln in result.out.splitlines() if ln.split()[1:3] == ["tracker-pipeline",
+                                                                           "acme/app:"])  # fmt: skip
+    assert line.startswith("HOLE")
+    assert f"line {length + 1} is '', past the end pairgate renders" in line, line
+
+
+def test_a_gated_branch_open_to_developers_is_a_hole_and_they_push_to_it(
+    sandbox: RunningSandbox,
+) -> None:
+    recommended(sandbox)
+    protect(sandbox, "acme/app", "main", 30, 30)
+    found = statuses(doctor(sandbox, "--json"))
+    assert found[("default-branch", "acme/app")] == "hole"
+    pushed = sandbox.request(
+        "POST", "/projects/2/repository/commits", "agents",
+        json={"branch": "main", "commit_message": "straight in",
+              "actions": [{"action": "create", "file_path": "x.txt", "content": "x"}]},
+    )  # fmt: skip
+    assert pushed.status_code == 201  # the hole doctor names is real
+
+
+# -- doctor --fix ---------------------------------------------------------------------------------
+
+
+def fix(sandbox: RunningSandbox, *flags: str, token: str = "maintainer") -> Result:
+    deploy = {"PAIRGATE_TEST_DEPLOY_TOKEN": sandbox.token(token) if token else ""}
+    return doctor(sandbox, "--fix", *flags, **deploy)
+
+
+def test_fix_closes_every_fixable_hole_printing_each_change(sandbox: RunningSandbox) -> None:
+    publish(sandbox)
+    assert doctor(sandbox).code == 1
+    result = fix(sandbox, "--pipeline", PIPELINE)
+    assert result.code == 0, result.out
+    changed = [ln for ln in result.out.splitlines() if ln.startswith("changed: ")]
+    assert ("changed: acme/app: only_allow_merge_if_pipeline_succeeds: false -> true  "
+            "(PUT /projects/acme%2Fapp)") in changed  # fmt: skip
+    assert ("changed: acme/app: ci_config_path: null -> 'gate/pipeline.yml@acme/tracker'  "
+            "(PUT /projects/acme%2Fapp)") in changed  # fmt: skip
+    assert ("changed: acme/tracker: protected branch main: push Maintainers; merge Developers + "
+            "Maintainers -> push Maintainers; merge Maintainers  (DELETE then POST "
+            "/projects/acme%2Ftracker/protected_branches)") in changed  # fmt: skip
+    fields = {ln.split(": ")[2] for ln in changed}
+    assert {"forking_access_level", "restrict_user_defined_variables",
+            "protected branch renovate/*"} <= fields  # fmt: skip
+    assert "0 hole(s), 0 cannot read" in result.out
+    assert doctor(sandbox).code == 0
+    again = fix(sandbox)
+    assert again.code == 0 and "doctor --fix: nothing to change" in again.out
+
+
+def test_fix_dry_run_prints_the_calls_and_makes_none(sandbox: RunningSandbox) -> None:
+    publish(sandbox)
+    before = statuses(doctor(sandbox, "--json"))
+    result = fix(sandbox, "--dry-run", "--pipeline", PIPELINE)
+    assert result.code == 0
+    lines = [ln for ln in result.out.splitlines() if ln.startswith("would change: ")]
+    assert ("would change: partner/shared-lib: forking_access_level: 'enabled' -> 'disabled'  "
+            "(PUT /projects/partner%2Fshared-lib)") in lines  # fmt: skip
+    assert not [ln for ln in result.out.splitlines() if ln.startswith("changed: ")]
+    assert statuses(doctor(sandbox, "--json")) == before
+
+
+def test_fix_without_the_pipeline_leaves_ci_config_path_and_says_so(
+    sandbox: RunningSandbox,
+) -> None:
+    publish(sandbox)
+    result = fix(sandbox)
+    assert result.code == 1
+    assert ("not fixed: acme/app: ci_config_path is null; name the tracker's pipeline file "
+            "with --pipeline PATH") in result.out  # fmt: skip
+    found = statuses(doctor(sandbox, "--json"))
+    assert {k for k, v in found.items() if v != "pass"} == EVERY_PROJECT
+
+
+def test_fix_refusals(sandbox: RunningSandbox) -> None:
+    publish(sandbox)
+    untokened = fix(sandbox, token="")
+    assert untokened.code == 2
+    assert "doctor --fix: set PAIRGATE_TEST_DEPLOY_TOKEN to a token (scope api)" in untokened.err
+    developer = fix(sandbox, "--pipeline", PIPELINE, token="agents")
+    assert developer.code == 2  # a Developer cannot even read the protected branches
+    assert "doctor --fix: could not read what to fix: " in developer.err
+    assert developer.err.rstrip().endswith("Nothing was changed.")
+    read_only = sandbox.info["users"]["maintainer"]["read_token"]
+    refused = doctor(sandbox, "--fix", "--pipeline", PIPELINE,
+                     PAIRGATE_TEST_DEPLOY_TOKEN=read_only)  # fmt: skip
+    assert refused.code == 2
+    assert "doctor --fix: PUT /projects/acme%2Fapp was refused" in refused.err
+    assert "Already changed: nothing." in refused.err
+    alone = doctor(sandbox, "--dry-run")
+    assert alone.code == 2 and "doctor: --dry-run and --pipeline go with --fix" in alone.err
+    newline = fix(sandbox, "--pipeline", "gate/p.yml\ninclude: x")
+    assert newline.code == 2 and "--pipeline 'gate/p.yml\\ninclude: x' is not one line" in (
+        newline.err
+    )
+
+
+def test_fix_closes_a_gated_branch_open_to_developers_keeping_its_merge_level(
+    sandbox: RunningSandbox,
+) -> None:
+    recommended(sandbox)
+    protect(sandbox, "acme/app", "main", 30, 30)
+    assert statuses(doctor(sandbox, "--json"))[("default-branch", "acme/app")] == "hole"
+    result = fix(sandbox)
+    assert result.code == 0, result.out
+    assert [ln for ln in result.out.splitlines() if ln.startswith("changed: ")] == [
+        "changed: acme/app: protected branch main: push Developers + Maintainers; merge "
+        "Developers + Maintainers -> push Maintainers; merge Developers + Maintainers  (DELETE "
+        "then POST /projects/acme%2Fapp/protected_branches)"
+    ]
+    pushed = sandbox.request(
+        "POST", "/projects/2/repository/commits", "agents",
+        json={"branch": "main", "commit_message": "straight in",
+              "actions": [{"action": "create", "file_path": "x.txt", "content": "x"}]},
+    )  # fmt: skip
+    assert pushed.status_code == 403
+
+
+def test_fix_never_points_a_project_at_a_pipeline_that_is_not_published(
+    sandbox: RunningSandbox,
+) -> None:
+    result = fix(sandbox, "--pipeline", "gate/nowhere.yml")
+    assert result.code == 1
+    assert ("not fixed: ci_config_path: gate/nowhere.yml is not on acme/tracker's default "
+            "branch") in result.out  # fmt: skip
+    assert "ci_config_path:" not in "".join(
+        ln for ln in result.out.splitlines() if ln.startswith("changed: ")
+    )
+    assert sandbox.api("GET", "/projects/2")["ci_config_path"] is None

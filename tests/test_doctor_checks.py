@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
+from pairgate.deployment.gate_files import PipelineInputs, recorded_inputs, rendered
 from pairgate.doctor.branches import covers, default_branch_check, entry_problem, renovate_check
 from pairgate.doctor.checks import (
-    MERGE_CHECK_JOB,
     PipelineFile,
-    merge_check_job_problem,
+    image_check,
+    independence_check,
     pipeline_file,
+    pipeline_problem,
     setting_checks,
     token_check,
+    variables_check,
 )
 from pairgate.standalone.gitlab import GitLabError
+from pairgate.verbs.merge_requests import MERGE_CHECK_JOB
+from tests.kit.run import suite_config
 
 
 @pytest.mark.parametrize(
@@ -34,22 +41,61 @@ def test_where_a_ci_config_path_points(value: object, found: object) -> None:
     assert result == found if isinstance(found, PipelineFile) else str(found) in str(result)
 
 
+DIGEST = "registry.example.com/ci/python-gate@sha256:" + "ab" * 32
+INPUTS = PipelineInputs(DIGEST, ("gate",), "GATE_READ", "gate", "https://gitlab.example.com")
+
+
+@pytest.fixture(scope="module")
+def published() -> bytes:
+    return rendered(suite_config(), "test", INPUTS)
+
+
+def test_the_rendered_pipeline_records_its_inputs_and_passes(published: bytes) -> None:
+    assert recorded_inputs(published.decode()) == INPUTS
+    assert pipeline_problem(suite_config(), published) is None
+
+
 @pytest.mark.parametrize(
-    ("text", "problem"),
+    ("edit", "problem"),
     [
-        (f"{MERGE_CHECK_JOB}:\n  script: [x]\n", None),
-        (f"{MERGE_CHECK_JOB}:\n  script: !reference [a, b]\n", None),
-        ("[1, 2]\n", "not a mapping of jobs"),
-        ("a: [unclosed\n", "it is not YAML"),
-        ("include:\n  - component: x/mr-merge-check@1\n", "an include is not followed"),
-        (f"{MERGE_CHECK_JOB}: just a string\n", "defines no job"),
-        (f"{MERGE_CHECK_JOB}:\n  allow_failure: {{exit_codes: [1]}}\n", "allow_failure set"),
-        (f"{MERGE_CHECK_JOB}:\n  when: manual\n", "is manual"),
+        (lambda t: t + f"\n{MERGE_CHECK_JOB}:\n  rules:\n    - when: never\n", "past the end"),
+        (lambda t: t.replace("    strategy: depend", "    strategy: mirror"), "strategy: mirror'"),
+        (lambda t: t.replace("\n\n", "\n\ninclude: x.yml\n", 1), "'include: x.yml'"),
+        (
+            lambda t: t.replace("#   pairgate deploy-pipeline", "#   made by hand", 1),
+            "names no deploy-pipeline command",
+        ),
+        (
+            lambda t: t.replace("--runner-tag gate", "--runner-tag gate --when manual", 1),
+            "unknown flag --when",
+        ),
+        (lambda t: t.replace(DIGEST, "py:3", 1), "where pairgate renders '  image: \"py:3\"'"),
+        (lambda t: t.rstrip("\n"), "final newline"),
     ],
 )
-def test_the_merge_check_job_in_the_pipeline_file(text: str, problem: str | None) -> None:
-    found = merge_check_job_problem(text)
-    assert found is None if problem is None else problem in str(found)
+def test_any_edit_of_the_pipeline_is_a_hole_naming_the_first_differing_line(
+    published: bytes, edit: Callable[[str], str], problem: str
+) -> None:
+    found = pipeline_problem(suite_config(), edit(published.decode()).encode())
+    assert found is not None and problem in found, found
+
+
+def test_pipeline_variables_need_both_settings() -> None:
+    both = {"restrict_user_defined_variables": True,
+            "ci_pipeline_variables_minimum_override_role": "maintainer"}  # fmt: skip
+    assert variables_check("p", both).status == "pass"
+    for key, value in (
+        ("restrict_user_defined_variables", False),
+        ("ci_pipeline_variables_minimum_override_role", "developer"),
+    ):
+        assert variables_check("p", {**both, key: value}).status == "hole"
+    assert variables_check("p", {"restrict_user_defined_variables": True}).status == "cannot-read"
+
+
+def test_an_image_by_tag_is_a_hole_and_by_digest_passes() -> None:
+    assert image_check("g", INPUTS).status == "pass"
+    tagged = image_check("g", PipelineInputs("py:3.12", ("t",), "V", "g", "https://x"))
+    assert tagged.status == "hole" and "whoever can push that tag" in tagged.detail
 
 
 def test_a_setting_missing_from_the_answer_is_cannot_read() -> None:
@@ -125,3 +171,18 @@ def test_the_read_token_check() -> None:
     hole = token_check({"scopes": ["read_api", "write_repository"]}, "X")
     assert hole.status == "hole" and "with write_repository" in hole.detail
     assert token_check({"scopes": []}, "X").status == "pass"
+
+
+def test_independence_resting_on_names_and_sessions_is_a_hole_with_its_fix() -> None:
+    names = independence_check([], [10], 11, "PAIRGATE_TEST_TASK_WRITE_TOKEN")
+    assert (names.check, names.status) == ("independence-basis", "hole")
+    assert names.detail.startswith("review_author_user_ids is not set: independence rests on names")
+    assert names.fix == (
+        "set review_author_user_ids to the review account (user id 11, the review bot's), and "
+        "run each reviewer's session with that account's token in PAIRGATE_TEST_TASK_WRITE_TOKEN: "
+        "an approval then counts only in a note GitLab reports as written by it"
+    )
+    shared = independence_check([10, 11], [10], 11, "W")
+    assert shared.status == "hole" and "user id 10 is in both" in shared.detail
+    bound = independence_check([11], [10], 11, "W")
+    assert bound.status == "pass" and bound.detail.startswith("account-bound")

@@ -43,12 +43,23 @@ def parse(argv: list[str]) -> dict[str, Any]:
     return flags
 
 
+STATE: list[Path] = []
+
+
+@pytest.fixture(autouse=True)
+def state(tmp_path: Path) -> Path:
+    """Where the runs' documents are kept (XDG_STATE_HOME), for ``run`` to name."""
+    STATE[:] = [tmp_path / "state"]
+    return STATE[0]
+
+
 def run(config: Config, *words: str) -> tuple[int, str, str]:
     """``evidence run WORDS...``: parse, call the handler, and translate an exception the way
     main.py does."""
     argv = ["evidence", "run", *words]
     out, err = io.StringIO(), io.StringIO()
-    ctx = Context(env={}, now=lambda: 1767225600.0, stdout=out, stderr=err)
+    env = {"XDG_STATE_HOME": str(STATE[0])}
+    ctx = Context(env=env, now=lambda: 1767225600.0, stdout=out, stderr=err)
     try:
         code = int(run_evidence(ctx=ctx, config=config, **parse(argv)))
     except Exception as exc:
@@ -62,6 +73,7 @@ def test_every_flag_reaches_the_handler() -> None:
             *("evidence", "run", "--test", "pytest -q", "--mutant", "a.patch"),
             *("--mutant", "b.patch", "--repo", "/r", "--sha", "abc", "--base", "def"),
             *("--timeout", "9.5", "--jobs", "2", "--network", "--out", "e.json", "--json"),
+            *("--pids", "32", "--may-change", "build/", "--may-change", "*.log", "--logs", "L"),
         ]
     )
     assert kwargs == {
@@ -73,6 +85,9 @@ def test_every_flag_reaches_the_handler() -> None:
         "timeout": 9.5,
         "jobs": 2,
         "network": True,
+        "pids": 32,
+        "may_change": ["build/", "*.log"],
+        "logs": Path("L"),
         "out": Path("e.json"),
         "json": True,
     }
@@ -83,6 +98,7 @@ def test_every_flag_reaches_the_handler() -> None:
         300.0,
         1,
     )
+    assert (defaults["pids"], defaults["may_change"], defaults["logs"]) == (256, [], None)
 
 
 @pytest.mark.parametrize(
@@ -100,24 +116,33 @@ def test_a_malformed_command_line_is_a_usage_error(argv: list[str], said: str) -
     assert raised.value.exit_code == 2
 
 
-def test_all_killed_is_exit_0_with_a_short_table(pkg: Package, config: Config) -> None:
+def test_all_killed_is_exit_0_with_a_short_table(
+    pkg: Package, config: Config, state: Path, tmp_path: Path
+) -> None:
     # The command as a user writes it, plugins and all (the other tests turn auto-loading off).
     kill = pkg.calc("kill.patch", "a + b", "a - b")
     argv = ["--test", PLAIN_PYTEST, "--mutant", str(kill), "--repo", str(pkg.repo)]
-    code, out, err = run(config, *argv)
+    code, out, err = run(config, *argv, "--logs", str(tmp_path / "logs"))
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0] == f"Mutation evidence at {pkg.sha()} of {pkg.repo}"
+    assert lines[0] == f"Mutation evidence at {pkg.sha()} of {pkg.repo}: pass"
     assert lines[1] == f"Test: {PLAIN_PYTEST} (timeout 300 s, runner pytest)"
     assert lines[2].startswith("Isolation: ")
-    assert lines[3].startswith("Baseline: passed in ")
-    assert lines[4].split() == ["#", "MUTANT", "FILES", "VERDICT", "WHY"]
-    assert lines[5].split()[:4] == ["1", "kill.patch", "calc/__init__.py", "killed"]
+    assert lines[3].startswith("Copies: on ")
+    assert lines[4].startswith("Baseline: passed in ")
+    assert lines[5].split() == ["#", "MUTANT", "FILES", "VERDICT", "WHY"]
+    assert lines[6].split()[:4] == ["1", "kill.patch", "calc/__init__.py", "killed"]
     assert (
-        lines[-2]
+        lines[-3]
         == "Files that judge the change: not compared (none: no --base, and no origin/main)"
     )
-    assert lines[-1].startswith("Digest: sha256:")
+    logs = Path(lines[-2].removeprefix("Logs: "))
+    assert sorted(p.name for p in logs.iterdir()) == ["baseline.log", "mutant-1.log"]
+    assert "2 passed" in (logs / "baseline.log").read_text()
+    assert lines[-1].startswith("Digest: sha256:") and "self-reported" in lines[-1]
+    # The document is kept by repository and SHA, and evidence report prints it back.
+    (kept,) = state.glob(f"pairgate/evidence/*/{pkg.sha()}/*-evidence-*.json")
+    assert read_evidence(kept)["mutants"][0]["verdict"] == "killed"
 
 
 def test_json_and_out_carry_the_same_checked_document(
@@ -171,6 +196,7 @@ def test_a_failing_baseline_is_refused(pkg: Package, config: Config) -> None:
     )
     assert code == 1
     assert json.loads(out)["mutants"][0]["verdict"] == "refused"
+    assert json.loads(out)["status"] == "fail"
     assert err.startswith(
         f"acme-gate evidence run: the baseline did not pass at {pkg.sha()}, so every mutant is "
         "refused: exit 1: 1 test(s) failed on an assertion: tests.test_more::test_more\n"

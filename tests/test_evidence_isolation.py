@@ -1,6 +1,7 @@
-"""The isolation the evidence claims, proved: with namespaces a run cannot reach a listener on
-127.0.0.1 outside its sandbox and --network lets it; the weaker mode says that it is weaker
-(and is); the process tree is gone after a timeout and after the command exits."""
+"""The isolation the evidence claims, proved in each mode: with bubblewrap and with namespaces a
+run cannot reach a listener on 127.0.0.1 outside its sandbox and --network lets it; the weakest
+mode says that it is weaker (and is); the process tree is gone after a timeout and after the
+command exits. (tests/test_evidence_seal.py has the escapes that only bubblewrap stops.)"""
 
 from __future__ import annotations
 
@@ -12,19 +13,42 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from pairgate.evidence.isolation import DEAD_PROXY, env_only, probe
+from pairgate.evidence.isolation import (
+    DEAD_PROXY,
+    Isolation,
+    env_only,
+    find_tools,
+    probe,
+    unshare_problem,
+    weaker,
+)
 from pairgate.evidence.patches import Patch
+from pairgate.evidence.proclimit import probe_cap
 from pairgate.evidence.runner import Request, collect
 from tests.kit.evidence_repos import Package, make_package, marker, processes_with, sleeper_code
 
-NAMESPACES = probe().mode == "namespaces"
-needs_namespaces = pytest.mark.skipif(
-    not NAMESPACES, reason=f"no rootless namespaces on this machine: {probe().why}"
+BUBBLEWRAP = probe().mode == "bubblewrap"
+NO_UNSHARE = unshare_problem(find_tools())
+needs_bubblewrap = pytest.mark.skipif(
+    not BUBBLEWRAP, reason=f"no bubblewrap on this machine: {probe().why}"
 )
+needs_namespaces = pytest.mark.skipif(
+    NO_UNSHARE is not None, reason=f"no rootless namespaces on this machine: {NO_UNSHARE}"
+)
+SANDBOXED = [
+    pytest.param("bubblewrap", marks=needs_bubblewrap),
+    pytest.param("namespaces", marks=needs_namespaces),
+]
+
+
+def isolation(mode: str) -> Isolation | None:
+    """The mode a test covers: the probed one for bubblewrap, else that weaker mode forced."""
+    if mode == "bubblewrap":
+        return None
+    return env_only("forced by the test") if mode == "env-only" else weaker(mode, "forced")
 
 
 class Listener:
@@ -86,13 +110,11 @@ def readme(pkg: Package) -> tuple[Patch, ...]:
     return (Patch(path.name, path.read_text()),)
 
 
-@needs_namespaces
-def test_with_namespaces_a_run_cannot_reach_a_listener_outside(
-    pkg: Package, listener: Listener
-) -> None:
-    doc = collect(Request(pkg.repo, connect(listener.port), readme(pkg)))
+@pytest.mark.parametrize("mode", SANDBOXED)
+def test_a_run_cannot_reach_a_listener_outside(pkg: Package, listener: Listener, mode: str) -> None:
+    doc = collect(Request(pkg.repo, connect(listener.port), readme(pkg)), isolation=isolation(mode))
     base = doc["baseline"]
-    assert base["isolation"]["mode"] == "namespaces" and base["isolation"]["network"] == "blocked"
+    assert base["isolation"]["mode"] == mode and base["isolation"]["network"] == "blocked"
     assert base["outcome"] == "failed" and "connected" not in base["output_tail"]
     # Its own loopback (empty), or none at all where ip is not installed to bring it up.
     assert any(w in base["output_tail"] for w in ("ConnectionRefused", "Network is unreachable"))
@@ -100,11 +122,12 @@ def test_with_namespaces_a_run_cannot_reach_a_listener_outside(
     assert doc["mutants"][0]["verdict"] == "refused"
 
 
-@needs_namespaces
-def test_with_network_the_same_run_reaches_it(pkg: Package, listener: Listener) -> None:
-    doc = collect(Request(pkg.repo, connect(listener.port), readme(pkg), network=True))
+@pytest.mark.parametrize("mode", SANDBOXED)
+def test_with_network_the_same_run_reaches_it(pkg: Package, listener: Listener, mode: str) -> None:
+    request = Request(pkg.repo, connect(listener.port), readme(pkg), network=True)
+    doc = collect(request, isolation=isolation(mode))
     base = doc["baseline"]
-    assert (base["isolation"]["mode"], base["isolation"]["network"]) == ("namespaces", "allowed")
+    assert (base["isolation"]["mode"], base["isolation"]["network"]) == (mode, "allowed")
     assert base["outcome"] == "passed" and "connected" in base["output_tail"]
     assert listener.accepted(2) == 2  # the baseline and the mutant
     assert doc["network"] is True
@@ -115,11 +138,9 @@ def test_the_weaker_mode_says_so_and_blocks_no_network(pkg: Package, listener: L
     command = connect(listener.port) + " && env"
     doc = collect(Request(pkg.repo, command, readme(pkg)), isolation=weak)
     iso = doc["baseline"]["isolation"]
-    assert (iso["mode"], iso["network"], iso["tree_kill"]) == (
-        "env-only",
-        "not-blocked",
-        "process-group",
-    )
+    # A pids cgroup, where this machine can make one, is also the weakest mode's tree kill.
+    kill = "cgroup" if probe_cap().by == "pids-cgroup" else "process-group"
+    assert (iso["mode"], iso["network"], iso["tree_kill"]) == ("env-only", "not-blocked", kill)
     assert "forced by the test" in iso["description"] and "NOT blocked" in iso["description"]
     # What it claims is true: a direct connection gets out; only proxy variables are set.
     assert doc["baseline"]["outcome"] == "passed" and listener.accepted(2) == 2
@@ -157,22 +178,21 @@ def test_in_the_weaker_mode_a_timeout_kills_the_process_group(pkg: Package, tmp_
     assert gone, f"the grandchild {pid} outlived the timeout"
 
 
-@pytest.mark.parametrize("mode", [pytest.param("namespaces", marks=needs_namespaces), "env-only"])
-def test_what_the_command_leaves_running_dies_when_it_exits(
-    pkg: Package, tmp_path: Path, mode: str
-) -> None:
-    token, started = marker(), tmp_path / "started"
-    # A daemon (its own session) in the namespace mode; a plain background child otherwise,
-    # which is what the process group covers. The command exits once the child is running.
-    daemon = "setsid " if mode == "namespaces" else ""
-    code = f"import time; open({str(started)!r}, 'w').close(); time.sleep(600)"
+@pytest.mark.parametrize("mode", [*SANDBOXED, "env-only"])
+def test_what_the_command_leaves_running_dies_when_it_exits(pkg: Package, mode: str) -> None:
+    token = marker()
+    # A daemon (its own session) in the namespace modes; a plain background child otherwise,
+    # which is what the process group covers. The command exits once the child is running
+    # (it says so in a file of the clone, which every mode lets it write).
+    daemon = "setsid " if mode != "env-only" else ""
+    code = "import time; open('started', 'w').close(); time.sleep(600)"
     command = (
-        f'{daemon}{sys.executable} -c "{code}" {token} & '
-        f"while [ ! -e {started} ]; do sleep 0.05; done"
+        f'{daemon}python3 -c "{code}" {token} & while [ ! -e started ]; do sleep 0.05; done; '
+        "echo running"
     )
-    isolation: Any = None if mode == "namespaces" else env_only("test")
-    doc = collect(Request(pkg.repo, command, readme(pkg), timeout=30), isolation=isolation)
-    assert doc["baseline"]["outcome"] == "passed" and started.exists()
+    request = Request(pkg.repo, command, readme(pkg), timeout=30)
+    doc = collect(request, isolation=isolation(mode))
+    assert doc["baseline"]["outcome"] == "passed" and "running" in doc["baseline"]["output_tail"]
     left = [pid for pid in processes_with(token) if not wait_gone(pid)]
     for pid in left:
         os.kill(pid, signal.SIGKILL)

@@ -16,6 +16,7 @@ from pairgate.evidence.surface import (
     approval_keys,
     approval_words,
     approved_offer,
+    ci_words,
     evidence_summary,
     offer_keys,
     offer_under_review,
@@ -32,8 +33,9 @@ EVIDENCE = {
     "digest": "sha256:" + "e" * 64,
     "sha": SHA,
     "command": "pytest -q",
-    "isolation": "namespaces",
+    "isolation": "bubblewrap",
     "network": "blocked",
+    "weak": False,
     "mutants": [
         {"index": 1, "sha256": H1, "files": ["calc.py"], "verdict": "killed"},
         {"index": 2, "sha256": H2, "files": ["calc.py"], "verdict": "killed"},
@@ -78,7 +80,24 @@ def test_records_written_before_the_fields_still_read(trail: Trail) -> None:
         "evidence_summary": "no mutation evidence",
         "rerun": None,
         "rerun_summary": "no re-run",
+        "ci_rerun": None,
+        "ci_rerun_summary": "no CI re-run",
     }
+
+
+CI = {
+    "job": 57,
+    "pipeline": 901,
+    "sha": SHA,
+    "offer_note": 101,
+    "evidence_digest": EVIDENCE["digest"],
+    "status": "pass",
+    "killed": 2,
+    "total": 2,
+    "isolation": "bubblewrap",
+    "network": "blocked",
+    "weak": False,
+}
 
 
 def test_the_fields_are_written_and_read_back(trail: Trail) -> None:
@@ -91,6 +110,17 @@ def test_the_fields_are_written_and_read_back(trail: Trail) -> None:
     keys = approval_keys(ledger, approval.id)
     assert keys["evidence"] == EVIDENCE and keys["rerun"]["offer_note"] == offer.id
     assert approval_words(keys) == "evidence: 2/2 killed; re-run: mutant 2 killed, own survived"
+    # the CI re-run, when one had finished, and its words
+    ci = {**CI, "offer_note": offer.id}
+    again = trail.approve("acme-review", "acme-lead", rerun=None, ci_rerun=ci, supersedes=None)
+    keys = approval_keys(trail.fold(), again.id)
+    assert keys["ci_rerun"] == ci and keys["ci_rerun_summary"] == "CI re-run: job 57, 2/2 killed"
+    assert approval_words(keys).endswith("; no re-run; CI re-run: job 57, 2/2 killed")
+    weaker = {**ci, "isolation": "env-only", "network": "not-blocked", "weak": True}
+    assert approval_words({**keys, "ci_rerun": weaker, "ci_rerun_summary": ci_words(weaker)}) == (
+        "evidence: 2/2 killed; no re-run; CI re-run: job 57, 2/2 killed (WEAK: exit-code rule, "
+        "env-only: the filesystem was not sealed, network not-blocked)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -102,6 +132,9 @@ def test_the_fields_are_written_and_read_back(trail: Trail) -> None:
         ("ownership", "handoff", "evidence", "3/3 killed", "evidence"),
         ("approval", "approve", "rerun", {**RERUN, "own": None}, "rerun"),
         ("approval", "approve", "rerun", {**RERUN, "sha": "abc"}, "rerun"),
+        ("approval", "approve", "ci_rerun", {**CI, "job": 0}, "ci_rerun"),
+        ("approval", "approve", "ci_rerun", {**CI, "extra": 1}, "ci_rerun"),
+        ("ownership", "handoff", "ci_rerun", None, "Additional properties"),
         ("ownership", "claim", "evidence", None, "Additional properties"),
         ("ownership", "handoff", "rerun", None, "Additional properties"),
     ],
@@ -135,7 +168,7 @@ def test_a_note_whose_evidence_was_edited_is_tampered(trail: Trail) -> None:
     ledger = trail.fold()
     assert [s.kind for s in ledger.skipped] == ["tampered"] and ledger.offer is None
     with pytest.raises(MalformedRecord):
-        parse_marker(offer.body.replace('"isolation":"namespaces"', '"isolation":"none"'))
+        parse_marker(offer.body.replace('"isolation":"bubblewrap"', '"isolation":"none"'))
 
 
 # -- which offer ------------------------------------------------------------------------------
@@ -183,13 +216,22 @@ def test_an_approval_by_a_claimant_answers_no_offer(trail: Trail) -> None:
 def test_the_summaries() -> None:
     assert evidence_summary(None) == "no mutation evidence"
     assert evidence_summary(EVIDENCE) == "2/2 killed"
-    weak = {**EVIDENCE, "isolation": "env-only", "network": "not-blocked"}
-    assert evidence_summary(weak) == "2/2 killed (env-only, network not-blocked)"
+    weaker = {**EVIDENCE, "isolation": "env-only", "network": "not-blocked"}
+    assert evidence_summary(weaker) == (
+        "2/2 killed (env-only: the filesystem was not sealed, network not-blocked)"
+    )
+    # a record written before bubblewrap: its namespaces did not seal the filesystem
+    old = {k: v for k, v in EVIDENCE.items() if k != "weak"} | {"isolation": "namespaces"}
+    assert evidence_summary(old) == "2/2 killed (namespaces: the filesystem was not sealed)"
     survived = copy.deepcopy(EVIDENCE)
     survived["mutants"][0]["verdict"] = "survived"
     assert evidence_summary(survived) == "1/2 killed"
     assert rerun_summary(None) == "no re-run"
     assert rerun_summary(RERUN) == "mutant 2 killed, own survived"
+    weak = {**RERUN, "isolation": "bubblewrap", "network": "allowed", "weak": True}
+    assert rerun_summary(weak) == (
+        "mutant 2 killed, own survived (WEAK: exit-code rule, network allowed)"
+    )
 
 
 def test_only_an_offer_to_review_is_marked_for_lacking_evidence(trail: Trail) -> None:
@@ -231,26 +273,36 @@ def _inner(offered_verdict: str = "killed", *, sha: str = SHA) -> dict[str, Any]
         "timed_out": False,
         "duration_ms": 1,
         "isolation": {
-            "mode": "namespaces",
+            "mode": "bubblewrap",
+            "filesystem": "sealed",
             "network": "blocked",
             "tree_kill": "pid-namespace",
+            "processes": {"max": 256, "by": "pids-cgroup", "why": ""},
             "description": "d",
         },
         "outcome": "passed",
         "detail": "d",
         "failed_tests": [],
         "output_tail": "",
+        "log_path": None,
+        "changed_files": [],
+        "unexpected_changes": [],
     }
     doc: dict[str, Any] = {
         "schema": "pairgate-evidence",
-        "v": 1,
+        "v": 2,
         "created_at": "2026-01-01T00:00:00Z",
+        "status": "pass",
+        "weak": False,
         "repository": {"path": "/r", "root_commit": SHA},
         "sha": sha,
         "command": "pytest -q",
         "timeout_seconds": 300,
         "network": False,
+        "pids": 256,
         "environment": [],
+        "workspace": {"kind": "tmpfs", "path": "/dev/shm"},
+        "may_change": [],
         "baseline": run,
         "mutants": [_mutant(1, H2, offered_verdict), _mutant(2, "3" * 64, "killed")],
         "sensitive_changes": {"base": None, "base_source": "none", "patterns": [], "files": []},
@@ -294,6 +346,9 @@ def test_a_good_rerun_backs_the_approval_and_gives_the_record_field() -> None:
         "offered": {"index": 2, "sha256": H2, "verdict": "killed"},
         "own": {"sha256": "3" * 64, "files": ["calc.py"], "verdict": "killed"},
         "digest": doc["digest"],
+        "isolation": "bubblewrap",
+        "network": "blocked",
+        "weak": False,
     }
 
 

@@ -43,7 +43,7 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     token = marker()
     # The hanging mutant's grandchild leaves the process group (as a daemon does), so only the
     # pid namespace can take it down; the weaker mode promises only the process group.
-    daemon = probe().mode == "namespaces"
+    daemon = probe().has_userns
     mutants = [
         pkg.calc("kill.patch", "a + b", "a - b"),
         pkg.calc("survive.patch", "max(lo, min(x, hi))", "min(hi, max(x, lo))"),
@@ -346,3 +346,22 @@ def test_a_linked_worktree_is_run_at_its_own_head(pkg: Package, tmp_path: Path) 
     assert doc["sha"] == git(worktree, "rev-parse", "HEAD") != pkg.sha()
     assert doc["repository"]["path"] == str(worktree)
     assert doc["baseline"]["outcome"] == "passed"
+
+
+def test_each_run_says_what_it_changed_and_what_it_was_not_allowed_to(pkg: Package) -> None:
+    kill = pkg.calc("kill.patch", "a + b", "a - b")
+    command = (
+        "echo out > build.log && mkdir -p dist && echo x > dist/pkg.whl && rm tests/test_calc.py "
+        "&& mkdir -p .pytest_cache && touch .pytest_cache/x && exit 1"
+    )
+    doc = collect(Request(pkg.repo, command, patches(kill), may_change=("dist/",)))
+    base = doc["baseline"]
+    assert base["changed_files"] == [
+        ".pytest_cache/x",
+        "build.log",
+        "dist/pkg.whl",
+        "tests/test_calc.py",
+    ]
+    assert base["unexpected_changes"] == ["build.log", "tests/test_calc.py"]
+    assert doc["may_change"][-1] == "dist/" and ".pytest_cache/" in doc["may_change"]
+    assert doc["status"] == "fail" and doc["mutants"][0]["verdict"] == "refused"

@@ -16,8 +16,9 @@ from pairgate.evidence.handoff import (
     patches_from_block,
     verify_for_handoff,
 )
-from pairgate.evidence.isolation import DEAD_PROXY, Isolation, argv_for, env_only, fixed_env
+from pairgate.evidence.isolation import Isolation, Tools
 from pairgate.evidence.patches import patch_sha256, touched
+from pairgate.evidence.proclimit import ProcessCap
 from pairgate.evidence.schema import (
     check_evidence,
     digest_problem,
@@ -26,10 +27,11 @@ from pairgate.evidence.schema import (
     sealed,
     write_evidence,
 )
-from pairgate.evidence.sensitive import DEFAULT_PATTERNS, matching_pattern
+from pairgate.evidence.sensitive import DEFAULT_PATTERNS, is_test_file, matching_pattern
 from pairgate.evidence.verdict import (
     FailedTest,
     classify,
+    failing_frame,
     mutant_verdict,
     names_pytest,
     read_junit,
@@ -124,25 +126,38 @@ def test_which_commands_name_pytest(command: str, pytest_named: bool) -> None:
 def junit(tmp_path: Path, body: str) -> tuple[FailedTest, ...] | None:
     path = tmp_path / "junit.xml"
     path.write_text(body)
-    return read_junit(path)
+    return read_junit(path, is_test_file, ("/evidence/repo",))
 
 
-def test_junit_tells_assertions_from_crashes_and_errors(tmp_path: Path) -> None:
+IN_TEST = "tests/test_calc.py:5: AssertionError"
+IN_CODE = "def test_add():\n&gt;   add(1, 2)\n\ntests/test_calc.py:5: \n_ _ _\n\ncalc/__init__.py:2: AssertionError"
+
+
+def test_junit_tells_assertions_in_tests_from_crashes_and_errors(tmp_path: Path) -> None:
+    def case(name: str, inner: str) -> str:
+        return f'<testcase classname="t" name="{name}">{inner}</testcase>'
+
     found = junit(
         tmp_path,
         '<testsuites><testsuite name="pytest">'
-        '<testcase classname="t" name="a"><failure message="assert 1 == 2">x</failure></testcase>'
-        '<testcase classname="t" name="b"><failure message="AssertionError: boom"/></testcase>'
-        '<testcase classname="t" name="c"><failure message="Failed: DID NOT RAISE"/></testcase>'
-        '<testcase classname="t" name="d"><failure message="ZeroDivisionError: x"/></testcase>'
-        '<testcase classname="t" name="e"><failure type="AssertionError" message="3 != 4"/>'
-        "</testcase>"
-        '<testcase classname="t" name="f"><failure type="builtins.TypeError" message="assert"/>'
-        "</testcase>"
-        '<testcase classname="t" name="g"><error message="collection failure"/></testcase>'
-        '<testcase classname="t" name="h"><skipped message="later"/></testcase>'
-        '<testcase classname="t" name="i"/>'
-        "</testsuite></testsuites>",
+        + case("a", f'<failure message="assert 1 == 2">{IN_TEST}</failure>')
+        + case("b", f'<failure message="AssertionError: boom">{IN_TEST}</failure>')
+        + case("c", '<failure message="Failed: DID NOT RAISE">tests/t.py:9: Failed</failure>')
+        + case("d", f'<failure message="ZeroDivisionError: x">{IN_TEST}</failure>')
+        + case("e", f'<failure type="AssertionError" message="3 != 4">{IN_TEST}</failure>')
+        + case("f", f'<failure type="builtins.TypeError" message="assert">{IN_TEST}</failure>')
+        + case("g", '<error message="collection failure"/>')
+        + case("h", '<skipped message="later"/>')
+        + '<testcase classname="t" name="i"/>'
+        # an assertion the code under test raised: its failing frame is in calc/, not a test
+        + case("j", f'<failure message="AssertionError">{IN_CODE}</failure>')
+        # no traceback to read (--tb=no): no frame, so not a test's assertion
+        + case("k", '<failure message="assert 1 == 2"/>')
+        # an absolute path counts only under the clone as the run saw it
+        + case("l", '<failure message="assert 0">/evidence/repo/tests/test_x.py:3: A</failure>')
+        + case("m", '<failure message="assert 0">/usr/lib/tests/test_x.py:3: A</failure>')
+        + case("n", '<failure message="assert 0">../tests/test_x.py:3: A</failure>')
+        + "</testsuite></testsuites>",
     )
     assert found is not None
     assert [(t.id, t.kind) for t in found] == [
@@ -153,7 +168,33 @@ def test_junit_tells_assertions_from_crashes_and_errors(tmp_path: Path) -> None:
         ("t::e", "assertion"),
         ("t::f", "crash"),  # the type attribute, when present, decides
         ("t::g", "error"),
+        ("t::j", "crash"),
+        ("t::k", "crash"),
+        ("t::l", "assertion"),
+        ("t::m", "crash"),
+        ("t::n", "crash"),
     ]
+    assert found[7].frame == "calc/__init__.py:2"
+
+
+@pytest.mark.parametrize(
+    ("text", "frame"),
+    [
+        (
+            "tests/t.py:3: in test_x\n    f()\nsrc/m.py:7: in f\n    g()\nE   ValueError",
+            "src/m.py:7",
+        ),
+        (
+            'Traceback:\n  File "tests/t.py", line 3, in t\n  File "src/m.py", line 9, in g',
+            "src/m.py:9",
+        ),
+        ("Engine/test_a.py:4: AssertionError", "Engine/test_a.py:4"),
+        ("E   tests/t.py:1: looks like a location\n>   also:2: not one", ""),
+        ("", ""),
+    ],
+)
+def test_the_failing_frame_is_the_last_location(text: str, frame: str) -> None:
+    assert failing_frame(text) == frame
 
 
 @pytest.mark.parametrize(
@@ -176,7 +217,7 @@ def test_an_unreadable_junit_report_is_no_report(tmp_path: Path, body: str) -> N
 
 
 def test_a_missing_junit_report_is_no_report(tmp_path: Path) -> None:
-    assert read_junit(tmp_path / "absent.xml") is None
+    assert read_junit(tmp_path / "absent.xml", is_test_file) is None
 
 
 # -- patches ---------------------------------------------------------------------------------
@@ -288,7 +329,9 @@ def test_sensitive_patterns(path: str, pattern: str | None) -> None:
 
 # -- the document ----------------------------------------------------------------------------
 
-ISO = Isolation("namespaces", "", "/usr/bin/unshare", None, "/usr/bin/timeout")
+TOOLS = Tools(bwrap="/usr/bin/bwrap", unshare="/usr/bin/unshare", timeout="/usr/bin/timeout")
+CGROUP = ProcessCap("pids-cgroup", "", Path("/sys/fs/cgroup/pids"))
+ISO = Isolation("bubblewrap", "", TOOLS, CGROUP)
 
 
 def run_doc(outcome: str = "passed", *, exit_code: int = 0) -> dict[str, Any]:
@@ -298,11 +341,14 @@ def run_doc(outcome: str = "passed", *, exit_code: int = 0) -> dict[str, Any]:
         "exit_code": exit_code,
         "timed_out": False,
         "duration_ms": 412,
-        "isolation": ISO.describe(network=False),
+        "isolation": ISO.describe(network=False, pids=256),
         "outcome": outcome,
         "detail": "exit 0: every test passed",
         "failed_tests": [],
         "output_tail": "1 passed",
+        "log_path": None,
+        "changed_files": [".pytest_cache/v/cache/nodeids"],
+        "unexpected_changes": [],
     }
 
 
@@ -335,14 +381,19 @@ def make_doc(*mutants: dict[str, Any], baseline: dict[str, Any] | None = None) -
     return sealed(
         {
             "schema": "pairgate-evidence",
-            "v": 1,
+            "v": 2,
             "created_at": "2026-01-01T00:00:00Z",
+            "status": "pass",
+            "weak": False,
             "repository": {"path": "/src/calc", "root_commit": OTHER},
             "sha": SHA,
             "command": "python3 -m pytest -q",
             "timeout_seconds": 300.0,
             "network": False,
+            "pids": 256,
             "environment": ["HOME", "LANG", "PATH"],
+            "workspace": {"kind": "tmpfs", "path": "/dev/shm"},
+            "may_change": [".pytest_cache/"],
             "baseline": baseline or run_doc(),
             "mutants": ms,
             "sensitive_changes": {"base": None, "base_source": "none", "patterns": [], "files": []},
@@ -370,7 +421,12 @@ def test_a_sealed_document_passes_its_schema_and_digest() -> None:
         (lambda d: d.update(mutants=[]), "mutants"),
         (lambda d: d["mutants"][0].update(verdict="probably"), "mutants/0/verdict"),
         (lambda d: d["baseline"]["isolation"].update(mode="trust-me"), "baseline/isolation/mode"),
-        (lambda d: d.update(v=2), "v"),
+        (lambda d: d.update(v=1), "v"),
+        (lambda d: d.update(status="fine"), "status"),
+        (
+            lambda d: d["baseline"]["isolation"].update(filesystem="mostly"),
+            "baseline/isolation/filesystem",
+        ),
         (lambda d: d.update(digest="md5:1"), "digest"),
     ],
 )
@@ -455,7 +511,7 @@ def test_the_note_table_escapes_what_the_agent_named() -> None:
     assert "1 of 1 mutants killed" in table
     odd = make_doc()
     odd["command"] = "pytest tests/test_x.py -k 'a`b' <x>"
-    assert "(``pytest tests/test_x.py -k 'a`b' <x>``, namespaces" in note_table(odd)
+    assert "(``pytest tests/test_x.py -k 'a`b' <x>``, bubblewrap" in note_table(odd)
     assert "<!--" not in table
 
 
@@ -501,61 +557,3 @@ def _record() -> dict[str, Any]:
         "role": "lead",
         "issue": "acme/tracker#4",
     }
-
-
-# -- the sandbox's program line and environment ----------------------------------------------
-
-
-def test_the_namespace_program_line() -> None:
-    iso = Isolation("namespaces", "", "/u/unshare", "/s/ip", "/u/timeout")
-    closed = argv_for("pytest -q", isolation=iso, network=False, timeout=7.5)
-    assert closed[:6] == ["/u/unshare", "-rpf", "--mount-proc", "--kill-child", "-n", "--"]
-    assert closed[-8:] == ["/s/ip", "/u/timeout", "-s", "KILL", "7.5", "/bin/sh", "-c", "pytest -q"]
-    opened = argv_for("pytest -q", isolation=iso, network=True, timeout=7.5)
-    assert "-n" not in opened and opened[opened.index("pairgate-evidence") + 1] == ""
-
-
-def test_the_weak_program_line_is_timeout_alone() -> None:
-    iso = env_only("forced")
-    assert argv_for("true", isolation=iso, network=False, timeout=3)[-3:] == [
-        "/bin/sh",
-        "-c",
-        "true",
-    ]
-    assert "unshare" not in " ".join(argv_for("true", isolation=iso, network=False, timeout=3))
-
-
-def test_the_environment_is_fixed_and_holds_nothing_of_the_callers(tmp_path: Path) -> None:
-    env = fixed_env(
-        home=tmp_path / "h",
-        tmp=tmp_path / "t",
-        junit=tmp_path / "j k.xml",
-        proxy_off=False,
-        python_dir="/py/bin",
-    )
-    assert env == {
-        "PATH": "/py/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        "HOME": str(tmp_path / "h"),
-        "TMPDIR": str(tmp_path / "t"),
-        "LANG": "C.UTF-8",
-        "TZ": "UTC",
-        "PYTHONHASHSEED": "0",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "PYTEST_ADDOPTS": f"--junitxml='{tmp_path / 'j k.xml'}'",
-    }
-    off = fixed_env(home=tmp_path, tmp=tmp_path, junit=tmp_path, proxy_off=True, python_dir="/p")
-    assert off["https_proxy"] == off["HTTP_PROXY"] == DEAD_PROXY
-
-
-def test_each_mode_says_what_it_guarantees() -> None:
-    assert ISO.describe(network=False)["network"] == "blocked"
-    assert ISO.describe(network=True)["network"] == "allowed"
-    weak = env_only("unshare is not installed").describe(network=False)
-    assert (weak["mode"], weak["network"], weak["tree_kill"]) == (
-        "env-only",
-        "not-blocked",
-        "process-group",
-    )
-    assert "unshare is not installed" in weak["description"]
-    assert "NOT blocked" in weak["description"]

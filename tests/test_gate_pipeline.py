@@ -2,7 +2,8 @@
 two ways:
 
 - **Tracker-held**: the pipeline GitLab runs when the project's CI/CD configuration file is
-  ``<path>@<tracker>`` is the tracker's file (rendered here by deploy-pipeline); the merge
+  ``<path>@<tracker>`` is the tracker's file (rendered here by deploy-pipeline, with the
+  mr-evidence job, which the corpus cannot change either); the merge
   request's ``.gitlab-ci.yml`` only becomes its child pipeline. gitlab-ci-local 4.73.0 runs
   the tracker's file as the pipeline but not ``trigger: include: project`` (it warns that the
   child is a no-op), so each case runs the merge request's file a second time, as the child
@@ -58,6 +59,7 @@ from tests.kit.world import World
 pytestmark = pytest.mark.slow
 
 JOBS = (RECORD, APPROVAL, MERGE_CHECK)
+EVIDENCE = "rerun-mr-evidence"
 TRACKER_FILE = ".tracker/pipeline.yml"
 EVIL = {
     "evil/sitecustomize.py": "print('PWNED: sitecustomize')\nimport os\nos._exit(0)\n",
@@ -244,6 +246,7 @@ def tracker_pipeline(sandbox: RunningSandbox, path: Path) -> str:
     """deploy-pipeline's file, pinned to the sandbox, with the gate's files in gate/."""
     flags = ["--image", "python:3.11-slim", "--runner-tag", "pairgate", "--gate-dir", "gate"]
     flags += ["--read-token-variable", "GATE_READ_TOKEN", "--gitlab-url", sandbox.url]
+    flags += ["--evidence-image", "python:3.11-slim"]
     result = run_cli(
         ["deploy-pipeline", "--target", str(path), *flags],
         env={"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)},
@@ -341,15 +344,19 @@ def assert_nothing_leaked(
     setting: Setting,
     *,
     iid: int | None = None,
+    evidence: bool = False,
 ) -> None:
     """No request reached the trap, no payload ran, and every Python the gate started ran
     isolated, saw none of the merge request's variables, the sandbox's URL, and the merge
     request ``iid`` (the attacked one's unless given). Each gate job starts Python three
-    times (the image check, the fetch, its validator), and every start is checked."""
+    times (the image check, the fetch, its validator), the ``evidence`` job four (the image
+    check, the fetch, the check that the image has pairgate, ``-m pairgate.evidence.ci``), and
+    every start is checked."""
     assert trap[1] == [], trap[1]  # no request reached the merge request's host
     assert "PWNED" not in result.output and "pwned.so" not in result.output, result.output
     started = sorted(call.split("\n", 1)[0].split()[2] for call in calls)
-    assert started == sorted(["-c", "fetch.py"] * len(JOBS) + [f"{job}.py" for job in JOBS])
+    expected = ["-c", "fetch.py"] * len(JOBS) + [f"{job}.py" for job in JOBS]
+    assert started == sorted(expected + (["-c", "fetch.py", "-c", "-m"] if evidence else []))
     for call in calls:
         argv, *env = call.splitlines()
         assert " -I " in f"{argv} ", argv
@@ -372,6 +379,12 @@ def test_through_the_tracker_held_pipeline_every_gate_job_runs_and_fails(
     assert result.code == 1
     for job in JOBS:
         assert f"{job}: {setting.mr[0]}!{setting.mr[1]} at" in result.lines(job), result.output
+    # The evidence job ran as the tracker wrote it, for the merge request its token proves
+    # (whose offers carry no evidence: nothing to re-run).
+    assert result.job(EVIDENCE) == "PASS", result.output
+    said = result.lines(EVIDENCE)
+    assert f"{EVIDENCE}: {setting.mr[0]}!{setting.mr[1]} at " in said, result.output
+    assert "nothing to re-run" in said, result.output
     # Each job resolved the tracker's default branch once and read every file at that commit.
     heads = [
         r
@@ -379,9 +392,9 @@ def test_through_the_tracker_held_pipeline_every_gate_job_runs_and_fails(
         if r["path"] == "/api/v4/projects/acme%2Ftracker/repository/branches/main"
     ]
     files = [r for r in parent.requests if "/repository/files/" in r["path"]]
-    assert len(heads) == 3 and len(files) == 5 + 5 + 4
+    assert len(heads) == 4 and len(files) == 5 + 5 + 4 + 1
     assert all(f"ref={setting.tracker_sha}" in r["query"] for r in files), files
-    assert_nothing_leaked(result, parent.calls, trap, setting)
+    assert_nothing_leaked(result, parent.calls, trap, setting, evidence=True)
     # The child, which gitlab-ci-local leaves out, run as GitLab would start it: each case is
     # judged with the merge request's own file running too.
     assert "`project-pipeline.trigger.include.*.project` will be no-op" in result.output

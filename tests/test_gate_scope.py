@@ -139,6 +139,27 @@ def test_generic_issue_only_is_out_of_scope_but_not_with_another(
     assert scope(plain, config, cited=()).in_scope
 
 
+@pytest.mark.parametrize(
+    ("author", "expected"),
+    [
+        (12, "generic-issue-only"),  # renovate_bot_user_id
+        (13, "generic-issue-only"),  # a roster family's author, on any branch
+        (10, "in-scope"),  # the agents' account: work, with no issue of its own
+        (14, "in-scope"),  # anyone else
+    ],
+)
+def test_the_generic_issue_exempts_automation_accounts_only(
+    config: Config, author: int, expected: str
+) -> None:
+    mr = replace(RENOVATE_MR, labels=(), author_id=author, source_branch="chore")
+    found = scope(mr, config, cited=(1,), families=(FAMILY,))
+    assert found.code == expected
+    if expected == "in-scope":
+        assert found.detail.endswith(
+            "not an automation account: no family of the roster is authored by it"
+        )
+
+
 def test_generic_issue_null_means_none(config: Config) -> None:
     none = replace(config, generic_tracking_issue=None)
     assert scope(replace(RENOVATE_MR, labels=()), none, cited=(1,)).in_scope

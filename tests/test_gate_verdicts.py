@@ -15,7 +15,16 @@ from pairgate.standalone.ledger import Note
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import decide_scope
 from pairgate.standalone.verdict import GateVerdict, decide
-from tests.kit.names import APP, FIXTURE_CONFIG, REPORTER, SHA, SHA2, mr_facts
+from tests.kit.names import (
+    ACCOUNT_BOUND_CONFIG,
+    APP,
+    FIXTURE_CONFIG,
+    REPORTER,
+    REVIEW_BOT_USER,
+    SHA,
+    SHA2,
+    mr_facts,
+)
 from tests.kit.run import suite_config
 from tests.kit.trail import Trail
 
@@ -212,6 +221,142 @@ def test_out_of_scope_passes_everywhere(config: Config) -> None:
     assert "not gated" in result.message
 
 
+# -- the work offered by another; account-bound roles; the generic issue --------------------------
+
+
+def test_an_agent_alone_on_the_trail_cannot_approve_what_it_wrote(config: Config) -> None:
+    # It claims as review, never held the issue as lead, never offered the MR: no hand in the
+    # work shows, and nobody else offered it the work.
+    trail = new_trail()
+    trail.claim("acme-lead", role="review")
+    approval = trail.approve("acme-lead", "acme-review", sha=HEAD, mr=REF)
+    result = verdict(config, {5: trail})
+    assert (result.allowed, result.code, result.record.ok, result.approval.ok) == (
+        False,
+        "not-offered",
+        True,
+        False,
+    )
+    assert (
+        f"acme-lead is the only agent on the trail: nobody else offered it acme/app!3 for review "
+        f"before its approval (note {approval.id})"
+    ) in result.message
+    assert f"(acme/tracker#5, note {approval.id})" in result.message  # the record
+    assert "pairgate handoff 5 --to <reviewer> --role review" in result.message  # what to run
+    assert "accepts in a session of its own (pairgate accept 5)" in result.message
+    assert result.as_json()["independence"]["independent"] is False
+
+
+def test_an_offer_from_another_name_in_the_same_session_is_no_offer(config: Config) -> None:
+    trail = new_trail()
+    trail.session = lambda agent: "one-laptop" if agent == "acme-lead" else f"s-{agent}"
+    trail.claim("acme-lead")
+    offer = trail.handoff("acme-lead", "acme-review", sha=HEAD, mr=REF)
+    trail.accept("acme-review", offer, "acme-lead", session="one-laptop")
+    trail.approve("acme-review", "acme-lead", sha=HEAD, mr=REF)
+    result = verdict(config, {5: trail})
+    assert not result.allowed
+    assert "written in its own session one-laptop" in result.message
+
+
+def test_the_generic_issue_alone_is_in_scope_and_refused_unless_automation_wrote_it(
+    config: Config,
+) -> None:
+    generic = replace(FACTS, description="Chore. Related to acme/tracker#1")
+    scope = decide_scope(generic, cited=(1,), in_group=True, config=config, families=())
+    result = decide(generic, scope=scope, cited=(1,), ledgers={}, config=config, edits={})
+    assert (result.allowed, result.in_scope, result.code) == (
+        False,
+        True,
+        "generic-issue-non-automation",
+    )
+    assert (result.record.ok, result.approval.ok) == (False, True)
+    assert (
+        "acme/app!3 cites only the generic tracking issue acme/tracker#1, which exempts "
+        "unattended automation alone, and its author is @? (user 10), not an automation account"
+    ) in result.message
+    assert "Cite the issue it works on in its description (acme/tracker#NN)" in result.message
+    renovate = replace(generic, author_id=config.renovate_bot_user_id)
+    scope = decide_scope(renovate, cited=(1,), in_group=True, config=config, families=())
+    assert (scope.in_scope, scope.code) == (False, "generic-issue-only")
+
+
+@pytest.fixture(scope="module")
+def bound() -> Config:
+    return load_config({"PAIRGATE_CONFIG": str(ACCOUNT_BOUND_CONFIG)})
+
+
+def bound_trail(*, approval_by: int = REVIEW_BOT_USER) -> Trail:
+    trail = Trail(load_config({"PAIRGATE_CONFIG": str(ACCOUNT_BOUND_CONFIG)}), issue=5)
+    trail.claim("acme-lead")
+    offer = trail.handoff("acme-lead", "acme-review", sha=HEAD, mr=REF)
+    trail.accept("acme-review", offer, "acme-lead")
+    trail.approve("acme-review", "acme-lead", sha=HEAD, mr=REF, author=approval_by)
+    return trail
+
+
+def test_account_bound_an_approval_written_by_the_review_account_counts(bound: Config) -> None:
+    result = verdict(bound, {5: bound_trail()})
+    assert (result.allowed, result.account_bound) == (True, True)
+    doc = result.as_json()["independence_basis"]
+    assert doc["mode"] == "account-bound" and "review_author_user_ids: 11" in doc["says"]
+
+
+def test_account_bound_forged_notes_by_the_agents_account_do_not_count(bound: Config) -> None:
+    # A complete handoff, accept and approve, every digest right, all written by the agents'
+    # account: names and sessions say independent; GitLab's note author does not.
+    trail = bound_trail(approval_by=10)
+    result = verdict(bound, {5: trail})
+    assert (result.allowed, result.code, result.approval.ok) == (
+        False,
+        "not-review-account",
+        False,
+    )
+    assert (
+        f"the approval of acme/app!3 by acme-review (acme/tracker#5, note {trail.notes[-1].id}) "
+        f"does not count: GitLab reports its note as written by user 10, which is no review "
+        f"account (review_author_user_ids: 11)"
+    ) in result.message
+    assert verdict(load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)}), {5: trail}).allowed
+
+
+@pytest.mark.parametrize("hand", ["claim", "offer", "accept back"])
+def test_account_bound_a_hand_in_the_work_written_by_the_review_account(
+    bound: Config, hand: str
+) -> None:
+    trail = Trail(bound, issue=5)
+    writer = {"claim": REVIEW_BOT_USER if hand == "claim" else 10}
+    first = trail.claim("acme-lead", author=writer["claim"])
+    if hand == "accept back":
+        offer = trail.handoff("acme-lead", "acme-review", sha=OLD, mr=REF)
+        trail.accept("acme-review", offer, "acme-lead")
+        back = trail.approve("acme-review", "acme-lead", sha=OLD, mr=REF, author=REVIEW_BOT_USER)
+        first = trail.accept("acme-lead", back, "acme-review", role="lead", author=REVIEW_BOT_USER)
+    by = REVIEW_BOT_USER if hand == "offer" else 10
+    offer = trail.handoff("acme-lead", "acme-review", sha=HEAD, mr=REF, author=by)
+    if hand == "offer":
+        first = offer
+    trail.accept("acme-review", offer, "acme-lead")
+    trail.approve("acme-review", "acme-lead", sha=HEAD, mr=REF, author=REVIEW_BOT_USER)
+    result = verdict(bound, {5: trail})
+    assert (result.allowed, result.code) == (False, "not-review-account")
+    assert (
+        f"the review account that wrote it (user 11) also wrote note {first.id}, in which acme-lead"
+    ) in result.message
+
+
+def test_every_surface_of_the_verdict_says_what_independence_rests_on(
+    config: Config, bound: Config
+) -> None:
+    plain = verdict(config, {5: reviewed()})
+    assert plain.as_json()["independence_basis"] == {
+        "mode": "names-and-sessions",
+        "says": plain.basis,
+    }
+    assert plain.basis.startswith("independence rests on names and sessions")
+    assert verdict(bound, {5: bound_trail()}).basis.startswith("independence is account-bound")
+
+
 def test_the_json_keys_are_stable(config: Config) -> None:
     assert sorted(verdict(config, {5: reviewed()}).as_json()) == [
         "allowed",
@@ -226,6 +371,7 @@ def test_the_json_keys_are_stable(config: Config) -> None:
         "head_sha",
         "in_scope",
         "independence",
+        "independence_basis",
         "message",
         "mr",
         "record",

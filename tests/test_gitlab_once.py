@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,12 +28,13 @@ from test_gitlab_environment import (  # noqa: F401
 from pairgate.standalone.config import Config
 from pairgate.standalone.gitlab import GitLab, GitLabError, gitlab_from_env, read_retry
 from pairgate.standalone.gitlab_once import (
+    first_attempt_per_thread,
     first_attempt_transport,
     one_attempt_transport,
     plain_route,
 )
 from pairgate.standalone.hook import HOOK_TIMEOUT
-from tests.kit.run import agent_env
+from tests.kit.run import agent_env, run_program
 
 PROJECT = "projects/acme%2Fapp"
 NOTES = "projects/acme%2Ftracker/issues/1/notes"
@@ -453,6 +455,81 @@ def first_then_library(
         gitlab_from_env(config, variables, retry=retry, transport=first_attempt_transport),
         gitlab_from_env(config, variables, retry=retry),
     )
+
+
+def test_the_first_attempt_transports_answer_every_call_requests_answers() -> None:
+    from pairgate.standalone.gitlab import Https
+    from pairgate.standalone.gitlab_once import OneAttempt
+
+    calls = {n for n in vars(Https) if not n.startswith("_") and callable(getattr(Https, n))}
+    per_thread = type(first_attempt_per_thread("http://x/api/v4", "t", retry=None, timeout=1))
+    for transport in (OneAttempt, per_thread):
+        assert calls - set(dir(transport)) == set(), transport
+
+
+def test_the_cli_reads_through_http_client_from_every_thread_as_requests_would(
+    sandbox: Any, config: Config, plain: pytest.MonkeyPatch
+) -> None:
+    for i in range(3):
+        sandbox.note(1, f"note {i}")
+    threads = gitlab_from_env(config, agent_env(sandbox), transport=first_attempt_per_thread)
+    alone = gitlab_from_env(config, agent_env(sandbox))
+    sandbox.clear_requests()
+    answers: dict[int, list[Any]] = {}
+    transports = set()
+
+    def read(n: int) -> None:
+        answers[n] = threads.get_all(NOTES, sort="asc", order_by="created_at")
+        transports.add(id(threads._reader._mine()))
+
+    workers = [threading.Thread(target=read, args=(n,)) for n in range(6)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert asked(sandbox) == [f"GET /api/v4/{NOTES}"] * 6
+    assert len(transports) == 6  # a connection of its own for each thread
+    expected = alone.get_all(NOTES, sort="asc", order_by="created_at")
+    assert all(answer == expected for answer in answers.values()) and len(answers) == 6
+    assert "requests" not in {type(t).__module__ for t in transports}
+
+
+def test_the_cli_s_threads_that_fail_share_one_requests_transport(
+    sandbox: Any, config: Config, plain: pytest.MonkeyPatch, slept: list[float]
+) -> None:
+    sandbox.fault(method="GET", path="/issues/1$", status=500, count=2)
+    threads = gitlab_from_env(
+        config, agent_env(sandbox), retry=BACKOFF, transport=first_attempt_per_thread
+    )
+    results: list[Any] = []
+    workers = [
+        threading.Thread(
+            target=lambda: results.append(
+                (threads.get("projects/acme%2Ftracker/issues/1")["iid"], threads._reader._mine())
+            )
+        )
+        for _ in range(2)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert [iid for iid, _ in results] == [1, 1]  # each first attempt refused, requests read it
+    first, second = (one for _, one in results)
+    assert first is not second and first.library() is second.library()
+
+
+def test_pairgate_status_never_imports_requests_when_gitlab_answers(
+    sandbox: Any, plain: pytest.MonkeyPatch
+) -> None:
+    code = (
+        "import sys; from pairgate.main import main; code = main(['status', '1']); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'requests', 'urllib3'})); "
+        "sys.exit(code)"
+    )
+    env = {k: v for k, v in agent_env(sandbox).items() if k.startswith("PAIRGATE")}
+    done = run_program([sys.executable, "-c", code], env=env)
+    assert (done.code, done.out.splitlines()[-1]) == (0, "[]"), done.err
 
 
 @pytest.fixture

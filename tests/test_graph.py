@@ -23,7 +23,7 @@ def test_a_whole_round_in_mermaid(sandbox: RunningSandbox) -> None:
     lines = out.splitlines()
     assert lines[:4] == [
         "sequenceDiagram",
-        f"    title acme/tracker#35;{r.issue}",
+        f"    title acme/tracker#{r.issue}",
         f"    participant A1 as {LEAD}",
         f"    participant A2 as {REVIEW}",
     ]
@@ -142,3 +142,10 @@ def test_graph_json_marks_what_the_diagram_marks(config: Config) -> None:
     trail.claim("acme-solo")
     doc = graph_doc("t", 4, steps(trail.fold(), {REF: MrState(SHA, "opened")}))
     assert [s["mark"] for s in doc["steps"]] == [None, None, None, "self", "void"]
+
+
+def test_graph_says_which_gitlab_under_verbose(sandbox: RunningSandbox) -> None:
+    r = Round(sandbox).approved()
+    result = ok(["graph", str(r.issue), "--verbose"], r.lead)
+    assert result.out.startswith("sequenceDiagram\n")
+    assert f"GitLab API {sandbox.url}/api/v4 (from PAIRGATE_TEST_GITLAB_URL)" in result.err

@@ -110,6 +110,39 @@ def test_a_lead_that_claims_as_review_cannot_approve_its_own_work(
     assert doc["independence"]["independent"] is False and held in doc["independence"]["reasons"]
 
 
+def test_an_agent_that_only_ever_claimed_as_review_cannot_approve_its_own_work(
+    sandbox: RunningSandbox, hooks: Path
+) -> None:
+    # The agent that wrote the MR never holds it as lead and never offers it: no hand shows.
+    # Nobody else offered it the work, and that is the refusal.
+    world = Round(sandbox)
+    claimed = ok(world.run(LEAD, "claim", world.issue, "--role", "review"))
+    assert (
+        f"An approval by {LEAD} counts only once it has accepted an offer of the merge request "
+        f"for review from another agent, written in another session; this claim is no such "
+        f"offer." in " ".join(claimed.out.split())
+    )
+    approved = ok(approve(world, LEAD, REVIEW))
+    note = world.ledger_notes()[-1]["id"]
+    assert "warning: this approval does not count (" in approved.err
+    assert "an agent that accepted an offer of it from another agent" in approved.err
+    alone = (
+        f"{LEAD} is the only agent on the trail: nobody else offered it {world.project}!"
+        f"{world.mr} for review before its approval (note {note})"
+    )
+    err = refused(
+        world,
+        hooks,
+        f"the approval of {world.project}!{world.mr} by {LEAD} (acme/tracker#{world.issue}, "
+        f"note {note}) does not count: {alone}",
+        f"pairgate handoff {world.issue} --to <reviewer> --role review --sha {world.head}",
+    )
+    assert "the reviewer accepts in a session of its own" in " ".join(err.split())
+    doc = verdict(world)
+    assert (doc["verdict"], doc["independence"]["independent"]) == ("not-offered", False)
+    assert doc["independence_basis"]["mode"] == "names-and-sessions"
+
+
 def test_a_role_swap_leaves_the_lead_a_hand_in_the_work(
     sandbox: RunningSandbox, hooks: Path
 ) -> None:
@@ -207,7 +240,9 @@ def test_a_retarget_after_the_approval_voids_it(sandbox: RunningSandbox, hooks: 
         f"it was given while acme/app!{world.mr} targeted staging, and it now targets main",
         "the target branch changed, so the head needs a review of the change as it is now "
         "(against main)",
-        "The lead offers the head for review: pairgate handoff",
+        f"acme-review still holds #{world.issue} as review, so it reviews the head and "
+        f"approves it, replacing its offer; acme-review runs: pairgate approve {world.issue} "
+        f"--mr {world.mr} --mr-project acme/app --sha {world.head} --to acme-lead --supersede",
     )
     # The record keeps what was reviewed; GitLab's diff now follows the new target.
     _, record, _ = parse_marker(world.ledger_notes()[-1]["body"])
@@ -215,6 +250,13 @@ def test_a_retarget_after_the_approval_voids_it(sandbox: RunningSandbox, hooks: 
     assert (record["target_branch"], record["base_sha"]) == ("staging", base)
     now = sandbox.api("GET", world.mr_path)
     assert now["target_branch"] == "main"
+    offer = world.ledger_notes()[-1]["id"]
+    again = world.run(
+        "acme-review",
+        *("approve", world.issue, "--mr", world.mr, "--mr-project", "acme/app"),
+        *("--sha", world.head, "--to", "acme-lead", "--supersede", offer),
+    )
+    assert again.code == 0, again.err  # the remedy runs as printed
 
 
 def test_records_replayed_onto_another_issue_count_nowhere(
@@ -289,7 +331,7 @@ def test_withdraw_refusals(approved: Round) -> None:
         f"the approval in note {note} is {REVIEW}'s, not {LEAD}'s: only its approver" in theirs.err
     )
     assert (
-        f"pairgate withdraw {world.issue} --approval {note} --reason-file <file> --as {REVIEW}"
+        f"\n{REVIEW} runs: pairgate withdraw {world.issue} --approval {note} --reason-file <file>\n"
         in theirs.err
     )
     nothing = world.run(REVIEW, "withdraw", world.issue, "--approval", 99999, "--reason", "x")
@@ -305,6 +347,26 @@ def test_withdraw_refusals(approved: Round) -> None:
     assert (
         usage.code == 2 and "one of the arguments --reason --reason-file is required" in usage.err
     )
+
+
+def test_the_leads_session_cannot_withdraw_as_the_reviewer(approved: Round, hooks: Path) -> None:
+    world = approved
+    note = world.ledger_notes()[-1]["id"]
+    first = world.ledger_notes()[0]["id"]  # the lead's claim, written in session-acme-lead
+    argv = ["withdraw", world.issue, "--approval", note, "--reason", "x", "--as", REVIEW]
+    lead_session = {"PAIRGATE_TEST_SESSION_ID": f"session-{LEAD}"}
+    forged = world.run(LEAD, *argv, **lead_session)
+    assert forged.code == 1, forged.out + forged.err
+    assert (
+        f"pairgate withdraw: refused: this session (session-{LEAD}) wrote as {LEAD} on "
+        f"#{world.issue} (note {first}); a session speaks for one name only, so it does not act "
+        f"as {REVIEW}."
+    ) in forged.err
+    assert f"--reason-file <file> --as {REVIEW}" in forged.err
+    passes(world, hooks)  # nothing was written: the approval still counts
+    # The reviewer, restarted in a session of its own, still withdraws.
+    ok(world.run(REVIEW, *argv, PAIRGATE_TEST_SESSION_ID="session-acme-review-restarted"))
+    refused(world, hooks, f"{REVIEW} withdrew it (note")
 
 
 def test_withdrawing_an_approve_record_that_never_took_effect(
@@ -346,33 +408,66 @@ def test_status_and_board_carry_the_verdict_and_its_reasons(sandbox: RunningSand
     ok(world.run(LEAD, "release", world.issue))
     ok(world.run(LEAD, "claim", world.issue, "--role", "review"))
     ok(approve(world, LEAD, REVIEW))
+    approved = world.ledger_notes()[-1]["id"]
     held = f"{LEAD} held #{world.issue} as lead (note {first})"
+    alone = (
+        f"{LEAD} is the only agent on the trail: nobody else offered it {world.project}!"
+        f"{world.mr} for review before its approval (note {approved})"
+    )
     status = json.loads(world.run(None, "status", world.issue, "--json").out)
     (approval,) = status["approvals"]
     assert (approval["status"], approval["independent"], approval["independence_reasons"]) == (
         "self",
         False,
-        [held],
+        [held, alone],
     )
     assert held in world.run(None, "status", world.issue).out
     board = json.loads(world.run(LEAD, "board", "--json").out)
     (entry,) = [i for i in board["issues"] if i["issue"] == world.issue]
-    assert entry["approval"]["independence_reasons"] == [held]
+    assert entry["approval"]["independence_reasons"] == [held, alone]
     assert "SELF-APPROVAL" in world.run(LEAD, "board").out
 
 
-def test_out_of_scope_on_the_generic_issue_names_its_author(sandbox: RunningSandbox) -> None:
+def test_an_agent_mr_citing_only_the_generic_issue_is_refused(
+    sandbox: RunningSandbox, hooks: Path
+) -> None:
+    # The generic issue exempts unattended automation; the agents' account is none.
     sandbox.commit("chore", {"lock.txt": "1\n"})
     mr = sandbox.create_mr("chore", description="Chore. Related to acme/tracker#1")
     argv = ["merge-check", "--mr", str(mr["iid"]), "--mr-project", "acme/app"]
     result = run_cli(argv, agent_env(sandbox, None))
-    assert result.code == 0
-    assert (
-        "it cites only the generic tracking issue acme/tracker#1; its author is @agents (user 10), "
-        "not an automation account: no family of the roster is authored by it"
-    ) in result.out
+    assert result.code == 1, result.out + result.err
+    said = (
+        f"acme/app!{mr['iid']} cites only the generic tracking issue acme/tracker#1, which "
+        "exempts unattended automation alone, and its author is @agents (user 10), not an "
+        "automation account: no family of the roster is authored by it. Cite the issue it works "
+        "on in its description (acme/tracker#NN)"
+    )
+    assert said in " ".join(result.err.split()), result.err
+    command = f"glab mr merge {mr['iid']} -R acme/app --sha {mr['sha']}"
+    blocked = run_hook(hooks, hook_input(command), env=agent_env(sandbox))
+    assert blocked.returncode == 2, blocked.stderr
+    assert said in " ".join(blocked.stderr.split()), blocked.stderr
     status = run_cli(["status", "1"], agent_env(sandbox, None))
-    assert "its author is @agents (user 10), not an automation account" in status.out
+    assert (
+        "gated and refused: it cites only the generic tracking issue, which exempts unattended "
+        "automation alone; its author is @agents (user 10)"
+    ) in " ".join(status.out.split())
+
+
+def test_automation_citing_only_the_generic_issue_is_out_of_scope(
+    sandbox: RunningSandbox,
+) -> None:
+    sandbox.commit("nightly", {"lock.txt": "2\n"}, as_user="maintainer")
+    mr = sandbox.create_mr(
+        "nightly", description="Chore. Related to acme/tracker#1", as_user="maintainer"
+    )
+    argv = ["merge-check", "--mr", str(mr["iid"]), "--mr-project", "acme/app"]
+    result = run_cli(argv, agent_env(sandbox, None))
+    assert result.code == 0, result.err
+    assert "it cites only the generic tracking issue acme/tracker#1; its author is" in result.out
+    status = run_cli(["status", "1"], agent_env(sandbox, None))
+    assert "not gated: it cites only the generic tracking issue; its author is" in status.out
 
 
 # -- the rounds that still pass -----------------------------------------------------------------

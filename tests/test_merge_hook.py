@@ -249,20 +249,22 @@ def test_the_python_half_reads_the_configuration_beside_it_not_the_sessions(
 
 
 @pytest.mark.parametrize("argument", ["--force", "--skip", "--override", "--allow", "allow"])
-def test_no_argument_turns_the_hook_into_a_pass(hooks: Path, argument: str) -> None:
-    """Claude Code starts the hook with no arguments; one given anyway changes nothing."""
+def test_no_argument_turns_the_hook_into_a_pass(hooks: Path, argument: str, tmp_path: Path) -> None:
+    """Claude Code starts the hook with no arguments; one given anyway changes nothing. (Each
+    run has a state directory of its own: the currency note comes once a day per directory.)"""
     stdin = hook_input("glab mr merge 3 -R acme/app")
     proc = subprocess.run(
         [str(hooks / HOOK), argument],
         input=stdin,
-        env={"PATH": PYTHON_FIRST, "HOME": str(HOME)},
+        env={"PATH": PYTHON_FIRST, "HOME": str(HOME), "XDG_STATE_HOME": str(tmp_path / "a")},
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert proc.returncode == 2, proc.stderr
-    assert run_hook(hooks, stdin).stderr == proc.stderr
+    again = run_hook(hooks, stdin, env={"XDG_STATE_HOME": str(tmp_path / "b")})
+    assert again.stderr == proc.stderr
 
 
 def test_without_python_a_command_that_could_merge_is_blocked(

@@ -40,7 +40,9 @@ def test_only_the_receiver_answers(world: Round, verb: str) -> None:
     result = world.run("acme-review-2", verb, world.issue)
     assert result.code == 1
     assert "the pending offer is to acme-review, not to acme-review-2" in result.err
-    assert f"pairgate {verb} {world.issue} --as acme-review" in result.err
+    assert result.err.endswith(
+        f"Only acme-review can {verb} it; acme-review runs: pairgate {verb} {world.issue}\n"
+    )
 
 
 def test_accept_refuses_when_the_head_moved(world: Round, config: Config) -> None:
@@ -53,9 +55,9 @@ def test_accept_refuses_when_the_head_moved(world: Round, config: Config) -> Non
     assert f"moved from {old[:12]} to {new[:12]} after the offer (note {offer})" in result.err
     fix = (
         f"pairgate handoff {world.issue} --to acme-review --role review --sha {new} "
-        f"--mr {world.mr} --mr-project acme/app --supersede {offer} --as acme-lead"
+        f"--mr {world.mr} --mr-project acme/app --supersede {offer}\n"
     )
-    assert fix in result.err
+    assert f"acme-lead offers again at the new head; acme-lead runs:\n  {fix}" in result.err
     assert world.ledger(config).holder == "acme-lead"
 
 
@@ -73,8 +75,8 @@ def test_accept_refuses_when_the_pipeline_failed_since(
     assert result.err.endswith(
         f"pairgate accept: the offer cannot be accepted: acme/app!{world.mr}'s head pipeline "
         f"{pipeline['id']} failed (failed: unit). acme-lead fixes it, pushes and offers the new "
-        f"head:\n  pairgate handoff {world.issue} --to acme-review --role review --sha <new head> "
-        f"--mr {world.mr} --mr-project acme/app --supersede {offer.note_id} --as acme-lead\n"
+        f"head; acme-lead runs:\n  pairgate handoff {world.issue} --to acme-review --role review "
+        f"--sha <new head> --mr {world.mr} --mr-project acme/app --supersede {offer.note_id}\n"
         f"or you decline: pairgate decline {world.issue}\n"
     ), result.err
 
@@ -105,7 +107,9 @@ def test_release_with_an_offer_out(world: Round, config: Config) -> None:
     result = world.run("acme-lead", "release", world.issue)
     assert result.code == 1
     assert "your offer is pending (an offer in note" in result.err
-    assert f"pairgate decline {world.issue} --as acme-review" in result.err
+    assert f"acme-review declines it; acme-review runs: pairgate decline {world.issue}\n" in (
+        result.err
+    )
     assert f"--supersede {offer}" in result.err
 
 

@@ -43,7 +43,10 @@ def test_close_refused_while_an_offer_is_pending(world: Round) -> None:
     result = world.run("acme-lead", "close", world.issue)
     assert result.code == 1
     assert "an offer is pending on" in result.err
-    assert f"pairgate accept {world.issue} --as acme-review" in result.err
+    assert result.err.endswith(
+        f"acme-review answers it first; acme-review runs: pairgate accept {world.issue} (or "
+        f"pairgate decline {world.issue})\n"
+    )
 
 
 def test_close_by_someone_who_does_not_hold_it(world: Round) -> None:
@@ -69,6 +72,7 @@ STATUS_KEYS = {
     "label",
     "offer",
     "approvals",
+    "independence_basis",
     "merge_requests",
     "skipped",
     "breaks",
@@ -95,11 +99,13 @@ def test_status_json_keys_are_stable(world: Round) -> None:
         "supersedes",
         "evidence",
         "evidence_summary",
+        "ci_rerun",
     }
-    assert (doc["offer"]["evidence"], doc["offer"]["evidence_summary"]) == (
-        None,
-        "no mutation evidence",
-    )
+    assert (
+        doc["offer"]["evidence"],
+        doc["offer"]["evidence_summary"],
+        doc["offer"]["ci_rerun"],  # null: no evidence, so nothing a CI job re-runs
+    ) == (None, "no mutation evidence", None)
     assert doc["merge_requests"][0]["iid"] == world.mr
     assert doc["label"] == {"expected": "agent::lead", "actual": ["agent::lead"], "in_step": True}
 

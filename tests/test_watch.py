@@ -96,7 +96,7 @@ def test_pipeline_running_failed_with_its_jobs_then_passed(world: Round) -> None
     assert (failed["failed_jobs"], failed["allowed_failures"]) == (["test"], ["lint"])
     assert all(e["sha"] == world.sha for e in events)
     text = world.inbox().out
-    assert "failed jobs: test" in text and "failed but allowed to fail: lint" in text
+    assert 'failed jobs: "test"' in text and 'failed but allowed to fail: "lint"' in text
 
 
 def test_a_push_and_a_stale_sha_is_history(world: Round) -> None:
@@ -413,7 +413,8 @@ def test_a_read_that_fails_marks_nothing_seen_and_is_read_again(world: Round) ->
     world.sb.create_mr(
         "unrelated", title="Cites nothing"
     )  # newer: the listing's mark would pass it
-    world.sb.fault(path=f"{world.mr_path}/discussions", status=403, count=1)
+    # Refused twice: the read's first attempt and the retry policy's one ask of a 403.
+    world.sb.fault(path=f"{world.mr_path}/discussions", status=403, count=2)
     result = world.watch("--once")
     assert result.code == 2
     assert (
@@ -548,6 +549,35 @@ def test_ack_needs_a_name_and_a_store(world: Round, tmp_path: Path) -> None:
         "(start it: pairgate watch)\n",
     )
     assert world.run(None, "inbox", "ack", "b1", "--as", LEAD).code == 0
+
+
+def test_a_session_acknowledges_as_one_name_only(world: Round) -> None:
+    world.offer()  # the lead, in session-acme-lead, writes the offer: the reviewer's batch
+    world.poll()
+    batch = only_batch(world, REVIEW)["batch"]
+    claim = world.ledger_notes()[0]["id"]
+    forged = world.run(LEAD, "inbox", "ack", batch, "--as", REVIEW)
+    assert forged.code == 1, forged.out + forged.err
+    assert forged.err == (
+        f"pairgate inbox ack: refused: this session (session-{LEAD}) wrote as {LEAD} "
+        f"(acme/tracker#{world.issue} (note {claim})); a session speaks for one name only, so it "
+        f"does not acknowledge {batch} as {REVIEW}.\n{REVIEW} acknowledges it from its own "
+        f"session: pairgate inbox ack {batch} --as {REVIEW}\n"
+    )
+    assert only_batch(world, REVIEW)["batch"] == batch  # still pending for the reviewer
+    # The reviewer, restarted in a fresh session, acknowledges it; that session then speaks
+    # for the reviewer, and acknowledges nothing as the lead.
+    fresh = {"PAIRGATE_TEST_SESSION_ID": "session-fresh"}
+    assert world.run(REVIEW, "inbox", "ack", batch, **fresh).code == 0
+    world.comment("x")
+    world.poll()
+    later = only_batch(world, REVIEW)["batch"]
+    again = world.run(LEAD, "inbox", "ack", later, **fresh)
+    assert again.code == 1
+    assert (
+        f"this session (session-fresh) wrote as {REVIEW} (the acknowledgement of {batch}); a "
+        f"session speaks for one name only, so it does not acknowledge {later} as {LEAD}."
+    ) in again.err
 
 
 def test_a_store_of_a_later_schema_is_refused(world: Round) -> None:

@@ -121,9 +121,28 @@ def test_a_hook_never_exits_2(world: Round) -> None:
     assert no_config.code == 1 and "missing configuration" in no_config.err
 
 
-def test_no_identity_or_no_store_is_silent(world: Round, tmp_path: Path) -> None:
+def test_session_start_with_no_identity_tells_the_agent(world: Round) -> None:
     nobody = hook(world, "SessionStart", PAIRGATE_TEST_AGENT_ID="")
-    assert (nobody.code, nobody.out) == (0, "")
+    assert nobody.code == 0, nobody.err
+    assert json.loads(nobody.out) == {
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": (
+                "pairgate inbox: no agent identity (PAIRGATE_TEST_AGENT_ID is unset): no batches "
+                "shown. The GitLab events the watcher holds for this session's agent (review "
+                "comments, pipelines, offers) cannot reach it. To receive them, start the session "
+                "with PAIRGATE_TEST_AGENT_ID set to the agent's name, or give the hook's command "
+                "--agent <agent>."
+            ),
+        }
+    }
     assert "PAIRGATE_TEST_AGENT_ID is unset" in nobody.err
+
+
+def test_no_identity_on_a_prompt_or_no_store_is_silent(world: Round, tmp_path: Path) -> None:
+    for event in ("UserPromptSubmit", "Stop"):
+        nobody = hook(world, event, PAIRGATE_TEST_AGENT_ID="")
+        assert (nobody.code, nobody.out) == (0, "")
+        assert "PAIRGATE_TEST_AGENT_ID is unset" in nobody.err
     fresh = hook(world, "Stop", XDG_STATE_HOME=str(tmp_path / "elsewhere"))
     assert (fresh.code, fresh.out) == (0, "")

@@ -7,9 +7,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pairgate.evidence.rerun import read_rerun, rerun_field, verify_for_approve
-from pairgate.evidence.surface import NO_RERUN, accepted_offer, record_field, rerun_summary
-from pairgate.standalone.approvals import independence, reasons_against
+from pairgate.evidence.ci_result import read_ci_rerun, state_words
+from pairgate.evidence.rerun import (
+    read_rerun,
+    reproduction_problems,
+    rerun_field,
+    verify_for_approve,
+)
+from pairgate.evidence.surface import (
+    NO_RERUN,
+    SELF_REPORTED,
+    accepted_offer,
+    ci_words,
+    record_field,
+    rerun_summary,
+)
+from pairgate.standalone.approvals import assess, reasons_against
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError, Refusal, UsageError
 from pairgate.standalone.fold import self_approval_rule
@@ -131,6 +144,44 @@ def check_rerun_for(turn: Turn, doc: object, path: Path, *, sha: str, again: Aga
     )
 
 
+def reproduced(turn: Turn, doc: Any, path: Path) -> dict[str, Any]:
+    """approve's own run of the re-run's mutants; a refusal (exit 1) unless it gives what the
+    document claims. A document is self-reported (a plain digest): this run is the check."""
+    from pairgate.commands.evidence_rerun import reproduce
+
+    again = reproduce(doc, ctx=turn.ctx, config=turn.config)
+    problems = reproduction_problems(doc, again)
+    if problems:
+        listed = "\n".join(f"  - {p}" for p in problems)
+        raise Refusal(
+            f"{turn.cli} approve: approve ran the re-run's mutants again at "
+            f"{again['sha'][:12]}, and its run does not give what {path} claims:\n{listed}\n"
+            f"A re-run document is self-reported and checked by running it again: this one was "
+            f"not made by the run it describes, or the tests are flaky. Re-run with "
+            f"{turn.cli} evidence rerun, then approve with the document it writes."
+        )
+    return again
+
+
+def ci_rerun_of(turn: Turn, ref: MrRef, sha: str) -> tuple[bool, dict[str, Any] | None, str]:
+    """(whether the approved offer carries evidence, the CI re-run of it at ``sha`` when one
+    finished and counts, what to say of it)."""
+    offer = accepted_offer(turn.ledger)
+    evidence = None if offer is None else record_field(turn.ledger, offer.note_id, "evidence")
+    if offer is None or evidence is None:
+        return False, None, ""
+    state = read_ci_rerun(
+        turn.client,
+        ref,
+        sha=sha,
+        offer_note=offer.note_id,
+        evidence_digest=str(evidence["digest"]),
+    )
+    if state["state"] == "done":
+        return True, state["result"], f"{ci_words(state['result'])}."
+    return True, None, f"{state_words(state)}; the approval records no CI re-run."
+
+
 def approve(
     *,
     ctx: Context,
@@ -222,9 +273,12 @@ def approve(
             f"diff_refs are empty), and an approval binds the target branch and merge base it "
             f"reviewed. Wait a moment, then: {again()}"
         )
+    observed = None
     if evidence is not None:
         check_rerun_for(turn, rerun, evidence, sha=sha, again=again)
+        observed = reproduced(turn, rerun, evidence)
     ref = MrRef(project, mr)
+    carries, ci_rerun, ci_said = ci_rerun_of(turn, ref, sha)
     others = cited_ledgers(turn, found)
     because = self_approval_rule(turn.agent, to, ledger.accepted_from)
     against = reasons_against(
@@ -242,8 +296,10 @@ def approve(
         "target_branch": found.target_branch,
         "base_sha": found.base_sha,
         "start_sha": found.start_sha,
-        "rerun": None if rerun is None else rerun_field(rerun),
+        "rerun": None if rerun is None else rerun_field(rerun, observed),
     }
+    if carries:  # the CI re-run answers an offer's evidence: none to record without one
+        fields["ci_rerun"] = ci_rerun
     # The issue says why by name, as every surface does.
     said = ([because] if because else []) + list(against)
     human = note_text(
@@ -267,13 +323,29 @@ def approve(
             )
     else:
         turn.say(f"The approval records {NO_RERUN} (no --evidence).")
+    if ci_said:
+        turn.say(ci_said)
+    if recorded or carries:
+        turn.say(f"Evidence and re-runs from an agent's session are {SELF_REPORTED}.")
     written = next(a for a in turn.ledger.approvals if a.note_id == event.note_id)
-    reasons = independence(issue, written, {issue: turn.ledger, **others}, config=config)
-    if reasons:
+    assessed = assess(issue, written, {issue: turn.ledger, **others}, config=config)
+    reasons = "; ".join(assessed.reasons)
+    doors = "no door counts it (merge-check, the CI validators, the merge hook)"
+    if assessed.code == "self-approval-only":
         turn.warn(
-            f"warning: this is a self-approval ({'; '.join(reasons)}). It is recorded, and no "
-            f"door counts it (merge-check, the CI validators, the merge hook): the merge needs "
-            f"an approval by an agent with no hand in the work."
+            f"warning: this is a self-approval ({reasons}). It is recorded, and {doors}: the "
+            f"merge needs an approval by an agent with no hand in the work."
+        )
+    elif assessed.code == "not-offered":
+        turn.warn(
+            f"warning: this approval does not count ({reasons}). It is recorded, and {doors}: "
+            f"the merge needs an approval by an agent that accepted an offer of it from another "
+            f"agent, in another session."
+        )
+    elif assessed.code == "not-review-account":
+        turn.warn(
+            f"warning: this approval does not count ({reasons}). It is recorded, and {doors}: "
+            f"approve from a session that writes with the review account's token."
         )
     return 0
 

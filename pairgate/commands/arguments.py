@@ -1,7 +1,7 @@
 """Each command's argument function: the flags it adds to its subcommand's parser.
 
 The command table (``table.py``) names one per command. Building the parser imports this module
-and nothing else of a command, so it stays light: argparse, pathlib and the shared flags below,
+and nothing else of a command, so it stays light: argparse and the shared flags below,
 no domain module. --help reads no configuration, so a value a deployment configures is spelled
 as the key it comes from (the specification: --help works in a fresh install).
 """
@@ -9,7 +9,6 @@ as the key it comes from (the specification: --help works in a fresh install).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from pairgate.standalone.audit_flags import add_audit_arguments, add_project_filter
 
@@ -19,6 +18,20 @@ TRACKER = "<tracker_project>"
 CLI = "<cli_command>"
 
 Parser = argparse.ArgumentParser
+
+# typing.TYPE_CHECKING without importing typing, which costs every start (mypy and ruff read
+# any name TYPE_CHECKING as it): the names below are for annotations only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def path(value: str) -> Path:
+    """argparse's type for a path flag: pathlib is imported when a path is given, so building
+    the parser (every start, and --help) does not import it."""
+    from pathlib import Path
+
+    return Path(value)
 
 
 def issue_number(text: str) -> int:
@@ -71,7 +84,7 @@ def reason(p: Parser, *, required: bool = False) -> None:
     group.add_argument(
         "--reason-file",
         metavar="PATH",
-        type=Path,
+        type=path,
         help="read the reason from a file (use this for text that quotes commands)",
     )
 
@@ -88,7 +101,11 @@ def issue_verb(p: Parser) -> None:
 def claim(p: Parser) -> None:
     issue_verb(p)
     p.add_argument(
-        "--role", required=True, choices=["lead", "review"], help="the role you take it in"
+        "--role",
+        required=True,
+        choices=["lead", "review"],
+        help="the role you take it in (as review, your approval still needs an offer of the "
+        "merge request from another agent, accepted first)",
     )
 
 
@@ -112,7 +129,7 @@ def handoff(p: Parser) -> None:
     p.add_argument("--supersede", type=int, metavar="NOTE_ID", help="replace this pending offer")
     p.add_argument(
         "--evidence",
-        type=Path,
+        type=path,
         metavar="FILE",
         help=f"the mutation evidence ({CLI} evidence run --out FILE) at --sha, every mutant "
         "killed: the note shows its table and patches (without it, the offer is marked as "
@@ -149,7 +166,7 @@ def approve(p: Parser) -> None:
     p.add_argument("--supersede", type=int, metavar="NOTE_ID", help="replace this pending offer")
     p.add_argument(
         "--evidence",
-        type=Path,
+        type=path,
         metavar="FILE",
         help=f"your re-run ({CLI} evidence rerun --out FILE) of the offer's mutant and one of "
         "your own, at --sha: the approval records it (without it, it records no re-run)",
@@ -158,14 +175,14 @@ def approve(p: Parser) -> None:
 
 def withdraw(p: Parser) -> None:
     verb(p)
-    p.add_argument("issue", type=issue_number)
+    issue(p)
     p.add_argument(
         "--approval", required=True, type=int, metavar="NOTE_ID", help="the approval's note"
     )
     group = p.add_mutually_exclusive_group(required=True)
     group.add_argument("--reason", metavar="TEXT", help="what is wrong with it, in the note")
     group.add_argument(
-        "--reason-file", metavar="PATH", type=Path, help="read the reason from a file"
+        "--reason-file", metavar="PATH", type=path, help="read the reason from a file"
     )
 
 
@@ -214,6 +231,25 @@ def audit(p: Parser) -> None:
 def doctor(p: Parser) -> None:
     reader(p)
     add_project_filter(p)
+    p.add_argument(
+        "--fix",
+        action="store_true",
+        help="first close what the API can, as a Maintainer (<env_prefix>_DEPLOY_TOKEN): "
+        "pipelines must succeed, skipped pipelines not successful, the CI/CD configuration "
+        "file, forking off, pipeline variables restricted, the branch protections; print each "
+        "change before and after, then check",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="with --fix: print the calls --fix would make, and make none",
+    )
+    p.add_argument(
+        "--pipeline",
+        metavar="PATH",
+        help="with --fix: the tracker's pipeline file (deploy-pipeline --publish PATH); each "
+        "gated project's CI/CD configuration file becomes PATH@<tracker_project>",
+    )
 
 
 def status(p: Parser) -> None:
@@ -237,7 +273,7 @@ def identity(p: Parser) -> None:
 
 
 def graph(p: Parser) -> None:
-    json_out(p)
+    reader(p)
     issue(p)
     p.add_argument(
         "--format",
@@ -257,7 +293,7 @@ def impose(p: Parser) -> None:
     clause.add_argument(
         "--text-file",
         metavar="PATH",
-        type=Path,
+        type=path,
         help="read the clause from a file (use this for text that quotes commands)",
     )
 
@@ -269,7 +305,7 @@ def lift_check(p: Parser) -> None:
     )
     group = p.add_mutually_exclusive_group()
     group.add_argument(
-        "--constraint-file", metavar="F", type=Path, help="the constraint's clause, from a file"
+        "--constraint-file", metavar="F", type=path, help="the constraint's clause, from a file"
     )
     group.add_argument("--constraint-text", metavar="T", help="the constraint's clause")
 
@@ -285,7 +321,7 @@ def deploy_agents(p: Parser) -> None:
     p.add_argument(
         "--target",
         required=True,
-        type=Path,
+        type=path,
         metavar="DIR",
         help="the deployment's agents directory",
     )
@@ -295,7 +331,7 @@ def deploy_agents(p: Parser) -> None:
 def deploy_hooks(p: Parser) -> None:
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument(
-        "--target", type=Path, metavar="DIR", help="the hooks directory to install into"
+        "--target", type=path, metavar="DIR", help="the hooks directory to install into"
     )
     mode.add_argument(
         "--list", action="store_true", help="print <deployed name><TAB><source path> per file"
@@ -304,14 +340,33 @@ def deploy_hooks(p: Parser) -> None:
 
 
 def deploy_pipeline(p: Parser) -> None:
+    p.add_argument("--target", type=path, metavar="FILE", help="write the pipeline file here")
     p.add_argument(
-        "--target", required=True, type=Path, metavar="FILE", help="the pipeline file to write"
+        "--gate-out",
+        type=path,
+        metavar="DIR",
+        help="write the gate directory's files here (the assembled ownership.py, the three "
+        "validators, the configuration and the roster: what the gate jobs fetch)",
     )
-    check(p)
+    p.add_argument(
+        "--publish",
+        dest="publish_path",
+        metavar="PATH",
+        help="commit the pipeline at PATH and the gate files under --gate-dir to the tracker's "
+        "default branch, in one commit, with <env_prefix>_DEPLOY_TOKEN (a Maintainer's); "
+        "prints the CI/CD configuration file value PATH@<tracker_project>",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 naming each file that is missing or differs (locally, or "
+        "on the tracker's default branch with --publish)",
+    )
     p.add_argument(
         "--image",
         required=True,
-        help="the gate jobs' image (python3 >= 3.11 with requests, jsonschema, pyyaml)",
+        help="the gate jobs' image (python3 >= 3.11 with requests, jsonschema, pyyaml), pinned "
+        "by digest (...@sha256:<64 hex>); no variable",
     )
     p.add_argument(
         "--runner-tag",
@@ -339,15 +394,22 @@ def deploy_pipeline(p: Parser) -> None:
         metavar="URL",
         help="the instance the gate jobs must run on (default: <env_prefix>_GITLAB_URL)",
     )
+    p.add_argument(
+        "--evidence-image",
+        metavar="IMAGE",
+        help="add the mr-evidence job (rerun-mr-evidence), which re-runs an offer's mutants at "
+        "the merge request's head, with this image: the project's test image with pairgate, "
+        "git and bubblewrap",
+    )
 
 
 def sandbox(p: Parser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="default: 127.0.0.1 (loopback)")
     p.add_argument("--port", type=int, default=0, help="default: 0, a free port")
-    p.add_argument("--state", type=Path, metavar="FILE", help="load and save the world here")
+    p.add_argument("--state", type=path, metavar="FILE", help="load and save the world here")
     p.add_argument(
         "--config-out",
-        type=Path,
+        type=path,
         metavar="FILE",
         help="write a pairgate configuration for it, and beside it the files it names (agent "
         "texts, liveness oracle, review-bot token, automation roster, _hooklib.sh)",
@@ -392,7 +454,7 @@ def demo(p: Parser) -> None:
 def init(p: Parser) -> None:
     json_out(p)
     p.add_argument(
-        "--target", required=True, type=Path, metavar="DIR", help="where to write (made if absent)"
+        "--target", required=True, type=path, metavar="DIR", help="where to write (made if absent)"
     )
     p.add_argument(
         "--tracker-project",
@@ -447,4 +509,13 @@ def init(p: Parser) -> None:
         default=".claude/hooks",
         metavar="DIR",
         help="where the merge hook will be deployed (default: .claude/hooks)",
+    )
+    p.add_argument(
+        "--claude-settings",
+        dest="claude_settings_file",
+        type=path,
+        metavar="FILE",
+        help="merge the merge hook's and the inbox's registrations into this Claude Code "
+        "settings file (such as .claude/settings.json), keeping every key it has; an invalid "
+        "JSON file is refused",
     )

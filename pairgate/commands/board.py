@@ -11,7 +11,13 @@ from typing import Any
 
 from pairgate import output
 from pairgate.commands.status import mr_doc, offer_doc
-from pairgate.evidence.surface import NO_EVIDENCE, approval_keys, approval_words
+from pairgate.evidence.surface import (
+    NO_EVIDENCE,
+    NO_RERUN,
+    SELF_REPORTED,
+    approval_keys,
+    approval_words,
+)
 from pairgate.output import Cell, Style
 from pairgate.standalone.approvals import independence
 from pairgate.standalone.config import Config
@@ -28,7 +34,7 @@ from pairgate.tracker import (
     read_labelled,
     read_mr_states,
 )
-from pairgate.views.approvals import approval_state, scope_for, with_cited
+from pairgate.views.approvals import approval_state, basis_doc, scope_for, with_cited
 from pairgate.views.gate_runs import gate_run
 
 
@@ -142,6 +148,7 @@ def board_doc(
         "closed_included": closed,
         "live_freezes": [f for i in issues for f in i["freezes"] if f["live"]],
         "issues": issues,
+        "independence_basis": basis_doc(config),
     }
 
 
@@ -263,6 +270,15 @@ def _ledger_cell(doc: dict[str, Any]) -> Cell:
     return (", ".join(problems), "red" if severe else "yellow")
 
 
+def _shows_evidence(issue: dict[str, Any]) -> bool:
+    offer, approval = issue["offer"], issue["approval"]
+    offered = offer is not None and offer.get("evidence") is not None
+    approved = approval is not None and (
+        approval.get("evidence") is not None or approval.get("rerun_summary") != NO_RERUN
+    )
+    return offered or approved
+
+
 def board_text(doc: dict[str, Any], style: Style) -> str:
     lines = []
     for f in doc["live_freezes"]:
@@ -294,6 +310,8 @@ def board_text(doc: dict[str, Any], style: Style) -> str:
         )
     headers = ["ISSUE", "HOLDER", "SINCE", "OFFER", "APPROVAL", "LEDGER", "TITLE"]
     lines.append(output.table(headers, rows, style))
+    if any(_shows_evidence(i) for i in issues):
+        lines.append(f"Mutation evidence and re-runs are {SELF_REPORTED}.")
     details = []
     for i in issues:
         n = i["issue"]
@@ -321,6 +339,7 @@ def board_text(doc: dict[str, Any], style: Style) -> str:
             )
     if details:
         lines += ["", style("Ledger problems:", "bold"), *(f"  {d}" for d in details)]
+    lines += ["", f"Approvals: {doc['independence_basis']['says']}."]
     return "\n".join(lines)
 
 

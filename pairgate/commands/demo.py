@@ -30,9 +30,9 @@ def show(step: Step, n: int) -> str:
             lines.append("\n".join(wrap(line, indent="    ") for line in step.output.splitlines()))
         lines.append(f"[exit {step.code}]")
     for note in step.notes:
-        lines.append(f"-- on the issue, note {note.id} by {note.author}:")
+        lines.append(f"-- on {note.where}, note {note.id} by {note.author}:")
         lines.append(textwrap.indent(note.text, "   | ", lambda _: True))
-    if step.notes:
+    if any(note.where == "the issue" for note in step.notes):
         lines.append(f"-- labels: {', '.join(step.labels) or 'none'}")
     return "\n".join(lines)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pairgate.deployment import install
 from pairgate.deployment.agent_templates import render
+from pairgate.deployment.file_set import ORACLE, starter_text
 from pairgate.resources import resource_dir
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit
@@ -29,8 +30,43 @@ def deploy_from(templates: Path, *, ctx: Context, config: Config, target: Path, 
         lines = [*drift, f"run {command} --target {target} to update them"] if drift else []
         for line in lines or [f"in line: {len(rendered)} agent definitions in {target}"]:
             print(line, file=ctx.stdout)
+        _say_starters(ctx, config, command)
         return Exit.REFUSED if drift else Exit.OK
     again = f"{command} --target {target}"
     for line in install.install(command, target, rendered, mode=0o644, again=again):
         print(line, file=ctx.stdout)
+    _say_starters(ctx, config, command)
     return Exit.OK
+
+
+def starters(config: Config) -> list[Path]:
+    """The deployment's texts (and liveness oracle) still as init wrote them: the agents read
+    a line that says what belongs there instead of the deployment's own words."""
+    found = [
+        path
+        for path in sorted(config.relative("agent_text_dir").glob("*.md"))
+        if _text(path) in (starter_text(path.stem), starter_text(path.stem).rstrip("\n"))
+    ]
+    oracle = config.relative("liveness_oracle_file")
+    if _text(oracle) == ORACLE:
+        found.append(oracle)
+    return found
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _say_starters(ctx: Context, config: Config, command: str) -> None:
+    found = starters(config)
+    if found:
+        one = len(found) == 1
+        print(
+            f"{len(found)} text{'' if one else 's'} {'is' if one else 'are'} still "
+            f"{'a starter' if one else 'starters'}: {', '.join(str(p) for p in found)}. Write "
+            f"the deployment's own words there, then run {command} again.",
+            file=ctx.stdout,
+        )

@@ -75,28 +75,57 @@ def install_target(
     ):
         print(line, file=ctx.stdout)
     # The hook runs python3 from the sessions' PATH unless _hooklib.sh names one: say which
-    # Python has pairgate and its tree-sitter, the one this install runs under.
+    # Python has pairgate and its tree-sitter, the one this install runs under, unless
+    # _hooklib.sh names that one already.
+    hooklib = target / "_hooklib.sh"
+    named = hooklib_python(hooklib)
+    if named == sys.executable:
+        print(f"the hook's Python: {hooklib} names this installation's ({named})", file=ctx.stdout)
+        return Exit.OK
+    now = f" (it names {named} now)" if named else ""
     print(
-        f"the hook's Python: put this line in {target / '_hooklib.sh'} unless python3 on the "
-        f"sessions' PATH can import this installation:\nhooklib_python={shlex.quote(sys.executable)}",
+        f"the hook's Python: put this line in {hooklib}{now} unless python3 on the sessions' "
+        f"PATH can import this installation:\nhooklib_python={shlex.quote(sys.executable)}",
         file=ctx.stdout,
     )
     return Exit.OK
 
 
+def hooklib_python(hooklib: Path) -> str | None:
+    """The interpreter the deployment's _hooklib.sh names (its last hooklib_python= line), if
+    it names one; a file that cannot be read names none."""
+    try:
+        text = hooklib.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = None
+    for line in text.splitlines():
+        name, equals, value = line.strip().partition("=")
+        if equals and name == "hooklib_python":
+            try:
+                words = shlex.split(value, comments=True)
+            except ValueError:
+                continue
+            found = words[0] if words else None
+    return found
+
+
 def deploy_hooks(
-    *, ctx: Context, config: Config, target: Path | None, list: bool, check: bool
+    *, ctx: Context, config: Config | None, target: Path | None, list: bool, check: bool
 ) -> int:
-    """``deploy-hooks --target DIR [--check] | --list``."""
-    command = f"{config.cli} deploy-hooks"
+    """``deploy-hooks --target DIR [--check] | --list``. --list reads no configuration (main
+    gives None): it names the installation's files."""
     if list:
+        command = "deploy-hooks --list"  # no configuration, so no cli_command to name
         if check:
             raise UsageError(f"{command}: --check compares a --target; it does not go with --list")
-        read_sources(command, config.cli_install_command)  # a missing source is refused, not listed
+        # A missing source is refused, not listed.
+        read_sources(command, "the same installation again")
         for name, path in sources().items():
             print(f"{name}\t{path}", file=ctx.stdout)
         return Exit.OK
-    assert target is not None  # argparse requires --target or --list
+    assert config is not None and target is not None  # read for --target; argparse requires one
+    command = f"{config.cli} deploy-hooks"
     contents = read_sources(command, config.cli_install_command)
     if check:
         return check_target(ctx, command, target, contents)

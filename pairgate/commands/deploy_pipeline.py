@@ -1,36 +1,48 @@
-"""pairgate deploy-pipeline: render the tracker-held pipeline into one file.
+"""pairgate deploy-pipeline: render the tracker-held pipeline, write the gate's files, and
+publish both to the tracker.
 
-The file a gated project's "CI/CD configuration file" setting names as
+The pipeline is the file a gated project's "CI/CD configuration file" setting names as
 ``<path>@<tracker_project>``: both components' gate jobs (rendered from the templates the
 package ships, with the configuration's tracker_project and env_prefix and the flags' values),
-and the project's own ``.gitlab-ci.yml`` as a child pipeline. The refusals and the writing are
-pairgate.deployment.install's, shared with deploy-hooks and deploy-agents; ``--check`` compares
-bytes.
-Exit codes: 0 done or in line; 1 drift (--check); 2 cannot deploy.
+and the project's own ``.gitlab-ci.yml`` as a child pipeline. ``--target`` writes it locally,
+``--gate-out`` writes the gate directory's files (what the jobs fetch), ``--publish`` commits
+both to the tracker's default branch in one commit (pairgate.deployment.publish). ``--check``
+compares bytes and writes nothing. The inputs and files are pairgate.deployment.gate_files'.
+Exit codes: 0 done or in line; 1 drift (--check), or a branch that moved under the publish;
+2 cannot deploy.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from pairgate.deployment import install
-from pairgate.deployment.tracker_pipeline import COMPONENTS, render
-from pairgate.resources import component_template, package_file
+from pairgate.deployment import install, publish
+from pairgate.deployment.gate_files import (
+    PipelineInputs,
+    checked_inputs,
+    ci_config_path,
+    differing,
+    gate_files,
+    one_line,
+    rendered,
+    unpinned_warning,
+)
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, UsageError
+from pairgate.standalone.gitlab import GitLab, GitLabError, gitlab_client
 
 MODE = 0o644
-FRAME = "deployment/tracker-pipeline.yml"
-# The gate's files in the tracker repository, by the names the jobs give them.
-_GATE_DIR = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_./-]*")
+_PIPELINE_PATH = re.compile(r"(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9_.][A-Za-z0-9_./-]*\.ya?ml")
 
 
 def pinned_url(config: Config, env: Mapping[str, str], given: str | None) -> str:
     """The instance the jobs are pinned to: --gitlab-url, else <env_prefix>_GITLAB_URL."""
     variable = config.env_name("GITLAB_URL")
+    if given is not None:
+        one_line(f"{config.cli} deploy-pipeline", "--gitlab-url", given)
     url = (given or env.get(variable, "")).strip().rstrip("/").removesuffix("/api/v4")
     if not url:
         raise UsageError(
@@ -41,108 +53,182 @@ def pinned_url(config: Config, env: Mapping[str, str], given: str | None) -> str
     return url
 
 
-def input_values(
-    config: Config,
-    *,
-    image: str,
-    runner_tags: list[str],
-    read_token_variable: str,
-    gate_dir: str,
-    url: str,
-) -> dict[str, dict[str, object]]:
-    if not _GATE_DIR.fullmatch(gate_dir) or ".." in gate_dir.split("/"):
+def deploy_client(config: Config, env: Mapping[str, str], url: str, command: str) -> GitLab:
+    """A Maintainer's client for the tracker: <env_prefix>_DEPLOY_TOKEN, to the pinned URL."""
+    variable = config.env_name("DEPLOY_TOKEN")
+    token = env.get(variable, "").strip()
+    if not token:
         raise UsageError(
-            f"{config.cli} deploy-pipeline: --gate-dir {gate_dir!r} is not a path in the tracker "
-            "repository (letters, digits, '.', '_', '-' and '/'). Nothing was written."
+            f"{command}: set {variable} to a token of a Maintainer of {config.tracker_project} "
+            f"(scope api): it commits to the protected default branch. Nothing was written."
         )
-    where = gate_dir.rstrip("/")
-    common: dict[str, object] = {
-        "image": image,
-        "runner-tags": runner_tags,
-        "tracker-project": config.tracker_project,
-        "env-prefix": config.env_prefix,
-        "read-token-variable": read_token_variable,
-        "reader-path": f"{where}/ownership.py",
-        "config-path": f"{where}/pairgate-config.json",
-        "roster-path": f"{where}/automation_mr_families.py",
-        "gitlab-url": url,
-    }
-    return {
-        "mr-ownership-gate": {
-            **common,
-            "record-validator-path": f"{where}/validate-mr-carries-ownership-record.py",
-            "approval-validator-path": f"{where}/validate-mr-approval-at-head.py",
-        },
-        "mr-merge-check": {
-            **common,
-            "merge-check-validator-path": f"{where}/validate-mr-merge-check.py",
-        },
-    }
-
-
-def rendered(config: Config, command: str, values: dict[str, dict[str, object]]) -> bytes:
-    try:
-        frame = package_file(FRAME).read_text(encoding="utf-8")
-        texts = [
-            (name, component_template(name).read_text(encoding="utf-8")) for name in COMPONENTS
-        ]
-    except OSError as exc:
-        raise PairgateError(
-            f"{config.cli} deploy-pipeline: this installation lacks a template it renders "
-            f"({exc.strerror or exc}: {exc.filename}). Reinstall pairgate. Nothing was written."
-        ) from None
-    try:
-        text = render(frame, texts, values, tracker=config.tracker_project, command=command)
-    except UsageError as exc:
-        raise UsageError(
-            f"{config.cli} deploy-pipeline: {exc.message}. Nothing was written."
-        ) from None
-    return text.encode("utf-8")
+    return gitlab_client(
+        f"{url}/api/v4",
+        "--gitlab-url",
+        read_token=token,
+        read_token_source=variable,
+        write_token=token,
+        write_token_source=variable,
+    )
 
 
 def deploy_pipeline(
     *,
     ctx: Context,
     config: Config,
-    target: Path,
+    target: Path | None,
+    gate_out: Path | None,
+    publish_path: str | None,
     check: bool,
     image: str,
     runner_tag: list[str],
     read_token_variable: str,
     gate_dir: str,
     gitlab_url: str | None,
+    evidence_image: str | None = None,
 ) -> int:
-    """``deploy-pipeline --target FILE [--check] --image I --runner-tag T ...``."""
+    """``deploy-pipeline (--target FILE | --gate-out DIR | --publish PATH) [--check] ...``."""
     command = f"{config.cli} deploy-pipeline"
+    if target is None and gate_out is None and publish_path is None:
+        raise UsageError(
+            f"{command}: say where the gate goes: --target FILE (the pipeline), --gate-out DIR "
+            f"(the gate's files), --publish PATH (both, to the tracker). Nothing was written."
+        )
+    for flag, path in (("--target", target), ("--gate-out", gate_out)):
+        if path is not None:
+            one_line(command, flag, str(path))
     url = pinned_url(config, ctx.env, gitlab_url)
-    values = input_values(
-        config,
-        image=image,
-        runner_tags=runner_tag,
-        read_token_variable=read_token_variable,
-        gate_dir=gate_dir,
-        url=url,
+    inputs = checked_inputs(
+        command,
+        PipelineInputs(
+            image, tuple(runner_tag), read_token_variable, gate_dir, url, evidence_image
+        ),
     )
-    flags = ["--image", image, *[w for t in runner_tag for w in ("--runner-tag", t)]]
-    flags += ["--read-token-variable", read_token_variable, "--gate-dir", gate_dir]
-    flags += ["--gitlab-url", url]
-    again = f"{command} --target {shlex.quote(str(target))} {shlex.join(flags)}"
-    data = rendered(config, f"{command} --target FILE {shlex.join(flags)}", values)
-    files = {target.name: data}
-    if check:
-        drift = install.check(command, target.parent, files)
-        if drift:
+    if publish_path is not None and not _PIPELINE_PATH.fullmatch(publish_path):
+        raise UsageError(
+            f"{command}: --publish {publish_path!r} is not a YAML file's path in the tracker "
+            f"repository (letters, digits, '.', '_', '-' and '/', ending .yml or .yaml). "
+            f"Nothing was written."
+        )
+    data = rendered(config, command, inputs)
+    files = gate_files(config, gate_dir) if gate_out or publish_path else {}
+    warning = unpinned_warning(image)
+    if warning and not check:
+        print(warning, file=ctx.stderr)
+    again = f"{command} {' '.join(_where(target, gate_out, publish_path))} " + shlex.join(
+        inputs.flags()
+    )
+    code: int = Exit.OK
+    local: list[tuple[Path, dict[str, bytes]]] = []
+    if target is not None:
+        local.append((target.parent, {target.name: data}))
+    if gate_out is not None:
+        local.append((gate_out, {Path(p).name: b for p, b in files.items()}))
+    for directory, named in local:
+        if check:
+            drift = install.check(command, directory, named)
             for line in drift:
                 print(line, file=ctx.stdout)
-            print(f"run {again} to update it", file=ctx.stdout)
+            if drift:
+                code = Exit.REFUSED
+            else:
+                print(f"in line: {', '.join(str(directory / n) for n in named)}", file=ctx.stdout)
+        else:
+            for line in install.install(command, directory, named, mode=MODE, again=again):
+                print(line, file=ctx.stdout)
+    if publish_path is not None:
+        wanted = {publish_path: data, **files}
+        code = max(code, publish_files(ctx, config, url, wanted, check=check))
+        setting = ci_config_path(publish_path, config)
+        print(
+            f"set each gated project's CI/CD configuration file (Settings > CI/CD > General "
+            f"pipelines; PUT /projects/:id ci_config_path) to: {setting}",
+            file=ctx.stdout,
+        )
+    elif not check and target is not None:
+        print(
+            f"commit it to {config.tracker_project}'s default branch (or run {command} "
+            f"--publish <path>), and set each gated project's CI/CD configuration file to "
+            f"<its path there>@{config.tracker_project}",
+            file=ctx.stdout,
+        )
+    if code != Exit.OK and check:
+        print(f"run {again} to update it", file=ctx.stdout)
+    return code
+
+
+def _where(target: Path | None, gate_out: Path | None, publish_path: str | None) -> list[str]:
+    out = []
+    for flag, value in (("--target", target), ("--gate-out", gate_out)):
+        if value is not None:
+            out += [flag, shlex.quote(str(value))]
+    if publish_path is not None:
+        out += ["--publish", shlex.quote(publish_path)]
+    return out
+
+
+def publish_files(
+    ctx: Context,
+    config: Config,
+    url: str,
+    wanted: dict[str, bytes],
+    *,
+    check: bool,
+    between: Callable[[], None] | None = None,
+) -> int:
+    """--publish: compare (``check``) or commit ``wanted`` (path -> bytes) on the tracker's
+    default branch; ``between`` runs after the reads, before the commit (a test's writer)."""
+    command = f"{config.cli} deploy-pipeline"
+    tracker = config.tracker_project
+    client = deploy_client(config, ctx.env, url, command)
+    try:
+        remote = publish.read_remote(client, tracker, list(wanted))
+    except PairgateError as exc:
+        raise PairgateError(
+            f"{command}: could not read {tracker}'s default branch: {exc.message}. "
+            f"Nothing was written."
+        ) from None
+    drift = differing(wanted, remote.files)
+    where = f"{tracker} {remote.branch} at {remote.head[:12]}"
+    if check:
+        for path, how in drift:
+            print(f"{how}: {path} ({where})", file=ctx.stdout)
+        if drift:
             return Exit.REFUSED
-        print(f"in line: {target}", file=ctx.stdout)
+        print(f"in line: {len(wanted)} files on {where}", file=ctx.stdout)
         return Exit.OK
-    for line in install.install(command, target.parent, files, mode=MODE, again=again):
-        print(line, file=ctx.stdout)
-    print(
-        f"commit it to {config.tracker_project}'s default branch, and set each gated "
-        f"project's CI/CD configuration file to <its path there>@{config.tracker_project}",
-        file=ctx.stdout,
-    )
-    return Exit.OK
+    todo = publish.actions(wanted, remote)
+    if not todo:
+        print(f"in line: {len(wanted)} files on {where}; nothing to commit", file=ctx.stdout)
+        return Exit.OK
+    message = f"pairgate gate: {', '.join(a['file_path'] for a in todo)}"
+    try:
+        done = publish.commit(client, tracker, remote, todo, message, between=between)
+    except GitLabError as exc:
+        raise PairgateError(
+            f"{command}: {tracker} refused the commit: {exc.message}. Nothing was "
+            f"published (a file changed since it was read at {remote.head[:12]}, or the token "
+            f"may not push to {remote.branch}); run {command} --publish again to read it anew."
+        ) from None
+    for action in todo:
+        print(f"{action['action']}d: {action['file_path']}", file=ctx.stdout)
+    print(f"published: commit {done.commit} on {tracker} {remote.branch}", file=ctx.stdout)
+    code: int = Exit.OK
+    if done.moved_before:
+        print(
+            f"{command}: {tracker} {remote.branch} moved between the read "
+            f"({remote.head[:12]}) and the commit, which went on {str(done.parent)[:12]}: none "
+            f"of the published files changed in between (GitLab checked each), but commits "
+            f"landed that this run did not see. Review them, then run {command} --publish "
+            f"PATH --check and doctor.",
+            file=ctx.stdout,
+        )
+        code = Exit.REFUSED
+    if done.head_after != done.commit:
+        print(
+            f"{command}: {tracker} {remote.branch} moved again after the commit (now "
+            f"{done.head_after[:12]}): run {command} --publish PATH --check and doctor.",
+            file=ctx.stdout,
+        )
+        code = Exit.REFUSED
+    return code

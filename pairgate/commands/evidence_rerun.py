@@ -10,26 +10,58 @@ when either was not (the document is still printed and written), 2 when it could
 
 from __future__ import annotations
 
-import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pairgate import output as render
-from pairgate.commands.evidence_run import evidence_text, read_patch
-from pairgate.evidence import DEFAULT_TIMEOUT
+from pairgate.commands.evidence_run import evidence_text, keep, read_patch, request_for
+from pairgate.evidence import DEFAULT_PIDS, DEFAULT_TIMEOUT
+from pairgate.evidence.ci_result import read_ci_rerun, state_words
 from pairgate.evidence.handoff import patches_from_block
 from pairgate.evidence.patches import Patch
 from pairgate.evidence.rerun import offered_mutant, own_mutant, rerun_document, write_rerun
-from pairgate.evidence.runner import Request, rerun
+from pairgate.evidence.runner import collect, rerun
 from pairgate.evidence.surface import offer_under_review, record_field
 from pairgate.output import Style
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, Refusal, UsageError
 from pairgate.standalone.fold import fold
 from pairgate.standalone.gitlab import GitLab
+from pairgate.standalone.ledger import MrRef
 from pairgate.standalone.reads import read_notes
 from pairgate.verbs.preconditions import command
 from pairgate.verbs.turn import damage
+
+
+def reproduce(
+    doc: Mapping[str, Any], *, ctx: Context, config: Config, verb: str = "approve"
+) -> dict[str, Any]:
+    """Run the re-run document's two mutants again, as it ran them (its command, SHA, timeout,
+    network and process cap) in the repository it names, in this machine's sandbox: the
+    evidence document of that run. approve records a re-run only when this gives what the
+    document claims (rerun.py says why)."""
+    claimed = doc["evidence"]
+    patches = tuple(Patch(m["name"], m["patch"]["text"]) for m in claimed["mutants"])
+    request = request_for(
+        config,
+        ctx,
+        repo=Path(claimed["repository"]["path"]),
+        test=claimed["command"],
+        patches=patches,
+        sha=claimed["sha"],
+        timeout=claimed["timeout_seconds"],
+        jobs=2,
+        network=claimed["network"],
+        pids=claimed["pids"],
+    )
+    try:
+        return collect(request, now=ctx.now)
+    except PairgateError as exc:
+        raise type(exc)(
+            f"{config.cli} {verb}: cannot run the re-run's mutants again in "
+            f"{claimed['repository']['path']} (the clone the re-run names): {exc.message}"
+        ) from None
 
 
 def rerun_text(doc: dict[str, Any], style: Style) -> str:
@@ -89,7 +121,9 @@ def rerun_evidence(
     repo: Path = Path("."),
     timeout: float = DEFAULT_TIMEOUT,
     network: bool = False,
+    pids: int = DEFAULT_PIDS,
     out: Path | None = None,
+    logs: Path | None = None,
     json: bool = False,
 ) -> int:
     cli = config.cli
@@ -131,13 +165,17 @@ def rerun_evidence(
         )
     sha = str(event.record["sha"])
     offered = Patch(f"note-{event.note_id}-mutant-{mutant_index}", block[mutant_index][1])
-    request = Request(
+    request = request_for(
+        config,
+        ctx,
         repo=repo,
-        command=test,
+        test=test,
         patches=(offered, own),
         sha=sha,
         timeout=timeout,
         network=network,
+        pids=pids,
+        logs=logs,
     )
     try:
         inner = rerun(request, offered_sha256=mutants[mutant_index - 1]["sha256"], now=ctx.now)
@@ -153,6 +191,7 @@ def rerun_evidence(
         index=mutant_index,
         now=ctx.now(),
     )
+    keep(doc, "rerun", ctx, cli)
     if out is not None:
         try:
             write_rerun(doc, out)
@@ -162,12 +201,29 @@ def rerun_evidence(
         render.dump(doc, ctx.stdout)
     else:
         print(rerun_text(doc, Style(render.use_colour(ctx.stdout, ctx.env))), file=ctx.stdout)
-        if out is not None:
-            print(
-                f"Written to {out}; approve with it: {cli} approve {issue} ... --evidence "
-                f"{shlex.quote(str(out))}",
-                file=ctx.stdout,
+        mr = event.record.get("mr") or {}
+        if mr:
+            ci = read_ci_rerun(
+                client,
+                MrRef(str(mr["project"]), int(mr["iid"])),
+                sha=sha,
+                offer_note=event.note_id,
+                evidence_digest=str(recorded["digest"]),
             )
+            print(f"{state_words(ci)} (the offer's mutants, in CI)", file=ctx.stdout)
+        if out is not None:
+            mr = event.record.get("mr") or {}
+            approve = command(
+                cli,
+                "approve",
+                issue,
+                mr=mr.get("iid", "<iid>"),
+                mr_project=mr.get("project", "<project>"),
+                sha=sha,
+                to=event.agent,
+                evidence=str(out),
+            )
+            print(f"Written to {out}; approve with it: {approve}", file=ctx.stdout)
     refused = _verdicts(doc, cli=cli, issue=issue, pending=ledger.offer is not None)
     if refused is not None:
         raise refused

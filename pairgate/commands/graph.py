@@ -122,7 +122,12 @@ def _mermaid_text(text: str) -> str:
 def mermaid(title: str, lines: list[Step]) -> str:
     actors = list(dict.fromkeys([s.actor for s in lines] + [s.target for s in lines if s.target]))
     alias = {name: f"A{i}" for i, name in enumerate(actors, 1)}
-    out = ["sequenceDiagram", f"    title {_mermaid_text(title)}"]
+    # Mermaid writes a title as it is, entity codes too: only a ';' or a '#' that would open
+    # one is escaped there ("acme/tracker#2" stays so).
+    title = " ".join(title.split())
+    if ";" in title or "<" in title or ">" in title:
+        title = _mermaid_text(title)
+    out = ["sequenceDiagram", f"    title {title}"]
     out += [f"    participant {alias[name]} as {_mermaid_text(name)}" for name in actors]
     if not lines:
         out.append("    Note over ledger: no ledger records on this issue")

@@ -11,7 +11,7 @@ from pathlib import Path
 from pairgate import output
 from pairgate.commands.watch import store_flag
 from pairgate.standalone.config import Config, load_config
-from pairgate.standalone.errors import Context, Exit, UsageError, report
+from pairgate.standalone.errors import Context, Exit, Refusal, UsageError, report
 from pairgate.verbs.turn import identity, session_id
 from pairgate.watch import REMIND_AFTER, delivery, hooks
 from pairgate.watch.backends import shown as shown_store
@@ -132,6 +132,21 @@ def listing(
     return Exit.OK
 
 
+def _one_name(db: Store, session: str, me: str, number: int, cli: str) -> None:
+    """A session speaks for one name: refuse an ACK as ``me`` from a session that wrote ledger
+    records, or acknowledged batches, as another (the lead's session acting ``--as`` the
+    reviewer). A hand-set session id gets past this; a restarted session is a new one."""
+    other = next(((n, w) for n, w in db.names_of_session(session) if n != me), None)
+    if other is None:
+        return
+    name, where = other
+    raise Refusal(
+        f"{cli} inbox ack: refused: this session ({session}) wrote as {name} ({where}); a "
+        f"session speaks for one name only, so it does not acknowledge b{number} as {me}.\n"
+        f"{me} acknowledges it from its own session: {cli} inbox ack b{number} --as {me}"
+    )
+
+
 def ack(
     ctx: Context,
     config: Config,
@@ -149,17 +164,19 @@ def ack(
             f"{config.cli} inbox ack: there is no watch store at {path}: the watcher has not run "
             f"there (start it: {config.cli} watch)"
         )
+    session = session_id(ctx, config)
     db = _open(ctx, config, path)
     try:
         with db.writing():
             before = db.batch(number)
+            _one_name(db, session, me, number, config.cli)
             done = db.ack(
                 number,
                 agent=me,
                 note=note,
                 now=ctx.now(),
                 cli=config.cli,
-                session=session_id(ctx, config),
+                session=session,
             )
         name = subject_name(done.subject)
         if before is not None and before.acked_at is not None:
@@ -204,10 +221,20 @@ def claude(
         )
     who = agent or ctx.env.get(config.env_name("AGENT_ID"), "").strip()
     if not who:
-        print(
-            f"{config.cli} inbox: no agent identity ({config.env_name('AGENT_ID')} is unset): no batches shown",
-            file=ctx.stderr,
+        why = (
+            f"{config.cli} inbox: no agent identity ({config.env_name('AGENT_ID')} is unset): no "
+            f"batches shown"
         )
+        print(why, file=ctx.stderr)
+        if event == "SessionStart":  # the agent is told once, not on every prompt
+            said = (
+                f"{why}. The GitLab events the watcher holds for this session's agent (review "
+                f"comments, pipelines, offers) cannot reach it. To receive them, start the "
+                f"session with {config.env_name('AGENT_ID')} set to the agent's name, or give "
+                f"the hook's command --agent <agent>."
+            )
+            answer = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": said}}
+            print(jsonlib.dumps(answer, ensure_ascii=False), file=ctx.stdout)
         return Exit.OK
     path = _where(ctx, config, store)
     if not _exists(path):
@@ -227,5 +254,6 @@ def claude(
     finally:
         db.close()
     if out is not None:
-        print(jsonlib.dumps(out), file=ctx.stdout)
+        # Not ASCII-escaped: the size the hook budgets (hooks.size) is the size printed.
+        print(jsonlib.dumps(out, ensure_ascii=False), file=ctx.stdout)
     return Exit.OK

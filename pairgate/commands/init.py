@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json as jsonlib
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
+from pairgate.deployment import claude_settings
 from pairgate.deployment.file_set import write_set
+from pairgate.deployment.gate_files import one_line
 from pairgate.standalone.config import CONFIG_FILENAME, Config, validate_config
 from pairgate.standalone.errors import Context, Exit, UsageError
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project, gitlab_from_prefix
@@ -72,8 +75,24 @@ def init(
     handoff_doc: str,
     hooks_dir: str,
     json: bool,
+    claude_settings_file: Path | None = None,
 ) -> int:
     """``init --target DIR --tracker-project G/P --review-bot-user U --renovate-user U``."""
+    for flag, value in (
+        ("--target", str(target)),
+        ("--tracker-project", tracker_project),
+        ("--env-prefix", env_prefix),
+        ("--agents-user", agents_user),
+        ("--review-bot-user", review_bot_user),
+        ("--renovate-user", renovate_user),
+        ("--identity-prefix", identity_prefix),
+        ("--cli-command", cli_command),
+        ("--handoff-doc", handoff_doc),
+        ("--hooks-dir", hooks_dir),
+        ("--claude-settings", None if claude_settings_file is None else str(claude_settings_file)),
+    ):
+        if value is not None:
+            one_line("pairgate init", flag, value)
     if not re.fullmatch(r"[A-Z][A-Z0-9_]*", env_prefix):
         raise UsageError(
             f"pairgate init: --env-prefix {env_prefix!r}: upper case letters, digits and "
@@ -109,18 +128,33 @@ def init(
         "renovate_branch_prefix": "renovate/",
         "renovate_exempt_namespaces": [],
         "cli_install_command": f"{sys.executable} -m pip install --upgrade pairgate",
-        "hooks_install_command": f"{cli_command} deploy-hooks --target {hooks_dir}",
+        "hooks_install_command": f"{cli_command} deploy-hooks --target {shlex.quote(hooks_dir)}",
         "agent_text_dir": "agent-text",
         "handoff_doc": handoff_doc,
         "ledger_author_user_ids": [int(agents["id"])],
+        # Account-bound from the start: the review bot's account writes the reviewers' records.
+        "review_author_user_ids": [int(bot["id"])],
     }
     validate_config(values, source="the configuration init would write")
+    settings_path = claude_settings_file
+    settings = None
+    if settings_path is not None:  # refused before anything is written
+        wanted = claude_settings.registrations(cli_command, hooks_dir)
+        source = f"--claude-settings {settings_path}"
+        settings = claude_settings.merged(
+            claude_settings.read_settings(settings_path), wanted, source=source
+        )
     config = write_set(target, values)
-    doc = {
+    if settings_path is not None and settings is not None:
+        claude_settings.write_settings(settings_path, settings)
+    url = (client.api_url or "").removesuffix("/api/v4") or "<https://gitlab.example.com>"
+    steps = next_commands(config, target, hooks_dir, url, merged_into=settings_path)
+    doc: dict[str, Any] = {
         "directory": str(target),
         "configuration": str(config.path),
         "values": values,
-        "next": next_commands(config, target, hooks_dir),
+        "claude_settings": None if settings_path is None else str(settings_path),
+        "next": steps,
     }
     if json:
         print(jsonlib.dumps(doc, indent=2), file=ctx.stdout)
@@ -133,32 +167,61 @@ def init(
         file=ctx.stdout,
     )
     print("next:", file=ctx.stdout)
-    for step in doc["next"]:
+    for step in steps:
         print(f"  {step}", file=ctx.stdout)
     return Exit.OK
 
 
-def next_commands(config: Config, target: Path, hooks_dir: str) -> list[str]:
-    """What to run after init, in order, spelled with the deployment's own command."""
-    cli, conf = config.cli, config.path
-    hook = f"{hooks_dir}/block-unapproved-merge.sh"
-    settings = {
-        "hooks": {
-            "PreToolUse": [
-                {"matcher": "Bash", "hooks": [{"type": "command", "command": f"bash {hook}"}]}
-            ]
-        }
-    }
-    return [
+PIPELINE_PATH = "gate/pipeline.yml"
+GATE_DIR = "gate"
+
+
+def next_commands(
+    config: Config, target: Path, hooks_dir: str, url: str, *, merged_into: Path | None = None
+) -> list[str]:
+    """What to run after init, in order, spelled with the deployment's own command; every
+    value shell-quoted, so a line pasted into a shell runs as printed."""
+    q = shlex.quote
+    cli, conf = config.cli, q(str(config.path))
+    hooks = q(hooks_dir)
+    variable = config.env_name
+
+    def secret(name: str, what: str) -> str:
+        return f"read -rs {name} && export {name}  # {what}"
+
+    settings = claude_settings.registrations(cli, hooks_dir)
+    steps = [
         f"export PAIRGATE_CONFIG={conf}",
-        f"put the review bot's token in {target / 'review-bot-token'} "
-        f"(or set {config.env_name('REVIEW_BOT_TOKEN')})",
-        f"mkdir -p {hooks_dir} && {cli} deploy-hooks --target {hooks_dir} && cp "
-        f"{conf} {target / 'automation_mr_families.py'} {target / '_hooklib.sh'} {hooks_dir}/",
+        f"export {variable('GITLAB_URL')}={q(url)}",
+        secret(
+            variable("TASK_API_TOKEN"),
+            "a read_api token (doctor: a Maintainer's, to read the protected branches)",
+        ),
+        secret(variable("TASK_WRITE_TOKEN"), "the agents' api token (the ledger's notes)"),
+        secret(
+            variable("DEPLOY_TOKEN"),
+            "a Maintainer's api token: deploy-pipeline --publish and doctor --fix",
+        ),
+        f"(umask 077 && read -rs token && printf '%s\\n' \"$token\" > "
+        f"{q(str(config.path.parent / 'review-bot-token'))})  # the review bot's api token "
+        f"(or export {variable('REVIEW_BOT_TOKEN')})",
+        f"mkdir -p {hooks} && {cli} deploy-hooks --target {hooks} && cp {conf} "
+        f"{q(str(config.path.parent / 'automation_mr_families.py'))} {q(str(config.path.parent / '_hooklib.sh'))} "
+        f"{hooks}/",
         f"mkdir -p .claude/agents && {cli} deploy-agents --target .claude/agents",
-        f"{cli} deploy-pipeline --target <the tracker's pipeline file>  (then point each gated "
-        f"project's CI/CD configuration file at it)",
-        "add to the Claude Code settings the agents run with: "
-        + jsonlib.dumps(settings, separators=(",", ":")),
+        f"{cli} deploy-pipeline --publish {PIPELINE_PATH} --image "
+        f"{q('<registry>/<image>@sha256:<digest>')} --runner-tag {q('<runner tag>')} "
+        f"--read-token-variable {variable('TRACKER_READ_TOKEN')} --gate-dir {GATE_DIR} "
+        f"--gitlab-url {q(url)}",
+        f"{cli} doctor --fix --pipeline {PIPELINE_PATH}",
         f"{cli} doctor",
     ]
+    if merged_into is None:
+        steps.append(
+            "add to the Claude Code settings the agents run with (or run init with "
+            "--claude-settings .claude/settings.json): "
+            + jsonlib.dumps(settings, separators=(",", ":"))
+        )
+    else:
+        steps.append(f"the hook registrations are in {q(str(merged_into))}")
+    return steps

@@ -22,6 +22,7 @@ from pairgate.standalone.fold import is_finder
 from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Offer
 from pairgate.tracker import CLOSED_LABEL, issue_path
+from pairgate.verbs import pipelines
 from pairgate.verbs.merge_requests import (
     checked_sha,
     citing,
@@ -54,8 +55,8 @@ def claim(
         raise Refusal(
             f"{cli} claim: {agent} is a finder, and a finder never claims an issue: it files "
             f"evidence (an issue and failing tests) and a lead picks the issue up.\n"
-            f"A lead claims it: {command(cli, 'claim', issue, role='lead')} --as "
-            f"{config.agent_identity_prefix}-lead"
+            f"A lead claims it; a lead (such as {config.agent_identity_prefix}-lead) runs: "
+            f"{command(cli, 'claim', issue, role='lead')}"
         )
     if ledger.holder == agent:
         raise Refusal(
@@ -68,9 +69,8 @@ def claim(
             fix = f"An offer to you is pending; take it: {command(cli, 'accept', issue)}"
         else:
             fix = (
-                f"Ask {ledger.holder} to offer it to you: "
-                f"{command(cli, 'handoff', issue, to=agent, role=role, sha='<head>')} "
-                f"--as {ledger.holder}"
+                f"Ask {ledger.holder} to offer it to you; {ledger.holder} runs: "
+                f"{command(cli, 'handoff', issue, to=agent, role=role, sha='<head>')}"
             )
         raise Refusal(
             f"{cli} claim: #{issue} is held by {ledger.holder} as {ledger.role} "
@@ -87,6 +87,19 @@ def claim(
                 f"approvals of it will not count on any door: the merge needs an approval by an "
                 f"agent with no hand in the work."
             )
+        bound = (
+            " by another GitLab account than the review account that writes its approval"
+            if config.account_bound
+            else ""
+        )
+        offer = command(cli, "handoff", issue, to=agent, role="review", sha="<head>")
+        turn.say(
+            f"An approval by {agent} counts only once it has accepted an offer of the merge "
+            f"request for review from another agent, written in another session{bound}; this "
+            f"claim is no such offer. The lead, holding #{issue}, offers it from its own session: "
+            f"{offer} --mr <iid> --mr-project <project>; then {agent} runs: "
+            f"{command(cli, 'accept', issue)}"
+        )
     return 0
 
 
@@ -159,6 +172,8 @@ def handoff(
     )
     if doc is not None:
         turn.say(f"Mutation evidence: {evidence_summary(evidence_field(doc))} ({doc['digest']}).")
+        if role == "review":
+            start_ci_rerun(turn, project, found.iid, sha)
     elif role == "review":
         turn.say(
             f"This offer carries {NO_EVIDENCE}: the reviewer has no mutant to re-run. Collect "
@@ -168,6 +183,24 @@ def handoff(
     if supersede is None:
         return 0
     return rejudged(turn, f"the superseding handoff (note {event.note_id})")
+
+
+def start_ci_rerun(turn: Turn, project: str, iid: int, sha: str) -> None:
+    """A merge request pipeline at the offered head, so that the tracker-held pipeline's
+    rerun-mr-evidence job re-runs the offer's mutants while the offer is pending (status and
+    approve read its result). One that cannot be started is said; the offer stands."""
+    started = pipelines.start(turn.client, project, iid, sha)
+    if started.why is not None:
+        turn.warn(
+            f"note: no merge request pipeline was started at {sha[:12]} ({started.why}): no CI "
+            f"re-run of this evidence runs until one does (a push, or approve's).{started.maybe}"
+        )
+        return
+    number = f" {started.pipeline}" if started.pipeline else ""
+    turn.say(
+        f"started merge request pipeline{number} of {project}!{iid} at {sha[:12]}: where the "
+        "tracker-held pipeline has the rerun-mr-evidence job, it re-runs this evidence in CI"
+    )
 
 
 def _answerable(turn: Turn, verb: str) -> Offer:
@@ -181,8 +214,8 @@ def _answerable(turn: Turn, verb: str) -> Offer:
     if offer.to != turn.agent:
         raise Refusal(
             f"{cli} {verb}: the pending offer is to {offer.to}, not to {turn.agent} "
-            f"({describe_offer(offer)}).\nOnly {offer.to} can {verb} it: "
-            f"{command(cli, verb, issue)} --as {offer.to}"
+            f"({describe_offer(offer)}).\nOnly {offer.to} can {verb} it; {offer.to} runs: "
+            f"{command(cli, verb, issue)}"
         )
     return offer
 
@@ -201,13 +234,13 @@ def accept(
             f"{turn.cli} accept: the head of {offer.mr} moved from {offer.sha[:12]} to "
             f"{str(head)[:12]} after the offer (note {offer.note_id}); accepting would hand you "
             f"something other than what was offered.\n{offer.sender} offers again at the new "
-            f"head:\n  {again(sha=str(head))}\nor you decline: {command(turn.cli, 'decline', issue)}"
+            f"head; {offer.sender} runs:\n  {again(sha=str(head))}\nor you decline: {command(turn.cli, 'decline', issue)}"
         )
     problem = pipeline_problem(turn.client, mr, str(head))
     if problem:
         raise Refusal(
             f"{turn.cli} accept: the offer cannot be accepted: {offer.mr}'s {problem}. "
-            f"{offer.sender} fixes it, pushes and offers the new head:\n"
+            f"{offer.sender} fixes it, pushes and offers the new head; {offer.sender} runs:\n"
             f"  {again(sha='<new head>')}\n"
             f"or you decline: {command(turn.cli, 'decline', issue)}"
         )
@@ -227,16 +260,17 @@ def accept(
 
 def _offer_again(turn: Turn, offer: Offer, *, sha: str) -> str:
     """The command the sender runs to make the offer again, at another head (with evidence of
-    that head, when the offer carried evidence)."""
+    that head, when the offer carried evidence). The caller says who runs it: a command never
+    carries another agent's --as, which whoever reads it could run in its own session."""
     assert offer.mr is not None
     mr = {"mr": offer.mr.iid, "mr_project": offer.mr.project, "supersede": offer.note_id}
     if offer.event == "approve":
         flags = {**mr, "sha": sha, "to": offer.to}
-        return command(turn.cli, "approve", turn.issue, **flags) + f" --as {offer.sender}"
+        return command(turn.cli, "approve", turn.issue, **flags)
     had = record_field(turn.ledger, offer.note_id, "evidence") is not None
     flags = {"to": offer.to, "role": offer.role, "sha": sha, **mr}
     flags["evidence"] = "<evidence run at that head>" if had else None
-    return command(turn.cli, "handoff", turn.issue, **flags) + f" --as {offer.sender}"
+    return command(turn.cli, "handoff", turn.issue, **flags)
 
 
 def checked_evidence(path: Path, sha: str, *, cli: str, again: Callable[..., str]) -> Any:
@@ -286,7 +320,7 @@ def release(
         raise Refusal(
             f"{cli} release: your offer is pending ({describe_offer(offer)}); release drops an "
             f"issue only when no offer is out.\n"
-            f"{offer.to} declines it: {command(cli, 'decline', issue)} --as {offer.to}\n"
+            f"{offer.to} declines it; {offer.to} runs: {command(cli, 'decline', issue)}\n"
             f"or you replace it: {command(cli, 'handoff', issue, to='<agent>', role='<role>', sha='<head>', supersede=offer.note_id)}"
         )
     role = turn.ledger.role
@@ -303,13 +337,13 @@ def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, cli
         offer = ledger.offer
         raise Refusal(
             f"{cli} close: an offer is pending on #{issue} ({describe_offer(offer)}).\n"
-            f"{offer.to} answers it first: {command(cli, 'accept', issue)} --as {offer.to} "
-            f"(or {command(cli, 'decline', issue)} --as {offer.to})"
+            f"{offer.to} answers it first; {offer.to} runs: {command(cli, 'accept', issue)} "
+            f"(or {command(cli, 'decline', issue)})"
         )
     if ledger.holder not in (None, turn.agent):
         raise Refusal(
             f"{cli} close: {ledger.holder} holds #{issue}; only the holder closes a held issue.\n"
-            f"{ledger.holder} closes it: {command(cli, 'close', issue)} --as {ledger.holder}"
+            f"{ledger.holder} closes it; {ledger.holder} runs: {command(cli, 'close', issue)}"
         )
     open_mrs = citing_mrs(turn.client, config, issue)
     if open_mrs:

@@ -7,18 +7,24 @@ from __future__ import annotations
 import json as jsonlib
 from typing import Any
 
-from pairgate.evidence.surface import approval_keys, approval_words, offer_keys
+from pairgate.evidence.ci_result import read_ci_rerun, state_words
+from pairgate.evidence.surface import SELF_REPORTED, approval_keys, approval_words, offer_keys
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context
 from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Ledger, Offer
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import read_ledger
-from pairgate.standalone.scope import author_account, load_automation_families, roster_path
+from pairgate.standalone.scope import (
+    author_account,
+    is_automation_author,
+    load_automation_families,
+    roster_path,
+)
 from pairgate.tracker import pooled, read_issue, read_mr
 from pairgate.verbs.merge_requests import citing_mrs
 from pairgate.verbs.turn import damage
-from pairgate.views.approvals import approval_doc, cited_by, with_cited
+from pairgate.views.approvals import approval_doc, basis_doc, cited_by, with_cited
 from pairgate.views.gate_runs import gate_run, gate_text
 
 MrKey = tuple[str, int]
@@ -82,6 +88,7 @@ def report(
         },
         "offer": offer_doc(ledger.offer, ledger),
         "approvals": approvals,
+        "independence_basis": basis_doc(config),
         "merge_requests": [
             {
                 "project": m.project,
@@ -145,25 +152,51 @@ def add_gate_runs(client: GitLab, ledger: Ledger, doc: dict[str, Any]) -> None:
 
 
 def out_of_scope_authors(config: Config, mrs: list[MergeRequestFacts]) -> dict[MrKey, str]:
-    """For each MR citing only the generic tracking issue (out of the gate's scope on that
-    alone): who opened it, and whether the automation roster says that account is automation."""
+    """For each MR citing only the generic tracking issue: who opened it, and whether the
+    automation roster says that account is automation (then, and only then, it is not gated)."""
     generic = config.generic_tracking_issue
     lone = [m for m in mrs if generic is not None and not cited_by(m, config)]
     if not lone:
         return {}
     families = load_automation_families(roster_path(config))
     return {
-        (m.project, m.iid): f"not gated: it cites only the generic tracking issue; its author "
-        f"is {author_account(m, families, config)}"
+        (m.project, m.iid): (
+            f"not gated: it cites only the generic tracking issue; its author "
+            f"is {author_account(m, families, config)}"
+            if is_automation_author(m, families, config)
+            else f"gated and refused: it cites only the generic tracking issue, which exempts "
+            f"unattended automation alone; its author is {author_account(m, families, config)}. "
+            f"Cite the issue it works on in its description"
+        )
         for m in lone
     }
+
+
+def add_ci_rerun(client: GitLab, ledger: Ledger, doc: dict[str, Any]) -> None:
+    """The pending offer, when it carries evidence, gets ``ci_rerun``: the CI job's re-run of
+    it at its SHA (ci_result.read_ci_rerun's state document); otherwise null."""
+    offer = doc["offer"]
+    if offer is None:
+        return
+    evidence = offer.get("evidence")
+    pending = ledger.offer
+    if evidence is None or pending is None or pending.mr is None:
+        offer["ci_rerun"] = None
+        return
+    offer["ci_rerun"] = read_ci_rerun(
+        client,
+        pending.mr,
+        sha=pending.sha,
+        offer_note=pending.note_id,
+        evidence_digest=str(evidence["digest"]),
+    )
 
 
 def _evidence_line(offer: dict[str, Any]) -> str:
     evidence = offer["evidence"]
     if evidence is None:
         return str(offer["evidence_summary"])
-    return f"evidence: {offer['evidence_summary']} (digest {evidence['digest']})"
+    return f"evidence: {offer['evidence_summary']} (digest {evidence['digest']}; {SELF_REPORTED})"
 
 
 def render(doc: dict[str, Any], cli: str) -> str:
@@ -196,6 +229,8 @@ def render(doc: dict[str, Any], cli: str) -> str:
         )
         if offer["evidence_summary"] is not None:
             lines.append(f"  {_evidence_line(offer)}")
+        if offer.get("ci_rerun"):
+            lines.append(f"  {state_words(offer['ci_rerun'])}")
     else:
         lines.append("pending offer: none")
     lines.append("approvals:" if doc["approvals"] else "approvals: none")
@@ -214,6 +249,8 @@ def render(doc: dict[str, Any], cli: str) -> str:
             lines.append(f"    not independent: {'; '.join(a['independence_reasons'])}")
         if a["v1_note"]:
             lines.append(f"    {a['v1_note']}")
+    if doc["approvals"]:
+        lines.append(f"  ({doc['independence_basis']['says']})")
     lines.append(
         "merge requests citing it:"
         if doc["merge_requests"]
@@ -237,6 +274,7 @@ def status(*, ctx: Context, config: Config, issue: int, json: bool, client: GitL
     authors = out_of_scope_authors(config, mrs)
     doc = report(config, issue, state, ledger, facts, mrs, ledgers, authors)
     add_gate_runs(client, ledger, doc)
+    add_ci_rerun(client, ledger, doc)
     if json:
         print(jsonlib.dumps(doc, indent=2, ensure_ascii=False), file=ctx.stdout)
     else:

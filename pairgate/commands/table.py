@@ -15,13 +15,18 @@ configuration; ``client`` when it reads GitLab; ``verbose`` only when it keeps i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
-
 from pairgate.commands import arguments, evidence, watch
 
-Arguments = Callable[[Any], None]  # adds a command's flags to its argparse parser
-Writes = bool | Callable[[Mapping[str, Any]], bool]
+# typing.TYPE_CHECKING without importing typing, which costs every start (mypy and ruff read
+# any name TYPE_CHECKING as it): the names below are for annotations only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    Arguments = Callable[[Any], None]  # adds a command's flags to its argparse parser
+    Writes = bool | Callable[[Mapping[str, Any]], bool]
+    ReadsConfig = bool | Callable[[Mapping[str, Any]], bool]
 
 
 class Command:
@@ -50,7 +55,7 @@ class Command:
         handler: str | None,
         arguments: Arguments | None = None,
         *,
-        reads_config: bool = True,
+        reads_config: ReadsConfig = True,
         reads_gitlab: bool = False,
         writes: Writes = False,
         keeps_verbose: bool = False,
@@ -63,7 +68,9 @@ class Command:
         self.help = help
         self.handler = handler  # "module:function", imported when the command runs
         self.arguments = arguments
-        self.reads_config = reads_config  # main loads it, and runs the currency check first
+        # main loads it, and runs the currency check first; a predicate of the flags when only
+        # some runs need it (the handler is then given None on the others)
+        self.reads_config = reads_config
         self.reads_gitlab = reads_gitlab  # main builds the GitLab client (needs the config)
         self.writes = writes  # a STALE copy refuses a writing run; a predicate of the flags
         self.keeps_verbose = keeps_verbose
@@ -77,6 +84,10 @@ class Command:
     def __repr__(self) -> str:
         return f"Command({self.name!r})"
 
+    def reads_config_with(self, flags: Mapping[str, Any]) -> bool:
+        """Does a run with these flags read the configuration?"""
+        return self.reads_config(flags) if callable(self.reads_config) else self.reads_config
+
     def writes_with(self, flags: Mapping[str, Any]) -> bool:
         """Does a run with these flags write? (The currency check refuses it on a STALE copy.)"""
         return self.writes(flags) if callable(self.writes) else self.writes
@@ -85,6 +96,16 @@ class Command:
 def unless_only_checking(flags: Mapping[str, Any]) -> bool:
     """A deploy command writes, unless it only compares (--check) or lists (--list)."""
     return not flags["check"] and not flags.get("list", False)
+
+
+def when_fixing(flags: Mapping[str, Any]) -> bool:
+    """doctor writes only with --fix, and not with --dry-run."""
+    return bool(flags["fix"]) and not flags["dry_run"]
+
+
+def unless_listing(flags: Mapping[str, Any]) -> bool:
+    """A listing of the files a command deploys needs no configuration."""
+    return not flags.get("list", False)
 
 
 def when_filing_issues(flags: Mapping[str, Any]) -> bool:
@@ -98,6 +119,29 @@ FREEZE = "pairgate.commands.freeze"
 
 # In the order --help lists them.
 COMMANDS: tuple[Command, ...] = (
+    # Getting started first: a round in one command, a GitLab to try it on, a deployment.
+    Command(
+        "demo",
+        "play one whole round against an embedded sandbox",
+        "pairgate.commands.demo:demo",
+        arguments.demo,
+        reads_config=False,
+        dispatches=True,  # it plays a round through main's own dispatcher
+    ),
+    Command(
+        "sandbox",
+        "serve a GitLab stand-in on loopback until SIGINT or SIGTERM",
+        "pairgate.commands.sandbox:serve",
+        arguments.sandbox,
+        reads_config=False,
+    ),
+    Command(
+        "init",
+        "ask GitLab what a configuration needs and write a deployment's files into a directory",
+        "pairgate.commands.init:init",
+        arguments.init,
+        reads_config=False,
+    ),
     Command(
         "claim",
         "take an unowned issue",
@@ -149,7 +193,8 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         "withdraw",
         "take back your approval: no door counts it, its offer back is voided, the review "
-        "bot's approval is removed on GitLab, and a new pipeline re-judges the merge request",
+        "bot's approval is removed on GitLab, and a new pipeline re-judges the merge request "
+        "(from your own session: one that wrote as another name is refused)",
         "pairgate.commands.withdraw:withdraw",
         arguments.withdraw,
         reads_gitlab=True,
@@ -174,10 +219,12 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "doctor",
-        "every way around the merge gate the gated projects' settings leave open, with the fix",
+        "every way around the merge gate the gated projects' settings leave open, with the fix; "
+        "--fix applies what the API can",
         "pairgate.commands.doctor:doctor",
         arguments.doctor,
         reads_gitlab=True,
+        writes=when_fixing,
     ),
     Command(
         "status",
@@ -264,12 +311,14 @@ COMMANDS: tuple[Command, ...] = (
         "copy the merge hook and the files it runs into a hooks directory",
         "pairgate.commands.deploy_hooks:deploy_hooks",
         arguments.deploy_hooks,
+        reads_config=unless_listing,
         writes=unless_only_checking,
     ),
     Command(
         "deploy-pipeline",
-        "render the tracker-held pipeline: the gate jobs, and the project's own CI file as a "
-        "child pipeline",
+        "render the tracker-held pipeline (the gate jobs, and the project's own CI file as a "
+        "child pipeline) and the gate's files; write them, or publish them to the tracker in "
+        "one commit",
         "pairgate.commands.deploy_pipeline:deploy_pipeline",
         arguments.deploy_pipeline,
         writes=unless_only_checking,
@@ -297,7 +346,8 @@ COMMANDS: tuple[Command, ...] = (
                 "pairgate.commands.inbox:inbox_ack",
                 watch.inbox_ack,
                 reads_config=False,
-                description="acknowledge a batch you have handled (only its recipient may)",
+                description="acknowledge a batch you have handled (only its recipient may, "
+                "from a session that wrote and acknowledged as no other name)",
             ),
         ),
         subcommand_metavar="ack",
@@ -314,6 +364,18 @@ COMMANDS: tuple[Command, ...] = (
                 evidence.run,
             ),
             Command(
+                "plan",
+                evidence.PLAN_HELP,
+                "pairgate.commands.evidence_report:plan_evidence",
+                evidence.plan,
+            ),
+            Command(
+                "report",
+                evidence.REPORT_HELP,
+                "pairgate.commands.evidence_report:report_evidence",
+                evidence.report,
+            ),
+            Command(
                 "rerun",
                 evidence.RERUN_HELP,
                 "pairgate.commands.evidence_rerun:rerun_evidence",
@@ -328,28 +390,6 @@ COMMANDS: tuple[Command, ...] = (
         "pairgate.commands.graph:graph",
         arguments.graph,
         reads_gitlab=True,
-    ),
-    Command(
-        "sandbox",
-        "serve a GitLab stand-in on loopback until SIGINT or SIGTERM",
-        "pairgate.commands.sandbox:serve",
-        arguments.sandbox,
-        reads_config=False,
-    ),
-    Command(
-        "init",
-        "ask GitLab what a configuration needs and write a deployment's files into a directory",
-        "pairgate.commands.init:init",
-        arguments.init,
-        reads_config=False,
-    ),
-    Command(
-        "demo",
-        "play one whole round against an embedded sandbox",
-        "pairgate.commands.demo:demo",
-        arguments.demo,
-        reads_config=False,
-        dispatches=True,  # it plays a round through main's own dispatcher
     ),
 )
 

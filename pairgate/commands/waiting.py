@@ -27,9 +27,12 @@ def waiting_doc(
     agent: str | None,
     now: float,
     verdicts: Mapping[int, tuple[str, ...]] | None = None,
+    merged: Mapping[int, str] | None = None,
+    cli: str = "pairgate",
 ) -> dict[str, Any]:
     """The waiting list, longest wait first (unknown waits last). Pure. ``verdicts``: issue ->
-    why the approval whose offer back is pending there is not independent (empty: it is)."""
+    why the approval whose offer back is pending there is not independent (empty: it is).
+    ``merged``: issue -> its approved merge request (``acme/app!4``) when that has merged."""
     rows: list[dict[str, Any]] = []
     for read in reads:
         if read.ledger is None:
@@ -58,6 +61,9 @@ def waiting_doc(
             )
             if reasons:
                 what += " -- a SELF-APPROVAL, not independent: no door counts it"
+        done = (merged or {}).get(read.iid)
+        if done is not None:
+            what = _after_merge(what, owes, done, read.iid, cli)
         rows.append(
             {
                 "issue": read.iid,
@@ -76,6 +82,16 @@ def waiting_doc(
         rows = [r for r in rows if r["agent"] == agent or r["owes"] == "unreadable"]
     rows.sort(key=lambda r: (r["age_seconds"] is None, -(r["age_seconds"] or 0), r["issue"]))
     return {"now": output.iso(now), "agent": agent, "waiting": rows}
+
+
+def _after_merge(what: str, owes: str, ref: str, issue: int, cli: str) -> str:
+    """The move once the issue's merge request has merged: closing the issue, by name."""
+    close = f"{cli} close {issue}, or {cli} sync --apply"
+    if owes == "next-step":
+        return f"close it: {ref} is merged ({close})"
+    if owes == "take-approval":
+        return f"{what}; {ref} is merged, so then close it ({cli} accept {issue}, then {close})"
+    return f"{what}; {ref} is already merged"
 
 
 _OWES_COLOUR = {
@@ -106,7 +122,12 @@ def waiting_text(doc: dict[str, Any], style: Style) -> str:
 def waiting(*, ctx: Context, config: Config, agent: str | None, json: bool, client: GitLab) -> int:
     reads = read_labelled(client, config, closed=False)
     doc = waiting_doc(
-        reads, agent=agent, now=ctx.now(), verdicts=approval_verdicts(client, config, reads)
+        reads,
+        agent=agent,
+        now=ctx.now(),
+        verdicts=approval_verdicts(client, config, reads),
+        merged=merged_mrs(client, reads),
+        cli=config.cli,
     )
     if json:
         output.dump(doc, ctx.stdout)
@@ -116,6 +137,18 @@ def waiting(*, ctx: Context, config: Config, agent: str | None, json: bool, clie
         print(f"{config.cli} waiting: some issues could not be read", file=ctx.stderr)
         return Exit.ERROR
     return Exit.OK
+
+
+def merged_mrs(client: GitLab, reads: list[IssueRead]) -> dict[int, str]:
+    """issue -> its latest approval's merge request, when GitLab says that has merged (one MR
+    read per issue with an approval)."""
+    latest = {r.iid: r.ledger.approvals[-1].mr for r in reads if r.ledger and r.ledger.approvals}
+    states = read_mr_states(client, latest.values())
+    return {
+        iid: f"{ref.project}!{ref.iid}"
+        for iid, ref in latest.items()
+        if states[ref].state == "merged"
+    }
 
 
 def approval_verdicts(

@@ -15,7 +15,14 @@ from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.tracker import mr_path, read_mr
 from pairgate.verbs.pipelines import rejudge
 from pairgate.verbs.preconditions import command
-from pairgate.verbs.turn import Turn, begin, read_reason, refuse_void, write
+from pairgate.verbs.turn import (
+    Turn,
+    begin,
+    read_reason,
+    refuse_another_name,
+    refuse_void,
+    write,
+)
 
 
 def _listing(turn: Turn) -> str:
@@ -48,7 +55,7 @@ def _found(turn: Turn, note: int, again: str) -> Approval:
         raise Refusal(
             f"{cli} withdraw: the approval in note {note} is {approval.approver}'s, not "
             f"{turn.agent}'s: only its approver withdraws an approval.\n{approval.approver} "
-            f"runs: {again} --as {approval.approver}"
+            f"runs: {again}"
         )
     if approval.withdrawn_by is not None:
         raise Refusal(
@@ -79,6 +86,7 @@ def withdraw(
     turn = begin(ctx, config, client, issue, as_agent, check_freezes=False)
     again = command(turn.cli, "withdraw", issue, approval=approval, reason_file="<file>")
     found = _found(turn, approval, again)
+    refuse_another_name(turn, "withdraw", again)
     bot = review_bot(turn)  # before anything is written: the GitLab side must be removable
     event = write(turn, "approval", "withdraw", {"approval": approval, "reason": text})
     refuse_void(turn, event)
@@ -134,7 +142,8 @@ def _unapprove(
         other = still[-1]
         turn.say(
             f"The approval in note {other.note_id} by {other.approver} still names the head; "
-            f"its GitLab side went with this one. {other.approver} repeats it: "
+            f"its GitLab side went with this one. {other.approver} repeats it; "
+            f"{other.approver} runs: "
             + command(
                 turn.cli,
                 "approve",
@@ -145,5 +154,4 @@ def _unapprove(
                 to=other.to,
                 server_approval_only=True,
             )
-            + f" --as {other.approver}"
         )

@@ -7,16 +7,13 @@ on stderr and never fatal. The measuring itself is ``deployed_currency``, which 
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
 from pairgate.currency import deployed_currency
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import Refusal, state_dir
+from pairgate.standalone.errors import Refusal, first_today
 
 # A long list of missing commits says nothing a short one does not.
 SHOWN = 10
@@ -38,7 +35,7 @@ def check_currency(
     pointed at its checkout) says so once a day, and under ``verbose`` every time."""
     currency = deployed_currency.measure(checkout, config.deployed_paths, env=env)
     if currency.state == deployed_currency.UNVERIFIABLE and _in_no_checkout(currency, checkout):
-        if verbose or _first_today(env, str(checkout), now):
+        if verbose or first_today(env, str(checkout), now):
             print(
                 f"{config.cli}: note: this copy ({checkout}) is in no git checkout, so whether "
                 f"it is current cannot be measured ({' '.join(currency.reason.split())}). If "
@@ -74,25 +71,6 @@ def check_currency(
 def _in_no_checkout(currency: deployed_currency.Currency, checkout: Path) -> bool:
     """The copy exists, but git finds no checkout around it: an installed copy."""
     return currency.checkout is None and checkout.exists()
-
-
-def _first_today(env: Mapping[str, str], copy: str, now: float) -> bool:
-    """True once per UTC day per copy: a stamp under the user's state directory says when the
-    note was last given. With no state directory to keep it in, every time."""
-    base = state_dir(env)
-    if base is None:
-        return True
-    stamp = base / "currency-notes" / hashlib.sha256(copy.encode()).hexdigest()
-    today = time.strftime("%Y-%m-%d", time.gmtime(now))
-    try:
-        if stamp.read_text(encoding="utf-8").strip() == today:
-            return False
-    except OSError:
-        pass
-    with contextlib.suppress(OSError):  # a note is never worth failing a command over
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(today + "\n", encoding="utf-8")
-    return True
 
 
 def _listing(currency: deployed_currency.Currency) -> str:

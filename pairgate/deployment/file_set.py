@@ -11,6 +11,7 @@ so a set that would not load is never left behind as if it were good.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from collections.abc import Mapping
@@ -110,6 +111,21 @@ def files_of(
     return files
 
 
+def _create(path: Path, text: str, mode: int) -> None:
+    """A new file, never through a symbolic link (a dangling one planted in the target
+    included): O_CREAT|O_EXCL|O_NOFOLLOW."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    except FileExistsError:
+        raise UsageError(
+            f"pairgate: {path} appeared (or is a symbolic link) while the set was being "
+            f"written; nothing more was written. Remove it and run again."
+        ) from None
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(path, mode)
+
+
 def write_set(
     directory: Path,
     values: Mapping[str, Any],
@@ -120,7 +136,9 @@ def write_set(
     """Write the set into ``directory`` (created if absent) and return the loaded
     configuration. Refuses, writing nothing, when any of its files exists already."""
     files = {**files_of(values, python=python), **(extra or {})}
-    existing = sorted(name for name in files if (directory / name).exists())
+    existing = sorted(
+        name for name in files if (directory / name).exists() or (directory / name).is_symlink()
+    )
     if existing:
         raise UsageError(
             f"pairgate: {directory} already holds {', '.join(existing)}; nothing was written. "
@@ -129,7 +147,5 @@ def write_set(
     for name, text in files.items():
         path = directory / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        if name == HOOKLIB:
-            path.chmod(0o755)
+        _create(path, text, 0o755 if name == HOOKLIB else 0o644)
     return load_config({"PAIRGATE_CONFIG": str(directory / CONFIG_FILENAME)})

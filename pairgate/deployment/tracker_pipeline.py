@@ -21,6 +21,8 @@ import yaml
 from pairgate.standalone.errors import UsageError
 
 COMPONENTS = ("mr-ownership-gate", "mr-merge-check")
+# Written in when deploy-pipeline is given an image for it (--evidence-image).
+EVIDENCE_COMPONENT = "mr-evidence"
 _BLOCK = re.compile(
     r"\$\[\[\s*inputs\.(?P<name>[A-Za-z0-9_-]+)\s*(?P<functions>(?:\|\s*[a-z_]+\s*)*)\]\]"
 )

@@ -18,6 +18,20 @@ from typing import Any
 from pairgate.doctor.checks import CANNOT_READ, HOLE, MAINTAINER, PASS, ROLE_NAMES, DoctorCheck
 from pairgate.standalone.gitlab import GitLabError
 
+# The one remedy when protection rules cannot be read: GitLab shows them to Maintainers only.
+MAINTAINER_READS = (
+    "run doctor with a Maintainer's read_api token: only a Maintainer reads protected branch rules"
+)
+
+
+def _unread(error: object) -> str:
+    """Why a read failed, without the client's general advice about the token's scope: a 403
+    here is the account's role, not a scope the token lacks."""
+    if isinstance(error, GitLabError) and error.status == 403:
+        return "GitLab answered 403 Forbidden (the read token's account is not a Maintainer there)"
+    return str(error)
+
+
 RULES_READ = (
     "GET /projects/:id/protected_branches name, push_access_levels, merge_access_levels "
     "(doc/api/protected_branches.md; Maintainer)"
@@ -55,7 +69,7 @@ def entry_problem(
     return f"{described} may {action}"
 
 
-def _problems(
+def access_problems(
     rules: Sequence[Mapping[str, Any]],
     actions: Sequence[str],
     level_of: LevelOf,
@@ -76,14 +90,26 @@ def default_branch_check(
     rules: Sequence[Mapping[str, Any]] | Exception,
     branch_entity: Mapping[str, Any] | Exception | None,
     level_of: LevelOf,
+    *,
+    gated: bool = False,
 ) -> DoctorCheck:
-    """Only Maintainers push to or merge into the tracker's default branch."""
-    check = "tracker-default-branch"
+    """Only Maintainers push to or merge into the tracker's default branch; with ``gated``,
+    only Maintainers push to a gated project's default branch (merges into it pass the gate;
+    a push does not)."""
+    check = "default-branch" if gated else "tracker-default-branch"
+    actions = ("push",) if gated else ("push", "merge")
+    levels = "push_access_level=40" if gated else "push_access_level=40 merge_access_level=40"
     fix = (
-        f"protect {tracker}'s {branch or 'default branch'} with push and merge access "
-        f"Maintainers (POST /projects/:id/protected_branches push_access_level=40 "
-        f"merge_access_level=40, after DELETE of the rule there), and no user, group or deploy "
-        f"key entries"
+        f"protect {tracker}'s {branch or 'default branch'} with {' and '.join(actions)} access "
+        f"Maintainers (`doctor --fix`, or POST /projects/:id/protected_branches {levels}, "
+        f"after DELETE of the rule there), and no user, group or deploy key entries"
+    )
+    exposed = (
+        "every Developer, the agents included, pushes to it: a push lands with no merge "
+        "request, so no gate job ever judges it"
+        if gated
+        else "every Developer, the agents included, pushes to it and merges into it, and it "
+        "holds the gate's files and the pipeline every gated project runs"
     )
     if branch is None:
         return DoctorCheck(
@@ -102,18 +128,20 @@ def default_branch_check(
                 tracker,
                 HOLE,
                 (RULES_READ,),
-                f"{branch} is not protected: every Developer, the agents included, "
-                f"pushes to it and merges into it, and it holds the gate's files "
-                f"and the pipeline every gated project runs",
+                f"{branch} is not protected: {exposed}",
                 fix,
             )
-        problems = _problems(matching, ("push", "merge"), level_of)
+        problems = access_problems(matching, actions, level_of)
         if problems:
             return DoctorCheck(
                 check, tracker, HOLE, (RULES_READ,), f"{branch}: " + "; ".join(problems), fix
             )
         return DoctorCheck(
-            check, tracker, PASS, (RULES_READ,), f"{branch}: only Maintainers push and merge"
+            check,
+            tracker,
+            PASS,
+            (RULES_READ,),
+            f"{branch}: only Maintainers {' and '.join(actions)}",
         )
     read = (
         f"GET /projects/:id/repository/branches/{branch} protected, developers_can_push, "
@@ -127,9 +155,8 @@ def default_branch_check(
             tracker,
             CANNOT_READ,
             (RULES_READ, *read),
-            f"the protection of {branch} could not be read: {error}",
-            "give the read token access to the tracker (a Maintainer's read_api "
-            "token reads the rules themselves)",
+            f"the protection of {branch} could not be read: {_unread(error)}",
+            MAINTAINER_READS,
         )
     problems = [
         text
@@ -137,10 +164,10 @@ def default_branch_check(
             ("developers_can_push", "Developers may push"),
             ("developers_can_merge", "Developers may merge"),
         )
-        if branch_entity.get(key) is not False
+        if branch_entity.get(key) is not False and key.removeprefix("developers_can_") in actions
     ]
     if branch_entity.get("protected") is not True:
-        problems = ["it is not protected: every Developer pushes to it and merges into it"]
+        problems = [f"it is not protected: {exposed}"]
     if problems:
         return DoctorCheck(check, tracker, HOLE, read, f"{branch}: " + "; ".join(problems), fix)
     return DoctorCheck(
@@ -148,7 +175,8 @@ def default_branch_check(
         tracker,
         PASS,
         read,
-        f"{branch} is protected and Developers may neither push nor merge (read from the branch "
+        f"{branch} is protected and Developers may not {' or '.join(actions)} (read from the "
+        f"branch "
         f"entity: the rules' user, group and deploy key entries, a Premium feature, need "
         f"Maintainer to read and were not checked)",
     )
@@ -183,9 +211,8 @@ def renovate_check(
             project,
             CANNOT_READ,
             (RULES_READ,),
-            f"the protected branches of {project} could not be read: {rules}",
-            "run doctor with a Maintainer's read_api token: only Maintainers "
-            "read protected branch rules",
+            f"the protected branches of {project} could not be read: {_unread(rules)}",
+            MAINTAINER_READS,
         )
     covering = [r for r in rules if covers(str(r.get("name", "")), prefix)]
     touching = covering + [
@@ -202,7 +229,7 @@ def renovate_check(
             f"request from it stays exempt from the gate",
             fix,
         )
-    problems = _problems(touching, ("push",), level_of, allowed_user=renovate)
+    problems = access_problems(touching, ("push",), level_of, allowed_user=renovate)
     if problems:
         return DoctorCheck(check, project, HOLE, (RULES_READ,), "; ".join(problems), fix)
     names = ", ".join(str(r.get("name")) for r in covering)

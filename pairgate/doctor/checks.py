@@ -14,11 +14,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
-# The merge-check job the tracker-held pipeline must hold (templates/mr-merge-check/): ONE name,
-# so that the component and doctor cannot drift apart.
-from pairgate.verbs.merge_requests import MERGE_CHECK_JOB
+from pairgate.deployment.gate_files import (
+    PipelineInputs,
+    differing,
+    first_difference,
+    gate_files,
+    recorded_inputs,
+    rendered,
+)
+from pairgate.standalone.config import Config
+from pairgate.standalone.errors import PairgateError
 
 PASS, HOLE, CANNOT_READ = "pass", "hole", "cannot-read"
 MAINTAINER = 40
@@ -156,55 +161,41 @@ def pipeline_file(ci_config_path: Any, tracker: str) -> PipelineFile | str:
     return PipelineFile(match["file"], match["ref"])
 
 
-class _TolerantLoader(yaml.SafeLoader):
-    """GitLab CI YAML with its own tags (``!reference [...]``): read as plain values."""
-
-
-def _any_tag(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node)
-    if isinstance(node, yaml.MappingNode):
-        return loader.construct_mapping(node)
-    return loader.construct_scalar(node)  # type: ignore[arg-type]
-
-
-_TolerantLoader.add_multi_constructor("!", _any_tag)
-
-
-def merge_check_job_problem(text: str) -> str | None:
-    """Why the pipeline file does not hold a merge-check job that can fail a merge, or None."""
+def pipeline_problem(config: Config, have: bytes) -> str | None:
+    """Why the pipeline file is not byte for byte what deploy-pipeline renders from the inputs
+    its header records, or None. Any edit is a hole: a second definition of a job, an
+    ``extends``, a ``rules:`` entry, an ``include:``; doctor does not judge what an edit does,
+    only that the file is no longer pairgate's."""
+    inputs = recorded_inputs(have.decode("utf-8", "replace"))
+    if isinstance(inputs, str):
+        return inputs
     try:
-        document = yaml.load(text, Loader=_TolerantLoader)  # a SafeLoader: no object construction
-    except yaml.YAMLError as exc:
-        return f"it is not YAML ({' '.join(str(exc).split())[:120]})"
-    if not isinstance(document, dict):
-        return "it is not a CI configuration (not a mapping of jobs)"
-    job = document.get(MERGE_CHECK_JOB)
-    if not isinstance(job, dict):
+        want = rendered(config, f"{config.cli} doctor", inputs)
+    except PairgateError as exc:
+        return f"the inputs its header records do not render: {exc.message}"
+    if have != want:
         return (
-            f"it defines no job {MERGE_CHECK_JOB!r} (doctor reads the file itself; an include "
-            f"is not followed)"
+            f"it is not what {config.cli} deploy-pipeline renders from the inputs its header "
+            f"records: {first_difference(have, want)}"
         )
-    if job.get("allow_failure") not in (None, False):
-        return f"its job {MERGE_CHECK_JOB!r} has allow_failure set: its failure stops nothing"
-    if job.get("when") == "manual":
-        return f"its job {MERGE_CHECK_JOB!r} is manual: it never runs by itself"
     return None
 
 
 def pipeline_check(
     project: str,
     data: Mapping[str, Any],
-    tracker: str,
+    config: Config,
     default_branch: str | None,
-    read_file: Callable[[PipelineFile], str | Exception],
+    read_file: Callable[[PipelineFile], bytes | Exception],
 ) -> DoctorCheck:
-    """ci_config_path names the tracker-held pipeline, and that file holds the merge-check job."""
+    """ci_config_path names the tracker-held pipeline, and that file is byte for byte what
+    deploy-pipeline renders from the inputs its header records."""
+    tracker = config.tracker_project
     read = [f"{PROJECT_FIELDS} ci_config_path (doc/api/projects.md; shown to Reporter and above)"]
     fix = (
-        f"render the tracker-held pipeline (`deploy-pipeline --target <file>`), commit it to "
-        f"{tracker}'s default branch, and set {project}'s CI/CD configuration file to "
-        f"<file>@{tracker} (PUT /projects/:id ci_config_path)"
+        f"publish the tracker-held pipeline (`{config.cli} deploy-pipeline --publish <file> "
+        f"...`) and set {project}'s CI/CD configuration file to <file>@{tracker} "
+        f"(`{config.cli} doctor --fix --pipeline <file>`, or PUT /projects/:id ci_config_path)"
     )
     check = "tracker-pipeline"
     if "ci_config_path" not in data:
@@ -235,20 +226,20 @@ def pipeline_check(
         )
     ref = target.ref or default_branch or "the default branch"
     read.append(
-        f"GET /projects/:id/repository/files/:file_path/raw?ref={ref} on {tracker} "
-        f"(doc/api/repository_files.md): the job {MERGE_CHECK_JOB!r}"
+        f"GET /projects/:id/repository/files/:file_path?ref={ref} on {tracker} "
+        f"(doc/api/repository_files.md): the file, byte for byte"
     )
-    text = read_file(target)
-    if isinstance(text, Exception):
+    have = read_file(target)
+    if isinstance(have, Exception):
         return DoctorCheck(
             check,
             project,
             CANNOT_READ,
             tuple(read),
-            f"{target.path} could not be read from {tracker} at {ref}: {text}",
+            f"{target.path} could not be read from {tracker} at {ref}: {have}",
             "give the read token access to the tracker's repository (read_api)",
         )
-    problem = merge_check_job_problem(text)
+    problem = pipeline_problem(config, have)
     if problem is not None:
         return DoctorCheck(
             check,
@@ -256,16 +247,132 @@ def pipeline_check(
             HOLE,
             tuple(read),
             f"ci_config_path is {value!r}, but {target.path} at {ref}: {problem}",
-            f"render the tracker's pipeline file again (`deploy-pipeline --target "
-            f"{target.path}`) so it holds {MERGE_CHECK_JOB!r}, and commit it",
+            f"publish it again: `{config.cli} deploy-pipeline --publish {target.path} ...` with "
+            f"the flags its header records (--publish {target.path} --check names what "
+            f"differs)",
         )
     return DoctorCheck(
         check,
         project,
         PASS,
         tuple(read),
-        f"ci_config_path is {value!r}, and {target.path} at {ref} holds {MERGE_CHECK_JOB!r}",
+        f"ci_config_path is {value!r}, and {target.path} at {ref} is byte for byte what "
+        f"deploy-pipeline renders from its header's inputs",
     )
+
+
+def gate_files_check(
+    subject: str,
+    config: Config,
+    inputs: PipelineInputs,
+    ref: str,
+    read_file: Callable[[str], bytes | Exception | None],
+) -> DoctorCheck:
+    """Every file the pipeline's jobs fetch is at the tracker's default branch and equals this
+    pairgate's (a gate job that cannot fetch one fails every merge request; an old one judges
+    by old rules)."""
+    read = (
+        f"GET /projects/:id/repository/files/:file_path?ref={ref} on {config.tracker_project} "
+        f"(doc/api/repository_files.md): each file under {inputs.where}/",
+    )
+    try:
+        wanted = gate_files(config, inputs.gate_dir)
+    except PairgateError as exc:
+        return DoctorCheck(
+            "gate-files", subject, CANNOT_READ, read, exc.message, "run doctor beside the "
+            "deployment's configuration and roster"
+        )  # fmt: skip
+    have: dict[str, bytes | None] = {}
+    for path in wanted:
+        found = read_file(path)
+        if isinstance(found, Exception):
+            return DoctorCheck(
+                "gate-files",
+                subject,
+                CANNOT_READ,
+                read,
+                f"{path} could not be read at {ref}: {found}",
+                "give the read token access to the tracker's repository (read_api)",
+            )
+        have[path] = found
+    drift = differing(wanted, have)
+    if drift:
+        return DoctorCheck(
+            "gate-files",
+            subject,
+            HOLE,
+            read,
+            "; ".join(f"{path} {how}" for path, how in drift)
+            + ": the gate jobs fetch these files, so they fail every merge request (missing) "
+            "or judge by another pairgate's rules (differs)",
+            f"`{config.cli} deploy-pipeline --publish <the pipeline's path> ...` with the flags "
+            f"the pipeline's header records",
+        )
+    return DoctorCheck(
+        "gate-files",
+        subject,
+        PASS,
+        read,
+        f"the {len(wanted)} files under {inputs.where}/ at {ref} are this pairgate's",
+    )
+
+
+def image_check(subject: str, inputs: PipelineInputs) -> DoctorCheck:
+    """The gate jobs' image is named by digest: a tag is replaced by whoever can push it."""
+    read = (
+        "GET /projects/:id/repository/files/:file_path (doc/api/repository_files.md): the "
+        "pipeline file's header, its deploy-pipeline --image",
+    )
+    if inputs.pinned():
+        return DoctorCheck("gate-image", subject, PASS, read, f"{inputs.image} is pinned by digest")
+    return DoctorCheck(
+        "gate-image",
+        subject,
+        HOLE,
+        read,
+        f"{inputs.image} is not pinned by digest: whoever can push that tag replaces the image "
+        f"every gate job runs in",
+        "publish the pipeline again with --image <registry/path>@sha256:<64 hex>",
+    )
+
+
+ROLE_ORDER = ("developer", "maintainer", "owner", "no_one_allowed")
+
+
+def variables_check(project: str, data: Mapping[str, Any]) -> DoctorCheck:
+    """Pipeline variables are restricted to Maintainers: both settings, since the role has no
+    effect while restrict_user_defined_variables is off (ProjectCiCdSetting
+    #override_pipeline_variables_allowed?)."""
+    fields = ("restrict_user_defined_variables", "ci_pipeline_variables_minimum_override_role")
+    read = tuple(f"{PROJECT_FIELDS} {f} (doc/api/projects.md; Maintainer)" for f in fields)
+    fix = (
+        f"PUT /projects/:id (or `doctor --fix`), {project}: restrict_user_defined_variables=true "
+        f"ci_pipeline_variables_minimum_override_role=maintainer (Settings > CI/CD > Variables "
+        f"> Minimum role to use pipeline variables)"
+    )
+    missing = [f for f in fields if f not in data]
+    if missing:
+        return DoctorCheck(
+            "pipeline-variables",
+            project,
+            CANNOT_READ,
+            read,
+            f"GitLab's answer for {project} has no {', '.join(missing)} (shown to Maintainers)",
+            "run doctor with a Maintainer's read_api token",
+        )
+    restricted, role = data[fields[0]], data[fields[1]]
+    shown = f"restrict_user_defined_variables is {_shown(restricted)}, minimum role {role!r}"
+    if restricted is not True or role not in ("maintainer", "owner", "no_one_allowed"):
+        return DoctorCheck(
+            "pipeline-variables",
+            project,
+            HOLE,
+            read,
+            f"{shown}: a Developer runs a pipeline with variables of their own, which reach "
+            f"the project's child pipeline and every job's environment",
+            fix,
+        )
+    return DoctorCheck("pipeline-variables", project, PASS, read, shown)
 
 
 # -- accounts and the read token ----------------------------------------------------------------
@@ -333,6 +440,53 @@ def distinct_check(bot: int | None, agents: Sequence[int], source: str) -> Docto
         PASS,
         read,
         f"the review bot is user id {bot}; the agents post as {', '.join(map(str, agents))}",
+    )
+
+
+def independence_check(
+    review: Sequence[int], agents: Sequence[int], bot: int | None, write_token: str
+) -> DoctorCheck:
+    """What an approval's independence rests on: the review accounts of the configuration
+    (``review``, review_author_user_ids) against the agents' (``agents``). Without them it
+    rests on the names and sessions records declare, which any writer as the agents' account
+    can declare; that is a hole, and this says how to close it."""
+    read = (
+        "the configuration's review_author_user_ids and ledger_author_user_ids, against GET "
+        "/user id as the review bot's token (doc/api/users.md)",
+    )
+    if not review:
+        account = f"user id {bot}, the review bot's" if bot is not None else "the review bot's"
+        return DoctorCheck(
+            "independence-basis",
+            "configuration",
+            HOLE,
+            read,
+            "review_author_user_ids is not set: independence rests on names and sessions, "
+            "which any process writing as the agents' account can declare (a hand-set session "
+            "id, notes written with a recomputed digest)",
+            f"set review_author_user_ids to the review account ({account}), and run each "
+            f"reviewer's session with that account's token in {write_token}: an approval then "
+            f"counts only in a note GitLab reports as written by it",
+        )
+    shared = sorted(set(review) & set(agents))
+    if shared:
+        return DoctorCheck(
+            "independence-basis",
+            "configuration",
+            HOLE,
+            read,
+            f"user id {shared[0]} is in both review_author_user_ids and ledger_author_user_ids: "
+            f"the agents' own account writes approvals that count",
+            "give the review role an account of its own, and list only that one in "
+            "review_author_user_ids",
+        )
+    return DoctorCheck(
+        "independence-basis",
+        "configuration",
+        PASS,
+        read,
+        f"account-bound: approvals count only in notes by user id "
+        f"{', '.join(map(str, review))}; the agents post as {', '.join(map(str, agents))}",
     )
 
 

@@ -9,16 +9,22 @@ import functools
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from pairgate.deployment.gate_files import recorded_inputs
 from pairgate.doctor.branches import default_branch_check, renovate_check
 from pairgate.doctor.checks import (
     CANNOT_READ,
     DoctorCheck,
     PipelineFile,
     distinct_check,
+    gate_files_check,
+    image_check,
+    independence_check,
     pipeline_check,
+    pipeline_file,
     role_check,
     setting_checks,
     token_check,
+    variables_check,
 )
 from pairgate.standalone.audit_door import gated_projects
 from pairgate.standalone.config import Config
@@ -52,14 +58,14 @@ def review_bot_id(config: Config, env: Mapping[str, str], client: GitLab) -> tup
         return None, f"GET /user with the token from {source} failed: {exc}"
 
 
-def _file_text(client: GitLab, project: str, path: str, ref: str) -> str | Exception:
-    """A repository file's text at ``ref``: the files API's JSON (base64 ``content``)."""
+def file_bytes(client: GitLab, project: str, path: str, ref: str) -> bytes | Exception:
+    """A repository file's bytes at ``ref``: the files API's JSON (base64 ``content``)."""
     where = f"projects/{encode_project(project)}/repository/files/{encode_project(path)}"
     found = _read(lambda: client.get(where, ref=ref))
     if isinstance(found, Exception):
         return found
     try:
-        return base64.b64decode(str(found["content"])).decode("utf-8")
+        return base64.b64decode(str(found["content"]))
     except (KeyError, TypeError, ValueError) as exc:
         return PairgateError(
             f"GitLab's answer for {path} at {ref} holds no readable content: {exc}"
@@ -75,16 +81,21 @@ def _level(client: GitLab, kind: str, ref: str, user: int) -> int | PairgateErro
         return exc
 
 
+def doctor_paths(config: Config, client: GitLab, named: list[str]) -> list[str]:
+    """The gated projects doctor looks at: those named (each checked), else the group's."""
+    return sorted(
+        gated_projects(client, config, named, command="doctor")
+        if named
+        else group_project_paths(client, config)
+    )
+
+
 def run_checks(
     ctx: Context, config: Config, client: GitLab, named: list[str]
 ) -> tuple[list[str], list[DoctorCheck]]:
     """The gated projects looked at, and every check's answer."""
     tracker = config.tracker_project
-    paths = sorted(
-        gated_projects(client, config, named, command="doctor")
-        if named
-        else group_project_paths(client, config)
-    )
+    paths = doctor_paths(config, client, named)
 
     def project(path: str) -> Any:
         return _read(lambda: client.get(f"projects/{encode_project(path)}"))
@@ -102,8 +113,8 @@ def run_checks(
         return _level(client, kind, ref, user)
 
     @functools.cache
-    def pipeline_text(target: PipelineFile) -> str | Exception:
-        return _file_text(client, tracker, target.path, target.ref or default_branch or "HEAD")
+    def pipeline_bytes(target: PipelineFile) -> bytes | Exception:
+        return file_bytes(client, tracker, target.path, target.ref or default_branch or "HEAD")
 
     token_variable = config.env_name("TASK_API_TOKEN")
     token = (
@@ -112,7 +123,10 @@ def run_checks(
         else None
     )
     checks = [distinct_check(bot, agents, bot_source), token_check(token, token_variable)]
-    checks.append(_tracker_branch(client, tracker, default_branch, tracker_data, level))
+    review = list(config.review_author_user_ids)
+    checks.append(independence_check(review, agents, bot, config.env_name("TASK_WRITE_TOKEN")))
+    checks.append(_branch(client, tracker, default_branch, tracker_data, level))
+    targets: dict[PipelineFile, None] = {}
     for path in paths:
         data = projects[path]
         if isinstance(data, Exception):
@@ -128,7 +142,14 @@ def run_checks(
             )
             continue
         checks += setting_checks(path, data)
-        checks.append(pipeline_check(path, data, tracker, default_branch, pipeline_text))
+        checks.append(variables_check(path, data))
+        checks.append(pipeline_check(path, data, config, default_branch, pipeline_bytes))
+        target = pipeline_file(data.get("ci_config_path"), tracker)
+        if isinstance(target, PipelineFile):
+            targets[target] = None
+        if path != tracker:  # the tracker's own branch check above is the stricter one
+            branch = data.get("default_branch")
+            checks.append(_branch(client, path, branch, data, level, gated=True))
         checks += _roles(path, "projects", agents, bot, bot_source, level)
         if any(under(path, ns) for ns in config.renovate_exempt_namespaces):
             rules = _read(
@@ -148,7 +169,40 @@ def run_checks(
     checks += _roles(
         config.group_path, "groups", agents, bot, bot_source, level, ref=config.group_id
     )
+    for target in targets:
+        checks += _gate(client, config, target, default_branch, pipeline_bytes(target))
     return paths, checks
+
+
+def _gate(
+    client: GitLab,
+    config: Config,
+    target: PipelineFile,
+    default_branch: str | None,
+    have: bytes | Exception,
+) -> list[DoctorCheck]:
+    """The gate files and the image of one tracker-held pipeline, read from its header (the
+    tracker-pipeline check says whether the file is pairgate's render of it)."""
+    if isinstance(have, Exception):
+        return []  # the tracker-pipeline check already says it could not be read
+    inputs = recorded_inputs(have.decode("utf-8", "replace"))
+    if isinstance(inputs, str):
+        return []  # the tracker-pipeline check is the hole
+    # The jobs fetch their files at the default branch's head, whatever ref the pipeline came
+    # from (templates' fetch step), so that is where they must be current.
+    ref = default_branch or "HEAD"
+    subject = f"{config.tracker_project}:{target.path}"
+
+    def gate_file(path: str) -> bytes | Exception | None:
+        found = file_bytes(client, config.tracker_project, path, ref)
+        if isinstance(found, GitLabError) and found.status == 404:
+            return None
+        return found
+
+    return [
+        gate_files_check(subject, config, inputs, ref, gate_file),
+        image_check(subject, inputs),
+    ]
 
 
 def _roles(
@@ -184,19 +238,28 @@ def _roles(
     return found
 
 
-def _tracker_branch(
-    client: GitLab, tracker: str, branch: str | None, data: Any, level: Callable[..., Any]
+def _branch(
+    client: GitLab,
+    project_path: str,
+    branch: str | None,
+    data: Any,
+    level: Callable[..., Any],
+    *,
+    gated: bool = False,
 ) -> DoctorCheck:
+    """The protection of a project's default branch: the tracker's, or (``gated``) a gated
+    project's."""
+    check = "default-branch" if gated else "tracker-default-branch"
     if isinstance(data, Exception):
         return DoctorCheck(
-            "tracker-default-branch",
-            tracker,
+            check,
+            project_path,
             CANNOT_READ,
             ("GET /projects/:id default_branch (doc/api/projects.md)",),
-            f"{tracker} could not be read: {data}",
+            f"{project_path} could not be read: {data}",
             "give the read token access to the tracker",
         )
-    project = encode_project(tracker)
+    project = encode_project(project_path)
     rules = _read(lambda: client.get_all(f"projects/{project}/protected_branches"))
     entity = None
     if branch and isinstance(rules, GitLabError) and rules.status == 403:
@@ -204,5 +267,10 @@ def _tracker_branch(
             lambda: client.get(f"projects/{project}/repository/branches/{encode_project(branch)}")
         )
     return default_branch_check(
-        tracker, branch, rules, entity, lambda user: level("projects", tracker, user)
+        project_path,
+        branch,
+        rules,
+        entity,
+        lambda user: level("projects", project_path, user),
+        gated=gated,
     )

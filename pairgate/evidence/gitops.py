@@ -1,8 +1,11 @@
-"""The git the runner needs: resolve the commit, clone it, apply a mutant, list changed files.
+"""The git the runner needs: resolve the commit, copy it, apply a mutant, list changed files.
 
 Every git here runs with a fixed environment (no ``GIT_DIR``, ``GIT_INDEX_FILE`` or other
 variable of the caller's, no global or system configuration), and the real repository is only
-read: the runs happen in clones of it, and its working tree and index are never used.
+read, and only before the first run: the runs happen in copies of one checkout that holds
+nothing leading back to it, and its working tree and index are never used. No git runs in a
+run's copy after its run: a run can write its ``.git`` (a configured ``core.fsmonitor`` or
+filter would run a program).
 """
 
 from __future__ import annotations
@@ -92,38 +95,55 @@ def default_base(env: dict[str, str], gitdir: Path, sha: str) -> tuple[str | Non
 def changed_files(env: dict[str, str], gitdir: Path, base: str, sha: str) -> list[str]:
     """Every path changed between ``base`` and ``sha`` (a rename names both of its paths)."""
     done = git(
-        env, "--git-dir", str(gitdir), "diff", "--name-only", "--no-renames", "-z", base, sha
+        env,
+        *("--git-dir", str(gitdir), "diff", "--no-ext-diff", "--no-textconv", "--name-only"),
+        *("--no-renames", "-z", base, sha),
     )
     if done.returncode != 0:
         raise UsageError(f"cannot diff {base}..{sha}: {_said(done)}")
     return [p for p in done.stdout.split("\0") if p]
 
 
-def clone_base(env: dict[str, str], gitdir: Path, dest: Path) -> None:
-    """The one copy taken from the real repository: its objects, never its working tree."""
-    done = git(
-        env,
-        "clone",
-        "--quiet",
-        "--local",
-        "--no-hardlinks",
-        "--no-checkout",
-        str(gitdir),
-        str(dest),
-    )
-    if done.returncode != 0:
-        raise UsageError(f"cannot clone {gitdir}: {_said(done)}")
+def checkout_bytes(env: dict[str, str], gitdir: Path, sha: str) -> int:
+    """What a checkout of ``sha`` holds, in bytes (the sizes of its blobs)."""
+    done = git(env, "--git-dir", str(gitdir), "ls-tree", "-r", "-l", "-z", sha)
+    total = 0
+    for entry in done.stdout.split("\0"):
+        size = entry.split("\t", 1)[0].split()[-1:] if entry else []
+        if size and size[0].isdigit():
+            total += int(size[0])
+    return total
 
 
-def clone_run(env: dict[str, str], base: Path, dest: Path, sha: str) -> None:
-    """A clean checkout of ``sha`` for one run, sharing the base copy's objects."""
+def seed_checkout(env: dict[str, str], gitdir: Path, sha: str, dest: Path) -> None:
+    """The one copy taken from the real repository, before any run: a new repository holding
+    the commit alone (fetched at depth 1, so it is shallow), checked out. It has no remote, no
+    alternates, no FETCH_HEAD and no hook: nothing in it names or leads back to the real
+    repository, and a run's copy of it is a whole repository of its own."""
     for args in (
-        ("clone", "--quiet", "--shared", "--no-checkout", str(base), str(dest)),
+        ("init", "--quiet", "--template=", str(dest)),
+        (
+            "-C",
+            str(dest),
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--depth=1",
+            str(gitdir),
+            sha,
+        ),
         ("-C", str(dest), "checkout", "--quiet", "--detach", sha),
     ):
         done = git(env, *args)
         if done.returncode != 0:
-            raise UsageError(f"cannot check out {sha}: {_said(done)}")
+            raise UsageError(f"cannot check out {sha} of {gitdir}: {_said(done)}")
+
+
+def tracked(env: dict[str, str], checkout: Path) -> frozenset[str]:
+    """The paths git checked out in ``checkout`` (read before any run)."""
+    done = git(env, "-C", str(checkout), "ls-files", "-z")
+    return frozenset(p for p in done.stdout.split("\0") if p)
 
 
 def copy_checkout(pristine: Path, dest: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from pairgate.evidence.patches import patch_sha256
 from pairgate.evidence.schema import check_evidence, digest_problem
+from pairgate.evidence.surface import SELF_REPORTED, isolation_words
 
 _GUARDED = re.compile(r"^([ \t]*)(\\*)(?=[/<])", re.MULTILINE)
 _UNGUARDED = re.compile(r"^([ \t]*)\\(\\*)(?=[/<])", re.MULTILINE)
@@ -41,6 +42,11 @@ def verify_for_handoff(doc: object, *, sha: str) -> list[str]:
     baseline = doc["baseline"]
     if baseline["outcome"] != "passed":
         problems.append(f"its baseline did not pass: {baseline['detail']}")
+    if doc["weak"]:
+        problems.append(
+            "the evidence is weak: the exit-code rule judged it (the runner reports no failing "
+            "test), so nothing shows that a test judged any mutant; run the tests with pytest"
+        )
     for m in doc["mutants"]:
         if m["verdict"] != "killed":
             problems.append(
@@ -88,8 +94,11 @@ def note_table(doc: Mapping[str, Any]) -> str:
         f"Mutation evidence at `{doc['sha']}`: {killed} of {len(mutants)} mutants killed; the "
         f"baseline {'passed' if baseline['outcome'] == 'passed' else 'did not pass'} "
         f"({_code(doc['command'])}, {iso['mode']}, network {iso['network']}). "
-        f"Digest `{doc['digest']}`."
+        f"Digest `{doc['digest']}`: {SELF_REPORTED}."
     )
+    weaker = isolation_words(iso["mode"], iso["network"])
+    if weaker:
+        head += f" **Weaker isolation**: {weaker}."
     rows = ["| # | mutant | files | test | verdict |", "| --- | --- | --- | --- | --- |"]
     for m in mutants:
         files = ", ".join(m["patch"]["files"])
@@ -108,7 +117,14 @@ def note_table(doc: Mapping[str, Any]) -> str:
         )
     else:
         judged = f"No file that judges the change was changed since `{changes['base']}`."
-    return "\n\n".join([head, "\n".join(rows), judged])
+    parts = [head, "\n".join(rows), judged]
+    runs = [baseline] + [m["run"] for m in mutants if m["run"] is not None]
+    odd = sorted({p for r in runs for p in r["unexpected_changes"]})
+    if odd:
+        shown = ", ".join(_cell(p) for p in odd[:_TESTS_SHOWN])
+        more = f" and {len(odd) - _TESTS_SHOWN} more" if len(odd) > _TESTS_SHOWN else ""
+        parts.append(f"The runs changed files of the clone no pattern allows: {shown}{more}.")
+    return "\n\n".join(parts)
 
 
 def _fence(text: str) -> str:

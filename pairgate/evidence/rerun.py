@@ -1,11 +1,20 @@
 """The re-run document: the reviewer's run of one of the offer's mutants and one of its own, at
-the offered SHA, bound to the offer it answers. Pure, but for reading and writing the file.
+the offered SHA, bound to the offer it answers. Pure, but for reading and writing the file and
+``reproduce``.
 
 It wraps the evidence document the runner made (``runner.rerun``: mutant 1 is the offer's,
 mutant 2 the reviewer's own) with the offer it answers: the issue, the offer's note, its sender,
 the evidence digest the offer recorded, which mutant was taken and the hash the offer recorded
-for it. Its own digest covers all of it, like the evidence's. ``approve --evidence`` checks it
-against the ledger (``verify_for_approve``) and records ``rerun_field`` of it.
+for it. Its own digest covers all of it, like the evidence's.
+
+The digest is a plain SHA-256: it catches an accident, not a forgery. A document written by hand
+and sealed again (the red team built one without running anything) checks as well as a real
+one. So ``approve --evidence`` does not take the document's word: after checking it against the
+ledger (``verify_for_approve``) it runs the document's two mutants again itself, at the SHA, in
+the same sandbox (``reproduce``), and records ``rerun_field`` only when its own run gives the
+verdicts the document claims. What is left: the approval's record is still written from the
+agent's session, by a pairgate the session could change, so it is self-reported like the
+evidence; the CI re-run (``ci.py``) is the one check outside the session.
 """
 
 from __future__ import annotations
@@ -149,9 +158,14 @@ def own_mutant(doc: Mapping[str, Any]) -> dict[str, Any]:
     return dict(doc["evidence"]["mutants"][1])
 
 
-def rerun_field(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``rerun`` field of an approval record."""
+def rerun_field(
+    doc: Mapping[str, Any], observed: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``rerun`` field of an approval record: the document's binding, with the isolation
+    and the strength of the run that ``observed`` it (approve's own, else the document's)."""
     offer, offered, own = doc["offer"], offered_mutant(doc), own_mutant(doc)
+    seen = observed if observed is not None else doc["evidence"]
+    iso = seen["baseline"]["isolation"]
     return {
         "offer_note": offer["note_id"],
         "evidence_digest": offer["evidence_digest"],
@@ -167,7 +181,27 @@ def rerun_field(doc: Mapping[str, Any]) -> dict[str, Any]:
             "verdict": own["verdict"],
         },
         "digest": doc["digest"],
+        "isolation": iso["mode"],
+        "network": iso["network"],
+        "weak": bool(seen["weak"]),
     }
+
+
+def reproduction_problems(doc: Mapping[str, Any], again: Mapping[str, Any]) -> list[str]:
+    """Where ``again`` (approve's own run of the document's mutants) does not give what the
+    re-run document ``doc`` claims; empty when it does."""
+    claimed = doc["evidence"]
+    problems = []
+    if again["baseline"]["outcome"] != "passed":
+        problems.append(f"the baseline did not pass: {again['baseline']['detail']}")
+    names = ("the offer's mutant", "your own mutant")
+    for name, said, got in zip(names, claimed["mutants"], again["mutants"], strict=True):
+        if said["verdict"] != got["verdict"]:
+            problems.append(
+                f"{name}: the document says {said['verdict']}, approve's own run gives "
+                f"{got['verdict']} ({got['reason']})"
+            )
+    return problems
 
 
 def verify_for_approve(

@@ -1,17 +1,16 @@
-"""Collect mutation evidence: the baseline and each mutant, each in its own clean clone.
+"""Collect mutation evidence: the baseline and each mutant, each in its own fresh copy.
 
-One disposable copy of the repository's objects is taken (``git clone --local --no-hardlinks``),
-and one checkout of the SHA from it that nothing runs in; every run (the baseline, then each
-mutant) gets its own copy of that checkout, so no run sees another's files, and the real
-repository's working tree is never read. The baseline runs
-first and must pass: otherwise no mutant is run and each is recorded as refused.
+Everything the runs need is read from the real repository first, and only read: the SHA, its
+history's root, the files that judge the change, and one copy of the commit
+(``gitops.seed_checkout``: a new shallow repository with no remote and no alternates). Only then
+does anything run. Every run (the baseline, then each mutant) gets its own copy of that
+checkout, on tmpfs where there is room (``workspace``), so no run sees another's files, and none
+can reach the real repository through its own. The baseline runs first and must pass:
+otherwise no mutant is run and each is recorded as refused.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import stat
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -20,18 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pairgate.evidence import DEFAULT_TIMEOUT, gitops
-from pairgate.evidence.isolation import Isolation, fixed_env, probe, run_isolated
+from pairgate.evidence import DEFAULT_PIDS, DEFAULT_TIMEOUT, gitops, workspace
+from pairgate.evidence.changes import DEFAULT_MAY_CHANGE
+from pairgate.evidence.copies import Copies
+from pairgate.evidence.isolation import Isolation, Sealing, probe, python_roots
+from pairgate.evidence.one_run import Runs, public, remove
 from pairgate.evidence.patches import Patch, touched
 from pairgate.evidence.schema import SCHEMA_NAME, SCHEMA_VERSION, VERDICTS, sealed
 from pairgate.evidence.sensitive import DEFAULT_PATTERNS, matching_pattern, sensitive
-from pairgate.evidence.verdict import (
-    classify,
-    killed_by,
-    mutant_verdict,
-    names_pytest,
-    read_junit,
-)
 from pairgate.standalone.errors import Refusal, UsageError
 
 
@@ -48,9 +43,15 @@ class Request:
     jobs: int = 1
     network: bool = False
     patterns: tuple[str, ...] = field(default=DEFAULT_PATTERNS)
+    pids: int = DEFAULT_PIDS
+    may_change: tuple[str, ...] = ()  # beyond DEFAULT_MAY_CHANGE
+    logs: Path | None = None  # --logs: keep each run's whole log under here
+    hide_dirs: tuple[Path, ...] = ()  # the configuration's directory: never seen by a run
+    hide_files: tuple[Path, ...] = ()  # token files: never read by a run
+    runtime_dir: str | None = None  # $XDG_RUNTIME_DIR, a place for the copies
 
 
-def _check(request: Request) -> None:
+def check_request(request: Request) -> None:
     if not request.command.strip():
         raise UsageError("--test is empty; name the command that runs the tests")
     if not request.patches:
@@ -59,99 +60,38 @@ def _check(request: Request) -> None:
         raise UsageError(f"--timeout {request.timeout:g} is not a positive time")
     if request.jobs < 1:
         raise UsageError(f"--jobs {request.jobs} is not a positive number")
-
-
-def _writable(func: Any, path: str, _exc: Any) -> None:
-    """rmtree's retry for what a run left read-only."""
-    os.chmod(os.path.dirname(path), stat.S_IRWXU)
-    if os.path.isdir(path) and not os.path.islink(path):
-        os.chmod(path, stat.S_IRWXU)
-    func(path)
-
-
-def _remove(path: Path) -> None:
-    shutil.rmtree(path, onerror=_writable)
+    if request.pids < 1:
+        raise UsageError(f"--pids {request.pids} is not a positive number")
 
 
 @dataclass(frozen=True)
-class _World:
-    """What every run of one collection shares."""
+class Resolved:
+    """What the real repository says, read before anything runs."""
 
-    request: Request
+    top: Path
+    gitdir: Path
     sha: str
-    work: Path
-    pristine: Path  # the checkout of the SHA that every run copies
-    git_env: dict[str, str]
-    isolation: Isolation
-    python_dir: str | None
-
-    def run(self, index: int, patch: Patch | None) -> dict[str, Any]:
-        """One run in a fresh checkout: ``applied``, ``apply_error`` and ``run`` of the entry."""
-        where = self.work / f"run-{index}"
-        home, tmp = where / "home", where / "tmp"
-        for d in (home, tmp):
-            d.mkdir(parents=True)
-        clone = where / "repo"
-        try:
-            gitops.copy_checkout(self.pristine, clone)
-            if patch is not None:
-                patch_file = where / "mutant.patch"
-                patch_file.write_bytes(patch.text.encode("utf-8"))
-                error = gitops.apply_patch(self.git_env, clone, patch_file)
-                if error is not None:
-                    return {"applied": False, "apply_error": error, "run": None}
-            return {"applied": patch is not None, "apply_error": None, "run": self._test(where)}
-        finally:
-            _remove(where)
-
-    def _test(self, where: Path) -> dict[str, Any]:
-        req = self.request
-        junit = where / "junit.xml"
-        proxy_off = self.isolation.mode == "env-only" and not req.network
-        env = fixed_env(
-            home=where / "home",
-            tmp=where / "tmp",
-            junit=junit,
-            proxy_off=proxy_off,
-            python_dir=self.python_dir,
-        )
-        raw = run_isolated(
-            req.command,
-            cwd=where / "repo",
-            env=env,
-            log=where / "output.log",
-            timeout=req.timeout,
-            network=req.network,
-            isolation=self.isolation,
-        )
-        runner = "pytest" if names_pytest(req.command) or junit.exists() else "exit-code"
-        outcome = classify(
-            runner=runner,
-            exit_code=raw.exit_code,
-            timed_out=raw.timed_out,
-            timeout=req.timeout,
-            junit=read_junit(junit) if runner == "pytest" else None,
-        )
-        return {
-            "command": req.command,
-            "runner": runner,
-            "exit_code": raw.exit_code,
-            "timed_out": raw.timed_out,
-            "duration_ms": raw.duration_ms,
-            "isolation": self.isolation.describe(network=req.network),
-            "outcome": outcome.outcome,
-            "detail": outcome.detail,
-            "failed_tests": [
-                {"id": t.id, "kind": t.kind, "message": t.message} for t in outcome.failed_tests
-            ],
-            "output_tail": raw.output_tail,
-            "_killed_by": killed_by(outcome),
-            "_verdict": mutant_verdict(outcome),
-            "_env": sorted(env),
-        }
+    root: str
+    base: str | None
+    base_source: str
+    changed: tuple[str, ...]
 
 
-def _mutant(
+def resolve(request: Request, genv: dict[str, str]) -> Resolved:
+    top, gitdir = gitops.git_dir(genv, request.repo)
+    sha = gitops.resolve_commit(genv, gitdir, request.sha or "HEAD", flag="--sha")
+    root = gitops.root_commit(genv, gitdir, sha)
+    base: str | None
+    if request.base is not None:
+        base = gitops.resolve_commit(genv, gitdir, request.base, flag="--base")
+        base_source = "--base"
+    else:
+        base, base_source = gitops.default_base(genv, gitdir, sha)
+    changed = gitops.changed_files(genv, gitdir, base, sha) if base else []
+    return Resolved(top, gitdir, sha, root, base, base_source, tuple(changed))
+
+
+def mutant_entry(
     index: int, patch: Patch, ran: dict[str, Any] | None, patterns: Sequence[str], sha: str
 ) -> dict[str, Any]:
     files, hunks = touched(patch.text)
@@ -174,6 +114,9 @@ def _mutant(
         entry.update(verdict="refused", reason="the baseline did not pass, so no mutant was run")
         return entry
     entry.update(applied=ran["applied"], apply_error=ran["apply_error"])
+    if ran["refused"] is not None:
+        entry.update(verdict="refused", reason=f"not a mutant: {ran['refused']}")
+        return entry
     if ran["run"] is None:
         entry.update(
             verdict="error", reason=f"the patch does not apply at {sha}: {ran['apply_error']}"
@@ -181,12 +124,20 @@ def _mutant(
         return entry
     run = ran["run"]
     verdict, reason = run.pop("_verdict")
-    entry.update(run=_public(run), verdict=verdict, reason=reason, killed_by=run["_killed_by"])
+    entry.update(run=public(run), verdict=verdict, reason=reason, killed_by=run["_killed_by"])
     return entry
 
 
-def _public(run: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in run.items() if not k.startswith("_")}
+def overall(baseline: dict[str, Any], mutants: Sequence[dict[str, Any]]) -> str:
+    """pass: the baseline passed and every mutant was killed; fail: the tests fail unmutated, or
+    a mutant survived; error: something could not be judged (a timeout, a crash, a patch that
+    does not apply, a refused mutant)."""
+    if baseline["outcome"] != "passed":
+        return "fail" if baseline["outcome"] in ("assertion-failed", "failed") else "error"
+    verdicts = {m["verdict"] for m in mutants}
+    if "survived" in verdicts:
+        return "fail"
+    return "error" if verdicts - {"killed"} else "pass"
 
 
 def collect(
@@ -197,57 +148,94 @@ def collect(
     python_dir: str | None = None,
 ) -> dict[str, Any]:
     """The sealed evidence document. UsageError (exit 2) when it cannot be run as asked."""
-    _check(request)
-    work = Path(tempfile.mkdtemp(prefix="pairgate-evidence-"))
+    check_request(request)
+    home = Path(tempfile.mkdtemp(prefix="pairgate-evidence-git-"))
     try:
-        (work / "git-home").mkdir()
-        genv = gitops.git_env(work / "git-home")
-        top, gitdir = gitops.git_dir(genv, request.repo)
-        sha = gitops.resolve_commit(genv, gitdir, request.sha or "HEAD", flag="--sha")
-        root = gitops.root_commit(genv, gitdir, sha)
-        base: str | None
-        if request.base is not None:
-            base = gitops.resolve_commit(genv, gitdir, request.base, flag="--base")
-            base_source = "--base"
-        else:
-            base, base_source = gitops.default_base(genv, gitdir, sha)
-        changed = gitops.changed_files(genv, gitdir, base, sha) if base else []
-        gitops.clone_base(genv, gitdir, work / "base")
-        gitops.clone_run(genv, work / "base", work / "pristine", sha)
-        world = _World(
-            request, sha, work, work / "pristine", genv, isolation or probe(), python_dir
+        genv = gitops.git_env(home)
+        found = resolve(request, genv)
+        need = workspace.need_for(
+            gitops.checkout_bytes(genv, found.gitdir, found.sha), jobs=request.jobs
         )
-        baseline = world.run(0, None)["run"]
-        env_names = baseline.pop("_env")
-        ran: list[dict[str, Any] | None]
-        if baseline["outcome"] != "passed":
-            ran = [None] * len(request.patches)
-        else:
-            with ThreadPoolExecutor(max_workers=request.jobs) as pool:
-                ran = list(pool.map(world.run, range(1, len(request.patches) + 1), request.patches))
-        mutants = [
-            _mutant(i, p, r, request.patterns, sha)
-            for i, (p, r) in enumerate(zip(request.patches, ran, strict=True), start=1)
-        ]
+        place = workspace.choose(need, runtime_dir=request.runtime_dir)
+        work = Path(tempfile.mkdtemp(prefix="pairgate-evidence-", dir=place))
+        try:
+            gitops.seed_checkout(genv, found.gitdir, found.sha, work / "pristine")
+            logs = None
+            if request.logs is not None:
+                stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now()))
+                request.logs.mkdir(parents=True, exist_ok=True)
+                logs = Path(
+                    tempfile.mkdtemp(prefix=f"{found.sha[:12]}-{stamp}-", dir=request.logs)
+                ).resolve()
+            copies = Copies(
+                work / "pristine",
+                work,
+                total=1 + len(request.patches),
+                ahead=request.jobs + 1,
+                makers=request.jobs,  # one copy made per run in flight
+            )
+            runs = Runs(
+                command=request.command,
+                timeout=request.timeout,
+                network=request.network,
+                pids=request.pids,
+                may_change=(*DEFAULT_MAY_CHANGE, *request.may_change),
+                work=work,
+                pristine=work / "pristine",
+                tracked=gitops.tracked(genv, work / "pristine"),
+                git_env=genv,
+                isolation=isolation or probe(),
+                sealing=Sealing(python_roots(), request.hide_dirs, request.hide_files),
+                python_dir=python_dir,
+                logs=logs,
+                take=copies.take,
+                give_back=copies.give_back,
+            )
+            try:
+                baseline = runs.run(0, None)["run"]
+                ran: list[dict[str, Any] | None]
+                if baseline["outcome"] != "passed":
+                    ran = [None] * len(request.patches)
+                else:
+                    with ThreadPoolExecutor(max_workers=request.jobs) as pool:
+                        indexes = range(1, len(request.patches) + 1)
+                        ran = list(pool.map(runs.run, indexes, request.patches))
+            finally:
+                copies.close()
+        finally:
+            remove(work)
+    except OSError as exc:
+        raise UsageError(f"cannot make the runs' copies: {exc}") from None
     finally:
-        _remove(work)
+        remove(home)
+    env_names = baseline.pop("_env")
+    mutants = [
+        mutant_entry(i, p, r, request.patterns, found.sha)
+        for i, (p, r) in enumerate(zip(request.patches, ran, strict=True), start=1)
+    ]
+    runs_made = [baseline] + [m["run"] for m in mutants if m["run"] is not None]
     doc = {
         "schema": SCHEMA_NAME,
         "v": SCHEMA_VERSION,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now())),
-        "repository": {"path": str(top), "root_commit": root},
-        "sha": sha,
+        "status": overall(baseline, mutants),
+        "weak": any(r["runner"] == "exit-code" for r in runs_made),
+        "repository": {"path": str(found.top), "root_commit": found.root},
+        "sha": found.sha,
         "command": request.command,
         "timeout_seconds": request.timeout,
         "network": request.network,
+        "pids": request.pids,
         "environment": env_names,
-        "baseline": _public(baseline),
+        "workspace": {"kind": workspace.filesystem_kind(place), "path": str(place)},
+        "may_change": list(runs.may_change),
+        "baseline": public(baseline),
         "mutants": mutants,
         "sensitive_changes": {
-            "base": base,
-            "base_source": base_source,
+            "base": found.base,
+            "base_source": found.base_source,
             "patterns": list(request.patterns),
-            "files": sensitive(changed, request.patterns),
+            "files": sensitive(found.changed, request.patterns),
         },
         "summary": {v: sum(m["verdict"] == v for m in mutants) for v in VERDICTS},
     }

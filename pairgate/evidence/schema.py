@@ -2,7 +2,9 @@
 
 The schema is checked with jsonschema when a document is written and when one is read, like the
 ledger's records. The digest is the SHA-256 of the document's canonical JSON (sorted keys, no
-spaces, ASCII) without the ``digest`` key, so an edit after the run is visible.
+spaces, ASCII) without the ``digest`` key, so an accidental edit after the run is visible. It is
+not a signature: anyone can edit a document and seal it again. Evidence from an agent's session
+is self-reported; the reviewer's re-run, and the CI re-run, are the checks.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 from pairgate.standalone.errors import UsageError
 
 SCHEMA_NAME = "pairgate-evidence"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+STATUSES = ("pass", "fail", "error")
 VERDICTS = ("killed", "survived", "error", "refused")
 OUTCOMES = ("passed", "assertion-failed", "failed", "crashed", "timed-out", "error")
 
@@ -41,18 +44,33 @@ def strict_object(properties: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+ISOLATION_MODES = ["bubblewrap", "namespaces", "env-only"]
 _ISOLATION = strict_object(
     {
-        "mode": {"enum": ["namespaces", "env-only"]},
+        "mode": {"enum": ISOLATION_MODES},
+        "filesystem": {"enum": ["sealed", "open"]},
         "network": {"enum": ["blocked", "allowed", "not-blocked"]},
-        "tree_kill": {"enum": ["pid-namespace", "process-group"]},
+        "tree_kill": {"enum": ["pid-namespace", "cgroup", "process-group"]},
+        "processes": strict_object(
+            {
+                "max": {"type": "integer", "minimum": 1},
+                "by": {"enum": ["pids-cgroup", "rlimit-nproc", "none"]},
+                "why": _TEXT,
+            }
+        ),
         "description": _TEXT,
     }
 )
 
 _FAILED_TEST = strict_object(
-    {"id": _TEXT, "kind": {"enum": ["assertion", "crash", "error"]}, "message": _TEXT}
+    {
+        "id": _TEXT,
+        "kind": {"enum": ["assertion", "crash", "error"]},
+        "message": _TEXT,
+        "frame": _TEXT,
+    }
 )
+_PATHS = {"type": "array", "items": _TEXT}
 
 _RUN = strict_object(
     {
@@ -66,6 +84,9 @@ _RUN = strict_object(
         "detail": _TEXT,
         "failed_tests": {"type": "array", "items": _FAILED_TEST},
         "output_tail": _TEXT,
+        "log_path": {"type": ["string", "null"]},
+        "changed_files": _PATHS,
+        "unexpected_changes": _PATHS,
     }
 )
 
@@ -103,12 +124,17 @@ EVIDENCE_SCHEMA: dict[str, Any] = {
             "schema": {"const": SCHEMA_NAME},
             "v": {"const": SCHEMA_VERSION},
             "created_at": _TEXT,
+            "status": {"enum": list(STATUSES)},
+            "weak": {"type": "boolean"},
             "repository": strict_object({"path": _TEXT, "root_commit": SHA_FIELD}),
             "sha": SHA_FIELD,
             "command": {"type": "string", "minLength": 1},
             "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
             "network": {"type": "boolean"},
+            "pids": {"type": "integer", "minimum": 1},
             "environment": {"type": "array", "items": _TEXT},
+            "workspace": strict_object({"kind": {"enum": ["tmpfs", "disk"]}, "path": _TEXT}),
+            "may_change": _PATHS,
             "baseline": _RUN,
             "mutants": {"type": "array", "minItems": 1, "items": _MUTANT},
             "sensitive_changes": strict_object(

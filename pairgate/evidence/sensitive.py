@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
 
-DEFAULT_PATTERNS: tuple[str, ...] = (
-    # tests
+# Test files: where a failing frame must be for a test to have killed a mutant.
+TEST_PATTERNS: tuple[str, ...] = (
     "tests/",
     "test/",
     "testing/",
@@ -23,6 +23,10 @@ DEFAULT_PATTERNS: tuple[str, ...] = (
     "conftest.py",
     "*.test.*",
     "*.spec.*",
+)
+
+DEFAULT_PATTERNS: tuple[str, ...] = (
+    *TEST_PATTERNS,
     # what decides how the tests run
     "pyproject.toml",
     "setup.cfg",
@@ -69,6 +73,10 @@ def matching_pattern(path: str, patterns: Iterable[str] = DEFAULT_PATTERNS) -> s
         elif fnmatchcase(path, pattern):
             return pattern
     return None
+
+
+def is_test_file(path: str) -> bool:
+    return matching_pattern(path, TEST_PATTERNS) is not None
 
 
 def sensitive(

@@ -16,6 +16,12 @@ from pairgate.standalone.ledger import Event, Ledger
 
 NO_EVIDENCE = "no mutation evidence"
 NO_RERUN = "no re-run"
+NO_CI_RERUN = "no CI re-run"
+# What evidence from an agent's session is, said on every surface that shows some.
+SELF_REPORTED = (
+    "self-reported: run in the agent's session, its digest catches accidents, not forgery; "
+    "the reviewer's re-run is the check"
+)
 
 
 def evidence_field(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -27,6 +33,7 @@ def evidence_field(doc: Mapping[str, Any]) -> dict[str, Any]:
         "command": doc["command"],
         "isolation": iso["mode"],
         "network": iso["network"],
+        "weak": bool(doc["weak"]),
         "mutants": [
             {
                 "index": m["index"],
@@ -73,24 +80,57 @@ def record_field(ledger: Ledger, note_id: int, name: str) -> dict[str, Any] | No
     return dict(value) if isinstance(value, Mapping) else None
 
 
+def isolation_words(mode: str, network: str) -> str:
+    """What held less than the sealed filesystem with no network ("" when that held)."""
+    parts = []
+    if mode != "bubblewrap":
+        parts.append(f"{mode}: the filesystem was not sealed")
+    if network != "blocked":
+        parts.append(f"network {network}")
+    return ", ".join(parts)
+
+
 def evidence_summary(evidence: Mapping[str, Any] | None) -> str:
-    """``3/3 killed``, with the isolation when it was the weaker mode; or NO_EVIDENCE."""
+    """``3/3 killed``, with the isolation when it was a weaker mode, and ``weak`` when the
+    exit-code rule judged it; or NO_EVIDENCE."""
     if evidence is None:
         return NO_EVIDENCE
     mutants = evidence["mutants"]
     killed = sum(m["verdict"] == "killed" for m in mutants)
     text = f"{killed}/{len(mutants)} killed"
-    if evidence["isolation"] != "namespaces" or evidence["network"] != "blocked":
-        text += f" ({evidence['isolation']}, network {evidence['network']})"
-    return text
+    words = isolation_words(evidence["isolation"], evidence["network"])
+    if evidence.get("weak"):
+        words = ", ".join(w for w in ("WEAK: exit-code rule", words) if w)
+    return f"{text} ({words})" if words else text
 
 
 def rerun_summary(rerun: Mapping[str, Any] | None) -> str:
-    """``mutant 2 killed, own killed``; or NO_RERUN."""
+    """``mutant 2 killed, own killed``, with what held less; or NO_RERUN."""
     if rerun is None:
         return NO_RERUN
     offered, own = rerun["offered"], rerun["own"]
-    return f"mutant {offered['index']} {offered['verdict']}, own {own['verdict']}"
+    text = f"mutant {offered['index']} {offered['verdict']}, own {own['verdict']}"
+    # A re-run recorded before the isolation was recorded says nothing of it.
+    words = (
+        isolation_words(rerun["isolation"], rerun.get("network", "blocked"))
+        if "isolation" in rerun
+        else ""
+    )
+    if rerun.get("weak"):
+        words = ", ".join(w for w in ("WEAK: exit-code rule", words) if w)
+    return f"{text} ({words})" if words else text
+
+
+def ci_words(field: Mapping[str, Any] | None) -> str:
+    """``CI re-run: job 57, 2/2 killed`` (with what held less), or NO_CI_RERUN, of an
+    approval's ``ci_rerun`` field (ci_result.py reads it from the job's log)."""
+    if field is None:
+        return NO_CI_RERUN
+    text = f"CI re-run: job {field['job']}, {field['killed']}/{field['total']} killed"
+    words = isolation_words(field["isolation"], field["network"])
+    if field["weak"]:
+        words = ", ".join(w for w in ("WEAK: exit-code rule", words) if w)
+    return f"{text} ({words})" if words else text
 
 
 def approved_offer(ledger: Ledger, approval_note: int) -> Event | None:
@@ -123,12 +163,15 @@ def approval_keys(ledger: Ledger, note_id: int) -> dict[str, Any]:
     offer = approved_offer(ledger, note_id)
     evidence = None if offer is None else record_field(ledger, offer.note_id, "evidence")
     rerun = record_field(ledger, note_id, "rerun")
+    ci = record_field(ledger, note_id, "ci_rerun")
     return {
         "approved_offer": None if offer is None else offer.note_id,
         "evidence": evidence,
         "evidence_summary": evidence_summary(evidence),
         "rerun": rerun,
         "rerun_summary": rerun_summary(rerun),
+        "ci_rerun": ci,
+        "ci_rerun_summary": ci_words(ci),
     }
 
 
@@ -137,4 +180,6 @@ def approval_words(keys: Mapping[str, Any]) -> str:
     evidence = keys["evidence_summary"]
     rerun = keys["rerun_summary"]
     first = evidence if evidence == NO_EVIDENCE else f"evidence: {evidence}"
-    return f"{first}; {rerun if rerun == NO_RERUN else f're-run: {rerun}'}"
+    words = f"{first}; {rerun if rerun == NO_RERUN else f're-run: {rerun}'}"
+    # An approval written before CI re-runs, or with none finished, says nothing of them.
+    return f"{words}; {keys['ci_rerun_summary']}" if keys.get("ci_rerun") else words

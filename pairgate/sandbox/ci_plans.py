@@ -49,6 +49,7 @@ class Prepared:
     variables: dict[str, str]
     masked: list[str]
     depth: int = 0  # 0 for a pipeline, 1 and 2 for children
+    git_dir: str | None = None  # where a mirrored commit is fetched from (records.Commit)
 
 
 @dataclass
@@ -127,6 +128,7 @@ def prepare(
         values,
         masked,
         depth,
+        commit.git_dir,
     )
 
 
@@ -155,6 +157,7 @@ class Evaluator:
             branch=prepared.branch,
             remote=prepared.remote,
             default_branch=prepared.default_branch,
+            fetch=(prepared.git_dir, pipeline.sha) if prepared.git_dir else None,
         )
         (cwd / CONFIG_FILE).write_text(prepared.text or "", encoding="utf-8")
         key = _cache_key(prepared.text or "", prepared.variables, prepared.tree)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pairgate.sandbox import defaults, merging, pipelines, repo, tokens
@@ -118,15 +119,21 @@ def _ci_reply(app: App, project: Project) -> dict[str, Any]:
 
 @ROUTER.route("POST", "/jobs/{job_id}")
 def set_job(app: App, req: Request, job_id: str) -> Any:
-    """Move a job to a status, as its runner would; the pipeline's status follows."""
+    """Move a job to a status, as its runner would; the pipeline's status follows. ``trace``,
+    when given, is its log from then on."""
     world = app.world
     job = world.jobs.get(int(job_id)) if job_id.isdigit() else None
     if job is None:
         raise not_found("Job")
+    trace = req.params.get("trace")
+    if trace is not None and not isinstance(trace, str):
+        raise _bad("trace must be a string")
     try:
         ci_jobs.set_status(world, job, ci_jobs.checked_status(req.params.get("status")))
     except ValueError as error:
         raise _bad(str(error)) from None
+    if trace is not None:
+        job.trace = trace
     merging.process(world, world.pipelines[job.pipeline_id], runner=app.runner)
     return renderer(req).job(job) | {"token": job.token}
 
@@ -139,7 +146,9 @@ def mirror_commit(app: App, req: Request) -> Any:
     """A commit whose id the caller gives: the id of a commit in a real git repository, so that
     repository and the sandbox name the same SHA (pairgate evidence runs in a real clone, and
     the offer it backs names the merge request's head). Its tree is its parent's with
-    ``files`` applied (a null content deletes); ``branch`` moves to it, as a push would."""
+    ``files`` applied (a null content deletes); ``branch`` moves to it, as a push would. With
+    ``git_dir`` (that repository's path) the runner's checkout is the real commit, fetched from
+    there as a runner fetches it from GitLab."""
     world = app.world
     project = world.project_by_ref(str(req.params.get("project", "")))
     if project is None:
@@ -167,10 +176,14 @@ def mirror_commit(app: App, req: Request) -> Any:
     options = req.params.get("push_options") or []
     if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
         raise _bad('push_options must be a list of strings, such as ["ci.skip"]')
+    git_dir = req.params.get("git_dir")
+    if git_dir is not None and not (isinstance(git_dir, str) and Path(git_dir).is_absolute()):
+        raise _bad("git_dir must be the absolute path of the git repository holding the commit")
     message = req.text("message") or "Mirrored commit"
     commit = repo.make_commit(
         world, project, parents=[parent.id], tree=tree, message=message, author=actor, sha=sha
     )
+    commit.git_dir = git_dir
     repo.move_branch(world, project, branch, commit.id, actor)
     if app.runner is not None:
         pushed = {o.partition("=")[0]: o.partition("=")[2] for o in options}

@@ -153,7 +153,9 @@ def pairgate_config(world: World, *, env_prefix: str = "PAIRGATE_SANDBOX") -> di
         "env_prefix": env_prefix,
         "agent_identity_prefix": GROUP_PATH,
         "review_bot_token_file": "review-bot-token",
-        "deployed_paths": ["pairgate", "validators", "hooks"],
+        # What a project's checkout holds of a sandbox deployment: the hooks, where
+        # hooks_install_command puts them (pairgate's own source tree is no part of it).
+        "deployed_paths": [".claude/hooks"],
         "generic_tracking_issue": 1,
         "liveness_oracle_file": "liveness-oracle.md",
         "cli_command": "pairgate",
@@ -163,6 +165,7 @@ def pairgate_config(world: World, *, env_prefix: str = "PAIRGATE_SANDBOX") -> di
         "cli_install_command": "pip install --upgrade pairgate",
         "hooks_install_command": "pairgate deploy-hooks --target .claude/hooks",
         "agent_text_dir": "agent-text",
-        "handoff_doc": "docs/agent-handoff.md",
+        # A project's checkout has no operator card of its own: name pairgate's.
+        "handoff_doc": "pairgate's operator card (docs/agent-handoff.md in pairgate's repository)",
         "ledger_author_user_ids": [USERS["agents"][0]],
     }

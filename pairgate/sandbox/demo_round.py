@@ -35,6 +35,7 @@ class Note:
     author: str
     text: str  # what GitLab renders: the body without its marker
     marker: str | None
+    where: str = "the issue"
 
 
 @dataclass
@@ -71,6 +72,7 @@ class _Player:
         self.dispatch = dispatch
         self.ids = (f"{n:032x}" for n in itertools.count(1))
         self.issue = 0
+        self.mr = 0
         self.seen = 0
 
     def env(self, agent: str | None) -> dict[str, str]:
@@ -96,22 +98,30 @@ class _Player:
         step.labels = self.labels()
         return step
 
+    def _notes(self, path: str) -> list[dict[str, Any]]:
+        return list(self.sb.api("GET", path, params={"sort": "asc", "per_page": 100}))
+
     def new_notes(self) -> list[Note]:
-        raw = self.sb.api(
-            "GET",
-            f"/projects/acme%2Ftracker/issues/{self.issue}/notes",
-            params={"sort": "asc", "per_page": 100},
+        """The notes written since the last look: the ledger's on the issue, and GitLab's own
+        on the merge request (an approval, a push), so no note id goes by unexplained."""
+        raw = self._notes(f"/projects/acme%2Ftracker/issues/{self.issue}/notes")
+        on_mr = (
+            self._notes(f"/projects/acme%2Fapp/merge_requests/{self.mr}/notes") if self.mr else []
         )
-        fresh = [n for n in raw if n["id"] > self.seen and not n["system"]]
-        self.seen = max([self.seen, *(n["id"] for n in raw)])
+        fresh = [(n, "the issue") for n in raw if n["id"] > self.seen and not n["system"]]
+        fresh += [(n, f"{PROJECT}!{self.mr}") for n in on_mr if n["id"] > self.seen and n["system"]]
+        self.seen = max([self.seen, *(n["id"] for n in raw + on_mr)])
         notes = []
-        for n in fresh:
+        for n, where in sorted(fresh, key=lambda pair: pair[0]["id"]):
             try:
                 _, _, text = parse_marker(n["body"])
                 marker = n["body"].strip().splitlines()[-1]
             except MalformedRecord:
                 text, marker = n["body"], None
-            notes.append(Note(n["id"], n["author"]["username"], text.strip(), marker))
+            author = n["author"]["username"] + (
+                " (a system note GitLab writes)" if n["system"] else ""
+            )
+            notes.append(Note(n["id"], author, text.strip(), marker, where))
         return notes
 
     def labels(self) -> list[str]:
@@ -194,6 +204,7 @@ def play(sb: RunningSandbox, config: Path, dispatch: Dispatch) -> Iterator[Step]
             description=f"Related to acme/tracker#{issue}",
         )["iid"]
     )
+    p.mr = mr
     p.seen = max(
         [0, *(n["id"] for n in sb.api("GET", f"/projects/acme%2Ftracker/issues/{issue}/notes"))]
     )
@@ -215,11 +226,11 @@ def play(sb: RunningSandbox, config: Path, dispatch: Dispatch) -> Iterator[Step]
         head,
         offer=(
             f"{LEAD} offers it to {REVIEW}, bound to the head commit",
-            "Ready for review. Mutation: dropping the + 0.0 makes test_half_up fail.",
+            "Ready for review: price() rounds half-up now, and test_half_up covers it.",
         ),
         approval=(
             f"{REVIEW} approves that exact commit and offers the issue back",
-            "Re-ran the mutant and one of my own; both fail the tests.",
+            "Read the change and ran the tests at this commit: test_half_up passes.",
         ),
     )
     check = p.run(
@@ -238,6 +249,7 @@ def play(sb: RunningSandbox, config: Path, dispatch: Dispatch) -> Iterator[Step]
     yield Step(
         "One more push: a comment, nothing else",
         aside=f"The head of {PROJECT}!{mr} is now {pushed[:12]}.",
+        notes=p.new_notes(),
     )
     yield p.run(
         "merge-check after the push", None, "merge-check", "--mr", mr, "--mr-project", PROJECT
@@ -269,6 +281,16 @@ def play(sb: RunningSandbox, config: Path, dispatch: Dispatch) -> Iterator[Step]
         ),
     )
     yield p.run(f"{LEAD} closes the issue", LEAD, "close", issue)
+    yield Step(
+        "What to try next",
+        aside=(
+            "Play a round yourself: pairgate sandbox --config-out DIR/pairgate-config.json "
+            "--with-example serves this GitLab stand-in with a whole deployment in DIR, and "
+            "docs/sandbox.md in pairgate's repository plays a round there command by command. "
+            "For your own GitLab, pairgate init writes a deployment (docs/agent-handoff.md, "
+            "the operator card, says what each agent runs)."
+        ),
+    )
 
 
 def sandboxed_round(dispatch: Dispatch) -> Iterator[Step]:

@@ -170,7 +170,9 @@ class Renderer:
 
     def note(self, note: Note) -> dict[str, Any]:
         # A thread's notes on a merge request are resolvable; the sandbox never resolves one.
-        resolvable = note.note_type == "DiscussionNote" and note.noteable_type == "MergeRequest"
+        resolvable = note.note_type in ("DiscussionNote", "DiffNote") and (
+            note.noteable_type == "MergeRequest"
+        )
         resolution = {"resolved": False, "resolved_by": None, "resolved_at": None}
         return {
             "id": note.id,
@@ -191,6 +193,7 @@ class Renderer:
             "imported_from": "none",
             "noteable_iid": note.noteable_iid,
             "commands_changes": {},
+            **({"position": dict(note.position)} if note.position is not None else {}),
         }
 
     # -- repository ---------------------------------------------------------------------------

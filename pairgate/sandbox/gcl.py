@@ -78,21 +78,34 @@ def _git(args: Sequence[str], cwd: Path) -> None:
 
 
 def checkout(
-    path: Path, tree: Mapping[str, str], *, branch: str, remote: str, default_branch: str
+    path: Path,
+    tree: Mapping[str, str],
+    *,
+    branch: str,
+    remote: str,
+    default_branch: str,
+    fetch: tuple[str, str] | None = None,
 ) -> Path:
     """A git repository at ``path`` holding ``tree`` on ``branch``, its origin the sandbox's
-    project URL, so that gitlab-ci-local derives the instance and the project from it."""
+    project URL, so that gitlab-ci-local derives the instance and the project from it. With
+    ``fetch`` (a repository and a commit id: a mirrored commit's), the branch is that commit,
+    fetched from there, as a runner fetches the pipeline's commit from GitLab."""
     path.mkdir(parents=True)
-    for name, content in tree.items():
-        target = path / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
     local = branch if _plain_branch(branch) else "sandbox-pipeline"
     _git(["init", "-q", "-b", local], path)
     _git(["config", "user.name", "pairgate sandbox"], path)
     _git(["config", "user.email", "runner@sandbox.test"], path)
-    _git(["add", "-A"], path)
-    _git(["commit", "-q", "--allow-empty", "-m", "sandbox pipeline"], path)
+    if fetch is not None:
+        source, sha = fetch
+        _git(["fetch", "-q", "--no-tags", source, sha], path)
+        _git(["checkout", "-q", "-B", local, sha], path)
+    else:
+        for name, content in tree.items():
+            target = path / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content, encoding="utf-8")
+        _git(["add", "-A"], path)
+        _git(["commit", "-q", "--allow-empty", "-m", "sandbox pipeline"], path)
     _git(["remote", "add", "origin", remote], path)
     _git(["update-ref", f"refs/remotes/origin/{default_branch}", "HEAD"], path)
     _git(

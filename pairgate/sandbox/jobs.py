@@ -1,5 +1,6 @@
-"""CI jobs: their statuses (moved by the sandbox-only ``POST /-/sandbox/jobs/:id``, as a runner
-would), ``GET /job`` by job token, and ``POST /projects/:id/jobs/:job_id/retry``.
+"""CI jobs: their statuses and logs (set by the sandbox-only ``POST /-/sandbox/jobs/:id``, as a
+runner would), ``GET /job`` by job token, ``GET /projects/:id/jobs/:job_id/trace`` and
+``POST /projects/:id/jobs/:job_id/retry``.
 
 A job's token authenticates as ``CI_JOB_TOKEN`` only while the job is running (server.py), as
 on GitLab, where a finished job's token answers 401.

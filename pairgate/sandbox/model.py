@@ -138,6 +138,7 @@ class World:
         internal: bool = False,
         note_type: str | None = None,
         discussion_id: str | None = None,
+        position: dict[str, Any] | None = None,
     ) -> Note:
         """Store a note on an issue or MR. ``system`` notes are GitLab's own (title and
         description edits, pushes, approvals) and never editable. A note starts its own
@@ -159,6 +160,7 @@ class World:
             internal=internal,
             note_type=note_type,
             discussion_id=discussion_id or new_discussion_id(kind, noteable.id, note_id),
+            position=position,
         )
         self.notes[note.id] = note
         self.index.notes_on.setdefault((kind, noteable.id), {})[note.id] = note

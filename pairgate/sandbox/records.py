@@ -103,6 +103,9 @@ class Commit:
     author_email: str
     created_at: str
     tree: dict[str, str]  # path -> content (the whole snapshot: worlds are small)
+    # A mirrored commit's real repository (POST /-/sandbox/commits with git_dir): the runner's
+    # checkout fetches the commit from there, so a job sees the commit CI_COMMIT_SHA names.
+    git_dir: str | None = None
 
 
 @dataclass
@@ -144,6 +147,8 @@ class Note:
     last_edited_at: str | None = None
     last_edited_by_id: int | None = None
     awards: list[list[Any]] = field(default_factory=list)
+    # A DiffNote's place in the merge request's diff, as GitLab's Position entity shows it.
+    position: dict[str, Any] | None = None
 
     @property
     def discussion(self) -> str:

@@ -6,6 +6,8 @@ built by the same steps always has the same ids, and two identical commits never
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 from collections import deque
@@ -96,7 +98,8 @@ def contains(world: World, head: str, sha: str) -> bool:
 
 
 def apply_actions(tree: dict[str, str], actions: list[dict[str, Any]]) -> dict[str, str]:
-    """GitLab's commit actions (create, update, delete, move) on a copy of ``tree``."""
+    """GitLab's commit actions (create, update, delete, move) on a copy of ``tree``; a
+    content's ``encoding`` is ``text`` (default) or ``base64`` (doc/api/commits.md)."""
     result = dict(tree)
     for action in actions:
         kind = action.get("action")
@@ -104,6 +107,14 @@ def apply_actions(tree: dict[str, str], actions: list[dict[str, Any]]) -> dict[s
         if not path:
             raise RepoError("file_path is missing")
         content = str(action.get("content") or "")
+        encoding = action.get("encoding") or "text"
+        if encoding == "base64":
+            try:
+                content = base64.b64decode(content, validate=True).decode("utf-8")
+            except (binascii.Error, UnicodeDecodeError):
+                raise RepoError(f"{path}: the content is not base64 of UTF-8 text") from None
+        elif encoding != "text":
+            raise RepoError("actions[encoding] does not have a valid value")
         if kind == "create":
             if path in result:
                 raise RepoError("A file with this name already exists")

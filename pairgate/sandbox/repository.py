@@ -47,17 +47,31 @@ def commit_actions(
     message: str,
     actions: list[dict[str, Any]],
     start_branch: str | None = None,
+    start_sha: str | None = None,
 ) -> Commit:
-    """One commit on ``branch`` (created from ``start_branch`` when it does not exist yet)."""
+    """One commit on ``branch`` (created from ``start_branch`` or ``start_sha`` when it does not
+    exist yet). GitLab's Commits API has no branch-level compare-and-swap: a ``start_sha`` with a
+    branch that exists is refused, and the only guard is each action's ``last_commit_id``."""
     world = req.world
     user = current_user(req)
     _may_push(req, project, branch, user)
-    base_ref = branch if branch in project.branches else start_branch
+    if start_sha is not None:
+        if branch in project.branches:
+            raise _message(
+                400,
+                f"A branch called '{branch}' already exists. Switch to that branch in order to "
+                f"make changes",
+            )
+        if repo.resolve(world, project, start_sha) is None:
+            raise _message(400, f"Cannot find start_sha '{start_sha}'")
+    base_ref = branch if branch in project.branches else (start_sha or start_branch)
     if base_ref is None:
         raise _message(400, "You can only create or edit files when you are on a branch")
     parent = repo.resolve(world, project, base_ref)
     if parent is None:
         raise _message(400, f"Invalid reference name: {base_ref}")
+    for action in actions:
+        _check_unchanged(req, project, parent, action)
     try:
         tree = repo.apply_actions(parent.tree, actions)
     except repo.RepoError as error:
@@ -69,6 +83,27 @@ def commit_actions(
     if req.runner is not None:
         req.runner.pushed(world, project, branch, commit.id, user)
     return commit
+
+
+# lib/api/commits.rb declares last_commit_id for these actions only; others ignore it.
+_GUARDED = ("update", "move", "delete")
+
+
+def _check_unchanged(req: Request, project: Project, head: Commit, action: Any) -> None:
+    """An action's ``last_commit_id``, as Files::MultiService checks it: the last commit that
+    touched the path on the branch must be the last commit that touched it as of the given id.
+    GitLab skips the check silently when the id or the path's history is not found."""
+    if not isinstance(action, dict) or action.get("action") not in _GUARDED:
+        return
+    given = action.get("last_commit_id")
+    path = str(action.get("previous_path") or action.get("file_path") or "")
+    if not given or path not in head.tree:
+        return
+    then = repo.resolve(req.world, project, str(given))
+    if then is None or path not in then.tree:
+        return
+    if _last_commit(req, head, path) != _last_commit(req, then, path):
+        raise _message(400, f"The file has changed since you started editing it: {path}")
 
 
 @API.route("GET", "/projects/{project_id}/repository/branches")
@@ -123,6 +158,10 @@ def create_commit(req: Request, project_id: str) -> Any:
     actions = req.params.get("actions")
     if not isinstance(actions, list) or not actions:
         raise grape_error("actions is missing")
+    if req.has("start_branch") and req.has("start_sha"):
+        raise grape_error("start_branch, start_sha are mutually exclusive")
+    if req.flag("force"):
+        raise grape_error("force is not served by the sandbox: it overwrites the branch")
     commit = commit_actions(
         req,
         project,
@@ -130,6 +169,7 @@ def create_commit(req: Request, project_id: str) -> Any:
         message=req.required("commit_message"),
         actions=actions,
         start_branch=req.text("start_branch"),
+        start_sha=req.text("start_sha"),
     )
     return renderer(req).commit(commit, detail=True)
 

@@ -8,6 +8,7 @@ import contextlib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -131,9 +132,13 @@ class RunningSandbox:
             "POST", f"/projects/{_id(project)}/variables", as_user="maintainer", json=body
         )
 
-    def set_job(self, job_id: int, status: str) -> dict[str, Any]:
-        """Move a job to ``status`` as its runner would; returns the job with its token."""
-        return dict(self.control("POST", f"jobs/{job_id}", json={"status": status}))
+    def set_job(self, job_id: int, status: str, *, trace: str | None = None) -> dict[str, Any]:
+        """Move a job to ``status`` as its runner would (and give it ``trace`` as its log);
+        returns the job with its token."""
+        body: dict[str, Any] = {"status": status}
+        if trace is not None:
+            body["trace"] = trace
+        return dict(self.control("POST", f"jobs/{job_id}", json=body))
 
     # -- the world ----------------------------------------------------------------------------
 
@@ -218,14 +223,18 @@ class RunningSandbox:
         message: str = "Mirrored commit",
         start_branch: str = "main",
         push_options: list[str] | None = None,
+        git_dir: Path | None = None,
     ) -> dict[str, Any]:
         """``POST /-/sandbox/commits``: a commit on ``branch`` whose id is ``sha`` (a real git
         repository's commit), its tree the parent's with ``files`` applied, pushed with
-        ``push_options`` (``["ci.skip"]``: its pipelines skipped)."""
+        ``push_options`` (``["ci.skip"]``: its pipelines skipped); with ``git_dir`` (that
+        repository) the runner checks the real commit out."""
         body = {"project": project, "sha": sha, "branch": branch, "files": dict(files)}
         body |= {"message": message, "start_branch": start_branch}
         if push_options:
             body["push_options"] = push_options
+        if git_dir is not None:
+            body["git_dir"] = str(git_dir.resolve())
         return dict(self.control("POST", "commits", json=body))
 
     def create_mr(

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import PairgateError, value_type
+from pairgate.standalone.errors import PairgateError
 from pairgate.standalone.fold import fold
 from pairgate.standalone.gate import gate_scope, group_project_paths, judge_merge, ledger_issues
 from pairgate.standalone.gitlab import GitLab, encode_project
@@ -34,6 +34,7 @@ from pairgate.standalone.scope import (
     renovate_exemption_gaps,
     under,
 )
+from pairgate.standalone.values import value_type
 from pairgate.standalone.verdict import GateVerdict
 
 __all__ = [
@@ -212,11 +213,6 @@ class MergeJudged:
     verdict: GateVerdict | None = None
 
 
-def automation_accounts(config: Config, families: Sequence[AutomationFamily]) -> frozenset[int]:
-    """The accounts of unattended MR families: the roster's authors, and Renovate's."""
-    return frozenset({f.author_id for f in families} | {config.renovate_bot_user_id})
-
-
 def judge_merged(
     mr: MergedMr,
     *,
@@ -238,16 +234,6 @@ def judge_merged(
         return MergeJudged(mr, code, finding, decided, why, scope.code, scope.detail, cited)
 
     if not scope.in_scope:
-        author = mr.facts.author_id
-        if scope.code == "generic-issue-only" and author not in automation_accounts(
-            config, families
-        ):
-            return judged(
-                "generic-issue-non-automation",
-                f"it is out of scope only because it cites the generic tracking issue "
-                f"{tracker}#{config.generic_tracking_issue}, and its author (user id "
-                f"{author}) is no automation account of the roster",
-            )
         return judged(scope.code, scope.detail, finding=False)
     moment = mr.moment
     if moment is None:
@@ -330,6 +316,14 @@ def finding_reason(
                 f"self-approved: its only approval at the merged head is {a.approver}'s "
                 f"({tracker}#{issue}, note {a.note_id}), a self-approval: {a.self_because}"
             )
+    if code in ("not-offered", "not-review-account"):
+        found = [j for j in verdict.approvals if j.code == code]
+        if found:
+            j = found[-1]
+            return (
+                f"not independently approved: its approval at the merged head by {j.approver} "
+                f"({tracker}#{j.issue}, note {j.note_id}) did not count: {'; '.join(j.reasons)}"
+            )
     if code == "frozen":
         first = verdict.message.splitlines()[0]
         return f"merged while frozen: {first.partition(' is frozen: ')[2] or first}"
@@ -337,6 +331,12 @@ def finding_reason(
         return f"no ownership record: {verdict.record.message.split(':', 1)[0]}"
     if code == "no-citation":
         return f"it cites no issue of {tracker}, so no ledger could carry an approval for it"
+    if code == "generic-issue-non-automation":
+        generic = verdict.cited_issues[0] if verdict.cited_issues else "?"
+        return (
+            f"it cites only the generic tracking issue {tracker}#{generic}, which exempts "
+            f"unattended automation alone, and {verdict.scope_detail}"
+        )
     return verdict.message
 
 

@@ -4,8 +4,9 @@ not import the audit to do so."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+# typing.TYPE_CHECKING without importing typing, which would cost --help (mypy and ruff read any
+# name TYPE_CHECKING as typing's).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 

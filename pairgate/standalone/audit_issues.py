@@ -20,10 +20,11 @@ from typing import Any
 from pairgate.standalone.audit import MergeJudged, audit_stamp
 from pairgate.standalone.audit_flags import AUDIT_LABEL
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import ConfigError, value_type
+from pairgate.standalone.errors import ConfigError
 from pairgate.standalone.gitlab import GitLab, WriteUncertain, encode_project
 from pairgate.standalone.ledger import stamp_epoch
 from pairgate.standalone.records import neutralise_quick_actions
+from pairgate.standalone.values import value_type
 
 __all__ = ["Filed", "audit_marker", "file_findings", "filed_findings"]
 

@@ -23,9 +23,10 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pairgate.standalone.errors import PairgateError, value_type
+from pairgate.standalone.errors import PairgateError
 from pairgate.standalone.gitlab import TIMEOUT, GitLabError, checked_url, read_retry
 from pairgate.standalone.gitlab_once import OneAttempt, wait_as_requests_would
+from pairgate.standalone.values import value_type
 
 if TYPE_CHECKING:
     from urllib3.util.retry import Retry

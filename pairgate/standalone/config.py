@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import MISSING, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from pairgate.standalone.errors import ConfigError, reader_dir, value_type
+from pairgate.standalone.errors import ConfigError, reader_dir
 from pairgate.standalone.schema_check import draft_validator
+from pairgate.standalone.values import value_type
 
 __all__ = [
     "CONFIG_ENV",
@@ -55,6 +57,19 @@ class Config:
     agent_text_dir: str
     handoff_doc: str
     ledger_author_user_ids: tuple[int, ...]
+    # Absent: independence rests on the names and sessions records declare (the mode before
+    # this key). Set: the review role is bound to these GitLab accounts (approvals.py).
+    review_author_user_ids: tuple[int, ...] = field(default=(), kw_only=True)
+
+    @property
+    def account_bound(self) -> bool:
+        """Is the review role bound to GitLab accounts (review_author_user_ids set)?"""
+        return bool(self.review_author_user_ids)
+
+    @property
+    def record_author_ids(self) -> frozenset[int]:
+        """The accounts whose notes carry ledger records: the agents' and the review ones."""
+        return frozenset(self.ledger_author_user_ids) | frozenset(self.review_author_user_ids)
 
     def relative(self, key: Literal["agent_text_dir", "liveness_oracle_file"]) -> Path:
         """A path-valued key resolved against the configuration file's directory."""
@@ -83,7 +98,8 @@ def env_variable(env_prefix: str, suffix: str) -> str:
 
 
 # The specification's seventeen keys, plus ledger_author_user_ids (docs/agent-handoff-reference.md,
-# "The fold": the accounts whose notes count): Config's fields but its path.
+# "The fold": the accounts whose notes count) and the optional review_author_user_ids
+# ("Account-bound roles"): Config's fields but its path.
 CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name != "path")
 OPTIONAL_CONFIG_KEYS = frozenset(
     f.name for f in fields(Config) if f.name in CONFIG_KEYS and f.default is not MISSING
@@ -132,6 +148,13 @@ CONFIG_SCHEMA: dict[str, Any] = {
             "uniqueItems": True,
             "items": {"type": "integer", "minimum": 1},
         },
+        "review_author_user_ids": {
+            "type": "array",
+            "uniqueItems": True,
+            "items": {"type": "integer", "minimum": 1},
+            "description": "the GitLab accounts review-side records are written as; absent "
+            "or []: independence rests on names and sessions",
+        },
     },
 }
 
@@ -148,6 +171,7 @@ _KEY_GRAMMAR_HINTS = {
     "renovate_bot_user_id": "a GitLab user id (an integer)",
     "ledger_author_user_ids": "a non-empty list of distinct GitLab user ids (integers)",
     "deployed_paths": "a non-empty list of repository paths",
+    "review_author_user_ids": "a list of distinct GitLab user ids (integers), or no key at all",
 }
 
 
@@ -222,6 +246,33 @@ def _unknown(key: str, missing: list[str]) -> str:
     return f"unknown key {key!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _whole_value_problem(values: Mapping[str, Any]) -> str | None:
+    """What a schema pattern cannot say: every string is one line with no control character,
+    and an anchored pattern matches the whole value (a JSON Schema pattern is a search, and
+    Python's ``$`` also matches before a final newline)."""
+    for key, spec in CONFIG_SCHEMA["properties"].items():
+        value = values.get(key)
+        pattern = spec.get("pattern") or (spec.get("items") or {}).get("pattern")
+        for item in value if isinstance(value, list) else [value]:
+            if not isinstance(item, str):
+                continue
+            anchored = isinstance(pattern, str) and pattern[:1] == "^" and pattern[-1:] == "$"
+            if anchored and not re.fullmatch(str(pattern)[1:-1], item):
+                hint = _KEY_GRAMMAR_HINTS.get(key)
+                return f"key {key!r}: {item!r} is not a whole match" + (
+                    f"; expected {hint}" if hint else ""
+                )
+            if _CONTROL.search(item):
+                return (
+                    f"key {key!r}: {item!r} holds a control character (a newline would escape "
+                    f"into what pairgate writes from it)"
+                )
+    return None
+
+
 def validate_config(values: Any, *, source: str) -> dict[str, Any]:
     """Check a decoded configuration against CONFIG_SCHEMA and the rules a schema cannot say."""
     if not isinstance(values, dict):
@@ -246,6 +297,9 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
         hint = _KEY_GRAMMAR_HINTS.get(key)
         detail = f"{err.message}" + (f"; expected {hint}" if hint else "")
         raise ConfigError(f"pairgate: malformed configuration {source}: key {key!r}: {detail}")
+    whole = _whole_value_problem(values)
+    if whole is not None:
+        raise ConfigError(f"pairgate: malformed configuration {source}: {whole}")
     group, tracker = values["group_path"], values["tracker_project"]
     if not tracker.startswith(group + "/"):
         raise ConfigError(

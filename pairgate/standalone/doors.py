@@ -60,6 +60,8 @@ def print_verdict(
         print(json.dumps(verdict.as_json(), indent=2), file=ctx.stdout)
     else:
         print(verdict.message, file=ctx.stdout if verdict.allowed else ctx.stderr)
+        if verdict.in_scope and verdict.basis:  # said once: what its independence rests on
+            print(f"note: {verdict.basis}", file=ctx.stderr)
         for warning in verdict.warnings:
             print(f"warning: {warning}", file=ctx.stderr)
     if verbose:
@@ -105,7 +107,36 @@ def run_merge_check(
             }
             print(json.dumps(undecided, indent=2), file=ctx.stdout)
         raise PairgateError(message) from exc
+    if verdict.in_scope and verdict.mr_state == "merged":
+        return _merged(verdict, config, ctx, json_out=json_out)
     return print_verdict(verdict, ctx, json_out=json_out, verbose=verbose)
+
+
+def _merged(verdict: GateVerdict, config: Config, ctx: Context, *, json_out: bool) -> int:
+    """merge-check on a merge request that already merged: no "may merge" (exit 1, nothing is
+    left to pass), what it merged with, and what is left on the ledger."""
+    cli, tracker = config.cli, config.tracker_project
+    ref = f"{verdict.project}!{verdict.iid}"
+    if verdict.allowed:
+        how = (
+            f"It merged with {verdict.approved_by}'s approval of {verdict.approved_sha} "
+            f"({tracker}#{verdict.approval_issue}, note {verdict.approval_note})."
+        )
+    else:
+        how = f"No approval that counts names its head ({verdict.code})."
+    issues = [str(i) for i in verdict.cited_issues] or ["<issue>"]
+    message = (
+        f"{ref} is already merged: nothing is left to merge. {how} What is left is the "
+        f"ledger: its holder closes each cited issue ({'; '.join(f'{cli} close {i}' for i in issues)}), "
+        f"or {cli} sync --apply closes every issue whose merge request merged at an approved "
+        f"head; {cli} waiting says who owes the move."
+    )
+    if json_out:
+        doc = verdict.as_json() | {"allowed": False, "verdict": "merged", "message": message}
+        print(json.dumps(doc, indent=2), file=ctx.stdout)
+    else:
+        print(message, file=ctx.stderr)
+    return Exit.REFUSED
 
 
 def validator_main(
@@ -163,6 +194,8 @@ def validator_main(
     )
     for warning in verdict.warnings:
         print(f"warning: {warning}", file=ctx.stdout)
+    if verdict.in_scope and verdict.basis and check_name != "record":
+        print(f"note: {verdict.basis}", file=ctx.stdout)  # what independence rests on, once
     check = (
         Check(verdict.allowed, verdict.code, verdict.message)
         if check_name is None

@@ -10,7 +10,7 @@ from pairgate.standalone.config import load_config
 from pairgate.standalone.doors import arg_parser, run_merge_check
 from pairgate.standalone.errors import Context, Exit, UsageError, report
 from pairgate.standalone.gitlab import gitlab_from_env
-from pairgate.standalone.gitlab_once import first_attempt_transport
+from pairgate.standalone.gitlab_once import first_attempt_per_thread, first_attempt_transport
 from pairgate.standalone.hook import hook_main
 
 __all__ = ["standalone_main"]
@@ -42,10 +42,11 @@ def standalone_main(argv: list[str], ctx: Context | None = None) -> int:
             parser.add_argument("--verbose", action="store_true")
             args = parser.parse_args(argv[1:])
             config = load_config(ctx.env)
-            if argv[0] == "merge-check":  # one thread reads: first attempts through http.client
-                client = gitlab_from_env(config, ctx.env, transport=first_attempt_transport)
-            else:  # the audit reads from several threads
-                client = gitlab_from_env(config, ctx.env)
+            # First attempts through http.client: merge-check reads from one thread, the
+            # audit from several, each with a connection of its own.
+            one = argv[0] == "merge-check"
+            transport = first_attempt_transport if one else first_attempt_per_thread
+            client = gitlab_from_env(config, ctx.env, transport=transport)
             if args.verbose:
                 print(client.describe(), file=ctx.stderr)
             if argv[0] == "merge-check":

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import hashlib
 import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TextIO, TypeVar, dataclass_transform
+
+# typing.TYPE_CHECKING without importing typing or pathlib, which would cost every start of the
+# CLI, --help's included (mypy and ruff read any name TYPE_CHECKING as typing's).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import TextIO
 
 __all__ = [
     "CRASH_LOG",
@@ -20,27 +25,14 @@ __all__ = [
     "PairgateError",
     "Refusal",
     "UsageError",
+    "first_today",
     "fresh_id",
     "log_crash",
     "reader_dir",
     "report",
     "state_dir",
     "state_home",
-    "value_type",
 ]
-
-_Class = TypeVar("_Class")
-
-
-@dataclass_transform(frozen_default=True, field_specifiers=(field,))
-def value_type(cls: type[_Class]) -> type[_Class]:
-    """A dataclass of values: compared and hashed by its fields, and never assigned to once
-    built. mypy holds the last (``frozen_default``: an assignment to a field is a type error,
-    and ``bash scripts/check`` runs mypy). At run time it is a plain dataclass with the frozen
-    one's hash, because ``dataclass(frozen=True)`` generates two more methods per class when
-    the module is imported (the 31 value types cost each merge-hook decision about 4 ms) and
-    sets every field through ``object.__setattr__``, which the fold pays for each record."""
-    return dataclass(cls, unsafe_hash=True)
 
 
 class Exit(enum.IntEnum):
@@ -86,16 +78,26 @@ def fresh_id() -> str:
     return uuid.uuid4().hex
 
 
-@value_type
 class Context:
     """What a run reads from outside: environment, clock and streams, injected so tests never
-    read the real environment by accident and never sleep."""
+    read the real environment by accident and never sleep. A plain class, not a value type:
+    every run builds one, and the dataclass machinery would cost each start of the CLI and of
+    the merge hook more than the rest of its set-up."""
 
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    now: Callable[[], float] = time.time
-    stdout: TextIO = field(default_factory=lambda: sys.stdout)
-    stderr: TextIO = field(default_factory=lambda: sys.stderr)
-    new_id: Callable[[], str] = fresh_id  # write ids: the example trail makes them deterministic
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        now: Callable[[], float] = time.time,
+        stdout: TextIO | None = None,
+        stderr: TextIO | None = None,
+        new_id: Callable[[], str] = fresh_id,  # write ids: the example trail makes them fixed
+    ) -> None:
+        self.env: Mapping[str, str] = dict(os.environ) if env is None else env
+        self.now = now
+        # Read at construction, as before: a test that swaps sys.stdout later keeps its own.
+        self.stdout: TextIO = sys.stdout if stdout is None else stdout
+        self.stderr: TextIO = sys.stderr if stderr is None else stderr
+        self.new_id = new_id
 
 
 def report(error: BaseException, ctx: Context, *, program: str = "pairgate") -> Exit:
@@ -120,6 +122,8 @@ def state_home(env: Mapping[str, str]) -> Path | None:
     """Where pairgate keeps state (in its ``pairgate`` directory): $XDG_STATE_HOME, else
     ~/.local/state, by the XDG base directory rule (a relative XDG_STATE_HOME is ignored); None
     with neither."""
+    from pathlib import Path
+
     state = env.get("XDG_STATE_HOME", "")
     if state and Path(state).is_absolute():
         return Path(state)
@@ -133,9 +137,28 @@ def state_dir(env: Mapping[str, str]) -> Path | None:
     or where making it would make a home directory that is not there."""
     base = state_home(env)
     home = env.get("HOME", "")
-    if base is None or (home and base.is_relative_to(home) and not Path(home).is_dir()):
+    if base is None or (home and base.is_relative_to(home) and not os.path.isdir(home)):
         return None
     return base / "pairgate"
+
+
+def first_today(env: Mapping[str, str], copy: str, now: float) -> bool:
+    """True once per UTC day per copy: a stamp under the user's state directory says when the
+    copy's currency note was last given. With no state directory to keep it in, every time."""
+    base = state_dir(env)
+    if base is None:
+        return True
+    stamp = base / "currency-notes" / hashlib.sha256(copy.encode()).hexdigest()
+    today = time.strftime("%Y-%m-%d", time.gmtime(now))
+    try:
+        if stamp.read_text(encoding="utf-8").strip() == today:
+            return False
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):  # a note is never worth failing a command over
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(today + "\n", encoding="utf-8")
+    return True
 
 
 CRASH_LOG = "pairgate.log"
@@ -181,7 +204,7 @@ def _crash_report(program: str, trace: str, *, now: float) -> str:
         f"when: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(now))}\n"
         f"program: {program}\n"
         f"argv: {sys.argv!r}\n"
-        f"code: {Path(__file__).resolve()} (pairgate installed: {_installed_version()})\n"
+        f"code: {os.path.realpath(__file__)} (pairgate installed: {_installed_version()})\n"
         f"python: {sys.version.split()[0]} ({sys.executable}) on {platform.platform()}\n\n"
         f"{trace}"
     )
@@ -218,5 +241,7 @@ def reader_dir() -> Path:
     for the configuration, the roster and the hook's files. In the package these modules sit in
     ``pairgate/standalone/``, one level below ``pairgate/ownership.py``; assembled, they are
     ownership.py itself."""
+    from pathlib import Path
+
     here = Path(__file__).resolve().parent
     return here.parent if __name__.startswith("pairgate.standalone.") else here

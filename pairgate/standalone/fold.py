@@ -257,7 +257,7 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     """Notes to state. Pure: no I/O, no clock. Every reader calls this; nothing else reads
     markers. Notes are taken in id order (GitLab's creation order). ``issue`` is the tracker
     issue the notes were read from: a record naming another is skipped as replayed."""
-    authors = frozenset(config.ledger_author_user_ids)
+    authors = config.record_author_ids
     here = f"{config.tracker_project}#{issue}"  # what a record of this issue names
     here_folded = here.casefold()
     state = _Fold(config)
@@ -344,7 +344,16 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
                 board.apply(note, record) if kind in BOARD_KINDS else rules[event](note_id, record)
             )
             trail.append(
-                Event(note_id, kind, event, record["agent"], record, note.created_at, void)
+                Event(
+                    note_id,
+                    kind,
+                    event,
+                    record["agent"],
+                    record,
+                    note.created_at,
+                    void,
+                    note.author_id,
+                )
             )
     finally:
         fold_done(reads)

@@ -289,6 +289,10 @@ class Https:
     def get(self, path: str, params: Mapping[str, Any]) -> Any:
         return _decoded(self._call("GET", f"{self.api_url}/{path}", params=query_params(params)))
 
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        response = self._call("GET", f"{self.api_url}/{path}", params=query_params(params))
+        return response.content.decode("utf-8", errors="replace")
+
     def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         url: str | None = f"{self.api_url}/{path}"
         query: dict[str, str] | None = query_params({**params, "per_page": PER_PAGE})
@@ -397,6 +401,9 @@ class _Glab:
         out = self._run("GET", self.argv(_with_query(path, params)))
         return json.loads(out) if out.strip() else None
 
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        return self._run("GET", self.argv(_with_query(path, params)))
+
     def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
         # glab prints every page before it exits: they arrive as one.
         endpoint = _with_query(path, {**params, "per_page": PER_PAGE})
@@ -437,6 +444,10 @@ class GitLab:
     def get(self, path: str, **params: Any) -> Any:
         """One GET. Retried on 429/5xx/dropped connections (HTTPS); raises GitLabError."""
         return self._reader.get(path, params)
+
+    def get_text(self, path: str, **params: Any) -> str:
+        """One GET of a plain-text answer (a job's log), retried as ``get`` is."""
+        return str(self._reader.get_text(path, params))
 
     def get_all(self, path: str, **params: Any) -> list[Any]:
         """Every page of a list, following the next-page link until there is none."""

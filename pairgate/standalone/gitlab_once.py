@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "OneAttempt",
+    "first_attempt_per_thread",
     "first_attempt_transport",
     "one_attempt_transport",
     "plain_route",
@@ -381,6 +382,11 @@ class OneAttempt:
             return self._asked_again().graphql(query, variables)
         return answer[0]
 
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        """A body that is no JSON (a job's log): requests reads it, as it reads every answer
+        this transport does not give exactly."""
+        return self.library().get_text(path, params)
+
     def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
         return self.library().send(method, path, data)
 
@@ -410,25 +416,82 @@ def first_attempt_transport(
     included) goes to requests with ``retry`` (read_retry's by default), after waiting any
     Retry-After the first attempt was given as ``retry`` would. So a failing read costs one
     request more than requests alone, never a retry less. Single-threaded runs only
-    (OneAttempt keeps one connection)."""
+    (OneAttempt keeps one connection): first_attempt_per_thread is for threads."""
+    return _first_attempts(api_url, token, retry=retry, timeout=timeout, names=names)()
+
+
+def first_attempt_per_thread(
+    api_url: str, token: str, *, retry: Retry | None, timeout: Any, **names: str
+) -> _PerThread:
+    """first_attempt_transport for the CLI, whose readers run in threads (board, status,
+    audit): each thread's first attempts go through http.client on a connection of its own,
+    and what they do not answer goes to one shared requests transport. So a command that
+    reads a few answers never imports requests, and one that fails costs one request more,
+    never a retry less."""
+    return _PerThread(_first_attempts(api_url, token, retry=retry, timeout=timeout, names=names))
+
+
+def _first_attempts(
+    api_url: str, token: str, *, retry: Retry | None, timeout: Any, names: Mapping[str, str]
+) -> Callable[[], OneAttempt]:
+    """A maker of first-attempt transports that share one requests transport."""
 
     @functools.cache  # built (urllib3 imported) only when requests is asked
     def rules() -> Retry:
         return retry if retry is not None else read_retry()
 
+    # Built once: two threads that ask it at the same first moment may each build one, and
+    # each is a whole transport, so no lock is needed for that rare extra session.
+    @functools.cache
     def library() -> Https:
         return Https(api_url, token, retry=rules(), timeout=timeout, **names)
 
     def wait(refused: tuple[int, str | None] | None) -> None:
         wait_as_requests_would(refused, rules())
 
-    source = names.get("url_source", "the GitLab URL")
-    return OneAttempt(
-        library,
-        api_url,
-        token,
-        timeout=timeout,
-        url_source=source,
-        ask_again_after_timeout=True,
-        wait_before_library=wait,
-    )
+    def one() -> OneAttempt:
+        return OneAttempt(
+            library,
+            api_url,
+            token,
+            timeout=timeout,
+            url_source=names.get("url_source", "the GitLab URL"),
+            ask_again_after_timeout=True,
+            wait_before_library=wait,
+        )
+
+    return one
+
+
+class _PerThread:
+    """Calls made from any thread, each thread's through a OneAttempt of its own (one kept
+    connection each), all of them behind one requests transport."""
+
+    name = "HTTPS"
+
+    def __init__(self, build: Callable[[], OneAttempt]) -> None:
+        import threading
+
+        self._build = build
+        self._local = threading.local()
+
+    def _mine(self) -> OneAttempt:
+        mine: OneAttempt | None = getattr(self._local, "transport", None)
+        if mine is None:
+            mine = self._local.transport = self._build()
+        return mine
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        return self._mine().get(path, params)
+
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        return self._mine().pages(path, params)
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        return self._mine().graphql(query, variables)
+
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        return self._mine().get_text(path, params)
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        return self._mine().send(method, path, data)

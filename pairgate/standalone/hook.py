@@ -24,7 +24,14 @@ from pairgate.standalone.command_reader.words import (
     short,
 )
 from pairgate.standalone.config import CONFIG_ENV, CONFIG_FILENAME, Config, load_config
-from pairgate.standalone.errors import Context, Exit, PairgateError, log_crash, reader_dir
+from pairgate.standalone.errors import (
+    Context,
+    Exit,
+    PairgateError,
+    first_today,
+    log_crash,
+    reader_dir,
+)
 from pairgate.standalone.gate import gate_merge, project_in_group
 from pairgate.standalone.gitlab import GitLab, encode_project, gitlab_from_env
 from pairgate.standalone.gitlab_once import one_attempt_transport
@@ -79,7 +86,7 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
     _hook_files_present(here, env)
     config = load_config(env)
     if problems:
-        raise HookDenied(_hook_message(config, problems, reading.merges))
+        raise HookDenied(_hook_message(config, problems, reading.merges, spelling=reading.misread))
     _hook_currency_note(ctx, here, config)
     client = gitlab_from_env(config, ctx.env, timeout=HOOK_TIMEOUT, transport=one_attempt_transport)
     refused = []
@@ -93,7 +100,7 @@ def run_hook(ctx: Context, raw: str, *, here: Path | None = None) -> int:
     for push in reading.pushes:
         refused += _hook_push(ctx, client, config, push, cwd if isinstance(cwd, str) else None)
     if refused:
-        raise HookDenied(_hook_message(config, refused, reading.merges))
+        raise HookDenied(_hook_message(config, refused, reading.merges, spelling=False))
     return Exit.OK
 
 
@@ -257,25 +264,25 @@ def _hook_files_present(here: Path, env: Mapping[str, str]) -> None:
     missing = [name for name in HOOK_REQUIRED if not (here / name).is_file()]
     if not missing:
         return
-    names = "; ".join(
-        f"{name} ({_HOOK_FILE_SOURCES.get(name, 'deploy-hooks')})" for name in missing
+    names = "".join(
+        f"\n  - {name} ({_HOOK_FILE_SOURCES.get(name, 'deploy-hooks')})" for name in missing
     )
     if CONFIG_FILENAME in missing:
         remedy = (
             f"{CONFIG_FILENAME} is the deployment's own configuration, so the hook cannot read "
-            f"which command reinstalls it: put the deployment's {CONFIG_FILENAME} back in "
+            f"which command reinstalls it. Put the deployment's {CONFIG_FILENAME} back in "
             f"{here}, then reinstall the hooks with the deployment's hooks install command "
             f"(the hooks_install_command key of that file; for pairgate itself, "
-            f"pairgate deploy-hooks --target {here})"
+            f"pairgate deploy-hooks --target {here})."
         )
     else:
         try:
-            remedy = f"reinstall them: {load_config(env).hooks_install_command}"
+            remedy = f"Reinstall them: {load_config(env).hooks_install_command}"
         except PairgateError as exc:
-            remedy = f"reinstall them; the configuration cannot say how: {exc.message}"
+            remedy = f"Reinstall them; the configuration cannot say how: {exc.message}"
     raise HookDenied(
-        f"the merge hook runs beside files that are missing from {here}: {names}. Until they "
-        f"are there it cannot check a merge, so it blocks every command that could make one; "
+        f"the merge hook runs beside files that are missing from {here}:{names}\nUntil they "
+        f"are there it cannot check a merge, so it blocks every command that could make one.\n"
         f"{remedy}"
     )
 
@@ -293,7 +300,12 @@ def _hook_currency_note(ctx: Context, here: Path, config: Config) -> None:
         import deployed_currency  # type: ignore[import-not-found,unused-ignore]
 
         currency = deployed_currency.measure(here, config.deployed_paths, env=ctx.env)
-        if currency.state != deployed_currency.CURRENT:
+        # A stale copy is said every time; one that cannot be measured once a day, as the CLI
+        # says it: the same note on every merge decision teaches the agent to skip it.
+        if currency.state == deployed_currency.STALE or (
+            currency.state == deployed_currency.UNVERIFIABLE
+            and first_today(ctx.env, f"merge hook {here}", ctx.now())
+        ):
             print(
                 f"pairgate merge hook: note: {deployed_currency.describe(currency)}",
                 file=ctx.stderr,
@@ -302,7 +314,11 @@ def _hook_currency_note(ctx: Context, here: Path, config: Config) -> None:
         print(f"pairgate merge hook: note: currency not established: {exc}", file=ctx.stderr)
 
 
-def _hook_message(config: Config, problems: Sequence[str], merges: Sequence[MergeFound]) -> str:
+def _hook_message(
+    config: Config, problems: Sequence[str], merges: Sequence[MergeFound], *, spelling: bool
+) -> str:
+    """The block's reasons, the checks to run, and the spelling the hook reads only when the
+    spelling was the problem."""
     lines = ["the merge hook blocked this command:"]
     lines += [f"- {p}" for p in problems]
     cli = config.cli
@@ -311,10 +327,11 @@ def _hook_message(config: Config, problems: Sequence[str], merges: Sequence[Merg
     ]
     if checks:
         lines.append("Check before merging: " + "; ".join(checks))
-    lines.append(
-        "Merge one reviewed merge request per command, spelled so the hook can read it: "
-        "glab mr merge <iid> -R <group/project> --sha <approved head>"
-    )
+    if spelling:
+        lines.append(
+            "Merge one reviewed merge request per command, spelled so the hook can read it: "
+            "glab mr merge <iid> -R <group/project> --sha <approved head>"
+        )
     lines.append(f"Background: {config.handoff_doc}.")
     return "\n".join(lines)
 

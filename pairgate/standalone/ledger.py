@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from pairgate.standalone.errors import value_type
 from pairgate.standalone.records import ROLES
+from pairgate.standalone.values import value_type
 
 __all__ = [
     "FROZEN_LABEL",
@@ -106,6 +106,7 @@ class Hold:
     agent: str
     role: str
     note_id: int
+    author_id: int = 0  # the GitLab account that wrote that note
 
 
 @value_type
@@ -140,6 +141,7 @@ class Event:
     record: Mapping[str, Any]
     created_at: str
     void: str | None = None
+    author_id: int = 0  # the GitLab account that wrote its note, as GitLab reports it
 
 
 @value_type
@@ -167,7 +169,7 @@ class Ledger:
     def holds(self) -> tuple[Hold, ...]:
         """Every take of the issue (a claim or an accept that took effect), in note order."""
         return tuple(
-            Hold(e.agent, str(e.record["role"]), e.note_id)
+            Hold(e.agent, str(e.record["role"]), e.note_id, e.author_id)
             for e in self.trail
             if e.void is None and e.event in ("claim", "accept")
         )
@@ -197,6 +199,14 @@ class Ledger:
         for e in self.trail:
             first.setdefault((e.agent, str(e.record["session"])), e.note_id)
         return tuple((agent, session, note) for (agent, session), note in first.items())
+
+    @functools.cached_property
+    def _authors(self) -> dict[int, int]:
+        return {e.note_id: e.author_id for e in self.trail}
+
+    def author_of(self, note_id: int) -> int | None:
+        """The GitLab account that wrote the record in ``note_id``, as GitLab reports it."""
+        return self._authors.get(note_id)
 
     @functools.cached_property
     def _digest_notes(self) -> dict[str, int]:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import field
 from typing import Any
 
-from pairgate.standalone.errors import value_type
+from pairgate.standalone.values import value_type
 
 __all__ = ["MergeRequestFacts"]
 

@@ -99,23 +99,35 @@ _OFFER_FIELDS: dict[str, Any] = {
 }
 
 
-def _closed_object(properties: Mapping[str, Any]) -> dict[str, Any]:
+def _closed_object(
+    properties: Mapping[str, Any], optional: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """An object with exactly these keys, and ``optional`` ones added after records without
+    them were written."""
     return {
         "type": "object",
         "additionalProperties": False,
         "required": list(properties),
-        "properties": dict(properties),
+        "properties": {**properties, **(optional or {})},
     }
 
 
 # Mutation evidence (docs/agent-handoff-reference.md, "Mutation evidence"). Added after records
 # were first written, so they are in OPTIONAL_FIELDS: every new handoff writes ``evidence`` and
-# every new approval ``rerun`` (null or the object), and a record without them still reads.
-OPTIONAL_FIELDS = frozenset({"evidence", "rerun"})
+# every new approval ``rerun`` and ``ci_rerun`` (null or the object), and a record without them
+# still reads. Keys added to those objects later are optional in them for the same reason.
+OPTIONAL_FIELDS = frozenset({"evidence", "rerun", "ci_rerun"})
 _EVIDENCE_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
 _VERDICT = {"enum": ["killed", "survived", "error", "refused"]}
 _FILES = {"type": "array", "items": {"type": "string", "minLength": 1}}
 _MUTANT_INDEX = {"type": "integer", "minimum": 1}
+_ISOLATION_MODE = {"enum": ["bubblewrap", "namespaces", "env-only"]}
+_NETWORK = {"enum": ["blocked", "allowed", "not-blocked"]}
+_WEAK = {
+    "type": "boolean",
+    "description": "judged by the exit-code rule: nothing shows that a test judged a mutant",
+}
+_COUNT = {"type": "integer", "minimum": 0}
 _EVIDENCE_FIELD = {
     "description": "the mutation evidence the offer carries: its digest and each mutant's hash",
     "oneOf": [
@@ -125,8 +137,8 @@ _EVIDENCE_FIELD = {
                 "digest": _EVIDENCE_DIGEST,
                 "sha": _SHA,
                 "command": {"type": "string", "minLength": 1, "maxLength": 10_000},
-                "isolation": {"enum": ["namespaces", "env-only"]},
-                "network": {"enum": ["blocked", "allowed", "not-blocked"]},
+                "isolation": _ISOLATION_MODE,
+                "network": _NETWORK,
                 "mutants": {
                     "type": "array",
                     "minItems": 1,
@@ -139,7 +151,8 @@ _EVIDENCE_FIELD = {
                         }
                     ),
                 },
-            }
+            },
+            {"weak": _WEAK},
         ),
     ],
 }
@@ -158,6 +171,29 @@ _RERUN_FIELD = {
                 ),
                 "own": _closed_object({"sha256": _DIGEST, "files": _FILES, "verdict": _VERDICT}),
                 "digest": _EVIDENCE_DIGEST,
+            },
+            {"isolation": _ISOLATION_MODE, "network": _NETWORK, "weak": _WEAK},
+        ),
+    ],
+}
+_CI_RERUN_FIELD = {
+    "description": "the CI job's re-run of the approved offer's mutants at the approved SHA, as "
+    "its job log said it, when one had finished",
+    "oneOf": [
+        {"type": "null"},
+        _closed_object(
+            {
+                "job": _NOTE_ID,
+                "pipeline": _NOTE_ID,
+                "sha": _SHA,
+                "offer_note": _NOTE_ID,
+                "evidence_digest": _EVIDENCE_DIGEST,
+                "status": {"enum": ["pass", "fail", "error"]},
+                "killed": _COUNT,
+                "total": _COUNT,
+                "isolation": _ISOLATION_MODE,
+                "network": _NETWORK,
+                "weak": _WEAK,
             }
         ),
     ],
@@ -180,6 +216,7 @@ EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
             "not_covering": {"type": "array", "items": {"type": "string", "minLength": 1}},
             "self_approval": {"type": "boolean"},
             "rerun": _RERUN_FIELD,
+            "ci_rerun": _CI_RERUN_FIELD,
         },
     },
 }

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import ConfigError, reader_dir, value_type
+from pairgate.standalone.errors import ConfigError, reader_dir
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.schema_check import draft_validator
+from pairgate.standalone.values import value_type
 
 __all__ = [
     "RENOVATE_LABEL",
@@ -22,6 +23,7 @@ __all__ = [
     "author_account",
     "cited_issues",
     "decide_scope",
+    "is_automation_author",
     "load_automation_families",
     "renovate_exemption_gaps",
     "roster_path",
@@ -215,6 +217,15 @@ def author_account(
     return f"{who}, not an automation account: no family of the roster is authored by it"
 
 
+def is_automation_author(
+    mr: MergeRequestFacts, families: Sequence[AutomationFamily], config: Config
+) -> bool:
+    """Did an automation account open it: a roster family's author, or Renovate's?"""
+    return mr.author_id == config.renovate_bot_user_id or any(
+        f.author_id == mr.author_id for f in families
+    )
+
+
 @value_type
 class Scope:
     in_scope: bool
@@ -239,10 +250,18 @@ def decide_scope(
         )
     generic = config.generic_tracking_issue
     if generic is not None and tuple(cited) == (generic,):
+        # The generic issue exempts unattended automation, the reason it exists; an MR anyone
+        # else opened that cites only it is work with no issue of its own, and gated.
+        if is_automation_author(mr, families, config):
+            return Scope(
+                False,
+                "generic-issue-only",
+                f"it cites only the generic tracking issue {config.tracker_project}#{generic}; "
+                f"its author is {author_account(mr, families, config)}",
+            )
         return Scope(
-            False,
-            "generic-issue-only",
-            f"it cites only the generic tracking issue {config.tracker_project}#{generic}; "
+            True,
+            "in-scope",
             f"its author is {author_account(mr, families, config)}",
         )
     if RENOVATE_LABEL in mr.labels:

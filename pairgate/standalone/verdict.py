@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pairgate.standalone.approvals import Judged, judge, same_mr, v1_note
+from pairgate.standalone.approvals import Judged, independence_basis, judge, same_mr, v1_note
 from pairgate.standalone.config import Config
-from pairgate.standalone.errors import value_type
-from pairgate.standalone.ledger import Approval, Ledger, MrRef
+from pairgate.standalone.ledger import Approval, Ledger, MrRef, Offer
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import Scope
+from pairgate.standalone.values import value_type
 
 __all__ = ["Check", "GateVerdict", "decide"]
 
@@ -48,6 +48,9 @@ class GateVerdict:
     warnings: tuple[str, ...] = ()
     approvals: tuple[Judged, ...] = ()  # every approval naming this MR, as the gate judged it
     author: Mapping[str, Any] | None = None  # who opened the MR, as GitLab says
+    basis: str = ""  # what independence rests on here (approvals.independence_basis)
+    account_bound: bool = False
+    mr_state: str = ""  # opened, merged, closed, locked: as GitLab says ("" when not read)
 
     def as_json(self) -> dict[str, Any]:
         """merge-check --json: stable keys, documented in docs/agent-handoff-reference.md."""
@@ -71,6 +74,10 @@ class GateVerdict:
             "independence": self._deciding_independence(),
             "approvals": [j.as_json() for j in self.approvals],
             "author": dict(self.author) if self.author else None,
+            "independence_basis": {
+                "mode": "account-bound" if self.account_bound else "names-and-sessions",
+                "says": self.basis,
+            },
         }
 
     def _deciding_independence(self) -> dict[str, Any] | None:
@@ -142,6 +149,9 @@ def decide(
             scope=scope.code,
             scope_detail=scope.detail,
             author={"id": mr.author_id, "username": mr.author_username or None},
+            basis=independence_basis(config),
+            account_bound=config.account_bound,
+            mr_state=mr.state,
             **fields,
         )
 
@@ -168,8 +178,23 @@ def decide(
         if note
     )
     record = _record_check(mr, ledgers, tracker, cli)
-    approval, found = _approval_check(mr, ledgers, judged, tracker, cli)
-    if not ledgers:
+    approval, found = _approval_check(
+        mr, ledgers, judged, tracker, cli, account_bound=config.account_bound
+    )
+    generic = config.generic_tracking_issue
+    if not ledgers and generic is not None and tuple(cited) == (generic,):
+        # In scope although it cites only the generic issue: its author is no automation
+        # account (scope.py), and the exemption is for unattended automation alone.
+        record = Check(
+            False,
+            "generic-issue-non-automation",
+            f"{mr.ref} cites only the generic tracking issue {tracker}#{generic}, which exempts "
+            f"unattended automation alone, and {scope.detail}. Cite the issue it works on in "
+            f"its description ({tracker}#NN), hold it ({cli} claim NN --role lead), and have "
+            f"its head reviewed: {_approve_command(cli, 'NN', mr, None)}",
+        )
+        problems = [(record.code, record.message)]
+    elif not ledgers:
         problems = [
             (
                 "no-citation",
@@ -214,17 +239,59 @@ def _approve_command(cli: str, issue: object, mr: MergeRequestFacts, lead: str |
     )
 
 
+def _pipeline_state(mr: MergeRequestFacts) -> str:
+    pipeline = mr.head_pipeline or {}
+    status = pipeline.get("status")
+    if not status or pipeline.get("sha") not in (None, mr.head_sha):
+        return "no pipeline has run at its head"
+    return f"its head pipeline is {status}"
+
+
 def _review_steps(
-    cli: str, issue: object, mr: MergeRequestFacts, reviewer: str | None, lead: str | None
+    cli: str,
+    issue: object,
+    mr: MergeRequestFacts,
+    reviewer: str | None,
+    lead: str | None,
+    offer: Offer | None = None,
 ) -> str:
     """The way to a review of the current head. Only the holder in the review role may approve,
-    and after a round the lead holds the issue, so the head is offered for review first."""
+    and after a round the lead holds the issue, so the head is offered for review first. An
+    issue holds one live offer: a pending one is answered or replaced (--supersede), never
+    offered over. Each step says which agent runs it, never with another agent's --as."""
     sha = mr.head_sha or "<head>"
+    approve = _approve_command(cli, issue, mr, lead)
+    handoff = (
+        f"{cli} handoff {issue} --to {reviewer or '<reviewer>'} --role review --sha {sha} "
+        f"--mr {mr.iid} --mr-project {mr.project}"
+    )
+    if offer is None:
+        return (
+            f"The lead offers the head for review: {handoff}; the reviewer accepts ({cli} "
+            f"accept {issue}) and approves it: {approve}"
+        )
+    pending = (
+        f"An offer is pending on #{issue}: note {offer.note_id}, {offer.sender} to {offer.to} as "
+        f"{offer.role} at {offer.sha[:12]}; {_pipeline_state(mr)}."
+    )
+    offers_head = offer.mr is not None and _same_mr(offer.mr, mr) and offer.sha == mr.head_sha
+    if offers_head and offer.role == "review":
+        return (
+            f"{pending} {offer.to} takes it; {offer.to} runs: {cli} accept {issue}; then "
+            f"approves the head: {approve}"
+        )
+    if offer.event == "approve":
+        # The reviewer still holds the issue until its offer back is accepted: it reviews the
+        # head as it is now and approves again, in place of that offer.
+        return (
+            f"{pending} {offer.sender} still holds #{issue} as review, so it reviews the head "
+            f"and approves it, replacing its offer; {offer.sender} runs: {approve} --supersede "
+            f"{offer.note_id}"
+        )
     return (
-        f"The lead offers the head for review: {cli} handoff {issue} --to "
-        f"{reviewer or '<reviewer>'} --role review --sha {sha} --mr {mr.iid} --mr-project "
-        f"{mr.project}; the reviewer accepts ({cli} accept {issue}) and approves it: "
-        f"{_approve_command(cli, issue, mr, lead)}"
+        f"{pending} It does not offer this head for review, so {offer.sender} replaces it; "
+        f"{offer.sender} runs: {handoff} --supersede {offer.note_id}; the reviewer accepts "
+        f"({cli} accept {issue}) and approves it: {approve}"
     )
 
 
@@ -257,6 +324,8 @@ def _approval_check(
     judged: Sequence[Judged],
     tracker: str,
     cli: str,
+    *,
+    account_bound: bool = False,
 ) -> tuple[Check, tuple[int, Approval] | None]:
     """Approval at head: an approval of this MR in the ledger of a cited issue that counts
     (see ``judge``). Returns the check and the (issue, approval) that passes, if any."""
@@ -280,34 +349,57 @@ def _approval_check(
     if not judged:
         first = next(iter(ledgers), None)
         lead = _lead_of(ledgers[first]) if first is not None else None
+        offer = ledgers[first].offer if first is not None else None
         issues = ", ".join(f"{tracker}#{i}" for i in ledgers) or f"any issue of {tracker}"
         return Check(
             True,
             "never-approved",
             f"no approval in {issues} names {mr.ref}. "
-            f"{_review_steps(cli, first or 'NN', mr, None, lead)}",
+            f"{_review_steps(cli, first or 'NN', mr, None, lead, offer)}",
         ), None
     at_head = [j for j in judged if j.code != "not-at-head"]
     j = (at_head or list(judged))[-1]
     approval = _approval(ledgers, j)
     where = f"{tracker}#{j.issue}, note {j.note_id}"
-    steps = _review_steps(cli, j.issue, mr, None, approval.to)
+    offer = ledgers[j.issue].offer
+    steps = _review_steps(cli, j.issue, mr, None, approval.to, offer)
     if j.code == "self-approval-only":
         message = (
             f"the only approval of {mr.ref} at its head is a self-approval by {j.approver} "
             f"({where}), not independent: {'; '.join(j.reasons)}. The gate counts only an "
             f"approval by an agent with no hand in the work (it never held a cited issue as "
             f"lead, never offered this merge request for review, and shares no session with "
-            f"one that did). Offer it for review to such an agent: {cli} handoff {j.issue} --to "
+            f"one that did) that accepted an offer of it from another agent. Offer it for "
+            f"review to such an agent: {cli} handoff {j.issue} --to "
             f"<reviewer> --role review --sha {mr.head_sha} --mr {mr.iid} --mr-project "
             f"{mr.project}"
+        )
+    elif j.code == "not-review-account":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) does not count: "
+            f"{'; '.join(j.reasons)}. This deployment binds the review role to GitLab "
+            f"accounts (review_author_user_ids): an approval counts only in a note a review "
+            f"account wrote, and only when that account wrote no record of a hand in the work. "
+            f"The reviewer approves again from a session that writes with the review account's "
+            f"token. {steps}"
+        )
+    elif j.code == "not-offered":
+        message = (
+            f"the approval of {mr.ref} by {j.approver} ({where}) does not count: "
+            f"{'; '.join(j.reasons)}. An approval counts only when its approver accepted an "
+            f"offer of the merge request for review from another agent, written in another "
+            f"session{' by another account' if account_bound else ''}: whoever holds the work "
+            f"offers it, from its own session: {cli} handoff {j.issue} --to <reviewer> --role "
+            f"review --sha {mr.head_sha} --mr {mr.iid} --mr-project {mr.project}; the reviewer "
+            f"accepts in a session of its own ({cli} accept {j.issue}) and approves: "
+            f"{_approve_command(cli, j.issue, mr, approval.to)}"
         )
     elif j.code == "not-at-head":
         message = (
             f"the approval of {mr.ref} by {j.approver} ({where}) "
             f"{str(j.why).removeprefix('it ')}: a push after an "
             f"approval voids it, and the new head needs its own review. "
-            f"{_review_steps(cli, j.issue, mr, j.approver, approval.to)}"
+            f"{_review_steps(cli, j.issue, mr, j.approver, approval.to, offer)}"
         )
     elif j.code in ("retargeted", "base-moved"):
         what = "target branch" if j.code == "retargeted" else "merge base"

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pairgate.evidence.surface import SELF_REPORTED, ci_words, rerun_summary
+
 
 def quoted(text: str) -> str:
     """A block quote of free text, with ``<`` escaped so it cannot open an HTML comment."""
@@ -85,10 +87,21 @@ def note_text(
             parts.append(
                 f"Re-run before approving, at `{rerun['sha']}`: the offer's mutant "
                 f"{rerun['offered']['index']} {rerun['offered']['verdict']}, the reviewer's own "
-                f"mutant {rerun['own']['verdict']} (re-run digest `{rerun['digest']}`)."
+                f"mutant {rerun['own']['verdict']} (re-run digest `{rerun['digest']}`; "
+                f"{rerun_summary(rerun)}). approve ran both mutants again itself and got the "
+                f"same verdicts. Like all evidence from an agent's session it is "
+                f"{SELF_REPORTED}."
             )
         else:
             parts.append("Approved without a re-run of the mutation evidence.")
+        if "ci_rerun" in r:
+            ci = r["ci_rerun"]
+            parts.append(
+                f"{ci_words(ci)}: the offer's mutants re-run at the merge request's head by the "
+                "tracker-held pipeline, outside the agents' sessions."
+                if ci
+                else "No CI re-run of the offer's evidence had finished at the approved head."
+            )
     elif event == "withdraw":
         parts = [
             f"{agent} withdraws its approval in note {r['approval']}: no merge gate counts it "

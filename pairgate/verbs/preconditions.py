@@ -59,9 +59,9 @@ def must_hold(turn: Turn, verb: str) -> None:
         fix = f"Nobody holds it; take it first: {command(cli, 'claim', issue, role='lead')}"
     else:
         fix = (
-            f"Only {ledger.holder} can {verb} it now. Ask {ledger.holder} to offer it to you:\n"
-            f"  {command(cli, 'handoff', issue, to=turn.agent, role='<role>', sha='<head>')} "
-            f"--as {ledger.holder}"
+            f"Only {ledger.holder} can {verb} it now. Ask {ledger.holder} to offer it to you; "
+            f"{ledger.holder} runs:\n"
+            f"  {command(cli, 'handoff', issue, to=turn.agent, role='<role>', sha='<head>')}"
         )
     holder = f"{ledger.holder} holds it" if ledger.holder else "nobody holds it"
     raise Refusal(f"{cli} {verb}: {turn.agent} does not hold #{issue} ({holder}).\n{fix}")
@@ -113,8 +113,8 @@ def check_offer_slot(turn: Turn, verb: str, supersede: int | None, again: Again)
         f"{cli} {verb}: {said}#{turn.issue} already has a pending offer: "
         f"{describe_offer(offer)}. An issue holds one live offer.\n"
         f"To replace it: {again(supersede=offer.note_id)}\n"
-        f"Or let {offer.to} answer it: {command(cli, 'accept', turn.issue)} --as {offer.to} "
-        f"(or decline)"
+        f"Or let {offer.to} answer it; {offer.to} runs: {command(cli, 'accept', turn.issue)} "
+        f"(or {command(cli, 'decline', turn.issue)})"
     )
 
 

@@ -134,6 +134,21 @@ def begin(
     return turn
 
 
+def refuse_another_name(turn: Turn, verb: str, again: str) -> None:
+    """A session speaks for one name: refuse ``verb`` as ``turn.agent`` when this session wrote
+    records of the issue under another name (the lead's session acting ``--as`` the reviewer).
+    A hand-set session id gets past this; a restarted session of the same agent is not stopped."""
+    others = [(a, n) for a, s, n in turn.ledger.sessions if s == turn.session and a != turn.agent]
+    if not others:
+        return
+    name, note = others[0]
+    raise Refusal(
+        f"{turn.cli} {verb}: refused: this session ({turn.session}) wrote as {name} on "
+        f"#{turn.issue} (note {note}); a session speaks for one name only, so it does not act "
+        f"as {turn.agent}.\n{turn.agent} runs it from its own session: {again} --as {turn.agent}"
+    )
+
+
 def damage(ledger: Ledger) -> list[str]:
     """What every surface says about records that are not part of the state."""
     lines = [f"note {s.note_id} skipped ({s.kind}): {s.reason}" for s in ledger.skipped]

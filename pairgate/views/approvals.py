@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pairgate.standalone.approvals import binding_problem, chain_problem, independence, v1_note
+from pairgate.standalone.approvals import (
+    binding_problem,
+    chain_problem,
+    independence,
+    independence_basis,
+    v1_note,
+)
 from pairgate.standalone.config import Config
 from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Approval, Ledger
@@ -110,3 +116,10 @@ def approval_doc(
         "not_covering": list(approval.not_covering),
         "reason": approval.reason,
     }
+
+
+def basis_doc(config: Config) -> dict[str, str]:
+    """What independence rests on in this deployment, for every surface that judges it:
+    ``mode`` (account-bound, or names-and-sessions) and what it ``says``."""
+    mode = "account-bound" if config.account_bound else "names-and-sessions"
+    return {"mode": mode, "says": independence_basis(config)}

@@ -19,18 +19,23 @@ agent cannot act on, so a failure is exit 1: Claude Code shows it and carries on
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
 from pairgate.standalone.errors import UsageError
-from pairgate.watch import HOOK_EVENTS, delivery
+from pairgate.watch import HOOK_EVENTS, delivery, notify
 from pairgate.watch.delivery import Shown
 from pairgate.watch.records import subject_name
 from pairgate.watch.store import Store
 
 EVENTS = HOOK_EVENTS
 STOP_LIMIT = 3
-CONTEXT_MAX = 9000  # Claude Code caps a hook's output string at 10,000 characters
+# Claude Code caps a hook's output string at 10,000 characters: the answer, JSON and all,
+# stays under it. MORE_MAX is kept back for the line naming the batches left out.
+CONTEXT_MAX = 9000
+MORE_MAX = 600
+LIST_MAX = 20  # batches a hook names one by one; the rest are counted
 
 
 class HookInputError(UsageError):
@@ -47,25 +52,64 @@ def parse(raw: str) -> dict[str, Any]:
     return data
 
 
-def context(shown: list[Shown], cli: str) -> tuple[str, list[Shown]]:
-    """The batches' notifications, whole, as many as fit, and which those were; the rest are
-    named with where to read them (and not counted as delivered)."""
+def size(text: str) -> int:
+    """The characters ``text`` takes in the hook's JSON answer (quotes and escapes included)."""
+    return len(json.dumps(text, ensure_ascii=False))
+
+
+def _counts(s: Shown) -> str:
+    kinds = Counter(e.kind for e in s.events)
+    return ", ".join(f"{n} {kind}" for kind, n in kinds.items())
+
+
+def summary(s: Shown, cli: str, store_flag: str) -> str:
+    """A batch too long for the hook: what it is, the rule and the ack command, and where to
+    read it whole. Its header holds no text from GitLab."""
+    header = str(s.doc["text"]).split("\n", 1)[0]
+    return "\n".join(
+        [
+            header,
+            f"Not shown here: its {len(s.events)} event(s) ({_counts(s)}) take more room than a "
+            f"hook may give. Read the batch in full with `{cli} inbox{store_flag}` before you "
+            f"act; it counts as delivered only once you have.",
+            "",
+            notify.RULE,
+            "When you have handled these events, or reported a blocker to the user, "
+            "acknowledge this batch:",
+            f"    {notify.ack_command(s.batch, cli, store_flag)}",
+        ]
+    )
+
+
+def more(labels: list[str], cli: str, store_flag: str) -> str:
+    """The batches left out, named up to LIST_MAX."""
+    named = ", ".join(labels[:LIST_MAX])
+    if len(labels) > LIST_MAX:
+        named += f" and {len(labels) - LIST_MAX} more"
+    return f"More batches wait for you ({named}): read them with `{cli} inbox{store_flag}`."
+
+
+def context(shown: list[Shown], cli: str, store_flag: str = "") -> tuple[str, list[Shown]]:
+    """The batches' notifications, whole, as many as fit, and which those were (only those
+    count as delivered). A batch that does not fit is summarised while summaries fit; the
+    rest are named, LIST_MAX at most, with where to read them."""
+    budget = CONTEXT_MAX - MORE_MAX
     parts: list[str] = []
     used = 0
     included: list[Shown] = []
-    rest = []
+    rest: list[str] = []
     for s in shown:
-        block = s.doc["text"]
-        if used + len(block) > CONTEXT_MAX and parts:
+        for block, whole in ((str(s.doc["text"]), True), (summary(s, cli, store_flag), False)):
+            if used + size(block) <= budget:
+                parts.append(block)
+                used += size(block)
+                if whole:
+                    included.append(s)
+                break
+        else:
             rest.append(s.batch.label)
-            continue
-        parts.append(block[:CONTEXT_MAX])
-        included.append(s)
-        used += len(block)
     if rest:
-        parts.append(
-            f"More batches wait for you ({', '.join(rest)}): read them with `{cli} inbox`."
-        )
+        parts.append(more(rest, cli, store_flag))
     return "\n\n".join(parts), included
 
 
@@ -107,7 +151,7 @@ def answer(
         shown = pull(f"hook:{event}", event == "UserPromptSubmit", record=False)
         if not shown:
             return None
-        said, included = context(shown, cli)
+        said, included = context(shown, cli, store_flag)
         delivery.recorded(store, included, channel=f"hook:{event}", now=now)
         return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": said}}
     session = str(data.get("session_id") or "")
@@ -117,7 +161,9 @@ def answer(
             store.set_stop_count(session, 0, now)
         return None
     count = store.stop_count(session) if data.get("stop_hook_active") else 0
-    labels = ", ".join(b.label for b in pending)
+    labels = ", ".join(b.label for b in pending[:LIST_MAX]) + (
+        f" and {len(pending) - LIST_MAX} more" if len(pending) > LIST_MAX else ""
+    )
     if count >= STOP_LIMIT:
         with store.writing():
             store.set_stop_count(session, 0, now)
@@ -128,16 +174,22 @@ def answer(
                 f"are re-sent as reminders."
             )
         }
-    shown = pull("hook:Stop", False, record=True)
+    shown = pull("hook:Stop", False, record=False)
     shown = [s for s in shown if s.batch.state == "pending"]
+    listed = shown[:LIST_MAX]
     lines = [
         f"{cli}: {agent} holds {len(shown)} unacknowledged batch(es) of GitLab events. Read them "
-        f"in full with `{cli} inbox`, check what has already happened, handle each (or report a "
-        f"blocker to the user), then acknowledge it:",
-        *(_line(s, cli, store_flag) for s in shown),
-        f"(Reminder {count + 1} of at most {STOP_LIMIT} in a row: after that the turn may end and "
-        f"the batches stay pending.)",
+        f"in full with `{cli} inbox{store_flag}`, check what has already happened, handle each "
+        f"(or report a blocker to the user), then acknowledge it:",
+        *(_line(s, cli, store_flag) for s in listed),
     ]
+    if len(shown) > len(listed):
+        lines.append(f"- and {len(shown) - len(listed)} more: `{cli} inbox{store_flag}` lists them")
+    lines.append(
+        f"(Reminder {count + 1} of at most {STOP_LIMIT} in a row: after that the turn may end and "
+        f"the batches stay pending.)"
+    )
+    delivery.recorded(store, listed, channel="hook:Stop", now=now)
     with store.writing():
         store.set_stop_count(session, count + 1, now)
-    return {"decision": "block", "reason": "\n".join(lines)[:CONTEXT_MAX]}
+    return {"decision": "block", "reason": "\n".join(lines)}

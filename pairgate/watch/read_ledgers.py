@@ -48,6 +48,7 @@ def issue_snap(read: IssueRead, tracker: str) -> IssueSnap:
             offer.reason,
             created,
         ),
+        sessions=read.ledger.sessions,
     )
 
 

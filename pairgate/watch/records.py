@@ -122,6 +122,9 @@ class IssueSnap:
     labels: tuple[str, ...]
     route: Route
     offer: OfferSnap | None = None
+    # (agent, session, first note) of each name a session wrote on the trail: inbox ack
+    # refuses a session that wrote as another name than the one it acknowledges as.
+    sessions: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -207,6 +210,7 @@ def issue_from_doc(doc: Mapping[str, Any]) -> IssueSnap:
     values["labels"] = tuple(values.get("labels") or ())
     values["route"] = Route(**values["route"])
     values["offer"] = OfferSnap(**values["offer"]) if values.get("offer") else None
+    values["sessions"] = tuple((str(a), str(s), int(n)) for a, s, n in values.get("sessions") or ())
     return IssueSnap(**values)
 
 

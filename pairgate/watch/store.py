@@ -516,6 +516,22 @@ class Store(HookQueue):
         assert found is not None
         return found
 
+    def names_of_session(self, session: str) -> list[tuple[str, str]]:
+        """Each name ``session`` wrote as, with where: the ledger records of the issues the
+        store watches, and the batches acknowledged from it; (name, where)."""
+        found = [
+            (agent, f"{subject.removeprefix('issue:')} (note {note})")
+            for subject, snap in self.subjects().items()
+            if isinstance(snap, IssueSnap)
+            for agent, written, note in snap.sessions
+            if written == session
+        ]
+        rows = self._q(
+            "SELECT id, ack_by FROM batches WHERE ack_session = ? ORDER BY id", (session,)
+        )
+        found += [(str(r["ack_by"]), f"the acknowledgement of b{r['id']}") for r in rows]
+        return found
+
     # -- status and the Stop hook's count ------------------------------------------------------
 
     def counts(self) -> dict[str, int]:

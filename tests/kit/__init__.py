@@ -18,6 +18,7 @@ and tests/test_kit.py refuses ``from tests.kit import <module>``.
   what every door of the gate, or the audit, must answer.
 - ``suite_configuration``: the second configuration some modules run under (``acme-pg``).
 - ``gcl``: gitlab-ci-local runs of the gate's jobs. ``gitrepos``, ``evidence_repos``: real git
-  repositories. ``trailgen``, ``schemagen``: generated trails and schema instances.
+  repositories. ``evidence_round``: the evidence round's world (real evidence, collected once a
+  session, and a round whose merge request's head is its commit). ``trailgen``, ``schemagen``: generated trails and schema instances.
 - ``wiring``: the source repository's wiring tests.
 """

@@ -130,6 +130,16 @@ def generic_issue_by_automation(world: World) -> tuple[dict[str, Any], str | Non
     return mr, None
 
 
+def by_an_agent_that_claimed_as_review(world: World) -> tuple[dict[str, Any], str | None]:
+    """The agent that wrote it claims the issue as review, never as lead, and approves."""
+    issue, mr = _cited(world)
+    trail = world.trail(issue)
+    trail.claim("acme-lead", role="review")
+    trail.approve("acme-lead", "acme-review", sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
+    merge(world, mr)
+    return mr, "not-offered"
+
+
 def approved_only_after_the_merge(world: World) -> tuple[dict[str, Any], str | None]:
     """The approval note comes a minute after the merge: it never counts for it."""
     issue, mr = _cited(world)
@@ -163,6 +173,7 @@ EVERY_WAY: list[Callable[[World], tuple[dict[str, Any], str | None]]] = [
     by_curl_without_approval,
     one_push_after_approval,
     by_a_self_approval,
+    by_an_agent_that_claimed_as_review,
     by_the_web_page_with_the_include_neutered,
     renovate_missing_one_condition,
     renovate_exempt,

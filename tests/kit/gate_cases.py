@@ -57,6 +57,17 @@ def self_approval_only(world: World) -> tuple[str, int]:
     return ref(mr)
 
 
+def claim_as_review_then_approve(world: World) -> tuple[str, int]:
+    """The agent that wrote it claims as review, never as lead, and approves: no hand shows,
+    but nobody else offered it the work."""
+    issue = world.issue()
+    mr = world.mr(f"Related to {TRACKER}#{issue}")
+    trail = world.trail(issue)
+    trail.claim("acme-lead", role="review")
+    trail.approve("acme-lead", "acme-review", sha=mr["sha"], mr=ref(mr), binds=binds_of(mr))
+    return ref(mr)
+
+
 def approval_one_push_behind(world: World) -> tuple[str, int]:
     issue = world.issue()
     mr = world.mr(f"Related to {TRACKER}#{issue}")
@@ -90,6 +101,11 @@ def cited_by_url(world: World) -> tuple[str, int]:
 
 def generic_issue_only(world: World) -> tuple[str, int]:
     return ref(world.mr(f"Chore. Related to {TRACKER}#1"))
+
+
+def generic_issue_by_automation(world: World) -> tuple[str, int]:
+    """The roster's nightly-lockfiles account (the maintainer): the generic issue exempts it."""
+    return ref(world.mr(f"Chore. Related to {TRACKER}#1", as_user="maintainer"))
 
 
 def generic_and_an_unclaimed_issue(world: World) -> tuple[str, int]:
@@ -390,13 +406,22 @@ CASES = [
     GateCase("approved-at-head", approved_at_head, 0, 0, 0, "approved"),
     GateCase("never-approved", never_approved, 1, 0, 0),
     GateCase("self-approval-only", self_approval_only, 1, 0, 1, "self-approval-only"),
+    GateCase("claim-as-review-then-approve", claim_as_review_then_approve, 1, 0, 1, "not-offered"),
     GateCase("approval-one-push-behind", approval_one_push_behind, 1, 0, 1),
     GateCase("unclaimed-issue", unclaimed_issue, 1, 1, 0),
     GateCase("no-citation", no_citation, 1, 0, 0),
     GateCase("bare-reference-outside-the-tracker", bare_reference_outside_the_tracker, 1, 0, 0),
     GateCase("bare-reference-in-the-tracker", bare_reference_in_the_tracker, 0, 0, 0),
     GateCase("cited-by-url", cited_by_url, 0, 0, 0),
-    GateCase("generic-issue-only", generic_issue_only, 0, 0, 0),
+    GateCase(
+        "generic-issue-only-by-an-agent",
+        generic_issue_only,
+        1,
+        1,
+        0,
+        "generic-issue-non-automation",
+    ),
+    GateCase("generic-issue-only-by-automation", generic_issue_by_automation, 0, 0, 0),
     GateCase("generic-and-an-unclaimed-issue", generic_and_an_unclaimed_issue, 1, 1, 0),
     GateCase("outside-the-group", outside_the_group, 0, 0, 0),
     GateCase("shared-in-never-approved", shared_in_never_approved, 1, 0, 0),

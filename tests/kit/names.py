@@ -13,13 +13,16 @@ from pairgate.standalone.merge_request import MergeRequestFacts
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 FIXTURE_CONFIG = FIXTURES / "pairgate-config.json"
+# The same deployment with account-bound roles: review_author_user_ids names the review bot.
+ACCOUNT_BOUND_CONFIG = FIXTURES / "pairgate-config-account-bound.json"
 
 # The agents of the suite configuration (agent_identity_prefix acme).
 LEAD, REVIEW, SOLO = "acme-lead", "acme-review", "acme-solo"
 # The sandbox's projects: the work's, and the tracker that holds the ledger.
 APP, TRACKER = "acme/app", "acme/tracker"
-# The sandbox's accounts by user id: the ledger author (agents), the maintainer, the reporter.
-AGENTS_USER, MAINTAINER, REPORTER = 10, 13, 14
+# The sandbox's accounts by user id: the ledger author (agents), the review bot (the review
+# account of the account-bound configuration), the maintainer, the reporter.
+AGENTS_USER, REVIEW_BOT_USER, MAINTAINER, REPORTER = 10, 11, 13, 14
 
 # What a pure test's records name, unless it says otherwise.
 SHA, SHA2 = "a" * 40, "b" * 40  # a head, and the next one

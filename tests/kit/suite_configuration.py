@@ -38,6 +38,7 @@ TWICE = (
     "test_deploy_agents.py",
     "test_cli.py",
     "test_evidence_round.py",
+    "test_evidence_approve.py",
 )
 
 # The program named where the configured cli_command belongs: "pairgate claim ...",

@@ -261,6 +261,17 @@ class Round:
         path = f"{self.mr_path}/notes"
         return dict(self.sb.api("POST", path, json={"body": body}, as_user=as_user))
 
+    def diff_comment(
+        self, body: str, path: str, line: int = 1, as_user: str = "review_bot"
+    ) -> dict[str, Any]:
+        """A comment on a line of the merge request's diff: a thread with a position."""
+        refs = self.sb.api("GET", self.mr_path)["diff_refs"]
+        position = {**refs, "position_type": "text", "new_path": path, "new_line": line}
+        path_ = f"{self.mr_path}/discussions"
+        return dict(
+            self.sb.api("POST", path_, json={"body": body, "position": position}, as_user=as_user)
+        )
+
     def pipeline(self, *jobs: tuple[str, str], allow: tuple[str, ...] = ()) -> dict[str, Any]:
         """A branch pipeline at the branch's head with ``jobs`` (name, status)."""
         specs = [{"name": n, "status": s, "allow_failure": n in allow} for n, s in jobs]

@@ -288,3 +288,25 @@ def test_python_gitlab_reads_a_job_with_the_job_token(sandbox: RunningSandbox, m
     mr_read = gl.projects.get(2, lazy=True).mergerequests.get(1)
     assert mr_read.sha == mr["sha"]
     assert gl.http_get("/job")["id"] == job["id"]
+
+
+def test_a_jobs_log_is_plain_text_as_its_runner_sent_it(sandbox: RunningSandbox, mr: dict) -> None:
+    job = running_job(sandbox)
+    empty = sandbox.request("GET", f"/projects/2/jobs/{job['id']}/trace", "reporter")
+    assert (empty.status_code, empty.text) == (200, "")  # GitLab: the raw log, or ''
+    sandbox.set_job(job["id"], "success", trace="step 1\npairgate-evidence-ci: {}\n")
+    read = sandbox.request("GET", f"/projects/2/jobs/{job['id']}/trace", "reporter")
+    assert read.headers["Content-Type"].startswith("text/plain")
+    assert read.headers["Content-Disposition"] == f'infile; filename="{job["id"]}.log"'
+    assert read.text == "step 1\npairgate-evidence-ci: {}\n"
+    # python-gitlab, a client nobody here wrote, reads it the same way
+    project = sandbox.gitlab("agents").projects.get(2, lazy=True)
+    assert project.jobs.get(job["id"], lazy=True).trace() == read.content
+    missing = sandbox.request("GET", "/projects/2/jobs/999999/trace", "agents")
+    assert (missing.status_code, missing.json()) == (404, {"message": "404 Not found"})
+    bad = requests.post(
+        sandbox.sandbox_api + f"/jobs/{job['id']}",
+        json={"status": "success", "trace": 1},
+        timeout=5,
+    )
+    assert (bad.status_code, bad.json()["error"]) == (400, "trace must be a string")

@@ -143,6 +143,12 @@ def test_suite_configuration_matches_the_default_world() -> None:
     # deployed_paths names the deployment's own repository, not the world: the suite's points
     # at nothing so that no test measures the developer's checkout (tests/test_currency_cli.py).
     del generated["deployed_paths"], fixture["deployed_paths"]
+    # handoff_doc: the suite runs in pairgate's repository, where the card is a path; a sandbox
+    # deployment's checkout is a project's, which has none, so the sandbox names pairgate's.
+    assert fixture.pop("handoff_doc") == "docs/agent-handoff.md"
+    assert generated.pop("handoff_doc") == (
+        "pairgate's operator card (docs/agent-handoff.md in pairgate's repository)"
+    )
     assert generated == fixture
 
 

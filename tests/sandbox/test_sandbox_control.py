@@ -157,6 +157,8 @@ def test_a_mirrored_commit_has_the_id_given_and_moves_the_branch(
         ({"sha": "A" * 40}, "sha must be a full commit id"),
         ({"files": {"a": 1}}, "files must be an object"),
         ({"start_branch": "nope"}, "Invalid reference name: nope"),
+        ({"git_dir": "repo"}, "git_dir must be the absolute path of the git repository"),
+        ({"git_dir": 5}, "git_dir must be the absolute path of the git repository"),
     ],
 )
 def test_a_mirrored_commit_is_checked(sandbox: RunningSandbox, body: dict, said: str) -> None:

@@ -142,3 +142,45 @@ def test_pipelines_by_update_time(sandbox: RunningSandbox, mr: dict) -> None:
     assert sandbox.request("GET", path, params={"order_by": "x"}).json() == {
         "error": "order_by does not have a valid value"
     }
+
+
+def test_a_thread_in_the_diff_through_python_gitlab(sandbox: RunningSandbox, mr: dict) -> None:
+    """A DiffNote (doc/api/discussions.md, "Create a new thread in the merge request diff"): its
+    position comes back as GitLab's Position entity, and a reply keeps it."""
+    project = sandbox.gitlab("review_bot").projects.get("acme/app")
+    remote = project.mergerequests.get(mr["iid"])
+    refs = remote.diff_refs
+    position = {
+        "base_sha": refs["base_sha"],
+        "start_sha": refs["start_sha"],
+        "head_sha": refs["head_sha"],
+        "position_type": "text",
+        "new_path": "src/app.py",
+        "new_line": 1,
+    }
+    thread = remote.discussions.create({"body": "why print?", "position": position})
+    thread.notes.create({"body": "and here"})
+    (listed,) = remote.discussions.list(get_all=True)
+    first, reply = listed.attributes["notes"]
+    assert (first["type"], first["resolvable"], reply["type"]) == ("DiffNote", True, "DiffNote")
+    assert (
+        first["position"]
+        == reply["position"]
+        == {
+            **position,
+            "old_path": "src/app.py",
+            "old_line": None,
+            "line_range": None,
+        }
+    )
+    # Form fields work as well; a position without its SHAs is refused as GitLab does.
+    form = sandbox.request(
+        "POST",
+        f"{MR}/discussions",
+        data={"body": "x", **{f"position[{k}]": v for k, v in position.items()}},
+    )
+    assert form.status_code == 201 and form.json()["notes"][0]["position"]["new_line"] == 1
+    bad = sandbox.request(
+        "POST", f"{MR}/discussions", json={"body": "x", "position": {"position_type": "text"}}
+    )
+    assert (bad.status_code, bad.json()) == (400, {"error": "position[base_sha] is missing"})

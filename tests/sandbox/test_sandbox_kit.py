@@ -125,3 +125,37 @@ def test_config_out_creates_its_directory_and_the_ready_line_names_the_example(
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
+
+
+def test_the_configuration_describes_a_sandbox_deployment_not_pairgates_repository(
+    tmp_path: Path,
+) -> None:
+    """A project's checkout holds the hooks where hooks_install_command puts them, and no
+    pairgate source tree: the currency check measures those, and refusals point at pairgate's
+    operator card by name."""
+    config_path, _ = written(tmp_path)
+    config = load_config({"PAIRGATE_CONFIG": str(config_path)})
+    assert config.deployed_paths == (".claude/hooks",)
+    assert config.hooks_install_command.endswith("--target .claude/hooks")
+    assert config.handoff_doc == (
+        "pairgate's operator card (docs/agent-handoff.md in pairgate's repository)"
+    )
+    checkout = tmp_path / "app"
+    hooks = checkout / ".claude" / "hooks"
+    hooks.mkdir(parents=True)
+    (hooks / "ownership.py").write_text("# deployed\n")
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    result = run_program(
+        [
+            "python3",
+            str(ROOT / "pairgate" / "currency" / "deployed_currency.py"),
+            "--checkout",
+            str(hooks),
+            "--paths",
+            *config.deployed_paths,
+            "--json",
+        ],
+        env=clean_env(),
+    )
+    doc = json.loads(result.out)
+    assert "not in the checkout" not in doc["reason"]  # measured: only origin/main is missing

@@ -38,6 +38,8 @@ from pairgate.standalone.command_reader.words import (
 )
 from pairgate.standalone.command_reader.wrappers import AUTO_MERGE_TEXT
 
+MENTION_MAX = 200  # characters of a command quoted in a block that names a merge it does not run
+
 __all__ = ["Reader"]
 
 
@@ -146,7 +148,9 @@ class Reader:
         unquoted = " ".join(self._free_words(root, layer))
         for text in (raw, unquoted):
             if mentions_merge(text):
-                self.mentions.append(short(text))
+                # Quoted as the command spells it: the masked text lacks the words that say
+                # which command it is, and so which of its flags reads a file.
+                self.mentions.append(short(layer.src.decode("utf-8", "replace"), MENTION_MAX))
                 return
 
     def _free_words(self, root: Any, layer: Layer) -> Iterator[str]:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import field
 from typing import Any
 
-from pairgate.standalone.errors import value_type
+from pairgate.standalone.values import value_type
 
 __all__ = [
     "COMMIT_SHA",
@@ -194,10 +194,46 @@ class CommandReading:
         found += list(self.unknown)
         found += [
             f"{text}: this names a glab merge that the command does not run; if it is a "
-            "message, pass it from a file (--reason-file) instead"
+            f"message, {_from_a_file(text)}"
             for text in self.mentions
         ]
         return found
+
+    @property
+    def misread(self) -> bool:
+        """Was the spelling of a merge or a push the problem (not a text that names one)?"""
+        return (
+            bool(self.unknown)
+            or any(m.problem for m in self.merges)
+            or any(p.problem for p in self.pushes)
+        )
+
+
+# A message flag, and the same command's flag that reads the message from a file.
+_FILE_FLAGS = (
+    (re.compile(r"(^|\s)--reason(=|\s)"), "pass it from a file with --reason-file <file>"),
+    (re.compile(r"(^|\s)--text(=|\s)"), "pass it from a file with --text-file <file>"),
+    (
+        re.compile(r"(^|\s)--constraint-text(=|\s)"),
+        "pass it from a file with --constraint-file <file>",
+    ),
+    (
+        re.compile(r"(^|\s)git\s+(commit|tag|notes)\b"),
+        "write it to a file and pass it with -F <file>",
+    ),
+    (
+        re.compile(r"(^|\s)glab\s+(mr|issue)\s+(note|comment)\b"),
+        'write it to a file and pass it as -m "$(cat <file>)"',
+    ),
+)
+
+
+def _from_a_file(text: str) -> str:
+    """How the command that carries ``text`` takes a message from a file."""
+    for pattern, remedy in _FILE_FLAGS:
+        if pattern.search(text):
+            return remedy
+    return "write it to a file and give the command the file instead"
 
 
 class _Dyn:

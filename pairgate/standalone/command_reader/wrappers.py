@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Mapping
 
 from pairgate.standalone.command_reader.words import DYNAMIC, Word, literal_word
-from pairgate.standalone.errors import value_type
+from pairgate.standalone.values import value_type
 
 __all__ = [
     "ASSIGNMENT",
