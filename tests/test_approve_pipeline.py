@@ -93,13 +93,17 @@ def test_a_pipeline_that_cannot_start_leaves_the_approval_standing(
     world: Round, config: Config
 ) -> None:
     head = world.head  # acme/app has no CI configuration: GitLab answers 405
+    cli = config.cli
     result = approve(world)
     assert result.code == 0
     assert result.err.strip().endswith(
         f"warning: the approval stands, but GitLab started no merge request pipeline of "
-        f"acme/app!{world.mr} at {head[:12]} (no job of the project's CI configuration runs in "
-        f"merge request pipelines), so the gate jobs have not run since it. Start one: "
-        f"{retry(world, head)}"
+        f"acme/app!{world.mr} at {head[:12]} (the project's CI has no merge request job: GitLab "
+        f"answers 405 when no job of its CI configuration runs in merge request pipelines), so "
+        f"the gate jobs have not run since it. Fix the project's CI first: set its CI/CD "
+        f"configuration file to the tracker-held gate pipeline ({cli} deploy-pipeline "
+        f"renders it), or give its .gitlab-ci.yml a job with rules: [{{if: "
+        f"'$CI_PIPELINE_SOURCE == \"merge_request_event\"'}}]. Start one: {retry(world, head)}"
     )
     assert [a.sha for a in world.ledger(config).approvals] == [head]
     assert gate_of(world)["state"] == "none"

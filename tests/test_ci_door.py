@@ -12,7 +12,9 @@ round ``pairgate demo --ci`` plays, which deploys the same way in a sandbox of i
 
 Each case was run against a deliberately broken gate; what each break lets through, and the
 cases that fail on it:
-- the verdict allows every merge request: every case but the withdrawn approval's;
+- the verdict allows every merge request: every case;
+- a ledger write that starts no pipeline (the green one outlives it): the withdrawn approval,
+  and the freeze and the release after the approval;
 - an approval outlives a push (the head not compared): the push after the approval;
 - freezes never read into the verdict: the freeze;
 - the gate's jobs in the project's own ``.gitlab-ci.yml`` (no configuration file setting): the
@@ -260,14 +262,48 @@ def test_auto_merge_set_before_the_approval_merges_only_after_it(door: Door) -> 
     assert state["merge_user"]["username"] == "agents"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="withdraw starts no merge request pipeline yet (issue 29): the approval's green "
-    "pipeline stands, and the merge goes through",
-)
 def test_a_withdrawn_approval_is_refused(door: Door) -> None:
     door.open(pipeline=False).review_round()
     assert door.gate()[MERGE_CHECK] == "success"
     reason = "I read it again: the rounding is wrong"
-    door.verb(door.review, "withdraw", "--approval", str(door.approval), "--reason", reason)
+    said = door.verb(door.review, "withdraw", "--approval", str(door.approval), "--reason", reason)
+    assert "started merge request pipeline" in said and f"of acme/app!{door.mr}" in said
     assert refused(door.merge())
+    assert door.gate()[MERGE_CHECK] == "failed"  # the pipeline withdraw started judged again
+
+
+def test_a_freeze_after_the_approval_is_refused(door: Door) -> None:
+    door.open(pipeline=False).review_round()
+    assert door.gate()[MERGE_CHECK] == "success"
+    reason = "Holding the merge: the release is being cut"
+    scope = f"mr:{door.mr}"
+    door.verb(door.review, "freeze", "--scope", scope, "--minutes", "60", "--reason", reason)
+    assert refused(door.merge())
+    assert door.gate()[MERGE_CHECK] == "failed"
+    assert f"froze mr:acme/app!{door.mr}" in door.trace(MERGE_CHECK)
+
+
+def test_a_release_after_the_approval_is_refused(door: Door) -> None:
+    door.open(pipeline=False).review_round()
+    door.verb(door.lead, "accept")  # the approval's offer back: the lead holds the issue
+    assert door.gate()[MERGE_CHECK] == "success"
+    door.verb(door.lead, "release")
+    assert refused(door.merge())
+    assert door.gate()[MERGE_CHECK] == "failed"
+    assert "which nobody holds" in door.trace(MERGE_CHECK)
+
+
+def test_a_project_without_its_own_ci_file_merges_once_approved(door: Door) -> None:
+    """GitLab makes no child from a .gitlab-ci.yml that does not exist: without the rule on
+    project-pipeline its bridge fails, and the pipeline of a project with no CI of its own is
+    red whatever the gate says."""
+    door.open(pipeline=False)
+    door.push({".gitlab-ci.yml": None}, options=["ci.skip"])
+    door.review_round()
+    jobs = door.gate()
+    assert set(jobs) == set(GATE_JOBS) and jobs[MERGE_CHECK] == "success", jobs
+    head = door.state()["head_pipeline"]
+    assert head["status"] == "success"
+    assert door.sandbox.api("GET", f"{project_path()}/pipelines/{head['id']}/bridges") == []
+    merged = door.merge()
+    assert merged.status_code == 200 and merged.json()["state"] == "merged", merged.text

@@ -297,8 +297,10 @@ def test_the_projects_own_ci_file_runs_as_a_child_whose_status_is_the_pipelines(
         "forward": {"yaml_variables": False, "pipeline_variables": False},
     }
     assert child["inherit"] == {"default": False, "variables": False}
-    # No rules, no allow_failure, no when: it runs in every pipeline and a red child is red.
-    assert {"rules", "allow_failure", "when", "variables"}.isdisjoint(child)
+    # Only the project's own file decides whether it runs (GitLab makes no child from a file
+    # that does not exist); no allow_failure, no when: a red child is a red pipeline.
+    assert child["rules"] == [{"exists": [".gitlab-ci.yml"]}]
+    assert {"allow_failure", "when", "variables"}.isdisjoint(child)
     jobs = [k for k in rendered if not k.startswith(".") and k not in ("workflow",)]
     assert sorted(jobs) == sorted([*GATE_JOBS, "project-pipeline"])
 

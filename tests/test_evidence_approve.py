@@ -55,6 +55,9 @@ def test_the_reviewer_reruns_and_the_approval_records_it_on_every_surface(
     result = approve(world, "--evidence", out)
     assert result.code == 0, result.err
     assert "Re-run before approving: mutant 2 killed, own killed." in result.out
+    # acme/app has no CI here: the repeat the warning offers refuses --evidence, so has none.
+    (warning,) = [x for x in result.err.splitlines() if x.startswith("warning: the approval")]
+    assert "--server-approval-only" in warning and "--evidence" not in warning
     note = last_note(world)
     assert record_of(note)["rerun"] == rerun_field(doc)
     assert record_of(note)["rerun"]["own"] == {

@@ -34,6 +34,7 @@ from pairgate.standalone.scope import cited_issues
 from pairgate.tracker import mr_path, pooled, read_mr, review_bot_token
 from pairgate.verbs.merge_requests import checked_sha
 from pairgate.verbs.note_text import note_text
+from pairgate.verbs.pipelines import start
 from pairgate.verbs.preconditions import (
     Again,
     check_offer_slot,
@@ -80,28 +81,17 @@ def approve_on_gitlab(turn: Turn, bot: GitLab, project: str, iid: int, sha: str)
 def start_pipeline(turn: Turn, bot: GitLab, project: str, iid: int, sha: str, retry: str) -> None:
     """A new merge request pipeline at the approved head, as the review bot: the gate jobs run
     again and see the approval. A failure to start it is reported; the approval stands."""
-    try:
-        pipeline = bot.write("POST", f"{mr_path(project, iid)}/pipelines", {})
-    except GitLabError as exc:
-        why = (
-            "no job of the project's CI configuration runs in merge request pipelines"
-            if exc.status == 405
-            else exc.message
-        )
-        maybe = (
-            " It may have started all the same: look at the merge request's pipelines first."
-            if isinstance(exc, WriteUncertain)
-            else ""
-        )
+    o = start(bot, project, iid, sha)
+    if o.why is not None:
         turn.warn(
             f"warning: the approval stands, but GitLab started no merge request pipeline of "
-            f"{project}!{iid} at {sha[:12]} ({why}), so the gate jobs have not run since it.{maybe} "
-            f"Start one: {retry}"
+            f"{o.ref} at {o.sha[:12]} ({o.why}), so the gate jobs have not run since it."
+            f"{o.maybe}{o.fix(turn.cli)} Start one: {retry}"
         )
         return
-    number = f" {pipeline['id']}" if isinstance(pipeline, dict) and pipeline.get("id") else ""
+    number = f" {o.pipeline}" if o.pipeline else ""
     turn.say(
-        f"started merge request pipeline{number} of {project}!{iid} at {sha[:12]} as the "
+        f"started merge request pipeline{number} of {o.ref} at {o.sha[:12]} as the "
         "review bot, so the gate jobs run again at the approved head"
     )
 
@@ -236,6 +226,9 @@ def approve(
     def again(**changes: Any) -> str:
         return command(cli, "approve", issue, **{**flags, **changes})
 
+    # --server-approval-only records nothing, so it never carries --evidence (it refuses it).
+    retry = again(server_approval_only=True, not_covering=[], supersede=None, evidence=None)
+
     if server_approval_only:
         ref = MrRef(project, mr)
         if not any(
@@ -248,14 +241,7 @@ def approve(
             )
         approve_on_gitlab(turn, bot, project, mr, sha)
         turn.say(f"approved {ref} at {sha[:12]} on GitLab as the review bot; no note written.")
-        start_pipeline(
-            turn,
-            bot,
-            project,
-            mr,
-            sha,
-            again(server_approval_only=True, not_covering=[], supersede=None),
-        )
+        start_pipeline(turn, bot, project, mr, sha, retry)
         return 0
 
     must_hold(turn, "approve")
@@ -326,14 +312,7 @@ def approve(
         f"{turn.agent} approves {project}!{mr} at {sha[:12]} (note {event.note_id}) and offers "
         f"#{issue} back to {to}, who takes it with: {command(cli, 'accept', issue)}"
     )
-    start_pipeline(
-        turn,
-        bot,
-        project,
-        mr,
-        sha,
-        again(server_approval_only=True, not_covering=[], supersede=None),
-    )
+    start_pipeline(turn, bot, project, mr, sha, retry)
     recorded = event.record.get("rerun")
     if recorded:
         turn.say(f"Re-run before approving: {rerun_summary(recorded)}.")

@@ -19,10 +19,12 @@ from pairgate.standalone.errors import Context, Exit, Refusal, UsageError
 from pairgate.standalone.fold import freeze_refusal
 from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import FROZEN_LABEL, Freeze
+from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.records import FREEZE_MAX_MINUTES
 from pairgate.tracker import IssueRead, issue_path, read_issue, read_labelled, read_mr
-from pairgate.verbs.merge_requests import citing_mrs
+from pairgate.verbs.merge_requests import citing, citing_mrs, gated_open_mrs
 from pairgate.verbs.note_text import quoted
+from pairgate.verbs.pipelines import rejudge
 from pairgate.verbs.turn import begin, identity, read_reason, refuse_void, write
 
 _SCOPE = re.compile(
@@ -114,7 +116,20 @@ def freeze(
         + (" and merge-check fails" if resolved.startswith("mr:") else "")
         + f". Lift it early with: {cli} thaw"
     )
-    return Exit.OK
+    what = f"the freeze (note {event.note_id})"
+    return rejudge(turn, affected(turn.client, config, resolved), what=what)
+
+
+def affected(client: GitLab, config: Config, scope: str) -> list[MergeRequestFacts]:
+    """The open merge requests a window on ``scope`` can reach: the one it names, those citing
+    its issue, or every open one the gate judges (the board), shared-in projects' included."""
+    if scope == "board":
+        return gated_open_mrs(client, config)
+    if scope.startswith("issue:"):
+        return citing(gated_open_mrs(client, config), int(scope.removeprefix("issue:")), config)
+    project, iid = scope.removeprefix("mr:").rsplit("!", 1)
+    mr = read_mr(client, project, int(iid), cli=config.cli)
+    return [mr] if mr.state == "opened" else []
 
 
 def thaw(*, ctx: Context, config: Config, as_agent: str | None, client: GitLab) -> int:

@@ -19,10 +19,18 @@ from pairgate.standalone.approvals import reasons_against
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Refusal
 from pairgate.standalone.fold import is_finder
-from pairgate.standalone.gitlab import GitLab, GitLabError
+from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Offer
-from pairgate.tracker import CLOSED_LABEL, issue_path, mr_path
-from pairgate.verbs.merge_requests import checked_sha, citing_mrs, pipeline_problem
+from pairgate.tracker import CLOSED_LABEL, issue_path
+from pairgate.verbs import pipelines
+from pairgate.verbs.merge_requests import (
+    checked_sha,
+    citing,
+    citing_mrs,
+    gated_open_mrs,
+    pipeline_problem,
+)
+from pairgate.verbs.pipelines import rejudge
 from pairgate.verbs.preconditions import (
     check_offer_slot,
     check_offerable,
@@ -172,27 +180,23 @@ def handoff(
             f"it with {turn.cli} evidence run, and offer again with --evidence FILE and "
             f"--supersede {event.note_id}."
         )
-    return 0
+    if supersede is None:
+        return 0
+    return rejudged(turn, f"the superseding handoff (note {event.note_id})")
 
 
 def start_ci_rerun(turn: Turn, project: str, iid: int, sha: str) -> None:
     """A merge request pipeline at the offered head, so that the tracker-held pipeline's
     rerun-mr-evidence job re-runs the offer's mutants while the offer is pending (status and
     approve read its result). One that cannot be started is said; the offer stands."""
-    try:
-        pipeline = turn.client.write("POST", f"{mr_path(project, iid)}/pipelines", {})
-    except GitLabError as exc:
-        why = (
-            "no job of the project's CI configuration runs in merge request pipelines"
-            if exc.status == 405
-            else exc.message
-        )
+    started = pipelines.start(turn.client, project, iid, sha)
+    if started.why is not None:
         turn.warn(
-            f"note: no merge request pipeline was started at {sha[:12]} ({why}): no CI re-run "
-            f"of this evidence runs until one does (a push, or approve's)"
+            f"note: no merge request pipeline was started at {sha[:12]} ({started.why}): no CI "
+            f"re-run of this evidence runs until one does (a push, or approve's).{started.maybe}"
         )
         return
-    number = f" {pipeline['id']}" if isinstance(pipeline, dict) and pipeline.get("id") else ""
+    number = f" {started.pipeline}" if started.pipeline else ""
     turn.say(
         f"started merge request pipeline{number} of {project}!{iid} at {sha[:12]}: where the "
         "tracker-held pipeline has the rerun-mr-evidence job, it re-runs this evidence in CI"
@@ -303,7 +307,7 @@ def decline(
         f"{turn.agent} declines the offer in note {offer.note_id} (note {event.note_id}); "
         f"{offer.sender} keeps #{issue}."
     )
-    return 0
+    return rejudged(turn, f"the decline (note {event.note_id})")
 
 
 def release(
@@ -323,7 +327,7 @@ def release(
     event = write(turn, "ownership", "release", {"role": role})
     refuse_void(turn, event)
     turn.say(f"{turn.agent} released #{issue} (note {event.note_id}); nobody holds it now.")
-    return 0
+    return rejudged(turn, f"the release (note {event.note_id})")
 
 
 def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, client: GitLab) -> int:
@@ -357,4 +361,13 @@ def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, cli
         "PUT", issue_path(config, issue), {"state_event": "close", "add_labels": CLOSED_LABEL}
     )
     turn.say(f"{turn.agent} closed #{issue} (note {event.note_id}).")
-    return 0
+    # Read again: a merge request citing the issue may have opened since the check above.
+    return rejudged(turn, f"the close (note {event.note_id})")
+
+
+def rejudged(turn: Turn, what: str) -> int:
+    """A new pipeline for each open merge request the gate judges that cites the issue (shared-in
+    projects' too): the gate reads its ledger for them, and ``what`` may have turned their
+    verdict to refused."""
+    mrs = citing(gated_open_mrs(turn.client, turn.config), turn.issue, turn.config)
+    return rejudge(turn, mrs, what=what)

@@ -168,7 +168,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "decline",
-        "return an offer to its sender",
+        "return an offer to its sender (a new pipeline re-judges each MR citing the issue)",
         f"{LEDGER}:decline",
         arguments.issue_verb,
         reads_gitlab=True,
@@ -176,7 +176,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "release",
-        "drop the issue, with no successor",
+        "drop the issue, with no successor (a new pipeline re-judges each MR citing it)",
         f"{LEDGER}:release",
         arguments.issue_verb,
         reads_gitlab=True,
@@ -192,9 +192,9 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "withdraw",
-        "take back your approval: no door counts it, its offer back is voided, and the review "
-        "bot's approval is removed on GitLab (from your own session: one that wrote as another "
-        "name is refused)",
+        "take back your approval: no door counts it, its offer back is voided, the review "
+        "bot's approval is removed on GitLab, and a new pipeline re-judges the merge request "
+        "(from your own session: one that wrote as another name is refused)",
         "pairgate.commands.withdraw:withdraw",
         arguments.withdraw,
         reads_gitlab=True,
@@ -249,7 +249,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "close",
-        "close the issue, if nothing is outstanding",
+        "close the issue, if nothing is outstanding (then re-judges any MR citing it)",
         f"{LEDGER}:close",
         arguments.issue_verb,
         reads_gitlab=True,
@@ -265,7 +265,8 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "freeze",
-        "declare a window in which other agents' writes inside the scope are refused",
+        "declare a window in which other agents' writes inside the scope are refused (a new "
+        "pipeline re-judges each open MR it reaches)",
         f"{FREEZE}:freeze",
         arguments.freeze,
         reads_gitlab=True,

@@ -11,7 +11,9 @@ from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError, Refusal, UsageError
 from pairgate.standalone.gitlab import GitLab, GitLabError
 from pairgate.standalone.ledger import Approval
+from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.tracker import mr_path, read_mr
+from pairgate.verbs.pipelines import rejudge
 from pairgate.verbs.preconditions import command
 from pairgate.verbs.turn import (
     Turn,
@@ -100,14 +102,20 @@ def withdraw(
             else ""
         )
     )
-    _unapprove(turn, bot, found, event.note_id)
-    return 0
+    mr = read_mr(turn.client, found.mr.project, found.mr.iid, cli=turn.cli)
+    # First the new pipeline (the gate's verdict), then GitLab's approval: a failure to remove
+    # the approval must not leave the old green pipeline standing.
+    opened = [mr] if mr.state == "opened" else []
+    code = rejudge(turn, opened, what=f"the withdrawal (note {event.note_id})")
+    _unapprove(turn, bot, found, mr, event.note_id)
+    return code
 
 
-def _unapprove(turn: Turn, bot: GitLab, approval: Approval, note: int) -> None:
+def _unapprove(
+    turn: Turn, bot: GitLab, approval: Approval, mr: MergeRequestFacts, note: int
+) -> None:
     """Remove the review bot's GitLab approval of the merge request (it approved for every
     approver, so another approval that still counts is said out loud)."""
-    mr = read_mr(turn.client, approval.mr.project, approval.mr.iid, cli=turn.cli)
     if mr.state != "opened":
         turn.say(f"{mr.ref} is {mr.state}: there is no GitLab approval to remove.")
         return

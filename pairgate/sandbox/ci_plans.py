@@ -160,7 +160,7 @@ class Evaluator:
             fetch=(prepared.git_dir, pipeline.sha) if prepared.git_dir else None,
         )
         (cwd / CONFIG_FILE).write_text(prepared.text or "", encoding="utf-8")
-        key = _cache_key(prepared.text or "", prepared.variables)
+        key = _cache_key(prepared.text or "", prepared.variables, prepared.tree)
         if key is not None and key in self.cache:
             jobs, document, admitted = self.cache[key]
         else:
@@ -224,19 +224,59 @@ def _plain(text: str) -> dict[str, Any] | None:
     return document if isinstance(document, dict) and "include" not in document else None
 
 
-def _cache_key(text: str, variables: dict[str, str]) -> tuple[Any, ...] | None:
-    """The text and the values of the variables named where rules and includes live; None (no
-    remembering) for a configuration that includes files, whose answer depends on them too."""
+def _cache_key(
+    text: str, variables: dict[str, str], tree: dict[str, str] | None = None
+) -> tuple[Any, ...] | None:
+    """The text, the values of the variables named where rules and includes live, and whether
+    each exact path a ``rules: exists:`` names is in the commit; None (no remembering) for a
+    configuration that includes files, or whose rules read the commit's files otherwise (a glob
+    or a variable in ``exists``, ``changes``): its answer depends on them too."""
     document = _plain(text)
     if document is None:
         return None
     named: set[str] = set()
+    paths: set[str] = set()
     for key, value in document.items():
         parts = [value] if key in _RULE_KEYS else []
         if isinstance(value, dict):
             parts += [value.get(k) for k in _RULE_KEYS if k in value]
+        read = _files_read(parts)
+        if read is None:
+            return None
+        paths |= read
         named |= set(_NAMES.findall(yaml.safe_dump(parts)))
-    return (text, tuple(sorted((n, variables.get(n)) for n in named)))
+    present = tuple(sorted((p, p in (tree or {})) for p in paths))
+    return (text, tuple(sorted((n, variables.get(n)) for n in named)), present)
+
+
+_EXACT = re.compile(r"^[A-Za-z0-9._/-]+$")  # no glob, no variable
+
+
+def _files_read(node: Any) -> set[str] | None:
+    """The exact paths the rules under ``node`` test with ``exists``; None when they read the
+    commit's files in any other way."""
+    found: set[str] = set()
+    if isinstance(node, dict):
+        if "changes" in node:
+            return None
+        if "exists" in node:
+            listed = node["exists"]
+            if not (isinstance(listed, list) and all(isinstance(p, str) for p in listed)):
+                return None
+            if not all(_EXACT.match(p) for p in listed):
+                return None
+            found |= set(listed)
+        children: list[Any] = [v for k, v in node.items() if k != "exists"]
+    elif isinstance(node, list):
+        children = node
+    else:
+        return found
+    for child in children:
+        more = _files_read(child)
+        if more is None:
+            return None
+        found |= more
+    return found
 
 
 def record(

@@ -59,6 +59,7 @@ automation of its own, so the list is empty; an entry looks like
 
 FAMILIES: list[dict[str, object]] = []
 '''
+EXAMPLE_JOB = "validate-mr-merge-check"
 
 
 def write_deployment(config_path: Path, config: dict[str, Any]) -> list[Path]:
@@ -102,6 +103,11 @@ def add_example(app: App) -> dict[str, Any]:
         "actions": [{"action": "create", "file_path": "greet.py",
                      "content": "def greet(name):\n    return f'hello, {name}'\n"}],
     })  # fmt: skip
+    # A CI configuration with a merge request job (the gate's, as a deployment has it), so
+    # approve's merge request pipeline starts; without a runner its job stays pending.
+    project = app.world.project_by_ref("acme/app")
+    assert project is not None
+    project.ci_jobs = [{"name": EXAMPLE_JOB, "stage": "test", "allow_failure": False}]
     mr = call("POST", "/projects/acme%2Fapp/merge_requests", {
         "source_branch": "greet-by-name", "target_branch": "main", "title": "Greet by name",
         "description": f"Related to acme/tracker#{issue['iid']}",

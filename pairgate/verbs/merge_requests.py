@@ -7,9 +7,10 @@ import re
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import UsageError
+from pairgate.standalone.gate import group_project_paths
 from pairgate.standalone.gitlab import GitLab, encode_project
 from pairgate.standalone.merge_request import MergeRequestFacts
-from pairgate.standalone.scope import cited_issues
+from pairgate.standalone.scope import cited_issues, under
 from pairgate.tracker import mr_path
 
 # The jobs whose failure does not block an offer: they fail BECAUSE no approval is at the head
@@ -69,6 +70,20 @@ def open_group_mrs(client: GitLab, config: Config) -> list[MergeRequestFacts]:
     """Every open merge request in the group: one group-wide read."""
     listed = client.get_all(f"groups/{config.group_id}/merge_requests", state="opened")
     return [MergeRequestFacts.from_api(m) for m in listed]
+
+
+def gated_open_mrs(client: GitLab, config: Config) -> list[MergeRequestFacts]:
+    """Every open merge request the gate judges: the group's, and those of the projects shared
+    into it, which the gate's scope takes in (group_project_paths) and GitLab's group-wide
+    merge request listing leaves out."""
+    found = open_group_mrs(client, config)
+    shared = [p for p in group_project_paths(client, config) if not under(p, config.group_path)]
+    for project in shared:
+        listed = client.get_all(
+            f"projects/{encode_project(project)}/merge_requests", state="opened"
+        )
+        found += [MergeRequestFacts.from_api(m, project) for m in listed]
+    return found
 
 
 def citing_mrs(client: GitLab, config: Config, issue: int) -> list[MergeRequestFacts]:

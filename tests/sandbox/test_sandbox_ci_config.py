@@ -13,6 +13,7 @@ import pytest
 
 from pairgate.sandbox import ci_config, defaults, repo
 from pairgate.sandbox.ci_children import bridge_status
+from pairgate.sandbox.ci_plans import _cache_key
 from pairgate.sandbox.model import World
 from pairgate.sandbox.testing import running_sandbox
 
@@ -127,3 +128,18 @@ def test_skip_ci_is_gitlabs_pattern_or_the_push_option() -> None:
     for bad in ("../ci.yml", "/ci.yml", "a/../b.yml"):
         with pytest.raises(ValueError, match="directory traversal"):
             ci_config.checked_config_path(bad)
+
+
+def test_a_remembered_plan_depends_on_the_files_an_exists_rule_names() -> None:
+    """gitlab-ci-local's answer is remembered per configuration; a job whose rules test an
+    exact path with ``exists`` gets a different answer when the commit lacks the file, so the
+    key says whether each such path is there, and a glob or ``changes`` is never remembered."""
+    text = "child:\n  rules:\n    - exists:\n        - .gitlab-ci.yml\n  script: [':']\n"
+    with_file = _cache_key(text, {}, {".gitlab-ci.yml": "a: 1\n", "README.md": ""})
+    without = _cache_key(text, {}, {"README.md": ""})
+    assert with_file is not None and without is not None and with_file != without
+    assert with_file == _cache_key(text, {}, {".gitlab-ci.yml": "b: 2\n"})
+    globbed = text.replace(".gitlab-ci.yml", "'*.yml'")
+    assert _cache_key(globbed, {}, {}) is None
+    changes = "child:\n  rules:\n    - changes: [a.txt]\n  script: [':']\n"
+    assert _cache_key(changes, {}, {}) is None

@@ -76,6 +76,9 @@ def test_the_documented_round_runs(tmp_path: Path) -> None:
         assert round_.returncode == 0, out + round_.stderr
         assert "acme-lead holds #2 as lead (note 1001)." in out
         assert "acme/app!1 may merge: acme-review approved its head" in out
+        # The example world carries a merge request job: approve's pipeline starts.
+        assert "started merge request pipeline" in out and "as the review bot" in out
+        assert "warning: the approval stands" not in round_.stderr, round_.stderr
         assert "the hook blocks the merge (exit 2)" in out
         assert "the hook lets the merge through" in out
         assert re.search(r"^merged [0-9a-f]{40}$", out, re.M), out
