@@ -84,7 +84,9 @@ def test_ready_line_within_a_second_then_sigterm_exits_0(tmp_path: Path) -> None
             "reporter": 14,
         }
         written = json.loads(config.read_text())
-        assert set(written) == set(CONFIG_KEYS)
+        # Every key but the account binding: the sandbox's round is played by names and sessions
+        # (doctor calls that a hole; init's configuration binds the review role).
+        assert set(written) == set(CONFIG_KEYS) - {"review_author_user_ids"}
         validate_config(written, source=str(config))
         assert (
             written["group_id"],
