@@ -74,14 +74,25 @@ def job(document: dict[str, Any], name: str) -> dict[str, Any]:
 # -- writing, as deploy-hooks writes -----------------------------------------------------------
 
 
+def test_the_setting_it_prints_names_the_file_s_path_in_the_checkout(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "ci").mkdir()
+    result = deploy(tmp_path / "ci" / "gate.yml")
+    assert result.code == 0, result.err
+    assert "configuration file to: ci/gate.yml@acme/tracker\n" in result.out
+    assert "as ci/gate.yml (or let pairgate deploy-pipeline --publish ci/gate.yml" in result.out
+
+
 def test_it_writes_the_file_and_a_second_run_is_in_line(tmp_path: Path) -> None:
     target = tmp_path / "pipeline.yml"
     first = deploy(target)
     assert (first.code, without_currency_note(first.err)) == (0, "")
     assert first.out.startswith(f"wrote: {target}\n")
-    assert "set each gated project's CI/CD configuration file to <its path there>@acme/tracker" in (
-        first.out
-    )
+    assert (
+        "commit it to acme/tracker's default branch as pipeline.yml (or let pairgate "
+        "deploy-pipeline --publish pipeline.yml commit it with the gate's files), and set each "
+        "gated project's CI/CD configuration file to: pipeline.yml@acme/tracker\n"
+    ) in first.out
     data = target.read_bytes()
     again = deploy(target)
     assert again.code == 0 and again.out.startswith(f"in line: {target}\n")

@@ -146,15 +146,27 @@ def deploy_pipeline(
             file=ctx.stdout,
         )
     elif not check and target is not None:
+        there = tracker_path(target)
         print(
-            f"commit it to {config.tracker_project}'s default branch (or run {command} "
-            f"--publish <path>), and set each gated project's CI/CD configuration file to "
-            f"<its path there>@{config.tracker_project}",
+            f"commit it to {config.tracker_project}'s default branch as {there} (or let "
+            f"{command} --publish {shlex.quote(there)} commit it with the gate's files), and set "
+            f"each gated project's CI/CD configuration file to: "
+            f"{ci_config_path(there, config)}",
             file=ctx.stdout,
         )
     if code != Exit.OK and check:
         print(f"run {again} to update it", file=ctx.stdout)
     return code
+
+
+def tracker_path(target: Path) -> str:
+    """The pipeline file's path in the tracker repository: its path in the git checkout it was
+    written into (a checkout of the tracker, as the README deploys it), else its name."""
+    here = target.resolve()
+    for directory in here.parents:
+        if (directory / ".git").exists():
+            return here.relative_to(directory).as_posix()
+    return here.name
 
 
 def _where(target: Path | None, gate_out: Path | None, publish_path: str | None) -> list[str]:
