@@ -102,14 +102,14 @@ def variable(*, ctx: Context, url: str, project: str, key: str, value: str) -> i
     return Exit.OK
 
 
-def wait_idle(url: str, timeout: float, *, clock: Any = time.monotonic) -> None:
+def wait_idle(url: str, timeout: float) -> None:
     """Until the sandbox's runner runs no pipeline; an error after ``timeout`` seconds."""
-    deadline = clock() + timeout
+    deadline = time.monotonic() + timeout
     while True:
         running = _call("GET", _url(url, "-/sandbox/runner")).json().get("running", 0)
         if not running:
             return
-        if clock() > deadline:
+        if time.monotonic() > deadline:
             raise PairgateError(
                 f"pairgate sandbox merge: the runner still runs {running} pipeline(s) after "
                 f"{timeout:g} s; nothing was merged"
