@@ -2,7 +2,11 @@
 runner, init, the hooks and agents, the published pipeline, doctor --fix and doctor (exit 0);
 then an unapproved merge request refused by the sandbox's own merge API because the gate job
 failed on the real runner, the watcher and the inbox, an offer backed by evidence, the
-approval, the merge, and the audit. One runner world; the blocks come from the document."""
+approval, the merge, and the audit. One runner world; the blocks come from the document.
+
+With PAIRGATE_DOC_ROUND_WITH (an installed pairgate, as scripts/test gives the round) the
+evidence step needs pytest in that installation's Python, as the document says; scripts/test
+runs only the round that way."""
 
 from __future__ import annotations
 
