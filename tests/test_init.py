@@ -80,6 +80,11 @@ def test_init_writes_a_complete_set_from_what_gitlab_says(
         f"PAIRGATE_TRACKER_READ_TOKEN --gate-dir gate --gitlab-url {sandbox.url}"
     ) in doc["next"]
     assert "pairgate doctor --fix --pipeline gate/pipeline.yml" in doc["next"]
+    # the gate jobs' read token: a settings page, no command, so a comment the shell skips
+    variable = next(s for s in doc["next"] if "PAIRGATE_TRACKER_READ_TOKEN as a masked" in s)
+    assert variable.startswith("# ") and "not protected" in variable
+    assert doc["next"].index(variable) == doc["next"].index(
+        "pairgate doctor --fix --pipeline gate/pipeline.yml") - 1  # fmt: skip
     for name in ("GITLAB_URL", "TASK_API_TOKEN", "TASK_WRITE_TOKEN", "DEPLOY_TOKEN"):
         assert any(f"export PAIRGATE_{name}" in step for step in doc["next"]), name
 

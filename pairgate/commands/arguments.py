@@ -441,6 +441,55 @@ def sandbox(p: Parser) -> None:
     )
 
 
+def _sandbox_url(p: Parser) -> None:
+    p.add_argument(
+        "--url",
+        required=True,
+        metavar="URL",
+        help="the running sandbox (its ready line's url, such as http://127.0.0.1:8765)",
+    )
+
+
+def sandbox_push(p: Parser) -> None:
+    _sandbox_url(p)
+    p.add_argument(
+        "--repo",
+        type=path,
+        default=".",
+        metavar="DIR",
+        help="the git repository whose HEAD is pushed (default: .); the sandbox's commit gets "
+        "HEAD's id and its files (files only the branch has stay), and its runner checks the "
+        "commit out from here",
+    )
+    p.add_argument("--project", required=True, metavar="PROJECT", help="such as acme/app")
+    p.add_argument(
+        "--branch",
+        required=True,
+        metavar="BRANCH",
+        help="the branch to move (made from main when absent); its open merge requests follow",
+    )
+
+
+def sandbox_variable(p: Parser) -> None:
+    _sandbox_url(p)
+    p.add_argument("--project", required=True, metavar="PROJECT", help="such as acme/app")
+    p.add_argument("--key", required=True, metavar="NAME", help="the variable's name")
+    p.add_argument("--value", required=True, metavar="VALUE", help="its value (masked)")
+
+
+def sandbox_merge(p: Parser) -> None:
+    _sandbox_url(p)
+    p.add_argument("--project", required=True, metavar="PROJECT", help="such as acme/app")
+    p.add_argument("--mr", type=int, required=True, metavar="IID", help="the merge request")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="how long to wait for the runner to finish its pipelines first (default: 300)",
+    )
+
+
 def demo(p: Parser) -> None:
     p.add_argument(
         "--ci",

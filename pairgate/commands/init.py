@@ -213,6 +213,9 @@ def next_commands(
         f"{q('<registry>/<image>@sha256:<digest>')} --runner-tag {q('<runner tag>')} "
         f"--read-token-variable {variable('TRACKER_READ_TOKEN')} --gate-dir {GATE_DIR} "
         f"--gitlab-url {q(url)}",
+        f"# in the group or every gated project, add {variable('TRACKER_READ_TOKEN')} as a "
+        f"masked CI/CD variable, not protected (Settings > CI/CD > Variables): a read_api "
+        f"token that reads the tracker; every gate job fails without it, and doctor cannot see it",
         f"{cli} doctor --fix --pipeline {PIPELINE_PATH}",
         f"{cli} doctor",
     ]

@@ -134,6 +134,31 @@ COMMANDS: tuple[Command, ...] = (
         "pairgate.commands.sandbox:serve",
         arguments.sandbox,
         reads_config=False,
+        subcommands=(
+            Command(
+                "push",
+                "put a git repository's HEAD on a running sandbox's branch, under its own id",
+                "pairgate.commands.sandbox_tools:push",
+                arguments.sandbox_push,
+                reads_config=False,
+            ),
+            Command(
+                "variable",
+                "add a masked CI/CD variable to a running sandbox's project, as its maintainer",
+                "pairgate.commands.sandbox_tools:variable",
+                arguments.sandbox_variable,
+                reads_config=False,
+            ),
+            Command(
+                "merge",
+                "press a running sandbox's merge button for a merge request, once its "
+                "pipelines have run",
+                "pairgate.commands.sandbox_tools:merge",
+                arguments.sandbox_merge,
+                reads_config=False,
+            ),
+        ),
+        subcommand_metavar="{push,variable,merge}",
     ),
     Command(
         "init",
