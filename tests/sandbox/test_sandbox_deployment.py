@@ -96,7 +96,7 @@ def test_the_documented_deployment_runs(tmp_path: Path) -> None:
         assert re.search(r"pairgate watch: [1-9]\d* new event\(s\), [1-9]\d* new batch", out), out
         assert "pairgate watch: batch b1 for acme-review: 1 event on acme/tracker#2" in out
         assert re.search(r"^\d+\. pipeline \d+ failed$", out, re.M), out  # b2, on acme/app!1
-        assert "failed jobs: validate-mr-merge-check" in out
+        assert 'failed jobs: "validate-mr-merge-check"' in out  # GitLab's name, quoted
         assert "acknowledged b1 (acme/tracker#2, 1 event(s)) as acme-review" in out
         assert "acknowledged b2 (acme/app!1, 2 event(s)) as acme-review" in out
         # The approval started a green pipeline, and the merge went through; the audit finds
