@@ -17,36 +17,36 @@ Contents (where each source module begins, and what it holds):
   line  2031  ledger.py: The fold's output: notes as read, and the typed state they fold into.
   line  2310  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
   line  2410  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2607  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3019  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3095  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3487  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3613  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3869  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4297  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4445  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4931  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4982  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5125  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5341  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5808  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6013  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6285  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6751  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7207  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7286  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7433  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7528  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7896  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8286  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8522  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8804  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9215  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9273  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9722  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  9892  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9917  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10276  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  2606  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3018  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3094  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3486  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3612  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3868  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4296  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4444  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4926  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4977  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5120  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5336  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5803  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6008  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6280  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6746  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7202  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7281  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7428  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7523  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7891  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8281  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8517  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8799  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9210  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9268  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9717  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9887  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9912  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10271  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -2483,8 +2483,8 @@ def default_branches(client: GitLab, config: Config, projects: Sequence[str]) ->
     }
 
 
-def read_branch(client: GitLab, project: str, branch: str, *, since: str, until: str) -> BranchRead:
-    """The branch's first-parent commits committed in [since, until], newest first, and the
+def read_branch(client: GitLab, project: str, branch: str, *, since: str) -> BranchRead:
+    """The branch's first-parent commits committed since ``since``, newest first, and the
     project's push events from the day before ``since`` on (the filter takes a date and leaves
     it out). The events are read only when some commit is there to name a pusher for."""
     path = f"projects/{encode_project(project)}"
@@ -2493,7 +2493,6 @@ def read_branch(client: GitLab, project: str, branch: str, *, since: str, until:
             f"{path}/repository/commits",
             ref_name=branch,
             since=since,
-            until=until,
             first_parent="true",
             per_page=100,
         )
@@ -4850,11 +4849,11 @@ def audit(
     scoped = [
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
     ]
-    window = {"since": audit_stamp(since), "until": audit_stamp(until)}
+    stamp = audit_stamp(since)
     branches = default_branches(client, config, projects)
     with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
         reads = list(
-            pool.map(lambda pb: read_branch(client, pb[0], pb[1], **window), branches.items())
+            pool.map(lambda pb: read_branch(client, pb[0], pb[1], since=stamp), branches.items())
         )
     on_branch = {c.sha for r in reads for c in r.history}
     # An approval binds the merge base it reviewed, and only GitLab's single-MR answer carries
@@ -4871,11 +4870,7 @@ def audit(
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
     ]
     gated = [(m, cited) for m, (cited, scope) in scoped if scope.in_scope]
-    spans = (
-        read_label_spans(client, config, since=window["since"], workers=AUDIT_WORKERS)
-        if gated
-        else {}
-    )
+    spans = read_label_spans(client, config, since=stamp, workers=AUDIT_WORKERS) if gated else {}
     # Every issue that held the freeze label (now, or in its history) is read for windows.
     frozen = sorted(spans)
     wanted = {i for _, cited in gated for i in ledger_issues(cited, config)} | set(frozen)

@@ -461,11 +461,11 @@ def audit(
     scoped = [
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
     ]
-    window = {"since": audit_stamp(since), "until": audit_stamp(until)}
+    stamp = audit_stamp(since)
     branches = default_branches(client, config, projects)
     with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
         reads = list(
-            pool.map(lambda pb: read_branch(client, pb[0], pb[1], **window), branches.items())
+            pool.map(lambda pb: read_branch(client, pb[0], pb[1], since=stamp), branches.items())
         )
     on_branch = {c.sha for r in reads for c in r.history}
     # An approval binds the merge base it reviewed, and only GitLab's single-MR answer carries
@@ -482,11 +482,7 @@ def audit(
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
     ]
     gated = [(m, cited) for m, (cited, scope) in scoped if scope.in_scope]
-    spans = (
-        read_label_spans(client, config, since=window["since"], workers=AUDIT_WORKERS)
-        if gated
-        else {}
-    )
+    spans = read_label_spans(client, config, since=stamp, workers=AUDIT_WORKERS) if gated else {}
     # Every issue that held the freeze label (now, or in its history) is read for windows.
     frozen = sorted(spans)
     wanted = {i for _, cited in gated for i in ledger_issues(cited, config)} | set(frozen)

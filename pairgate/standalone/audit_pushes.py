@@ -9,8 +9,10 @@ other commit was pushed: a finding, named with who pushed it from the project's 
 (the push whose ``commit_from``..``commit_to`` covers the commit), or "an unknown pusher" when
 no event says (events older than GitLab keeps, or unreadable).
 
-GitLab's ``since``/``until`` filter on the committed date, which the pusher writes: a commit
-dated before the window is not walked even when it was pushed inside it.
+GitLab's ``since`` filters on the committed date, which the pusher writes: a commit dated
+before the window is not walked even when it was pushed inside it. No ``until`` is sent, so a
+commit dated in the future is walked (and a push during the audit is seen, not missed by a
+second's rounding).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pairgate.standalone.values import value_type
 __all__ = [
     "PUSHED_WITHOUT_MR",
     "BranchCommit",
+    "BranchRead",
     "BroughtBy",
     "PushFinding",
     "default_branches",
@@ -106,8 +109,8 @@ def default_branches(client: GitLab, config: Config, projects: Sequence[str]) ->
     }
 
 
-def read_branch(client: GitLab, project: str, branch: str, *, since: str, until: str) -> BranchRead:
-    """The branch's first-parent commits committed in [since, until], newest first, and the
+def read_branch(client: GitLab, project: str, branch: str, *, since: str) -> BranchRead:
+    """The branch's first-parent commits committed since ``since``, newest first, and the
     project's push events from the day before ``since`` on (the filter takes a date and leaves
     it out). The events are read only when some commit is there to name a pusher for."""
     path = f"projects/{encode_project(project)}"
@@ -116,7 +119,6 @@ def read_branch(client: GitLab, project: str, branch: str, *, since: str, until:
             f"{path}/repository/commits",
             ref_name=branch,
             since=since,
-            until=until,
             first_parent="true",
             per_page=100,
         )
