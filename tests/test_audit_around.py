@@ -10,12 +10,14 @@ import re
 from typing import Any
 
 from pairgate.sandbox.testing import RunningSandbox
+from pairgate.standalone.audit_freezes import frozen_spans, held_at
 from pairgate.standalone.audit_pushes import (
     BranchCommit,
     BranchRead,
     BroughtBy,
     pushed_without_mr,
 )
+from pairgate.standalone.ledger import stamp_epoch
 from tests.kit.audit_cases import merge, through_the_gate
 from tests.kit.gate_cases import ref
 from tests.kit.names import TRACKER, project_path
@@ -216,3 +218,32 @@ def test_an_unreadable_branch_is_undecided() -> None:
     (found,) = pushed_without_mr(read, [])
     assert (found.code, found.decided) == ("history-unreadable", False)
     assert "could not be read (HTTP 403)" in found.why
+
+
+# -- the label history's pure part ----------------------------------------------------------------
+
+
+def _event(n: int, action: str, when: str, label: str = "pairgate::frozen") -> dict[str, Any]:
+    return {"id": n, "action": action, "created_at": when, "label": {"name": label}}
+
+
+def test_the_spans_the_freeze_label_was_held() -> None:
+    t = [stamp_epoch(f"2026-01-0{d}T00:00:00Z") for d in range(1, 6)]
+    events = [
+        _event(1, "add", "2026-01-01T00:00:00Z"),
+        _event(2, "add", "2026-01-01T12:00:00Z", label="agent::lead"),
+        _event(3, "remove", "2026-01-02T00:00:00Z"),
+        _event(4, "add", "2026-01-04T00:00:00Z"),
+    ]
+    spans = frozen_spans(events, labelled_now=True)
+    assert [(s.start, s.end, s.previous_end) for s in spans] == [
+        (t[0], t[1], None),
+        (t[3], None, t[1]),
+    ]
+    assert held_at(spans, t[2] or 0.0) is None and held_at(spans, t[4] or 0.0) == spans[1]
+    # Labelled with no history (older than the events API): held always.
+    assert [(s.start, s.end) for s in frozen_spans([], labelled_now=True)] == [(None, None)]
+    # A removal with no add before it: held from before the history began.
+    (only,) = frozen_spans([_event(7, "remove", "2026-01-02T00:00:00Z")], labelled_now=False)
+    assert (only.start, only.end) == (None, t[1])
+    assert frozen_spans([], labelled_now=False) == ()
