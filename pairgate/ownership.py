@@ -25,28 +25,28 @@ Contents (where each source module begins, and what it holds):
   line  3868  verdict.py: The merge gate's verdict: pure functions from facts already read.
   line  4296  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
   line  4444  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4926  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4977  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5120  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5336  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5803  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6008  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6280  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6746  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7202  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7281  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7428  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7523  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7891  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8281  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8517  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8799  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9210  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9268  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9717  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  9887  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9912  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10271  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  4927  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4978  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5121  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5337  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5804  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6009  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6281  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6747  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7203  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7282  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7429  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7524  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7892  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8282  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8518  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8800  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9211  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9269  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9718  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9888  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9913  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10272  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -4629,7 +4629,8 @@ def judge_merged(
     spans: Mapping[int, SpansRead] | None = None,
 ) -> MergeJudged:
     """merge-check's verdict on ``mr`` at the moment it merged. ``notes`` holds every issue it
-    cites and every issue in ``frozen`` (those labelled as holding a freeze window); ``edits``
+    cites and every issue in ``frozen`` (those that carried the freeze label, now or in their
+    label history); ``edits``
     GitLab's lastEditedAt of every approval note on them (an approval edited at any time, after
     the merge too, is one whose reviewed text cannot be known: it does not count); ``spans``
     when each candidate issue held the freeze label (audit_freezes.py): a span holding at the

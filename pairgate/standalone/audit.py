@@ -241,7 +241,8 @@ def judge_merged(
     spans: Mapping[int, SpansRead] | None = None,
 ) -> MergeJudged:
     """merge-check's verdict on ``mr`` at the moment it merged. ``notes`` holds every issue it
-    cites and every issue in ``frozen`` (those labelled as holding a freeze window); ``edits``
+    cites and every issue in ``frozen`` (those that carried the freeze label, now or in their
+    label history); ``edits``
     GitLab's lastEditedAt of every approval note on them (an approval edited at any time, after
     the merge too, is one whose reviewed text cannot be known: it does not count); ``spans``
     when each candidate issue held the freeze label (audit_freezes.py): a span holding at the
