@@ -8,45 +8,45 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    89  errors.py: Exit codes, the error family and the run context every door is given.
-  line   314  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   472  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
-  line   494  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   786  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1406  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  2031  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2310  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2410  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2606  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3018  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3094  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3486  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3612  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3868  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4296  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4444  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4927  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4978  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5121  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5337  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5804  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6009  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6281  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6747  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7203  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7282  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7429  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7524  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7892  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8282  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8518  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8800  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9211  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9269  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9718  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  9888  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9913  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10272  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    90  errors.py: Exit codes, the error family and the run context every door is given.
+  line   315  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   473  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
+  line   495  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   787  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1407  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  2032  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2311  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2406  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2602  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3014  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3090  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3482  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3608  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3864  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4292  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4440  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4942  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4993  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5136  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5352  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5819  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6024  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6296  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6762  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7218  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7297  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7444  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7539  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7907  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8297  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8533  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8815  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9226  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9284  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9733  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9903  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9928  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10287  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal, NoReturn, Protocol, TYPE_CHECKING, TextIO, TypeVar, dataclass_transform
@@ -2372,12 +2373,9 @@ def unexplained(span: LabelSpan, freezes: Sequence[Freeze]) -> bool:
     return True
 
 
-def read_label_spans(
-    client: GitLab, config: Config, *, since: str, workers: int
-) -> dict[int, SpansRead]:
-    """issue -> the spans it held FROZEN_LABEL (only issues that ever held it), or the error
-    reading its history. One listing of the issues labelled now, one of the issues updated
-    since ``since``, then one label-events listing per issue, ``workers`` at a time."""
+def label_candidates(client: GitLab, config: Config, *, since: str) -> tuple[set[int], list[int]]:
+    """The issues labelled FROZEN_LABEL now, and every candidate whose label history to read
+    (those and the tracker's issues updated since ``since``): two listings."""
     issues = f"projects/{encode_project(config.tracker_project)}/issues"
     labelled = {
         int(i["iid"])
@@ -2387,20 +2385,18 @@ def read_label_spans(
         int(i["iid"])
         for i in client.get_all(issues, updated_after=since, state="all", per_page=100)
     }
+    return labelled, sorted(labelled | updated)
 
-    def one(issue: int) -> SpansRead:
-        try:
-            events = client.get_all(f"{issues}/{issue}/resource_label_events", per_page=100)
-        except PairgateError as exc:
-            return exc
-        return frozen_spans(events, issue in labelled)
 
-    wanted = sorted(labelled | updated)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(wanted) or 1))) as pool:
-        read = dict(zip(wanted, pool.map(one, wanted), strict=True))
-    return {i: r for i, r in read.items() if isinstance(r, PairgateError) or r}
+def read_label_spans(client: GitLab, config: Config, issue: int, labelled: bool) -> SpansRead:
+    """The spans ``issue`` held FROZEN_LABEL, from its label history (one listing), or the
+    error reading it."""
+    path = f"projects/{encode_project(config.tracker_project)}/issues/{issue}"
+    try:
+        events = client.get_all(f"{path}/resource_label_events", per_page=100)
+    except PairgateError as exc:
+        return exc
+    return frozen_spans(events, labelled)
 
 
 # end pairgate/standalone/audit_freezes.py
@@ -4852,10 +4848,24 @@ def audit(
     ]
     stamp = audit_stamp(since)
     branches = default_branches(client, config, projects)
+    labelled, candidates = (
+        label_candidates(client, config, since=stamp)
+        if any(scope.in_scope for _, (_, scope) in scoped)
+        else (set(), [])
+    )
+    # The branches' walks and the label histories share one pool: a walk is a few pages read
+    # one after another, a history one request, and together they keep every worker busy.
+    work: list[Callable[[], BranchRead | SpansRead]] = [
+        partial(read_branch, client, project, branch, since=stamp)
+        for project, branch in branches.items()
+    ]
+    work += [
+        partial(read_label_spans, client, config, issue, issue in labelled) for issue in candidates
+    ]
     with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
-        reads = list(
-            pool.map(lambda pb: read_branch(client, pb[0], pb[1], since=stamp), branches.items())
-        )
+        done = list(pool.map(lambda task: task(), work))
+    reads = [r for r in done[: len(branches)] if isinstance(r, BranchRead)]
+    histories = dict(zip(candidates, done[len(branches) :], strict=True))
     on_branch = {c.sha for r in reads for c in r.history}
     # An approval binds the merge base it reviewed, and only GitLab's single-MR answer carries
     # diff_refs (its listing leaves them out): one read per gated merge, and per merge that
@@ -4871,7 +4881,12 @@ def audit(
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
     ]
     gated = [(m, cited) for m, (cited, scope) in scoped if scope.in_scope]
-    spans = read_label_spans(client, config, since=stamp, workers=AUDIT_WORKERS) if gated else {}
+    # Only the issues that ever carried the label, and those whose history could not be read.
+    spans: dict[int, SpansRead] = {
+        issue: read
+        for issue, read in histories.items()
+        if not isinstance(read, BranchRead) and (isinstance(read, PairgateError) or read)
+    }
     # Every issue that held the freeze label (now, or in its history) is read for windows.
     frozen = sorted(spans)
     wanted = {i for _, cited in gated for i in ledger_issues(cited, config)} | set(frozen)

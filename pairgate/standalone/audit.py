@@ -16,13 +16,21 @@ whole audit, however many merge requests cite it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
-from pairgate.standalone.audit_freezes import SpansRead, held_at, read_label_spans, unexplained
+from pairgate.standalone.audit_freezes import (
+    SpansRead,
+    held_at,
+    label_candidates,
+    read_label_spans,
+    unexplained,
+)
 from pairgate.standalone.audit_pushes import (
+    BranchRead,
     BroughtBy,
     PushFinding,
     default_branches,
@@ -464,10 +472,24 @@ def audit(
     ]
     stamp = audit_stamp(since)
     branches = default_branches(client, config, projects)
+    labelled, candidates = (
+        label_candidates(client, config, since=stamp)
+        if any(scope.in_scope for _, (_, scope) in scoped)
+        else (set(), [])
+    )
+    # The branches' walks and the label histories share one pool: a walk is a few pages read
+    # one after another, a history one request, and together they keep every worker busy.
+    work: list[Callable[[], BranchRead | SpansRead]] = [
+        partial(read_branch, client, project, branch, since=stamp)
+        for project, branch in branches.items()
+    ]
+    work += [
+        partial(read_label_spans, client, config, issue, issue in labelled) for issue in candidates
+    ]
     with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
-        reads = list(
-            pool.map(lambda pb: read_branch(client, pb[0], pb[1], since=stamp), branches.items())
-        )
+        done = list(pool.map(lambda task: task(), work))
+    reads = [r for r in done[: len(branches)] if isinstance(r, BranchRead)]
+    histories = dict(zip(candidates, done[len(branches) :], strict=True))
     on_branch = {c.sha for r in reads for c in r.history}
     # An approval binds the merge base it reviewed, and only GitLab's single-MR answer carries
     # diff_refs (its listing leaves them out): one read per gated merge, and per merge that
@@ -483,7 +505,12 @@ def audit(
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
     ]
     gated = [(m, cited) for m, (cited, scope) in scoped if scope.in_scope]
-    spans = read_label_spans(client, config, since=stamp, workers=AUDIT_WORKERS) if gated else {}
+    # Only the issues that ever carried the label, and those whose history could not be read.
+    spans: dict[int, SpansRead] = {
+        issue: read
+        for issue, read in histories.items()
+        if not isinstance(read, BranchRead) and (isinstance(read, PairgateError) or read)
+    }
     # Every issue that held the freeze label (now, or in its history) is read for windows.
     frozen = sorted(spans)
     wanted = {i for _, cited in gated for i in ledger_issues(cited, config)} | set(frozen)

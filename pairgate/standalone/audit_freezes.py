@@ -35,6 +35,7 @@ __all__ = [
     "SpansRead",
     "frozen_spans",
     "held_at",
+    "label_candidates",
     "read_label_spans",
     "unexplained",
 ]
@@ -101,12 +102,9 @@ def unexplained(span: LabelSpan, freezes: Sequence[Freeze]) -> bool:
     return True
 
 
-def read_label_spans(
-    client: GitLab, config: Config, *, since: str, workers: int
-) -> dict[int, SpansRead]:
-    """issue -> the spans it held FROZEN_LABEL (only issues that ever held it), or the error
-    reading its history. One listing of the issues labelled now, one of the issues updated
-    since ``since``, then one label-events listing per issue, ``workers`` at a time."""
+def label_candidates(client: GitLab, config: Config, *, since: str) -> tuple[set[int], list[int]]:
+    """The issues labelled FROZEN_LABEL now, and every candidate whose label history to read
+    (those and the tracker's issues updated since ``since``): two listings."""
     issues = f"projects/{encode_project(config.tracker_project)}/issues"
     labelled = {
         int(i["iid"])
@@ -116,17 +114,15 @@ def read_label_spans(
         int(i["iid"])
         for i in client.get_all(issues, updated_after=since, state="all", per_page=100)
     }
+    return labelled, sorted(labelled | updated)
 
-    def one(issue: int) -> SpansRead:
-        try:
-            events = client.get_all(f"{issues}/{issue}/resource_label_events", per_page=100)
-        except PairgateError as exc:
-            return exc
-        return frozen_spans(events, issue in labelled)
 
-    wanted = sorted(labelled | updated)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, len(wanted) or 1))) as pool:
-        read = dict(zip(wanted, pool.map(one, wanted), strict=True))
-    return {i: r for i, r in read.items() if isinstance(r, PairgateError) or r}
+def read_label_spans(client: GitLab, config: Config, issue: int, labelled: bool) -> SpansRead:
+    """The spans ``issue`` held FROZEN_LABEL, from its label history (one listing), or the
+    error reading it."""
+    path = f"projects/{encode_project(config.tracker_project)}/issues/{issue}"
+    try:
+        events = client.get_all(f"{path}/resource_label_events", per_page=100)
+    except PairgateError as exc:
+        return exc
+    return frozen_spans(events, labelled)
