@@ -17,36 +17,36 @@ Contents (where each source module begins, and what it holds):
   line  2032  ledger.py: The fold's output: notes as read, and the typed state they fold into.
   line  2311  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
   line  2406  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2602  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3014  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3090  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3482  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3608  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3864  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4292  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4440  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4942  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4993  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5136  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5352  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5819  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6024  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6296  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6762  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7218  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7297  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7444  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7539  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7907  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8297  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8533  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8815  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9226  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9284  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9733  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  9903  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9928  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10287  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  2610  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3022  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3098  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3490  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3616  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3872  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4300  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4448  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4947  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4998  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5141  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5357  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5824  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6029  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6301  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6767  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7223  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7302  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7449  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7544  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7912  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8302  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8538  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8820  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9231  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9289  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9738  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9908  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9933  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10292  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -2480,13 +2480,10 @@ def default_branches(client: GitLab, config: Config, projects: Sequence[str]) ->
 
 
 def read_branch(client: GitLab, project: str, branch: str, *, since: str) -> BranchRead:
-    """The branch's first-parent commits committed since ``since``, newest first, and the
-    project's push events from the day before ``since`` on (the filter takes a date and leaves
-    it out). The events are read only when some commit is there to name a pusher for."""
-    path = f"projects/{encode_project(project)}"
+    """The branch's first-parent commits committed since ``since``, newest first."""
     try:
         listed = client.get_all(
-            f"{path}/repository/commits",
+            f"projects/{encode_project(project)}/repository/commits",
             ref_name=branch,
             since=since,
             first_parent="true",
@@ -2503,16 +2500,27 @@ def read_branch(client: GitLab, project: str, branch: str, *, since: str) -> Bra
         )
         for c in listed
     )
-    if not history:
-        return BranchRead(project, branch)
+    return BranchRead(project, branch, history)
+
+
+def with_pushes(
+    client: GitLab, read: BranchRead, merged: Iterable[BroughtBy], *, since: str
+) -> BranchRead:
+    """``read`` with the project's push events from the day before ``since`` on (the filter
+    takes a date and leaves it out), read only when a commit there needs a pusher named."""
+    if read.error is not None or {c.sha for c in read.history} <= _brought(read.history, merged):
+        return read
     day = datetime.fromisoformat(since.replace("Z", "+00:00")).astimezone(UTC) - timedelta(days=1)
     try:
         events = client.get_all(
-            f"{path}/events", action="pushed", after=day.date().isoformat(), per_page=100
+            f"projects/{encode_project(read.project)}/events",
+            action="pushed",
+            after=day.date().isoformat(),
+            per_page=100,
         )
     except PairgateError as exc:
-        return BranchRead(project, branch, history, pushes_error=exc.message)
-    return BranchRead(project, branch, history, tuple(events))
+        return replace(read, pushes_error=exc.message)
+    return replace(read, pushes=tuple(events))
 
 
 def _brought(history: Sequence[BranchCommit], merged: Iterable[BroughtBy]) -> set[str]:
@@ -4834,8 +4842,8 @@ def audit(
     project's default branch for what was pushed around them. Requests: the merged listings (a
     page per 100), the group's project listing twice (for the shared-in projects and for the
     default branches; one project read each when ``projects`` are named), per project its
-    first-parent commits in the window and, when any is there, its push events (a page per
-    100 each); one read per gated merge (its diff_refs) and per fast-forwarded one; two issue
+    first-parent commits in the window and, when a commit there needs its pusher named, its
+    push events (a page per 100 each); one read per gated merge (its diff_refs) and per fast-forwarded one; two issue
     listings (labelled frozen now, updated in the window) and one label-history listing per
     issue in them; one notes listing per issue that a gated merge request cites or that held
     the freeze label; one GraphQL read per such issue that holds approvals (whether they were
@@ -4918,20 +4926,17 @@ def audit(
         )
         for m in merged
     )
-    pushes = [
-        finding
-        for read in reads
-        for finding in pushed_without_mr(
-            read,
-            [
-                BroughtBy(
-                    m.merge_commit_sha, m.squash_commit_sha, m.facts.head_sha, m.facts.base_sha
-                )
-                for m in merged
-                if m.facts.project.casefold() == read.project.casefold()
-            ],
-        )
-    ]
+
+    def brought(read: BranchRead) -> list[BroughtBy]:
+        return [
+            BroughtBy(m.merge_commit_sha, m.squash_commit_sha, m.facts.head_sha, m.facts.base_sha)
+            for m in merged
+            if m.facts.project.casefold() == read.project.casefold()
+        ]
+
+    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
+        reads = list(pool.map(lambda r: with_pushes(client, r, brought(r), since=stamp), reads))
+    pushes = [finding for read in reads for finding in pushed_without_mr(read, brought(read))]
     return AuditReport(since, until, tuple(projects), judged, tuple(pushes))
 
 

@@ -36,6 +36,7 @@ from pairgate.standalone.audit_pushes import (
     default_branches,
     pushed_without_mr,
     read_branch,
+    with_pushes,
 )
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import PairgateError
@@ -458,8 +459,8 @@ def audit(
     project's default branch for what was pushed around them. Requests: the merged listings (a
     page per 100), the group's project listing twice (for the shared-in projects and for the
     default branches; one project read each when ``projects`` are named), per project its
-    first-parent commits in the window and, when any is there, its push events (a page per
-    100 each); one read per gated merge (its diff_refs) and per fast-forwarded one; two issue
+    first-parent commits in the window and, when a commit there needs its pusher named, its
+    push events (a page per 100 each); one read per gated merge (its diff_refs) and per fast-forwarded one; two issue
     listings (labelled frozen now, updated in the window) and one label-history listing per
     issue in them; one notes listing per issue that a gated merge request cites or that held
     the freeze label; one GraphQL read per such issue that holds approvals (whether they were
@@ -542,18 +543,15 @@ def audit(
         )
         for m in merged
     )
-    pushes = [
-        finding
-        for read in reads
-        for finding in pushed_without_mr(
-            read,
-            [
-                BroughtBy(
-                    m.merge_commit_sha, m.squash_commit_sha, m.facts.head_sha, m.facts.base_sha
-                )
-                for m in merged
-                if m.facts.project.casefold() == read.project.casefold()
-            ],
-        )
-    ]
+
+    def brought(read: BranchRead) -> list[BroughtBy]:
+        return [
+            BroughtBy(m.merge_commit_sha, m.squash_commit_sha, m.facts.head_sha, m.facts.base_sha)
+            for m in merged
+            if m.facts.project.casefold() == read.project.casefold()
+        ]
+
+    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
+        reads = list(pool.map(lambda r: with_pushes(client, r, brought(r), since=stamp), reads))
+    pushes = [finding for read in reads for finding in pushed_without_mr(read, brought(read))]
     return AuditReport(since, until, tuple(projects), judged, tuple(pushes))

@@ -18,6 +18,7 @@ second's rounding).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,6 +36,7 @@ __all__ = [
     "default_branches",
     "pushed_without_mr",
     "read_branch",
+    "with_pushes",
 ]
 
 PUSHED_WITHOUT_MR = "pushed-without-mr"
@@ -110,13 +112,10 @@ def default_branches(client: GitLab, config: Config, projects: Sequence[str]) ->
 
 
 def read_branch(client: GitLab, project: str, branch: str, *, since: str) -> BranchRead:
-    """The branch's first-parent commits committed since ``since``, newest first, and the
-    project's push events from the day before ``since`` on (the filter takes a date and leaves
-    it out). The events are read only when some commit is there to name a pusher for."""
-    path = f"projects/{encode_project(project)}"
+    """The branch's first-parent commits committed since ``since``, newest first."""
     try:
         listed = client.get_all(
-            f"{path}/repository/commits",
+            f"projects/{encode_project(project)}/repository/commits",
             ref_name=branch,
             since=since,
             first_parent="true",
@@ -133,16 +132,27 @@ def read_branch(client: GitLab, project: str, branch: str, *, since: str) -> Bra
         )
         for c in listed
     )
-    if not history:
-        return BranchRead(project, branch)
+    return BranchRead(project, branch, history)
+
+
+def with_pushes(
+    client: GitLab, read: BranchRead, merged: Iterable[BroughtBy], *, since: str
+) -> BranchRead:
+    """``read`` with the project's push events from the day before ``since`` on (the filter
+    takes a date and leaves it out), read only when a commit there needs a pusher named."""
+    if read.error is not None or {c.sha for c in read.history} <= _brought(read.history, merged):
+        return read
     day = datetime.fromisoformat(since.replace("Z", "+00:00")).astimezone(UTC) - timedelta(days=1)
     try:
         events = client.get_all(
-            f"{path}/events", action="pushed", after=day.date().isoformat(), per_page=100
+            f"projects/{encode_project(read.project)}/events",
+            action="pushed",
+            after=day.date().isoformat(),
+            per_page=100,
         )
     except PairgateError as exc:
-        return BranchRead(project, branch, history, pushes_error=exc.message)
-    return BranchRead(project, branch, history, tuple(events))
+        return replace(read, pushes_error=exc.message)
+    return replace(read, pushes=tuple(events))
 
 
 def _brought(history: Sequence[BranchCommit], merged: Iterable[BroughtBy]) -> set[str]:
