@@ -17,9 +17,10 @@ issue after its first are merged unapproved: the audit finds them. ``--quick`` i
 Targets: under 5 s of wall time at the defaults, and each issue's notes read once. The floor in
 requests: the merged listing's pages, one notes listing per cited issue, one read of each gated
 merge request (its diff_refs) and one GraphQL query per issue holding approvals (whether they
-were edited); above it, one request each: the group's project listing, each shared-in project's
-merged listing and the frozen-label listing.
-"""
+were edited); above it: the group's project listing (twice: the shared-in projects, the
+default branches), each shared-in project's merged listing, the frozen-label and updated-issue
+listings, one label-history listing per issue updated in the window, and each default branch's
+first-parent commits and push events (a page per 100 each)."""
 
 from __future__ import annotations
 
@@ -251,7 +252,9 @@ def main_(argv: list[str]) -> int:
         f"floor: {floor} ({pages} merged-listing pages, one notes read for each of the "
         f"{len(notes)} cited issues, {kinds['merge request read']} merge request reads, "
         f"{kinds['GraphQL']} GraphQL queries); above it: {len(log) - floor} (the group's project "
-        f"listing, the shared-in project's merged listing, the frozen-label listing)"
+        f"listing twice, the shared-in project's merged listing, the frozen-label and "
+        f"updated-issue listings, one label history per issue, each default branch's "
+        f"first-parent commits and push events)"
     )
     worst = max(notes.values(), default=0)
     print(

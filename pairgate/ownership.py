@@ -8,43 +8,45 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    86  errors.py: Exit codes, the error family and the run context every door is given.
-  line   311  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   469  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
-  line   491  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   783  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1408  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  1687  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2099  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2175  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  2567  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  3187  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3313  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3569  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  3997  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4145  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4541  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4592  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4735  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  4918  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5385  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  5590  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  5862  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6328  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  6784  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  6863  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7010  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7105  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7473  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  7863  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8099  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8381  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  8792  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  8850  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9299  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  9469  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9494  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line  9853  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    90  errors.py: Exit codes, the error family and the run context every door is given.
+  line   315  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   473  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
+  line   495  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   787  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1407  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  2032  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2311  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2406  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2610  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3022  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3098  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3490  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3616  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3872  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4300  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4448  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4947  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4998  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5141  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5357  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5824  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6029  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6301  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6767  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7223  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7302  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7449  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7544  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7912  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8302  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8538  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8820  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9231  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9289  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9738  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9908  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9933  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10292  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ import enum
 import functools
 import hashlib
 import json
+import math
 import os
 import re
 import shlex
@@ -65,7 +68,8 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from functools import partial
 from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal, NoReturn, Protocol, TYPE_CHECKING, TextIO, TypeVar, dataclass_transform
@@ -777,6 +781,626 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
 
 
 # end pairgate/standalone/config.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/gitlab.py
+# =============================================================================================
+
+
+# Every call has a timeout: (connect, read) seconds for HTTPS, one bound for a glab process.
+TIMEOUT: tuple[float, float] = (5.0, 30.0)
+GLAB_TIMEOUT = 120.0
+PER_PAGE = 100  # GitLab's maximum; it clamps larger values rather than refusing them
+# Connections kept per host (REST, and GraphQL apart): one for each of the board's 16 readers
+# and 3 label listings (pairgate/tracker.py) and the audit's 16, so none is opened and dropped
+# for want of room.
+POOL_SIZE = 20
+# A read is retried on these. A write never is: see GitLab.write.
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+# Where the URL comes from when no variable names one: glab's own configuration.
+GLAB_HOST = "glab's configured host"
+
+
+class GitLabError(PairgateError):
+    """A GitLab call failed: ``status`` is the HTTP status, or None when no answer came back."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class WriteUncertain(GitLabError):
+    """A write whose outcome is unknown (no answer, 429 or 5xx): it may have landed. Whoever
+    wrote re-reads before writing again; nothing repeats a write blindly."""
+
+
+def encode_project(project: str) -> str:
+    """``group/proj`` -> ``group%2Fproj``: GitLab takes a project path as ONE URL segment, and an
+    unencoded slash matches no route at all (404 ``{"error": ...}``)."""
+    return quote(str(project), safe="")
+
+
+@functools.cache
+def _retry_class() -> type[Retry]:
+    from urllib3.util.retry import Retry
+
+    class _Retry(Retry):
+        """urllib3's Retry with Retry-After capped, so one answer cannot park a reader for
+        hours."""
+
+        MAX_RETRY_AFTER = 60.0
+
+        def get_retry_after(self, response: Any) -> float | None:
+            seconds = super().get_retry_after(response)
+            return None if seconds is None else min(seconds, self.MAX_RETRY_AFTER)
+
+    return _Retry
+
+
+class _LeavesOrigin(Exception):
+    """A redirect off the API's origin (scheme, host and port), which is not followed."""
+
+    def __init__(self, status: int, location: str) -> None:
+        super().__init__(location)
+        self.status, self.location = status, location
+
+
+@functools.cache
+def _session_class() -> type[requests.Session]:
+    import requests
+
+    class _Session(requests.Session):
+        """requests' Session, following a redirect only within one origin: GitLab redirects a
+        GET of a moved project to its new path, and the token goes with every request, so a
+        redirect anywhere else stops the call before it is sent."""
+
+        origin: tuple[str, str] = ("", "")
+
+        def rebuild_auth(self, prepared_request: Any, response: Any) -> None:
+            if urlsplit(prepared_request.url)[:2] != self.origin:
+                raise _LeavesOrigin(response.status_code, str(prepared_request.url))
+            # types-requests leaves rebuild_auth unannotated.
+            super().rebuild_auth(prepared_request, response)  # type: ignore[no-untyped-call]
+
+    return _Session
+
+
+def read_retry(*, attempts: int = 4, backoff_factor: float = 0.5) -> Retry:
+    """The retry policy: GET is retried on a dropped answer, 429 and 5xx (Retry-After honoured
+    on 429 and 503, exponential backoff otherwise). A connection that cannot be made is not
+    retried (it fails within the connect timeout), and no other method is retried."""
+    return _retry_class()(
+        total=attempts,
+        other=0,
+        allowed_methods=frozenset({"GET", "HEAD"}),
+        status_forcelist=RETRY_STATUSES,
+        connect=0,  # a refused connection fails at once: nothing answers, waiting cannot help
+        backoff_factor=backoff_factor,
+        backoff_max=30.0,
+        respect_retry_after_header=True,
+        raise_on_status=False,
+    )
+
+
+def query_params(params: Mapping[str, Any]) -> dict[str, str]:
+    # GitLab wants true/false; requests would send True/False.
+    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in params.items()}
+
+
+def _uncertain(status: int | None) -> bool:
+    return status is None or status == 429 or status >= 500
+
+
+def request_error(
+    method: str, what: str, status: int | None, detail: str, *, read: bool = False
+) -> GitLabError:
+    """A failed call as an error; a write (not a read: a GraphQL query is a POST that reads)
+    whose outcome is unknown is WriteUncertain."""
+    write = method != "GET" and not read
+    cls = WriteUncertain if write and _uncertain(status) else GitLabError
+    answer = f"HTTP {status}" if status is not None else "no answer"
+    return cls(f"pairgate: GitLab {method} {what}: {answer}: {detail}".rstrip(": "), status=status)
+
+
+def _error_detail(response: requests.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:200]
+    if isinstance(body, dict):
+        return str(body.get("message", body.get("error", body)))[:200]
+    return str(body)[:200]
+
+
+def graphql_url(api_url: str) -> str:
+    """GitLab's GraphQL endpoint beside its REST root: ``.../api/v4`` -> ``.../api/graphql``."""
+    root = api_url.rstrip("/")
+    return root.removesuffix("/v4") + "/graphql" if root.endswith("/api/v4") else f"{root}/graphql"
+
+
+class Https:
+    """One token, one session: requests with urllib3 Retry and a timeout on every call."""
+
+    name = "HTTPS"
+
+    def __init__(
+        self,
+        api_url: str,
+        token: str,
+        *,
+        retry: Retry | None = None,
+        timeout: Any,
+        token_source: str = "the token",
+        url_source: str = "the GitLab URL",
+        scope: str = "read_api",
+    ) -> None:
+        from requests.adapters import HTTPAdapter
+
+        retry = retry if retry is not None else read_retry()
+        self.api_url = api_url.rstrip("/")
+        # Named in errors: which variable gave the token and the URL, so a refusal says what
+        # to set rather than only that something was refused.
+        self.token_source, self.url_source, self.scope = token_source, url_source, scope
+        self.graphql_url = graphql_url(self.api_url)
+        self._origin = urlsplit(self.api_url)[:2]
+        self._timeout = timeout
+        self._session = _session_class()()
+        self._session.origin = self._origin  # type: ignore[attr-defined]
+        self._session.headers.update({"PRIVATE-TOKEN": token, "User-Agent": "pairgate"})
+        adapter = HTTPAdapter(max_retries=retry, pool_maxsize=POOL_SIZE)
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+        # A GraphQL query is a POST that only reads: retried as a read, on its own adapter
+        # (requests picks the longest matching prefix), so no REST write is ever retried.
+        methods = frozenset(retry.allowed_methods or ()) | {"POST"}
+        self._session.mount(
+            self.graphql_url,
+            HTTPAdapter(max_retries=retry.new(allowed_methods=methods), pool_maxsize=POOL_SIZE),
+        )
+        self._resolve_environment()
+
+    def _resolve_environment(self) -> None:
+        """What requests reads from the environment on every call (the proxy variables and
+        no_proxy, the CA bundle variables, ~/.netrc), read once for this API's origin, as
+        requests itself reads it; then the session stops reading it. Every URL this transport
+        calls is on that origin (a next-page link elsewhere is refused)."""
+        import requests
+
+        session = self._session
+        settings = session.merge_environment_settings(self.api_url, {}, None, None, None)
+        session.proxies.update(settings["proxies"])
+        session.verify = settings["verify"]
+        session.auth = requests.utils.get_netrc_auth(self.api_url)
+        session.trust_env = False
+
+    def __repr__(self) -> str:  # the token never appears in a repr or a traceback
+        return f"Https({self.api_url!r}, token=<hidden>)"
+
+    def _call(
+        self, method: str, url: str, *, params: Any = None, body: Any = None, read: bool = False
+    ) -> requests.Response:
+        import requests
+
+        what = urlsplit(url).path.removeprefix(urlsplit(self.api_url).path)
+        try:
+            response = self._session.request(
+                method, url, params=params, json=body, timeout=self._timeout
+            )
+        except _LeavesOrigin as left:
+            detail = (
+                f"a redirect to {left.location}, off {self.api_url}'s origin, which pairgate "
+                f"does not follow (its token would go with it): set {self.url_source} to the "
+                f"GitLab it points at"
+            )
+            raise request_error(method, what, left.status, detail, read=read) from None
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise request_error(method, what, None, self._unreachable(exc), read=read) from None
+        except requests.RequestException as exc:
+            raise request_error(method, what, None, type(exc).__name__, read=read) from None
+        if response.status_code >= 400:
+            detail = _error_detail(response)
+            if response.status_code in (401, 403):
+                detail += self._refused_token(response.status_code)
+            raise request_error(method, what, response.status_code, detail, read=read)
+        return response
+
+    def _unreachable(self, exc: Exception) -> str:
+        # A refused or unresolvable connection is not retried (only 429, 5xx and a dropped
+        # answer are): say where the URL came from, since that is what to fix. A timeout is
+        # said as one: a GitLab that took the connection and never answered was reached.
+        cause = " ".join(str(exc).split())
+        if "timed out" in cause.lower():  # urllib3's words for either timeout
+            connect, read = (
+                self._timeout if isinstance(self._timeout, tuple) else (self._timeout,) * 2
+            )
+            limit = connect if "connect timeout" in cause.lower() else read
+            return (
+                f"GitLab at {self.api_url} did not answer within {limit:g} s (the URL is from "
+                f"{self.url_source})"
+            )
+        reason = "connection refused" if "refused" in cause.lower() else type(exc).__name__
+        return (
+            f"cannot reach GitLab at {self.api_url} ({reason}; the URL is from "
+            f"{self.url_source}): check that variable, or that GitLab is up"
+        )
+
+    def _refused_token(self, status: int) -> str:
+        what = "was refused" if status == 401 else "may not do this"
+        return (
+            f". The token in {self.token_source} {what}: set {self.token_source} to a token of "
+            f"an account that can read the tracker and the merge requests (scope {self.scope})"
+        )
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        return _decoded(self._call("GET", f"{self.api_url}/{path}", params=query_params(params)))
+
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        response = self._call("GET", f"{self.api_url}/{path}", params=query_params(params))
+        return response.content.decode("utf-8", errors="replace")
+
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        url: str | None = f"{self.api_url}/{path}"
+        query: dict[str, str] | None = query_params({**params, "per_page": PER_PAGE})
+        seen: set[str] = set()
+        while url:
+            response = self._call("GET", url, params=query)
+            page = _decoded(response)
+            if not isinstance(page, list):
+                raise GitLabError(f"pairgate: GitLab GET {path}: expected a list, got {page!r:.80}")
+            yield page
+            # Follow rel="next" until it is absent: a page may be short, even empty, while more
+            # exist. The link carries every parameter, and must stay on this instance (it is
+            # sent our token).
+            url = response.links.get("next", {}).get("url")
+            if url and (urlsplit(url)[:2] != self._origin or url in seen):
+                raise GitLabError(f"pairgate: GitLab GET {path}: refusing next-page link {url}")
+            seen.add(url or "")
+            query = None
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        return _decoded(self._call(method, f"{self.api_url}/{path}", body=dict(data)))
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        body = {"query": query, "variables": dict(variables)}
+        return _decoded(self._call("POST", self.graphql_url, body=body, read=True))
+
+
+def _decoded(response: requests.Response) -> Any:
+    if response.status_code in (202, 204, 304) and not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        raise GitLabError(f"pairgate: GitLab answered {response.url} with non-JSON") from None
+
+
+def decode_pages(text: str) -> list[Any]:
+    """Parse ``glab api --paginate`` output: each page's JSON array printed back to back
+    (``[..][..]``), with no separator."""
+    decoder = json.JSONDecoder()
+    items: list[Any] = []
+    at = 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return items
+        page, at = decoder.raw_decode(text, at)
+        if not isinstance(page, list):
+            raise GitLabError(
+                f"pairgate: glab api --paginate printed a non-list page: {page!r:.80}"
+            )
+        items.extend(page)
+
+
+class _Glab:
+    """``glab api``, as the account glab is logged in as. Fields travel as a JSON body on
+    stdin (``--input -``), because glab turns a -f value that looks like ``[a, b]`` into an
+    array."""
+
+    name = "glab api"
+
+    def __init__(self, hostname: str | None, env: Mapping[str, str], *, instead: str = "") -> None:
+        self.hostname = hostname
+        self._env = {"PATH": os.environ.get("PATH", os.defpath), **env}
+        self._instead = instead  # the token variable(s) that would replace glab, for errors
+
+    def __repr__(self) -> str:
+        return f"_Glab(hostname={self.hostname!r})"
+
+    def argv(self, endpoint: str, *flags: str) -> list[str]:
+        host = ["--hostname", self.hostname] if self.hostname else []
+        return ["glab", "api", endpoint, *flags, *host]
+
+    def _run(
+        self, method: str, argv: list[str], stdin: str | None = None, *, read: bool = False
+    ) -> str:
+        try:
+            proc = subprocess.run(
+                argv,
+                input=stdin,
+                capture_output=True,
+                text=True,
+                env=self._env,
+                timeout=GLAB_TIMEOUT,
+                check=False,
+            )
+        except FileNotFoundError:
+            raise GitLabError(
+                f"pairgate: glab is not installed, and it is how pairgate reaches GitLab when "
+                f"no token is set: set {self._instead or 'the token variables'} (and the "
+                f"GitLab URL), or install glab and log in (see docs/agent-handoff-reference.md, "
+                f"The GitLab client)"
+            ) from None
+        except subprocess.TimeoutExpired:
+            late = f"glab ran past {GLAB_TIMEOUT:.0f}s"
+            raise request_error(method, argv[2], None, late, read=read) from None
+        if proc.returncode != 0:
+            match = re.search(r"\(HTTP (\d{3})\)|HTTP (\d{3})", proc.stderr)
+            status = int(match.group(1) or match.group(2)) if match else None
+            detail = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else "glab failed"
+            raise request_error(method, argv[2], status, detail, read=read)
+        return proc.stdout
+
+    def get(self, path: str, params: Mapping[str, Any]) -> Any:
+        out = self._run("GET", self.argv(_with_query(path, params)))
+        return json.loads(out) if out.strip() else None
+
+    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
+        return self._run("GET", self.argv(_with_query(path, params)))
+
+    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
+        # glab prints every page before it exits: they arrive as one.
+        endpoint = _with_query(path, {**params, "per_page": PER_PAGE})
+        yield decode_pages(self._run("GET", self.argv(endpoint, "--paginate")))
+
+    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        flags = ("-X", method, "--input", "-", "-H", "Content-Type: application/json")
+        out = self._run(method, self.argv(path, *flags), stdin=json.dumps(dict(data)))
+        return json.loads(out) if out.strip() else None
+
+    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
+        # ``glab api graphql`` posts to the instance's /api/graphql; the body travels on stdin.
+        flags = ("-X", "POST", "--input", "-", "-H", "Content-Type: application/json")
+        body = json.dumps({"query": query, "variables": dict(variables)})
+        out = self._run("POST", self.argv("graphql", *flags), stdin=body, read=True)
+        return json.loads(out) if out.strip() else None
+
+
+def _with_query(path: str, params: Mapping[str, Any]) -> str:
+    return f"{path}?{urlencode(query_params(params))}" if params else path
+
+
+class GitLab:
+    """The narrow door to GitLab: reads through one transport, writes through another.
+
+    Paths are relative to ``/api/v4`` (``projects/acme%2Ftracker/issues/4/notes``).
+    """
+
+    def __init__(self, *, reader: Any, writer: Any, api_url: str | None, origin: str) -> None:
+        self._reader = reader
+        self._writer = writer
+        self.api_url = api_url
+        self.origin = origin  # where api_url came from, for --verbose
+
+    def __repr__(self) -> str:
+        return f"GitLab(api_url={self.api_url!r}, reader={self._reader!r}, writer={self._writer!r})"
+
+    def get(self, path: str, **params: Any) -> Any:
+        """One GET. Retried on 429/5xx/dropped connections (HTTPS); raises GitLabError."""
+        return self._reader.get(path, params)
+
+    def get_text(self, path: str, **params: Any) -> str:
+        """One GET of a plain-text answer (a job's log), retried as ``get`` is."""
+        return str(self._reader.get_text(path, params))
+
+    def get_all(self, path: str, **params: Any) -> list[Any]:
+        """Every page of a list, following the next-page link until there is none."""
+        return [item for page in self._reader.pages(path, params) for item in page]
+
+    def pages(self, path: str, **params: Any) -> Iterator[list[Any]]:
+        """The pages of a list as they arrive, so a reader can start on the first while the
+        next is read."""
+        pages: Iterator[list[Any]] = self._reader.pages(path, params)
+        return pages
+
+    def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> Any:
+        """One GraphQL query (POST /api/graphql) through the reader: a read, retried as GETs
+        are. Returns ``data``; GitLab answers a query it cannot run with HTTP 200 and
+        ``errors``, which raises GitLabError here (a reader fails closed, never guesses)."""
+        answer = self._reader.graphql(query, variables or {})
+        errors = answer.get("errors") if isinstance(answer, dict) else None
+        if errors or not isinstance(answer, dict) or not isinstance(answer.get("data"), dict):
+            first = errors[0].get("message") if errors and isinstance(errors[0], dict) else None
+            detail = first or f"no data in the answer: {answer!r:.120}"
+            raise GitLabError(f"pairgate: GitLab GraphQL query failed: {detail}")
+        return answer["data"]
+
+    def write(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
+        """ONE attempt at a write. Raises WriteUncertain when it may have landed, GitLabError
+        when GitLab refused it. It is never retried here: a retry could post twice."""
+        return self._writer.send(method, path, data)
+
+    def describe(self) -> str:
+        where = self.api_url or GLAB_HOST
+        return (
+            f"GitLab API {where} (from {self.origin}); reads via {self._reader.name}, "
+            f"writes via {self._writer.name}"
+        )
+
+
+def api_url_from_env(config: Config, env: Mapping[str, str]) -> tuple[str | None, str]:
+    """The API root and where it came from: <env_prefix>_GITLAB_URL (the instance URL), else
+    CI_API_V4_URL, else None (glab's configured host)."""
+    return _api_url(env, config.env_name("GITLAB_URL"))
+
+
+def _api_url(env: Mapping[str, str], name: str) -> tuple[str | None, str]:
+    if env.get(name, "").strip():
+        url = env[name].strip().rstrip("/")
+        return (url if url.endswith("/api/v4") else f"{url}/api/v4"), name
+    if env.get("CI_API_V4_URL", "").strip():
+        return env["CI_API_V4_URL"].strip().rstrip("/"), "CI_API_V4_URL"
+    return None, GLAB_HOST
+
+
+def _glab_host(env: Mapping[str, str], url_variable: str) -> str:
+    try:
+        proc = subprocess.run(
+            ["glab", "config", "get", "host"],
+            capture_output=True,
+            text=True,
+            env={"PATH": os.environ.get("PATH", os.defpath), **env},
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        proc = None
+    if proc is None or proc.returncode != 0 or not proc.stdout.strip():
+        raise PairgateError(
+            f"pairgate: no GitLab URL: set {url_variable} to the instance URL (such as "
+            "https://gitlab.example.com), or run in GitLab CI, or configure glab's host"
+        )
+    return proc.stdout.strip()
+
+
+def checked_url(url: str, origin: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PairgateError(f"pairgate: {origin}={url!r} is not an http(s) URL")
+    if parts.scheme == "http" and parts.hostname not in _LOOPBACK:
+        raise PairgateError(
+            f"pairgate: {origin}={url!r}: refusing to send a token over plain http to a host "
+            "that is not loopback; use https"
+        )
+    return url
+
+
+def gitlab_from_env(
+    config: Config,
+    env: Mapping[str, str],
+    *,
+    retry: Retry | None = None,
+    timeout: Any = TIMEOUT,
+    transport: Callable[..., Any] = Https,
+) -> GitLab:
+    """The client a run uses: HTTPS with <env_prefix>_TASK_API_TOKEN for reads and
+    <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set.
+    ``transport`` builds each HTTPS transport (Https's arguments; the merge hook's is
+    gitlab_once.one_attempt_transport)."""
+    return gitlab_from_prefix(
+        config.env_prefix, env, retry=retry, timeout=timeout, transport=transport
+    )
+
+
+def gitlab_from_prefix(
+    env_prefix: str,
+    env: Mapping[str, str],
+    *,
+    retry: Retry | None = None,
+    timeout: Any = TIMEOUT,
+    transport: Callable[..., Any] = Https,
+) -> GitLab:
+    """gitlab_from_env for a run that has an env_prefix but no configuration yet (``pairgate
+    init``): the same variables, named with that prefix."""
+    read_name = env_variable(env_prefix, "TASK_API_TOKEN")
+    write_name = env_variable(env_prefix, "TASK_WRITE_TOKEN")
+    url_name = env_variable(env_prefix, "GITLAB_URL")
+    read_token = env.get(read_name, "").strip()
+    write_token = env.get(write_name, "").strip()
+    api_url, origin = _api_url(env, url_name)
+    if api_url is None and (read_token or write_token):
+        api_url = f"https://{_glab_host(env, url_name)}/api/v4"
+    missing = [
+        f"{name} ({scope} token)"
+        for name, scope, given in (
+            (read_name, "a read_api", read_token),
+            (write_name, "an api", write_token),
+        )
+        if not given
+    ]
+    return gitlab_client(
+        api_url,
+        origin,
+        read_token=read_token,
+        read_token_source=read_name,
+        write_token=write_token,
+        write_token_source=write_name,
+        glab_env=env,
+        glab_instead=" and ".join(missing),
+        retry=retry,
+        timeout=timeout,
+        transport=transport,
+    )
+
+
+def gitlab_client(
+    api_url: str | None,
+    url_source: str,
+    *,
+    read_token: str = "",
+    read_token_source: str = "the read token",
+    write_token: str = "",
+    write_token_source: str = "the write token",
+    glab_env: Mapping[str, str] | None = None,
+    glab_instead: str = "",
+    retry: Retry | None = None,
+    timeout: Any = TIMEOUT,
+    transport: Callable[..., Any] = Https,
+) -> GitLab:
+    """The client from values its caller has in hand: HTTPS to ``api_url`` (the API root,
+    ``.../api/v4``) with each token given, ``glab api`` for a side given none. ``url_source``
+    and the token sources name, in errors, where each value came from (GLAB_HOST for a URL
+    from glab's own configuration, whose host glab then picks itself). glab runs with
+    ``glab_env``, and ``glab_instead`` names what would replace it, for its errors."""
+    if api_url is not None:
+        api_url = checked_url(api_url, url_source)
+    hostname = urlsplit(api_url).netloc if api_url and url_source != GLAB_HOST else None
+    glab = _Glab(hostname, glab_env or {}, instead=glab_instead)
+
+    def https(token: str, source: str, scope: str) -> Any:
+        if api_url is None:
+            raise PairgateError(f"pairgate: no GitLab URL to send {source} to")
+        return transport(
+            api_url,
+            token,
+            retry=retry,
+            timeout=timeout,
+            token_source=source,
+            url_source=url_source,
+            scope=scope,
+        )
+
+    return GitLab(
+        reader=https(read_token, read_token_source, "read_api") if read_token else glab,
+        writer=https(write_token, write_token_source, "api") if write_token else glab,
+        api_url=api_url,
+        origin=url_source,
+    )
+
+
+def gitlab_with_token(
+    client: GitLab, token: str, *, retry: Retry | None = None, source: str = "the token"
+) -> GitLab:
+    """The same instance as another account (the review bot), over HTTPS with its token;
+    ``source`` says where the token came from, for errors."""
+    if client.api_url is None:
+        raise PairgateError("pairgate: the GitLab URL is unknown; set <env_prefix>_GITLAB_URL")
+    transport = Https(
+        client.api_url,
+        token,
+        retry=retry,
+        timeout=TIMEOUT,
+        token_source=source,
+        url_source=client.origin,
+        scope="api",
+    )
+    return GitLab(reader=transport, writer=transport, api_url=client.api_url, origin=client.origin)
+
+
+# end pairgate/standalone/gitlab.py
 
 
 # =============================================================================================
@@ -1684,6 +2308,305 @@ class Constraint:
 
 
 # =============================================================================================
+# begin pairgate/standalone/audit_freezes.py
+# =============================================================================================
+
+
+@value_type
+class LabelSpan:
+    """One stretch of time the issue carried FROZEN_LABEL; None at an end: unbounded."""
+
+    start: float | None  # None: held from before its label history begins
+    end: float | None  # None: held still
+    previous_end: float | None  # when the span before it ended (None: there was none)
+
+    def holds(self, moment: float) -> bool:
+        return (self.start is None or self.start <= moment) and (
+            self.end is None or moment < self.end
+        )
+
+
+SpansRead = tuple[LabelSpan, ...] | PairgateError
+
+
+def frozen_spans(events: Sequence[Mapping[str, Any]], labelled_now: bool) -> tuple[LabelSpan, ...]:
+    """The spans FROZEN_LABEL was held, from the issue's label events (oldest first) and
+    whether it carries the label now. Pure."""
+    spans: list[LabelSpan] = []
+    start: float | None = None
+    held = False
+    previous: float | None = None
+    for event in sorted(events, key=lambda e: int(e.get("id") or 0)):
+        if (event.get("label") or {}).get("name") != FROZEN_LABEL:
+            continue
+        when = stamp_epoch(str(event.get("created_at") or ""))
+        if event.get("action") == "add" and not held:
+            held, start = True, when
+        elif event.get("action") == "remove":
+            # A removal with no add before it: held from before the history began.
+            spans.append(LabelSpan(start if held else None, when, previous))
+            held, start, previous = False, None, when
+    if held:
+        spans.append(LabelSpan(start, None, previous))
+    elif labelled_now:
+        # Labelled now with no add in its history since the last removal (or at all): held
+        # since then (or always).
+        spans.append(LabelSpan(previous, None, previous))
+    return tuple(spans)
+
+
+def held_at(spans: Sequence[LabelSpan], moment: float) -> LabelSpan | None:
+    return next((s for s in spans if s.holds(moment)), None)
+
+
+def unexplained(span: LabelSpan, freezes: Sequence[Freeze]) -> bool:
+    """No freeze note left for the span: none written after the span before it ended and
+    before this one did. Pure."""
+    for window in freezes:
+        written = stamp_epoch(window.created_at)
+        if written is None:
+            return False  # a note whose time cannot be read may be this span's: not erased
+        after = span.previous_end is None or written >= span.previous_end
+        before = span.end is None or written < span.end
+        if after and before:
+            return False
+    return True
+
+
+def label_candidates(client: GitLab, config: Config, *, since: str) -> tuple[set[int], list[int]]:
+    """The issues labelled FROZEN_LABEL now, and every candidate whose label history to read
+    (those and the tracker's issues updated since ``since``): two listings."""
+    issues = f"projects/{encode_project(config.tracker_project)}/issues"
+    labelled = {
+        int(i["iid"])
+        for i in client.get_all(issues, labels=FROZEN_LABEL, state="all", per_page=100)
+    }
+    updated = {
+        int(i["iid"])
+        for i in client.get_all(issues, updated_after=since, state="all", per_page=100)
+    }
+    return labelled, sorted(labelled | updated)
+
+
+def read_label_spans(client: GitLab, config: Config, issue: int, labelled: bool) -> SpansRead:
+    """The spans ``issue`` held FROZEN_LABEL, from its label history (one listing), or the
+    error reading it."""
+    path = f"projects/{encode_project(config.tracker_project)}/issues/{issue}"
+    try:
+        events = client.get_all(f"{path}/resource_label_events", per_page=100)
+    except PairgateError as exc:
+        return exc
+    return frozen_spans(events, labelled)
+
+
+# end pairgate/standalone/audit_freezes.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/audit_pushes.py
+# =============================================================================================
+
+
+PUSHED_WITHOUT_MR = "pushed-without-mr"
+
+
+@value_type
+class BranchCommit:
+    sha: str
+    parent: str | None  # the first parent
+    title: str
+    committed_at: str
+
+
+@value_type
+class BroughtBy:
+    """What one merged merge request put on its target branch."""
+
+    merge_commit_sha: str | None
+    squash_commit_sha: str | None
+    head_sha: str | None
+    base_sha: str | None  # its merge base: a fast-forward brought the commits above it
+
+
+@value_type
+class PushFinding:
+    """A commit on a default branch no merge request brought, or a branch that could not be
+    walked (undecided)."""
+
+    project: str
+    branch: str
+    code: str  # PUSHED_WITHOUT_MR, or "history-unreadable"
+    decided: bool
+    why: str
+    sha: str | None = None
+    title: str = ""
+    committed_at: str | None = None
+    pusher: str | None = None
+    pushed_at: str | None = None
+
+
+@value_type
+class BranchRead:
+    """One project's default branch as read: its first-parent history in the window and its
+    push events, or the error that stopped the read."""
+
+    project: str
+    branch: str
+    history: tuple[BranchCommit, ...] = ()
+    pushes: tuple[Mapping[str, Any], ...] = ()
+    pushes_error: str | None = None
+    error: str | None = None
+
+
+def default_branches(client: GitLab, config: Config, projects: Sequence[str]) -> dict[str, str]:
+    """Each gated project's default branch (the named ones, or every project in the group's
+    listing); a project with an empty repository has none and is left out. One read per named
+    project, or the one group listing."""
+    if projects:
+        listed = [client.get(f"projects/{encode_project(p)}") for p in projects]
+    else:
+        listed = client.get_all(
+            f"groups/{config.group_id}/projects",
+            with_shared="true",
+            include_subgroups="true",
+            simple="true",
+            per_page=100,
+        )
+    return {
+        str(p["path_with_namespace"]): str(p["default_branch"])
+        for p in listed
+        if p.get("default_branch")
+    }
+
+
+def read_branch(client: GitLab, project: str, branch: str, *, since: str) -> BranchRead:
+    """The branch's first-parent commits committed since ``since``, newest first."""
+    try:
+        listed = client.get_all(
+            f"projects/{encode_project(project)}/repository/commits",
+            ref_name=branch,
+            since=since,
+            first_parent="true",
+            per_page=100,
+        )
+    except PairgateError as exc:
+        return BranchRead(project, branch, error=exc.message)
+    history = tuple(
+        BranchCommit(
+            str(c["id"]),
+            str(c["parent_ids"][0]) if c.get("parent_ids") else None,
+            str(c.get("title") or ""),
+            str(c.get("committed_date") or c.get("created_at") or ""),
+        )
+        for c in listed
+    )
+    return BranchRead(project, branch, history)
+
+
+def with_pushes(
+    client: GitLab, read: BranchRead, merged: Iterable[BroughtBy], *, since: str
+) -> BranchRead:
+    """``read`` with the project's push events from the day before ``since`` on (the filter
+    takes a date and leaves it out), read only when a commit there needs a pusher named."""
+    if read.error is not None or {c.sha for c in read.history} <= _brought(read.history, merged):
+        return read
+    day = datetime.fromisoformat(since.replace("Z", "+00:00")).astimezone(UTC) - timedelta(days=1)
+    try:
+        events = client.get_all(
+            f"projects/{encode_project(read.project)}/events",
+            action="pushed",
+            after=day.date().isoformat(),
+            per_page=100,
+        )
+    except PairgateError as exc:
+        return replace(read, pushes_error=exc.message)
+    return replace(read, pushes=tuple(events))
+
+
+def _brought(history: Sequence[BranchCommit], merged: Iterable[BroughtBy]) -> set[str]:
+    parent = {c.sha: c.parent for c in history}
+    brought: set[str] = set()
+    for mr in merged:
+        brought |= {s for s in (mr.merge_commit_sha, mr.squash_commit_sha) if s}
+        sha = mr.head_sha
+        # A fast-forward (or rebase) merge: the head and the commits under it, down to the
+        # merge base, are the merge request's. Without a known base, the head alone.
+        while sha is not None and sha in parent and sha != mr.base_sha and sha not in brought:
+            brought.add(sha)
+            sha = parent[sha] if mr.base_sha else None
+    return brought
+
+
+def _pushers(read: BranchRead) -> dict[str, tuple[str | None, str | None]]:
+    """sha -> (who pushed it, when), from the push events to this branch, newest first: each
+    push covers its ``commit_to`` and the first parents under it down to ``commit_from``."""
+    parent = {c.sha: c.parent for c in read.history}
+    found: dict[str, tuple[str | None, str | None]] = {}
+    for event in read.pushes:
+        data = event.get("push_data") or {}
+        if data.get("ref_type", "branch") != "branch" or data.get("ref") != read.branch:
+            continue
+        who = event.get("author_username") or (event.get("author") or {}).get("username")
+        sha, stop = data.get("commit_to"), data.get("commit_from")
+        while sha is not None and sha in parent and sha != stop and sha not in found:
+            found[sha] = (str(who) if who else None, event.get("created_at"))
+            sha = parent[sha]
+    return found
+
+
+def pushed_without_mr(read: BranchRead, merged: Iterable[BroughtBy]) -> list[PushFinding]:
+    """The commits of ``read`` that no merge request in ``merged`` brought, oldest first; or
+    the undecided finding when the branch could not be read. Pure."""
+    if read.error is not None:
+        return [
+            PushFinding(
+                read.project,
+                read.branch,
+                "history-unreadable",
+                False,
+                f"the history of {read.project}'s {read.branch} could not be read "
+                f"({read.error}), so what was pushed to it without a merge request cannot be "
+                f"told",
+            )
+        ]
+    brought = _brought(read.history, merged)
+    pushers = _pushers(read)
+    found = []
+    for commit in reversed(read.history):
+        if commit.sha in brought:
+            continue
+        who, when = pushers.get(commit.sha, (None, None))
+        if who:
+            by = f"by {who}" + (f" at {when}" if when else "")
+        elif read.pushes_error is not None:
+            by = f"by an unknown pusher (the push events could not be read: {read.pushes_error})"
+        else:
+            by = "by an unknown pusher (no push event names it)"
+        why = (
+            f"{commit.sha[:12]} ({commit.title!r}) was pushed to {read.branch} {by}; no merged "
+            f"merge request brought it, so the gate never judged it"
+        )
+        found.append(
+            PushFinding(
+                read.project,
+                read.branch,
+                PUSHED_WITHOUT_MR,
+                True,
+                why,
+                commit.sha,
+                commit.title,
+                commit.committed_at,
+                who,
+                when,
+            )
+        )
+    return found
+
+
+# end pairgate/standalone/audit_pushes.py
+
+
+# =============================================================================================
 # begin pairgate/standalone/fold.py
 # =============================================================================================
 
@@ -2561,626 +3484,6 @@ def edit_candidates(
 
 
 # end pairgate/standalone/approvals.py
-
-
-# =============================================================================================
-# begin pairgate/standalone/gitlab.py
-# =============================================================================================
-
-
-# Every call has a timeout: (connect, read) seconds for HTTPS, one bound for a glab process.
-TIMEOUT: tuple[float, float] = (5.0, 30.0)
-GLAB_TIMEOUT = 120.0
-PER_PAGE = 100  # GitLab's maximum; it clamps larger values rather than refusing them
-# Connections kept per host (REST, and GraphQL apart): one for each of the board's 16 readers
-# and 3 label listings (pairgate/tracker.py) and the audit's 16, so none is opened and dropped
-# for want of room.
-POOL_SIZE = 20
-# A read is retried on these. A write never is: see GitLab.write.
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-# Where the URL comes from when no variable names one: glab's own configuration.
-GLAB_HOST = "glab's configured host"
-
-
-class GitLabError(PairgateError):
-    """A GitLab call failed: ``status`` is the HTTP status, or None when no answer came back."""
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class WriteUncertain(GitLabError):
-    """A write whose outcome is unknown (no answer, 429 or 5xx): it may have landed. Whoever
-    wrote re-reads before writing again; nothing repeats a write blindly."""
-
-
-def encode_project(project: str) -> str:
-    """``group/proj`` -> ``group%2Fproj``: GitLab takes a project path as ONE URL segment, and an
-    unencoded slash matches no route at all (404 ``{"error": ...}``)."""
-    return quote(str(project), safe="")
-
-
-@functools.cache
-def _retry_class() -> type[Retry]:
-    from urllib3.util.retry import Retry
-
-    class _Retry(Retry):
-        """urllib3's Retry with Retry-After capped, so one answer cannot park a reader for
-        hours."""
-
-        MAX_RETRY_AFTER = 60.0
-
-        def get_retry_after(self, response: Any) -> float | None:
-            seconds = super().get_retry_after(response)
-            return None if seconds is None else min(seconds, self.MAX_RETRY_AFTER)
-
-    return _Retry
-
-
-class _LeavesOrigin(Exception):
-    """A redirect off the API's origin (scheme, host and port), which is not followed."""
-
-    def __init__(self, status: int, location: str) -> None:
-        super().__init__(location)
-        self.status, self.location = status, location
-
-
-@functools.cache
-def _session_class() -> type[requests.Session]:
-    import requests
-
-    class _Session(requests.Session):
-        """requests' Session, following a redirect only within one origin: GitLab redirects a
-        GET of a moved project to its new path, and the token goes with every request, so a
-        redirect anywhere else stops the call before it is sent."""
-
-        origin: tuple[str, str] = ("", "")
-
-        def rebuild_auth(self, prepared_request: Any, response: Any) -> None:
-            if urlsplit(prepared_request.url)[:2] != self.origin:
-                raise _LeavesOrigin(response.status_code, str(prepared_request.url))
-            # types-requests leaves rebuild_auth unannotated.
-            super().rebuild_auth(prepared_request, response)  # type: ignore[no-untyped-call]
-
-    return _Session
-
-
-def read_retry(*, attempts: int = 4, backoff_factor: float = 0.5) -> Retry:
-    """The retry policy: GET is retried on a dropped answer, 429 and 5xx (Retry-After honoured
-    on 429 and 503, exponential backoff otherwise). A connection that cannot be made is not
-    retried (it fails within the connect timeout), and no other method is retried."""
-    return _retry_class()(
-        total=attempts,
-        other=0,
-        allowed_methods=frozenset({"GET", "HEAD"}),
-        status_forcelist=RETRY_STATUSES,
-        connect=0,  # a refused connection fails at once: nothing answers, waiting cannot help
-        backoff_factor=backoff_factor,
-        backoff_max=30.0,
-        respect_retry_after_header=True,
-        raise_on_status=False,
-    )
-
-
-def query_params(params: Mapping[str, Any]) -> dict[str, str]:
-    # GitLab wants true/false; requests would send True/False.
-    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in params.items()}
-
-
-def _uncertain(status: int | None) -> bool:
-    return status is None or status == 429 or status >= 500
-
-
-def request_error(
-    method: str, what: str, status: int | None, detail: str, *, read: bool = False
-) -> GitLabError:
-    """A failed call as an error; a write (not a read: a GraphQL query is a POST that reads)
-    whose outcome is unknown is WriteUncertain."""
-    write = method != "GET" and not read
-    cls = WriteUncertain if write and _uncertain(status) else GitLabError
-    answer = f"HTTP {status}" if status is not None else "no answer"
-    return cls(f"pairgate: GitLab {method} {what}: {answer}: {detail}".rstrip(": "), status=status)
-
-
-def _error_detail(response: requests.Response) -> str:
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text.strip()[:200]
-    if isinstance(body, dict):
-        return str(body.get("message", body.get("error", body)))[:200]
-    return str(body)[:200]
-
-
-def graphql_url(api_url: str) -> str:
-    """GitLab's GraphQL endpoint beside its REST root: ``.../api/v4`` -> ``.../api/graphql``."""
-    root = api_url.rstrip("/")
-    return root.removesuffix("/v4") + "/graphql" if root.endswith("/api/v4") else f"{root}/graphql"
-
-
-class Https:
-    """One token, one session: requests with urllib3 Retry and a timeout on every call."""
-
-    name = "HTTPS"
-
-    def __init__(
-        self,
-        api_url: str,
-        token: str,
-        *,
-        retry: Retry | None = None,
-        timeout: Any,
-        token_source: str = "the token",
-        url_source: str = "the GitLab URL",
-        scope: str = "read_api",
-    ) -> None:
-        from requests.adapters import HTTPAdapter
-
-        retry = retry if retry is not None else read_retry()
-        self.api_url = api_url.rstrip("/")
-        # Named in errors: which variable gave the token and the URL, so a refusal says what
-        # to set rather than only that something was refused.
-        self.token_source, self.url_source, self.scope = token_source, url_source, scope
-        self.graphql_url = graphql_url(self.api_url)
-        self._origin = urlsplit(self.api_url)[:2]
-        self._timeout = timeout
-        self._session = _session_class()()
-        self._session.origin = self._origin  # type: ignore[attr-defined]
-        self._session.headers.update({"PRIVATE-TOKEN": token, "User-Agent": "pairgate"})
-        adapter = HTTPAdapter(max_retries=retry, pool_maxsize=POOL_SIZE)
-        self._session.mount("http://", adapter)
-        self._session.mount("https://", adapter)
-        # A GraphQL query is a POST that only reads: retried as a read, on its own adapter
-        # (requests picks the longest matching prefix), so no REST write is ever retried.
-        methods = frozenset(retry.allowed_methods or ()) | {"POST"}
-        self._session.mount(
-            self.graphql_url,
-            HTTPAdapter(max_retries=retry.new(allowed_methods=methods), pool_maxsize=POOL_SIZE),
-        )
-        self._resolve_environment()
-
-    def _resolve_environment(self) -> None:
-        """What requests reads from the environment on every call (the proxy variables and
-        no_proxy, the CA bundle variables, ~/.netrc), read once for this API's origin, as
-        requests itself reads it; then the session stops reading it. Every URL this transport
-        calls is on that origin (a next-page link elsewhere is refused)."""
-        import requests
-
-        session = self._session
-        settings = session.merge_environment_settings(self.api_url, {}, None, None, None)
-        session.proxies.update(settings["proxies"])
-        session.verify = settings["verify"]
-        session.auth = requests.utils.get_netrc_auth(self.api_url)
-        session.trust_env = False
-
-    def __repr__(self) -> str:  # the token never appears in a repr or a traceback
-        return f"Https({self.api_url!r}, token=<hidden>)"
-
-    def _call(
-        self, method: str, url: str, *, params: Any = None, body: Any = None, read: bool = False
-    ) -> requests.Response:
-        import requests
-
-        what = urlsplit(url).path.removeprefix(urlsplit(self.api_url).path)
-        try:
-            response = self._session.request(
-                method, url, params=params, json=body, timeout=self._timeout
-            )
-        except _LeavesOrigin as left:
-            detail = (
-                f"a redirect to {left.location}, off {self.api_url}'s origin, which pairgate "
-                f"does not follow (its token would go with it): set {self.url_source} to the "
-                f"GitLab it points at"
-            )
-            raise request_error(method, what, left.status, detail, read=read) from None
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            raise request_error(method, what, None, self._unreachable(exc), read=read) from None
-        except requests.RequestException as exc:
-            raise request_error(method, what, None, type(exc).__name__, read=read) from None
-        if response.status_code >= 400:
-            detail = _error_detail(response)
-            if response.status_code in (401, 403):
-                detail += self._refused_token(response.status_code)
-            raise request_error(method, what, response.status_code, detail, read=read)
-        return response
-
-    def _unreachable(self, exc: Exception) -> str:
-        # A refused or unresolvable connection is not retried (only 429, 5xx and a dropped
-        # answer are): say where the URL came from, since that is what to fix. A timeout is
-        # said as one: a GitLab that took the connection and never answered was reached.
-        cause = " ".join(str(exc).split())
-        if "timed out" in cause.lower():  # urllib3's words for either timeout
-            connect, read = (
-                self._timeout if isinstance(self._timeout, tuple) else (self._timeout,) * 2
-            )
-            limit = connect if "connect timeout" in cause.lower() else read
-            return (
-                f"GitLab at {self.api_url} did not answer within {limit:g} s (the URL is from "
-                f"{self.url_source})"
-            )
-        reason = "connection refused" if "refused" in cause.lower() else type(exc).__name__
-        return (
-            f"cannot reach GitLab at {self.api_url} ({reason}; the URL is from "
-            f"{self.url_source}): check that variable, or that GitLab is up"
-        )
-
-    def _refused_token(self, status: int) -> str:
-        what = "was refused" if status == 401 else "may not do this"
-        return (
-            f". The token in {self.token_source} {what}: set {self.token_source} to a token of "
-            f"an account that can read the tracker and the merge requests (scope {self.scope})"
-        )
-
-    def get(self, path: str, params: Mapping[str, Any]) -> Any:
-        return _decoded(self._call("GET", f"{self.api_url}/{path}", params=query_params(params)))
-
-    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
-        response = self._call("GET", f"{self.api_url}/{path}", params=query_params(params))
-        return response.content.decode("utf-8", errors="replace")
-
-    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
-        url: str | None = f"{self.api_url}/{path}"
-        query: dict[str, str] | None = query_params({**params, "per_page": PER_PAGE})
-        seen: set[str] = set()
-        while url:
-            response = self._call("GET", url, params=query)
-            page = _decoded(response)
-            if not isinstance(page, list):
-                raise GitLabError(f"pairgate: GitLab GET {path}: expected a list, got {page!r:.80}")
-            yield page
-            # Follow rel="next" until it is absent: a page may be short, even empty, while more
-            # exist. The link carries every parameter, and must stay on this instance (it is
-            # sent our token).
-            url = response.links.get("next", {}).get("url")
-            if url and (urlsplit(url)[:2] != self._origin or url in seen):
-                raise GitLabError(f"pairgate: GitLab GET {path}: refusing next-page link {url}")
-            seen.add(url or "")
-            query = None
-
-    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
-        return _decoded(self._call(method, f"{self.api_url}/{path}", body=dict(data)))
-
-    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
-        body = {"query": query, "variables": dict(variables)}
-        return _decoded(self._call("POST", self.graphql_url, body=body, read=True))
-
-
-def _decoded(response: requests.Response) -> Any:
-    if response.status_code in (202, 204, 304) and not response.content:
-        return None
-    try:
-        return response.json()
-    except ValueError:
-        raise GitLabError(f"pairgate: GitLab answered {response.url} with non-JSON") from None
-
-
-def decode_pages(text: str) -> list[Any]:
-    """Parse ``glab api --paginate`` output: each page's JSON array printed back to back
-    (``[..][..]``), with no separator."""
-    decoder = json.JSONDecoder()
-    items: list[Any] = []
-    at = 0
-    while True:
-        while at < len(text) and text[at].isspace():
-            at += 1
-        if at == len(text):
-            return items
-        page, at = decoder.raw_decode(text, at)
-        if not isinstance(page, list):
-            raise GitLabError(
-                f"pairgate: glab api --paginate printed a non-list page: {page!r:.80}"
-            )
-        items.extend(page)
-
-
-class _Glab:
-    """``glab api``, as the account glab is logged in as. Fields travel as a JSON body on
-    stdin (``--input -``), because glab turns a -f value that looks like ``[a, b]`` into an
-    array."""
-
-    name = "glab api"
-
-    def __init__(self, hostname: str | None, env: Mapping[str, str], *, instead: str = "") -> None:
-        self.hostname = hostname
-        self._env = {"PATH": os.environ.get("PATH", os.defpath), **env}
-        self._instead = instead  # the token variable(s) that would replace glab, for errors
-
-    def __repr__(self) -> str:
-        return f"_Glab(hostname={self.hostname!r})"
-
-    def argv(self, endpoint: str, *flags: str) -> list[str]:
-        host = ["--hostname", self.hostname] if self.hostname else []
-        return ["glab", "api", endpoint, *flags, *host]
-
-    def _run(
-        self, method: str, argv: list[str], stdin: str | None = None, *, read: bool = False
-    ) -> str:
-        try:
-            proc = subprocess.run(
-                argv,
-                input=stdin,
-                capture_output=True,
-                text=True,
-                env=self._env,
-                timeout=GLAB_TIMEOUT,
-                check=False,
-            )
-        except FileNotFoundError:
-            raise GitLabError(
-                f"pairgate: glab is not installed, and it is how pairgate reaches GitLab when "
-                f"no token is set: set {self._instead or 'the token variables'} (and the "
-                f"GitLab URL), or install glab and log in (see docs/agent-handoff-reference.md, "
-                f"The GitLab client)"
-            ) from None
-        except subprocess.TimeoutExpired:
-            late = f"glab ran past {GLAB_TIMEOUT:.0f}s"
-            raise request_error(method, argv[2], None, late, read=read) from None
-        if proc.returncode != 0:
-            match = re.search(r"\(HTTP (\d{3})\)|HTTP (\d{3})", proc.stderr)
-            status = int(match.group(1) or match.group(2)) if match else None
-            detail = proc.stderr.strip().splitlines()[0] if proc.stderr.strip() else "glab failed"
-            raise request_error(method, argv[2], status, detail, read=read)
-        return proc.stdout
-
-    def get(self, path: str, params: Mapping[str, Any]) -> Any:
-        out = self._run("GET", self.argv(_with_query(path, params)))
-        return json.loads(out) if out.strip() else None
-
-    def get_text(self, path: str, params: Mapping[str, Any]) -> str:
-        return self._run("GET", self.argv(_with_query(path, params)))
-
-    def pages(self, path: str, params: Mapping[str, Any]) -> Iterator[list[Any]]:
-        # glab prints every page before it exits: they arrive as one.
-        endpoint = _with_query(path, {**params, "per_page": PER_PAGE})
-        yield decode_pages(self._run("GET", self.argv(endpoint, "--paginate")))
-
-    def send(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
-        flags = ("-X", method, "--input", "-", "-H", "Content-Type: application/json")
-        out = self._run(method, self.argv(path, *flags), stdin=json.dumps(dict(data)))
-        return json.loads(out) if out.strip() else None
-
-    def graphql(self, query: str, variables: Mapping[str, Any]) -> Any:
-        # ``glab api graphql`` posts to the instance's /api/graphql; the body travels on stdin.
-        flags = ("-X", "POST", "--input", "-", "-H", "Content-Type: application/json")
-        body = json.dumps({"query": query, "variables": dict(variables)})
-        out = self._run("POST", self.argv("graphql", *flags), stdin=body, read=True)
-        return json.loads(out) if out.strip() else None
-
-
-def _with_query(path: str, params: Mapping[str, Any]) -> str:
-    return f"{path}?{urlencode(query_params(params))}" if params else path
-
-
-class GitLab:
-    """The narrow door to GitLab: reads through one transport, writes through another.
-
-    Paths are relative to ``/api/v4`` (``projects/acme%2Ftracker/issues/4/notes``).
-    """
-
-    def __init__(self, *, reader: Any, writer: Any, api_url: str | None, origin: str) -> None:
-        self._reader = reader
-        self._writer = writer
-        self.api_url = api_url
-        self.origin = origin  # where api_url came from, for --verbose
-
-    def __repr__(self) -> str:
-        return f"GitLab(api_url={self.api_url!r}, reader={self._reader!r}, writer={self._writer!r})"
-
-    def get(self, path: str, **params: Any) -> Any:
-        """One GET. Retried on 429/5xx/dropped connections (HTTPS); raises GitLabError."""
-        return self._reader.get(path, params)
-
-    def get_text(self, path: str, **params: Any) -> str:
-        """One GET of a plain-text answer (a job's log), retried as ``get`` is."""
-        return str(self._reader.get_text(path, params))
-
-    def get_all(self, path: str, **params: Any) -> list[Any]:
-        """Every page of a list, following the next-page link until there is none."""
-        return [item for page in self._reader.pages(path, params) for item in page]
-
-    def pages(self, path: str, **params: Any) -> Iterator[list[Any]]:
-        """The pages of a list as they arrive, so a reader can start on the first while the
-        next is read."""
-        pages: Iterator[list[Any]] = self._reader.pages(path, params)
-        return pages
-
-    def graphql(self, query: str, variables: Mapping[str, Any] | None = None) -> Any:
-        """One GraphQL query (POST /api/graphql) through the reader: a read, retried as GETs
-        are. Returns ``data``; GitLab answers a query it cannot run with HTTP 200 and
-        ``errors``, which raises GitLabError here (a reader fails closed, never guesses)."""
-        answer = self._reader.graphql(query, variables or {})
-        errors = answer.get("errors") if isinstance(answer, dict) else None
-        if errors or not isinstance(answer, dict) or not isinstance(answer.get("data"), dict):
-            first = errors[0].get("message") if errors and isinstance(errors[0], dict) else None
-            detail = first or f"no data in the answer: {answer!r:.120}"
-            raise GitLabError(f"pairgate: GitLab GraphQL query failed: {detail}")
-        return answer["data"]
-
-    def write(self, method: str, path: str, data: Mapping[str, Any]) -> Any:
-        """ONE attempt at a write. Raises WriteUncertain when it may have landed, GitLabError
-        when GitLab refused it. It is never retried here: a retry could post twice."""
-        return self._writer.send(method, path, data)
-
-    def describe(self) -> str:
-        where = self.api_url or GLAB_HOST
-        return (
-            f"GitLab API {where} (from {self.origin}); reads via {self._reader.name}, "
-            f"writes via {self._writer.name}"
-        )
-
-
-def api_url_from_env(config: Config, env: Mapping[str, str]) -> tuple[str | None, str]:
-    """The API root and where it came from: <env_prefix>_GITLAB_URL (the instance URL), else
-    CI_API_V4_URL, else None (glab's configured host)."""
-    return _api_url(env, config.env_name("GITLAB_URL"))
-
-
-def _api_url(env: Mapping[str, str], name: str) -> tuple[str | None, str]:
-    if env.get(name, "").strip():
-        url = env[name].strip().rstrip("/")
-        return (url if url.endswith("/api/v4") else f"{url}/api/v4"), name
-    if env.get("CI_API_V4_URL", "").strip():
-        return env["CI_API_V4_URL"].strip().rstrip("/"), "CI_API_V4_URL"
-    return None, GLAB_HOST
-
-
-def _glab_host(env: Mapping[str, str], url_variable: str) -> str:
-    try:
-        proc = subprocess.run(
-            ["glab", "config", "get", "host"],
-            capture_output=True,
-            text=True,
-            env={"PATH": os.environ.get("PATH", os.defpath), **env},
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        proc = None
-    if proc is None or proc.returncode != 0 or not proc.stdout.strip():
-        raise PairgateError(
-            f"pairgate: no GitLab URL: set {url_variable} to the instance URL (such as "
-            "https://gitlab.example.com), or run in GitLab CI, or configure glab's host"
-        )
-    return proc.stdout.strip()
-
-
-def checked_url(url: str, origin: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise PairgateError(f"pairgate: {origin}={url!r} is not an http(s) URL")
-    if parts.scheme == "http" and parts.hostname not in _LOOPBACK:
-        raise PairgateError(
-            f"pairgate: {origin}={url!r}: refusing to send a token over plain http to a host "
-            "that is not loopback; use https"
-        )
-    return url
-
-
-def gitlab_from_env(
-    config: Config,
-    env: Mapping[str, str],
-    *,
-    retry: Retry | None = None,
-    timeout: Any = TIMEOUT,
-    transport: Callable[..., Any] = Https,
-) -> GitLab:
-    """The client a run uses: HTTPS with <env_prefix>_TASK_API_TOKEN for reads and
-    <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set.
-    ``transport`` builds each HTTPS transport (Https's arguments; the merge hook's is
-    gitlab_once.one_attempt_transport)."""
-    return gitlab_from_prefix(
-        config.env_prefix, env, retry=retry, timeout=timeout, transport=transport
-    )
-
-
-def gitlab_from_prefix(
-    env_prefix: str,
-    env: Mapping[str, str],
-    *,
-    retry: Retry | None = None,
-    timeout: Any = TIMEOUT,
-    transport: Callable[..., Any] = Https,
-) -> GitLab:
-    """gitlab_from_env for a run that has an env_prefix but no configuration yet (``pairgate
-    init``): the same variables, named with that prefix."""
-    read_name = env_variable(env_prefix, "TASK_API_TOKEN")
-    write_name = env_variable(env_prefix, "TASK_WRITE_TOKEN")
-    url_name = env_variable(env_prefix, "GITLAB_URL")
-    read_token = env.get(read_name, "").strip()
-    write_token = env.get(write_name, "").strip()
-    api_url, origin = _api_url(env, url_name)
-    if api_url is None and (read_token or write_token):
-        api_url = f"https://{_glab_host(env, url_name)}/api/v4"
-    missing = [
-        f"{name} ({scope} token)"
-        for name, scope, given in (
-            (read_name, "a read_api", read_token),
-            (write_name, "an api", write_token),
-        )
-        if not given
-    ]
-    return gitlab_client(
-        api_url,
-        origin,
-        read_token=read_token,
-        read_token_source=read_name,
-        write_token=write_token,
-        write_token_source=write_name,
-        glab_env=env,
-        glab_instead=" and ".join(missing),
-        retry=retry,
-        timeout=timeout,
-        transport=transport,
-    )
-
-
-def gitlab_client(
-    api_url: str | None,
-    url_source: str,
-    *,
-    read_token: str = "",
-    read_token_source: str = "the read token",
-    write_token: str = "",
-    write_token_source: str = "the write token",
-    glab_env: Mapping[str, str] | None = None,
-    glab_instead: str = "",
-    retry: Retry | None = None,
-    timeout: Any = TIMEOUT,
-    transport: Callable[..., Any] = Https,
-) -> GitLab:
-    """The client from values its caller has in hand: HTTPS to ``api_url`` (the API root,
-    ``.../api/v4``) with each token given, ``glab api`` for a side given none. ``url_source``
-    and the token sources name, in errors, where each value came from (GLAB_HOST for a URL
-    from glab's own configuration, whose host glab then picks itself). glab runs with
-    ``glab_env``, and ``glab_instead`` names what would replace it, for its errors."""
-    if api_url is not None:
-        api_url = checked_url(api_url, url_source)
-    hostname = urlsplit(api_url).netloc if api_url and url_source != GLAB_HOST else None
-    glab = _Glab(hostname, glab_env or {}, instead=glab_instead)
-
-    def https(token: str, source: str, scope: str) -> Any:
-        if api_url is None:
-            raise PairgateError(f"pairgate: no GitLab URL to send {source} to")
-        return transport(
-            api_url,
-            token,
-            retry=retry,
-            timeout=timeout,
-            token_source=source,
-            url_source=url_source,
-            scope=scope,
-        )
-
-    return GitLab(
-        reader=https(read_token, read_token_source, "read_api") if read_token else glab,
-        writer=https(write_token, write_token_source, "api") if write_token else glab,
-        api_url=api_url,
-        origin=url_source,
-    )
-
-
-def gitlab_with_token(
-    client: GitLab, token: str, *, retry: Retry | None = None, source: str = "the token"
-) -> GitLab:
-    """The same instance as another account (the review bot), over HTTPS with its token;
-    ``source`` says where the token came from, for errors."""
-    if client.api_url is None:
-        raise PairgateError("pairgate: the GitLab URL is unknown; set <env_prefix>_GITLAB_URL")
-    transport = Https(
-        client.api_url,
-        token,
-        retry=retry,
-        timeout=TIMEOUT,
-        token_source=source,
-        url_source=client.origin,
-        scope="api",
-    )
-    return GitLab(reader=transport, writer=transport, api_url=client.api_url, origin=client.origin)
-
-
-# end pairgate/standalone/gitlab.py
 
 
 # =============================================================================================
@@ -4167,6 +4470,7 @@ class MergedMr:
     merge_commit_sha: str | None
     source_project_id: int | None
     target_project_id: int | None
+    squash_commit_sha: str | None = None
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any], project: str = "") -> MergedMr:
@@ -4188,6 +4492,9 @@ class MergedMr:
             else None,
             source_project_id=number("source_project_id"),
             target_project_id=number("target_project_id"),
+            squash_commit_sha=str(data["squash_commit_sha"])
+            if data.get("squash_commit_sha")
+            else None,
         )
 
     @property
@@ -4284,6 +4591,9 @@ class LedgersAt:
         }
         self._folds: dict[tuple[int, tuple[int, ...]], Ledger] = {}
 
+    def known(self, issue: int) -> bool:
+        return issue in self._notes
+
     def at(self, issue: int, moment: float) -> Ledger:
         # A note whose time does not parse is left out: it can only take an approval away.
         kept = tuple(
@@ -4320,11 +4630,15 @@ def judge_merged(
     frozen: Sequence[int],
     ledgers_at: LedgersAt,
     edits: Mapping[int, str | None],
+    spans: Mapping[int, SpansRead] | None = None,
 ) -> MergeJudged:
     """merge-check's verdict on ``mr`` at the moment it merged. ``notes`` holds every issue it
-    cites and every issue in ``frozen`` (those labelled as holding a freeze window); ``edits``
+    cites and every issue in ``frozen`` (those that carried the freeze label, now or in their
+    label history); ``edits``
     GitLab's lastEditedAt of every approval note on them (an approval edited at any time, after
-    the merge too, is one whose reviewed text cannot be known: it does not count). Pure."""
+    the merge too, is one whose reviewed text cannot be known: it does not count); ``spans``
+    when each candidate issue held the freeze label (audit_freezes.py): a span holding at the
+    merge whose freeze note is gone makes an otherwise clean merge undecided. Pure."""
     tracker = config.tracker_project
     cited, scope = gate_scope(mr.facts, in_group=True, config=config, families=families)
 
@@ -4368,6 +4682,10 @@ def judge_merged(
         now=moment,
     )
     if verdict.allowed:
+        erased = erased_freeze(spans or {}, moment, ledgers_at, tracker)
+        if erased is not None:
+            code, why = erased
+            return MergeJudged(mr, code, True, False, why, scope.code, scope.detail, cited, verdict)
         return MergeJudged(
             mr, "approved", False, True, verdict.message, scope.code, scope.detail, cited, verdict
         )
@@ -4381,6 +4699,37 @@ def judge_merged(
             f"CI configuration, so no gate job held it)"
         )
     return MergeJudged(mr, verdict.code, True, True, why, scope.code, scope.detail, cited, verdict)
+
+
+def erased_freeze(
+    spans: Mapping[int, SpansRead], moment: float, ledgers_at: LedgersAt, tracker: str
+) -> tuple[str, str] | None:
+    """Why a merge the notes clear cannot be called clean: a freeze label held at it whose
+    freeze note is gone, or a label history that could not be read. Pure."""
+    for issue, read in sorted(spans.items()):
+        if isinstance(read, PairgateError):
+            return (
+                "label-history-unreadable",
+                f"the label history of {tracker}#{issue} could not be read ({read.message}), "
+                f"so whether a freeze held at the merge cannot be told",
+            )
+        span = held_at(read, moment)
+        if span is not None and not ledgers_at.known(issue):
+            return (
+                "ledger-unreadable",
+                f"{tracker}#{issue} carried the {FROZEN_LABEL} label at the merge and its notes "
+                f"were not read; an unread ledger is never a pass",
+            )
+        if span is not None and unexplained(span, ledgers_at.at(issue, math.inf).freezes):
+            since = "before its label history" if span.start is None else audit_stamp(span.start)
+            until = "it is still there" if span.end is None else f"until {audit_stamp(span.end)}"
+            return (
+                "freeze-note-missing",
+                f"{tracker}#{issue} carried the {FROZEN_LABEL} label at the merge (added "
+                f"{since}, {until}) but no freeze note is left on it to say what it froze, so "
+                f"whether the merge was frozen cannot be told",
+            )
+    return None
 
 
 def finding_reason(
@@ -4447,6 +4796,7 @@ class AuditReport:
     until: float
     projects: tuple[str, ...]  # the projects named, or () for every gated project
     judged: tuple[MergeJudged, ...]
+    pushes: tuple[PushFinding, ...] = ()  # commits no merge request brought, oldest first
 
     @property
     def findings(self) -> list[MergeJudged]:
@@ -4455,6 +4805,14 @@ class AuditReport:
     @property
     def undecided(self) -> list[MergeJudged]:
         return [j for j in self.judged if not j.decided]
+
+    @property
+    def clean(self) -> bool:
+        return not self.findings and not self.pushes
+
+    @property
+    def decided(self) -> bool:
+        return not self.undecided and all(p.decided for p in self.pushes)
 
 
 def with_diff_refs(client: GitLab, merged: MergedMr) -> MergedMr:
@@ -4480,29 +4838,65 @@ def audit(
     projects: Sequence[str] = (),
     families: Sequence[AutomationFamily] = (),
 ) -> AuditReport:
-    """Read every merge merged since ``since``, then judge each one. Requests: the merged
-    listings (a page per 100), the group's project listing (for the shared-in projects, unless
-    ``projects`` are named), one listing of the issues labelled as holding a freeze window, and
-    one notes listing per issue that a gated merge request cites or that holds a window, and one
-    GraphQL read per such issue that holds approvals (whether they were edited)."""
+    """Read every merge merged since ``since``, then judge each one, and walk each gated
+    project's default branch for what was pushed around them. Requests: the merged listings (a
+    page per 100), the group's project listing twice (for the shared-in projects and for the
+    default branches; one project read each when ``projects`` are named), per project its
+    first-parent commits in the window and, when a commit there needs its pusher named, its
+    push events (a page per 100 each); one read per gated merge (its diff_refs) and per fast-forwarded one; two issue
+    listings (labelled frozen now, updated in the window) and one label-history listing per
+    issue in them; one notes listing per issue that a gated merge request cites or that held
+    the freeze label; one GraphQL read per such issue that holds approvals (whether they were
+    edited). The per-project, per-merge and per-issue reads run AUDIT_WORKERS at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
     merged = read_merged(client, config, since=since, projects=projects or None)
     scoped = [
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
     ]
+    stamp = audit_stamp(since)
+    branches = default_branches(client, config, projects)
+    labelled, candidates = (
+        label_candidates(client, config, since=stamp)
+        if any(scope.in_scope for _, (_, scope) in scoped)
+        else (set(), [])
+    )
+    # The branches' walks and the label histories share one pool: a walk is a few pages read
+    # one after another, a history one request, and together they keep every worker busy.
+    work: list[Callable[[], BranchRead | SpansRead]] = [
+        partial(read_branch, client, project, branch, since=stamp)
+        for project, branch in branches.items()
+    ]
+    work += [
+        partial(read_label_spans, client, config, issue, issue in labelled) for issue in candidates
+    ]
+    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
+        done = list(pool.map(lambda task: task(), work))
+    reads = [r for r in done[: len(branches)] if isinstance(r, BranchRead)]
+    histories = dict(zip(candidates, done[len(branches) :], strict=True))
+    on_branch = {c.sha for r in reads for c in r.history}
     # An approval binds the merge base it reviewed, and only GitLab's single-MR answer carries
-    # diff_refs (its listing leaves them out): one read per gated merge.
-    in_scope = {id(m) for m, (_, scope) in scoped if scope.in_scope}
-    from concurrent.futures import ThreadPoolExecutor
-
+    # diff_refs (its listing leaves them out): one read per gated merge, and per merge that
+    # fast-forwarded the branch (its base says which commits under its head it brought).
+    wanted_refs = {id(m) for m, (_, scope) in scoped if scope.in_scope} | {
+        id(m) for m in merged if m.facts.head_sha in on_branch
+    }
     with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
         merged = list(
-            pool.map(lambda m: with_diff_refs(client, m) if id(m) in in_scope else m, merged)
+            pool.map(lambda m: with_diff_refs(client, m) if id(m) in wanted_refs else m, merged)
         )
     scoped = [
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
     ]
     gated = [(m, cited) for m, (cited, scope) in scoped if scope.in_scope]
-    frozen = frozen_issues(client, config) if gated else []
+    # Only the issues that ever carried the label, and those whose history could not be read.
+    spans: dict[int, SpansRead] = {
+        issue: read
+        for issue, read in histories.items()
+        if not isinstance(read, BranchRead) and (isinstance(read, PairgateError) or read)
+    }
+    # Every issue that held the freeze label (now, or in its history) is read for windows.
+    frozen = sorted(spans)
     wanted = {i for _, cited in gated for i in ledger_issues(cited, config)} | set(frozen)
     notes = read_all_notes(client, config, wanted)
     readable = {i: n for i, n in notes.items() if not isinstance(n, PairgateError)}
@@ -4528,10 +4922,22 @@ def audit(
             frozen=frozen,
             ledgers_at=ledgers_at,
             edits=edits,
+            spans=spans,
         )
         for m in merged
     )
-    return AuditReport(since, until, tuple(projects), judged)
+
+    def brought(read: BranchRead) -> list[BroughtBy]:
+        return [
+            BroughtBy(m.merge_commit_sha, m.squash_commit_sha, m.facts.head_sha, m.facts.base_sha)
+            for m in merged
+            if m.facts.project.casefold() == read.project.casefold()
+        ]
+
+    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
+        reads = list(pool.map(lambda r: with_pushes(client, r, brought(r), since=stamp), reads))
+    pushes = [finding for read in reads for finding in pushed_without_mr(read, brought(read))]
+    return AuditReport(since, until, tuple(projects), judged, tuple(pushes))
 
 
 # end pairgate/standalone/audit.py
@@ -4798,9 +5204,9 @@ def run_audit(
         print(json.dumps(audit_json(report, filed), indent=2), file=ctx.stdout)
     else:
         print_audit(report, filed, config, ctx)
-    if report.undecided:
+    if not report.decided:
         return Exit.ERROR
-    return Exit.REFUSED if findings else Exit.OK
+    return Exit.OK if report.clean else Exit.REFUSED
 
 
 def _filed(filed: dict[tuple[str, int], Filed], finding: MergeJudged) -> Filed | None:
@@ -4826,6 +5232,11 @@ def print_audit(
         if done is not None:
             state = "opened now" if done.new else "already filed"
             print(f"  filed: {tracker}#{done.issue} ({state})", file=ctx.stdout)
+    for push in report.pushes:
+        kind = "FINDING" if push.decided else "UNDECIDED"
+        where = f"{push.project} {push.branch}" + (f" {push.sha[:12]}" if push.sha else "")
+        print(f"{kind} {where} [{push.code}]", file=ctx.stdout)
+        print(f"  {push.why}", file=ctx.stdout)
     for judged in report.judged:
         if judged.mr.fork and not judged.finding:
             print(
@@ -4843,11 +5254,24 @@ def print_audit(
         + (f", {len(report.undecided)} undecided" if report.undecided else ""),
         file=ctx.stdout,
     )
+    pushed = [p for p in report.pushes if p.decided]
+    unread = [p for p in report.pushes if not p.decided]
+    print(
+        f"audit: {len(pushed)} commit(s) pushed to a default branch without a merge request"
+        + (f", {len(unread)} branch(es) unreadable" if unread else ""),
+        file=ctx.stdout,
+    )
     cli = config.cli
-    if report.undecided:
+    if not report.decided:
         print(
             f"next: give the read token access to what could not be read, then re-run "
             f"`{cli} audit --since {audit_stamp(report.since)}`",
+            file=ctx.stdout,
+        )
+    elif report.pushes and not report.findings:
+        print(
+            "next: look at what each pushed commit changed and ask its pusher; a protected "
+            "default branch that allows no one to push leaves merges as the only way in",
             file=ctx.stdout,
         )
     elif report.findings and not filed:
@@ -4893,11 +5317,26 @@ def audit_json(report: AuditReport, filed: dict[tuple[str, int], Filed]) -> dict
         "gated": len(gated),
         "approved": len([j for j in gated if not j.finding]),
         "findings": [finding(j) for j in report.findings],
-        "undecided": len(report.undecided),
+        "undecided": len(report.undecided) + len([p for p in report.pushes if not p.decided]),
         "not_gated": [
             {"mr": {"project": j.mr.facts.project, "iid": j.mr.facts.iid}, "scope": j.scope}
             for j in report.judged
             if j.scope != "in-scope" and not j.finding
+        ],
+        "pushed_without_mr": [
+            {
+                "project": p.project,
+                "branch": p.branch,
+                "sha": p.sha,
+                "title": p.title,
+                "committed_at": p.committed_at,
+                "pusher": p.pusher,
+                "pushed_at": p.pushed_at,
+                "code": p.code,
+                "decided": p.decided,
+                "why": p.why,
+            }
+            for p in report.pushes
         ],
         "forks": [
             {

@@ -58,8 +58,12 @@ def consumer(path: Path, inputs: dict[str, Any], extra: dict[str, Any] | None = 
 
 
 def publish(sandbox: RunningSandbox) -> None:
+    """The deployment's publish, eight days ago: it is a push to the tracker's default branch
+    without a merge request, which the audit reports inside its window (a week)."""
     files = {path: source.read_text(encoding="utf-8") for path, source in TRACKER_FILES.items()}
+    sandbox.advance_clock(-8 * 86400)
     sandbox.commit("main", files, project="acme/tracker", message="Deploy the audit")
+    sandbox.advance_clock(8 * 86400)
 
 
 def run(

@@ -16,7 +16,7 @@ from pairgate.sandbox.httpd import (
 )
 from pairgate.sandbox.model import World
 from pairgate.sandbox.mr_entity import render
-from pairgate.sandbox.records import REPORTER, Issue, MergeRequest, Project, User
+from pairgate.sandbox.records import REPORTER, Issue, LabelEvent, MergeRequest, Project, User
 
 EDITABLE = (
     "assignee_id", "assignee_ids", "confidential", "created_at", "description",
@@ -92,6 +92,17 @@ def user_ids(req: Request, name: str) -> list[int]:
     return [int(a) for a in req.csv(name) or [] if a.isdigit()]
 
 
+def record_label_events(world: World, issue: Issue, user: User, before: list[str]) -> None:
+    """One resource label event per label the change added or removed (GitLab's
+    ResourceEvents::ChangeLabelsService), each at the change's time."""
+    now = world.stamp()
+    changes = [(lb, "add") for lb in issue.labels if lb not in before]
+    changes += [(lb, "remove") for lb in before if lb not in issue.labels]
+    for label, action in changes:
+        event_id = world.next_id("label_event")
+        world.label_events[event_id] = LabelEvent(event_id, issue.id, user.id, now, label, action)
+
+
 def edit_common(req: Request, thing: Issue | MergeRequest, user: User) -> None:
     """The edits issues and MRs share: title and description (each leaving a system note),
     labels and assignees."""
@@ -105,6 +116,7 @@ def edit_common(req: Request, thing: Issue | MergeRequest, user: User) -> None:
         thing.description = req.text("description")
         world.add_note(thing, user, "changed the description", system=True)
     if any(req.has(n) for n in ("labels", "add_labels", "remove_labels")):
+        before = list(thing.labels)
         thing.labels = apply_labels(
             world,
             thing.labels,
@@ -112,6 +124,8 @@ def edit_common(req: Request, thing: Issue | MergeRequest, user: User) -> None:
             add=req.csv("add_labels"),
             remove=req.csv("remove_labels"),
         )
+        if isinstance(thing, Issue):
+            record_label_events(world, thing, user, before)
     if req.has("assignee_ids"):
         thing.assignee_ids = user_ids(req, "assignee_ids")
 
@@ -182,6 +196,7 @@ def create_issue(req: Request, project_id: str) -> Any:
     issue.labels = apply_labels(world, [], labels=req.csv("labels") or [])
     issue.assignee_ids = user_ids(req, "assignee_ids")
     world.add_issue(issue)
+    record_label_events(world, issue, user, [])
     return renderer(req).issue(issue)
 
 

@@ -19,11 +19,13 @@ from pairgate.sandbox.records import (
     Group,
     Issue,
     Job,
+    LabelEvent,
     MergeRequest,
     Note,
     Options,
     Pipeline,
     Project,
+    PushEvent,
     Token,
     User,
     WebHook,
@@ -42,6 +44,8 @@ TABLES: dict[str, type] = {
     "jobs": Job,
     "tokens": Token,
     "hooks": WebHook,
+    "push_events": PushEvent,
+    "label_events": LabelEvent,
 }
 _STR_KEYED = {"commits", "tokens"}
 _INT_KEYED = {"members", "shared_with"}
@@ -81,6 +85,8 @@ class World:
     jobs: dict[int, Job] = field(default_factory=dict)
     tokens: dict[str, Token] = field(default_factory=dict)  # the secret -> its record
     hooks: dict[int, WebHook] = field(default_factory=dict)  # project and group webhooks
+    push_events: dict[int, PushEvent] = field(default_factory=dict)
+    label_events: dict[int, LabelEvent] = field(default_factory=dict)
     labels: dict[str, int] = field(default_factory=dict)  # title -> label id
     counters: dict[str, int] = field(default_factory=dict)
     clock_offset: float = 0.0

@@ -9,7 +9,13 @@ from pairgate.sandbox.access import API, current_user, project_for, renderer
 from pairgate.sandbox.approvals import record_approval
 from pairgate.sandbox.httpd import ApiError, Reply, Request, bad_request, forbidden, paginate
 from pairgate.sandbox.httpd import record_not_found as note_not_found
-from pairgate.sandbox.issues import apply_labels, can_update, issue_for, set_state
+from pairgate.sandbox.issues import (
+    apply_labels,
+    can_update,
+    issue_for,
+    record_label_events,
+    set_state,
+)
 from pairgate.sandbox.merge_requests import mr_for
 from pairgate.sandbox.records import MAINTAINER, REPORTER, Issue, MergeRequest, Note, Project, User
 
@@ -181,9 +187,12 @@ def run_quick_actions(
         if not found or found.group(1) not in known:
             kept.append(line)
             continue
+        before = list(noteable.labels)
         _execute(
             req, noteable, user, found.group(1), (found.group(2) or "").strip(), changes, summary
         )
+        if isinstance(noteable, Issue):
+            record_label_events(world, noteable, user, before)
     if changes:
         noteable.updated_at = world.stamp()
     return "\n".join(kept).strip("\n"), changes, summary

@@ -109,6 +109,33 @@ class Commit:
 
 
 @dataclass
+class PushEvent:
+    """A push to a branch, as the project's events API lists it (``action=pushed``)."""
+
+    id: int
+    project_id: int
+    author_id: int
+    created_at: str
+    ref: str
+    commit_from: str | None  # None: the push created the branch
+    commit_to: str
+    commit_count: int
+    commit_title: str
+
+
+@dataclass
+class LabelEvent:
+    """A label added to or removed from an issue (the resource label events API)."""
+
+    id: int
+    issue_id: int
+    user_id: int
+    created_at: str
+    label: str
+    action: str  # "add" | "remove"
+
+
+@dataclass
 class Issue:
     id: int
     iid: int

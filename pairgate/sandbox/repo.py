@@ -14,7 +14,7 @@ from collections import deque
 from typing import Any
 
 from pairgate.sandbox.model import World
-from pairgate.sandbox.records import Commit, MergeRequest, Project, User
+from pairgate.sandbox.records import Commit, MergeRequest, Project, PushEvent, User
 
 COMMIT_DATE = "2024-01-01T00:00:00.000+00:00"
 
@@ -154,9 +154,16 @@ def mr_commits(world: World, mr: MergeRequest) -> list[Commit]:
 
 def move_branch(world: World, project: Project, branch: str, sha: str, actor: User) -> None:
     """Point ``branch`` at ``sha`` and tell the open MRs whose head it is."""
-    old = set(ancestry(world, project.branches.get(branch, "")))
+    before = project.branches.get(branch)
+    old = set(ancestry(world, before or ""))
     project.branches[branch] = sha
     added = sum(1 for s in ancestry(world, sha) if s not in old)
+    # Every branch move is a push to GitLab (a merge too): its project events list it.
+    event_id = world.next_id("push_event")
+    title = world.commits[sha].message.split("\n", 1)[0]
+    world.push_events[event_id] = PushEvent(
+        event_id, project.id, actor.id, world.stamp(), branch, before, sha, added, title
+    )
     for mr in world.merge_requests.values():
         if (mr.source_project_id, mr.source_branch, mr.state) != (project.id, branch, "opened"):
             continue

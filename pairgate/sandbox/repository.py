@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import posixpath
+from datetime import UTC, datetime
 from typing import Any
 
 from pairgate.sandbox import protection, repo
@@ -176,10 +177,45 @@ def create_commit(req: Request, project_id: str) -> Any:
 
 @API.route("GET", "/projects/{project_id}/repository/commits")
 def list_commits(req: Request, project_id: str) -> Any:
+    """Newest first; ``first_parent`` follows only each commit's first parent (git log
+    --first-parent); ``since``/``until`` keep the commits whose committed date lies inside,
+    both ends included (git log --since/--until)."""
     project = project_for(req, project_id)
+    unserved = sorted({"all", "author", "path", "order", "with_stats"} & set(req.params))
+    if unserved:
+        raise grape_error(f"{', '.join(unserved)} is not served by the sandbox's commits list")
     head = _commit_at(req, project, req.text("ref_name") or project.default_branch)
-    commits = [req.world.commits[s] for s in repo.ancestry(req.world, head.id)]
+    if req.flag("first_parent"):
+        shas, current = [], req.world.commits.get(head.id)
+        while current is not None:
+            shas.append(current.id)
+            first = current.parent_ids[0] if current.parent_ids else None
+            current = req.world.commits.get(first) if first else None
+    else:
+        shas = repo.ancestry(req.world, head.id)
+    commits = [req.world.commits[s] for s in shas]
+    for name in ("since", "until"):
+        text = req.text(name)
+        if not text:
+            continue
+        bound = _moment(text)
+        if bound is None:
+            raise grape_error(f"{name} is invalid")
+        commits = [
+            c
+            for c in commits
+            if (when := _moment(c.created_at)) is not None
+            and (when >= bound if name == "since" else when <= bound)
+        ]
     return paginate(req, commits, renderer(req).commit)
+
+
+def _moment(text: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @API.route("GET", "/projects/{project_id}/repository/commits/{sha}")

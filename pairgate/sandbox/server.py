@@ -34,6 +34,7 @@ from pairgate.sandbox import (  # noqa: F401  isort: skip
     approvals,
     control,
     discussions,
+    events,
     forks,
     issues,
     jobs,

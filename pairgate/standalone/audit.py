@@ -15,19 +15,37 @@ whole audit, however many merge requests cite it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
+from pairgate.standalone.audit_freezes import (
+    SpansRead,
+    held_at,
+    label_candidates,
+    read_label_spans,
+    unexplained,
+)
+from pairgate.standalone.audit_pushes import (
+    BranchRead,
+    BroughtBy,
+    PushFinding,
+    default_branches,
+    pushed_without_mr,
+    read_branch,
+    with_pushes,
+)
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import PairgateError
 from pairgate.standalone.fold import fold
 from pairgate.standalone.gate import gate_scope, group_project_paths, judge_merge, ledger_issues
 from pairgate.standalone.gitlab import GitLab, encode_project
-from pairgate.standalone.ledger import Ledger, Note, stamp_epoch
+from pairgate.standalone.ledger import FROZEN_LABEL, Ledger, Note, stamp_epoch
 from pairgate.standalone.merge_request import MergeRequestFacts
-from pairgate.standalone.reads import frozen_issues, read_last_edited, read_notes
+from pairgate.standalone.reads import read_last_edited, read_notes
 from pairgate.standalone.scope import (
     RENOVATE_LABEL,
     AutomationFamily,
@@ -69,6 +87,7 @@ class MergedMr:
     merge_commit_sha: str | None
     source_project_id: int | None
     target_project_id: int | None
+    squash_commit_sha: str | None = None
 
     @classmethod
     def from_api(cls, data: Mapping[str, Any], project: str = "") -> MergedMr:
@@ -90,6 +109,9 @@ class MergedMr:
             else None,
             source_project_id=number("source_project_id"),
             target_project_id=number("target_project_id"),
+            squash_commit_sha=str(data["squash_commit_sha"])
+            if data.get("squash_commit_sha")
+            else None,
         )
 
     @property
@@ -186,6 +208,9 @@ class LedgersAt:
         }
         self._folds: dict[tuple[int, tuple[int, ...]], Ledger] = {}
 
+    def known(self, issue: int) -> bool:
+        return issue in self._notes
+
     def at(self, issue: int, moment: float) -> Ledger:
         # A note whose time does not parse is left out: it can only take an approval away.
         kept = tuple(
@@ -222,11 +247,15 @@ def judge_merged(
     frozen: Sequence[int],
     ledgers_at: LedgersAt,
     edits: Mapping[int, str | None],
+    spans: Mapping[int, SpansRead] | None = None,
 ) -> MergeJudged:
     """merge-check's verdict on ``mr`` at the moment it merged. ``notes`` holds every issue it
-    cites and every issue in ``frozen`` (those labelled as holding a freeze window); ``edits``
+    cites and every issue in ``frozen`` (those that carried the freeze label, now or in their
+    label history); ``edits``
     GitLab's lastEditedAt of every approval note on them (an approval edited at any time, after
-    the merge too, is one whose reviewed text cannot be known: it does not count). Pure."""
+    the merge too, is one whose reviewed text cannot be known: it does not count); ``spans``
+    when each candidate issue held the freeze label (audit_freezes.py): a span holding at the
+    merge whose freeze note is gone makes an otherwise clean merge undecided. Pure."""
     tracker = config.tracker_project
     cited, scope = gate_scope(mr.facts, in_group=True, config=config, families=families)
 
@@ -270,6 +299,10 @@ def judge_merged(
         now=moment,
     )
     if verdict.allowed:
+        erased = erased_freeze(spans or {}, moment, ledgers_at, tracker)
+        if erased is not None:
+            code, why = erased
+            return MergeJudged(mr, code, True, False, why, scope.code, scope.detail, cited, verdict)
         return MergeJudged(
             mr, "approved", False, True, verdict.message, scope.code, scope.detail, cited, verdict
         )
@@ -283,6 +316,37 @@ def judge_merged(
             f"CI configuration, so no gate job held it)"
         )
     return MergeJudged(mr, verdict.code, True, True, why, scope.code, scope.detail, cited, verdict)
+
+
+def erased_freeze(
+    spans: Mapping[int, SpansRead], moment: float, ledgers_at: LedgersAt, tracker: str
+) -> tuple[str, str] | None:
+    """Why a merge the notes clear cannot be called clean: a freeze label held at it whose
+    freeze note is gone, or a label history that could not be read. Pure."""
+    for issue, read in sorted(spans.items()):
+        if isinstance(read, PairgateError):
+            return (
+                "label-history-unreadable",
+                f"the label history of {tracker}#{issue} could not be read ({read.message}), "
+                f"so whether a freeze held at the merge cannot be told",
+            )
+        span = held_at(read, moment)
+        if span is not None and not ledgers_at.known(issue):
+            return (
+                "ledger-unreadable",
+                f"{tracker}#{issue} carried the {FROZEN_LABEL} label at the merge and its notes "
+                f"were not read; an unread ledger is never a pass",
+            )
+        if span is not None and unexplained(span, ledgers_at.at(issue, math.inf).freezes):
+            since = "before its label history" if span.start is None else audit_stamp(span.start)
+            until = "it is still there" if span.end is None else f"until {audit_stamp(span.end)}"
+            return (
+                "freeze-note-missing",
+                f"{tracker}#{issue} carried the {FROZEN_LABEL} label at the merge (added "
+                f"{since}, {until}) but no freeze note is left on it to say what it froze, so "
+                f"whether the merge was frozen cannot be told",
+            )
+    return None
 
 
 def finding_reason(
@@ -349,6 +413,7 @@ class AuditReport:
     until: float
     projects: tuple[str, ...]  # the projects named, or () for every gated project
     judged: tuple[MergeJudged, ...]
+    pushes: tuple[PushFinding, ...] = ()  # commits no merge request brought, oldest first
 
     @property
     def findings(self) -> list[MergeJudged]:
@@ -357,6 +422,14 @@ class AuditReport:
     @property
     def undecided(self) -> list[MergeJudged]:
         return [j for j in self.judged if not j.decided]
+
+    @property
+    def clean(self) -> bool:
+        return not self.findings and not self.pushes
+
+    @property
+    def decided(self) -> bool:
+        return not self.undecided and all(p.decided for p in self.pushes)
 
 
 def with_diff_refs(client: GitLab, merged: MergedMr) -> MergedMr:
@@ -382,29 +455,65 @@ def audit(
     projects: Sequence[str] = (),
     families: Sequence[AutomationFamily] = (),
 ) -> AuditReport:
-    """Read every merge merged since ``since``, then judge each one. Requests: the merged
-    listings (a page per 100), the group's project listing (for the shared-in projects, unless
-    ``projects`` are named), one listing of the issues labelled as holding a freeze window, and
-    one notes listing per issue that a gated merge request cites or that holds a window, and one
-    GraphQL read per such issue that holds approvals (whether they were edited)."""
+    """Read every merge merged since ``since``, then judge each one, and walk each gated
+    project's default branch for what was pushed around them. Requests: the merged listings (a
+    page per 100), the group's project listing twice (for the shared-in projects and for the
+    default branches; one project read each when ``projects`` are named), per project its
+    first-parent commits in the window and, when a commit there needs its pusher named, its
+    push events (a page per 100 each); one read per gated merge (its diff_refs) and per fast-forwarded one; two issue
+    listings (labelled frozen now, updated in the window) and one label-history listing per
+    issue in them; one notes listing per issue that a gated merge request cites or that held
+    the freeze label; one GraphQL read per such issue that holds approvals (whether they were
+    edited). The per-project, per-merge and per-issue reads run AUDIT_WORKERS at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
     merged = read_merged(client, config, since=since, projects=projects or None)
     scoped = [
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
     ]
+    stamp = audit_stamp(since)
+    branches = default_branches(client, config, projects)
+    labelled, candidates = (
+        label_candidates(client, config, since=stamp)
+        if any(scope.in_scope for _, (_, scope) in scoped)
+        else (set(), [])
+    )
+    # The branches' walks and the label histories share one pool: a walk is a few pages read
+    # one after another, a history one request, and together they keep every worker busy.
+    work: list[Callable[[], BranchRead | SpansRead]] = [
+        partial(read_branch, client, project, branch, since=stamp)
+        for project, branch in branches.items()
+    ]
+    work += [
+        partial(read_label_spans, client, config, issue, issue in labelled) for issue in candidates
+    ]
+    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
+        done = list(pool.map(lambda task: task(), work))
+    reads = [r for r in done[: len(branches)] if isinstance(r, BranchRead)]
+    histories = dict(zip(candidates, done[len(branches) :], strict=True))
+    on_branch = {c.sha for r in reads for c in r.history}
     # An approval binds the merge base it reviewed, and only GitLab's single-MR answer carries
-    # diff_refs (its listing leaves them out): one read per gated merge.
-    in_scope = {id(m) for m, (_, scope) in scoped if scope.in_scope}
-    from concurrent.futures import ThreadPoolExecutor
-
+    # diff_refs (its listing leaves them out): one read per gated merge, and per merge that
+    # fast-forwarded the branch (its base says which commits under its head it brought).
+    wanted_refs = {id(m) for m, (_, scope) in scoped if scope.in_scope} | {
+        id(m) for m in merged if m.facts.head_sha in on_branch
+    }
     with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
         merged = list(
-            pool.map(lambda m: with_diff_refs(client, m) if id(m) in in_scope else m, merged)
+            pool.map(lambda m: with_diff_refs(client, m) if id(m) in wanted_refs else m, merged)
         )
     scoped = [
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
     ]
     gated = [(m, cited) for m, (cited, scope) in scoped if scope.in_scope]
-    frozen = frozen_issues(client, config) if gated else []
+    # Only the issues that ever carried the label, and those whose history could not be read.
+    spans: dict[int, SpansRead] = {
+        issue: read
+        for issue, read in histories.items()
+        if not isinstance(read, BranchRead) and (isinstance(read, PairgateError) or read)
+    }
+    # Every issue that held the freeze label (now, or in its history) is read for windows.
+    frozen = sorted(spans)
     wanted = {i for _, cited in gated for i in ledger_issues(cited, config)} | set(frozen)
     notes = read_all_notes(client, config, wanted)
     readable = {i: n for i, n in notes.items() if not isinstance(n, PairgateError)}
@@ -430,7 +539,19 @@ def audit(
             frozen=frozen,
             ledgers_at=ledgers_at,
             edits=edits,
+            spans=spans,
         )
         for m in merged
     )
-    return AuditReport(since, until, tuple(projects), judged)
+
+    def brought(read: BranchRead) -> list[BroughtBy]:
+        return [
+            BroughtBy(m.merge_commit_sha, m.squash_commit_sha, m.facts.head_sha, m.facts.base_sha)
+            for m in merged
+            if m.facts.project.casefold() == read.project.casefold()
+        ]
+
+    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
+        reads = list(pool.map(lambda r: with_pushes(client, r, brought(r), since=stamp), reads))
+    pushes = [finding for read in reads for finding in pushed_without_mr(read, brought(read))]
+    return AuditReport(since, until, tuple(projects), judged, tuple(pushes))

@@ -82,9 +82,9 @@ def run_audit(
         print(json.dumps(audit_json(report, filed), indent=2), file=ctx.stdout)
     else:
         print_audit(report, filed, config, ctx)
-    if report.undecided:
+    if not report.decided:
         return Exit.ERROR
-    return Exit.REFUSED if findings else Exit.OK
+    return Exit.OK if report.clean else Exit.REFUSED
 
 
 def _filed(filed: dict[tuple[str, int], Filed], finding: MergeJudged) -> Filed | None:
@@ -110,6 +110,11 @@ def print_audit(
         if done is not None:
             state = "opened now" if done.new else "already filed"
             print(f"  filed: {tracker}#{done.issue} ({state})", file=ctx.stdout)
+    for push in report.pushes:
+        kind = "FINDING" if push.decided else "UNDECIDED"
+        where = f"{push.project} {push.branch}" + (f" {push.sha[:12]}" if push.sha else "")
+        print(f"{kind} {where} [{push.code}]", file=ctx.stdout)
+        print(f"  {push.why}", file=ctx.stdout)
     for judged in report.judged:
         if judged.mr.fork and not judged.finding:
             print(
@@ -127,11 +132,24 @@ def print_audit(
         + (f", {len(report.undecided)} undecided" if report.undecided else ""),
         file=ctx.stdout,
     )
+    pushed = [p for p in report.pushes if p.decided]
+    unread = [p for p in report.pushes if not p.decided]
+    print(
+        f"audit: {len(pushed)} commit(s) pushed to a default branch without a merge request"
+        + (f", {len(unread)} branch(es) unreadable" if unread else ""),
+        file=ctx.stdout,
+    )
     cli = config.cli
-    if report.undecided:
+    if not report.decided:
         print(
             f"next: give the read token access to what could not be read, then re-run "
             f"`{cli} audit --since {audit_stamp(report.since)}`",
+            file=ctx.stdout,
+        )
+    elif report.pushes and not report.findings:
+        print(
+            "next: look at what each pushed commit changed and ask its pusher; a protected "
+            "default branch that allows no one to push leaves merges as the only way in",
             file=ctx.stdout,
         )
     elif report.findings and not filed:
@@ -177,11 +195,26 @@ def audit_json(report: AuditReport, filed: dict[tuple[str, int], Filed]) -> dict
         "gated": len(gated),
         "approved": len([j for j in gated if not j.finding]),
         "findings": [finding(j) for j in report.findings],
-        "undecided": len(report.undecided),
+        "undecided": len(report.undecided) + len([p for p in report.pushes if not p.decided]),
         "not_gated": [
             {"mr": {"project": j.mr.facts.project, "iid": j.mr.facts.iid}, "scope": j.scope}
             for j in report.judged
             if j.scope != "in-scope" and not j.finding
+        ],
+        "pushed_without_mr": [
+            {
+                "project": p.project,
+                "branch": p.branch,
+                "sha": p.sha,
+                "title": p.title,
+                "committed_at": p.committed_at,
+                "pusher": p.pusher,
+                "pushed_at": p.pushed_at,
+                "code": p.code,
+                "decided": p.decided,
+                "why": p.why,
+            }
+            for p in report.pushes
         ],
         "forks": [
             {

@@ -106,6 +106,13 @@ def test_the_documented_deployment_runs(tmp_path: Path) -> None:
         assert re.search(
             r"^audit: 1 merge\(s\) .*1 approved at the head .*; 0 finding\(s\)$", out, re.M
         )
+        # The publish was a push to the tracker's main without a merge request; acme/app has none.
+        assert re.search(
+            r"^FINDING acme/tracker main [0-9a-f]{12} \[pushed-without-mr\]$", out, re.M
+        )
+        assert re.search(r"was pushed to main by maintainer at \S+; no merged merge request", out)
+        assert "audit of acme/tracker: exit 1" in out
+        assert "audit: 0 commit(s) pushed to a default branch without a merge request" in out
         unserved = requests.get(line["sandbox_api"] + "/unserved", timeout=5).json()
         assert unserved == []  # the deployment used only routes the sandbox serves
     finally:
