@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
-from pairgate.sandbox import defaults, graphql_api
+from pairgate.sandbox import defaults
 from pairgate.sandbox.access import API
 from pairgate.sandbox.faults import Faults
 from pairgate.sandbox.httpd import (
@@ -147,6 +147,9 @@ class App:
                 # A query only reads, so a read_api token may run one (GitLab's rule);
                 # the served schema has no mutations.
                 self._authenticate(req, job_token_allowed=False, reads_by_post=True)
+                # Imported at the first query: graphql-core is most of the sandbox's start.
+                from pairgate.sandbox import graphql_api
+
                 return graphql_api.serve(req)
             if not path.startswith("/api/v4/"):
                 raise ApiError(404, {"error": "404 Not Found"})
