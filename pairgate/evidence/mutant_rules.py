@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 
@@ -45,13 +46,20 @@ def _stops_py(tree: ast.AST) -> Counter[str]:
     return found
 
 
+# One ast.parse at a time: CPython 3.11 keeps the AST constructor's recursion depth in state the
+# threads share, so two mutants checked at once (evidence run --jobs) can fail with "SystemError:
+# AST constructor recursion depth mismatch" (python/cpython#106905).
+_PARSING = threading.Lock()
+
+
 def _parse(text: str | None) -> ast.AST | None:
-    if text is None:
-        return ast.parse("")
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
+    with _PARSING:
+        if text is None:
+            return ast.parse("")
+        try:
+            return ast.parse(text)
+        except (SyntaxError, ValueError):
+            return None
 
 
 def _code_lines(text: str | None) -> list[str]:
