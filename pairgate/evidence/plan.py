@@ -8,8 +8,6 @@ copies would go, the runner and so whether the evidence would be weak. Nothing e
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from pairgate.evidence import gitops, workspace
@@ -17,7 +15,7 @@ from pairgate.evidence.changes import DEFAULT_MAY_CHANGE
 from pairgate.evidence.isolation import Isolation, probe
 from pairgate.evidence.one_run import apply_mutant, remove
 from pairgate.evidence.patches import touched
-from pairgate.evidence.runner import Request, check_request, resolve
+from pairgate.evidence.runner import Request, check_request, seeded_copy
 from pairgate.evidence.sensitive import matching_pattern, sensitive
 from pairgate.evidence.verdict import names_pytest
 
@@ -26,45 +24,29 @@ def plan(request: Request, *, isolation: Isolation | None = None) -> dict[str, A
     """The plan as a document (``--json`` prints it). UsageError (exit 2) as ``collect``."""
     check_request(request)
     iso = isolation or probe()
-    home = Path(tempfile.mkdtemp(prefix="pairgate-evidence-git-"))
-    try:
-        genv = gitops.git_env(home)
-        found = resolve(request, genv)
-        need = workspace.need_for(
-            gitops.checkout_bytes(genv, found.gitdir, found.sha), jobs=request.jobs
-        )
-        place = workspace.choose(need, runtime_dir=request.runtime_dir)
-        work = Path(tempfile.mkdtemp(prefix="pairgate-evidence-plan-", dir=place))
-        try:
-            pristine = work / "pristine"
-            gitops.seed_checkout(genv, found.gitdir, found.sha, pristine)
-            mutants = []
-            for index, patch in enumerate(request.patches, start=1):
-                clone = work / f"m{index}"
-                gitops.copy_checkout(pristine, clone)
-                error, refused, files = apply_mutant(
-                    genv, pristine, clone, patch, work / f"m{index}.patch"
-                )
-                remove(clone)
-                mutants.append(
-                    {
-                        "index": index,
-                        "name": patch.name,
-                        "sha256": patch.sha256,
-                        "files": files,
-                        "hunks": [vars(h) for h in touched(patch.text)[1]],
-                        "sensitive_files": [
-                            f for f in files if matching_pattern(f, request.patterns)
-                        ],
-                        "applies": error is None,
-                        "apply_error": error,
-                        "refused": refused,
-                    }
-                )
-        finally:
-            remove(work)
-    finally:
-        remove(home)
+    with seeded_copy(request, "pairgate-evidence-plan-") as (genv, found, work):
+        pristine, place = work / "pristine", work.parent
+        mutants = []
+        for index, patch in enumerate(request.patches, start=1):
+            clone = work / f"m{index}"
+            gitops.copy_checkout(pristine, clone)
+            error, refused, files = apply_mutant(
+                genv, pristine, clone, patch, work / f"m{index}.patch"
+            )
+            remove(clone)
+            mutants.append(
+                {
+                    "index": index,
+                    "name": patch.name,
+                    "sha256": patch.sha256,
+                    "files": files,
+                    "hunks": [vars(h) for h in touched(patch.text)[1]],
+                    "sensitive_files": [f for f in files if matching_pattern(f, request.patterns)],
+                    "applies": error is None,
+                    "apply_error": error,
+                    "refused": refused,
+                }
+            )
     pytest = names_pytest(request.command)
     return {
         "repository": {"path": str(found.top), "root_commit": found.root},

@@ -11,9 +11,10 @@ otherwise no mutant is run and each is recorded as refused.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +92,29 @@ def resolve(request: Request, genv: dict[str, str]) -> Resolved:
     return Resolved(top, gitdir, sha, root, base, base_source, tuple(changed))
 
 
+@contextlib.contextmanager
+def seeded_copy(request: Request, prefix: str) -> Iterator[tuple[dict[str, str], Resolved, Path]]:
+    """The commit ``request`` names, resolved (git's environment, what ``resolve`` finds) and
+    checked out into ``<work>/pristine``, ``work`` made where the copies fit (tmpfs where there
+    is room); both the work directory and git's home are removed when done."""
+    home = Path(tempfile.mkdtemp(prefix="pairgate-evidence-git-"))
+    try:
+        genv = gitops.git_env(home)
+        found = resolve(request, genv)
+        need = workspace.need_for(
+            gitops.checkout_bytes(genv, found.gitdir, found.sha), jobs=request.jobs
+        )
+        place = workspace.choose(need, runtime_dir=request.runtime_dir)
+        work = Path(tempfile.mkdtemp(prefix=prefix, dir=place))
+        try:
+            gitops.seed_checkout(genv, found.gitdir, found.sha, work / "pristine")
+            yield genv, found, work
+        finally:
+            remove(work)
+    finally:
+        remove(home)
+
+
 def mutant_entry(
     index: int, patch: Patch, ran: dict[str, Any] | None, patterns: Sequence[str], sha: str
 ) -> dict[str, Any]:
@@ -149,17 +173,9 @@ def collect(
 ) -> dict[str, Any]:
     """The sealed evidence document. UsageError (exit 2) when it cannot be run as asked."""
     check_request(request)
-    home = Path(tempfile.mkdtemp(prefix="pairgate-evidence-git-"))
     try:
-        genv = gitops.git_env(home)
-        found = resolve(request, genv)
-        need = workspace.need_for(
-            gitops.checkout_bytes(genv, found.gitdir, found.sha), jobs=request.jobs
-        )
-        place = workspace.choose(need, runtime_dir=request.runtime_dir)
-        work = Path(tempfile.mkdtemp(prefix="pairgate-evidence-", dir=place))
-        try:
-            gitops.seed_checkout(genv, found.gitdir, found.sha, work / "pristine")
+        with seeded_copy(request, "pairgate-evidence-") as (genv, found, work):
+            place = work.parent
             logs = None
             if request.logs is not None:
                 stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now()))
@@ -202,12 +218,8 @@ def collect(
                         ran = list(pool.map(runs.run, indexes, request.patches))
             finally:
                 copies.close()
-        finally:
-            remove(work)
     except OSError as exc:
         raise UsageError(f"cannot make the runs' copies: {exc}") from None
-    finally:
-        remove(home)
     env_names = baseline.pop("_env")
     mutants = [
         mutant_entry(i, p, r, request.patterns, found.sha)
