@@ -111,7 +111,7 @@ def hook_calls(env: dict[str, str], project: str, iid: int) -> list[dict[str, An
     from pairgate.standalone import gitlab_once
     from pairgate.standalone.config import load_config
     from pairgate.standalone.gate import gate_merge
-    from pairgate.standalone.gitlab import gitlab_from_env
+    from pairgate.standalone.gitlab_env import gitlab_from_env
     from pairgate.standalone.hook import HOOK_TIMEOUT
 
     calls: list[dict[str, Any]] = []

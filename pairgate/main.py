@@ -108,7 +108,7 @@ def run(argv: Sequence[str], ctx: Context, *, measured: str | Path | None) -> in
                     verbose=verbose,
                 )
             if row.reads_gitlab:
-                from pairgate.standalone.gitlab import gitlab_from_env
+                from pairgate.standalone.gitlab_env import gitlab_from_env
                 from pairgate.standalone.gitlab_once import first_attempt_per_thread
 
                 given["client"] = client = gitlab_from_env(

@@ -8,45 +8,46 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    90  errors.py: Exit codes, the error family and the run context every door is given.
-  line   315  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   473  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
-  line   495  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   787  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1407  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  2032  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2311  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2406  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2610  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3022  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3098  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3490  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3616  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3872  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4300  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4448  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4947  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4998  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5141  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5357  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5824  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6029  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6301  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6767  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7223  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7302  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7449  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7544  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7912  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8302  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8538  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8820  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9231  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9289  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9738  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  9908  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9933  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10292  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    91  errors.py: Exit codes, the error family and the run context every door is given.
+  line   316  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   474  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
+  line   496  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   788  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1238  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1863  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2142  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2237  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2441  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2853  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  2929  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3321  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3447  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3703  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4131  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4279  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4778  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4829  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  4972  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5188  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5370  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5837  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6042  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6314  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6780  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7236  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7315  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7462  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7557  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  7925  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8315  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8551  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8833  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9244  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9302  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9751  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line  9921  command_reader/read.py: read_command: the command reader's one entry point.
+  line  9946  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10305  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -798,7 +799,6 @@ PER_PAGE = 100  # GitLab's maximum; it clamps larger values rather than refusing
 POOL_SIZE = 20
 # A read is retried on these. A write never is: see GitLab.write.
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 # Where the URL comes from when no variable names one: glab's own configuration.
 GLAB_HOST = "glab's configured host"
 
@@ -1095,7 +1095,7 @@ def decode_pages(text: str) -> list[Any]:
         items.extend(page)
 
 
-class _Glab:
+class Glab:
     """``glab api``, as the account glab is logged in as. Fields travel as a JSON body on
     stdin (``--input -``), because glab turns a -f value that looks like ``[a, b]`` into an
     array."""
@@ -1108,7 +1108,7 @@ class _Glab:
         self._instead = instead  # the token variable(s) that would replace glab, for errors
 
     def __repr__(self) -> str:
-        return f"_Glab(hostname={self.hostname!r})"
+        return f"Glab(hostname={self.hostname!r})"
 
     def argv(self, endpoint: str, *flags: str) -> list[str]:
         host = ["--hostname", self.hostname] if self.hostname else []
@@ -1229,175 +1229,6 @@ class GitLab:
             f"GitLab API {where} (from {self.origin}); reads via {self._reader.name}, "
             f"writes via {self._writer.name}"
         )
-
-
-def api_url_from_env(config: Config, env: Mapping[str, str]) -> tuple[str | None, str]:
-    """The API root and where it came from: <env_prefix>_GITLAB_URL (the instance URL), else
-    CI_API_V4_URL, else None (glab's configured host)."""
-    return _api_url(env, config.env_name("GITLAB_URL"))
-
-
-def _api_url(env: Mapping[str, str], name: str) -> tuple[str | None, str]:
-    if env.get(name, "").strip():
-        url = env[name].strip().rstrip("/")
-        return (url if url.endswith("/api/v4") else f"{url}/api/v4"), name
-    if env.get("CI_API_V4_URL", "").strip():
-        return env["CI_API_V4_URL"].strip().rstrip("/"), "CI_API_V4_URL"
-    return None, GLAB_HOST
-
-
-def _glab_host(env: Mapping[str, str], url_variable: str) -> str:
-    try:
-        proc = subprocess.run(
-            ["glab", "config", "get", "host"],
-            capture_output=True,
-            text=True,
-            env={"PATH": os.environ.get("PATH", os.defpath), **env},
-            timeout=30,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        proc = None
-    if proc is None or proc.returncode != 0 or not proc.stdout.strip():
-        raise PairgateError(
-            f"pairgate: no GitLab URL: set {url_variable} to the instance URL (such as "
-            "https://gitlab.example.com), or run in GitLab CI, or configure glab's host"
-        )
-    return proc.stdout.strip()
-
-
-def checked_url(url: str, origin: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise PairgateError(f"pairgate: {origin}={url!r} is not an http(s) URL")
-    if parts.scheme == "http" and parts.hostname not in _LOOPBACK:
-        raise PairgateError(
-            f"pairgate: {origin}={url!r}: refusing to send a token over plain http to a host "
-            "that is not loopback; use https"
-        )
-    return url
-
-
-def gitlab_from_env(
-    config: Config,
-    env: Mapping[str, str],
-    *,
-    retry: Retry | None = None,
-    timeout: Any = TIMEOUT,
-    transport: Callable[..., Any] = Https,
-) -> GitLab:
-    """The client a run uses: HTTPS with <env_prefix>_TASK_API_TOKEN for reads and
-    <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set.
-    ``transport`` builds each HTTPS transport (Https's arguments; the merge hook's is
-    gitlab_once.one_attempt_transport)."""
-    return gitlab_from_prefix(
-        config.env_prefix, env, retry=retry, timeout=timeout, transport=transport
-    )
-
-
-def gitlab_from_prefix(
-    env_prefix: str,
-    env: Mapping[str, str],
-    *,
-    retry: Retry | None = None,
-    timeout: Any = TIMEOUT,
-    transport: Callable[..., Any] = Https,
-) -> GitLab:
-    """gitlab_from_env for a run that has an env_prefix but no configuration yet (``pairgate
-    init``): the same variables, named with that prefix."""
-    read_name = env_variable(env_prefix, "TASK_API_TOKEN")
-    write_name = env_variable(env_prefix, "TASK_WRITE_TOKEN")
-    url_name = env_variable(env_prefix, "GITLAB_URL")
-    read_token = env.get(read_name, "").strip()
-    write_token = env.get(write_name, "").strip()
-    api_url, origin = _api_url(env, url_name)
-    if api_url is None and (read_token or write_token):
-        api_url = f"https://{_glab_host(env, url_name)}/api/v4"
-    missing = [
-        f"{name} ({scope} token)"
-        for name, scope, given in (
-            (read_name, "a read_api", read_token),
-            (write_name, "an api", write_token),
-        )
-        if not given
-    ]
-    return gitlab_client(
-        api_url,
-        origin,
-        read_token=read_token,
-        read_token_source=read_name,
-        write_token=write_token,
-        write_token_source=write_name,
-        glab_env=env,
-        glab_instead=" and ".join(missing),
-        retry=retry,
-        timeout=timeout,
-        transport=transport,
-    )
-
-
-def gitlab_client(
-    api_url: str | None,
-    url_source: str,
-    *,
-    read_token: str = "",
-    read_token_source: str = "the read token",
-    write_token: str = "",
-    write_token_source: str = "the write token",
-    glab_env: Mapping[str, str] | None = None,
-    glab_instead: str = "",
-    retry: Retry | None = None,
-    timeout: Any = TIMEOUT,
-    transport: Callable[..., Any] = Https,
-) -> GitLab:
-    """The client from values its caller has in hand: HTTPS to ``api_url`` (the API root,
-    ``.../api/v4``) with each token given, ``glab api`` for a side given none. ``url_source``
-    and the token sources name, in errors, where each value came from (GLAB_HOST for a URL
-    from glab's own configuration, whose host glab then picks itself). glab runs with
-    ``glab_env``, and ``glab_instead`` names what would replace it, for its errors."""
-    if api_url is not None:
-        api_url = checked_url(api_url, url_source)
-    hostname = urlsplit(api_url).netloc if api_url and url_source != GLAB_HOST else None
-    glab = _Glab(hostname, glab_env or {}, instead=glab_instead)
-
-    def https(token: str, source: str, scope: str) -> Any:
-        if api_url is None:
-            raise PairgateError(f"pairgate: no GitLab URL to send {source} to")
-        return transport(
-            api_url,
-            token,
-            retry=retry,
-            timeout=timeout,
-            token_source=source,
-            url_source=url_source,
-            scope=scope,
-        )
-
-    return GitLab(
-        reader=https(read_token, read_token_source, "read_api") if read_token else glab,
-        writer=https(write_token, write_token_source, "api") if write_token else glab,
-        api_url=api_url,
-        origin=url_source,
-    )
-
-
-def gitlab_with_token(
-    client: GitLab, token: str, *, retry: Retry | None = None, source: str = "the token"
-) -> GitLab:
-    """The same instance as another account (the review bot), over HTTPS with its token;
-    ``source`` says where the token came from, for errors."""
-    if client.api_url is None:
-        raise PairgateError("pairgate: the GitLab URL is unknown; set <env_prefix>_GITLAB_URL")
-    transport = Https(
-        client.api_url,
-        token,
-        retry=retry,
-        timeout=TIMEOUT,
-        token_source=source,
-        url_source=client.origin,
-        scope="api",
-    )
-    return GitLab(reader=transport, writer=transport, api_url=client.api_url, origin=client.origin)
 
 
 # end pairgate/standalone/gitlab.py
@@ -5351,6 +5182,188 @@ def audit_json(report: AuditReport, filed: dict[tuple[str, int], Filed]) -> dict
 
 
 # end pairgate/standalone/audit_door.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/gitlab_env.py
+# =============================================================================================
+
+
+# Hosts a token may travel to over plain http: this machine only.
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+
+def api_url_from_env(config: Config, env: Mapping[str, str]) -> tuple[str | None, str]:
+    """The API root and where it came from: <env_prefix>_GITLAB_URL (the instance URL), else
+    CI_API_V4_URL, else None (glab's configured host)."""
+    return _api_url(env, config.env_name("GITLAB_URL"))
+
+
+def _api_url(env: Mapping[str, str], name: str) -> tuple[str | None, str]:
+    if env.get(name, "").strip():
+        url = env[name].strip().rstrip("/")
+        return (url if url.endswith("/api/v4") else f"{url}/api/v4"), name
+    if env.get("CI_API_V4_URL", "").strip():
+        return env["CI_API_V4_URL"].strip().rstrip("/"), "CI_API_V4_URL"
+    return None, GLAB_HOST
+
+
+def _glab_host(env: Mapping[str, str], url_variable: str) -> str:
+    try:
+        proc = subprocess.run(
+            ["glab", "config", "get", "host"],
+            capture_output=True,
+            text=True,
+            env={"PATH": os.environ.get("PATH", os.defpath), **env},
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        proc = None
+    if proc is None or proc.returncode != 0 or not proc.stdout.strip():
+        raise PairgateError(
+            f"pairgate: no GitLab URL: set {url_variable} to the instance URL (such as "
+            "https://gitlab.example.com), or run in GitLab CI, or configure glab's host"
+        )
+    return proc.stdout.strip()
+
+
+def checked_url(url: str, origin: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise PairgateError(f"pairgate: {origin}={url!r} is not an http(s) URL")
+    if parts.scheme == "http" and parts.hostname not in _LOOPBACK:
+        raise PairgateError(
+            f"pairgate: {origin}={url!r}: refusing to send a token over plain http to a host "
+            "that is not loopback; use https"
+        )
+    return url
+
+
+def gitlab_from_env(
+    config: Config,
+    env: Mapping[str, str],
+    *,
+    retry: Retry | None = None,
+    timeout: Any = TIMEOUT,
+    transport: Callable[..., Any] = Https,
+) -> GitLab:
+    """The client a run uses: HTTPS with <env_prefix>_TASK_API_TOKEN for reads and
+    <env_prefix>_TASK_WRITE_TOKEN for writes, ``glab api`` for whichever is not set.
+    ``transport`` builds each HTTPS transport (Https's arguments; the merge hook's is
+    gitlab_once.one_attempt_transport)."""
+    return gitlab_from_prefix(
+        config.env_prefix, env, retry=retry, timeout=timeout, transport=transport
+    )
+
+
+def gitlab_from_prefix(
+    env_prefix: str,
+    env: Mapping[str, str],
+    *,
+    retry: Retry | None = None,
+    timeout: Any = TIMEOUT,
+    transport: Callable[..., Any] = Https,
+) -> GitLab:
+    """gitlab_from_env for a run that has an env_prefix but no configuration yet (``pairgate
+    init``): the same variables, named with that prefix."""
+    read_name = env_variable(env_prefix, "TASK_API_TOKEN")
+    write_name = env_variable(env_prefix, "TASK_WRITE_TOKEN")
+    url_name = env_variable(env_prefix, "GITLAB_URL")
+    read_token = env.get(read_name, "").strip()
+    write_token = env.get(write_name, "").strip()
+    api_url, origin = _api_url(env, url_name)
+    if api_url is None and (read_token or write_token):
+        api_url = f"https://{_glab_host(env, url_name)}/api/v4"
+    missing = [
+        f"{name} ({scope} token)"
+        for name, scope, given in (
+            (read_name, "a read_api", read_token),
+            (write_name, "an api", write_token),
+        )
+        if not given
+    ]
+    return gitlab_client(
+        api_url,
+        origin,
+        read_token=read_token,
+        read_token_source=read_name,
+        write_token=write_token,
+        write_token_source=write_name,
+        glab_env=env,
+        glab_instead=" and ".join(missing),
+        retry=retry,
+        timeout=timeout,
+        transport=transport,
+    )
+
+
+def gitlab_client(
+    api_url: str | None,
+    url_source: str,
+    *,
+    read_token: str = "",
+    read_token_source: str = "the read token",
+    write_token: str = "",
+    write_token_source: str = "the write token",
+    glab_env: Mapping[str, str] | None = None,
+    glab_instead: str = "",
+    retry: Retry | None = None,
+    timeout: Any = TIMEOUT,
+    transport: Callable[..., Any] = Https,
+) -> GitLab:
+    """The client from values its caller has in hand: HTTPS to ``api_url`` (the API root,
+    ``.../api/v4``) with each token given, ``glab api`` for a side given none. ``url_source``
+    and the token sources name, in errors, where each value came from (GLAB_HOST for a URL
+    from glab's own configuration, whose host glab then picks itself). glab runs with
+    ``glab_env``, and ``glab_instead`` names what would replace it, for its errors."""
+    if api_url is not None:
+        api_url = checked_url(api_url, url_source)
+    hostname = urlsplit(api_url).netloc if api_url and url_source != GLAB_HOST else None
+    glab = Glab(hostname, glab_env or {}, instead=glab_instead)
+
+    def https(token: str, source: str, scope: str) -> Any:
+        if api_url is None:
+            raise PairgateError(f"pairgate: no GitLab URL to send {source} to")
+        return transport(
+            api_url,
+            token,
+            retry=retry,
+            timeout=timeout,
+            token_source=source,
+            url_source=url_source,
+            scope=scope,
+        )
+
+    return GitLab(
+        reader=https(read_token, read_token_source, "read_api") if read_token else glab,
+        writer=https(write_token, write_token_source, "api") if write_token else glab,
+        api_url=api_url,
+        origin=url_source,
+    )
+
+
+def gitlab_with_token(
+    client: GitLab, token: str, *, retry: Retry | None = None, source: str = "the token"
+) -> GitLab:
+    """The same instance as another account (the review bot), over HTTPS with its token;
+    ``source`` says where the token came from, for errors."""
+    if client.api_url is None:
+        raise PairgateError("pairgate: the GitLab URL is unknown; set <env_prefix>_GITLAB_URL")
+    transport = Https(
+        client.api_url,
+        token,
+        retry=retry,
+        timeout=TIMEOUT,
+        token_source=source,
+        url_source=client.origin,
+        scope="api",
+    )
+    return GitLab(reader=transport, writer=transport, api_url=client.api_url, origin=client.origin)
+
+
+# end pairgate/standalone/gitlab_env.py
 
 
 # =============================================================================================

@@ -11,7 +11,7 @@ import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.config import load_config
-from pairgate.standalone.gitlab import gitlab_from_env
+from pairgate.standalone.gitlab_env import gitlab_from_env
 from pairgate.standalone.ledger import FROZEN_LABEL, MrRef
 from pairgate.standalone.reads import read_freezes
 from tests.kit.names import FIXTURE_CONFIG, LEAD, REVIEW

@@ -15,11 +15,10 @@ from pairgate.standalone.gitlab import (
     GitLab,
     GitLabError,
     WriteUncertain,
-    api_url_from_env,
     encode_project,
-    gitlab_from_env,
     read_retry,
 )
+from pairgate.standalone.gitlab_env import api_url_from_env, gitlab_from_env
 from tests.kit.run import agent_env
 
 NOTES = "projects/acme%2Ftracker/issues/1/notes"

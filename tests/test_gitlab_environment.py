@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from pairgate.standalone.config import Config
-from pairgate.standalone.gitlab import GitLab, gitlab_from_env, read_retry
+from pairgate.standalone.gitlab import GitLab, read_retry
+from pairgate.standalone.gitlab_env import gitlab_from_env
 from tests.kit.run import agent_env
 
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")

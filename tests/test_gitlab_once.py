@@ -26,7 +26,8 @@ from test_gitlab_environment import (  # noqa: F401
 )
 
 from pairgate.standalone.config import Config
-from pairgate.standalone.gitlab import GitLab, GitLabError, gitlab_from_env, read_retry
+from pairgate.standalone.gitlab import GitLab, GitLabError, read_retry
+from pairgate.standalone.gitlab_env import gitlab_from_env
 from pairgate.standalone.gitlab_once import (
     first_attempt_per_thread,
     first_attempt_transport,

@@ -13,7 +13,8 @@ from pairgate import tracker
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.audit import AUDIT_WORKERS
 from pairgate.standalone.config import Config
-from pairgate.standalone.gitlab import GitLab, GitLabError, gitlab_from_env
+from pairgate.standalone.gitlab import GitLab, GitLabError
+from pairgate.standalone.gitlab_env import gitlab_from_env
 from pairgate.standalone.reads import note_gid_number, read_last_edited
 from tests.kit.run import agent_env
 

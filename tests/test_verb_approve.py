@@ -10,7 +10,8 @@ import pytest
 from pairgate.commands.approve import approve as approve_verb
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Refusal
-from pairgate.standalone.gitlab import GitLab, gitlab_from_env
+from pairgate.standalone.gitlab import GitLab
+from pairgate.standalone.gitlab_env import gitlab_from_env
 from pairgate.standalone.ledger import MrRef
 from tests.kit.world import Round
 

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from pairgate.standalone.config import load_config
-from pairgate.standalone.gitlab import gitlab_from_env, read_retry
+from pairgate.standalone.gitlab import read_retry
+from pairgate.standalone.gitlab_env import gitlab_from_env
 from pairgate.watch import runner
 from pairgate.watch.read import OVERLAP, SWEEP
 from tests.kit.names import LEAD, REVIEW

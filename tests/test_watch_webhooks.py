@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from pairgate.standalone.config import load_config
-from pairgate.standalone.gitlab import gitlab_from_env
+from pairgate.standalone.gitlab_env import gitlab_from_env
 from pairgate.watch import webhook
 from pairgate.watch.listen import same_secret
 from pairgate.watch.read import Reading, read_named

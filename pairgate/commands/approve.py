@@ -26,7 +26,8 @@ from pairgate.standalone.approvals import assess, reasons_against
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError, Refusal, UsageError
 from pairgate.standalone.fold import self_approval_rule
-from pairgate.standalone.gitlab import GitLab, GitLabError, WriteUncertain, gitlab_with_token
+from pairgate.standalone.gitlab import GitLab, GitLabError, WriteUncertain
+from pairgate.standalone.gitlab_env import gitlab_with_token
 from pairgate.standalone.ledger import Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import read_ledger

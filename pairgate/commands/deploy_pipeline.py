@@ -32,7 +32,8 @@ from pairgate.deployment.gate_files import (
 )
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, UsageError
-from pairgate.standalone.gitlab import GitLab, GitLabError, gitlab_client
+from pairgate.standalone.gitlab import GitLab, GitLabError
+from pairgate.standalone.gitlab_env import gitlab_client
 
 MODE = 0o644
 _PIPELINE_PATH = re.compile(r"(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9_.][A-Za-z0-9_./-]*\.ya?ml")

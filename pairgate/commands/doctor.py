@@ -13,7 +13,8 @@ from pairgate.doctor.checks import CANNOT_READ, HOLE, PASS, DoctorCheck
 from pairgate.doctor.reads import doctor_paths, run_checks
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, Exit, PairgateError, UsageError
-from pairgate.standalone.gitlab import GitLab, gitlab_client
+from pairgate.standalone.gitlab import GitLab
+from pairgate.standalone.gitlab_env import gitlab_client
 
 
 def doctor(

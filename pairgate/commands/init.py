@@ -19,7 +19,8 @@ from pairgate.deployment.file_set import write_set
 from pairgate.deployment.gate_files import one_line
 from pairgate.standalone.config import CONFIG_FILENAME, Config, validate_config
 from pairgate.standalone.errors import Context, Exit, UsageError
-from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project, gitlab_from_prefix
+from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
+from pairgate.standalone.gitlab_env import gitlab_from_prefix
 
 
 def _one_user(client: GitLab, username: str, flag: str) -> dict[str, Any]:

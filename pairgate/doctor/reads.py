@@ -30,7 +30,8 @@ from pairgate.standalone.audit_door import gated_projects
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError
 from pairgate.standalone.gate import group_project_paths
-from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project, gitlab_with_token
+from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
+from pairgate.standalone.gitlab_env import gitlab_with_token
 from pairgate.standalone.scope import under
 from pairgate.tracker import pooled, review_bot_token
 

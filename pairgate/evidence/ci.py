@@ -38,7 +38,8 @@ from pairgate.standalone.ci_job import NotProven, ProvenJob, prove_job
 from pairgate.standalone.config import CONFIG_ENV, Config, load_config
 from pairgate.standalone.errors import ConfigError, Context, Exit, PairgateError, report
 from pairgate.standalone.fold import fold
-from pairgate.standalone.gitlab import GitLab, encode_project, gitlab_from_env
+from pairgate.standalone.gitlab import GitLab, encode_project
+from pairgate.standalone.gitlab_env import gitlab_from_env
 from pairgate.standalone.ledger import Event, Ledger, Note
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import read_notes

@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pairgate.standalone.errors import PairgateError
-from pairgate.standalone.gitlab import TIMEOUT, GitLabError, checked_url, read_retry
+from pairgate.standalone.gitlab import TIMEOUT, GitLabError, read_retry
+from pairgate.standalone.gitlab_env import checked_url
 from pairgate.standalone.gitlab_once import OneAttempt, wait_as_requests_would
 from pairgate.standalone.values import value_type
 

@@ -12,7 +12,8 @@ from pairgate.standalone.ci_job import NotProven, prove_job
 from pairgate.standalone.config import CONFIG_ENV, Config, load_config
 from pairgate.standalone.errors import ConfigError, Context, Exit, PairgateError, UsageError, report
 from pairgate.standalone.gate import gate_merge
-from pairgate.standalone.gitlab import GitLab, gitlab_client
+from pairgate.standalone.gitlab import GitLab
+from pairgate.standalone.gitlab_env import gitlab_client
 from pairgate.standalone.gitlab_once import first_attempt_transport
 from pairgate.standalone.scope import ROSTER_FILENAME, load_automation_families, roster_path
 from pairgate.standalone.verdict import Check, GateVerdict

@@ -9,7 +9,7 @@ from pairgate.standalone.audit_flags import add_audit_arguments
 from pairgate.standalone.config import load_config
 from pairgate.standalone.doors import arg_parser, run_merge_check
 from pairgate.standalone.errors import Context, Exit, UsageError, report
-from pairgate.standalone.gitlab import gitlab_from_env
+from pairgate.standalone.gitlab_env import gitlab_from_env
 from pairgate.standalone.gitlab_once import first_attempt_per_thread, first_attempt_transport
 from pairgate.standalone.hook import hook_main
 

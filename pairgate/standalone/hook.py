@@ -33,7 +33,8 @@ from pairgate.standalone.errors import (
     reader_dir,
 )
 from pairgate.standalone.gate import gate_merge, project_in_group
-from pairgate.standalone.gitlab import GitLab, encode_project, gitlab_from_env
+from pairgate.standalone.gitlab import GitLab, encode_project
+from pairgate.standalone.gitlab_env import gitlab_from_env
 from pairgate.standalone.gitlab_once import one_attempt_transport
 from pairgate.standalone.scope import ROSTER_FILENAME
 from pairgate.standalone.verdict import GateVerdict

@@ -17,11 +17,7 @@ from typing import Any
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError, Refusal, UsageError
 from pairgate.standalone.fold import binding_freeze, fold, freeze_refusal, identity_pattern
-from pairgate.standalone.gitlab import (
-    GitLab,
-    GitLabError,
-    WriteUncertain,
-)
+from pairgate.standalone.gitlab import GitLab, GitLabError, WriteUncertain
 from pairgate.standalone.ledger import ROLE_LABELS, Event, Freeze, Ledger, MrRef
 from pairgate.standalone.reads import notes_path, read_freezes, read_notes
 from pairgate.standalone.records import ISSUE_BOUND_KINDS, compose_note
