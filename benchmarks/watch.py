@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from pairgate.commands.inbox import inbox  # noqa: E402
 from pairgate.standalone.config import load_config  # noqa: E402
 from pairgate.standalone.errors import Context, fresh_id  # noqa: E402
-from pairgate.standalone.gitlab import gitlab_from_env  # noqa: E402
+from pairgate.standalone.gitlab_env import gitlab_from_env  # noqa: E402
 from pairgate.standalone.records import compose_note  # noqa: E402
 from pairgate.watch import hooks, runner  # noqa: E402
 from pairgate.watch.batches import NewBatch, Plan  # noqa: E402

@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pairgate.standalone.config import load_config  # noqa: E402
-from pairgate.standalone.gitlab import gitlab_from_env  # noqa: E402
+from pairgate.standalone.gitlab_env import gitlab_from_env  # noqa: E402
 from pairgate.watch import runner  # noqa: E402
 from pairgate.watch.store import Store  # noqa: E402
 
