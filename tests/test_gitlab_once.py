@@ -223,6 +223,7 @@ def test_the_token_never_appears_in_a_repr(
     assert sandbox.token("agents") not in repr(client)
 
 
+@pytest.mark.timing
 def test_a_gitlab_that_does_not_answer_fails_once_naming_the_url(
     config: Config, plain: pytest.MonkeyPatch
 ) -> None:

@@ -82,6 +82,7 @@ def test_a_flat_deployment_is_told_to_put_the_file_beside_ownership_py(tmp_path:
 # -- reaching GitLab ------------------------------------------------------------------------------
 
 
+@pytest.mark.timing
 def test_a_refused_connection_fails_at_once_naming_the_url_and_its_variable(
     config_env: dict[str, str],
 ) -> None:

@@ -39,6 +39,7 @@ def comment_events(world: Round) -> list[dict[str, Any]]:
     return [e for b in world.batches() for e in b["events"] if e["kind"] == "comment-added"]
 
 
+@pytest.mark.timing
 def test_a_comment_reaches_the_inbox_by_webhook_alone_within_a_second(
     world: Round, tmp_path: Path
 ) -> None:

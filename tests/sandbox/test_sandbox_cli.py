@@ -57,6 +57,7 @@ def start(*args: str) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.timing
 def test_ready_line_within_a_second_then_sigterm_exits_0(tmp_path: Path) -> None:
     config = tmp_path / "pairgate-config.json"
     started = time.monotonic()
@@ -106,6 +107,7 @@ def test_ready_line_within_a_second_then_sigterm_exits_0(tmp_path: Path) -> None
         assert proc.wait(timeout=10) == 0
 
 
+@pytest.mark.timing
 def test_sigterm_exits_0_within_half_a_second(tmp_path: Path) -> None:
     """With a keep-alive connection open and a --state file to write: the worst case."""
     import requests

@@ -114,6 +114,7 @@ def test_request_log_counts_and_clears(sandbox: RunningSandbox) -> None:
     assert sandbox.requests() == []
 
 
+@pytest.mark.timing
 def test_reset_restores_the_default_world_quickly(sandbox: RunningSandbox) -> None:
     sandbox.create_issue("extra")
     sandbox.fault(path="/user", status=500)
