@@ -15,9 +15,9 @@ issue after its first are merged unapproved: the audit finds them. ``--quick`` i
 (6 merge requests citing 3 issues, 1 ms a request) for a smoke run.
 
 Targets: under 5 s of wall time at the defaults, and each issue's notes read once. The floor in
-requests: the merged listing's pages, one notes listing per cited issue, one read of each gated
-merge request (its diff_refs) and one GraphQL query per issue holding approvals (whether they
-were edited); above it: the group's project listing (twice: the shared-in projects, the
+requests: the merged listing's pages, one notes listing per cited issue, one GraphQL query per
+hundred gated merge requests of a project (their diff_refs; a merge request it does not give is
+read by itself) and one per issue holding approvals (whether they were edited); above it: the group's project listing (twice: the shared-in projects, the
 default branches), each shared-in project's merged listing, the frozen-label and updated-issue
 listings, one label-history listing per issue updated in the window, and each default branch's
 first-parent commits and push events (a page per 100 each)."""
@@ -251,7 +251,8 @@ def main_(argv: list[str]) -> int:
     print(
         f"floor: {floor} ({pages} merged-listing pages, one notes read for each of the "
         f"{len(notes)} cited issues, {kinds['merge request read']} merge request reads, "
-        f"{kinds['GraphQL']} GraphQL queries); above it: {len(log) - floor} (the group's project "
+        f"{kinds['GraphQL']} GraphQL queries: the diff_refs, a hundred a query, and the edits); "
+        f"above it: {len(log) - floor} (the group's project "
         f"listing twice, the shared-in project's merged listing, the frozen-label and "
         f"updated-issue listings, one label history per issue, each default branch's "
         f"first-parent commits and push events)"

@@ -8,46 +8,47 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    91  errors.py: Exit codes, the error family and the run context every door is given.
-  line   316  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   474  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
-  line   496  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   788  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1238  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1863  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2142  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2237  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2441  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2853  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  2929  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3321  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3447  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3703  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4131  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4279  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4778  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4829  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  4972  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5188  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5370  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5837  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6042  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6314  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6780  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7236  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7315  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7462  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7557  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  7925  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8315  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8551  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8833  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9244  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9302  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9751  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line  9921  command_reader/read.py: read_command: the command reader's one entry point.
-  line  9946  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10305  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    92  errors.py: Exit codes, the error family and the run context every door is given.
+  line   317  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   475  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
+  line   497  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   789  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1239  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1864  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2143  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2238  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2442  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2550  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2962  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3038  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3430  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3556  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3812  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4240  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4388  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4890  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4941  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5084  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5300  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5482  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5949  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6154  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6426  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6892  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7348  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7427  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7574  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7669  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8037  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8427  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8663  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8945  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9356  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9414  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9863  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10033  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10058  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10417  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Literal, NoReturn, Protocol, TYPE_CHECKING, TextIO, TypeVar, dataclass_transform
+from typing import Any, Literal, NamedTuple, NoReturn, Protocol, TYPE_CHECKING, TextIO, TypeVar, dataclass_transform
 from urllib.parse import quote, urlencode, urlsplit
 
 if TYPE_CHECKING:
@@ -2438,6 +2439,114 @@ def pushed_without_mr(read: BranchRead, merged: Iterable[BroughtBy]) -> list[Pus
 
 
 # =============================================================================================
+# begin pairgate/standalone/audit_refs.py
+# =============================================================================================
+
+
+# GitLab's max_page_size: one query per hundred merge requests.
+REFS_CHUNK = 100
+
+DIFF_REFS_QUERY = """
+query($path: ID!, $iids: [String!], $after: String) {
+  project(fullPath: $path) {
+    mergeRequests(iids: $iids, first: 100, after: $after) {
+      nodes { iid targetBranch diffRefs { baseSha startSha } }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+}
+"""
+
+
+class DiffRefs(NamedTuple):
+    target_branch: str | None
+    base_sha: str | None
+    start_sha: str | None
+
+
+Key = tuple[str, int]  # (project path as listed, iid)
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def read_diff_refs(
+    client: GitLab, wanted: Iterable[Key], *, workers: int = 1
+) -> dict[Key, DiffRefs]:
+    """(project, iid) -> its diff_refs and target branch, for every merge request ``wanted``
+    names. A GitLabError from a REST read propagates, as the single read always did."""
+    by_project: dict[str, list[int]] = {}
+    for project, iid in dict.fromkeys(wanted):
+        by_project.setdefault(project, []).append(iid)
+    chunks = [
+        (project, iids[i : i + REFS_CHUNK])
+        for project, iids in by_project.items()
+        for i in range(0, len(iids), REFS_CHUNK)
+    ]
+    found: dict[Key, DiffRefs] = {}
+    for part in _each(workers, lambda chunk: _graphql_chunk(client, *chunk), chunks):
+        found.update(part)
+    missing = [(p, i) for p, iids in by_project.items() for i in iids if (p, i) not in found]
+    for key, refs in zip(
+        missing, _each(workers, lambda key: _rest_one(client, *key), missing), strict=True
+    ):
+        found[key] = refs
+    return found
+
+
+def _each(workers: int, task: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    if workers > 1 and len(items) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+            return list(pool.map(task, items))
+    return [task(item) for item in items]
+
+
+def _graphql_chunk(client: GitLab, project: str, iids: list[int]) -> Mapping[Key, DiffRefs]:
+    """One project's merge requests by iid; what GraphQL cannot give is left out (and read
+    over REST by the caller)."""
+    if project.isdigit():
+        return {}  # GraphQL names a project by its full path only
+    found: dict[Key, DiffRefs] = {}
+    after: str | None = None
+    while True:
+        variables = {"path": project, "iids": [str(i) for i in iids], "after": after}
+        try:
+            data = client.graphql(DIFF_REFS_QUERY, variables)
+        except GitLabError:
+            return found  # a GitLab that cannot run the query: the REST reads still can
+        listing = (data.get("project") or {}).get("mergeRequests")
+        if not isinstance(listing, dict):
+            return found
+        for node in listing.get("nodes") or ():
+            iid = str((node or {}).get("iid") or "")
+            refs = node.get("diffRefs") if iid.isdigit() else None
+            if isinstance(refs, dict) and int(iid) in iids:
+                found[(project, int(iid))] = DiffRefs(
+                    node.get("targetBranch") or None,
+                    refs.get("baseSha") or None,
+                    refs.get("startSha") or None,
+                )
+        page = listing.get("pageInfo") or {}
+        if not page.get("hasNextPage") or not page.get("endCursor"):
+            return found
+        after = page["endCursor"]
+
+
+def _rest_one(client: GitLab, project: str, iid: int) -> DiffRefs:
+    data = client.get(f"projects/{encode_project(project)}/merge_requests/{iid}")
+    refs = data.get("diff_refs") or {}
+    return DiffRefs(
+        data.get("target_branch") or None,
+        refs.get("base_sha") or None,
+        refs.get("start_sha") or None,
+    )
+
+
+# end pairgate/standalone/audit_refs.py
+
+
+# =============================================================================================
 # begin pairgate/standalone/fold.py
 # =============================================================================================
 
@@ -4646,16 +4755,15 @@ class AuditReport:
         return not self.undecided and all(p.decided for p in self.pushes)
 
 
-def with_diff_refs(client: GitLab, merged: MergedMr) -> MergedMr:
-    """``merged`` with what GitLab's single-MR answer adds to its listing: diff_refs."""
-    path = f"projects/{encode_project(merged.facts.project)}/merge_requests/{merged.facts.iid}"
-    data = client.get(path)
-    refs = data.get("diff_refs") or {}
+def with_refs(merged: MergedMr, refs: DiffRefs | None) -> MergedMr:
+    """``merged`` with its diff_refs and target branch as read (unchanged when not read)."""
+    if refs is None:
+        return merged
     facts = replace(
         merged.facts,
-        target_branch=str(data.get("target_branch") or merged.facts.target_branch),
-        base_sha=refs.get("base_sha") or None,
-        start_sha=refs.get("start_sha") or None,
+        target_branch=refs.target_branch or merged.facts.target_branch,
+        base_sha=refs.base_sha,
+        start_sha=refs.start_sha,
     )
     return replace(merged, facts=facts)
 
@@ -4674,7 +4782,9 @@ def audit(
     page per 100), the group's project listing twice (for the shared-in projects and for the
     default branches; one project read each when ``projects`` are named), per project its
     first-parent commits in the window and, when a commit there needs its pusher named, its
-    push events (a page per 100 each); one read per gated merge (its diff_refs) and per fast-forwarded one; two issue
+    push events (a page per 100 each); the diff_refs of each gated merge and each
+    fast-forwarded one, a GraphQL read per 100 of a project (a REST read for each GraphQL does
+    not give); two issue
     listings (labelled frozen now, updated in the window) and one label-history listing per
     issue in them; one notes listing per issue that a gated merge request cites or that held
     the freeze label; one GraphQL read per such issue that holds approvals (whether they were
@@ -4706,16 +4816,18 @@ def audit(
     reads = [r for r in done[: len(branches)] if isinstance(r, BranchRead)]
     histories = dict(zip(candidates, done[len(branches) :], strict=True))
     on_branch = {c.sha for r in reads for c in r.history}
-    # An approval binds the merge base it reviewed, and only GitLab's single-MR answer carries
-    # diff_refs (its listing leaves them out): one read per gated merge, and per merge that
-    # fast-forwarded the branch (its base says which commits under its head it brought).
+    # An approval binds the merge base it reviewed, and GitLab's listing leaves diff_refs out:
+    # they are read for each gated merge, and each merge that fast-forwarded the branch (its
+    # base says which commits under its head it brought).
     wanted_refs = {id(m) for m, (_, scope) in scoped if scope.in_scope} | {
         id(m) for m in merged if m.facts.head_sha in on_branch
     }
-    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
-        merged = list(
-            pool.map(lambda m: with_diff_refs(client, m) if id(m) in wanted_refs else m, merged)
-        )
+    refs = read_diff_refs(
+        client,
+        [(m.facts.project, m.facts.iid) for m in merged if id(m) in wanted_refs],
+        workers=AUDIT_WORKERS,
+    )
+    merged = [with_refs(m, refs.get((m.facts.project, m.facts.iid))) for m in merged]
     scoped = [
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
     ]

@@ -4,6 +4,7 @@ would have judged each at the moment it merged."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -12,6 +13,9 @@ import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.audit_flags import AUDIT_LABEL
+from pairgate.standalone.audit_refs import DiffRefs, read_diff_refs
+from pairgate.standalone.config import Config
+from pairgate.standalone.gitlab_env import gitlab_from_env
 from tests.kit.audit_cases import (
     by_curl_without_approval,
     frozen_when_merged,
@@ -334,3 +338,55 @@ def test_a_merge_from_a_fork_says_so(sandbox: RunningSandbox) -> None:
     assert "from a fork, project id" in finding["why"] and "no gate job held it" in finding["why"]
     assert [f["mr"]["iid"] for f in doc["forks"]] == [unreviewed["iid"], reviewed["iid"]]
     assert f"fork: acme/app!{reviewed['iid']} merged from project id" in result.out
+
+
+def test_the_merges_diff_refs_are_read_through_graphql_not_one_get_each(
+    sandbox: RunningSandbox,
+) -> None:
+    """A hundred merge requests of a project per GraphQL read: at 1,000 merges a REST read each
+    was the audit's longest wait. The verdicts are those of the REST reads (the suite's other
+    audit tests, whose bases and approvals bind diff_refs, pass on them)."""
+    world = World(sandbox)
+    issue = world.issue()
+    world.trail(issue).claim("acme-lead")
+    merged = [world.mr(f"Part of {TRACKER}#{issue}") for _ in range(3)]
+    for mr in merged:
+        merge(world, mr)
+    sandbox.clear_requests()
+    doc = audit_json(sandbox)
+    assert set(found(doc)) == {name(m) for m in merged}
+    asked = sandbox.requests()
+    one_each = [
+        r["path"]
+        for r in asked
+        if r["method"] == "GET" and re.fullmatch(r".*/merge_requests/\d+", r["path"])
+    ]
+    assert one_each == []
+    # One query for the three (no approval on the trail: no lastEditedAt read).
+    assert [r["method"] for r in asked if r["path"] == GRAPHQL] == ["POST"]
+
+
+def test_a_gitlab_that_cannot_answer_the_query_gives_the_diff_refs_over_rest(
+    sandbox: RunningSandbox, config: Config
+) -> None:
+    """An older GitLab without the field, or a project named by id: one REST read each."""
+    world = World(sandbox)
+    made = [world.mr("A change") for _ in range(2)]
+    project_id = str(sandbox.api("GET", "/projects/acme%2Fapp")["id"])
+    wanted = [("acme/app", made[0]["iid"]), (project_id, made[1]["iid"])]
+    sandbox.fault(method="POST", path="^/api/graphql$", status=400)
+    sandbox.clear_requests()
+    refs = read_diff_refs(gitlab_from_env(config, agent_env(sandbox)), wanted, workers=4)
+    asked = sorted(f"{r['method']} {r['path']}" for r in sandbox.requests())
+    for (project, iid), mr in zip(wanted, made, strict=True):
+        rest = sandbox.api("GET", f"/projects/acme%2Fapp/merge_requests/{mr['iid']}")
+        assert refs[(project, iid)] == DiffRefs(
+            "main", rest["diff_refs"]["base_sha"], rest["diff_refs"]["start_sha"]
+        )
+    assert asked == sorted(
+        [
+            "POST /api/graphql",  # the query for acme/app, refused; none for a project id
+            f"GET /api/v4/projects/acme%2Fapp/merge_requests/{made[0]['iid']}",
+            f"GET /api/v4/projects/{project_id}/merge_requests/{made[1]['iid']}",
+        ]
+    )

@@ -1,7 +1,8 @@
 """GitLab's GraphQL API (POST /api/graphql), as far as pairgate reads it: a project by full path,
 an issue by iid, and the issue's notes as a connection, each note with the fields of GitLab's
 ``Note`` type that say who wrote it and when it was last edited (``lastEditedAt``, which REST
-notes do not carry). Queries run through graphql-core against that schema, so any query of its
+notes do not carry); and a project's merge requests by iids, with their ``diffRefs`` (which a
+REST listing leaves out, so the audit reads a hundred at a time here). Queries run through graphql-core against that schema, so any query of its
 shape is answered as GitLab would, and anything else gets GitLab's error shape."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from graphql import GraphQLError, build_schema, graphql_sync
 
+from pairgate.sandbox import repo
 from pairgate.sandbox.httpd import Reply, Request
 from pairgate.sandbox.records import REPORTER, Note
 
@@ -29,6 +31,28 @@ type Project {
   id: ID!
   fullPath: ID!
   issue(iid: String): Issue
+  mergeRequests(iids: [String!], first: Int, after: String): MergeRequestConnection
+}
+
+type DiffRefs {
+  baseSha: String
+  headSha: String!
+  startSha: String!
+}
+
+type MergeRequest {
+  id: ID!
+  iid: String!
+  state: String!
+  sourceBranch: String!
+  targetBranch: String!
+  diffRefs: DiffRefs
+}
+
+type MergeRequestConnection {
+  count: Int!
+  nodes: [MergeRequest]
+  pageInfo: PageInfo!
 }
 
 type Issue {
@@ -112,6 +136,22 @@ def _note(world: Any, note: Note) -> dict[str, Any]:
     }
 
 
+def _merge_request(world: Any, mr: Any) -> dict[str, Any]:
+    head = repo.current_sha(world, mr)
+    return {
+        "id": f"gid://gitlab/MergeRequest/{mr.id}",
+        "iid": str(mr.iid),
+        "state": mr.state,
+        "sourceBranch": mr.source_branch,
+        "targetBranch": mr.target_branch,
+        "diffRefs": {
+            "baseSha": mr.base_sha,
+            "headSha": head,
+            "startSha": mr.start_sha or mr.base_sha,
+        },
+    }
+
+
 def _page(items: list[Note], args: dict[str, Any]) -> tuple[list[Note], bool, bool]:
     """Relay pagination over notes in id order: (window, has next page, has previous page)."""
     after, before = _cursor_id(args.get("after")), _cursor_id(args.get("before"))
@@ -188,10 +228,46 @@ class _Root:
                 "notes": notes,
             }
 
+        def merge_requests(
+            info: Any,
+            iids: list[str] | None = None,
+            first: int | None = None,
+            after: str | None = None,
+        ) -> dict[str, Any]:
+            if first is not None and first < 0:
+                raise GraphQLError(
+                    "Argument 'first' on Field 'mergeRequests' has an invalid value."
+                )
+            wanted = None if iids is None else {int(i) for i in iids if i.isdigit()}
+            # GitLab's default order is newest first; the cursor is the last one given.
+            mine = sorted(
+                (
+                    m
+                    for m in world.merge_requests.values()
+                    if m.project_id == project.id and (wanted is None or m.iid in wanted)
+                ),
+                key=lambda m: -m.id,
+            )
+            start = _cursor_id(after)
+            window = [m for m in mine if start is None or m.id < start]
+            size = min(v for v in (first, MAX_PAGE) if v is not None)
+            page = window[:size]
+            return {
+                "count": len(mine),
+                "nodes": [_merge_request(world, m) for m in page],
+                "pageInfo": {
+                    "hasNextPage": len(window) > size,
+                    "hasPreviousPage": len(window) < len(mine),
+                    "startCursor": _cursor(page[0].id) if page else None,
+                    "endCursor": _cursor(page[-1].id) if page else None,
+                },
+            }
+
         return {
             "id": f"gid://gitlab/Project/{project.id}",
             "fullPath": world.full_path(project),
             "issue": issue,
+            "mergeRequests": merge_requests,
         }
 
 

@@ -38,6 +38,7 @@ from pairgate.standalone.audit_pushes import (
     read_branch,
     with_pushes,
 )
+from pairgate.standalone.audit_refs import DiffRefs, read_diff_refs
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import PairgateError
 from pairgate.standalone.fold import fold
@@ -432,16 +433,15 @@ class AuditReport:
         return not self.undecided and all(p.decided for p in self.pushes)
 
 
-def with_diff_refs(client: GitLab, merged: MergedMr) -> MergedMr:
-    """``merged`` with what GitLab's single-MR answer adds to its listing: diff_refs."""
-    path = f"projects/{encode_project(merged.facts.project)}/merge_requests/{merged.facts.iid}"
-    data = client.get(path)
-    refs = data.get("diff_refs") or {}
+def with_refs(merged: MergedMr, refs: DiffRefs | None) -> MergedMr:
+    """``merged`` with its diff_refs and target branch as read (unchanged when not read)."""
+    if refs is None:
+        return merged
     facts = replace(
         merged.facts,
-        target_branch=str(data.get("target_branch") or merged.facts.target_branch),
-        base_sha=refs.get("base_sha") or None,
-        start_sha=refs.get("start_sha") or None,
+        target_branch=refs.target_branch or merged.facts.target_branch,
+        base_sha=refs.base_sha,
+        start_sha=refs.start_sha,
     )
     return replace(merged, facts=facts)
 
@@ -460,7 +460,9 @@ def audit(
     page per 100), the group's project listing twice (for the shared-in projects and for the
     default branches; one project read each when ``projects`` are named), per project its
     first-parent commits in the window and, when a commit there needs its pusher named, its
-    push events (a page per 100 each); one read per gated merge (its diff_refs) and per fast-forwarded one; two issue
+    push events (a page per 100 each); the diff_refs of each gated merge and each
+    fast-forwarded one, a GraphQL read per 100 of a project (a REST read for each GraphQL does
+    not give); two issue
     listings (labelled frozen now, updated in the window) and one label-history listing per
     issue in them; one notes listing per issue that a gated merge request cites or that held
     the freeze label; one GraphQL read per such issue that holds approvals (whether they were
@@ -492,16 +494,18 @@ def audit(
     reads = [r for r in done[: len(branches)] if isinstance(r, BranchRead)]
     histories = dict(zip(candidates, done[len(branches) :], strict=True))
     on_branch = {c.sha for r in reads for c in r.history}
-    # An approval binds the merge base it reviewed, and only GitLab's single-MR answer carries
-    # diff_refs (its listing leaves them out): one read per gated merge, and per merge that
-    # fast-forwarded the branch (its base says which commits under its head it brought).
+    # An approval binds the merge base it reviewed, and GitLab's listing leaves diff_refs out:
+    # they are read for each gated merge, and each merge that fast-forwarded the branch (its
+    # base says which commits under its head it brought).
     wanted_refs = {id(m) for m, (_, scope) in scoped if scope.in_scope} | {
         id(m) for m in merged if m.facts.head_sha in on_branch
     }
-    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
-        merged = list(
-            pool.map(lambda m: with_diff_refs(client, m) if id(m) in wanted_refs else m, merged)
-        )
+    refs = read_diff_refs(
+        client,
+        [(m.facts.project, m.facts.iid) for m in merged if id(m) in wanted_refs],
+        workers=AUDIT_WORKERS,
+    )
+    merged = [with_refs(m, refs.get((m.facts.project, m.facts.iid))) for m in merged]
     scoped = [
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
     ]

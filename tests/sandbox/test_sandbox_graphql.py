@@ -111,3 +111,50 @@ def test_a_query_the_schema_cannot_run_answers_errors(sandbox: RunningSandbox) -
     assert mutation.json()["errors"]
     empty = graphql(sandbox, "", {}, token)
     assert empty.json() == {"errors": [{"message": "No query string was present"}]}
+
+
+MRS_QUERY = """
+query($path: ID!, $iids: [String!], $first: Int, $after: String) {
+  project(fullPath: $path) {
+    mergeRequests(iids: $iids, first: $first, after: $after) {
+      count
+      nodes { id iid state targetBranch diffRefs { baseSha headSha startSha } }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+}
+"""
+
+
+def test_merge_requests_by_iids_carry_the_diff_refs_rest_gives(sandbox: RunningSandbox) -> None:
+    token = sandbox.token()
+    made = []
+    for n in range(3):
+        sandbox.commit(f"topic-{n}", {f"f{n}": "x"})
+        made.append(sandbox.create_mr(f"topic-{n}"))
+    asked = {"path": "acme/app", "iids": [str(m["iid"]) for m in made[:2]] + ["999"]}
+    answer = graphql(sandbox, MRS_QUERY, asked, token).json()
+    listing = answer["data"]["project"]["mergeRequests"]
+    assert listing["count"] == 2 and not listing["pageInfo"]["hasNextPage"]
+    for node in listing["nodes"]:
+        rest = sandbox.api("GET", f"/projects/acme%2Fapp/merge_requests/{node['iid']}")
+        assert node["id"] == f"gid://gitlab/MergeRequest/{rest['id']}"
+        assert (node["state"], node["targetBranch"]) == (rest["state"], rest["target_branch"])
+        refs = rest["diff_refs"]
+        assert node["diffRefs"] == {
+            "baseSha": refs["base_sha"],
+            "headSha": refs["head_sha"],
+            "startSha": refs["start_sha"],
+        }
+    # Newest first, as GitLab lists them, a page at a time.
+    first = graphql(sandbox, MRS_QUERY, {"path": "acme/app", "first": 2}, token).json()
+    page = first["data"]["project"]["mergeRequests"]
+    newest = sorted((m["iid"] for m in made), reverse=True)
+    assert [int(n["iid"]) for n in page["nodes"]][:2] == newest[:2]
+    assert page["pageInfo"]["hasNextPage"]
+    after = page["pageInfo"]["endCursor"]
+    rest_page = graphql(sandbox, MRS_QUERY, {"path": "acme/app", "first": 2, "after": after}, token)
+    later = [int(n["iid"]) for n in rest_page.json()["data"]["project"]["mergeRequests"]["nodes"]]
+    assert newest[2] in later and not set(later) & set(newest[:2])
+    # Anonymous: the project is hidden, as the notes are.
+    assert graphql(sandbox, MRS_QUERY, asked).json()["data"] == {"project": None}
