@@ -9,46 +9,46 @@ package around it, so it imports only the standard library and the runtime depen
 
 Contents (where each source module begins, and what it holds):
   line    92  errors.py: Exit codes, the error family and the run context every door is given.
-  line   317  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   475  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
-  line   497  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   789  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1239  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1864  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2143  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2238  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2442  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2550  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2962  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3038  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3430  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3556  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3812  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4240  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4388  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4890  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4941  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5084  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5300  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5482  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5949  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6154  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6426  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6892  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7348  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7427  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7574  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7669  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8037  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8427  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8663  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8945  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9356  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9414  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9863  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10033  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10058  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10417  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line   319  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   477  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
+  line   499  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   791  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1241  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1866  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2145  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2240  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2444  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2552  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2964  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3040  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3432  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3558  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3814  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4242  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4390  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4892  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4943  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5086  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5302  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5484  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5951  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6156  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6428  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6894  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7350  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7429  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7576  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7671  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8039  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8429  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8665  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8947  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9358  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9416  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9865  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10035  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10060  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10419  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -208,6 +208,8 @@ def state_dir(env: Mapping[str, str]) -> Path | None:
 def first_today(env: Mapping[str, str], copy: str, now: float) -> bool:
     """True once per UTC day per copy: a stamp under the user's state directory says when the
     copy's currency note was last given. With no state directory to keep it in, every time."""
+    import hashlib  # here, not at the top: the command line's start needs no digest
+
     base = state_dir(env)
     if base is None:
         return True

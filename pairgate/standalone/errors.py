@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import hashlib
 import os
 import sys
 import time
@@ -145,6 +144,8 @@ def state_dir(env: Mapping[str, str]) -> Path | None:
 def first_today(env: Mapping[str, str], copy: str, now: float) -> bool:
     """True once per UTC day per copy: a stamp under the user's state directory says when the
     copy's currency note was last given. With no state directory to keep it in, every time."""
+    import hashlib  # here, not at the top: the command line's start needs no digest
+
     base = state_dir(env)
     if base is None:
         return True
