@@ -8,47 +8,48 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    92  errors.py: Exit codes, the error family and the run context every door is given.
-  line   319  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   477  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
-  line   499  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   791  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1241  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1866  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2145  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2240  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2444  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2552  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2964  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3040  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3432  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3558  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3814  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4242  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4390  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4892  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4943  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5086  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5302  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5484  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5951  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6156  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6428  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6894  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7350  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7429  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7576  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7671  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8039  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8429  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8665  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8947  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9358  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9416  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9865  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10035  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10060  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10419  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    93  errors.py: Exit codes, the error family and the run context every door is given.
+  line   320  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   478  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
+  line   500  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   792  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1242  record_parts.py: The pieces the record schemas (records.py) are built from: the field types they share, and
+  line  1358  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1883  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2162  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2257  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2461  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2569  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2981  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3057  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3449  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3575  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3831  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4259  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4407  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4909  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4960  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5103  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5319  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5501  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5968  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6173  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6445  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6911  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7367  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7446  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7593  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7688  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8056  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8446  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8682  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8964  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9375  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9433  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9882  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10052  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10077  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10436  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -1238,6 +1239,122 @@ class GitLab:
 
 
 # =============================================================================================
+# begin pairgate/standalone/record_parts.py
+# =============================================================================================
+
+
+SHA_FIELD = {"type": "string", "pattern": "^[0-9a-f]{40}$", "description": "a full commit SHA"}
+DIGEST_FIELD = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+NOTE_ID_FIELD = {"type": "integer", "minimum": 1}
+
+
+def closed_object(
+    properties: Mapping[str, Any], optional: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """An object with exactly these keys, and ``optional`` ones added after records without
+    them were written."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": list(properties),
+        "properties": {**properties, **(optional or {})},
+    }
+
+
+# Mutation evidence (docs/agent-handoff-reference.md, "Mutation evidence"). Added after records
+# were first written, so they are in OPTIONAL_FIELDS: every new handoff writes ``evidence`` and
+# every new approval ``rerun`` and ``ci_rerun`` (null or the object), and a record without them
+# still reads. Keys added to those objects later are optional in them for the same reason.
+OPTIONAL_FIELDS = frozenset({"evidence", "rerun", "ci_rerun"})
+_EVIDENCE_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
+_VERDICT = {"enum": ["killed", "survived", "error", "refused"]}
+_FILES = {"type": "array", "items": {"type": "string", "minLength": 1}}
+_MUTANT_INDEX = {"type": "integer", "minimum": 1}
+_ISOLATION_MODE = {"enum": ["bubblewrap", "namespaces", "env-only"]}
+_NETWORK = {"enum": ["blocked", "allowed", "not-blocked"]}
+_WEAK = {
+    "type": "boolean",
+    "description": "judged by the exit-code rule: nothing shows that a test judged a mutant",
+}
+_COUNT = {"type": "integer", "minimum": 0}
+EVIDENCE_FIELD = {
+    "description": "the mutation evidence the offer carries: its digest and each mutant's hash",
+    "oneOf": [
+        {"type": "null"},
+        closed_object(
+            {
+                "digest": _EVIDENCE_DIGEST,
+                "sha": SHA_FIELD,
+                "command": {"type": "string", "minLength": 1, "maxLength": 10_000},
+                "isolation": _ISOLATION_MODE,
+                "network": _NETWORK,
+                "mutants": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": closed_object(
+                        {
+                            "index": _MUTANT_INDEX,
+                            "sha256": DIGEST_FIELD,
+                            "files": _FILES,
+                            "verdict": _VERDICT,
+                        }
+                    ),
+                },
+            },
+            {"weak": _WEAK},
+        ),
+    ],
+}
+RERUN_FIELD = {
+    "description": "the reviewer's re-run before approving: one of the offer's mutants and one "
+    "of its own, at the approved SHA",
+    "oneOf": [
+        {"type": "null"},
+        closed_object(
+            {
+                "offer_note": NOTE_ID_FIELD,
+                "evidence_digest": _EVIDENCE_DIGEST,
+                "sha": SHA_FIELD,
+                "offered": closed_object(
+                    {"index": _MUTANT_INDEX, "sha256": DIGEST_FIELD, "verdict": _VERDICT}
+                ),
+                "own": closed_object(
+                    {"sha256": DIGEST_FIELD, "files": _FILES, "verdict": _VERDICT}
+                ),
+                "digest": _EVIDENCE_DIGEST,
+            },
+            {"isolation": _ISOLATION_MODE, "network": _NETWORK, "weak": _WEAK},
+        ),
+    ],
+}
+CI_RERUN_FIELD = {
+    "description": "the CI job's re-run of the approved offer's mutants at the approved SHA, as "
+    "its job log said it, when one had finished",
+    "oneOf": [
+        {"type": "null"},
+        closed_object(
+            {
+                "job": NOTE_ID_FIELD,
+                "pipeline": NOTE_ID_FIELD,
+                "sha": SHA_FIELD,
+                "offer_note": NOTE_ID_FIELD,
+                "evidence_digest": _EVIDENCE_DIGEST,
+                "status": {"enum": ["pass", "fail", "error"]},
+                "killed": _COUNT,
+                "total": _COUNT,
+                "isolation": _ISOLATION_MODE,
+                "network": _NETWORK,
+                "weak": _WEAK,
+            }
+        ),
+    ],
+}
+
+
+# end pairgate/standalone/record_parts.py
+
+
+# =============================================================================================
 # begin pairgate/standalone/records.py
 # =============================================================================================
 
@@ -1254,11 +1371,8 @@ _MARKER_LINE = re.compile(r"^<!-- mochi-task:(\S+) (.*) -->[ \t]*$", re.MULTILIN
 RECORD_VERSION = 2
 ROLES = ("lead", "review")
 
-_SHA = {"type": "string", "pattern": "^[0-9a-f]{40}$", "description": "a full commit SHA"}
-_DIGEST = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 _AGENT = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"}
 _ROLE = {"enum": list(ROLES)}
-_NOTE_ID = {"type": "integer", "minimum": 1}
 _REASON = {"type": ["string", "null"], "maxLength": 50_000}
 _MR_REF = {
     "type": "object",
@@ -1290,128 +1404,28 @@ _COMMON: dict[str, Any] = {
         "description": "digest of the last record the writer saw on this issue, or null",
     },
     "digest": {
-        **_DIGEST,
+        **DIGEST_FIELD,
         "description": "sha256 of the record's canonical content and the note's human text",
     },
 }
 _OFFER_FIELDS: dict[str, Any] = {
     "to": _AGENT,
     "role": _ROLE,
-    "sha": _SHA,
+    "sha": SHA_FIELD,
     "mr": _MR_REF,
     "reason": _REASON,
     "supersedes": {"type": ["integer", "null"], "minimum": 1},
 }
 
 
-def _closed_object(
-    properties: Mapping[str, Any], optional: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """An object with exactly these keys, and ``optional`` ones added after records without
-    them were written."""
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": list(properties),
-        "properties": {**properties, **(optional or {})},
-    }
-
-
-# Mutation evidence (docs/agent-handoff-reference.md, "Mutation evidence"). Added after records
-# were first written, so they are in OPTIONAL_FIELDS: every new handoff writes ``evidence`` and
-# every new approval ``rerun`` and ``ci_rerun`` (null or the object), and a record without them
-# still reads. Keys added to those objects later are optional in them for the same reason.
-OPTIONAL_FIELDS = frozenset({"evidence", "rerun", "ci_rerun"})
-_EVIDENCE_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
-_VERDICT = {"enum": ["killed", "survived", "error", "refused"]}
-_FILES = {"type": "array", "items": {"type": "string", "minLength": 1}}
-_MUTANT_INDEX = {"type": "integer", "minimum": 1}
-_ISOLATION_MODE = {"enum": ["bubblewrap", "namespaces", "env-only"]}
-_NETWORK = {"enum": ["blocked", "allowed", "not-blocked"]}
-_WEAK = {
-    "type": "boolean",
-    "description": "judged by the exit-code rule: nothing shows that a test judged a mutant",
-}
-_COUNT = {"type": "integer", "minimum": 0}
-_EVIDENCE_FIELD = {
-    "description": "the mutation evidence the offer carries: its digest and each mutant's hash",
-    "oneOf": [
-        {"type": "null"},
-        _closed_object(
-            {
-                "digest": _EVIDENCE_DIGEST,
-                "sha": _SHA,
-                "command": {"type": "string", "minLength": 1, "maxLength": 10_000},
-                "isolation": _ISOLATION_MODE,
-                "network": _NETWORK,
-                "mutants": {
-                    "type": "array",
-                    "minItems": 1,
-                    "items": _closed_object(
-                        {
-                            "index": _MUTANT_INDEX,
-                            "sha256": _DIGEST,
-                            "files": _FILES,
-                            "verdict": _VERDICT,
-                        }
-                    ),
-                },
-            },
-            {"weak": _WEAK},
-        ),
-    ],
-}
-_RERUN_FIELD = {
-    "description": "the reviewer's re-run before approving: one of the offer's mutants and one "
-    "of its own, at the approved SHA",
-    "oneOf": [
-        {"type": "null"},
-        _closed_object(
-            {
-                "offer_note": _NOTE_ID,
-                "evidence_digest": _EVIDENCE_DIGEST,
-                "sha": _SHA,
-                "offered": _closed_object(
-                    {"index": _MUTANT_INDEX, "sha256": _DIGEST, "verdict": _VERDICT}
-                ),
-                "own": _closed_object({"sha256": _DIGEST, "files": _FILES, "verdict": _VERDICT}),
-                "digest": _EVIDENCE_DIGEST,
-            },
-            {"isolation": _ISOLATION_MODE, "network": _NETWORK, "weak": _WEAK},
-        ),
-    ],
-}
-_CI_RERUN_FIELD = {
-    "description": "the CI job's re-run of the approved offer's mutants at the approved SHA, as "
-    "its job log said it, when one had finished",
-    "oneOf": [
-        {"type": "null"},
-        _closed_object(
-            {
-                "job": _NOTE_ID,
-                "pipeline": _NOTE_ID,
-                "sha": _SHA,
-                "offer_note": _NOTE_ID,
-                "evidence_digest": _EVIDENCE_DIGEST,
-                "status": {"enum": ["pass", "fail", "error"]},
-                "killed": _COUNT,
-                "total": _COUNT,
-                "isolation": _ISOLATION_MODE,
-                "network": _NETWORK,
-                "weak": _WEAK,
-            }
-        ),
-    ],
-}
-
 # kind -> event -> the fields that event adds to the common ones (all required but
 # OPTIONAL_FIELDS).
 EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
     "ownership": {
         "claim": {"role": _ROLE},
-        "handoff": {**_OFFER_FIELDS, "evidence": _EVIDENCE_FIELD},
-        "accept": {"offer": _NOTE_ID, "from": _AGENT, "role": _ROLE},
-        "decline": {"offer": _NOTE_ID, "from": _AGENT},
+        "handoff": {**_OFFER_FIELDS, "evidence": EVIDENCE_FIELD},
+        "accept": {"offer": NOTE_ID_FIELD, "from": _AGENT, "role": _ROLE},
+        "decline": {"offer": NOTE_ID_FIELD, "from": _AGENT},
         "release": {"role": _ROLE},
         "close": {},
     },
@@ -1420,8 +1434,8 @@ EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
             **_OFFER_FIELDS,
             "not_covering": {"type": "array", "items": {"type": "string", "minLength": 1}},
             "self_approval": {"type": "boolean"},
-            "rerun": _RERUN_FIELD,
-            "ci_rerun": _CI_RERUN_FIELD,
+            "rerun": RERUN_FIELD,
+            "ci_rerun": CI_RERUN_FIELD,
         },
     },
 }
@@ -1439,7 +1453,7 @@ EVENT_FIELDS["freeze"] = {
         "reason": {"type": "string", "minLength": 1, "maxLength": 50_000},
         "minutes": {"type": "integer", "minimum": 1, "maximum": FREEZE_MAX_MINUTES},
     },
-    "thaw": {"freeze": _NOTE_ID},
+    "thaw": {"freeze": NOTE_ID_FIELD},
 }
 EVENT_FIELDS["constraint"] = {
     "impose": {
@@ -1467,14 +1481,17 @@ _BRANCH = {"type": "string", "minLength": 1, "maxLength": 255}
 _V2_ADDS: dict[str, dict[str, Any]] = {
     "approve": {
         "target_branch": {**_BRANCH, "description": "the branch the MR targeted when approved"},
-        "base_sha": {**_SHA, "description": "diff_refs.base_sha when approved: the merge base"},
-        "start_sha": {**_SHA, "description": "diff_refs.start_sha when approved"},
+        "base_sha": {
+            **SHA_FIELD,
+            "description": "diff_refs.base_sha when approved: the merge base",
+        },
+        "start_sha": {**SHA_FIELD, "description": "diff_refs.start_sha when approved"},
     },
 }
 _V2_EVENTS: dict[str, dict[str, dict[str, Any]]] = {
     "approval": {
         "withdraw": {
-            "approval": {**_NOTE_ID, "description": "the note of the approval withdrawn"},
+            "approval": {**NOTE_ID_FIELD, "description": "the note of the approval withdrawn"},
             "reason": {"type": "string", "minLength": 1, "maxLength": 50_000},
         },
     },

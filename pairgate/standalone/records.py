@@ -11,6 +11,15 @@ from typing import Any
 
 from pairgate.standalone.config import PATH_SEGMENT
 from pairgate.standalone.errors import PairgateError
+from pairgate.standalone.record_parts import (
+    CI_RERUN_FIELD,
+    DIGEST_FIELD,
+    EVIDENCE_FIELD,
+    NOTE_ID_FIELD,
+    OPTIONAL_FIELDS,
+    RERUN_FIELD,
+    SHA_FIELD,
+)
 from pairgate.standalone.schema_check import SchemaCheck, draft_validator
 
 __all__ = [
@@ -49,11 +58,8 @@ _MARKER_LINE = re.compile(r"^<!-- mochi-task:(\S+) (.*) -->[ \t]*$", re.MULTILIN
 RECORD_VERSION = 2
 ROLES = ("lead", "review")
 
-_SHA = {"type": "string", "pattern": "^[0-9a-f]{40}$", "description": "a full commit SHA"}
-_DIGEST = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 _AGENT = {"type": "string", "pattern": r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"}
 _ROLE = {"enum": list(ROLES)}
-_NOTE_ID = {"type": "integer", "minimum": 1}
 _REASON = {"type": ["string", "null"], "maxLength": 50_000}
 _MR_REF = {
     "type": "object",
@@ -85,128 +91,28 @@ _COMMON: dict[str, Any] = {
         "description": "digest of the last record the writer saw on this issue, or null",
     },
     "digest": {
-        **_DIGEST,
+        **DIGEST_FIELD,
         "description": "sha256 of the record's canonical content and the note's human text",
     },
 }
 _OFFER_FIELDS: dict[str, Any] = {
     "to": _AGENT,
     "role": _ROLE,
-    "sha": _SHA,
+    "sha": SHA_FIELD,
     "mr": _MR_REF,
     "reason": _REASON,
     "supersedes": {"type": ["integer", "null"], "minimum": 1},
 }
 
 
-def _closed_object(
-    properties: Mapping[str, Any], optional: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """An object with exactly these keys, and ``optional`` ones added after records without
-    them were written."""
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": list(properties),
-        "properties": {**properties, **(optional or {})},
-    }
-
-
-# Mutation evidence (docs/agent-handoff-reference.md, "Mutation evidence"). Added after records
-# were first written, so they are in OPTIONAL_FIELDS: every new handoff writes ``evidence`` and
-# every new approval ``rerun`` and ``ci_rerun`` (null or the object), and a record without them
-# still reads. Keys added to those objects later are optional in them for the same reason.
-OPTIONAL_FIELDS = frozenset({"evidence", "rerun", "ci_rerun"})
-_EVIDENCE_DIGEST = {"type": "string", "pattern": "^sha256:[0-9a-f]{64}$"}
-_VERDICT = {"enum": ["killed", "survived", "error", "refused"]}
-_FILES = {"type": "array", "items": {"type": "string", "minLength": 1}}
-_MUTANT_INDEX = {"type": "integer", "minimum": 1}
-_ISOLATION_MODE = {"enum": ["bubblewrap", "namespaces", "env-only"]}
-_NETWORK = {"enum": ["blocked", "allowed", "not-blocked"]}
-_WEAK = {
-    "type": "boolean",
-    "description": "judged by the exit-code rule: nothing shows that a test judged a mutant",
-}
-_COUNT = {"type": "integer", "minimum": 0}
-_EVIDENCE_FIELD = {
-    "description": "the mutation evidence the offer carries: its digest and each mutant's hash",
-    "oneOf": [
-        {"type": "null"},
-        _closed_object(
-            {
-                "digest": _EVIDENCE_DIGEST,
-                "sha": _SHA,
-                "command": {"type": "string", "minLength": 1, "maxLength": 10_000},
-                "isolation": _ISOLATION_MODE,
-                "network": _NETWORK,
-                "mutants": {
-                    "type": "array",
-                    "minItems": 1,
-                    "items": _closed_object(
-                        {
-                            "index": _MUTANT_INDEX,
-                            "sha256": _DIGEST,
-                            "files": _FILES,
-                            "verdict": _VERDICT,
-                        }
-                    ),
-                },
-            },
-            {"weak": _WEAK},
-        ),
-    ],
-}
-_RERUN_FIELD = {
-    "description": "the reviewer's re-run before approving: one of the offer's mutants and one "
-    "of its own, at the approved SHA",
-    "oneOf": [
-        {"type": "null"},
-        _closed_object(
-            {
-                "offer_note": _NOTE_ID,
-                "evidence_digest": _EVIDENCE_DIGEST,
-                "sha": _SHA,
-                "offered": _closed_object(
-                    {"index": _MUTANT_INDEX, "sha256": _DIGEST, "verdict": _VERDICT}
-                ),
-                "own": _closed_object({"sha256": _DIGEST, "files": _FILES, "verdict": _VERDICT}),
-                "digest": _EVIDENCE_DIGEST,
-            },
-            {"isolation": _ISOLATION_MODE, "network": _NETWORK, "weak": _WEAK},
-        ),
-    ],
-}
-_CI_RERUN_FIELD = {
-    "description": "the CI job's re-run of the approved offer's mutants at the approved SHA, as "
-    "its job log said it, when one had finished",
-    "oneOf": [
-        {"type": "null"},
-        _closed_object(
-            {
-                "job": _NOTE_ID,
-                "pipeline": _NOTE_ID,
-                "sha": _SHA,
-                "offer_note": _NOTE_ID,
-                "evidence_digest": _EVIDENCE_DIGEST,
-                "status": {"enum": ["pass", "fail", "error"]},
-                "killed": _COUNT,
-                "total": _COUNT,
-                "isolation": _ISOLATION_MODE,
-                "network": _NETWORK,
-                "weak": _WEAK,
-            }
-        ),
-    ],
-}
-
 # kind -> event -> the fields that event adds to the common ones (all required but
 # OPTIONAL_FIELDS).
 EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
     "ownership": {
         "claim": {"role": _ROLE},
-        "handoff": {**_OFFER_FIELDS, "evidence": _EVIDENCE_FIELD},
-        "accept": {"offer": _NOTE_ID, "from": _AGENT, "role": _ROLE},
-        "decline": {"offer": _NOTE_ID, "from": _AGENT},
+        "handoff": {**_OFFER_FIELDS, "evidence": EVIDENCE_FIELD},
+        "accept": {"offer": NOTE_ID_FIELD, "from": _AGENT, "role": _ROLE},
+        "decline": {"offer": NOTE_ID_FIELD, "from": _AGENT},
         "release": {"role": _ROLE},
         "close": {},
     },
@@ -215,8 +121,8 @@ EVENT_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
             **_OFFER_FIELDS,
             "not_covering": {"type": "array", "items": {"type": "string", "minLength": 1}},
             "self_approval": {"type": "boolean"},
-            "rerun": _RERUN_FIELD,
-            "ci_rerun": _CI_RERUN_FIELD,
+            "rerun": RERUN_FIELD,
+            "ci_rerun": CI_RERUN_FIELD,
         },
     },
 }
@@ -234,7 +140,7 @@ EVENT_FIELDS["freeze"] = {
         "reason": {"type": "string", "minLength": 1, "maxLength": 50_000},
         "minutes": {"type": "integer", "minimum": 1, "maximum": FREEZE_MAX_MINUTES},
     },
-    "thaw": {"freeze": _NOTE_ID},
+    "thaw": {"freeze": NOTE_ID_FIELD},
 }
 EVENT_FIELDS["constraint"] = {
     "impose": {
@@ -262,14 +168,17 @@ _BRANCH = {"type": "string", "minLength": 1, "maxLength": 255}
 _V2_ADDS: dict[str, dict[str, Any]] = {
     "approve": {
         "target_branch": {**_BRANCH, "description": "the branch the MR targeted when approved"},
-        "base_sha": {**_SHA, "description": "diff_refs.base_sha when approved: the merge base"},
-        "start_sha": {**_SHA, "description": "diff_refs.start_sha when approved"},
+        "base_sha": {
+            **SHA_FIELD,
+            "description": "diff_refs.base_sha when approved: the merge base",
+        },
+        "start_sha": {**SHA_FIELD, "description": "diff_refs.start_sha when approved"},
     },
 }
 _V2_EVENTS: dict[str, dict[str, dict[str, Any]]] = {
     "approval": {
         "withdraw": {
-            "approval": {**_NOTE_ID, "description": "the note of the approval withdrawn"},
+            "approval": {**NOTE_ID_FIELD, "description": "the note of the approval withdrawn"},
             "reason": {"type": "string", "minLength": 1, "maxLength": 50_000},
         },
     },
