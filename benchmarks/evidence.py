@@ -41,8 +41,15 @@ from tests.kit.evidence_repos import make_package  # noqa: E402
 from tests.kit.gitrepos import commit  # noqa: E402
 
 COMMAND = "python3 -m pytest -q -p no:cacheprovider tests/test_calc.py"
-# --quick, here and in run.py's row: two mutants are the fewest "one more mutant" is taken from.
-QUICK: dict[str, int] = {"files": 20, "mutants": 2, "rounds": 1}
+# --quick: two mutants are the fewest "one more mutant" is taken from; pytest's plugin
+# auto-loading off, as the suite's evidence tests run it (the package's tests use no plugin, and
+# the ones this environment has cost each of the run's pytests up to a second of start-up).
+QUICK: dict[str, Any] = {
+    "files": 20,
+    "mutants": 2,
+    "rounds": 1,
+    "command": f"PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 {COMMAND}",
+}
 
 
 def timed(action: Callable[[], object], rounds: int) -> float:
@@ -56,8 +63,17 @@ def timed(action: Callable[[], object], rounds: int) -> float:
     return min(times)
 
 
-def measure(*, files: int = 2000, mutants: int = 8, rounds: int = 3) -> dict[str, Any]:
-    """Every figure, in seconds (``jobs`` fractions in ``parallel``)."""
+def measure(
+    *,
+    files: int = 2000,
+    mutants: int = 8,
+    rounds: int = 3,
+    command: str = COMMAND,
+    overhead_only: bool = False,
+) -> dict[str, Any]:
+    """Every figure, in seconds (``jobs`` fractions in ``parallel``). ``overhead_only``: the
+    direct run, one mutant and all of them, and what follows from them (run.py's row), without
+    the runner's own cost, its parts and ``--jobs 2``."""
     with tempfile.TemporaryDirectory(prefix="pairgate-evidence-bench-") as tmp:
         work = Path(tmp)
         pkg = make_package(work)
@@ -70,24 +86,38 @@ def measure(*, files: int = 2000, mutants: int = 8, rounds: int = 3) -> dict[str
         env = fixed_env(home=work, tmp=work, junit=work / "direct.xml", proxy_off=False)
         direct = timed(
             lambda: subprocess.run(
-                ["/bin/sh", "-c", COMMAND], cwd=pkg.repo, env=env, check=True, capture_output=True
+                ["/bin/sh", "-c", command], cwd=pkg.repo, env=env, check=True, capture_output=True
             ),
             rounds,
         )
         docs: list[dict[str, Any]] = []
 
-        def evidence(n: int, jobs: int = 1, command: str = COMMAND) -> float:
-            request = Request(pkg.repo, command, patches[:n], jobs=jobs)
+        def evidence(n: int, jobs: int = 1, test: str = command) -> float:
+            request = Request(pkg.repo, test, patches[:n], jobs=jobs)
             return timed(lambda: docs.append(collect(request)), rounds)
 
         more = mutants - 1
-        # With a command that costs nothing, one more mutant is the runner's own cost alone
-        # (least disturbed by the test command's jitter on a shared machine).
-        bare_mutant = (evidence(mutants, command="true") - evidence(1, command="true")) / more
         one, all_of_them = evidence(1), evidence(mutants)
         per_mutant = (all_of_them - one) / more
         # The same runs' own test time, as the evidence measured it around the command.
         own = min(m["run"]["duration_ms"] for d in docs[-rounds:] for m in d["mutants"]) / 1000
+        figures: dict[str, Any] = {
+            "files": files,
+            "mutants": mutants,
+            "isolation": isolation.mode,
+            "workspace": f"{workspace.filesystem_kind(place)} ({place})",
+            "direct": direct,
+            "one": one,
+            "all": all_of_them,
+            "per_mutant": per_mutant,
+            "overhead": per_mutant - direct,
+            "overhead_own": per_mutant - own,
+        }
+        if overhead_only:
+            return figures
+        # With a command that costs nothing, one more mutant is the runner's own cost alone
+        # (least disturbed by the test command's jitter on a shared machine).
+        bare_mutant = (evidence(mutants, test="true") - evidence(1, test="true")) / more
         scratch = Path(tempfile.mkdtemp(prefix="pairgate-evidence-bench-", dir=place))
         try:
             gitops.seed_checkout(gitops.git_env(work), pkg.repo / ".git", pkg.sha(), scratch / "p")
@@ -112,16 +142,7 @@ def measure(*, files: int = 2000, mutants: int = 8, rounds: int = 3) -> dict[str
         bare = timed(lambda: subprocess.run(["/bin/sh", "-c", "true"], env=env), rounds + 2)
         parallel = evidence(mutants, jobs=2)
     return {
-        "files": files,
-        "mutants": mutants,
-        "isolation": isolation.mode,
-        "workspace": f"{workspace.filesystem_kind(place)} ({place})",
-        "direct": direct,
-        "one": one,
-        "all": all_of_them,
-        "per_mutant": per_mutant,
-        "overhead": per_mutant - direct,
-        "overhead_own": per_mutant - own,
+        **figures,
         "bare_mutant": bare_mutant,
         "checkout": checkout,
         "sandbox": sandboxed - bare,
@@ -142,7 +163,7 @@ def main(argv: list[str]) -> int:
     n = f["mutants"]
     print(
         f"evidence benchmark: {f['files']} files, isolation {f['isolation']}, copies on "
-        f"{f['workspace']}, test: {COMMAND}"
+        f"{f['workspace']}, test: {QUICK['command'] if args.quick else COMMAND}"
     )
     print("one mutant run")
     line("the test command run directly", f["direct"])

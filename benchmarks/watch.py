@@ -284,6 +284,8 @@ def startup(path: Path) -> float:
 
 
 def main_(argv: list[str]) -> int:
+    import watch_fleet
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mrs", type=int, default=200)
     parser.add_argument("--changed", type=int, default=50)
@@ -296,7 +298,7 @@ def main_(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.mrs, args.changed, args.events = 20, 5, 1000
-        args.fleet_mrs, args.fleet_events = 20, 200
+        args.fleet_watchers, args.fleet_mrs, args.fleet_events = watch_fleet.QUICK_FLEET
     with tempfile.TemporaryDirectory() as tmp, sandbox_process() as sb:
         start = time.perf_counter()
         mrs = build(sb, args.mrs)
@@ -348,8 +350,6 @@ def main_(argv: list[str]) -> int:
         print(
             f"interpreter start-up with the inbox imported: {boot * 1000:.0f} ms (a hook pays it on top)"
         )
-        import watch_fleet
-
         sb.ctl("POST", "reset")
         fleet = argparse.Namespace(
             quick=args.quick,

@@ -30,28 +30,33 @@ command is in docs/agent-handoff.md (the operator card) and docs/agent-handoff-r
 """
 
 
-def help_text(argv: list[str]) -> str:
+def help_text(argv: list[str], parser: argparse.ArgumentParser | None = None) -> str:
+    """``--help`` of ``argv``, from ``parser`` (which parsing leaves as it was) or a new one."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
-        build_parser().parse_args([*argv, "--help"])
+        (parser or build_parser()).parse_args([*argv, "--help"])
     return out.getvalue().rstrip() + "\n"
 
 
-def subcommands(name: str) -> list[str]:
+def subcommands(name: str, parser: argparse.ArgumentParser | None = None) -> list[str]:
     """The subcommands of a command (``evidence run``, ``inbox ack``), in registration order."""
-    top = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    top = next(
+        a for a in (parser or build_parser())._actions if isinstance(a, argparse._SubParsersAction)
+    )
     found = [a for a in top.choices[name]._actions if isinstance(a, argparse._SubParsersAction)]
     return [sub for action in found for sub in action.choices]
 
 
 def rendered() -> str:
     os.environ["COLUMNS"] = WIDTH
-    parts = [HEADER, "## pairgate\n", "```text\n" + help_text([]) + "```\n"]
+    parser = build_parser()  # one for every command's help: each build is every command's
+    parts = [HEADER, "## pairgate\n", "```text\n" + help_text([], parser) + "```\n"]
     for name in command_names():
-        parts += [f"## pairgate {name}\n", "```text\n" + help_text([name]) + "```\n"]
-        for sub in subcommands(name):
+        parts += [f"## pairgate {name}\n", "```text\n" + help_text([name], parser) + "```\n"]
+        for sub in subcommands(name, parser):
             words = [name, sub]
-            parts += [f"## pairgate {name} {sub}\n", "```text\n" + help_text(words) + "```\n"]
+            text = help_text(words, parser)
+            parts += [f"## pairgate {name} {sub}\n", "```text\n" + text + "```\n"]
     return "\n".join(parts)
 
 

@@ -3,8 +3,11 @@
 pre-commit comes from PyPI into a venv under /tmp (kept between runs), never into the shared
 site-packages. Each throwaway consumer repository names a snapshot of this working tree in its
 ``.pre-commit-config.yaml`` (repo and rev, as the manifest's comment says), and ``pre-commit run``
-runs the hook there; the hook's environment is installed once per session, into a pre-commit
-home every consumer shares.
+runs the hook there. The hook's environment is installed into a pre-commit home kept beside
+that venv, one per snapshot: the snapshot's commit is made with a fixed author and date, so its
+id names its tree and the same tree is installed once (the install is most of this module's
+time), while any change to the tree is a new snapshot, installed afresh. The least recently
+used snapshots beyond KEPT are removed.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -23,9 +27,18 @@ from tests.kit.run import Result
 
 pytestmark = pytest.mark.slow
 
-PRE_COMMIT_VENV = (
-    Path("/tmp/pairgate-test-pre-commit") / f"py{sys.version_info[0]}{sys.version_info[1]}"
-)
+CACHE = Path("/tmp/pairgate-test-pre-commit")
+PRE_COMMIT_VENV = CACHE / f"py{sys.version_info[0]}{sys.version_info[1]}"
+KEPT = 6  # snapshots with their installed hook environment (some 60 MB each)
+# A snapshot's commit: its id is then a function of its tree alone.
+FIXED_COMMIT = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00Z",
+}
 
 
 def run(args: list[str | Path], cwd: Path, env: dict[str, str] | None = None) -> Result:
@@ -52,20 +65,24 @@ def pre_commit() -> Path:
     return exe
 
 
-def git(*args: str, cwd: Path) -> None:
-    subprocess.run(
+def git(*args: str, cwd: Path, env: dict[str, str] | None = None) -> str:
+    return subprocess.run(
         ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
         cwd=cwd,
         check=True,
         capture_output=True,
-    )
+        text=True,
+        env={**os.environ, **(env or {})},
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="session")
-def hooks_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def snapshot() -> Path:
     """This working tree as it is now (tracked and untracked files), committed in a repository
-    of its own, so every try-repo installs exactly what is being tested."""
-    repo = tmp_path_factory.mktemp("hooks-repo")
+    of its own, so every try-repo installs exactly what is being tested: ``CACHE/hooks-<id>``,
+    with ``home-<id>`` beside it for its pre-commit home."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    repo = Path(tempfile.mkdtemp(prefix="making-", dir=CACHE))
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=ROOT,
@@ -85,21 +102,39 @@ def hooks_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
             (repo / source / ".keep").touch()
     git("init", "-q", cwd=repo)
     git("add", "-A", cwd=repo)
-    git("commit", "-qm", "snapshot", cwd=repo)
-    return repo
+    git("commit", "-qm", "snapshot", cwd=repo, env=FIXED_COMMIT)
+    kept = CACHE / f"hooks-{git('rev-parse', 'HEAD', cwd=repo)}"
+    try:
+        repo.rename(kept)  # atomic: a session making the same snapshot at once keeps its own
+    except OSError:
+        shutil.rmtree(repo, ignore_errors=True)
+    (CACHE / f"home-{kept.name.removeprefix('hooks-')}").mkdir(exist_ok=True)
+    kept.touch()  # the most recently used
+    _forget_old_snapshots()
+    return kept
+
+
+def _forget_old_snapshots() -> None:
+    snapshots = sorted(CACHE.glob("hooks-*"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in snapshots[KEPT:]:
+        shutil.rmtree(CACHE / f"home-{old.name.removeprefix('hooks-')}", ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def pre_commit_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("pre-commit-home")
+def hooks_repo(snapshot: Path) -> Path:
+    return snapshot
+
+
+@pytest.fixture(scope="session")
+def pre_commit_home(snapshot: Path) -> Path:
+    return CACHE / f"home-{snapshot.name.removeprefix('hooks-')}"
 
 
 @pytest.fixture
 def consumer(tmp_path: Path, hooks_repo: Path) -> Path:
     git("init", "-q", cwd=tmp_path)
-    rev = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=hooks_repo, check=True, capture_output=True, text=True
-    ).stdout.strip()
+    rev = git("rev-parse", "HEAD", cwd=hooks_repo)
     (tmp_path / ".pre-commit-config.yaml").write_text(
         f"repos:\n  - repo: {hooks_repo}\n    rev: {rev}\n    hooks:\n"
         "      - id: pairgate-finding-vocabulary\n"

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from email.parser import Parser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 import yaml
@@ -140,11 +141,33 @@ def gitlab_api() -> Iterator[tuple[str, list[str]]]:
 # --- the project, built, and its pipeline under gitlab-ci-local ------------------------------
 
 
-def project(tmp_path: Path, *, tag: str | None = None, changelog: str | None = None) -> Path:
-    """A checkout of this project with what the publishing jobs read, committed (and tagged),
-    and built as the wheel job builds it: dist/ holds the sdist and the wheel."""
+class Project(Protocol):
+    def __call__(
+        self, tmp_path: Path, *, tag: str | None = None, changelog: str | None = None
+    ) -> Path: ...
+
+
+@pytest.fixture(scope="session")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """``project(tmp_path, tag=..., changelog=...)``: a checkout of this project with what the
+    publishing jobs read, committed (and tagged), and built as the wheel job builds it (dist/
+    holds the sdist and the wheel), at ``tmp_path/pairgate``. Each checkout is built once per
+    session (a build is seconds of hatchling); every test gets a copy of its own, git
+    repository and dist/ included, to change as it likes."""
     needed("twine", _importable("twine"))
-    root = copy_project(tmp_path / "pairgate")
+    built: dict[tuple[str | None, str | None], Path] = {}
+
+    def fresh(tmp_path: Path, *, tag: str | None = None, changelog: str | None = None) -> Path:
+        key = (tag, changelog)
+        if key not in built:
+            built[key] = build(tmp_path_factory.mktemp("built"), tag=tag, changelog=changelog)
+        return Path(shutil.copytree(built[key], tmp_path / "pairgate", symlinks=True))
+
+    return fresh
+
+
+def build(where: Path, *, tag: str | None, changelog: str | None) -> Path:
+    root = copy_project(where / "pairgate")
     for name in PIPELINE_FILES:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, root / name)
@@ -222,7 +245,7 @@ def registry(index: Index) -> dict[str, str]:
 
 
 def test_a_default_branch_commit_publishes_its_wheel_as_version_plus_content_hash(
-    tmp_path: Path, index: Index
+    tmp_path: Path, index: Index, project: Project
 ) -> None:
     root = project(tmp_path)
     expected = f"{RELEASE}+{content_hash(root)}"
@@ -243,7 +266,7 @@ def test_a_default_branch_commit_publishes_its_wheel_as_version_plus_content_has
 
 
 def test_publish_build_with_no_registry_password_fails_naming_the_variable(
-    tmp_path: Path, index: Index
+    tmp_path: Path, index: Index, project: Project
 ) -> None:
     root = project(tmp_path)
     variables = {**registry(index), "TEST_REGISTRY_TOKEN": ""}
@@ -282,7 +305,7 @@ def release_variables(index: Index, api: str, tag: str) -> dict[str, str]:
 
 
 def test_a_release_tag_publishes_the_release_and_hands_the_runner_its_gitlab_release(
-    tmp_path: Path, index: Index, gitlab_api: tuple[str, list[str]]
+    tmp_path: Path, index: Index, gitlab_api: tuple[str, list[str]], project: Project
 ) -> None:
     api, seen = gitlab_api
     root = project(tmp_path, tag=f"v{RELEASE}", changelog=CHANGELOG)
@@ -322,7 +345,7 @@ def test_a_release_tag_publishes_the_release_and_hands_the_runner_its_gitlab_rel
 
 
 def test_a_tag_that_is_not_the_release_version_publishes_nothing(
-    tmp_path: Path, index: Index, gitlab_api: tuple[str, list[str]]
+    tmp_path: Path, index: Index, gitlab_api: tuple[str, list[str]], project: Project
 ) -> None:
     api, seen = gitlab_api
     root = project(tmp_path, tag="v9.9.9", changelog=CHANGELOG)  # release-version says RELEASE

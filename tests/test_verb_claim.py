@@ -105,9 +105,9 @@ def test_verbose_says_which_gitlab(world: Round, sandbox: Any) -> None:
 def test_eight_racing_claims_leave_one_holder_and_tell_every_loser(
     world: Round, sandbox: Any, config: Config
 ) -> None:
-    # Hold every claim's POST back so that all eight read the empty ledger before any lands:
-    # a real race, not eight turns in a row.
-    sandbox.fault(method="POST", path="/issues/\\d+/notes$", delay_ms=2500, count=8)
+    # Hold every claim's POST back until all eight are held, so that all eight read the empty
+    # ledger before any lands: a real race, not eight turns in a row.
+    sandbox.fault(method="POST", path="/issues/\\d+/notes$", hold=8, count=8)
     procs = [
         subprocess.Popen(
             [*PAIRGATE, "claim", str(world.issue), "--role", "lead"],

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
 from pairgate.sandbox.httpd import Reply
 
-FAULT_FIELDS = {"method", "path", "status", "retry_after", "delay_ms", "drop", "count", "after"}
+FAULT_FIELDS = {
+    "method", "path", "status", "retry_after", "delay_ms", "drop", "count", "after", "hold"
+}  # fmt: skip
+# How long a held request waits for the rest when delay_ms does not say.
+HOLD_MS = 60_000
 
 
 @dataclass
@@ -22,6 +29,19 @@ class Fault:
     drop: bool = False
     count: int = 1
     after: bool = False  # act once the request was handled: the write happened, the reply is lost
+    hold: int = 0  # hold each request until this many are held, then let them all go on at once
+
+    def __post_init__(self) -> None:
+        self._held = threading.Barrier(self.hold) if self.hold > 1 else None
+
+    def wait(self) -> None:
+        """The fault's wait before the request is handled: ``delay_ms``, or with ``hold`` until
+        ``hold`` requests are held (at most ``delay_ms``, else HOLD_MS; then each goes on)."""
+        if self._held is not None:
+            with contextlib.suppress(threading.BrokenBarrierError):  # the rest never came
+                self._held.wait(timeout=(self.delay_ms or HOLD_MS) / 1000)
+        elif self.delay_ms:
+            time.sleep(self.delay_ms / 1000)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Fault:
@@ -39,6 +59,7 @@ class Fault:
             drop=bool(data.get("drop")),
             count=int(data.get("count", 1)),
             after=bool(data.get("after")),
+            hold=int(data.get("hold") or 0),
         )
         if fault.status is None and fault.retry_after is not None:
             fault.status = 429
@@ -46,6 +67,8 @@ class Fault:
             raise ValueError("an after fault needs drop or status")
         if fault.count < 1:
             raise ValueError("count must be at least 1")
+        if not 0 <= fault.hold <= fault.count:
+            raise ValueError("hold must be between 0 and count: the held requests are counted")
         return fault
 
     def matches(self, method: str, path: str) -> bool:

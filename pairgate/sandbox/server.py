@@ -7,7 +7,6 @@ import copy
 import json
 import socket
 import threading
-import time
 import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -266,8 +265,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         with app.lock:
             fault = app.faults.take(self.command, path)
-        if fault and fault.delay_ms:
-            time.sleep(fault.delay_ms / 1000)
+        if fault:
+            fault.wait()
         if fault and fault.drop and not fault.after:
             return self._drop(app, path, query)
         if fault and fault.status and not fault.after:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,24 @@ def test_delay(sandbox: RunningSandbox) -> None:
     assert time.monotonic() - started >= 0.15
 
 
+def test_hold_lets_the_held_requests_go_on_together(sandbox: RunningSandbox) -> None:
+    sandbox.fault(path="/user$", hold=2, count=2)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        first = pool.submit(get, sandbox, "/user")
+        done, _ = wait([first], timeout=0.5)
+        assert not done  # held until a second one comes
+        assert get(sandbox, "/user").status_code == 200
+        assert first.result(timeout=5).status_code == 200
+    assert sandbox.control("GET", "faults") == []  # both were counted
+
+
+def test_a_hold_the_rest_never_fill_ends_after_delay_ms(sandbox: RunningSandbox) -> None:
+    sandbox.fault(path="/user$", hold=2, count=2, delay_ms=150)
+    started = time.monotonic()
+    assert get(sandbox, "/user").status_code == 200
+    assert time.monotonic() - started >= 0.15
+
+
 def test_clear_faults_and_bad_fault_specs(sandbox: RunningSandbox) -> None:
     sandbox.fault(path="/user", status=500, count=5)
     assert len(sandbox.control("GET", "faults")) == 1
@@ -94,6 +113,10 @@ def test_clear_faults_and_bad_fault_specs(sandbox: RunningSandbox) -> None:
         sandbox.sandbox_api + "/faults", json={"path": "x", "stauts": 1}, timeout=5
     )
     assert "stauts" in typo.json()["error"]
+    more = requests.post(
+        sandbox.sandbox_api + "/faults", json={"path": "x", "hold": 3, "count": 2}, timeout=5
+    )
+    assert more.status_code == 400 and "hold must be between 0 and count" in more.json()["error"]
 
 
 def test_clock_moves_every_server_timestamp(sandbox: RunningSandbox) -> None:
