@@ -68,6 +68,7 @@ def hooks(deployed: Path, tmp_path: Path) -> Iterator[Path]:
         shutil.copy2(compiled, cache_dir(copy))
     yield copy
     assert not list(copy.glob("__pycache__")), "the hook must not write into the hooks directory"
+    shutil.rmtree(cache_dir(copy), ignore_errors=True)  # 600 KB a test, under a HOME that stays
 
 
 # The suite's own interpreter first: the one with the runtime dependencies (and no shim).
@@ -360,6 +361,7 @@ def test_a_new_directory_compiles_the_reader_outside_it(deployed: Path, tmp_path
     assert "pairgate:" in result.stderr
     assert (cache_dir(cold) / f"ownership.{sys.implementation.cache_tag}.pyc").is_file()
     assert sorted(p.name for p in cold.iterdir()) == sorted(p.name for p in deployed.iterdir())
+    shutil.rmtree(cache_dir(cold))
 
 
 # -- every failure blocks ----------------------------------------------------------------------------
