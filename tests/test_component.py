@@ -59,9 +59,17 @@ def consumer(path: Path, sandbox: RunningSandbox, inputs: dict[str, object]) -> 
     )
 
 
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory: pytest.TempPathFactory, sandbox_server: RunningSandbox) -> Path:
+    """The consumer with the deployment's inputs, made once for the module (seven git
+    programs); no run happens in it."""
+    return consumer(tmp_path_factory.mktemp("checkout") / "consumer", sandbox_server, GATE_INPUTS)
+
+
 @pytest.fixture
-def repo(tmp_path: Path, sandbox: RunningSandbox) -> Path:
-    return consumer(tmp_path / "consumer", sandbox, GATE_INPUTS)
+def repo(checkout: Path, tmp_path: Path) -> Path:
+    """A copy of that consumer, git directory and all, for one test's runs."""
+    return Path(shutil.copytree(checkout, tmp_path / "consumer", symlinks=True))
 
 
 @pytest.fixture

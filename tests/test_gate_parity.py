@@ -10,7 +10,9 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,6 +40,13 @@ def flat(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return directory
 
 
+def python_of(flat: Path) -> list[str]:
+    """The doors' interpreter, before the door's script (argv[3]). The reader is compiled once
+    for the module's cases, outside the flat directory (-B would compile the 10,000-line reader
+    in every program of every case)."""
+    return [sys.executable, "-X", f"pycache_prefix={flat.parent / 'pycache'}"]
+
+
 def flat_commands(
     flat: Path, sandbox: RunningSandbox, project: str, iid: int
 ) -> dict[str, tuple[list[str], dict[str, str]]]:
@@ -51,9 +60,7 @@ def flat_commands(
         GATE_READ_TOKEN=read_token,
         **ci_variables(sandbox, (project, iid)),
     )
-    # Compiled once for the module's cases, outside the flat directory (-B would compile the
-    # 3,900-line reader in every program of every case).
-    python = [sys.executable, "-X", f"pycache_prefix={flat.parent / 'pycache'}"]
+    python = python_of(flat)
     commands = {
         name: ([*python, f"{name}.py", "--read-token-variable", "GATE_READ_TOKEN"], ci)
         for name in VALIDATORS
@@ -66,23 +73,160 @@ def flat_commands(
     return commands
 
 
+# Forks the flat doors for many cases from one interpreter that has loaded them already, so a
+# case does not pay four Python starts, four imports of the reader and a compile of the
+# 10,000-line ownership.py (a script's own code is never cached) before it decides anything.
+# Each request (a JSON line: the doors' argv and environment) is answered with a JSON line of
+# each door's exit code, stdout and stderr. A forked door runs as `python3 SCRIPT ARGS` in the
+# flat directory would: the script's code as a fresh __main__ module, sys.argv, sys.path[0]
+# and the environment its own, stdin empty, its exit as the interpreter's; the reader module
+# is shared with the validators only, as their `import ownership` would load it. The doors'
+# start itself is what PER_PROCESS and the test below it run as real programs.
+PRELOADED = """import json, os, sys, types
+import ownership
+answers_in, scripts = sys.argv[1], {}
+for name in sys.argv[2:]:
+    with open(name, encoding="utf-8") as source:
+        scripts[name] = compile(source.read(), os.path.abspath(name), "exec", dont_inherit=True)
+home = list(sys.path[1:])
+
+
+def serve():
+    for line in sys.stdin:
+        runs, children = json.loads(line), {}
+        for door, (argv, env) in runs.items():
+            out, err = (os.path.join(answers_in, f"{door}.{end}") for end in ("out", "err"))
+            sys.stdout.flush()
+            pid = os.fork()
+            if pid == 0:
+                return argv, env, out, err
+            children[door] = (pid, out, err)
+        answers = {}
+        for door, (pid, out, err) in children.items():
+            code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+            with open(out, encoding="utf-8") as o, open(err, encoding="utf-8") as e:
+                answers[door] = [code, o.read(), e.read()]
+            os.unlink(out)
+            os.unlink(err)
+        print(json.dumps(answers), flush=True)
+    return None
+
+
+door = serve()
+if door is not None:
+    argv, env, out, err = door
+    for fd, path, mode in ((0, os.devnull, os.O_RDONLY), (1, out, os.O_WRONLY | os.O_CREAT),
+                           (2, err, os.O_WRONLY | os.O_CREAT)):
+        os.dup2(os.open(path, mode, 0o600), fd)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.argv = list(argv)
+    path = os.path.abspath(argv[0])
+    sys.path[:] = [os.path.dirname(path), *home]
+    if argv[0] == "ownership.py":
+        del sys.modules["ownership"]  # the script is __main__; nothing imported it
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = __builtins__
+    sys.modules["__main__"] = main
+    del door, serve
+    exec(scripts[argv[0]], main.__dict__)
+"""
+
+
+class Preloaded:
+    """One interpreter with the flat doors loaded, forking them case by case (PRELOADED)."""
+
+    def __init__(self, flat: Path, python: list[str], scripts: list[str], answers: Path) -> None:
+        self.process = subprocess.Popen(
+            [*python, "-c", PRELOADED, str(answers), *scripts],
+            cwd=flat,
+            env=clean_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def start(self, runs: dict[str, tuple[list[str], dict[str, str]]]) -> None:
+        """Fork each door of ``runs`` (name: argv from the script on, environment)."""
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(runs) + "\n")
+        self.process.stdin.flush()
+        self.answers: dict[str, Any] | None = None
+
+    def answer(self, door: str) -> tuple[int, str, str]:
+        """(exit code, stdout, stderr) of ``door`` of the runs started last."""
+        if self.answers is None:
+            assert self.process.stdout is not None
+            line = self.process.stdout.readline()
+            assert line, f"the preloaded doors ended ({self.process.poll()})"
+            self.answers = dict(json.loads(line))
+        code, out, err = self.answers[door]
+        return int(code), str(out), str(err)
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        assert self.process.wait(timeout=60) == 0
+
+
+@pytest.fixture(scope="module")
+def preloaded(flat: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Preloaded]:
+    scripts = [f"{name}.py" for name in VALIDATORS] + ["ownership.py"]
+    doors = Preloaded(flat, python_of(flat), scripts, tmp_path_factory.mktemp("answers"))
+    yield doors
+    doors.close()
+
+
+class Forked:
+    """A door forked from ``Preloaded``, read as the test reads a Popen's."""
+
+    def __init__(self, preloaded: Preloaded, door: str) -> None:
+        self.preloaded, self.door = preloaded, door
+
+    def wait(self, timeout: float) -> int:
+        return self.preloaded.answer(self.door)[0]
+
+    def communicate(self) -> tuple[str, str]:
+        return self.preloaded.answer(self.door)[1:]
+
+
 def flat_runs(
-    flat: Path, sandbox: RunningSandbox, project: str, iid: int
-) -> dict[str, subprocess.Popen[str]]:
+    flat: Path, sandbox: RunningSandbox, project: str, iid: int, preloaded: Preloaded | None
+) -> dict[str, Any]:
+    """The flat doors, started: as programs of their own, or forked from ``preloaded``."""
+    commands = flat_commands(flat, sandbox, project, iid)
+    if preloaded is not None:
+        preloaded.start({name: (argv[3:], env) for name, (argv, env) in commands.items()})
+        return {name: Forked(preloaded, name) for name in commands}
     return {
         name: subprocess.Popen(
             argv, cwd=flat, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
-        for name, (argv, env) in flat_commands(flat, sandbox, project, iid).items()
+        for name, (argv, env) in commands.items()
     }
+
+
+# Every door's own start, case by case: the first case of each combination of verdicts runs
+# the flat doors as programs of their own, as a job or an operator starts them.
+PER_PROCESS = {
+    next(c.name for c in CASES if (c.merge_check, c.record, c.approval) == verdicts)
+    for verdicts in {(c.merge_check, c.record, c.approval) for c in CASES}
+}
+
+
+def test_every_combination_of_verdicts_runs_the_doors_as_programs() -> None:
+    assert len(PER_PROCESS) >= 5
+    assert {"approved-at-head", "never-approved", "missing-merge-request"} <= PER_PROCESS
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_every_door_gives_the_same_verdict(
-    case: GateCase, sandbox: RunningSandbox, flat: Path
+    case: GateCase, sandbox: RunningSandbox, flat: Path, preloaded: Preloaded
 ) -> None:
     project, iid = case.build(World(sandbox))
-    processes = flat_runs(flat, sandbox, project, iid)  # they run while the CLI does
+    forked = None if case.name in PER_PROCESS else preloaded
+    processes = flat_runs(flat, sandbox, project, iid, forked)  # they run while the CLI does
     cli = run_cli(
         ["merge-check", "--mr", str(iid), "--mr-project", project, "--json"],
         {

@@ -102,9 +102,16 @@ def run(
     return Pipeline(proc.returncode, proc.stdout + proc.stderr)
 
 
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The consumer, made once for the module (three git programs); no run happens in it."""
+    return consumer(tmp_path_factory.mktemp("checkout") / "consumer", INPUTS)
+
+
 @pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    return consumer(tmp_path / "consumer", INPUTS)
+def repo(checkout: Path, tmp_path: Path) -> Path:
+    """A copy of that consumer, git directory and all, for one test's runs."""
+    return Path(shutil.copytree(checkout, tmp_path / "consumer", symlinks=True))
 
 
 def audit_issues(sandbox: RunningSandbox) -> list[dict[str, Any]]:

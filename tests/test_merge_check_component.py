@@ -4,6 +4,7 @@ proves."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,11 +41,18 @@ pytestmark = pytest.mark.slow
 BACKGROUND = "Background: docs/agent-handoff.md."
 
 
-@pytest.fixture
-def repo(tmp_path: Path, sandbox: RunningSandbox) -> Path:
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory: pytest.TempPathFactory, sandbox_server: RunningSandbox) -> Path:
+    """The consumer, made once for the module (seven git programs); no run happens in it."""
     ci = {"include": [component_include("mr-merge-check", MERGE_CHECK_INPUTS)]}
     files = {**component_files("mr-merge-check"), ".gitlab-ci.yml": dump(ci)}
-    return repository(tmp_path / "consumer", sandbox, files)
+    return repository(tmp_path_factory.mktemp("checkout") / "consumer", sandbox_server, files)
+
+
+@pytest.fixture
+def repo(checkout: Path, tmp_path: Path) -> Path:
+    """A copy of that consumer, git directory and all, for one test's runs."""
+    return Path(shutil.copytree(checkout, tmp_path / "consumer", symlinks=True))
 
 
 @pytest.fixture

@@ -46,6 +46,10 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert result.code == 0, result.err
     for name, source in SUPPLIED.items():
         shutil.copy(source, hooks / name)
+    # Its first merge check, which compiles the reader into the hook's cache (cold, as every
+    # new deployment starts: test_a_new_directory_compiles_the_reader_outside_it).
+    first = run_hook(hooks, hook_input("glab mr merge 3 -R acme/app"))
+    assert first.returncode == 2, first.stderr
     return hooks
 
 
@@ -53,16 +57,29 @@ def deployed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def hooks(deployed: Path, tmp_path: Path) -> Iterator[Path]:
     """A fresh copy of the deployed directory, for a test to break. Tests that break nothing
     run the module's ``deployed`` directory itself: one path, so the hook's bytecode cache
-    (keyed by the source's path) is compiled once, not once per test."""
+    (keyed by the source's path) is compiled once, not once per test. The copy starts with
+    the cache the deployed directory has, as a deployment has after its first merge check (a
+    file a test rewrites no longer matches it and is compiled again, as the hook would):
+    compiling the reader again costs each of these tests most of a second."""
     copy = tmp_path / "hooks"
-    shutil.copytree(deployed, copy)
+    shutil.copytree(deployed, copy)  # copy2 keeps the sources' times, which the cache records
+    for compiled in cache_dir(deployed).glob("*.pyc"):
+        cache_dir(copy).mkdir(parents=True, exist_ok=True)
+        shutil.copy2(compiled, cache_dir(copy))
     yield copy
     assert not list(copy.glob("__pycache__")), "the hook must not write into the hooks directory"
+    shutil.rmtree(cache_dir(copy), ignore_errors=True)  # 600 KB a test, under a HOME that stays
 
 
 # The suite's own interpreter first: the one with the runtime dependencies (and no shim).
 PYTHON_FIRST = os.pathsep.join([os.path.dirname(sys.executable), os.environ["PATH"]])
 HOME = Path(tempfile.gettempdir()) / "pairgate-hook-tests-home"  # where the bytecode cache goes
+
+
+def cache_dir(hooks: Path) -> Path:
+    """Where the hook's python half keeps the compiled modules of ``hooks`` (its
+    pycache_prefix, under HOME, mirrors the directory's absolute path)."""
+    return HOME.joinpath(".cache", "pairgate", "pycache", *Path(os.path.abspath(hooks)).parts[1:])
 
 
 # JSON.stringify's spacing (what Claude Code writes), json.dumps's, and an indented form.
@@ -332,6 +349,19 @@ def test_hook_input_that_is_not_a_bash_call_blocks(deployed: Path, stdin: str) -
 def test_another_tool_is_not_the_hooks_business(deployed: Path) -> None:
     stdin = json.dumps({"tool_name": "Read", "tool_input": {"file_path": "glab-merge.md"}})
     assert run_hook(deployed, stdin).returncode == 0
+
+
+def test_a_new_directory_compiles_the_reader_outside_it(deployed: Path, tmp_path: Path) -> None:
+    # Cold, as a new deployment's first check is: no compiled reader anywhere yet.
+    cold = tmp_path / "hooks"
+    shutil.copytree(deployed, cold)
+    assert not cache_dir(cold).exists()
+    result = run_hook(cold, hook_input("glab mr merge 3 -R acme/app"))
+    assert result.returncode == 2, result.stderr
+    assert "pairgate:" in result.stderr
+    assert (cache_dir(cold) / f"ownership.{sys.implementation.cache_tag}.pyc").is_file()
+    assert sorted(p.name for p in cold.iterdir()) == sorted(p.name for p in deployed.iterdir())
+    shutil.rmtree(cache_dir(cold))
 
 
 # -- every failure blocks ----------------------------------------------------------------------------
