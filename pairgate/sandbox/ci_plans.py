@@ -187,9 +187,7 @@ class Evaluator:
         rules = ((raw or {}).get("workflow") or {}).get("rules")
         if raw is not None and rules:
             probed = {**raw, _PROBE: {"stage": ".pre", "rules": rules, "script": [":"]}}
-            (cwd / CONFIG_FILE).write_text(
-                yaml.safe_dump(probed, sort_keys=False), encoding="utf-8"
-            )
+            (cwd / CONFIG_FILE).write_text(gcl.dump_yaml(probed, sort_keys=False), encoding="utf-8")
         found = gcl.evaluate(self.program, cwd, CONFIG_FILE, variables, state=STATE, home=home)
         jobs = [j for j in found.jobs if j["name"] != _PROBE]
         document = {k: v for k, v in found.document.items() if k != _PROBE}
@@ -203,7 +201,7 @@ class Evaluator:
             _PROBE: {"rules": rules, "script": [":"]},
         }
         name = ".pairgate-sandbox-workflow.yml"
-        (cwd / name).write_text(yaml.safe_dump(probe), encoding="utf-8")
+        (cwd / name).write_text(gcl.dump_yaml(probe), encoding="utf-8")
         alone = gcl.evaluate(
             self.program, cwd, name, variables, state=STATE + "-workflow", home=home
         )
@@ -218,7 +216,7 @@ def _plain(text: str) -> dict[str, Any] | None:
     """The configuration as a mapping, when it includes no other file and YAML reads it
     without GitLab's own tags (``!reference``); else None."""
     try:
-        document = yaml.safe_load(text)
+        document = gcl.load_yaml(text)
     except yaml.YAMLError:
         return None
     return document if isinstance(document, dict) and "include" not in document else None
@@ -244,7 +242,7 @@ def _cache_key(
         if read is None:
             return None
         paths |= read
-        named |= set(_NAMES.findall(yaml.safe_dump(parts)))
+        named |= set(_NAMES.findall(gcl.dump_yaml(parts)))
     present = tuple(sorted((p, p in (tree or {})) for p in paths))
     return (text, tuple(sorted((n, variables.get(n)) for n in named)), present)
 
