@@ -307,6 +307,11 @@ def fleet_run(
         waiting = count("SELECT COUNT(*) AS n FROM hooks WHERE state = 'new'")
         if done and not pending and not unsent and not waiting:
             break
+        gone = next((w for w in fleet if w.proc.poll() is not None), None)
+        if gone is not None:  # it would not drain: say why, rather than wait out the deadline
+            print(f"a watcher exited (exit {gone.proc.returncode}) before the fleet drained:")
+            print(gone.err.read_text()[-2000:].rstrip())
+            break
         time.sleep(0.2)
     drained = time.perf_counter() - start
     time.sleep(1.0)  # a watcher that would push after an ACK has had its chance
