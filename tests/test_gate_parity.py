@@ -82,7 +82,7 @@ def flat_commands(
 # and the environment its own, stdin empty, its exit as the interpreter's; the reader module
 # is shared with the validators only, as their `import ownership` would load it. The doors'
 # start itself is what PER_PROCESS and the test below it run as real programs.
-PRELOADED = """import json, os, sys, types
+PRELOADED = """import json, os, signal, sys, types
 import ownership
 answers_in, scripts = sys.argv[1], {}
 for name in sys.argv[2:]:
@@ -115,6 +115,7 @@ def serve():
 door = serve()
 if door is not None:
     argv, env, out, err = door
+    signal.alarm(60)  # as the test's wait(timeout=60) of a program: a door that hangs fails
     for fd, path, mode in ((0, os.devnull, os.O_RDONLY), (1, out, os.O_WRONLY | os.O_CREAT),
                            (2, err, os.O_WRONLY | os.O_CREAT)):
         os.dup2(os.open(path, mode, 0o600), fd)
@@ -146,23 +147,30 @@ class Preloaded:
             stdout=subprocess.PIPE,
             text=True,
         )
+        self.answers: dict[str, Any] | None = None
+        self.started = False
 
     def start(self, runs: dict[str, tuple[list[str], dict[str, str]]]) -> None:
         """Fork each door of ``runs`` (name: argv from the script on, environment)."""
         assert self.process.stdin is not None
+        if self.started:
+            self._answers()  # read, if a test failed before it read its doors' answers
         self.process.stdin.write(json.dumps(runs) + "\n")
         self.process.stdin.flush()
-        self.answers: dict[str, Any] | None = None
+        self.answers, self.started = None, True
 
     def answer(self, door: str) -> tuple[int, str, str]:
         """(exit code, stdout, stderr) of ``door`` of the runs started last."""
+        code, out, err = self._answers()[door]
+        return int(code), str(out), str(err)
+
+    def _answers(self) -> dict[str, Any]:
         if self.answers is None:
             assert self.process.stdout is not None
             line = self.process.stdout.readline()
             assert line, f"the preloaded doors ended ({self.process.poll()})"
             self.answers = dict(json.loads(line))
-        code, out, err = self.answers[door]
-        return int(code), str(out), str(err)
+        return self.answers
 
     def close(self) -> None:
         assert self.process.stdin is not None
