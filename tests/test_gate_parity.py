@@ -200,7 +200,11 @@ class Forked:
 
 
 def flat_runs(
-    flat: Path, sandbox: RunningSandbox, project: str, iid: int, preloaded: Preloaded | None
+    flat: Path,
+    sandbox: RunningSandbox,
+    project: str,
+    iid: int,
+    preloaded: Preloaded | None = None,
 ) -> dict[str, Any]:
     """The flat doors, started: as programs of their own, or forked from ``preloaded``."""
     commands = flat_commands(flat, sandbox, project, iid)
