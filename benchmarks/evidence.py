@@ -21,6 +21,7 @@ suite (``QUICK``: the least that runs every figure once): its figures mean nothi
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import subprocess
 import sys
@@ -84,6 +85,13 @@ def measure(
         isolation = probe()
         place = workspace.choose(10**8, runtime_dir=os.environ.get("XDG_RUNTIME_DIR"))
         env = fixed_env(home=work, tmp=work, junit=work / "direct.xml", proxy_off=False)
+        if "pytest" in command and importlib.util.find_spec("pytest") is None:
+            # The runs use this interpreter's directory first on PATH (fixed_env).
+            raise SystemExit(
+                f"benchmarks/evidence.py: {sys.executable} has no pytest, which the sample "
+                "package's test command runs: run it with the python that has pairgate's test "
+                "extra (pip install -e '.[test]'), and give run.py the clean venv as --venv"
+            )
         direct = timed(
             lambda: subprocess.run(
                 ["/bin/sh", "-c", command], cwd=pkg.repo, env=env, check=True, capture_output=True
