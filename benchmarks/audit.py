@@ -17,10 +17,11 @@ issue after its first are merged unapproved: the audit finds them. ``--quick`` i
 Targets: under 5 s of wall time at the defaults, and each issue's notes read once. The floor in
 requests: the merged listing's pages, one notes listing per cited issue, one GraphQL query per
 hundred gated merge requests of a project (their diff_refs; a merge request it does not give is
-read by itself) and one per issue holding approvals (whether they were edited); above it: the group's project listing (twice: the shared-in projects, the
-default branches), each shared-in project's merged listing, the frozen-label and updated-issue
-listings, one label-history listing per issue updated in the window, and each default branch's
-first-parent commits and push events (a page per 100 each)."""
+read by itself) and one per issue holding approvals (whether they were edited); above it: the
+group's project listing (twice: the shared-in projects, the default branches), each shared-in
+project's merged listing, the frozen-label and updated-issue listings, one label-history listing
+per issue updated in the window, and each default branch's first-parent commits and push events
+(a page per 100 each)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ Contents (where each source module begins, and what it holds):
   line   478  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
   line   500  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
   line   792  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1242  record_parts.py: The pieces the record schemas (records.py) are built from: the field types they share, and
+  line  1242  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
   line  1358  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
   line  1883  ledger.py: The fold's output: notes as read, and the typed state they fold into.
   line  2162  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.

@@ -2,8 +2,9 @@
 an issue by iid, and the issue's notes as a connection, each note with the fields of GitLab's
 ``Note`` type that say who wrote it and when it was last edited (``lastEditedAt``, which REST
 notes do not carry); and a project's merge requests by iids, with their ``diffRefs`` (which a
-REST listing leaves out, so the audit reads a hundred at a time here). Queries run through graphql-core against that schema, so any query of its
-shape is answered as GitLab would, and anything else gets GitLab's error shape."""
+REST listing leaves out, so the audit reads a hundred at a time here). Queries run through
+graphql-core against that schema, so any query of its shape is answered as GitLab would, and
+anything else gets GitLab's error shape."""
 
 from __future__ import annotations
 

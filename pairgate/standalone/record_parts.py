@@ -1,5 +1,7 @@
-"""The pieces the record schemas (records.py) are built from: the field types they share, and
-the mutation-evidence fields a handoff and an approval carry."""
+"""The pieces the record schemas are built from: shared field types and the evidence fields.
+
+records.py builds each kind's schema from these; the mutation-evidence fields are the ones a
+handoff and an approval carry."""
 
 from __future__ import annotations
 
