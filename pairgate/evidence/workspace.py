@@ -9,10 +9,11 @@ The evidence says which (``workspace``).
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from pairgate.scratch import memory_place
 
 MARGIN = 64 * 1024 * 1024
 
@@ -37,27 +38,11 @@ def filesystem_kind(path: Path) -> str:
     return kind
 
 
-def _room(path: Path) -> int:
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return 0
-    return st.f_bavail * st.f_frsize
-
-
 def choose(need: int, *, runtime_dir: str | None, candidates: Sequence[Path] | None = None) -> Path:
     """The directory a collection's work directory is made in, for copies of ``need`` bytes
     in all."""
-    if candidates is None:
-        found = [Path("/dev/shm")]
-        if runtime_dir and Path(runtime_dir).is_absolute():
-            found.append(Path(runtime_dir))
-        candidates = found
-    for place in candidates:
-        usable = place.is_dir() and os.access(place, os.W_OK | os.X_OK)
-        if usable and _room(place) >= need + MARGIN:
-            return place
-    return Path(tempfile.gettempdir())
+    found = memory_place(need + MARGIN, runtime_dir=runtime_dir, candidates=candidates)
+    return found if found is not None else Path(tempfile.gettempdir())
 
 
 def need_for(checkout_bytes: int, *, jobs: int) -> int:

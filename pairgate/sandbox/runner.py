@@ -29,6 +29,7 @@ from pairgate.sandbox.entities import Renderer
 from pairgate.sandbox.jobs import FINISHED, QUEUED, set_status
 from pairgate.sandbox.model import World
 from pairgate.sandbox.records import Job, MergeRequest, Pipeline, Project, User
+from pairgate.scratch import memory_place
 
 if TYPE_CHECKING:
     from pairgate.sandbox.server import App
@@ -40,25 +41,14 @@ ROOM = 1024 * 1024 * 1024
 
 
 def place(candidates: tuple[str, ...] | None = None) -> str | None:
-    """Where the runner's directory is made: ``/dev/shm``, else ``$XDG_RUNTIME_DIR``, when it
-    is writable, lets programs run (gitlab-ci-local starts each job's script from there) and
-    has ``ROOM``; else None, the temporary directory. Every job copies its pipeline's checkout
-    and the sandbox deletes them all when it stops: in memory that costs a fraction of what it
-    costs on disk."""
-    if candidates is None:
-        candidates = ("/dev/shm", os.environ.get("XDG_RUNTIME_DIR") or "")
-    for candidate in candidates:
-        if not candidate or not os.path.isabs(candidate) or not os.path.isdir(candidate):
-            continue
-        try:
-            found = os.statvfs(candidate)
-        except OSError:
-            continue
-        runs = not found.f_flag & (os.ST_NOEXEC | os.ST_RDONLY)
-        room = found.f_bavail * found.f_frsize >= ROOM
-        if runs and room and os.access(candidate, os.W_OK | os.X_OK):
-            return candidate
-    return None
+    """Where the runner's directory is made: in memory when there is ``ROOM`` and programs may
+    run there (gitlab-ci-local starts each job's script from it; pairgate/scratch.py), else
+    None, the temporary directory. Every job copies its pipeline's checkout and the sandbox
+    deletes them all when it stops: in memory that costs a fraction of what it costs on
+    disk."""
+    paths = None if candidates is None else [Path(c) for c in candidates if c]
+    found = memory_place(ROOM, runtime_dir=os.environ.get("XDG_RUNTIME_DIR"), candidates=paths)
+    return None if found is None else str(found)
 
 
 class Runner:
