@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import quote
 
-import yaml
-
+from pairgate import yaml_io
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import PairgateError
 
@@ -222,8 +221,8 @@ def _oracle_span(role: str, source: str, problems: list[str]) -> tuple[int, int]
 def _check_front_matter(role: str, rendered: str, expected: str, problems: list[str]) -> None:
     match = _FRONT_MATTER.match(rendered)
     try:
-        front = yaml.safe_load(match.group(1)) if match else None
-    except yaml.YAMLError as exc:
+        front = yaml_io.load(match.group(1)) if match else None
+    except yaml_io.YAMLError as exc:
         problems.append(f"agents/{role}.md: its front matter is not YAML ({exc})")
         return
     name = front.get("name") if isinstance(front, dict) else None

@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
+from pairgate import yaml_io
 from pairgate.standalone.errors import UsageError
 
 COMPONENTS = ("mr-ownership-gate", "mr-merge-check")
@@ -28,14 +27,6 @@ _BLOCK = re.compile(
 )
 _WHOLE_VALUE = re.compile(r":[ \t]+$")  # a block that is the whole YAML value keeps its type
 _SEPARATOR = re.compile(r"^---[ \t]*$", re.MULTILINE)
-# libyaml's safe loader where PyYAML has it (its wheels do): the same documents, parsed in C.
-# doctor renders the pipeline once per project it checks, and the pure-Python parser was two
-# thirds of its run.
-_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _safe_load(text: str) -> Any:
-    return yaml.load(text, Loader=_SAFE_LOADER)
 
 
 @dataclass(frozen=True)
@@ -51,7 +42,7 @@ def parse_component(name: str, text: str) -> Component:
     parts = _SEPARATOR.split(text, maxsplit=1)
     if len(parts) != 2:
         raise UsageError(f"the {name} template has no '---' between its spec and its jobs")
-    spec = _safe_load(parts[0]) or {}
+    spec = yaml_io.load(parts[0]) or {}
     inputs = (spec.get("spec") or {}).get("inputs") or {}
     return Component(name, inputs, parts[1].lstrip("\n"))
 
@@ -133,7 +124,7 @@ def render(
         raise UsageError("the tracker pipeline frame has no single '# <<components>>' line")
     out = frame.replace(marker, "\n".join(bodies)).replace("<<tracker_project>>", tracker)
     out = out.replace("<<command>>", command)
-    document = _safe_load(out)
+    document = yaml_io.load(out)
     if not isinstance(document, dict) or "project-pipeline" not in document:
         raise UsageError("the rendered tracker pipeline is not a CI configuration")
     return out

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
+from pairgate import yaml_io
 from pairgate.sandbox import ci_config, ci_plans, ci_variables
 from pairgate.sandbox.ci_plans import Plan
 from pairgate.sandbox.jobs import set_status
@@ -100,8 +99,8 @@ def _merged(sources: list[ci_config.Source]) -> str:
         return sources[0].text
     merged: dict[str, Any] = {}
     for source in sources:
-        _deep_merge(merged, yaml.safe_load(source.text) or {})
-    return yaml.safe_dump(merged)
+        _deep_merge(merged, yaml_io.load(source.text) or {})
+    return yaml_io.dump(merged)
 
 
 def _deep_merge(into: dict[str, Any], other: dict[str, Any]) -> None:

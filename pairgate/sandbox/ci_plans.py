@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from pairgate import yaml_io
 from pairgate.sandbox import ci_config, ci_variables, gcl, pipelines
 from pairgate.sandbox.jobs import add_job
 from pairgate.sandbox.model import World
@@ -187,7 +186,7 @@ class Evaluator:
         rules = ((raw or {}).get("workflow") or {}).get("rules")
         if raw is not None and rules:
             probed = {**raw, _PROBE: {"stage": ".pre", "rules": rules, "script": [":"]}}
-            (cwd / CONFIG_FILE).write_text(gcl.dump_yaml(probed, sort_keys=False), encoding="utf-8")
+            (cwd / CONFIG_FILE).write_text(yaml_io.dump(probed, sort_keys=False), encoding="utf-8")
         found = gcl.evaluate(self.program, cwd, CONFIG_FILE, variables, state=STATE, home=home)
         jobs = [j for j in found.jobs if j["name"] != _PROBE]
         document = {k: v for k, v in found.document.items() if k != _PROBE}
@@ -201,7 +200,7 @@ class Evaluator:
             _PROBE: {"rules": rules, "script": [":"]},
         }
         name = ".pairgate-sandbox-workflow.yml"
-        (cwd / name).write_text(gcl.dump_yaml(probe), encoding="utf-8")
+        (cwd / name).write_text(yaml_io.dump(probe), encoding="utf-8")
         alone = gcl.evaluate(
             self.program, cwd, name, variables, state=STATE + "-workflow", home=home
         )
@@ -216,8 +215,8 @@ def _plain(text: str) -> dict[str, Any] | None:
     """The configuration as a mapping, when it includes no other file and YAML reads it
     without GitLab's own tags (``!reference``); else None."""
     try:
-        document = gcl.load_yaml(text)
-    except yaml.YAMLError:
+        document = yaml_io.load(text)
+    except yaml_io.YAMLError:
         return None
     return document if isinstance(document, dict) and "include" not in document else None
 
@@ -242,7 +241,7 @@ def _cache_key(
         if read is None:
             return None
         paths |= read
-        named |= set(_NAMES.findall(gcl.dump_yaml(parts)))
+        named |= set(_NAMES.findall(yaml_io.dump(parts)))
     present = tuple(sorted((p, p in (tree or {})) for p in paths))
     return (text, tuple(sorted((n, variables.get(n)) for n in named)), present)
 

@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from pairgate import yaml_io
 from pairgate.sandbox import shim
 
 VERSION = "4.73.0"  # its newest release that runs on Node 20
@@ -40,20 +39,6 @@ _COMMON = (
     "0",
 )
 _TIMEOUT = 600
-# libyaml's safe loader and dumper where PyYAML was built with it (the same documents, about
-# fifteen times faster): the runner reads and writes a pipeline's configuration several times.
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-
-
-def load_yaml(text: str) -> Any:
-    """``yaml.safe_load``, through libyaml when there is one."""
-    return yaml.load(text, Loader=_LOADER)  # a safe loader either way
-
-
-def dump_yaml(document: Any, *, sort_keys: bool = True) -> str:
-    """``yaml.safe_dump``, through libyaml when there is one."""
-    return yaml.dump(document, Dumper=_DUMPER, sort_keys=sort_keys)
 
 
 class GclError(Exception):
@@ -192,7 +177,7 @@ def evaluate(
     if done.returncode != 0 or not expanded.is_file():
         raise GclError(_complaint(done.stdout + done.stderr))
     jobs = json.loads(done.stdout)
-    document = load_yaml(expanded.read_text(encoding="utf-8")) or {}
+    document = yaml_io.load(expanded.read_text(encoding="utf-8")) or {}
     return Evaluation(list(jobs), dict(document))
 
 

@@ -23,6 +23,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pairgate import yaml_io
 from pairgate.sandbox import ci_children, ci_plans, ci_variables, gcl, merging, pipelines, repo
 from pairgate.sandbox.ci_plans import Plan
 from pairgate.sandbox.entities import Renderer
@@ -164,7 +165,7 @@ class Runner:
         for value in document.values():  # a job that needs a trigger job: that need dropped
             if isinstance(value, dict) and isinstance(value.get("needs"), list):
                 value["needs"] = [n for n in value["needs"] if _need(n) not in bridges]
-        (plan.cwd / RUN_FILE).write_text(gcl.dump_yaml(document), encoding="utf-8")
+        (plan.cwd / RUN_FILE).write_text(yaml_io.dump(document), encoding="utf-8")
         shell = gcl.write_shell(self.root / f"shell-{plan.run_id}-{len(names)}-{next(self._homes)}",
                                 url=self.url, run_id=plan.run_id)  # fmt: skip
         _, output = gcl.run(
