@@ -16,7 +16,7 @@ from pairgate.evidence.isolation import Isolation, probe
 from pairgate.evidence.one_run import apply_mutant, remove
 from pairgate.evidence.patches import touched
 from pairgate.evidence.runner import Request, check_request, seeded_copy
-from pairgate.evidence.sensitive import matching_pattern, sensitive
+from pairgate.evidence.sensitive import matching_pattern
 from pairgate.evidence.verdict import names_pytest
 
 
@@ -62,10 +62,5 @@ def plan(request: Request, *, isolation: Isolation | None = None) -> dict[str, A
         "workspace": {"kind": workspace.filesystem_kind(place), "path": str(place)},
         "may_change": [*DEFAULT_MAY_CHANGE, *request.may_change],
         "mutants": mutants,
-        "sensitive_changes": {
-            "base": found.base,
-            "base_source": found.base_source,
-            "patterns": list(request.patterns),
-            "files": sensitive(found.changed, request.patterns),
-        },
+        "sensitive_changes": found.sensitive_changes(request.patterns),
     }

@@ -77,6 +77,15 @@ class Resolved:
     base_source: str
     changed: tuple[str, ...]
 
+    def sensitive_changes(self, patterns: Sequence[str]) -> dict[str, Any]:
+        """The evidence's ``sensitive_changes``: the files since the base that judge the change."""
+        return {
+            "base": self.base,
+            "base_source": self.base_source,
+            "patterns": list(patterns),
+            "files": sensitive(self.changed, patterns),
+        }
+
 
 def resolve(request: Request, genv: dict[str, str]) -> Resolved:
     top, gitdir = gitops.git_dir(genv, request.repo)
@@ -243,12 +252,7 @@ def collect(
         "may_change": list(runs.may_change),
         "baseline": public(baseline),
         "mutants": mutants,
-        "sensitive_changes": {
-            "base": found.base,
-            "base_source": found.base_source,
-            "patterns": list(request.patterns),
-            "files": sensitive(found.changed, request.patterns),
-        },
+        "sensitive_changes": found.sensitive_changes(request.patterns),
         "summary": {v: sum(m["verdict"] == v for m in mutants) for v in VERDICTS},
     }
     return sealed(doc)
