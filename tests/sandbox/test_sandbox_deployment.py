@@ -10,12 +10,9 @@ runs only the round that way."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,7 +22,7 @@ import requests
 from tests.kit.gcl import gitlab_ci_local
 from tests.kit.names import ROOT
 from tests.kit.run import clean_env
-from tests.sandbox.test_sandbox_round import INSTALLED, block, free_port
+from tests.sandbox.test_sandbox_round import INSTALLED, block, free_port, play, serving
 
 pytestmark = [pytest.mark.slow]
 DOC_PORT = "8766"
@@ -34,7 +31,9 @@ DOC_PORT = "8766"
 def test_the_documented_deployment_runs(tmp_path: Path) -> None:
     found = gitlab_ci_local()
     port = free_port()  # the doc's fixed port may be taken on a shared machine
-    serve, play = (block(m).replace(DOC_PORT, port) for m in ("deploy-sandbox", "deploy-play"))
+    serve, play_block = (
+        block(m).replace(DOC_PORT, port) for m in ("deploy-sandbox", "deploy-play")
+    )
     # The jobs run in the runner's shell: its python3 is this one (requests, jsonschema, pyyaml,
     # pytest), and gitlab-ci-local is found on PATH as the document's "Running it" says.
     path = f"{Path(found).parent}:{Path(sys.executable).parent}:{os.environ['PATH']}"
@@ -46,25 +45,10 @@ def test_the_documented_deployment_runs(tmp_path: Path) -> None:
         # starts compiles the package into __pycache__, and the rest load it.
         program = f"{shlex.quote(sys.executable)} -m pairgate"
         env = clean_env(PYTHONPATH=str(ROOT), HOME=str(tmp_path), PATH=path)
-    sandbox = subprocess.Popen(
-        ["bash", "-c", f'pairgate() {{ exec {program} "$@"; }}\n{serve}'],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert sandbox.stdout is not None
-        line = json.loads(sandbox.stdout.readline())
+    with serving(program, serve, env, stops_within=30) as line:
         assert line["url"] == f"http://127.0.0.1:{port}"
         assert line["example"]["issue"] == {"project": "acme/tracker", "id": 502, "iid": 2}
-        played = subprocess.run(
-            ["bash", "-c", f'pairgate() {{ {program} "$@"; }}\n{play}'],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        played = play(program, play_block, env, timeout=600)
         out = played.stdout
         assert played.returncode == 0, out + played.stderr
         # The deployment: init wrote it, --publish put the gate on the tracker, --fix set the
@@ -117,6 +101,3 @@ def test_the_documented_deployment_runs(tmp_path: Path) -> None:
         assert "audit: 0 commit(s) pushed to a default branch without a merge request" in out
         unserved = requests.get(line["sandbox_api"] + "/unserved", timeout=5).json()
         assert unserved == []  # the deployment used only routes the sandbox serves
-    finally:
-        sandbox.send_signal(signal.SIGTERM)
-        assert sandbox.wait(timeout=30) == 0

@@ -3,6 +3,7 @@ round block in a shell, against a deployment that only `--config-out` wrote."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -12,7 +13,9 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -41,17 +44,10 @@ def free_port() -> str:
         return str(probe.getsockname()[1])
 
 
-def test_the_documented_round_runs(tmp_path: Path) -> None:
-    # curl is part of the round as written; scripts/test installs it where it is missing.
-    assert shutil.which("curl"), "the documented round uses curl: apt-get install curl"
-    port = free_port()  # the doc's fixed port may be taken on a shared machine
-    serve, play = (block(m).replace(DOC_PORT, port) for m in ("sandbox", "play"))
-    if INSTALLED:
-        program = shlex.quote(INSTALLED)
-        env = clean_env(HOME=str(tmp_path))
-    else:
-        program = f"{shlex.quote(sys.executable)} -B -m pairgate"
-        env = clean_env(PYTHONPATH=str(ROOT), HOME=str(tmp_path))
+@contextlib.contextmanager
+def serving(program: str, serve: str, env: dict[str, str], *, stops_within: float) -> Iterator[Any]:
+    """The document's sandbox block running in bash, with ``pairgate`` as ``program``: its ready
+    line; then SIGTERM, which it answers with exit 0 within ``stops_within`` seconds."""
     sandbox = subprocess.Popen(
         ["bash", "-c", f'pairgate() {{ exec {program} "$@"; }}\n{serve}'],
         env=env,
@@ -61,17 +57,40 @@ def test_the_documented_round_runs(tmp_path: Path) -> None:
     )
     try:
         assert sandbox.stdout is not None
-        line = json.loads(sandbox.stdout.readline())
+        yield json.loads(sandbox.stdout.readline())
+    finally:
+        sandbox.send_signal(signal.SIGTERM)
+        assert sandbox.wait(timeout=stops_within) == 0
+
+
+def play(program: str, script: str, env: dict[str, str], *, timeout: float) -> Any:
+    """The document's play block in bash, with ``pairgate`` as ``program``."""
+    return subprocess.run(
+        ["bash", "-c", f'pairgate() {{ {program} "$@"; }}\n{script}'],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_the_documented_round_runs(tmp_path: Path) -> None:
+    # curl is part of the round as written; scripts/test installs it where it is missing.
+    assert shutil.which("curl"), "the documented round uses curl: apt-get install curl"
+    port = free_port()  # the doc's fixed port may be taken on a shared machine
+    serve, play_block = (block(m).replace(DOC_PORT, port) for m in ("sandbox", "play"))
+    if INSTALLED:
+        program = shlex.quote(INSTALLED)
+        env = clean_env(HOME=str(tmp_path))
+    else:
+        # Without -B, as the deployment's test: the first start compiles, the rest load it.
+        program = f"{shlex.quote(sys.executable)} -m pairgate"
+        env = clean_env(PYTHONPATH=str(ROOT), HOME=str(tmp_path))
+    with serving(program, serve, env, stops_within=10) as line:
         assert line["url"] == f"http://127.0.0.1:{port}"
         assert line["example"]["merge_request"]["iid"] == 1
         assert line["example"]["issue"] == {"project": "acme/tracker", "id": 502, "iid": 2}
-        round_ = subprocess.run(
-            ["bash", "-c", f'pairgate() {{ {program} "$@"; }}\n{play}'],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        round_ = play(program, play_block, env, timeout=300)
         out = round_.stdout
         assert round_.returncode == 0, out + round_.stderr
         assert "acme-lead holds #2 as lead (note 1001)." in out
@@ -90,6 +109,3 @@ def test_the_documented_round_runs(tmp_path: Path) -> None:
         ]
         unserved = requests.get(line["sandbox_api"] + "/unserved", timeout=5).json()
         assert unserved == []  # the round used only routes the sandbox serves
-    finally:
-        sandbox.send_signal(signal.SIGTERM)
-        assert sandbox.wait(timeout=10) == 0
