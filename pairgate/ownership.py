@@ -8,48 +8,49 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    93  errors.py: Exit codes, the error family and the run context every door is given.
-  line   320  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   478  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
-  line   500  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   792  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1242  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
-  line  1358  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1883  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2162  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2257  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2461  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2569  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2981  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3057  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3449  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3575  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3831  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4259  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4407  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4909  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4960  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5103  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5319  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5501  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5968  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6173  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6445  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6911  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7367  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7446  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7593  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7688  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8056  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8446  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8682  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8964  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9375  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9433  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9882  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10052  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10077  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10436  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    94  errors.py: Exit codes, the error family and the run context every door is given.
+  line   321  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   479  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
+  line   501  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   793  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1243  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
+  line  1359  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1884  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2163  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2258  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2462  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
+  line  2485  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2582  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  2994  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3070  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3462  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3582  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3838  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4266  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4414  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4908  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4959  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5102  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5318  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5500  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5967  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6172  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6444  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6910  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7366  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7445  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7592  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7687  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8055  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8445  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8681  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8963  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9374  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9432  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9881  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10051  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10076  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10435  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -2458,6 +2459,29 @@ def pushed_without_mr(read: BranchRead, merged: Iterable[BroughtBy]) -> list[Pus
 
 
 # =============================================================================================
+# begin pairgate/standalone/pool.py
+# =============================================================================================
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def pooled(func: Callable[[T], R], items: Iterable[T], *, workers: int) -> list[R]:
+    """``func`` over ``items``, at most ``workers`` at a time, results in the items' order."""
+    items = list(items)
+    if workers <= 1 or len(items) <= 1:
+        return [func(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(func, items))
+
+
+# end pairgate/standalone/pool.py
+
+
+# =============================================================================================
 # begin pairgate/standalone/audit_refs.py
 # =============================================================================================
 
@@ -2484,8 +2508,6 @@ class DiffRefs(NamedTuple):
 
 
 Key = tuple[str, int]  # (project path as listed, iid)
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 def read_diff_refs(
@@ -2502,23 +2524,14 @@ def read_diff_refs(
         for i in range(0, len(iids), REFS_CHUNK)
     ]
     found: dict[Key, DiffRefs] = {}
-    for part in _each(workers, lambda chunk: _graphql_chunk(client, *chunk), chunks):
+    for part in pooled(lambda chunk: _graphql_chunk(client, *chunk), chunks, workers=workers):
         found.update(part)
     missing = [(p, i) for p, iids in by_project.items() for i in iids if (p, i) not in found]
     for key, refs in zip(
-        missing, _each(workers, lambda key: _rest_one(client, *key), missing), strict=True
+        missing, pooled(lambda key: _rest_one(client, *key), missing, workers=workers), strict=True
     ):
         found[key] = refs
     return found
-
-
-def _each(workers: int, task: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    if workers > 1 and len(items) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
-            return list(pool.map(task, items))
-    return [task(item) for item in items]
 
 
 def _graphql_chunk(client: GitLab, project: str, iids: list[int]) -> Mapping[Key, DiffRefs]:
@@ -3503,13 +3516,7 @@ def read_last_edited(
     nothing may pass on it), the first issue's in ``wanted``'s order when several fail."""
     tracker = config.tracker_project
     asked = [(issue, set(ids)) for issue, ids in wanted.items()]
-    if workers > 1 and len(asked) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=min(workers, len(asked))) as pool:
-            each = list(pool.map(lambda one: _issue_last_edited(client, tracker, *one), asked))
-    else:
-        each = [_issue_last_edited(client, tracker, issue, ids) for issue, ids in asked]
+    each = pooled(lambda one: _issue_last_edited(client, tracker, *one), asked, workers=workers)
     return {note: edited for found in each for note, edited in found.items()}
 
 
@@ -4526,13 +4533,7 @@ def read_all_notes(client: GitLab, config: Config, issues: Iterable[int]) -> dic
             return exc
 
     wanted = sorted(set(issues))
-    if len(wanted) <= 1:
-        return {issue: one(issue) for issue in wanted}
-    # Imported here: every door loads this file, and only the audit runs readers in threads.
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=min(AUDIT_WORKERS, len(wanted))) as pool:
-        return dict(zip(wanted, pool.map(one, wanted), strict=True))
+    return dict(zip(wanted, pooled(one, wanted, workers=AUDIT_WORKERS), strict=True))
 
 
 # -- judging (pure) -----------------------------------------------------------------------------
@@ -4808,8 +4809,6 @@ def audit(
     issue in them; one notes listing per issue that a gated merge request cites or that held
     the freeze label; one GraphQL read per such issue that holds approvals (whether they were
     edited). The per-project, per-merge and per-issue reads run AUDIT_WORKERS at a time."""
-    from concurrent.futures import ThreadPoolExecutor
-
     merged = read_merged(client, config, since=since, projects=projects or None)
     scoped = [
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
@@ -4830,8 +4829,7 @@ def audit(
     work += [
         partial(read_label_spans, client, config, issue, issue in labelled) for issue in candidates
     ]
-    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
-        done = list(pool.map(lambda task: task(), work))
+    done = pooled(lambda task: task(), work, workers=AUDIT_WORKERS)
     reads = [r for r in done[: len(branches)] if isinstance(r, BranchRead)]
     histories = dict(zip(candidates, done[len(branches) :], strict=True))
     on_branch = {c.sha for r in reads for c in r.history}
@@ -4896,8 +4894,9 @@ def audit(
             if m.facts.project.casefold() == read.project.casefold()
         ]
 
-    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
-        reads = list(pool.map(lambda r: with_pushes(client, r, brought(r), since=stamp), reads))
+    reads = pooled(
+        lambda r: with_pushes(client, r, brought(r), since=stamp), reads, workers=AUDIT_WORKERS
+    )
     pushes = [finding for read in reads for finding in pushed_without_mr(read, brought(read))]
     return AuditReport(since, until, tuple(projects), judged, tuple(pushes))
 

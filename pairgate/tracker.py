@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pairgate.standalone import pool as reads_pool
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import PairgateError, UsageError
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
@@ -38,12 +39,8 @@ R = TypeVar("R")
 
 
 def pooled(func: Callable[[T], R], items: Iterable[T], *, workers: int = WORKERS) -> list[R]:
-    """``func`` over ``items`` through a bounded pool, results in the items' order."""
-    items = list(items)
-    if len(items) <= 1:
-        return [func(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
-        return list(pool.map(func, items))
+    """``func`` over ``items`` through a pool of the board's size, results in the items' order."""
+    return reads_pool.pooled(func, items, workers=workers)
 
 
 @dataclass(frozen=True)

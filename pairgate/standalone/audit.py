@@ -46,6 +46,7 @@ from pairgate.standalone.gate import gate_scope, group_project_paths, judge_merg
 from pairgate.standalone.gitlab import GitLab, encode_project
 from pairgate.standalone.ledger import FROZEN_LABEL, Ledger, Note, stamp_epoch
 from pairgate.standalone.merge_request import MergeRequestFacts
+from pairgate.standalone.pool import pooled
 from pairgate.standalone.reads import read_last_edited, read_notes
 from pairgate.standalone.scope import (
     RENOVATE_LABEL,
@@ -185,13 +186,7 @@ def read_all_notes(client: GitLab, config: Config, issues: Iterable[int]) -> dic
             return exc
 
     wanted = sorted(set(issues))
-    if len(wanted) <= 1:
-        return {issue: one(issue) for issue in wanted}
-    # Imported here: every door loads this file, and only the audit runs readers in threads.
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=min(AUDIT_WORKERS, len(wanted))) as pool:
-        return dict(zip(wanted, pool.map(one, wanted), strict=True))
+    return dict(zip(wanted, pooled(one, wanted, workers=AUDIT_WORKERS), strict=True))
 
 
 # -- judging (pure) -----------------------------------------------------------------------------
@@ -467,8 +462,6 @@ def audit(
     issue in them; one notes listing per issue that a gated merge request cites or that held
     the freeze label; one GraphQL read per such issue that holds approvals (whether they were
     edited). The per-project, per-merge and per-issue reads run AUDIT_WORKERS at a time."""
-    from concurrent.futures import ThreadPoolExecutor
-
     merged = read_merged(client, config, since=since, projects=projects or None)
     scoped = [
         (m, gate_scope(m.facts, in_group=True, config=config, families=families)) for m in merged
@@ -489,8 +482,7 @@ def audit(
     work += [
         partial(read_label_spans, client, config, issue, issue in labelled) for issue in candidates
     ]
-    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
-        done = list(pool.map(lambda task: task(), work))
+    done = pooled(lambda task: task(), work, workers=AUDIT_WORKERS)
     reads = [r for r in done[: len(branches)] if isinstance(r, BranchRead)]
     histories = dict(zip(candidates, done[len(branches) :], strict=True))
     on_branch = {c.sha for r in reads for c in r.history}
@@ -555,7 +547,8 @@ def audit(
             if m.facts.project.casefold() == read.project.casefold()
         ]
 
-    with ThreadPoolExecutor(max_workers=AUDIT_WORKERS) as pool:
-        reads = list(pool.map(lambda r: with_pushes(client, r, brought(r), since=stamp), reads))
+    reads = pooled(
+        lambda r: with_pushes(client, r, brought(r), since=stamp), reads, workers=AUDIT_WORKERS
+    )
     pushes = [finding for read in reads for finding in pushed_without_mr(read, brought(read))]
     return AuditReport(since, until, tuple(projects), judged, tuple(pushes))

@@ -7,10 +7,11 @@ named by id, an answer missing the merge request).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import NamedTuple, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
+from pairgate.standalone.pool import pooled
 
 __all__ = ["DiffRefs", "read_diff_refs"]
 
@@ -36,8 +37,6 @@ class DiffRefs(NamedTuple):
 
 
 Key = tuple[str, int]  # (project path as listed, iid)
-T = TypeVar("T")
-R = TypeVar("R")
 
 
 def read_diff_refs(
@@ -54,23 +53,14 @@ def read_diff_refs(
         for i in range(0, len(iids), REFS_CHUNK)
     ]
     found: dict[Key, DiffRefs] = {}
-    for part in _each(workers, lambda chunk: _graphql_chunk(client, *chunk), chunks):
+    for part in pooled(lambda chunk: _graphql_chunk(client, *chunk), chunks, workers=workers):
         found.update(part)
     missing = [(p, i) for p, iids in by_project.items() for i in iids if (p, i) not in found]
     for key, refs in zip(
-        missing, _each(workers, lambda key: _rest_one(client, *key), missing), strict=True
+        missing, pooled(lambda key: _rest_one(client, *key), missing, workers=workers), strict=True
     ):
         found[key] = refs
     return found
-
-
-def _each(workers: int, task: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    if workers > 1 and len(items) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
-            return list(pool.map(task, items))
-    return [task(item) for item in items]
 
 
 def _graphql_chunk(client: GitLab, project: str, iids: list[int]) -> Mapping[Key, DiffRefs]:

@@ -8,6 +8,7 @@ from pairgate.standalone.config import Config
 from pairgate.standalone.fold import fold
 from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
 from pairgate.standalone.ledger import FROZEN_LABEL, Freeze, Ledger, Note
+from pairgate.standalone.pool import pooled
 
 __all__ = [
     "frozen_issues",
@@ -73,13 +74,7 @@ def read_last_edited(
     nothing may pass on it), the first issue's in ``wanted``'s order when several fail."""
     tracker = config.tracker_project
     asked = [(issue, set(ids)) for issue, ids in wanted.items()]
-    if workers > 1 and len(asked) > 1:
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=min(workers, len(asked))) as pool:
-            each = list(pool.map(lambda one: _issue_last_edited(client, tracker, *one), asked))
-    else:
-        each = [_issue_last_edited(client, tracker, issue, ids) for issue, ids in asked]
+    each = pooled(lambda one: _issue_last_edited(client, tracker, *one), asked, workers=workers)
     return {note: edited for found in each for note, edited in found.items()}
 
 
