@@ -5,18 +5,12 @@ job of a sandbox merge request pipeline has."""
 
 from __future__ import annotations
 
-import contextlib
-import datetime
-import http.server
 import io
-import ipaddress
 import json
 import ssl
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -25,6 +19,7 @@ from pairgate.standalone.ci_job import NotProven, read_job
 from pairgate.standalone.doors import validator_main
 from pairgate.standalone.errors import Context
 from pairgate.standalone.gitlab import read_retry
+from tests.kit.fake_instance import FakeInstance, private_ca, serving
 from tests.kit.gate_cases import approved_at_head, ci_variables, never_approved
 from tests.kit.names import FIXTURE_CONFIG, mr_path
 from tests.kit.world import World
@@ -132,62 +127,14 @@ def test_plain_http_to_a_host_that_is_not_loopback_is_refused(
 # -- a host the URL variables name ------------------------------------------------------------
 
 
-class _Fake(http.server.BaseHTTPRequestHandler):
-    """Answers GET /job as GitLab would (a copy of the real answer, its URLs moved here);
-    records every request and its credentials, and answers 404 to everything else."""
-
-    seen: list[dict[str, Any]]
-    job: dict[str, Any] | None
-    status: int = 200  # what GET /job answers with, when it answers a job
-    retry_after: str | None = None  # and the Retry-After it sends
-    location: str | None = None  # and the Location
-
-    def do_GET(self) -> None:
-        self.seen.append(
-            {
-                "path": self.path,
-                "private": self.headers.get("PRIVATE-TOKEN"),
-                "job": self.headers.get("JOB-TOKEN"),
-            }
-        )
-        body = json.dumps(self.job).encode() if self.path == "/api/v4/job" and self.job else b""
-        self.send_response(self.status if body else 404)
-        self.send_header("Content-Type", "application/json")
-        if self.retry_after is not None:
-            self.send_header("Retry-After", self.retry_after)
-        if self.location is not None:
-            self.send_header("Location", self.location)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def _serving(
-    job: dict[str, Any] | None = None, tls: ssl.SSLContext | None = None
-) -> Iterator[tuple[str, type[_Fake]]]:
-    """A fake of its own, served (over ``tls`` when given): (its URL, its handler class)."""
-    handler = type("Fake", (_Fake,), {"seen": [], "job": job})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    if tls is not None:
-        server.socket = tls.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
-    try:
-        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}", handler
-    finally:
-        server.shutdown()
-
-
 @pytest.fixture
-def fake() -> Iterator[tuple[str, type[_Fake]]]:
-    with _serving() as served:
+def fake() -> Iterator[tuple[str, type[FakeInstance]]]:
+    with serving() as served:
         yield served
 
 
 def test_without_a_pin_a_host_every_url_variable_names_can_answer_as_gitlab(
-    sandbox: RunningSandbox, world: World, fake: tuple[str, type[_Fake]]
+    sandbox: RunningSandbox, world: World, fake: tuple[str, type[FakeInstance]]
 ) -> None:
     """The residual risk the components' READMEs state: a host named consistently by every URL
     variable (which only whoever can set the job's variables can do) that answers GET /job as
@@ -209,7 +156,7 @@ def test_without_a_pin_a_host_every_url_variable_names_can_answer_as_gitlab(
 
 
 def test_a_host_that_cannot_answer_get_job_is_sent_no_read_token(
-    sandbox: RunningSandbox, world: World, fake: tuple[str, type[_Fake]]
+    sandbox: RunningSandbox, world: World, fake: tuple[str, type[FakeInstance]]
 ) -> None:
     url, handler = fake
     env = job_env(
@@ -224,7 +171,7 @@ def test_a_host_that_cannot_answer_get_job_is_sent_no_read_token(
 
 
 def test_the_configured_gitlab_url_variable_is_not_read_by_the_job(
-    sandbox: RunningSandbox, world: World, fake: tuple[str, type[_Fake]]
+    sandbox: RunningSandbox, world: World, fake: tuple[str, type[FakeInstance]]
 ) -> None:
     url, handler = fake
     env = job_env(sandbox, approved_at_head(world), PAIRGATE_TEST_GITLAB_URL=url)
@@ -335,7 +282,7 @@ def test_a_refused_read_token_is_named_as_it_was_passed(
 
 @pytest.mark.parametrize("status", [201, 203, 500])
 def test_get_job_takes_a_200_alone_and_asks_as_many_times_as_requests_would(
-    fake: tuple[str, type[_Fake]], status: int
+    fake: tuple[str, type[FakeInstance]], status: int
 ) -> None:
     """Only a 200 answers GET /job (requests' path says so for any other status); a status
     requests retries is asked the policy's attempts over, and once more: the first attempt."""
@@ -351,64 +298,18 @@ def test_get_job_takes_a_200_alone_and_asks_as_many_times_as_requests_would(
     assert len(handler.seen) == 1  # answered by its first attempt
 
 
-def _private_ca(directory: Path) -> tuple[Path, Path, Path]:
-    """A CA of its own, and a certificate it signed for 127.0.0.1 (as an instance with a
-    private CA has, which the runner names in CI_SERVER_TLS_CA_FILE): (CA, cert, key)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-
-    def certificate(subject: str, key: Any, issuer: Any, signer: Any, ca: bool) -> Any:
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
-            .issuer_name(issuer)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-        )
-        if not ca:
-            san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
-            builder = builder.add_extension(san, critical=False)
-        return builder.sign(signer, hashes.SHA256())
-
-    ca_key, leaf_key = (
-        ec.generate_private_key(ec.SECP256R1()),
-        ec.generate_private_key(ec.SECP256R1()),
-    )
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "a private CA")])
-    ca = certificate("a private CA", ca_key, ca_name, ca_key, True)
-    leaf = certificate("127.0.0.1", leaf_key, ca_name, ca_key, False)
-    paths = directory / "ca.pem", directory / "leaf.pem", directory / "leaf.key"
-    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    paths[1].write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(
-        leaf_key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return paths
-
-
 @pytest.fixture
-def tls_fake(tmp_path: Path) -> Iterator[tuple[str, type[_Fake], Path]]:
+def tls_fake(tmp_path: Path) -> Iterator[tuple[str, type[FakeInstance], Path]]:
     """The fake GET /job over HTTPS, its certificate from a private CA: (url, handler, CA)."""
-    ca, cert, key = _private_ca(tmp_path)
+    ca, cert, key = private_ca(tmp_path)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    with _serving(tls=context) as (url, handler):
+    with serving(tls=context) as (url, handler):
         yield url, handler, ca
 
 
 def test_get_job_on_an_instance_with_a_private_ca_verifies_with_the_jobs_bundle(
-    tls_fake: tuple[str, type[_Fake], Path],
+    tls_fake: tuple[str, type[FakeInstance], Path],
 ) -> None:
     """The components hand the job CI_SERVER_TLS_CA_FILE as REQUESTS_CA_BUNDLE: GET /job is
     verified with it (its first attempt and requests' both), and fails closed without it."""
@@ -427,7 +328,7 @@ def test_get_job_on_an_instance_with_a_private_ca_verifies_with_the_jobs_bundle(
 def test_a_validator_proves_its_job_with_the_ca_bundle_it_is_given(
     sandbox: RunningSandbox,
     world: World,
-    tls_fake: tuple[str, type[_Fake], Path],
+    tls_fake: tuple[str, type[FakeInstance], Path],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     url, handler, ca = tls_fake
@@ -447,7 +348,7 @@ def test_a_validator_proves_its_job_with_the_ca_bundle_it_is_given(
 
 
 def test_get_job_waits_the_retry_after_its_first_attempt_is_given(
-    fake: tuple[str, type[_Fake]], monkeypatch: pytest.MonkeyPatch
+    fake: tuple[str, type[FakeInstance]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, handler = fake
     handler.job, handler.status, handler.retry_after = {"id": 1}, 503, "7"
@@ -460,10 +361,10 @@ def test_get_job_waits_the_retry_after_its_first_attempt_is_given(
 
 
 def test_get_job_follows_no_redirect_so_the_job_token_stays_on_the_instance(
-    fake: tuple[str, type[_Fake]],
+    fake: tuple[str, type[FakeInstance]],
 ) -> None:
     url, handler = fake
-    with _serving(job={"id": 1}) as (elsewhere_url, elsewhere):
+    with serving(job={"id": 1}) as (elsewhere_url, elsewhere):
         handler.job, handler.status = {"id": 1}, 302
         handler.location = f"{elsewhere_url}/api/v4/job"
         with pytest.raises(NotProven, match="answered HTTP 302: the job token proves no"):

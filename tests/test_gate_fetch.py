@@ -1,0 +1,279 @@
+"""The gate jobs' fetch (the pairgate-fetch block the components share), run as deployed: the
+script the mr-merge-check component writes, in an empty directory, isolated, in the cleared
+environment pairgate_run gives it, the two tokens on its stdin. Each refusal of the instance it
+is pointed at has its message and exit 2, and sends the read token nowhere else.
+
+The gitlab-ci-local runs (tests/test_component.py and the rest) show the same script at work in
+a whole job; these run it alone, in milliseconds, against the sandbox or a fake instance."""
+
+from __future__ import annotations
+
+import json
+import re
+import ssl
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pairgate.deployment.tracker_pipeline import checked_inputs, interpolate, parse_component
+from pairgate.sandbox.testing import RunningSandbox
+from tests.kit.fake_instance import FakeInstance, private_ca, serving
+from tests.kit.gate_cases import approved_at_head, ci_variables
+from tests.kit.gcl import MERGE_CHECK, MERGE_CHECK_INPUTS, TRACKER_FILES, publish
+from tests.kit.names import ROOT
+from tests.kit.world import World
+
+NAME = "mr-merge-check"
+
+
+def fetch_script(**inputs: object) -> str:
+    """fetch.py as the component writes it, its inputs filled in."""
+    text = (ROOT / "templates" / NAME / "template.yml").read_text(encoding="utf-8")
+    component = parse_component(NAME, text)
+    rendered = yaml.safe_load(
+        interpolate(component, checked_inputs(component, {**MERGE_CHECK_INPUTS, **inputs}))
+    )
+    script = "\n".join(rendered[f".pairgate-{NAME}"]["before_script"])
+    found = re.search(r"<<'PAIRGATE_FETCH'\n(.*?)\nPAIRGATE_FETCH\n", script, re.DOTALL)
+    assert found is not None
+    return found.group(1) + "\n"
+
+
+@pytest.fixture(scope="module")
+def unpinned() -> str:
+    return fetch_script()
+
+
+def fetch(
+    directory: Path, script: str, env: dict[str, str], *, read_token: str
+) -> subprocess.CompletedProcess[str]:
+    """One run, as pairgate_run starts it: ``env`` and nothing else, the tokens on stdin."""
+    (directory / "fetch.py").write_text(script, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-I", "fetch.py"],
+        cwd=directory,
+        env=env,
+        input=f"{env.get('CI_JOB_TOKEN', '')}\n{read_token}\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture
+def world(sandbox: RunningSandbox) -> World:
+    publish(sandbox)
+    return World(sandbox)
+
+
+@pytest.fixture
+def job(sandbox: RunningSandbox, world: World) -> dict[str, str]:
+    """The variables pairgate_run passes a job of an approved merge request's pipeline."""
+    return ci_variables(sandbox, approved_at_head(world), jobs=(MERGE_CHECK,))
+
+
+@pytest.fixture
+def read_token(sandbox: RunningSandbox) -> str:
+    return str(sandbox.info["users"]["agents"]["read_token"])
+
+
+def moved_job(sandbox: RunningSandbox, job: dict[str, str], url: str) -> dict[str, Any]:
+    """The sandbox's answer to GET /job for ``job``, its URLs moved to ``url``."""
+    real = sandbox.http.get(f"{sandbox.api_url}/job", headers={"JOB-TOKEN": job["CI_JOB_TOKEN"]})
+    return dict(json.loads(real.text.replace(sandbox.url, url)))
+
+
+def elsewhere(job: dict[str, str], url: str) -> dict[str, str]:
+    return {**job, "CI_SERVER_URL": url, "CI_API_V4_URL": f"{url}/api/v4"}
+
+
+def test_the_files_are_fetched_at_the_head_of_the_default_branch(
+    tmp_path: Path, unpinned: str, job: dict[str, str], read_token: str
+) -> None:
+    result = fetch(tmp_path, unpinned, job, read_token=read_token)
+    assert result.returncode == 0, result.stderr
+    assert re.fullmatch(
+        rf"{NAME}: fetched 4 files from acme/tracker at [0-9a-f]{{40}} \(the head of main\)\n",
+        result.stdout,
+    )
+    for path, source in TRACKER_FILES.items():
+        if path.endswith(("ownership.py", "config.json", "families.py", f"{MERGE_CHECK}.py")):
+            assert (tmp_path / Path(path).name).read_bytes() == source.read_bytes(), path
+
+
+def test_no_proxy_from_the_environment_is_used(
+    tmp_path: Path, unpinned: str, job: dict[str, str], read_token: str
+) -> None:
+    """As a requests session with trust_env off: the instance is read directly."""
+    with serving() as (url, proxy):
+        proxies = {name: url for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY")}
+        result = fetch(tmp_path, unpinned, {**job, **proxies}, read_token=read_token)
+    assert result.returncode == 0, result.stderr
+    assert proxy.seen == []
+
+
+def test_url_variables_that_disagree_are_refused_before_any_request(
+    tmp_path: Path, unpinned: str, job: dict[str, str], read_token: str
+) -> None:
+    with serving() as (url, fake):
+        forged = {**job, "CI_API_V4_URL": f"{url}/api/v4"}
+        result = fetch(tmp_path, unpinned, forged, read_token=read_token)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"{NAME}: refused: CI_API_V4_URL '{url}/api/v4' and CI_SERVER_URL "
+        f"'{job['CI_SERVER_URL']}' disagree\n"
+    )
+    assert fake.seen == []
+
+
+def test_an_instance_that_is_not_the_pinned_one_is_refused_before_any_request(
+    tmp_path: Path, sandbox: RunningSandbox, job: dict[str, str], read_token: str
+) -> None:
+    pinned = fetch_script(**{"gitlab-url": sandbox.url})
+    with serving() as (url, fake):
+        result = fetch(tmp_path, pinned, elsewhere(job, url), read_token=read_token)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"{NAME}: refused: CI_SERVER_URL '{url}' is not the instance this pipeline pins, "
+        f"'{sandbox.url}'\n"
+    )
+    assert fake.seen == []
+    assert fetch(tmp_path, pinned, job, read_token=read_token).returncode == 0
+
+
+def test_plain_http_to_a_host_that_is_not_loopback_is_refused(
+    tmp_path: Path, unpinned: str, job: dict[str, str], read_token: str
+) -> None:
+    forged = elsewhere(job, "http://gitlab.example.com")
+    result = fetch(tmp_path, unpinned, forged, read_token=read_token)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"{NAME}: refused: 'http://gitlab.example.com' is not https; the read token goes over "
+        "https only\n"
+    )
+
+
+def test_a_job_on_another_instance_is_refused_before_the_read_token_is_sent(
+    tmp_path: Path, sandbox: RunningSandbox, unpinned: str, job: dict[str, str], read_token: str
+) -> None:
+    """A forged instance that answers GET /job with the real job (its URLs on the real one)."""
+    with serving(job=moved_job(sandbox, job, sandbox.url)) as (url, fake):
+        result = fetch(tmp_path, unpinned, elsewhere(job, url), read_token=read_token)
+    assert result.returncode == 2
+    web_url = moved_job(sandbox, job, sandbox.url)["web_url"]
+    assert result.stderr == (
+        f"{NAME}: refused: GET /job names its job {web_url!r}, not one on {url}\n"
+    )
+    assert [(r["path"], r["private"]) for r in fake.seen] == [("/api/v4/job", None)]
+
+
+def test_a_redirect_of_get_job_is_not_followed(
+    tmp_path: Path, sandbox: RunningSandbox, unpinned: str, job: dict[str, str], read_token: str
+) -> None:
+    with serving() as (to, target), serving(job=moved_job(sandbox, job, "x")) as (url, fake):
+        fake.status, fake.location = 302, f"{to}/api/v4/job"
+        result = fetch(tmp_path, unpinned, elsewhere(job, url), read_token=read_token)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"{NAME}: {url}/api/v4/job answered 302: ")
+    assert target.seen == []
+
+
+class _Redirecting(FakeInstance):
+    """An instance that proves the job, then redirects every read of the tracker."""
+
+    def do_GET(self) -> None:
+        if self.path == "/api/v4/job":
+            super().do_GET()
+            return
+        self.seen.append({"path": self.path, "private": self.headers.get("PRIVATE-TOKEN")})
+        self.send_response(301)
+        self.send_header("Location", f"{self.location}{self.path}")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+def test_a_redirect_of_a_read_is_not_followed_so_the_read_token_stays_on_the_instance(
+    tmp_path: Path, sandbox: RunningSandbox, unpinned: str, job: dict[str, str], read_token: str
+) -> None:
+    with serving() as (to, target), serving(kind=_Redirecting) as (url, fake):
+        fake.job, fake.location = moved_job(sandbox, job, url), to
+        result = fetch(tmp_path, unpinned, elsewhere(job, url), read_token=read_token)
+    assert result.returncode == 2
+    project = f"{url}/api/v4/projects/acme%2Ftracker"
+    assert result.stderr == f"{NAME}: {project} answered 301: \n"
+    assert target.seen == []
+    assert not list(tmp_path.glob("*.json"))  # nothing fetched
+
+
+def test_an_error_answer_is_refused_with_its_status_and_body(
+    tmp_path: Path, sandbox: RunningSandbox, unpinned: str, job: dict[str, str], read_token: str
+) -> None:
+    sandbox.fault(path=r"/repository/files/.*automation_mr_families\.py/raw", status=500)
+    result = fetch(tmp_path, unpinned, job, read_token=read_token)
+    assert result.returncode == 2
+    assert re.fullmatch(
+        rf"{NAME}: {re.escape(sandbox.api_url)}/projects/acme%2Ftracker/repository/files/"
+        r'gate%2Fautomation_mr_families\.py/raw answered 500: \{"message": ?"500 Internal '
+        r'Server Error"\}\n',
+        result.stderr,
+    ), result.stderr
+    assert result.stdout == ""
+
+
+def test_a_dropped_connection_is_refused(
+    tmp_path: Path, sandbox: RunningSandbox, unpinned: str, job: dict[str, str], read_token: str
+) -> None:
+    sandbox.fault(path=r"/repository/branches/", drop=True)
+    result = fetch(tmp_path, unpinned, job, read_token=read_token)
+    assert result.returncode == 2
+    branch = f"{sandbox.api_url}/projects/acme%2Ftracker/repository/branches/main"
+    assert re.fullmatch(rf"{NAME}: cannot read {re.escape(branch)}: \w+\n", result.stderr)
+
+
+def test_an_answer_that_is_no_json_object_is_refused(
+    tmp_path: Path, unpinned: str, job: dict[str, str], read_token: str
+) -> None:
+    with serving(job=["not", "a", "job"]) as (url, _):  # type: ignore[arg-type]
+        result = fetch(tmp_path, unpinned, elsewhere(job, url), read_token=read_token)
+    assert result.returncode == 2
+    assert result.stderr == f"{NAME}: {url}/api/v4/job answered 200 with no JSON object\n"
+
+
+@pytest.fixture
+def private_instance(tmp_path: Path) -> Iterator[tuple[str, type[FakeInstance], Path]]:
+    ca, cert, key = private_ca(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    with serving(tls=context) as (url, handler):
+        yield url, handler, ca
+
+
+def test_an_instance_with_a_private_ca_is_read_with_the_jobs_bundle_only(
+    tmp_path: Path,
+    sandbox: RunningSandbox,
+    unpinned: str,
+    job: dict[str, str],
+    read_token: str,
+    private_instance: tuple[str, type[FakeInstance], Path],
+) -> None:
+    """The components hand the job CI_SERVER_TLS_CA_FILE as REQUESTS_CA_BUNDLE; without it,
+    certifi's bundle does not trust the instance and nothing is sent."""
+    url, fake, ca = private_instance
+    fake.job = moved_job(sandbox, job, url)
+    work = tmp_path / "work"
+    work.mkdir()
+    refused = fetch(work, unpinned, elsewhere(job, url), read_token=read_token)
+    assert refused.returncode == 2
+    assert re.fullmatch(rf"{NAME}: cannot read {url}/api/v4/job: SSL\w*Error\n", refused.stderr)
+    assert fake.seen == []
+    bundled = {**elsewhere(job, url), "REQUESTS_CA_BUNDLE": str(ca)}
+    result = fetch(work, unpinned, bundled, read_token=read_token)
+    # The job is proven over TLS; the fake holds no tracker, so the next read is its 404.
+    assert result.stderr == f"{NAME}: {url}/api/v4/projects/acme%2Ftracker answered 404: \n"
+    assert [r["private"] for r in fake.seen] == [None, read_token]
