@@ -277,3 +277,86 @@ def test_an_instance_with_a_private_ca_is_read_with_the_jobs_bundle_only(
     # The job is proven over TLS; the fake holds no tracker, so the next read is its 404.
     assert result.stderr == f"{NAME}: {url}/api/v4/projects/acme%2Ftracker answered 404: \n"
     assert [r["private"] for r in fake.seen] == [None, read_token]
+
+
+# -- the merge-audit job's fetch: its own script, the read token in the job's environment ----------
+
+
+@pytest.fixture(scope="module")
+def audit_script() -> str:
+    from tests.test_merge_audit_component import INPUTS
+
+    text = (ROOT / "templates" / "merge-audit" / "template.yml").read_text(encoding="utf-8")
+    component = parse_component("merge-audit", text)
+    inputs = {**INPUTS, "days": "7", "file-issues": "true"}  # as GitLab writes them in
+    rendered = yaml.safe_load(interpolate(component, checked_inputs(component, inputs)))
+    script = "\n".join(rendered["pairgate-merge-audit"]["script"])
+    found = re.search(r"<<'PAIRGATE_FETCH'\n(.*?)\nPAIRGATE_FETCH\n", script, re.DOTALL)
+    assert found is not None
+    return found.group(1) + "\n"
+
+
+def audit_fetch(
+    directory: Path, script: str, api_url: str, read_token: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """The script as the job runs it: python3 -I - with the job's environment."""
+    return subprocess.run(
+        [sys.executable, "-I", "-"],
+        cwd=directory,
+        env={
+            "CI_API_V4_URL": api_url,
+            "AUDIT_READ_TOKEN": read_token,
+            "PAIRGATE_AUDIT_DIR": str(directory),
+            **env,
+        },
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_audit_fetches_its_three_files_directly(
+    tmp_path: Path, sandbox: RunningSandbox, world: World, read_token: str, audit_script: str
+) -> None:
+    with serving() as (url, proxy):
+        proxies = {name: url for name in ("HTTP_PROXY", "http_proxy", "ALL_PROXY")}
+        result = audit_fetch(tmp_path, audit_script, sandbox.api_url, read_token, **proxies)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("merge-audit: fetched 3 files from acme/tracker at ")
+    assert proxy.seen == []
+    assert (tmp_path / "ownership.py").read_bytes() == (
+        ROOT / "pairgate" / "ownership.py"
+    ).read_bytes()
+
+
+def test_the_audit_follows_no_redirect_with_its_read_token(
+    tmp_path: Path, read_token: str, audit_script: str
+) -> None:
+    with serving() as (to, target), serving(kind=_Redirecting) as (url, fake):
+        fake.location = to
+        result = audit_fetch(tmp_path, audit_script, f"{url}/api/v4", read_token)
+    assert result.returncode == 1  # sys.exit with a message
+    assert result.stderr == f"merge-audit: {url}/api/v4/projects/acme%2Ftracker answered 301: \n"
+    assert [r["private"] for r in fake.seen] == [read_token]
+    assert target.seen == []
+
+
+def test_the_audit_refuses_an_error_answer_and_a_dropped_connection(
+    tmp_path: Path, sandbox: RunningSandbox, world: World, read_token: str, audit_script: str
+) -> None:
+    sandbox.fault(path=r"/repository/files/.*ownership\.py/raw", status=500)
+    result = audit_fetch(tmp_path, audit_script, sandbox.api_url, read_token)
+    assert result.returncode == 1
+    raw = f"{sandbox.api_url}/projects/acme%2Ftracker/repository/files/gate%2Fownership.py/raw"
+    assert re.fullmatch(
+        rf"merge-audit: {re.escape(raw)} answered 500: \{{\"message\": ?\"500 Internal Server "
+        r"Error\"\}\n",
+        result.stderr,
+    ), result.stderr
+    sandbox.fault(path=r"/repository/branches/", drop=True)
+    result = audit_fetch(tmp_path, audit_script, sandbox.api_url, read_token)
+    assert result.returncode == 1
+    branch = f"{sandbox.api_url}/projects/acme%2Ftracker/repository/branches/main"
+    assert re.fullmatch(rf"merge-audit: cannot read {re.escape(branch)}: .+\n", result.stderr)
