@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -213,3 +215,30 @@ def test_with_no_offer_carrying_evidence_there_is_nothing_to_rerun(
         result.lines(CI_JOB)
     )
     assert parse_trace(result.lines(CI_JOB)) is None
+
+
+def test_an_image_without_pairgate_is_a_clear_failure(
+    sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    """The image's python3 has requests, jsonschema and pyyaml (this environment's
+    site-packages), but no pairgate: a virtual environment of its own that sees them."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", tmp_path / "image"], check=True)
+    (site,) = (tmp_path / "image" / "lib").glob("python3*/site-packages")
+    (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    publish_gate(sandbox)
+    files: dict[str, str | bytes] = {
+        **component_files("mr-evidence"),
+        ".gitlab-ci.yml": dump({"include": [component_include("mr-evidence", INPUTS)]}),
+        **FILES,
+    }
+    repo = repository(tmp_path / "mr", sandbox, files)
+    r = Round(sandbox)
+    sandbox.mirror_commit(_head(repo), r.branch, {**files})
+    ci = ci_variables(sandbox, (r.project, r.mr), jobs=(CI_JOB,))
+    result = run(repo, sandbox, ci, python=tmp_path / "image" / "bin")
+    assert result.job(CI_JOB) == "WARN", result.output  # failed (exit 2), allowed to
+    assert (
+        "mr-evidence: the job image's python3 has no pairgate: install the deployment's "
+        "pairgate in the image (the component's image input)"
+    ) in result.lines(CI_JOB)
+    assert "Traceback" not in result.output
