@@ -12,45 +12,45 @@ Contents (where each source module begins, and what it holds):
   line   321  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
   line   479  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
   line   501  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   793  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1243  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
-  line  1359  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1884  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2163  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2258  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2462  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
-  line  2485  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2582  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2994  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3070  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3462  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3582  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3838  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4266  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4414  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4908  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4959  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5102  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5318  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5500  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5967  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6172  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6444  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6910  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7366  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7445  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7592  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7687  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8055  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8445  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8681  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8963  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9374  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9432  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9881  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10051  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10076  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10435  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line   798  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1248  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
+  line  1364  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1890  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2169  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2264  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2468  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
+  line  2491  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2588  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3000  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3076  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3468  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3588  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3850  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4278  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4426  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4920  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4971  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5114  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5330  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5512  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5979  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6184  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6456  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6922  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7378  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7457  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7604  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7699  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8067  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8457  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8693  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8975  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9386  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9444  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9893  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10063  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10088  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10447  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -765,9 +765,7 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
             f"pairgate: malformed configuration {source}: {'; '.join(problems)}. The file holds "
             f"exactly the keys the README's Configuration section lists, no more and no fewer."
         )
-    errors = sorted(
-        draft_validator(CONFIG_SCHEMA).iter_errors(values), key=lambda e: (list(e.path), e.message)
-    )
+    errors = sorted(_config_check().iter_errors(values), key=lambda e: (list(e.path), e.message))
     if errors:
         err = errors[0]
         key = str(err.path[0]) if err.path else "?"
@@ -784,6 +782,13 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
             f"{tracker!r} is not a project in group_path {group!r}"
         )
     return values
+
+
+@functools.cache
+def _config_check() -> SchemaCheck:
+    """The configuration's check, built once a process: a process that loads the configuration
+    again (the demo, the watcher, a test) would build jsonschema-rs's validator each time."""
+    return draft_validator(CONFIG_SCHEMA)
 
 
 # end pairgate/standalone/config.py
@@ -1613,10 +1618,11 @@ def schema_problem(kind: str, record: Any, *, decoded: bool = False) -> str | No
     check = _event_validator(kind, version, event)
     if check.accepts(record, decoded=decoded):
         return None
-    authority = check.authority()
-    if authority.is_valid(record):
+    # One pass of the authority, not is_valid and then iter_errors: both walk the whole record.
+    errors = list(check.authority().iter_errors(record))
+    if not errors:
         return None
-    error = min(authority.iter_errors(record), key=lambda e: (len(e.path), e.message))
+    error = min(errors, key=lambda e: (len(e.path), e.message))
     where = "/".join(str(p) for p in error.path) or "record"
     return f"schema: {where}: {error.message}"
 
@@ -3666,7 +3672,7 @@ def load_automation_families(path: Path | None) -> tuple[AutomationFamily, ...]:
     if value is None:
         raise ConfigError(f"pairgate: malformed automation roster {path}: no FAMILIES = [...]")
     errors = sorted(
-        draft_validator(ROSTER_SCHEMA).iter_errors(value),
+        _roster_check().iter_errors(value),
         key=lambda e: list(e.path),
     )
     if errors:
@@ -3829,6 +3835,12 @@ def decide_scope(
     if family is not None:
         return Scope(False, "automation", f"it belongs to the automation family {family.name!r}")
     return Scope(True, "in-scope", f"{mr.project} is in group {config.group_path}{renovate_note}")
+
+
+@functools.cache
+def _roster_check() -> SchemaCheck:
+    """The roster's check, built once a process (the configuration's, for the same reason)."""
+    return draft_validator(ROSTER_SCHEMA)
 
 
 # end pairgate/standalone/scope.py

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pairgate.standalone.errors import ConfigError, reader_dir
-from pairgate.standalone.schema_check import draft_validator
+from pairgate.standalone.schema_check import SchemaCheck, draft_validator
 from pairgate.standalone.values import value_type
 
 __all__ = [
@@ -288,9 +289,7 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
             f"pairgate: malformed configuration {source}: {'; '.join(problems)}. The file holds "
             f"exactly the keys the README's Configuration section lists, no more and no fewer."
         )
-    errors = sorted(
-        draft_validator(CONFIG_SCHEMA).iter_errors(values), key=lambda e: (list(e.path), e.message)
-    )
+    errors = sorted(_config_check().iter_errors(values), key=lambda e: (list(e.path), e.message))
     if errors:
         err = errors[0]
         key = str(err.path[0]) if err.path else "?"
@@ -307,3 +306,10 @@ def validate_config(values: Any, *, source: str) -> dict[str, Any]:
             f"{tracker!r} is not a project in group_path {group!r}"
         )
     return values
+
+
+@functools.cache
+def _config_check() -> SchemaCheck:
+    """The configuration's check, built once a process: a process that loads the configuration
+    again (the demo, the watcher, a test) would build jsonschema-rs's validator each time."""
+    return draft_validator(CONFIG_SCHEMA)

@@ -299,10 +299,11 @@ def schema_problem(kind: str, record: Any, *, decoded: bool = False) -> str | No
     check = _event_validator(kind, version, event)
     if check.accepts(record, decoded=decoded):
         return None
-    authority = check.authority()
-    if authority.is_valid(record):
+    # One pass of the authority, not is_valid and then iter_errors: both walk the whole record.
+    errors = list(check.authority().iter_errors(record))
+    if not errors:
         return None
-    error = min(authority.iter_errors(record), key=lambda e: (len(e.path), e.message))
+    error = min(errors, key=lambda e: (len(e.path), e.message))
     where = "/".join(str(p) for p in error.path) or "record"
     return f"schema: {where}: {error.message}"
 

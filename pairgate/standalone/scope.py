@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import ConfigError, reader_dir
 from pairgate.standalone.merge_request import MergeRequestFacts
-from pairgate.standalone.schema_check import draft_validator
+from pairgate.standalone.schema_check import SchemaCheck, draft_validator
 from pairgate.standalone.values import value_type
 
 __all__ = [
@@ -113,7 +114,7 @@ def load_automation_families(path: Path | None) -> tuple[AutomationFamily, ...]:
     if value is None:
         raise ConfigError(f"pairgate: malformed automation roster {path}: no FAMILIES = [...]")
     errors = sorted(
-        draft_validator(ROSTER_SCHEMA).iter_errors(value),
+        _roster_check().iter_errors(value),
         key=lambda e: list(e.path),
     )
     if errors:
@@ -276,3 +277,9 @@ def decide_scope(
     if family is not None:
         return Scope(False, "automation", f"it belongs to the automation family {family.name!r}")
     return Scope(True, "in-scope", f"{mr.project} is in group {config.group_path}{renovate_note}")
+
+
+@functools.cache
+def _roster_check() -> SchemaCheck:
+    """The roster's check, built once a process (the configuration's, for the same reason)."""
+    return draft_validator(ROSTER_SCHEMA)
