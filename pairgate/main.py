@@ -79,9 +79,9 @@ def run(argv: Sequence[str], ctx: Context, *, measured: str | Path | None) -> in
                 print(f"schema checker: {schema_checker()}", file=ctx.stdout)
             return Exit.OK
         if args.version_verbose:
-            build_parser().error("--verbose before the command goes with --version only")
+            build_parser(bare=True).error("--verbose before the command goes with --version only")
         if row is None:
-            build_parser().print_help(ctx.stdout)
+            build_parser(bare=True).print_help(ctx.stdout)
             return Exit.ERROR
         verbose = bool(kwargs.get("verbose"))
         given: dict[str, Any] = {"ctx": ctx, "config": None}

@@ -93,6 +93,21 @@ def test_an_unknown_command_is_answered_with_every_choice() -> None:
         parse(["stauts"])
 
 
+def test_the_bare_parser_shows_what_the_whole_parser_shows() -> None:
+    # parse builds it for an argv that names no command: the top-level help, usage and every
+    # error about the command word must be the whole parser's, character for character.
+    bare, whole = build_parser(bare=True), build_parser()
+    assert bare.format_help() == whole.format_help()
+    assert bare.format_usage() == whole.format_usage()
+    for argv in (["stauts"], ["-x"], ["--version", "x"], ["--verbose", "-", "status"], ["-"]):
+        with pytest.raises(Exception) as from_bare:
+            bare.parse_args(argv)
+        with pytest.raises(Exception) as from_whole:
+            whole.parse_args(argv)
+        assert str(from_bare.value) == str(from_whole.value), argv
+    assert vars(bare.parse_args(["--version"])) == vars(whole.parse_args(["--version"]))
+
+
 @pytest.mark.parametrize("given", [None, "132", "0", "-5", "wide", ""])
 def test_help_is_as_wide_as_argparse_would_make_it(
     given: str | None, monkeypatch: pytest.MonkeyPatch
