@@ -33,24 +33,24 @@ Contents (where each source module begins, and what it holds):
   line  5102  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
   line  5318  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
   line  5500  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5967  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6172  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6444  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6910  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7366  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7445  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7592  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7687  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8055  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8445  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8681  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8963  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9374  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9432  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9881  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10051  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10076  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10435  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  5978  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6183  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6455  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6921  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7377  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7456  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7603  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7698  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8066  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8456  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8692  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8974  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9385  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9443  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9892  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10062  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10087  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10446  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -5515,9 +5515,7 @@ def plain_route(
     ``trust_env=False``: as a requests session that does not read the environment (no proxy,
     no .netrc) and verifies with ``bundle``, else certifi's, which ``GET /job`` uses."""
     if trust_env:
-        import urllib.request
-
-        if any(scheme != "no" for scheme in urllib.request.getproxies()):
+        if proxied():
             return False, None
         netrc = os.environ.get("NETRC")
         for name in [netrc] if netrc else ["~/.netrc", "~/_netrc"]:
@@ -5548,6 +5546,19 @@ def plain_route(
         return False, None
     context.hostname_checks_common_name = False  # as urllib3's context: a SAN, or no match
     return True, context
+
+
+def proxied() -> bool:
+    """Does urllib's getproxies(), which requests reads, name any proxy? Where getproxies reads
+    the environment alone (neither macOS nor Windows), a process with no variable whose name
+    ends in ``_proxy``, in any case, has none: then urllib.request, which costs every start
+    5 ms (it imports tempfile, and that shutil), is not imported to say so."""
+    if sys.platform != "darwin" and os.name != "nt":
+        if not any(name.lower()[-6:] == "_proxy" for name in os.environ):  # as urllib reads
+            return False
+    import urllib.request
+
+    return any(scheme != "no" for scheme in urllib.request.getproxies())
 
 
 def _quiet(connection: http.client.HTTPConnection) -> bool:
