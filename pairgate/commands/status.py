@@ -23,8 +23,8 @@ from pairgate.standalone.scope import (
 )
 from pairgate.tracker import pooled, read_issue, read_mr
 from pairgate.verbs.merge_requests import citing_mrs
-from pairgate.verbs.turn import damage
 from pairgate.views.approvals import approval_doc, basis_doc, cited_by, with_cited
+from pairgate.views.damage import damage
 from pairgate.views.gate_runs import gate_run, gate_text
 
 MrKey = tuple[str, int]
