@@ -136,6 +136,19 @@ def test_starting_the_cli_imports_neither_typing_nor_shutil() -> None:
     assert done.stdout.strip() == "[]", done.stderr
 
 
+def test_the_console_script_s_handler_runs_with_the_collector_on() -> None:
+    # console_main keeps the collector off while a command's modules are imported; a handler
+    # (watch runs for hours) must find it on, with the start's objects frozen out of its way.
+    code = (
+        "import gc, sys; import pairgate.main as m; "
+        "m.handler = lambda row: lambda **given: print(gc.isenabled(), gc.get_freeze_count() > 0)"
+        " or 0; "
+        "sys.argv = ['pairgate', 'demo']; m.console_main()"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert (done.returncode, done.stdout) == (0, "True True\n"), done.stderr
+
+
 def test_a_row_that_reads_gitlab_reads_the_configuration() -> None:
     assert [name for name, row in RUNNABLE if row.reads_gitlab and not row.reads_config] == []
     with pytest.raises(ValueError, match="from the configuration"):
