@@ -16,41 +16,41 @@ Contents (where each source module begins, and what it holds):
   line  1243  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
   line  1359  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
   line  1884  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2163  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2258  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2462  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
-  line  2485  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2582  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  2994  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3070  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3462  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3582  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3838  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4266  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4414  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4908  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4959  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5102  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5318  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5500  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5978  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6183  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6455  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6921  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7377  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7456  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7603  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7698  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8066  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8456  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8692  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8974  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9385  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9443  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9892  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10062  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10087  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10446  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  2169  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2264  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2468  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
+  line  2491  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2588  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3000  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3076  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3468  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3588  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3846  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4274  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4422  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4916  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4967  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5110  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5326  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5508  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5986  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6191  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6463  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6929  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7385  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7464  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7611  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7706  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8074  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8464  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8700  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8982  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9393  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9451  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9900  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10070  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10095  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10454  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -1913,6 +1913,8 @@ class Note:
 
 @value_type
 class MrRef:
+    """A merge request, by its project's full path and its iid."""
+
     project: str  # the full path
     iid: int
 
@@ -1937,6 +1939,8 @@ class Offer:
 
 @value_type
 class Approval:
+    """An approval on the trail: who approved which merge request at which head, for whom."""
+
     note_id: int
     approver: str
     to: str
@@ -2003,6 +2007,8 @@ class Event:
 
 @value_type
 class Ledger:
+    """What an issue's notes fold into: holder, pending offer, approvals, and the trail."""
+
     holder: str | None = None
     role: str | None = None
     offer: Offer | None = None
@@ -3781,6 +3787,8 @@ def is_automation_author(
 
 @value_type
 class Scope:
+    """Whether the gate judges a merge request, and why (``code``, said in ``detail``)."""
+
     in_scope: bool
     code: str  # "in-scope", "outside-group", "generic-issue-only", "renovate", "automation"
     detail: str
