@@ -16,41 +16,41 @@ Contents (where each source module begins, and what it holds):
   line  1248  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
   line  1364  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
   line  1890  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2169  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2264  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2468  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
-  line  2491  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2588  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3000  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3076  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3468  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3588  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3850  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4278  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4426  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4920  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4971  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5114  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5330  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5512  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5979  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6184  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6456  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6922  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7378  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7457  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7604  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7699  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8067  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8457  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8693  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8975  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9386  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9444  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9893  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10063  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10088  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10447  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  2175  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2270  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2474  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
+  line  2497  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2594  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3006  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3082  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3474  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3594  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3858  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4286  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4434  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4928  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4979  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5122  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5338  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5520  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5998  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6203  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6475  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6941  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7397  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7476  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7623  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7718  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8086  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8476  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8712  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8994  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9405  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9463  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9912  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10082  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10107  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10466  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -1919,6 +1919,8 @@ class Note:
 
 @value_type
 class MrRef:
+    """A merge request, by its project's full path and its iid."""
+
     project: str  # the full path
     iid: int
 
@@ -1943,6 +1945,8 @@ class Offer:
 
 @value_type
 class Approval:
+    """An approval on the trail: who approved which merge request at which head, for whom."""
+
     note_id: int
     approver: str
     to: str
@@ -2009,6 +2013,8 @@ class Event:
 
 @value_type
 class Ledger:
+    """What an issue's notes fold into: holder, pending offer, approvals, and the trail."""
+
     holder: str | None = None
     role: str | None = None
     offer: Offer | None = None
@@ -3787,6 +3793,8 @@ def is_automation_author(
 
 @value_type
 class Scope:
+    """Whether the gate judges a merge request, and why (``code``, said in ``detail``)."""
+
     in_scope: bool
     code: str  # "in-scope", "outside-group", "generic-issue-only", "renovate", "automation"
     detail: str
@@ -5527,9 +5535,7 @@ def plain_route(
     ``trust_env=False``: as a requests session that does not read the environment (no proxy,
     no .netrc) and verifies with ``bundle``, else certifi's, which ``GET /job`` uses."""
     if trust_env:
-        import urllib.request
-
-        if any(scheme != "no" for scheme in urllib.request.getproxies()):
+        if proxied():
             return False, None
         netrc = os.environ.get("NETRC")
         for name in [netrc] if netrc else ["~/.netrc", "~/_netrc"]:
@@ -5560,6 +5566,19 @@ def plain_route(
         return False, None
     context.hostname_checks_common_name = False  # as urllib3's context: a SAN, or no match
     return True, context
+
+
+def proxied() -> bool:
+    """Does urllib's getproxies(), which requests reads, name any proxy? Where getproxies reads
+    the environment alone (neither macOS nor Windows), a process with no variable whose name
+    ends in ``_proxy``, in any case, has none: then urllib.request, which costs every start
+    5 ms (it imports tempfile, and that shutil), is not imported to say so."""
+    if sys.platform != "darwin" and os.name != "nt":
+        if not any(name.lower()[-6:] == "_proxy" for name in os.environ):  # as urllib reads
+            return False
+    import urllib.request
+
+    return any(scheme != "no" for scheme in urllib.request.getproxies())
 
 
 def _quiet(connection: http.client.HTTPConnection) -> bool:

@@ -68,10 +68,13 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.format_usage().rstrip()}\n{self.prog}: error: {message}")
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(only: str | None = None, *, bare: bool = False) -> argparse.ArgumentParser:
     """The whole command line's parser; with ``only``, a command's name, one with that command
     alone (what ``parse`` uses: building all thirty costs every run more than the rest of its
-    start)."""
+    start). ``bare``: every command by its name and help alone, no parser of its own: all that
+    the top-level help and an unknown command's error show, and what ``parse`` uses when
+    ``argv`` names no command (building thirty parsers cost --help as much as argparse's
+    import)."""
     parser = _Parser(
         prog="pairgate",
         description=(
@@ -99,9 +102,26 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         action="store_true",
         help="with --version: also say which schema checker is active",
     )
-    sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=_Parser)
-    _add_rows(sub, [row for row in COMMANDS if row.name == only] or COMMANDS)
+    each: type[Any] = _Unbuilt if bare else _Parser
+    sub = parser.add_subparsers(dest="command", metavar="<command>", parser_class=each)
+    if bare:
+        for row in COMMANDS:
+            sub.add_parser(row.name, help=row.help)
+    else:
+        _add_rows(sub, [row for row in COMMANDS if row.name == only] or COMMANDS)
     return parser
+
+
+class _Unbuilt:
+    """A command's parser in a bare build: listed, never parsed. ``parse`` builds a bare
+    parser only for an ``argv`` that names no command, so argparse never hands one of these
+    the rest of a command line."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.prog = kwargs["prog"]
+
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"{self.prog}: a bare parser's command was parsed")
 
 
 def _add_rows(sub: Any, rows: Sequence[Command]) -> None:
@@ -153,7 +173,8 @@ def destinations(parser: argparse.ArgumentParser) -> tuple[str, ...]:
 def parse(argv: Sequence[str]) -> tuple[argparse.Namespace, Command | None, dict[str, Any]]:
     """``argv`` parsed: the namespace (for --version), the command's row (None when no command
     was named) and the handler's flags, by destination."""
-    args = build_parser(named_command(argv)).parse_args(list(argv))
+    named = named_command(argv)
+    args = build_parser(named, bare=named is None).parse_args(list(argv))
     chosen = getattr(args, CHOSEN, None)
     if chosen is None:
         return args, None, {}

@@ -9,12 +9,10 @@ notes), and one read per distinct merge request an approval names. Nothing is re
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pairgate.standalone import pool as reads_pool
 from pairgate.standalone.config import Config
@@ -23,6 +21,9 @@ from pairgate.standalone.gitlab import GitLab, GitLabError, encode_project
 from pairgate.standalone.ledger import FROZEN_LABEL, ROLE_LABELS, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.reads import read_ledger
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 # Sized by benchmarks/board.py (500 issues of 20 notes, 20 ms a request; medians of three):
 # 8 readers 2.00 s, 10 1.57 s, 12 1.58 s, 16 1.39 s, 20 1.34 s, 32 1.28 s. Past 16 the server's
@@ -142,6 +143,11 @@ def read_labelled(
     label), open ones only unless ``closed``, once each, in iid order, with its notes read and
     folded. An issue's notes are read as soon as a listing page names it, not after the last
     page of every listing (five pages of 100 issues are five round trips in a row)."""
+    # Imported here: the verbs and status read through this module, and only the board's
+    # reads need a pool (concurrent.futures brings logging and traceback: 5 ms a start).
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
     state = "all" if closed else "opened"
     listings: list[dict[int, dict[str, Any]]] = [{} for _ in labels]
     ledgers: dict[int, Future[tuple[Ledger | None, str | None]]] = {}

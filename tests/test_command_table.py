@@ -93,6 +93,21 @@ def test_an_unknown_command_is_answered_with_every_choice() -> None:
         parse(["stauts"])
 
 
+def test_the_bare_parser_shows_what_the_whole_parser_shows() -> None:
+    # parse builds it for an argv that names no command: the top-level help, usage and every
+    # error about the command word must be the whole parser's, character for character.
+    bare, whole = build_parser(bare=True), build_parser()
+    assert bare.format_help() == whole.format_help()
+    assert bare.format_usage() == whole.format_usage()
+    for argv in (["stauts"], ["-x"], ["--version", "x"], ["--verbose", "-", "status"], ["-"]):
+        with pytest.raises(Exception) as from_bare:
+            bare.parse_args(argv)
+        with pytest.raises(Exception) as from_whole:
+            whole.parse_args(argv)
+        assert str(from_bare.value) == str(from_whole.value), argv
+    assert vars(bare.parse_args(["--version"])) == vars(whole.parse_args(["--version"]))
+
+
 @pytest.mark.parametrize("given", [None, "132", "0", "-5", "wide", ""])
 def test_help_is_as_wide_as_argparse_would_make_it(
     given: str | None, monkeypatch: pytest.MonkeyPatch
@@ -119,6 +134,19 @@ def test_starting_the_cli_imports_neither_typing_nor_shutil() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_the_console_script_s_handler_runs_with_the_collector_on() -> None:
+    # console_main keeps the collector off while a command's modules are imported; a handler
+    # (watch runs for hours) must find it on, with the start's objects frozen out of its way.
+    code = (
+        "import gc, sys; import pairgate.main as m; "
+        "m.handler = lambda row: lambda **given: print(gc.isenabled(), gc.get_freeze_count() > 0)"
+        " or 0; "
+        "sys.argv = ['pairgate', 'demo']; m.console_main()"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert (done.returncode, done.stdout) == (0, "True True\n"), done.stderr
 
 
 def test_a_row_that_reads_gitlab_reads_the_configuration() -> None:

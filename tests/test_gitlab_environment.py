@@ -17,6 +17,7 @@ import pytest
 from pairgate.standalone.config import Config
 from pairgate.standalone.gitlab import GitLab, read_retry
 from pairgate.standalone.gitlab_env import gitlab_from_env
+from pairgate.standalone.gitlab_once import proxied
 from tests.kit.run import agent_env
 
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
@@ -88,6 +89,35 @@ def test_a_proxy_variable_sends_every_call_through_that_proxy(
     assert headers["PRIVATE-TOKEN"] == sandbox.token("agents")
     no_proxy_variables.delenv("http_proxy")  # the sandbox's own helpers read it too
     assert sandbox.requests() == []  # nothing reached GitLab itself
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [
+        {},
+        {"https_proxy": "http://proxy:3128"},
+        {"HTTP_PROXY": "http://proxy:3128"},
+        {"All_Proxy": "socks5://proxy:1080"},
+        {"ftp_proxy": "http://proxy:3128"},
+        {"no_proxy": "localhost"},
+        {"https_proxy": ""},
+        {"HTTPS_PROXY_NOT": "http://proxy:3128"},
+    ],
+    ids=repr,
+)
+def test_whether_a_proxy_is_configured_is_urllib_s_answer(
+    variables: dict[str, str], no_proxy_variables: pytest.MonkeyPatch
+) -> None:
+    # proxied() skips importing urllib.request when no variable could name a proxy: its answer
+    # must be the one requests reads, with those variables and without.
+    import urllib.request
+
+    for name, value in variables.items():
+        no_proxy_variables.setenv(name, value)
+    expected = any(scheme != "no" for scheme in urllib.request.getproxies())
+    assert proxied() is expected
+    named = [n.lower() for n, v in variables.items() if v]
+    assert expected is any(n.endswith("_proxy") and n != "no_proxy" for n in named)
 
 
 def test_no_proxy_exempts_its_hosts(

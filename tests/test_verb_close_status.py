@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
 from pairgate.standalone.config import Config
+from tests.kit.names import ROOT
+from tests.kit.run import agent_env, clean_env
 from tests.kit.world import Round
 
 
@@ -161,3 +165,32 @@ def test_status_shows_a_deleted_note_as_a_chain_break(world: Round, sandbox: Any
 def test_status_needs_no_identity(world: Round) -> None:
     text = world.run(None, "status", world.issue).out
     assert "holder: acme-lead as lead" in text and "pending offer: none" in text
+
+
+def test_status_imports_what_its_sections_need_and_no_more(sandbox: Any) -> None:
+    # Each of these cost every start of status milliseconds for a section or a verb it does not
+    # have: the board's thread pool, tempfile (through urllib.request, when no proxy is set),
+    # the gate's verdict, a verb's turn, the gate runs and the CI re-run.
+    issue = sandbox.create_issue("Imports")["iid"]
+    heavy = [
+        "concurrent.futures",
+        "tempfile",
+        "urllib.request",
+        "pairgate.standalone.verdict",
+        "pairgate.verbs.turn",
+        "pairgate.views.gate_runs",
+        "pairgate.evidence.ci_result",
+    ]
+    code = (
+        "import sys; from pairgate.main import main; code = main(['status', sys.argv[1]]); "
+        f"print(code, sorted(set({heavy!r}) & set(sys.modules)))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(issue)],
+        env={**clean_env(), **agent_env(sandbox, None)},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.stdout.splitlines()[-1] == "0 []", done.stderr

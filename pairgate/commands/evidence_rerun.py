@@ -31,7 +31,7 @@ from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import MrRef
 from pairgate.standalone.reads import read_notes
 from pairgate.verbs.preconditions import command
-from pairgate.verbs.turn import damage
+from pairgate.views.damage import damage
 
 
 def reproduce(

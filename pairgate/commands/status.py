@@ -7,7 +7,6 @@ from __future__ import annotations
 import json as jsonlib
 from typing import Any
 
-from pairgate.evidence.ci_result import read_ci_rerun, state_words
 from pairgate.evidence.surface import SELF_REPORTED, approval_keys, approval_words, offer_keys
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context
@@ -23,11 +22,13 @@ from pairgate.standalone.scope import (
 )
 from pairgate.tracker import pooled, read_issue, read_mr
 from pairgate.verbs.merge_requests import citing_mrs
-from pairgate.verbs.turn import damage
 from pairgate.views.approvals import approval_doc, basis_doc, cited_by, with_cited
-from pairgate.views.gate_runs import gate_run, gate_text
+from pairgate.views.damage import damage
 
 MrKey = tuple[str, int]
+
+# The gate runs' and the CI re-run's modules (views.gate_runs, evidence.ci_result) are imported
+# by a status that has such a section to show: most have neither, and pay nothing for them.
 
 
 def mr_doc(ref: Any) -> dict[str, Any] | None:
@@ -139,14 +140,18 @@ def mr_facts(client: GitLab, ledger: Ledger, *, cli: str) -> dict[MrKey, MergeRe
 def add_gate_runs(client: GitLab, ledger: Ledger, doc: dict[str, Any]) -> None:
     """Each approval at its MR's head gets ``gate``: the gate_runs document (has the head's
     pipeline run the gate since the approval?); the others get null."""
-    at = {e.note_id: e.created_at for e in ledger.trail}
-    by_note = {a.note_id: a for a in ledger.approvals}
     wanted = [a for a in doc["approvals"] if a["status"] == "at-head"]
-    found = pooled(
-        lambda a: gate_run(client, by_note[a["note_id"]].mr, a["sha"], at.get(a["note_id"])),
-        wanted,
-    )
-    gates = {a["note_id"]: gate for a, gate in zip(wanted, found, strict=True)}
+    gates: dict[int, Any] = {}
+    if wanted:
+        from pairgate.views.gate_runs import gate_run
+
+        at = {e.note_id: e.created_at for e in ledger.trail}
+        by_note = {a.note_id: a for a in ledger.approvals}
+        found = pooled(
+            lambda a: gate_run(client, by_note[a["note_id"]].mr, a["sha"], at.get(a["note_id"])),
+            wanted,
+        )
+        gates = {a["note_id"]: gate for a, gate in zip(wanted, found, strict=True)}
     for approval in doc["approvals"]:
         approval["gate"] = gates.get(approval["note_id"])
 
@@ -183,6 +188,8 @@ def add_ci_rerun(client: GitLab, ledger: Ledger, doc: dict[str, Any]) -> None:
     if evidence is None or pending is None or pending.mr is None:
         offer["ci_rerun"] = None
         return
+    from pairgate.evidence.ci_result import read_ci_rerun
+
     offer["ci_rerun"] = read_ci_rerun(
         client,
         pending.mr,
@@ -230,6 +237,8 @@ def render(doc: dict[str, Any], cli: str) -> str:
         if offer["evidence_summary"] is not None:
             lines.append(f"  {_evidence_line(offer)}")
         if offer.get("ci_rerun"):
+            from pairgate.evidence.ci_result import state_words
+
             lines.append(f"  {state_words(offer['ci_rerun'])}")
     else:
         lines.append("pending offer: none")
@@ -239,6 +248,8 @@ def render(doc: dict[str, Any], cli: str) -> str:
         if a["not_covering"]:
             extra += f"; not covering: {'; '.join(a['not_covering'])}"
         if a.get("gate"):
+            from pairgate.views.gate_runs import gate_text
+
             extra += f"; gate since: {gate_text(a['gate'])}"
         lines.append(
             f"  note {a['note_id']}: {a['approver']} -> {a['to']}, "

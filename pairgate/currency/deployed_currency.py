@@ -55,6 +55,8 @@ _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 @dataclass(frozen=True)
 class Commit:
+    """An origin/main commit the checkout lacks."""
+
     sha: str  # abbreviated
     subject: str
 

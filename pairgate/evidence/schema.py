@@ -13,7 +13,6 @@ import functools
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -212,6 +211,8 @@ def write_evidence(doc: Mapping[str, Any], path: Path) -> None:
 def write_json(doc: Mapping[str, Any], path: Path) -> None:
     """``doc`` as indented JSON, written atomically (a temporary file beside it, then a
     rename)."""
+    import tempfile  # only a writer pays for it (and for shutil's, which it imports)
+
     text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
     target = path.resolve()
     fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)

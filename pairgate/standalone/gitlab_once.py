@@ -7,6 +7,7 @@ import functools
 import json
 import os
 import re
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ __all__ = [
     "first_attempt_transport",
     "one_attempt_transport",
     "plain_route",
+    "proxied",
     "wait_as_requests_would",
 ]
 
@@ -52,9 +54,7 @@ def plain_route(
     ``trust_env=False``: as a requests session that does not read the environment (no proxy,
     no .netrc) and verifies with ``bundle``, else certifi's, which ``GET /job`` uses."""
     if trust_env:
-        import urllib.request
-
-        if any(scheme != "no" for scheme in urllib.request.getproxies()):
+        if proxied():
             return False, None
         netrc = os.environ.get("NETRC")
         for name in [netrc] if netrc else ["~/.netrc", "~/_netrc"]:
@@ -85,6 +85,19 @@ def plain_route(
         return False, None
     context.hostname_checks_common_name = False  # as urllib3's context: a SAN, or no match
     return True, context
+
+
+def proxied() -> bool:
+    """Does urllib's getproxies(), which requests reads, name any proxy? Where getproxies reads
+    the environment alone (neither macOS nor Windows), a process with no variable whose name
+    ends in ``_proxy``, in any case, has none: then urllib.request, which costs every start
+    5 ms (it imports tempfile, and that shutil), is not imported to say so."""
+    if sys.platform != "darwin" and os.name != "nt":
+        if not any(name.lower()[-6:] == "_proxy" for name in os.environ):  # as urllib reads
+            return False
+    import urllib.request
+
+    return any(scheme != "no" for scheme in urllib.request.getproxies())
 
 
 def _quiet(connection: http.client.HTTPConnection) -> bool:

@@ -56,6 +56,8 @@ class Note:
 
 @value_type
 class MrRef:
+    """A merge request, by its project's full path and its iid."""
+
     project: str  # the full path
     iid: int
 
@@ -80,6 +82,8 @@ class Offer:
 
 @value_type
 class Approval:
+    """An approval on the trail: who approved which merge request at which head, for whom."""
+
     note_id: int
     approver: str
     to: str
@@ -146,6 +150,8 @@ class Event:
 
 @value_type
 class Ledger:
+    """What an issue's notes fold into: holder, pending offer, approvals, and the trail."""
+
     holder: str | None = None
     role: str | None = None
     offer: Offer | None = None

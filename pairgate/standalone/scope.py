@@ -229,6 +229,8 @@ def is_automation_author(
 
 @value_type
 class Scope:
+    """Whether the gate judges a merge request, and why (``code``, said in ``detail``)."""
+
     in_scope: bool
     code: str  # "in-scope", "outside-group", "generic-issue-only", "renovate", "automation"
     detail: str

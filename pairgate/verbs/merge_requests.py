@@ -7,7 +7,6 @@ import re
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import UsageError
-from pairgate.standalone.gate import group_project_paths
 from pairgate.standalone.gitlab import GitLab, encode_project
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import cited_issues, under
@@ -76,6 +75,9 @@ def gated_open_mrs(client: GitLab, config: Config) -> list[MergeRequestFacts]:
     """Every open merge request the gate judges: the group's, and those of the projects shared
     into it, which the gate's scope takes in (group_project_paths) and GitLab's group-wide
     merge request listing leaves out."""
+    # Imported here: the gate's module brings the verdict's, which status does not need.
+    from pairgate.standalone.gate import group_project_paths
+
     found = open_group_mrs(client, config)
     shared = [p for p in group_project_paths(client, config) if not under(p, config.group_path)]
     for project in shared:

@@ -23,6 +23,7 @@ from pairgate.standalone.reads import notes_path, read_freezes, read_notes
 from pairgate.standalone.records import ISSUE_BOUND_KINDS, compose_note
 from pairgate.tracker import issue_path, read_issue
 from pairgate.verbs.note_text import note_text
+from pairgate.views.damage import damage
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 WRITE_ATTEMPTS = 3
@@ -143,21 +144,6 @@ def refuse_another_name(turn: Turn, verb: str, again: str) -> None:
         f"#{turn.issue} (note {note}); a session speaks for one name only, so it does not act "
         f"as {turn.agent}.\n{turn.agent} runs it from its own session: {again} --as {turn.agent}"
     )
-
-
-def damage(ledger: Ledger) -> list[str]:
-    """What every surface says about records that are not part of the state."""
-    lines = [f"note {s.note_id} skipped ({s.kind}): {s.reason}" for s in ledger.skipped]
-    lines += [f"note {b.note_id} breaks the chain: {b.reason}" for b in ledger.breaks]
-    lines += [f"note {n} was edited after it was written" for n in ledger.edited]
-    if ledger.unbound:
-        notes = ", ".join(str(n) for n in ledger.unbound[:5])
-        more = f" and {len(ledger.unbound) - 5} more" if len(ledger.unbound) > 5 else ""
-        lines.append(
-            f"notes {notes}{more} are v1 records, written before records named their issue: "
-            f"they cannot be checked for replay"
-        )
-    return lines
 
 
 def write(
