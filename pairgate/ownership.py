@@ -18,39 +18,39 @@ Contents (where each source module begins, and what it holds):
   line  1890  ledger.py: The fold's output: notes as read, and the typed state they fold into.
   line  2169  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
   line  2264  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2468  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
-  line  2491  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2588  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3000  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3076  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3468  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3588  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3850  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4278  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4426  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4920  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4971  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5114  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5330  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5512  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5979  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6184  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6456  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6922  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7378  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7457  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7604  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7699  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8067  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8457  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8693  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8975  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9386  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9444  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9893  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10063  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10088  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10447  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  2470  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
+  line  2493  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2590  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3002  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3078  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3470  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3590  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3852  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4280  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4428  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4924  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4975  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5120  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5336  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5518  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  5985  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6190  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6462  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6928  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7384  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7463  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7610  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7705  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8073  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8463  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8699  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  8981  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9392  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9450  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9899  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10069  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10094  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10453  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -2270,6 +2270,8 @@ PUSHED_WITHOUT_MR = "pushed-without-mr"
 
 @value_type
 class BranchCommit:
+    """A commit of a target branch's history, as the commits API gives it."""
+
     sha: str
     parent: str | None  # the first parent
     title: str
@@ -4764,6 +4766,8 @@ def finding_reason(
 
 @value_type
 class AuditReport:
+    """One audit's answer: the window, the projects it read, each merge judged and the pushes no merge request brought."""
+
     since: float
     until: float
     projects: tuple[str, ...]  # the projects named, or () for every gated project
@@ -4978,6 +4982,8 @@ _AUDIT_MARKER_LINE = re.compile(r"^<!-- pairgate-audit (\{.*\}) -->[ \t]*$", re.
 
 @value_type
 class Filed:
+    """A tracker issue a finding went to."""
+
     issue: int  # the tracker issue's iid
     new: bool  # opened by this run
 
