@@ -18,39 +18,39 @@ Contents (where each source module begins, and what it holds):
   line  1890  ledger.py: The fold's output: notes as read, and the typed state they fold into.
   line  2175  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
   line  2270  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2474  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
-  line  2497  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2594  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3006  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3082  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3474  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3594  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3858  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4286  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4434  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4928  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4979  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5122  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5338  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5520  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  5998  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6203  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6475  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6941  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7397  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7476  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7623  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7718  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8086  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8476  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8712  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  8994  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9405  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9463  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9912  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10082  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10107  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10466  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  2476  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
+  line  2499  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2596  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3008  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3084  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3476  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3596  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3860  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4288  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4436  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4932  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4983  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5128  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5344  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5526  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  6004  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6209  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6481  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6947  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7403  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7482  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7629  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7724  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8092  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8482  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8718  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9000  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9411  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9469  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9918  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10088  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10113  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10472  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -2276,6 +2276,8 @@ PUSHED_WITHOUT_MR = "pushed-without-mr"
 
 @value_type
 class BranchCommit:
+    """A commit of a target branch's history, as the commits API gives it."""
+
     sha: str
     parent: str | None  # the first parent
     title: str
@@ -4772,6 +4774,8 @@ def finding_reason(
 
 @value_type
 class AuditReport:
+    """One audit's answer: the window, the projects it read, each merge judged and the pushes no merge request brought."""
+
     since: float
     until: float
     projects: tuple[str, ...]  # the projects named, or () for every gated project
@@ -4986,6 +4990,8 @@ _AUDIT_MARKER_LINE = re.compile(r"^<!-- pairgate-audit (\{.*\}) -->[ \t]*$", re.
 
 @value_type
 class Filed:
+    """A tracker issue a finding went to."""
+
     issue: int  # the tracker issue's iid
     new: bool  # opened by this run
 

@@ -405,6 +405,8 @@ def finding_reason(
 
 @value_type
 class AuditReport:
+    """One audit's answer: the window, the projects it read, each merge judged and the pushes no merge request brought."""
+
     since: float
     until: float
     projects: tuple[str, ...]  # the projects named, or () for every gated project

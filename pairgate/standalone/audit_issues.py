@@ -34,6 +34,8 @@ _AUDIT_MARKER_LINE = re.compile(r"^<!-- pairgate-audit (\{.*\}) -->[ \t]*$", re.
 
 @value_type
 class Filed:
+    """A tracker issue a finding went to."""
+
     issue: int  # the tracker issue's iid
     new: bool  # opened by this run
 

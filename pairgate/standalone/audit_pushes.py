@@ -44,6 +44,8 @@ PUSHED_WITHOUT_MR = "pushed-without-mr"
 
 @value_type
 class BranchCommit:
+    """A commit of a target branch's history, as the commits API gives it."""
+
     sha: str
     parent: str | None  # the first parent
     title: str
