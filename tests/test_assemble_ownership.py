@@ -319,3 +319,18 @@ def test_a_type_checking_flag_of_its_own_becomes_typing_s_in_the_one_file(tmp_pa
     namespace: dict[str, object] = {}
     exec(compiled, namespace)
     assert namespace["TYPE_CHECKING"] is False and "Decimal" not in namespace
+
+
+def test_every_dataclass_of_the_reader_has_a_docstring() -> None:
+    """dataclass writes a missing docstring from ``inspect.signature`` of the class, each time
+    the module is imported: every hook decision and gate job would pay for it."""
+    import dataclasses
+
+    from pairgate import ownership
+
+    types = [
+        v for v in vars(ownership).values() if isinstance(v, type) and dataclasses.is_dataclass(v)
+    ]
+    assert len(types) > 30
+    written = [t.__name__ for t in types if (t.__doc__ or "").startswith(f"{t.__name__}(")]
+    assert written == []
