@@ -8,49 +8,49 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    94  errors.py: Exit codes, the error family and the run context every door is given.
-  line   321  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   479  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
-  line   501  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   798  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1248  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
-  line  1364  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1890  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2175  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2270  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2476  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
-  line  2499  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2596  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3008  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3084  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3476  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3596  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3860  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4288  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4436  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4932  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4983  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5128  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5344  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5526  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  6004  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6209  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6481  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6947  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7403  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7482  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7629  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7724  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8092  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8482  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8718  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  9000  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9411  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9469  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9918  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10088  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10113  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10472  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    93  errors.py: Exit codes, the error family and the run context every door is given.
+  line   320  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   478  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
+  line   500  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   797  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1249  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
+  line  1365  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1891  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2176  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2271  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2477  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
+  line  2500  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2597  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3009  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3085  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3477  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3597  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3861  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4289  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4437  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4933  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4984  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5129  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5345  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5529  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  6007  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6212  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6484  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6950  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7406  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7485  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7632  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7727  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8095  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8485  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8721  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9003  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9414  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9472  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9921  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10091  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10116  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10477  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -65,7 +65,6 @@ import math
 import os
 import re
 import shlex
-import subprocess
 import sys
 import threading
 import time
@@ -1127,6 +1126,8 @@ class Glab:
     def _run(
         self, method: str, argv: list[str], stdin: str | None = None, *, read: bool = False
     ) -> str:
+        import subprocess  # only here: every import of the reader would pay for it
+
         try:
             proc = subprocess.run(
                 argv,
@@ -5366,6 +5367,8 @@ def _api_url(env: Mapping[str, str], name: str) -> tuple[str | None, str]:
 
 
 def _glab_host(env: Mapping[str, str], url_variable: str) -> str:
+    import subprocess  # only here: every import of the reader would pay for it
+
     try:
         proc = subprocess.run(
             ["glab", "config", "get", "host"],
@@ -10304,6 +10307,8 @@ def _hook_remote_project(ctx: Context, push: PushFound, cwd: str | None) -> tupl
         )
     if not cwd or not Path(cwd).is_dir():
         return None, f"the hook has no working directory to read the URL of remote {remote}"
+    import subprocess  # only here: every import of the reader would pay for it
+
     try:
         found = subprocess.run(
             ["git", "-C", cwd, "remote", "get-url", "--push", "--", remote],

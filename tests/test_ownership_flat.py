@@ -17,6 +17,9 @@ READER = """
 import json, os, sys
 import ownership
 assert "pairgate" not in sys.modules
+# What every hook decision and gate job imports: no module a rare path alone needs (the glab
+# fallback and the hook's read of a remote's URL start programs; nothing else does).
+assert "subprocess" not in sys.modules, "the reader imported subprocess"
 config = ownership.load_config(os.environ)
 client = ownership.gitlab_from_env(config, os.environ)
 ledger = ownership.read_ledger(client, config, int(sys.argv[1]))

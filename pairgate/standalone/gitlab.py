@@ -6,7 +6,6 @@ import functools
 import json
 import os
 import re
-import subprocess
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -363,6 +362,8 @@ class Glab:
     def _run(
         self, method: str, argv: list[str], stdin: str | None = None, *, read: bool = False
     ) -> str:
+        import subprocess  # only here: every import of the reader would pay for it
+
         try:
             proc = subprocess.run(
                 argv,

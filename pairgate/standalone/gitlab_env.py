@@ -4,7 +4,6 @@ configuration), checked, and the transports for reads and writes built from them
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -45,6 +44,8 @@ def _api_url(env: Mapping[str, str], name: str) -> tuple[str | None, str]:
 
 
 def _glab_host(env: Mapping[str, str], url_variable: str) -> str:
+    import subprocess  # only here: every import of the reader would pay for it
+
     try:
         proc = subprocess.run(
             ["glab", "config", "get", "host"],

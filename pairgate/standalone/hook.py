@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -231,6 +230,8 @@ def _hook_remote_project(ctx: Context, push: PushFound, cwd: str | None) -> tupl
         )
     if not cwd or not Path(cwd).is_dir():
         return None, f"the hook has no working directory to read the URL of remote {remote}"
+    import subprocess  # only here: every import of the reader would pay for it
+
     try:
         found = subprocess.run(
             ["git", "-C", cwd, "remote", "get-url", "--push", "--", remote],
