@@ -16,8 +16,8 @@ batch, and a fleet run checked for loss and duplicates. Prints; asserts nothing.
   it is pushed. Then the store is checked: events lost, events stored twice, batches pushed
   twice, pushes after an ACK.
 
-``--quick`` (here and in watch.py's): a fleet of ``QUICK_FLEET`` and six idle minutes, for a smoke
-run; its figures mean nothing.
+``--quick``: a fleet of ``QUICK_FLEET`` and six idle minutes, for a smoke run; its figures mean
+nothing (watch.py's ``--quick`` leaves its fleet to this one).
 
 PostgreSQL: a throwaway server (tests/kit/pgcluster.py) when its binaries and psycopg are there;
 otherwise a SQLite store, and the benchmark says so.
@@ -58,7 +58,7 @@ from pairgate.watch.store import Store  # noqa: E402
 
 CONFIG = ROOT / "tests" / "fixtures" / "pairgate-config.json"
 TOKEN = "bench-hook-token"
-# --quick (here and in watch.py's fleet section): watchers, merge requests, events. Two watchers
+# --quick: watchers, merge requests, events. Two watchers
 # behind the balancer are the fewest that share a store; the figures of a smoke run mean nothing.
 QUICK_FLEET = (2, 4, 40)
 LEAD = "acme-lead"
