@@ -144,12 +144,14 @@ def _add_rows(sub: Any, rows: Sequence[Command]) -> None:
 
 
 def named_command(argv: Sequence[str]) -> str | None:
-    """The command ``argv`` names: its first word that is no flag, when a row has that name.
+    """The command ``argv`` names: its first word that is no flag ("-" and "--" are words
+    here, as argparse reads them), when a row has that name.
     The parser's own flags take no value, so that word is where argparse looks for the
     command too. None (parse with every row) for anything else, so an unknown or missing
     command is answered with the whole list of choices."""
     for word in argv:
-        if not word.startswith("-"):
+        # argparse takes "-" and "--" where the command goes, as it takes a word
+        if word in ("-", "--") or not word.startswith("-"):
             return word if any(row.name == word for row in COMMANDS) else None
     return None
 

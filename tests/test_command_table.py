@@ -108,6 +108,20 @@ def test_the_bare_parser_shows_what_the_whole_parser_shows() -> None:
     assert vars(bare.parse_args(["--version"])) == vars(whole.parse_args(["--version"]))
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [["--", "status"], ["--version", "status"], ["-", "status"], ["status", "--", "x"], ["-x"]],
+)
+def test_an_odd_command_line_is_refused_as_the_whole_parser_refuses_it(argv: list[str]) -> None:
+    # parse builds the named command's parser alone, or the bare one: its answer to a command
+    # line it refuses must be the whole parser's, the choices it lists included.
+    with pytest.raises(Exception) as from_parse:
+        parse(argv)
+    with pytest.raises(Exception) as from_whole:
+        build_parser().parse_args(argv)
+    assert str(from_parse.value) == str(from_whole.value), argv
+
+
 @pytest.mark.parametrize("given", [None, "132", "0", "-5", "wide", ""])
 def test_help_is_as_wide_as_argparse_would_make_it(
     given: str | None, monkeypatch: pytest.MonkeyPatch
