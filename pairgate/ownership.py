@@ -16,41 +16,41 @@ Contents (where each source module begins, and what it holds):
   line  1249  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
   line  1365  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
   line  1891  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2176  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2271  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2477  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
-  line  2500  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2597  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3009  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3085  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3477  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3597  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3861  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4289  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4437  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4933  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4984  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5129  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5345  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5529  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  6007  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6212  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6484  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6950  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7406  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7485  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7632  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7727  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8095  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8485  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8721  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  9003  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9414  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9472  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9921  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10091  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10116  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10477  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  2188  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2283  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2489  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
+  line  2512  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2609  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3021  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3097  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3489  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3609  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3873  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4296  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4444  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4940  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4991  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5136  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5352  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5536  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  6014  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6219  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6491  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6957  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7413  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7492  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7639  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7734  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8102  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8492  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8728  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9010  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9421  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9479  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9928  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10098  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10123  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10484  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -2032,6 +2032,18 @@ class Ledger:
     constraints: tuple[Constraint, ...] = ()  # every standing constraint recorded here
     unbound: tuple[int, ...] = ()  # v1 records: they name no issue, so replay goes unseen
 
+    @property
+    def unbound_notice(self) -> str | None:
+        """What every surface says of the v1 records (the first five named), or None."""
+        if not self.unbound:
+            return None
+        notes = ", ".join(str(n) for n in self.unbound[:5])
+        more = f" and {len(self.unbound) - 5} more" if len(self.unbound) > 5 else ""
+        return (
+            f"notes {notes}{more} are v1 records, written before records named their issue: "
+            f"they cannot be checked for replay"
+        )
+
     # The facts the independence rule reads (approvals.py), derived from the trail when first
     # asked for, so the fold itself pays nothing for them.
 
@@ -3961,13 +3973,8 @@ def ledger_warnings(tracker: str, ledgers: Mapping[int, Ledger]) -> tuple[str, .
                 f"{tracker}#{issue}: the record chain is broken at note {chain_break.note_id}: "
                 f"{chain_break.reason}"
             )
-        if ledger.unbound:
-            notes = ", ".join(str(n) for n in ledger.unbound[:5])
-            more = f" and {len(ledger.unbound) - 5} more" if len(ledger.unbound) > 5 else ""
-            lines.append(
-                f"{tracker}#{issue}: notes {notes}{more} are v1 records, written before records "
-                f"named their issue: they cannot be checked for replay"
-            )
+        if ledger.unbound_notice:
+            lines.append(f"{tracker}#{issue}: {ledger.unbound_notice}")
     return tuple(lines)
 
 

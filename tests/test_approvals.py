@@ -105,6 +105,18 @@ def test_v1_records_are_read_and_named_as_unverifiable(trail: Trail) -> None:
     note = trail.note(f"old claim\n\n{marker('ownership', record)}\n")
     ledger = trail.fold()
     assert ledger.holder == LEAD and ledger.unbound == (note.id,) and not ledger.skipped
+    assert ledger.unbound_notice == (
+        f"notes {note.id} are v1 records, written before records named their issue: they "
+        "cannot be checked for replay"
+    )
+
+
+def test_the_v1_notice_names_five_notes_and_counts_the_rest() -> None:
+    assert Ledger().unbound_notice is None
+    assert Ledger(unbound=tuple(range(1, 8))).unbound_notice == (
+        "notes 1, 2, 3, 4, 5 and 2 more are v1 records, written before records named their "
+        "issue: they cannot be checked for replay"
+    )
 
 
 def test_withdraw_voids_the_pending_offer_back_and_only_the_approver_may(trail: Trail) -> None:

@@ -197,9 +197,9 @@ def test_the_job_reruns_the_offers_mutants_and_every_surface_shows_it(
     assert words in r.run(None, "status", r.issue).out  # the approval's line shows it too
 
 
-def test_with_no_offer_carrying_evidence_there_is_nothing_to_rerun(
-    sandbox: RunningSandbox, tmp_path: Path
-) -> None:
+def _unoffered_round(sandbox: RunningSandbox, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """The gate published, a merge request whose repository includes the component, and no
+    offer at all: the repository and the job's CI variables."""
     publish_gate(sandbox)
     files: dict[str, str | bytes] = {
         **component_files("mr-evidence"),
@@ -209,7 +209,14 @@ def test_with_no_offer_carrying_evidence_there_is_nothing_to_rerun(
     repo = repository(tmp_path / "mr", sandbox, files)
     r = Round(sandbox)
     sandbox.mirror_commit(_head(repo), r.branch, {**files})
-    result = run(repo, sandbox, ci_variables(sandbox, (r.project, r.mr), jobs=(CI_JOB,)))
+    return repo, ci_variables(sandbox, (r.project, r.mr), jobs=(CI_JOB,))
+
+
+def test_with_no_offer_carrying_evidence_there_is_nothing_to_rerun(
+    sandbox: RunningSandbox, tmp_path: Path
+) -> None:
+    repo, ci = _unoffered_round(sandbox, tmp_path)
+    result = run(repo, sandbox, ci)
     assert result.job(CI_JOB) == "PASS", result.output
     assert "nothing to re-run: no offer of it at its head carries mutation evidence" in (
         result.lines(CI_JOB)
@@ -225,16 +232,7 @@ def test_an_image_without_pairgate_is_a_clear_failure(
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", tmp_path / "image"], check=True)
     (site,) = (tmp_path / "image" / "lib").glob("python3*/site-packages")
     (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    publish_gate(sandbox)
-    files: dict[str, str | bytes] = {
-        **component_files("mr-evidence"),
-        ".gitlab-ci.yml": dump({"include": [component_include("mr-evidence", INPUTS)]}),
-        **FILES,
-    }
-    repo = repository(tmp_path / "mr", sandbox, files)
-    r = Round(sandbox)
-    sandbox.mirror_commit(_head(repo), r.branch, {**files})
-    ci = ci_variables(sandbox, (r.project, r.mr), jobs=(CI_JOB,))
+    repo, ci = _unoffered_round(sandbox, tmp_path)
     result = run(repo, sandbox, ci, python=tmp_path / "image" / "bin")
     assert result.job(CI_JOB) == "WARN", result.output  # failed (exit 2), allowed to
     assert (

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ import yaml
 
 from pairgate.deployment.tracker_pipeline import checked_inputs, interpolate, parse_component
 from pairgate.sandbox.testing import RunningSandbox
-from tests.kit.fake_instance import FakeInstance, private_ca, serving
+from tests.kit.fake_instance import FakeInstance, serving, serving_tls
 from tests.kit.gate_cases import approved_at_head, ci_variables
 from tests.kit.gcl import MERGE_CHECK, MERGE_CHECK_INPUTS, TRACKER_FILES, publish
 from tests.kit.names import ROOT
@@ -247,11 +246,8 @@ def test_an_answer_that_is_no_json_object_is_refused(
 
 @pytest.fixture
 def private_instance(tmp_path: Path) -> Iterator[tuple[str, type[FakeInstance], Path]]:
-    ca, cert, key = private_ca(tmp_path)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    with serving(tls=context) as (url, handler):
-        yield url, handler, ca
+    with serving_tls(tmp_path) as served:
+        yield served
 
 
 def test_an_instance_with_a_private_ca_is_read_with_the_jobs_bundle_only(

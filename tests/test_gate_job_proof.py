@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import ssl
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ from pairgate.standalone.ci_job import NotProven, read_job
 from pairgate.standalone.doors import validator_main
 from pairgate.standalone.errors import Context
 from pairgate.standalone.gitlab import read_retry
-from tests.kit.fake_instance import FakeInstance, private_ca, serving
+from tests.kit.fake_instance import FakeInstance, serving, serving_tls
 from tests.kit.gate_cases import approved_at_head, ci_variables, never_approved
 from tests.kit.names import FIXTURE_CONFIG, mr_path
 from tests.kit.world import World
@@ -301,11 +300,8 @@ def test_get_job_takes_a_200_alone_and_asks_as_many_times_as_requests_would(
 @pytest.fixture
 def tls_fake(tmp_path: Path) -> Iterator[tuple[str, type[FakeInstance], Path]]:
     """The fake GET /job over HTTPS, its certificate from a private CA: (url, handler, CA)."""
-    ca, cert, key = private_ca(tmp_path)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    with serving(tls=context) as (url, handler):
-        yield url, handler, ca
+    with serving_tls(tmp_path) as served:
+        yield served
 
 
 def test_get_job_on_an_instance_with_a_private_ca_verifies_with_the_jobs_bundle(

@@ -168,6 +168,18 @@ class Ledger:
     constraints: tuple[Constraint, ...] = ()  # every standing constraint recorded here
     unbound: tuple[int, ...] = ()  # v1 records: they name no issue, so replay goes unseen
 
+    @property
+    def unbound_notice(self) -> str | None:
+        """What every surface says of the v1 records (the first five named), or None."""
+        if not self.unbound:
+            return None
+        notes = ", ".join(str(n) for n in self.unbound[:5])
+        more = f" and {len(self.unbound) - 5} more" if len(self.unbound) > 5 else ""
+        return (
+            f"notes {notes}{more} are v1 records, written before records named their issue: "
+            f"they cannot be checked for replay"
+        )
+
     # The facts the independence rule reads (approvals.py), derived from the trail when first
     # asked for, so the fold itself pays nothing for them.
 

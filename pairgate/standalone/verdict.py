@@ -114,13 +114,8 @@ def ledger_warnings(tracker: str, ledgers: Mapping[int, Ledger]) -> tuple[str, .
                 f"{tracker}#{issue}: the record chain is broken at note {chain_break.note_id}: "
                 f"{chain_break.reason}"
             )
-        if ledger.unbound:
-            notes = ", ".join(str(n) for n in ledger.unbound[:5])
-            more = f" and {len(ledger.unbound) - 5} more" if len(ledger.unbound) > 5 else ""
-            lines.append(
-                f"{tracker}#{issue}: notes {notes}{more} are v1 records, written before records "
-                f"named their issue: they cannot be checked for replay"
-            )
+        if ledger.unbound_notice:
+            lines.append(f"{tracker}#{issue}: {ledger.unbound_notice}")
     return tuple(lines)
 
 

@@ -11,11 +11,6 @@ def damage(ledger: Ledger) -> list[str]:
     lines = [f"note {s.note_id} skipped ({s.kind}): {s.reason}" for s in ledger.skipped]
     lines += [f"note {b.note_id} breaks the chain: {b.reason}" for b in ledger.breaks]
     lines += [f"note {n} was edited after it was written" for n in ledger.edited]
-    if ledger.unbound:
-        notes = ", ".join(str(n) for n in ledger.unbound[:5])
-        more = f" and {len(ledger.unbound) - 5} more" if len(ledger.unbound) > 5 else ""
-        lines.append(
-            f"notes {notes}{more} are v1 records, written before records named their issue: "
-            f"they cannot be checked for replay"
-        )
+    if ledger.unbound_notice:
+        lines.append(ledger.unbound_notice)
     return lines

@@ -110,3 +110,14 @@ def private_ca(directory: Path) -> tuple[Path, Path, Path]:
         )
     )
     return paths
+
+
+@contextlib.contextmanager
+def serving_tls(directory: Path) -> Iterator[tuple[str, type[FakeInstance], Path]]:
+    """The fake instance over HTTPS, its certificate from a private CA made in ``directory``:
+    (its URL, its handler class, the CA's certificate)."""
+    ca, cert, key = private_ca(directory)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    with serving(tls=context) as (url, handler):
+        yield url, handler, ca
