@@ -159,6 +159,56 @@ def test_plain_http_to_a_host_that_is_not_loopback_is_refused(
     )
 
 
+@pytest.mark.parametrize("loopback", ["127.0.0.1", "localhost", "[::1]"])
+def test_plain_http_to_another_host_named_after_a_loopback_userinfo_is_refused(
+    tmp_path: Path,
+    sandbox: RunningSandbox,
+    unpinned: str,
+    job: dict[str, str],
+    read_token: str,
+    loopback: str,
+) -> None:
+    """``http://localhost:@host`` begins as a loopback URL does, but names ``host`` (127.0.0.2
+    stands for any host here): the connection, both tokens in clear, would go there."""
+    with serving(host="127.0.0.2") as (url, fake):
+        forged = url.replace("http://", f"http://{loopback}:@")
+        fake.job = moved_job(sandbox, job, forged)
+        result = fetch(tmp_path, unpinned, elsewhere(job, forged), read_token=read_token)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"{NAME}: refused: CI_SERVER_URL {forged!r} is not an instance's URL (scheme://host, "
+        "an optional port and path, no user, query or fragment)\n"
+    )
+    assert fake.seen == []
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        "https://gitlab.example.com@127.0.0.1",
+        "https://gitlab.example.com?private_token=x",
+        "https://gitlab.example.com#",
+        "https://gitlab.example.com/a b",
+        "https://gitlab.example.com\n",
+        "https://gitlab.example.com//127.0.0.1",
+        "https://gitlab%2eexample.com",
+        "https:///gitlab.example.com",
+        "HTTPS://gitlab.example.com",
+    ],
+)
+def test_a_server_url_of_another_shape_is_refused_before_any_request(
+    tmp_path: Path, unpinned: str, job: dict[str, str], read_token: str, server: str
+) -> None:
+    """What the connection would make of it (its host, or its path without the query or the
+    fragment) is not what the checks read: refused as it stands, with no traceback."""
+    result = fetch(tmp_path, unpinned, elsewhere(job, server), read_token=read_token)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"{NAME}: refused: CI_SERVER_URL {server!r} is not an instance's URL (scheme://host, "
+        "an optional port and path, no user, query or fragment)\n"
+    )
+
+
 def test_a_job_on_another_instance_is_refused_before_the_read_token_is_sent(
     tmp_path: Path, sandbox: RunningSandbox, unpinned: str, job: dict[str, str], read_token: str
 ) -> None:

@@ -52,16 +52,17 @@ def serving(
     job: dict[str, Any] | None = None,
     tls: ssl.SSLContext | None = None,
     kind: type[FakeInstance] = FakeInstance,
+    host: str = "127.0.0.1",
 ) -> Iterator[tuple[str, type[FakeInstance]]]:
-    """A fake of its own (a ``kind``), served (over ``tls`` when given): (its URL, its handler
-    class)."""
+    """A fake of its own (a ``kind``), served on ``host`` (over ``tls`` when given): (its URL,
+    its handler class)."""
     handler = type("Fake", (kind,), {"seen": [], "job": job})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = http.server.ThreadingHTTPServer((host, 0), handler)
     if tls is not None:
         server.socket = tls.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
     try:
-        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}", handler
+        yield f"{'https' if tls else 'http'}://{host}:{server.server_address[1]}", handler
     finally:
         server.shutdown()
 
