@@ -329,6 +329,38 @@ def test_an_instance_with_a_private_ca_is_read_with_the_jobs_bundle_only(
     assert [r["private"] for r in fake.seen] == [None, read_token]
 
 
+@pytest.mark.parametrize(
+    ("host", "san"),
+    [("127.0.0.1", "gitlab.example.com"), ("localhost", None)],
+    ids=["for-another-name", "named-in-its-common-name-only"],
+)
+def test_a_certificate_the_jobs_bundle_trusts_but_not_for_the_instance_is_refused(
+    tmp_path: Path,
+    sandbox: RunningSandbox,
+    unpinned: str,
+    job: dict[str, str],
+    read_token: str,
+    host: str,
+    san: str | None,
+) -> None:
+    """A host on the way to the instance with a certificate from the CA the job trusts, made
+    out to another name, or naming the instance in its common name only (matched by the
+    subject alternative name or not at all, as urllib3): nothing is sent to it."""
+    ca, cert, key = private_ca(tmp_path, name=host, san=san)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    work = tmp_path / "work"
+    work.mkdir()
+    with serving(tls=context) as (served, fake):
+        url = served.replace("127.0.0.1", host)
+        fake.job = moved_job(sandbox, job, url)
+        bundled = {**elsewhere(job, url), "REQUESTS_CA_BUNDLE": str(ca)}
+        result = fetch(work, unpinned, bundled, read_token=read_token)
+    assert result.returncode == 2
+    assert result.stderr == f"{NAME}: cannot read {url}/api/v4/job: SSLCertVerificationError\n"
+    assert fake.seen == []
+
+
 # -- the merge-audit job's fetch: its own script, the read token in the job's environment ----------
 
 
