@@ -413,6 +413,25 @@ def test_the_audit_fetches_its_three_files_directly(
     ).read_bytes()
 
 
+@pytest.mark.parametrize("shape", ["http://{}", "http://localhost:@{}", "https://{}#"])
+def test_the_audit_sends_its_read_token_in_clear_to_no_host_but_loopback(
+    tmp_path: Path, read_token: str, audit_script: str, shape: str
+) -> None:
+    """The audit that runs next refuses plain http to a host that is not loopback; its fetch,
+    which runs first with the same token, refuses it too, and any URL the connection would
+    read otherwise than the check (127.0.0.2 stands for any host here)."""
+    with serving(host="127.0.0.2") as (url, fake):
+        api = shape.format(url.removeprefix("http://")) + "/api/v4"
+        result = audit_fetch(tmp_path, audit_script, api, read_token)
+    assert result.returncode == 1  # sys.exit with a message
+    assert result.stderr == (
+        f"merge-audit: refused: CI_API_V4_URL {api!r} is not an instance's API URL over https "
+        "(plain http to loopback only; scheme://host, an optional port and path, no user, query "
+        "or fragment)\n"
+    )
+    assert fake.seen == []
+
+
 def test_the_audit_follows_no_redirect_with_its_read_token(
     tmp_path: Path, read_token: str, audit_script: str
 ) -> None:
