@@ -432,6 +432,22 @@ def test_the_audit_sends_its_read_token_in_clear_to_no_host_but_loopback(
     assert fake.seen == []
 
 
+@pytest.mark.parametrize("token", ["glpat-x\r\nX-Sudo: root", "glpat-x\n folded"])
+def test_the_audit_sends_no_read_token_with_a_line_break_nor_names_it(
+    tmp_path: Path, audit_script: str, token: str
+) -> None:
+    """http.client would send it folded, or refuse it naming it in its error (a value with a
+    line break cannot be masked in the job log); requests refuses it before sending anything."""
+    with serving() as (url, fake):
+        result = audit_fetch(tmp_path, audit_script, f"{url}/api/v4", token)
+    assert result.returncode == 1  # sys.exit with a message
+    assert result.stderr == (
+        "merge-audit: the CI variable AUDIT_READ_TOKEN (input read-token-variable) holds a line "
+        "break, which no header can carry: it is not sent\n"
+    )
+    assert fake.seen == []
+
+
 def test_the_audit_follows_no_redirect_with_its_read_token(
     tmp_path: Path, read_token: str, audit_script: str
 ) -> None:
