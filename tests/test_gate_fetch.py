@@ -15,7 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import yaml
@@ -293,6 +293,61 @@ def test_an_answer_that_is_no_json_object_is_refused(
         result = fetch(tmp_path, unpinned, elsewhere(job, url), read_token=read_token)
     assert result.returncode == 2
     assert result.stderr == f"{NAME}: {url}/api/v4/job answered 200 with no JSON object\n"
+
+
+class _Tracker(FakeInstance):
+    """An instance that proves the job, then answers for a tracker: ``answers`` by path."""
+
+    answers: ClassVar[dict[str, Any]] = {}
+
+    def do_GET(self) -> None:
+        if self.path not in self.answers:
+            super().do_GET()
+            return
+        self.seen.append({"path": self.path, "private": self.headers.get("PRIVATE-TOKEN")})
+        body = json.dumps(self.answers[self.path]).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize(
+    ("answers", "says"),
+    [
+        ({"": {"id": 1, "default_branch": None}}, " answered with no default branch"),
+        ({"": {"id": 1}}, " answered with no default branch"),
+        (
+            {"": {"default_branch": "main"}, "/repository/branches/main": {"commit": None}},
+            "/repository/branches/main answered with no commit id",
+        ),
+        (
+            {"": {"default_branch": "main"}, "/repository/branches/main": {"commit": "main"}},
+            "/repository/branches/main answered with no commit id",
+        ),
+    ],
+    ids=["an-empty-repository", "no-default-branch", "no-commit", "a-commit-that-is-no-object"],
+)
+def test_a_tracker_answer_without_what_the_fetch_needs_is_refused_by_name(
+    tmp_path: Path,
+    sandbox: RunningSandbox,
+    unpinned: str,
+    job: dict[str, str],
+    read_token: str,
+    answers: dict[str, Any],
+    says: str,
+) -> None:
+    """A tracker whose repository is empty (GitLab's default_branch is then null), or an
+    answer short of its field: exit 2 with a sentence, not a traceback."""
+    project = "/api/v4/projects/acme%2Ftracker"
+    with serving(kind=_Tracker) as (url, fake):
+        fake.job = moved_job(sandbox, job, url)
+        fake.answers = {f"{project}{path}": answer for path, answer in answers.items()}
+        result = fetch(tmp_path, unpinned, elsewhere(job, url), read_token=read_token)
+    assert result.returncode == 2
+    assert result.stderr == f"{NAME}: {url}{project}{says}\n"
+    assert result.stdout == ""
 
 
 @pytest.fixture
