@@ -503,6 +503,30 @@ def test_the_audit_sends_no_read_token_with_a_line_break_nor_names_it(
     assert fake.seen == []
 
 
+@pytest.mark.parametrize(
+    ("answers", "says"),
+    [
+        ({"": ["acme/tracker"]}, " answered 200 with no JSON object"),
+        ({"": {"id": 1, "default_branch": None}}, " answered with no default branch"),
+        (
+            {"": {"default_branch": "main"}, "/repository/branches/main": {"commit": None}},
+            "/repository/branches/main answered with no commit id",
+        ),
+    ],
+    ids=["no-json-object", "an-empty-repository", "no-commit"],
+)
+def test_the_audit_refuses_a_tracker_answer_without_what_it_needs_by_name(
+    tmp_path: Path, read_token: str, audit_script: str, answers: dict[str, Any], says: str
+) -> None:
+    project = "/api/v4/projects/acme%2Ftracker"
+    with serving(kind=_Tracker) as (url, fake):
+        fake.answers = {f"{project}{path}": answer for path, answer in answers.items()}
+        result = audit_fetch(tmp_path, audit_script, f"{url}/api/v4", read_token)
+    assert result.returncode == 1  # sys.exit with a message
+    assert result.stderr == f"merge-audit: {url}{project}{says}\n"
+    assert result.stdout == ""
+
+
 def test_the_audit_follows_no_redirect_with_its_read_token(
     tmp_path: Path, read_token: str, audit_script: str
 ) -> None:
