@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import yaml
@@ -158,6 +158,56 @@ def test_plain_http_to_a_host_that_is_not_loopback_is_refused(
     )
 
 
+@pytest.mark.parametrize("loopback", ["127.0.0.1", "localhost", "[::1]"])
+def test_plain_http_to_another_host_named_after_a_loopback_userinfo_is_refused(
+    tmp_path: Path,
+    sandbox: RunningSandbox,
+    unpinned: str,
+    job: dict[str, str],
+    read_token: str,
+    loopback: str,
+) -> None:
+    """``http://localhost:@host`` begins as a loopback URL does, but names ``host`` (127.0.0.2
+    stands for any host here): the connection, both tokens in clear, would go there."""
+    with serving(host="127.0.0.2") as (url, fake):
+        forged = url.replace("http://", f"http://{loopback}:@")
+        fake.job = moved_job(sandbox, job, forged)
+        result = fetch(tmp_path, unpinned, elsewhere(job, forged), read_token=read_token)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"{NAME}: refused: CI_SERVER_URL {forged!r} is not an instance's URL (scheme://host, "
+        "an optional port and path, no user, query or fragment)\n"
+    )
+    assert fake.seen == []
+
+
+@pytest.mark.parametrize(
+    "server",
+    [
+        "https://gitlab.example.com@127.0.0.1",
+        "https://gitlab.example.com?private_token=x",
+        "https://gitlab.example.com#",
+        "https://gitlab.example.com/a b",
+        "https://gitlab.example.com\n",
+        "https://gitlab.example.com//127.0.0.1",
+        "https://gitlab%2eexample.com",
+        "https:///gitlab.example.com",
+        "HTTPS://gitlab.example.com",
+    ],
+)
+def test_a_server_url_of_another_shape_is_refused_before_any_request(
+    tmp_path: Path, unpinned: str, job: dict[str, str], read_token: str, server: str
+) -> None:
+    """What the connection would make of it (its host, or its path without the query or the
+    fragment) is not what the checks read: refused as it stands, with no traceback."""
+    result = fetch(tmp_path, unpinned, elsewhere(job, server), read_token=read_token)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"{NAME}: refused: CI_SERVER_URL {server!r} is not an instance's URL (scheme://host, "
+        "an optional port and path, no user, query or fragment)\n"
+    )
+
+
 def test_a_job_on_another_instance_is_refused_before_the_read_token_is_sent(
     tmp_path: Path, sandbox: RunningSandbox, unpinned: str, job: dict[str, str], read_token: str
 ) -> None:
@@ -244,6 +294,61 @@ def test_an_answer_that_is_no_json_object_is_refused(
     assert result.stderr == f"{NAME}: {url}/api/v4/job answered 200 with no JSON object\n"
 
 
+class _Tracker(FakeInstance):
+    """An instance that proves the job, then answers for a tracker: ``answers`` by path."""
+
+    answers: ClassVar[dict[str, Any]] = {}
+
+    def do_GET(self) -> None:
+        if self.path not in self.answers:
+            super().do_GET()
+            return
+        self.seen.append({"path": self.path, "private": self.headers.get("PRIVATE-TOKEN")})
+        body = json.dumps(self.answers[self.path]).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.mark.parametrize(
+    ("answers", "says"),
+    [
+        ({"": {"id": 1, "default_branch": None}}, " answered with no default branch"),
+        ({"": {"id": 1}}, " answered with no default branch"),
+        (
+            {"": {"default_branch": "main"}, "/repository/branches/main": {"commit": None}},
+            "/repository/branches/main answered with no commit id",
+        ),
+        (
+            {"": {"default_branch": "main"}, "/repository/branches/main": {"commit": "main"}},
+            "/repository/branches/main answered with no commit id",
+        ),
+    ],
+    ids=["an-empty-repository", "no-default-branch", "no-commit", "a-commit-that-is-no-object"],
+)
+def test_a_tracker_answer_without_what_the_fetch_needs_is_refused_by_name(
+    tmp_path: Path,
+    sandbox: RunningSandbox,
+    unpinned: str,
+    job: dict[str, str],
+    read_token: str,
+    answers: dict[str, Any],
+    says: str,
+) -> None:
+    """A tracker whose repository is empty (GitLab's default_branch is then null), or an
+    answer short of its field: exit 2 with a sentence, not a traceback."""
+    project = "/api/v4/projects/acme%2Ftracker"
+    with serving(kind=_Tracker) as (url, fake):
+        fake.job = moved_job(sandbox, job, url)
+        fake.answers = {f"{project}{path}": answer for path, answer in answers.items()}
+        result = fetch(tmp_path, unpinned, elsewhere(job, url), read_token=read_token)
+    assert result.returncode == 2
+    assert result.stderr == f"{NAME}: {url}{project}{says}\n"
+    assert result.stdout == ""
+
+
 @pytest.fixture
 def private_instance(tmp_path: Path) -> Iterator[tuple[str, type[FakeInstance], Path]]:
     with serving_tls(tmp_path) as served:
@@ -273,6 +378,38 @@ def test_an_instance_with_a_private_ca_is_read_with_the_jobs_bundle_only(
     # The job is proven over TLS; the fake holds no tracker, so the next read is its 404.
     assert result.stderr == f"{NAME}: {url}/api/v4/projects/acme%2Ftracker answered 404: \n"
     assert [r["private"] for r in fake.seen] == [None, read_token]
+
+
+@pytest.mark.parametrize(
+    ("host", "san"),
+    [("127.0.0.1", "gitlab.example.com"), ("localhost", None)],
+    ids=["for-another-name", "named-in-its-common-name-only"],
+)
+def test_a_certificate_the_jobs_bundle_trusts_but_not_for_the_instance_is_refused(
+    tmp_path: Path,
+    sandbox: RunningSandbox,
+    unpinned: str,
+    job: dict[str, str],
+    read_token: str,
+    host: str,
+    san: str | None,
+) -> None:
+    """A host on the way to the instance with a certificate from the CA the job trusts, made
+    out to another name, or naming the instance in its common name only (matched by the
+    subject alternative name or not at all, as urllib3): nothing is sent to it."""
+    ca, cert, key = private_ca(tmp_path, name=host, san=san)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    work = tmp_path / "work"
+    work.mkdir()
+    with serving(tls=context) as (served, fake):
+        url = served.replace("127.0.0.1", host)
+        fake.job = moved_job(sandbox, job, url)
+        bundled = {**elsewhere(job, url), "REQUESTS_CA_BUNDLE": str(ca)}
+        result = fetch(work, unpinned, bundled, read_token=read_token)
+    assert result.returncode == 2
+    assert result.stderr == f"{NAME}: cannot read {url}/api/v4/job: SSLCertVerificationError\n"
+    assert fake.seen == []
 
 
 # -- the merge-audit job's fetch: its own script, the read token in the job's environment ----------
@@ -325,6 +462,65 @@ def test_the_audit_fetches_its_three_files_directly(
     assert (tmp_path / "ownership.py").read_bytes() == (
         ROOT / "pairgate" / "ownership.py"
     ).read_bytes()
+
+
+@pytest.mark.parametrize("shape", ["http://{}", "http://localhost:@{}", "https://{}#"])
+def test_the_audit_sends_its_read_token_in_clear_to_no_host_but_loopback(
+    tmp_path: Path, read_token: str, audit_script: str, shape: str
+) -> None:
+    """The audit that runs next refuses plain http to a host that is not loopback; its fetch,
+    which runs first with the same token, refuses it too, and any URL the connection would
+    read otherwise than the check (127.0.0.2 stands for any host here)."""
+    with serving(host="127.0.0.2") as (url, fake):
+        api = shape.format(url.removeprefix("http://")) + "/api/v4"
+        result = audit_fetch(tmp_path, audit_script, api, read_token)
+    assert result.returncode == 1  # sys.exit with a message
+    assert result.stderr == (
+        f"merge-audit: refused: CI_API_V4_URL {api!r} is not an instance's API URL over https "
+        "(plain http to loopback only; scheme://host, an optional port and path, no user, query "
+        "or fragment)\n"
+    )
+    assert fake.seen == []
+
+
+@pytest.mark.parametrize("token", ["glpat-x\r\nX-Sudo: root", "glpat-x\n folded"])
+def test_the_audit_sends_no_read_token_with_a_line_break_nor_names_it(
+    tmp_path: Path, audit_script: str, token: str
+) -> None:
+    """http.client would send it folded, or refuse it naming it in its error (a value with a
+    line break cannot be masked in the job log); requests refuses it before sending anything."""
+    with serving() as (url, fake):
+        result = audit_fetch(tmp_path, audit_script, f"{url}/api/v4", token)
+    assert result.returncode == 1  # sys.exit with a message
+    assert result.stderr == (
+        "merge-audit: the CI variable AUDIT_READ_TOKEN (input read-token-variable) holds a line "
+        "break, which no header can carry: it is not sent\n"
+    )
+    assert fake.seen == []
+
+
+@pytest.mark.parametrize(
+    ("answers", "says"),
+    [
+        ({"": ["acme/tracker"]}, " answered 200 with no JSON object"),
+        ({"": {"id": 1, "default_branch": None}}, " answered with no default branch"),
+        (
+            {"": {"default_branch": "main"}, "/repository/branches/main": {"commit": None}},
+            "/repository/branches/main answered with no commit id",
+        ),
+    ],
+    ids=["no-json-object", "an-empty-repository", "no-commit"],
+)
+def test_the_audit_refuses_a_tracker_answer_without_what_it_needs_by_name(
+    tmp_path: Path, read_token: str, audit_script: str, answers: dict[str, Any], says: str
+) -> None:
+    project = "/api/v4/projects/acme%2Ftracker"
+    with serving(kind=_Tracker) as (url, fake):
+        fake.answers = {f"{project}{path}": answer for path, answer in answers.items()}
+        result = audit_fetch(tmp_path, audit_script, f"{url}/api/v4", read_token)
+    assert result.returncode == 1  # sys.exit with a message
+    assert result.stderr == f"merge-audit: {url}{project}{says}\n"
+    assert result.stdout == ""
 
 
 def test_the_audit_follows_no_redirect_with_its_read_token(

@@ -52,23 +52,28 @@ def serving(
     job: dict[str, Any] | None = None,
     tls: ssl.SSLContext | None = None,
     kind: type[FakeInstance] = FakeInstance,
+    host: str = "127.0.0.1",
 ) -> Iterator[tuple[str, type[FakeInstance]]]:
-    """A fake of its own (a ``kind``), served (over ``tls`` when given): (its URL, its handler
-    class)."""
+    """A fake of its own (a ``kind``), served on ``host`` (over ``tls`` when given): (its URL,
+    its handler class)."""
     handler = type("Fake", (kind,), {"seen": [], "job": job})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = http.server.ThreadingHTTPServer((host, 0), handler)
     if tls is not None:
         server.socket = tls.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True).start()
     try:
-        yield f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}", handler
+        yield f"{'https' if tls else 'http'}://{host}:{server.server_address[1]}", handler
     finally:
         server.shutdown()
 
 
-def private_ca(directory: Path) -> tuple[Path, Path, Path]:
+def private_ca(
+    directory: Path, name: str = "127.0.0.1", san: str | None = "127.0.0.1"
+) -> tuple[Path, Path, Path]:
     """A CA of its own, and a certificate it signed for 127.0.0.1 (as an instance with a
-    private CA has, which the runner names in CI_SERVER_TLS_CA_FILE): (CA, cert, key)."""
+    private CA has, which the runner names in CI_SERVER_TLS_CA_FILE): (CA, cert, key). The
+    certificate's common name is ``name``, its subject alternative name ``san`` (an address or
+    a DNS name; None: none)."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -87,9 +92,13 @@ def private_ca(directory: Path) -> tuple[Path, Path, Path]:
             .not_valid_after(now + datetime.timedelta(days=1))
             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
         )
-        if not ca:
-            san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
-            builder = builder.add_extension(san, critical=False)
+        if not ca and san is not None:
+            try:
+                alternative: Any = x509.IPAddress(ipaddress.ip_address(san))
+            except ValueError:
+                alternative = x509.DNSName(san)
+            extension = x509.SubjectAlternativeName([alternative])
+            builder = builder.add_extension(extension, critical=False)
         return builder.sign(signer, hashes.SHA256())
 
     ca_key, leaf_key = (
@@ -98,7 +107,7 @@ def private_ca(directory: Path) -> tuple[Path, Path, Path]:
     )
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "a private CA")])
     ca = certificate("a private CA", ca_key, ca_name, ca_key, True)
-    leaf = certificate("127.0.0.1", leaf_key, ca_name, ca_key, False)
+    leaf = certificate(name, leaf_key, ca_name, ca_key, False)
     paths = directory / "ca.pem", directory / "leaf.pem", directory / "leaf.key"
     paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     paths[1].write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
