@@ -397,12 +397,9 @@ def test_a_certificate_the_jobs_bundle_trusts_but_not_for_the_instance_is_refuse
     """A host on the way to the instance with a certificate from the CA the job trusts, made
     out to another name, or naming the instance in its common name only (matched by the
     subject alternative name or not at all, as urllib3): nothing is sent to it."""
-    ca, cert, key = private_ca(tmp_path, name=host, san=san)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
     work = tmp_path / "work"
     work.mkdir()
-    with serving(tls=context) as (served, fake):
+    with serving_tls(tmp_path, name=host, san=san) as (served, fake, ca):
         url = served.replace("127.0.0.1", host)
         fake.job = moved_job(sandbox, job, url)
         bundled = {**elsewhere(job, url), "REQUESTS_CA_BUNDLE": str(ca)}

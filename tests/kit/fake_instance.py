@@ -122,10 +122,13 @@ def private_ca(
 
 
 @contextlib.contextmanager
-def serving_tls(directory: Path) -> Iterator[tuple[str, type[FakeInstance], Path]]:
-    """The fake instance over HTTPS, its certificate from a private CA made in ``directory``:
-    (its URL, its handler class, the CA's certificate)."""
-    ca, cert, key = private_ca(directory)
+def serving_tls(
+    directory: Path, name: str = "127.0.0.1", san: str | None = "127.0.0.1"
+) -> Iterator[tuple[str, type[FakeInstance], Path]]:
+    """The fake instance over HTTPS, its certificate (``name`` and ``san``, as private_ca
+    makes them) from a private CA made in ``directory``: (its URL, its handler class, the
+    CA's certificate)."""
+    ca, cert, key = private_ca(directory, name=name, san=san)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     with serving(tls=context) as (url, handler):
