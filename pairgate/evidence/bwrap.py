@@ -40,7 +40,8 @@ INSIDE_REPORT = "/evidence/report"
 INSIDE_HOME = "/home/evidence"
 INSIDE_TMP = "/tmp"
 _TOP_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-_FRESH = (INSIDE_TMP, "/var/tmp", "/run", INSIDE_HOME)
+# The directories a sealed run gets as a fresh tmpfs of its own.
+FRESH = (INSIDE_TMP, "/var/tmp", "/run", INSIDE_HOME)
 
 
 @functools.cache
@@ -105,7 +106,7 @@ def bwrap_argv(
         argv += ["--symlink", source, dest] if kind == "symlink" else ["--ro-bind", source, dest]
     argv += ["--ro-bind", "/etc", "/etc", "--proc", "/proc", "--dev", "/dev"]
     argv += ["--tmpfs", "/dev/shm"]
-    for fresh in _FRESH:
+    for fresh in FRESH:
         argv += ["--tmpfs", fresh]
     if network and resolv is not None:
         # /etc/resolv.conf names a file under /run (systemd-resolved), which is a fresh tmpfs
