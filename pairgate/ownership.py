@@ -8,49 +8,50 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    93  errors.py: Exit codes, the error family and the run context every door is given.
-  line   320  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   478  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
-  line   500  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   797  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1249  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
-  line  1365  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1891  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2188  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2283  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2489  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
-  line  2512  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2609  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3021  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3097  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3489  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3609  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3873  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4296  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4444  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4940  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4991  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5136  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5352  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5536  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  6014  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6219  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6491  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6957  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7413  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7492  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7639  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7734  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8102  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8492  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8728  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  9010  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9421  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9479  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9928  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10098  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10123  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10484  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    95  errors.py: Exit codes, the error family and the run context every door is given.
+  line   322  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   480  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
+  line   502  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   799  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1251  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
+  line  1367  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1893  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2190  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2285  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2491  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
+  line  2514  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2611  collector.py: The cyclic garbage collector, held off while folds run.
+  line  2640  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3054  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3130  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3522  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3642  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3906  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4329  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4477  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4973  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  5024  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5169  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5385  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5569  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  6047  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6252  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6524  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6990  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7446  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7525  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7672  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7767  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8135  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8525  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8761  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9043  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9454  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9512  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9961  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10131  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10156  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10517  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ import ast
 import contextlib
 import enum
 import functools
+import gc
 import hashlib
 import json
 import math
@@ -2606,6 +2608,35 @@ def _rest_one(client: GitLab, project: str, iid: int) -> DiffRefs:
 
 
 # =============================================================================================
+# begin pairgate/standalone/collector.py
+# =============================================================================================
+
+
+_holders_lock = threading.Lock()
+_holders = [0, False]  # folds under way; whether the collector was on when the first began
+
+
+def hold_collector() -> None:
+    """The collector off for one more fold; each call is paired with release_collector."""
+    with _holders_lock:
+        if _holders[0] == 0:
+            _holders[1] = gc.isenabled()
+            gc.disable()
+        _holders[0] += 1
+
+
+def release_collector() -> None:
+    """One fold done: the collector back on with the last, if it was on before the first."""
+    with _holders_lock:
+        _holders[0] -= 1
+        if _holders[0] == 0 and _holders[1]:
+            gc.enable()
+
+
+# end pairgate/standalone/collector.py
+
+
+# =============================================================================================
 # begin pairgate/standalone/fold.py
 # =============================================================================================
 
@@ -2840,6 +2871,7 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     head: str | None = None
     head_note: int | None = None
     reads = remembered(here)  # what this process read of these notes before
+    hold_collector()  # none of what a fold builds is in a cycle (see collector.py)
     try:
         for note in sorted(notes, key=_BY_ID):
             body = note.body
@@ -2920,6 +2952,7 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
                 )
             )
     finally:
+        release_collector()
         fold_done(reads)
     return Ledger(
         holder=state.holder,

@@ -10,6 +10,7 @@ from datetime import datetime
 from operator import attrgetter
 from typing import Any
 
+from pairgate.standalone.collector import hold_collector, release_collector
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import (
     Approval,
@@ -276,6 +277,7 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
     head: str | None = None
     head_note: int | None = None
     reads = remembered(here)  # what this process read of these notes before
+    hold_collector()  # none of what a fold builds is in a cycle (see collector.py)
     try:
         for note in sorted(notes, key=_BY_ID):
             body = note.body
@@ -356,6 +358,7 @@ def fold(notes: Sequence[Note], *, config: Config, issue: int) -> Ledger:
                 )
             )
     finally:
+        release_collector()
         fold_done(reads)
     return Ledger(
         holder=state.holder,
