@@ -427,14 +427,15 @@ def audit_script() -> str:
 
 
 def audit_fetch(
-    directory: Path, script: str, api_url: str, read_token: str, **env: str
+    directory: Path, script: str, api_url: str | None, read_token: str, **env: str
 ) -> subprocess.CompletedProcess[str]:
-    """The script as the job runs it: python3 -I - with the job's environment."""
+    """The script as the job runs it: python3 -I - with the job's environment (no
+    CI_API_V4_URL when ``api_url`` is None)."""
     return subprocess.run(
         [sys.executable, "-I", "-"],
         cwd=directory,
         env={
-            "CI_API_V4_URL": api_url,
+            **({} if api_url is None else {"CI_API_V4_URL": api_url}),
             "AUDIT_READ_TOKEN": read_token,
             "PAIRGATE_AUDIT_DIR": str(directory),
             **env,
@@ -478,6 +479,14 @@ def test_the_audit_sends_its_read_token_in_clear_to_no_host_but_loopback(
         "or fragment)\n"
     )
     assert fake.seen == []
+
+
+def test_the_audit_without_an_api_url_is_refused_by_name(
+    tmp_path: Path, read_token: str, audit_script: str
+) -> None:
+    result = audit_fetch(tmp_path, audit_script, None, read_token)
+    assert result.returncode == 1  # sys.exit with a message, not a KeyError's traceback
+    assert result.stderr.startswith("merge-audit: refused: CI_API_V4_URL '' is not an instance's")
 
 
 @pytest.mark.parametrize("token", ["glpat-x\r\nX-Sudo: root", "glpat-x\n folded"])
