@@ -13,7 +13,8 @@ requests board made, each answer read and decoded, against the same sandbox with
 latency. ``--workers`` runs board again with each reader count, for sizing WORKERS
 (pairgate/tracker.py). Targets: within 1.1 times the floor, and never more than one
 notes listing per page of 100 notes on an issue. ``--quick`` is a small world (12 issues of 4
-notes, 2 ms a request) for a smoke run.
+notes, 2 ms a request) for a smoke run. ``measure_process`` (benchmarks/run.py's whole-process
+row) starts board from a venv's console script instead, against a floor started as a program too.
 """
 
 from __future__ import annotations
@@ -129,13 +130,18 @@ def build(sandbox: Sandbox, issues: int, notes: int) -> float:
     return time.perf_counter() - start
 
 
-def run_board(sandbox: Sandbox, workers: int | None = None) -> tuple[int, float, float, str]:
-    env = {
+def board_env(sandbox: Sandbox) -> dict[str, str]:
+    """What board is run with: the suite's configuration, the sandbox's URL and tokens."""
+    return {
         "PAIRGATE_CONFIG": str(CONFIG),
         "PAIRGATE_TEST_GITLAB_URL": sandbox.url,
         "PAIRGATE_TEST_TASK_API_TOKEN": sandbox.token("agents"),
         "PAIRGATE_TEST_TASK_WRITE_TOKEN": sandbox.token("agents"),
     }
+
+
+def run_board(sandbox: Sandbox, workers: int | None = None) -> tuple[int, float, float, str]:
+    env = board_env(sandbox)
     out, err = io.StringIO(), io.StringIO()
     forget_reads()  # as in a fresh process: no note read before
     chosen = boardread.WORKERS
@@ -192,6 +198,35 @@ def measure(sandbox: Sandbox, runs: int = 3) -> dict[str, Any]:
         "board": statistics.median(boards),
         "floor": statistics.median(floors),
         "code": code,
+        "requests": len(log),
+    }
+
+
+def measure_process(sandbox: Sandbox, venv: Path, runs: int = 3) -> dict[str, Any]:
+    """board as a user starts it, ``venv``'s console script, and its floor started as a program
+    too: ``venv``'s python3 making the same GETs on http.client from as many threads as board
+    has readers (benchmarks/floor_client.py). The medians of ``runs`` alternate runs."""
+    from benchmarks.hook import FLOOR_CLIENT, floor_spec
+
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": os.environ.get("HOME", "/tmp")}
+    board_argv = [str(venv / "bin" / "pairgate"), "board"]
+    boards, floors, log = [], [], []
+    for _ in range(runs):
+        sandbox.clear_requests()
+        start = time.perf_counter()
+        done = subprocess.run(board_argv, env={**env, **board_env(sandbox)}, capture_output=True)
+        boards.append(time.perf_counter() - start)
+        if done.returncode != 0:
+            raise SystemExit(f"pairgate board failed in {venv}: {done.stderr.decode()[-500:]}")
+        log = sandbox.requests()
+        spec = json.loads(floor_spec(sandbox, log)) | {"threads": boardread.WORKERS}
+        floor = [str(venv / "bin" / "python3"), str(FLOOR_CLIENT), json.dumps(spec)]
+        start = time.perf_counter()
+        subprocess.run(floor, env=env, check=True)
+        floors.append(time.perf_counter() - start)
+    return {
+        "board": statistics.median(boards),
+        "floor": statistics.median(floors),
         "requests": len(log),
     }
 

@@ -7,7 +7,8 @@ digest check does).
                                          "paths": ["/api/v4/projects/1", ...]}'
 
 ``paths`` are GETs; ``requests`` instead lists each call as {"method", "target", "body"} (a
-POST's JSON body, such as a GraphQL query). With ``"hook_input": true`` it first reads the
+POST's JSON body, such as a GraphQL query). With ``"threads": N`` the calls go out from N threads,
+each with a keep-alive connection of its own (board's readers). With ``"hook_input": true`` it first reads the
 merge hook's JSON on stdin and parses its command with tree-sitter-bash, as the hook's reader
 does. What benchmarks/run.py times against the hook's merge decision (started from bash, as the
 hook is: benchmarks/hook.py) and ``pairgate status``.
@@ -51,19 +52,41 @@ def main() -> None:
     if spec.get("hook_input"):
         parse_command(sys.stdin.read())
     where = urlsplit(spec["url"])
-    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
     calls = spec.get("requests") or [{"method": "GET", "target": p} for p in spec["paths"]]
-    for call in calls:
+
+    def call(conn: http.client.HTTPConnection, one: dict) -> None:
         headers = {"PRIVATE-TOKEN": spec["token"]}
         body = None
-        if call.get("body") is not None:
+        if one.get("body") is not None:
             headers["Content-Type"] = "application/json"
-            body = json.dumps(call["body"]).encode()
-        conn.request(call["method"], call["target"], body=body, headers=headers)
+            body = json.dumps(one["body"]).encode()
+        conn.request(one["method"], one["target"], body=body, headers=headers)
         answer = json.loads(conn.getresponse().read())
         for item in answer if isinstance(answer, list) else [answer]:
             if isinstance(item, dict):
                 digest(str(item.get("body") or ""))
+
+    def connect() -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(where.hostname, where.port, timeout=30)
+
+    threads = int(spec.get("threads") or 1)
+    if threads == 1:  # no thread module imported: the single-connection floors pay for none
+        conn = connect()
+        for one in calls:
+            call(conn, one)
+        return
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    local = threading.local()
+
+    def threaded(one: dict) -> None:
+        if not hasattr(local, "conn"):
+            local.conn = connect()
+        call(local.conn, one)
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        list(pool.map(threaded, calls))
 
 
 if __name__ == "__main__":
