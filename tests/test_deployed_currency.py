@@ -101,7 +101,7 @@ def test_a_symlink_measures_the_checkout_its_target_is_in(world: World, tmp_path
 def test_a_directory_in_no_checkout(tmp_path: Path) -> None:
     currency = measure(tmp_path, PATHS, env=GIT_ENV)
     assert currency.state == UNVERIFIABLE
-    assert currency.reason.startswith(f"git finds no checkout at {tmp_path} (fatal: not a git")
+    assert currency.reason == f"no checkout at {tmp_path}: no .git in it or in a directory above it"
     assert currency.checkout is None
 
 
@@ -114,9 +114,19 @@ def test_a_path_that_does_not_exist(tmp_path: Path) -> None:
 
 
 def test_a_bare_repository(world: World) -> None:
+    """A bare repository has no work tree, and no .git: git is not started."""
     currency = measure(world.origin, PATHS, env=GIT_ENV)
-    assert currency.state == UNVERIFIABLE
-    assert "must be run in a work tree" in currency.reason
+    reason = f"no checkout at {world.origin}: no .git in it or in a directory above it"
+    assert (currency.state, currency.reason, currency.checkout) == (UNVERIFIABLE, reason, None)
+
+
+def test_a_linked_work_tree_whose_git_is_a_file_is_measured(world: World, tmp_path: Path) -> None:
+    """``.git`` as a file (a linked work tree, a submodule) is a checkout too: git measures it."""
+    linked = tmp_path / "linked"
+    git(world.deployed, "worktree", "add", "-q", "--detach", str(linked))
+    assert (linked / ".git").is_file()
+    currency = measure(linked / "tool", PATHS, env=GIT_ENV)
+    assert (currency.state, currency.checkout) == (CURRENT, str(linked))
 
 
 def test_a_checkout_without_origin_main(world: World) -> None:

@@ -70,7 +70,7 @@ def test_the_currency_note_comes_once_a_day(deployed: Path, tmp_path: Path) -> N
     command = "glab mr merge 4 -R acme/app --sha " + "0" * 40
     env = {"XDG_STATE_HOME": str(tmp_path / "state")}
     first, second = (run_hook(deployed, hook_input(command), env=env) for _ in range(2))
-    note = f"pairgate merge hook: note: UNVERIFIABLE: git finds no checkout at {deployed}"
+    note = f"pairgate merge hook: note: UNVERIFIABLE: no checkout at {deployed}: no .git in it"
     assert (first.returncode, second.returncode) == (2, 2)  # no GitLab here: it cannot decide
     assert first.stderr.startswith(note)
     assert "note:" not in second.stderr

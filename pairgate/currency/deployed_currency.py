@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -103,6 +102,9 @@ def measure(
     if not start.exists():
         return Currency(UNVERIFIABLE, f"{start} does not exist", paths=paths)
     where = start if start.is_dir() else start.parent
+    if not _in_a_work_tree(where):
+        reason = f"no checkout at {where}: no .git in it or in a directory above it"
+        return Currency(UNVERIFIABLE, reason, paths=paths)
     git_env = _git_env(os.environ if env is None else env)
     notes: list[str] = []
     try:
@@ -134,6 +136,14 @@ def measure(
     return answer(STALE, f"it lacks {count} to {', '.join(paths)} (as of the last fetch)", missing)
 
 
+def _in_a_work_tree(where: Path) -> bool:
+    """Whether git could find a checkout from ``where``: a ``.git`` (directory or file) in it
+    or above it. Where there is none, git finds none either (the variables that could point it
+    elsewhere are removed), so an installed copy is told so without starting git: every command
+    runs this check, and a git start is most of its cost."""
+    return any((directory / ".git").exists() for directory in (where, *where.parents))
+
+
 def _git_env(env: Mapping[str, str]) -> dict[str, str]:
     clean = {k: v for k, v in env.items() if k not in _REDIRECTING}
     clean.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
@@ -143,6 +153,8 @@ def _git_env(env: Mapping[str, str]) -> dict[str, str]:
 def _git(
     where: Path, args: Sequence[str], env: Mapping[str, str], timeout: float
 ) -> tuple[int, str, str]:
+    import subprocess  # here: a copy in no checkout never starts git, and skips its import
+
     try:
         proc = subprocess.run(
             ["git", "-C", str(where), *args],
