@@ -10,59 +10,32 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-import yaml
 
-from pairgate.deployment.tracker_pipeline import checked_inputs, interpolate, parse_component
 from pairgate.sandbox.testing import RunningSandbox
 from tests.kit.fake_instance import FakeInstance, serving, serving_tls
 from tests.kit.gate_cases import approved_at_head, ci_variables
-from tests.kit.gcl import MERGE_CHECK, MERGE_CHECK_INPUTS, TRACKER_FILES, publish
+from tests.kit.gate_fetch import (
+    NAME,
+    audit_fetch,
+    audit_fetch_script,
+    elsewhere,
+    fetch,
+    fetch_script,
+    moved_job,
+)
+from tests.kit.gcl import MERGE_CHECK, TRACKER_FILES, publish
 from tests.kit.names import ROOT
 from tests.kit.world import World
-
-NAME = "mr-merge-check"
-
-
-def fetch_script(**inputs: object) -> str:
-    """fetch.py as the component writes it, its inputs filled in."""
-    text = (ROOT / "templates" / NAME / "template.yml").read_text(encoding="utf-8")
-    component = parse_component(NAME, text)
-    rendered = yaml.safe_load(
-        interpolate(component, checked_inputs(component, {**MERGE_CHECK_INPUTS, **inputs}))
-    )
-    script = "\n".join(rendered[f".pairgate-{NAME}"]["before_script"])
-    found = re.search(r"<<'PAIRGATE_FETCH'\n(.*?)\nPAIRGATE_FETCH\n", script, re.DOTALL)
-    assert found is not None
-    return found.group(1) + "\n"
 
 
 @pytest.fixture(scope="module")
 def unpinned() -> str:
     return fetch_script()
-
-
-def fetch(
-    directory: Path, script: str, env: dict[str, str], *, read_token: str
-) -> subprocess.CompletedProcess[str]:
-    """One run, as pairgate_run starts it: ``env`` and nothing else, the tokens on stdin."""
-    (directory / "fetch.py").write_text(script, encoding="utf-8")
-    return subprocess.run(
-        [sys.executable, "-I", "fetch.py"],
-        cwd=directory,
-        env=env,
-        input=f"{env.get('CI_JOB_TOKEN', '')}\n{read_token}\n",
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 @pytest.fixture
@@ -80,16 +53,6 @@ def job(sandbox: RunningSandbox, world: World) -> dict[str, str]:
 @pytest.fixture
 def read_token(sandbox: RunningSandbox) -> str:
     return str(sandbox.info["users"]["agents"]["read_token"])
-
-
-def moved_job(sandbox: RunningSandbox, job: dict[str, str], url: str) -> dict[str, Any]:
-    """The sandbox's answer to GET /job for ``job``, its URLs moved to ``url``."""
-    real = sandbox.http.get(f"{sandbox.api_url}/job", headers={"JOB-TOKEN": job["CI_JOB_TOKEN"]})
-    return dict(json.loads(real.text.replace(sandbox.url, url)))
-
-
-def elsewhere(job: dict[str, str], url: str) -> dict[str, str]:
-    return {**job, "CI_SERVER_URL": url, "CI_API_V4_URL": f"{url}/api/v4"}
 
 
 def test_the_files_are_fetched_at_the_head_of_the_default_branch(
@@ -414,38 +377,7 @@ def test_a_certificate_the_jobs_bundle_trusts_but_not_for_the_instance_is_refuse
 
 @pytest.fixture(scope="module")
 def audit_script() -> str:
-    from tests.test_merge_audit_component import INPUTS
-
-    text = (ROOT / "templates" / "merge-audit" / "template.yml").read_text(encoding="utf-8")
-    component = parse_component("merge-audit", text)
-    inputs = {**INPUTS, "days": "7", "file-issues": "true"}  # as GitLab writes them in
-    rendered = yaml.safe_load(interpolate(component, checked_inputs(component, inputs)))
-    script = "\n".join(rendered["pairgate-merge-audit"]["script"])
-    found = re.search(r"<<'PAIRGATE_FETCH'\n(.*?)\nPAIRGATE_FETCH\n", script, re.DOTALL)
-    assert found is not None
-    return found.group(1) + "\n"
-
-
-def audit_fetch(
-    directory: Path, script: str, api_url: str | None, read_token: str, **env: str
-) -> subprocess.CompletedProcess[str]:
-    """The script as the job runs it: python3 -I - with the job's environment (no
-    CI_API_V4_URL when ``api_url`` is None)."""
-    return subprocess.run(
-        [sys.executable, "-I", "-"],
-        cwd=directory,
-        env={
-            **({} if api_url is None else {"CI_API_V4_URL": api_url}),
-            "AUDIT_READ_TOKEN": read_token,
-            "PAIRGATE_AUDIT_DIR": str(directory),
-            **env,
-        },
-        input=script,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return audit_fetch_script()
 
 
 def test_the_audit_fetches_its_three_files_directly(
@@ -472,7 +404,7 @@ def test_the_audit_sends_its_read_token_in_clear_to_no_host_but_loopback(
     with serving(host="127.0.0.2") as (url, fake):
         api = shape.format(url.removeprefix("http://")) + "/api/v4"
         result = audit_fetch(tmp_path, audit_script, api, read_token)
-    assert result.returncode == 1  # sys.exit with a message
+    assert result.returncode == 2  # could not decide
     assert result.stderr == (
         f"merge-audit: refused: CI_API_V4_URL {api!r} is not an instance's API URL over https "
         "(plain http to loopback only; scheme://host, an optional port and path, no user, query "
@@ -485,7 +417,7 @@ def test_the_audit_without_an_api_url_is_refused_by_name(
     tmp_path: Path, read_token: str, audit_script: str
 ) -> None:
     result = audit_fetch(tmp_path, audit_script, None, read_token)
-    assert result.returncode == 1  # sys.exit with a message, not a KeyError's traceback
+    assert result.returncode == 2  # could not decide, not a KeyError's traceback
     assert result.stderr.startswith("merge-audit: refused: CI_API_V4_URL '' is not an instance's")
 
 
@@ -497,7 +429,7 @@ def test_the_audit_sends_no_read_token_with_a_line_break_nor_names_it(
     line break cannot be masked in the job log); requests refuses it before sending anything."""
     with serving() as (url, fake):
         result = audit_fetch(tmp_path, audit_script, f"{url}/api/v4", token)
-    assert result.returncode == 1  # sys.exit with a message
+    assert result.returncode == 2  # could not decide
     assert result.stderr == (
         "merge-audit: the CI variable AUDIT_READ_TOKEN (input read-token-variable) holds a line "
         "break, which no header can carry: it is not sent\n"
@@ -524,7 +456,7 @@ def test_the_audit_refuses_a_tracker_answer_without_what_it_needs_by_name(
     with serving(kind=_Tracker) as (url, fake):
         fake.answers = {f"{project}{path}": answer for path, answer in answers.items()}
         result = audit_fetch(tmp_path, audit_script, f"{url}/api/v4", read_token)
-    assert result.returncode == 1  # sys.exit with a message
+    assert result.returncode == 2  # could not decide
     assert result.stderr == f"merge-audit: {url}{project}{says}\n"
     assert result.stdout == ""
 
@@ -535,7 +467,7 @@ def test_the_audit_follows_no_redirect_with_its_read_token(
     with serving() as (to, target), serving(kind=_Redirecting) as (url, fake):
         fake.location = to
         result = audit_fetch(tmp_path, audit_script, f"{url}/api/v4", read_token)
-    assert result.returncode == 1  # sys.exit with a message
+    assert result.returncode == 2  # could not decide
     assert result.stderr == f"merge-audit: {url}/api/v4/projects/acme%2Ftracker answered 301: \n"
     assert [r["private"] for r in fake.seen] == [read_token]
     assert target.seen == []
@@ -546,7 +478,7 @@ def test_the_audit_refuses_an_error_answer_and_a_dropped_connection(
 ) -> None:
     sandbox.fault(path=r"/repository/files/.*ownership\.py/raw", status=500)
     result = audit_fetch(tmp_path, audit_script, sandbox.api_url, read_token)
-    assert result.returncode == 1
+    assert result.returncode == 2
     raw = f"{sandbox.api_url}/projects/acme%2Ftracker/repository/files/gate%2Fownership.py/raw"
     assert re.fullmatch(
         rf"merge-audit: {re.escape(raw)} answered 500: \{{\"message\": ?\"500 Internal Server "
@@ -555,6 +487,6 @@ def test_the_audit_refuses_an_error_answer_and_a_dropped_connection(
     ), result.stderr
     sandbox.fault(path=r"/repository/branches/", drop=True)
     result = audit_fetch(tmp_path, audit_script, sandbox.api_url, read_token)
-    assert result.returncode == 1
+    assert result.returncode == 2
     branch = f"{sandbox.api_url}/projects/acme%2Ftracker/repository/branches/main"
     assert re.fullmatch(rf"merge-audit: cannot read {re.escape(branch)}: .+\n", result.stderr)

@@ -17,8 +17,9 @@ and tests/test_kit.py refuses ``from tests.kit import <module>``.
 - ``gate_cases``, ``audit_cases``: merge request states and merges on the sandbox, each with
   what every door of the gate, or the audit, must answer.
 - ``suite_configuration``: the second configuration some modules run under (``acme-pg``).
-- ``gcl``: gitlab-ci-local runs of the gate's jobs. ``gitrepos``, ``evidence_repos``: real git
-  repositories. ``evidence_round``: the evidence round's world (real evidence, collected once a
+- ``gcl``: gitlab-ci-local runs of the gate's jobs. ``gate_fetch``: the gate jobs' fetch and
+  merge-audit's, as the components write them, run alone as the jobs start them.
+  ``gitrepos``, ``evidence_repos``: real git repositories. ``evidence_round``: the evidence round's world (real evidence, collected once a
   session, and a round whose merge request's head is its commit). ``trailgen``, ``schemagen``: generated trails and schema instances.
 - ``wiring``: the source repository's wiring tests.
 """

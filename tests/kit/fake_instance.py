@@ -16,8 +16,9 @@ from typing import Any
 
 
 class FakeInstance(http.server.BaseHTTPRequestHandler):
-    """Answers GET /job as GitLab would (a copy of the real answer, its URLs moved here);
-    records every request and its credentials, and answers 404 to everything else."""
+    """Answers GET /job as GitLab would (a copy of the real answer, its URLs moved here, with
+    its Content-Length); records every request and its credentials, and answers 404 to
+    everything else."""
 
     seen: list[dict[str, Any]]
     job: dict[str, Any] | None
@@ -40,6 +41,7 @@ class FakeInstance(http.server.BaseHTTPRequestHandler):
             self.send_header("Retry-After", self.retry_after)
         if self.location is not None:
             self.send_header("Location", self.location)
+        self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
 
@@ -123,13 +125,16 @@ def private_ca(
 
 @contextlib.contextmanager
 def serving_tls(
-    directory: Path, name: str = "127.0.0.1", san: str | None = "127.0.0.1"
+    directory: Path,
+    name: str = "127.0.0.1",
+    san: str | None = "127.0.0.1",
+    kind: type[FakeInstance] = FakeInstance,
 ) -> Iterator[tuple[str, type[FakeInstance], Path]]:
-    """The fake instance over HTTPS, its certificate (``name`` and ``san``, as private_ca
-    makes them) from a private CA made in ``directory``: (its URL, its handler class, the
-    CA's certificate)."""
+    """A fake instance (a ``kind``) over HTTPS, its certificate (``name`` and ``san``, as
+    private_ca makes them) from a private CA made in ``directory``: (its URL, its handler
+    class, the CA's certificate)."""
     ca, cert, key = private_ca(directory, name=name, san=san)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    with serving(tls=context) as (url, handler):
+    with serving(tls=context, kind=kind) as (url, handler):
         yield url, handler, ca
