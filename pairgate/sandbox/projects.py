@@ -8,6 +8,7 @@ from pairgate.sandbox.access import API, current_user, group_for, project_for, r
 from pairgate.sandbox.ci_config import checked_config_path
 from pairgate.sandbox.httpd import (
     ApiError,
+    Reply,
     Request,
     not_found,
     paginate,
@@ -78,6 +79,20 @@ def edit_project(req: Request, project_id: str) -> Any:
         values.pop("ci_config_path")
     project.settings.update(values)
     return renderer(req).project(project, user)
+
+
+@API.route("DELETE", "/projects/{project_id}/share/{group_id}")
+def unshare_project(req: Request, project_id: str, group_id: str) -> Any:
+    """Delete a shared project link within a group (lib/api/projects.rb): the group id is
+    Grape's Integer (400 before the handler), then Maintainer and above (authorize!
+    :admin_project), then 404 "Group Link" when the project is not shared with that group."""
+    if not group_id.isdigit():
+        raise param_error("group_id is invalid")
+    current_user(req)
+    project = project_for(req, project_id, level=MAINTAINER)
+    if project.shared_with.pop(int(group_id), None) is None:
+        raise not_found("Group Link")
+    return Reply(204)
 
 
 @API.route("GET", "/groups/{group_id}")
