@@ -1,14 +1,16 @@
 """The merge requests of a project shared into the group (partner/shared-lib, in the sandbox's
 default world) are the gate's to judge, and GitLab's group-wide merge request listing leaves
 them out. close, handoff, `freeze --scope mr:<iid>`, status and sync find them all the same,
-through one lookup: the group's listing, the listing of its shared projects, and one listing of
-open merge requests per shared-in project (none when there is none)."""
+through one lookup: the group's listing, the listing of its shared projects whose merge
+requests are not disabled, and one listing of open merge requests per shared-in project (none
+when there is none)."""
 
 from __future__ import annotations
 
 import json
 import re
 from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -43,6 +45,11 @@ def listings(sandbox: RunningSandbox) -> list[str]:
     return found
 
 
+def shared_listings_asked(sandbox: RunningSandbox) -> list[dict[str, list[str]]]:
+    """The query of each listing of the group's shared projects since the last clear."""
+    return [parse_qs(r["query"]) for r in sandbox.requests() if r["path"] == SHARED_PROJECTS]
+
+
 def test_close_is_refused_while_a_shared_in_merge_request_cites_the_issue(
     shared: Round, config: Config
 ) -> None:
@@ -70,19 +77,25 @@ def test_close_counts_each_merge_request_once_in_group_and_shared_in(
         "groups/100/projects/shared",
         f"{SHARED} merge_requests",
     ]
+    (asked,) = shared_listings_asked(sandbox)
+    assert asked["with_merge_requests_enabled"] == ["true"] and asked["simple"] == ["true"]
 
 
 def test_close_is_not_let_through_when_the_shared_in_listing_cannot_be_read(
     shared: Round, sandbox: RunningSandbox
 ) -> None:
-    """A shared-in project whose merge requests cannot be listed is an error, never an empty
+    """A shared-in project whose merge requests are enabled, so it is listed, but whose merge
+    requests cannot be listed (a 403 the sandbox is told to give) is an error, never an empty
     list: close stops before its write."""
     shared.merge()
+    assert sandbox.api("GET", "/projects/3")["merge_requests_access_level"] == "enabled"
     sandbox.fault(path=r"/projects/partner%2Fshared-lib/merge_requests$", status=403, count=10)
+    sandbox.clear_requests()
     result = shared.run(LEAD, "close", shared.issue)
     assert result.code == 2, (result.code, result.err)
     assert "partner%2Fshared-lib/merge_requests" in result.err and "403" in result.err
     assert shared.issue_state()["state"] == "opened"
+    assert f"{SHARED} merge_requests" in listings(sandbox)  # listed, then refused
 
 
 def test_close_goes_ahead_once_the_shared_in_merge_request_has_merged(shared: Round) -> None:
@@ -193,3 +206,53 @@ def test_no_shared_in_project_costs_one_listing_more_and_no_project_listing(
     # read it makes after its write; handoff's and freeze's writes start no listing).
     assert listings(sandbox) == ["groups/100/merge_requests", "groups/100/projects/shared"]
     assert not any(r["path"] == "/api/v4/groups/100/projects" for r in sandbox.requests())
+
+
+def mrs_disabled(sandbox: RunningSandbox, project: str = SHARED) -> None:
+    """The project's merge requests feature turned off, as a Maintainer turns it off."""
+    level = "merge_requests_access_level"
+    path = f"/projects/{project.replace('/', '%2F')}"
+    assert sandbox.api("PUT", path, as_user="maintainer", json={level: "disabled"})[level] == (
+        "disabled"
+    )
+
+
+@pytest.mark.parametrize("name", ["close", "status", "status --json", "handoff", "freeze"])
+def test_a_shared_in_project_with_merge_requests_disabled_is_left_out(
+    sandbox: RunningSandbox, config: Config, name: str
+) -> None:
+    """A docs-only project shared into the group answers 403 to the listing of its merge
+    requests: asked for the shared projects whose merge requests are enabled, GitLab leaves it
+    out, and every verb goes on as if it were not shared in. Its one merge request, opened while
+    the feature was on and citing the issue, can no longer be merged, and counts nowhere: close
+    goes ahead, handoff finds one MR to offer, and a bare mr:1 is not ambiguous."""
+    round_ = Round(sandbox).claim()
+    hidden = World(sandbox).mr(f"acme/tracker#{round_.issue}", project=SHARED)
+    assert hidden["iid"] == round_.mr == 1
+    mrs_disabled(sandbox)
+    if name == "close":
+        round_.merge()
+    agent, argv = command(round_, name)
+    sandbox.clear_requests()
+    result = round_.run(agent, *argv)
+    assert result.code == 0, result.err
+    assert f"{SHARED} merge_requests" not in listings(sandbox)
+    assert listings(sandbox)[:2] == ["groups/100/merge_requests", "groups/100/projects/shared"]
+    asked = shared_listings_asked(sandbox)
+    assert asked and all(q["with_merge_requests_enabled"] == ["true"] for q in asked)
+    # No read refused (freeze's re-judging POST of a pipeline may be: no CI configuration here).
+    refused = [r for r in sandbox.requests() if r["method"] == "GET" and r["status"] >= 400]
+    assert refused == []
+    assert SHARED not in result.out + result.err
+    if name == "close":
+        assert round_.issue_state()["state"] == "closed"
+    elif name == "status --json":
+        mrs = json.loads(result.out)["merge_requests"]
+        assert [(m["project"], m["iid"]) for m in mrs] == [("acme/app", round_.mr)]
+    elif name == "status":
+        assert f"  acme/app!{round_.mr} (opened) head {round_.head[:12]}: " in result.out
+    elif name == "handoff":
+        assert round_.ledger(config).offer.mr == MrRef("acme/app", round_.mr)
+    else:
+        (window,) = round_.ledger(config).freezes
+        assert window.scope == f"mr:acme/app!{round_.mr}"

@@ -73,11 +73,19 @@ def open_group_mrs(client: GitLab, config: Config) -> list[MergeRequestFacts]:
 
 
 def shared_in_projects(client: GitLab, config: Config) -> list[str]:
-    """The projects shared into the group from outside its path, by GitLab's own list of the
-    group's shared projects: the same share links the gate's project listing adds (with_shared),
-    read in one listing (a page per 100). A shared project under the group's path is left out:
-    the group's merge request listing already holds it."""
-    listed = client.get_all(f"groups/{config.group_id}/projects/shared", simple="true")
+    """The projects shared into the group from outside its path whose merge requests are not
+    disabled, by GitLab's own list of the group's shared projects: the same share links the
+    gate's project listing adds (with_shared), read in one listing (a page per 100). A shared
+    project under the group's path is left out: the group's merge request listing already holds
+    it."""
+    # A project with its merge requests feature disabled (a docs or wiki project shared in)
+    # answers 403 to the listing of its merge requests, which would stop every verb; it has no
+    # merge request that can be merged, so GitLab leaves it out here and nothing is lost.
+    listed = client.get_all(
+        f"groups/{config.group_id}/projects/shared",
+        simple="true",
+        with_merge_requests_enabled="true",
+    )
     found: dict[str, str] = {}
     for item in listed:
         path = str(item.get("path_with_namespace") or "")
