@@ -59,10 +59,14 @@ def test_disabled_merge_requests_leave_the_listings_and_answer_403(
         json={"source_branch": "feature", "target_branch": "main", "title": "Another"},
     )
     assert (created.status_code, created.json()) == FORBIDDEN
+    edited = sandbox.request("PUT", f"{SHARED_MRS}/{made['iid']}", json={"title": "Renamed"})
+    assert (edited.status_code, edited.json()) == FORBIDDEN
 
     owner.merge_requests_access_level = "enabled"
     owner.save()
-    assert [m.iid for m in project.mergerequests.list(state="opened")] == [made["iid"]]
+    assert [(m.iid, m.title) for m in project.mergerequests.list(state="opened")] == [
+        (made["iid"], "A shared change")
+    ]
     assert paths(group.shared_projects.list(with_merge_requests_enabled=True)) == {SHARED}
 
 
