@@ -220,7 +220,10 @@ def test_no_merge_request_cites_the_issue(sandbox: Any) -> None:
         world.head,
     )
     assert result.code == 1
-    assert f"no open merge request in the group cites #{other}" in result.err
+    assert (
+        f"no open merge request in the group or a project shared into it cites #{other}"
+        in result.err
+    )
     assert "--mr <iid> --mr-project <project>" in result.err
 
 

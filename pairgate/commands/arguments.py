@@ -121,7 +121,8 @@ def handoff(p: Parser) -> None:
         "--mr",
         type=int,
         metavar="IID",
-        help="the merge request's iid (default: the one open MR in the group citing the issue)",
+        help="the merge request's iid (default: the one open MR citing the issue, in the group or "
+        "a project shared into it)",
     )
     p.add_argument(
         "--mr-project", metavar="PROJECT", help=f"the merge request's project (default: {TRACKER})"
@@ -201,7 +202,11 @@ def sync(p: Parser) -> None:
 def freeze(p: Parser) -> None:
     issue_verb(p)
     p.add_argument(
-        "--scope", required=True, metavar="board|issue|issue:<iid>|mr:<iid>", help="what to freeze"
+        "--scope",
+        required=True,
+        metavar="board|issue|issue:<iid>|mr:<iid>",
+        help="what to freeze; mr:<iid> is the open MR with that iid citing the issue (in the group "
+        "or a project shared into it), else the tracker's; mr:<project>!<iid> names its project",
     )
     reason(p, required=True)
     p.add_argument(

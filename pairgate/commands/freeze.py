@@ -22,7 +22,7 @@ from pairgate.standalone.ledger import FROZEN_LABEL, Freeze
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.records import FREEZE_MAX_MINUTES
 from pairgate.tracker import IssueRead, issue_path, read_issue, read_labelled, read_mr
-from pairgate.verbs.merge_requests import citing, citing_mrs, gated_open_mrs
+from pairgate.verbs.merge_requests import citing_mrs, gated_open_mrs
 from pairgate.verbs.note_text import quoted
 from pairgate.verbs.pipelines import rejudge
 from pairgate.verbs.turn import begin, identity, read_reason, refuse_void, write
@@ -126,7 +126,7 @@ def affected(client: GitLab, config: Config, scope: str) -> list[MergeRequestFac
     if scope == "board":
         return gated_open_mrs(client, config)
     if scope.startswith("issue:"):
-        return citing(gated_open_mrs(client, config), int(scope.removeprefix("issue:")), config)
+        return citing_mrs(client, config, int(scope.removeprefix("issue:")))
     project, iid = scope.removeprefix("mr:").rsplit("!", 1)
     mr = read_mr(client, project, int(iid), cli=config.cli)
     return [mr] if mr.state == "opened" else []

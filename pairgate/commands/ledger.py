@@ -25,9 +25,7 @@ from pairgate.tracker import CLOSED_LABEL, issue_path
 from pairgate.verbs import pipelines
 from pairgate.verbs.merge_requests import (
     checked_sha,
-    citing,
     citing_mrs,
-    gated_open_mrs,
     pipeline_problem,
 )
 from pairgate.verbs.pipelines import rejudge
@@ -369,5 +367,5 @@ def rejudged(turn: Turn, what: str) -> int:
     """A new pipeline for each open merge request the gate judges that cites the issue (shared-in
     projects' too): the gate reads its ledger for them, and ``what`` may have turned their
     verdict to refused."""
-    mrs = citing(gated_open_mrs(turn.client, turn.config), turn.issue, turn.config)
+    mrs = citing_mrs(turn.client, turn.config, turn.issue)
     return rejudge(turn, mrs, what=what)

@@ -26,7 +26,7 @@ from pairgate.tracker import (
     read_mr_states,
 )
 from pairgate.tracker import read_issues as read_named
-from pairgate.verbs.merge_requests import citing, open_group_mrs
+from pairgate.verbs.merge_requests import citing, gated_open_mrs
 from pairgate.verbs.turn import begin, identity, refuse_void, write
 from pairgate.views.approvals import scope_for, with_cited
 
@@ -117,7 +117,7 @@ def sync(
     mrs = read_mr_states(client, (a.mr for r in reads if r.ledger for a in r.ledger.approvals))
     known = {r.iid: r.ledger for r in reads if r.ledger is not None}
     ledgers = with_cited(client, config, known, (m.facts for m in mrs.values()))
-    open_mrs = open_group_mrs(client, config)
+    open_mrs = gated_open_mrs(client, config)
     closable, refused, unreadable = [], 0, 0
     for read in reads:
         if read.ledger is None:

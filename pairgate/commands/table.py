@@ -253,7 +253,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "status",
-        "holder, role, pending offer, approvals and MRs",
+        "holder, role, pending offer, approvals and the open MRs citing it",
         "pairgate.commands.status:status",
         arguments.status,
         reads_gitlab=True,
@@ -274,7 +274,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "close",
-        "close the issue, if nothing is outstanding (then re-judges any MR citing it)",
+        "close the issue, if nothing is outstanding (no open MR cites it, shared-in projects' included; then re-judges any MR citing it)",
         f"{LEDGER}:close",
         arguments.issue_verb,
         reads_gitlab=True,

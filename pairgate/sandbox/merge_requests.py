@@ -26,6 +26,7 @@ from pairgate.sandbox.issues import (
 )
 from pairgate.sandbox.mr_entity import render
 from pairgate.sandbox.records import DEVELOPER, MergeRequest, Project, User
+from pairgate.sandbox.settings import merge_requests_available
 
 EDITABLE = (
     "add_labels", "allow_collaboration", "allow_maintainer_to_push", "assignee_id",
@@ -39,6 +40,22 @@ def mr_for(req: Request, project: Project, iid: str) -> MergeRequest:
     mr = req.world.merge_request(project, int(iid)) if iid.isdigit() else None
     if mr is None:
         raise record_not_found()
+    return mr
+
+
+def mrs_allowed(req: Request, project: Project) -> Project:
+    """authorize! :read_merge_request (and :create_merge_request_from, :update_merge_request):
+    403 ``403 Forbidden`` when the project's merge requests feature is not the caller's to use
+    (disabled, or private below Reporter). A single merge request is looked up first
+    (find_merge_request_with_access), so an unknown iid stays 404."""
+    if not merge_requests_available(project, req.world.access_level(req.user, project)):
+        raise forbidden()
+    return project
+
+
+def readable_mr(req: Request, project: Project, iid: str) -> MergeRequest:
+    mr = mr_for(req, project, iid)
+    mrs_allowed(req, project)
     return mr
 
 
@@ -136,7 +153,7 @@ def _within(stamp: str | None, moment: datetime, *, lower: bool) -> bool:
 @API.route("GET", "/projects/{project_id}/merge_requests", job_token=True)
 def list_merge_requests(req: Request, project_id: str) -> Any:
     checked = _checked_filters(req)
-    project = project_for(req, project_id)
+    project = mrs_allowed(req, project_for(req, project_id))
     found = [m for m in req.world.merge_requests.values() if m.project_id == project.id]
     return _filtered(req, found, checked)
 
@@ -148,15 +165,16 @@ def list_group_merge_requests(req: Request, group_id: str) -> Any:
     world = req.world
     return _filtered(req, checked=checked, found=[
         m for m in world.merge_requests.values()
-        if world.projects[m.project_id].namespace_id == group.id
-        and world.can_read(req.user, world.projects[m.project_id])
+        if (p := world.projects[m.project_id]).namespace_id == group.id
+        and world.can_read(req.user, p)
+        and merge_requests_available(p, world.access_level(req.user, p))
     ])  # fmt: skip
 
 
 @API.route("GET", "/projects/{project_id}/merge_requests/{iid}", job_token=True)
 def get_merge_request(req: Request, project_id: str, iid: str) -> Any:
     project = project_for(req, project_id)
-    return render(renderer(req), mr_for(req, project, iid), req.user, basic=False)
+    return render(renderer(req), readable_mr(req, project, iid), req.user, basic=False)
 
 
 @API.route("POST", "/projects/{project_id}/merge_requests")
@@ -168,6 +186,7 @@ def create_merge_request(req: Request, project_id: str) -> Any:
         raise param_error(", ".join(f"{n} is missing" for n in missing))
     if req.world.access_level(user, project) < DEVELOPER:
         raise forbidden()
+    mrs_allowed(req, project)
     source, target = req.required("source_branch"), req.required("target_branch")
     world = req.world
     into = _target_project(req, project)
@@ -239,7 +258,7 @@ def edit_merge_request(req: Request, project_id: str, iid: str) -> Any:
     user = current_user(req)
     project = project_for(req, project_id)
     world = req.world
-    mr = mr_for(req, project, iid)
+    mr = readable_mr(req, project, iid)
     require_one_of(req, EDITABLE)
     if user.id != mr.author_id and world.access_level(user, project) < DEVELOPER:
         raise forbidden()
@@ -274,7 +293,7 @@ def _retarget(req: Request, mr: MergeRequest, user: User, target: str) -> None:
 @API.route("GET", "/projects/{project_id}/merge_requests/{iid}/commits")
 def list_mr_commits(req: Request, project_id: str, iid: str) -> Any:
     project = project_for(req, project_id)
-    mr = mr_for(req, project, iid)
+    mr = readable_mr(req, project, iid)
     return paginate(req, repo.mr_commits(req.world, mr), renderer(req).commit)
 
 
@@ -283,7 +302,7 @@ def list_mr_pipelines(req: Request, project_id: str, iid: str) -> Any:
     """MR pipelines first, then branch pipelines on the MR's commits; each newest first."""
     project = project_for(req, project_id)
     world = req.world
-    mr = mr_for(req, project, iid)
+    mr = readable_mr(req, project, iid)
     shas = {c.id for c in repo.mr_commits(world, mr)}
     refs = {f"refs/merge-requests/{mr.iid}/head", f"refs/merge-requests/{mr.iid}/merge"}
     own = [

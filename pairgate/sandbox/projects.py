@@ -8,6 +8,7 @@ from pairgate.sandbox.access import API, current_user, group_for, project_for, r
 from pairgate.sandbox.ci_config import checked_config_path
 from pairgate.sandbox.httpd import (
     ApiError,
+    Reply,
     Request,
     not_found,
     paginate,
@@ -15,7 +16,7 @@ from pairgate.sandbox.httpd import (
     unauthorized,
 )
 from pairgate.sandbox.records import MAINTAINER
-from pairgate.sandbox.settings import SETTINGS
+from pairgate.sandbox.settings import BOOLEAN_FEATURES, SETTINGS, setting
 
 
 @API.route("GET", "/user")
@@ -64,11 +65,16 @@ def edit_project(req: Request, project_id: str) -> Any:
     before the project is looked up; unknown parameters are ignored, as Grape ignores them."""
     user = current_user(req)
     given = [name for name in SETTINGS if req.has(name)]
-    if not given:
+    booleans = {name: req.flag(name) for name in BOOLEAN_FEATURES if req.has(name)}
+    if not given and not booleans:
         raise param_error(
-            ", ".join(SETTINGS) + " are missing, at least one parameter must be provided"
+            ", ".join([*SETTINGS, *BOOLEAN_FEATURES])
+            + " are missing, at least one parameter must be provided"
         )
-    values = {name: _parsed(req, name) for name in given}
+    values: dict[str, Any] = {
+        BOOLEAN_FEATURES[n]: "enabled" if on else "disabled" for n, on in booleans.items()
+    }
+    values |= {name: _parsed(req, name) for name in given}
     project = project_for(req, project_id, level=MAINTAINER)
     try:
         values["ci_config_path"] = checked_config_path(values.get("ci_config_path"))
@@ -78,6 +84,20 @@ def edit_project(req: Request, project_id: str) -> Any:
         values.pop("ci_config_path")
     project.settings.update(values)
     return renderer(req).project(project, user)
+
+
+@API.route("DELETE", "/projects/{project_id}/share/{group_id}")
+def unshare_project(req: Request, project_id: str, group_id: str) -> Any:
+    """Delete a shared project link within a group (lib/api/projects.rb): the group id is
+    Grape's Integer (400 before the handler), then Maintainer and above (authorize!
+    :admin_project), then 404 "Group Link" when the project is not shared with that group."""
+    if not group_id.isdigit():
+        raise param_error("group_id is invalid")
+    current_user(req)
+    project = project_for(req, project_id, level=MAINTAINER)
+    if project.shared_with.pop(int(group_id), None) is None:
+        raise not_found("Group Link")
+    return Reply(204)
 
 
 @API.route("GET", "/groups/{group_id}")
@@ -106,6 +126,10 @@ def list_shared_projects(req: Request, group_id: str) -> Any:
 
 
 def _group_projects(req: Request, group_id: str, *, own: bool, shared: bool) -> Any:
+    """Both listings (lib/api/groups.rb). ``with_merge_requests_enabled`` keeps the projects
+    whose merge requests are not disabled (Project.with_merge_requests_enabled: "enabled" there
+    means "not disabled", so private counts), whoever asks."""
+    mrs_enabled = req.flag("with_merge_requests_enabled")
     world = req.world
     group = group_for(req, group_id)
     found = [
@@ -113,6 +137,7 @@ def _group_projects(req: Request, group_id: str, *, own: bool, shared: bool) -> 
         for p in world.projects.values()
         if ((own and p.namespace_id == group.id) or (shared and group.id in p.shared_with))
         and world.can_read(req.user, p)
+        and not (mrs_enabled and setting(p, "merge_requests_access_level") == "disabled")
     ]
     order = req.choice(
         "order_by",

@@ -41,7 +41,15 @@ SETTINGS: dict[str, Setting] = {
     # members only) or enabled (everyone with access). Who sees it is UNCONFIRMED: shown to
     # every reader here, as the other feature access levels are.
     "forking_access_level": Setting("enabled", ("disabled", "private", "enabled")),
+    # The merge requests feature (lib/api/helpers/projects_helpers.rb, the Project entity):
+    # shown to every reader; merge_requests_available says who may use it.
+    "merge_requests_access_level": Setting("enabled", ("disabled", "private", "enabled")),
 }
+
+# The older booleans PUT still takes (ProjectFeaturesCompatibility): true sets the level
+# "enabled", false "disabled". Sent with the level itself, the level wins, as GitLab assigns it
+# after the boolean (UNCONFIRMED).
+BOOLEAN_FEATURES = {"merge_requests_enabled": "merge_requests_access_level"}
 
 
 def setting(project: Project, name: str) -> Any:
@@ -50,7 +58,16 @@ def setting(project: Project, name: str) -> Any:
 
 
 def shown(project: Project, level: int) -> dict[str, Any]:
-    """The settings a viewer at ``level`` sees in the Project entity."""
+    """The settings a viewer at ``level`` sees in the Project entity, and the older boolean
+    merge_requests_enabled, which says whether that viewer may use the feature."""
     return {
         name: setting(project, name) for name, spec in SETTINGS.items() if level >= spec.shown_to
-    }
+    } | {"merge_requests_enabled": merge_requests_available(project, level)}
+
+
+def merge_requests_available(project: Project, level: int) -> bool:
+    """ProjectFeature#feature_available? for merge requests, for a viewer at ``level`` who
+    reads the project: never when disabled; when private, Reporter and above
+    (PRIVATE_FEATURES_MIN_ACCESS_LEVEL); when enabled, every reader."""
+    access = setting(project, "merge_requests_access_level")
+    return access == "enabled" or (access == "private" and level >= REPORTER)

@@ -10,7 +10,7 @@ from pairgate.standalone.errors import UsageError
 from pairgate.standalone.gitlab import GitLab, encode_project
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import cited_issues, under
-from pairgate.tracker import mr_path
+from pairgate.tracker import mr_path, pooled
 
 # The jobs whose failure does not block an offer: they fail BECAUSE no approval is at the head
 # yet, which is what the offer is asking someone to fix (mr-ownership-gate's approval job, and
@@ -66,28 +66,59 @@ def citing(mrs: list[MergeRequestFacts], issue: int, config: Config) -> list[Mer
 
 
 def open_group_mrs(client: GitLab, config: Config) -> list[MergeRequestFacts]:
-    """Every open merge request in the group: one group-wide read."""
+    """Every open merge request in the group and its subgroups: one group-wide read. GitLab's
+    group listing leaves out the projects shared into the group; gated_open_mrs adds them."""
     listed = client.get_all(f"groups/{config.group_id}/merge_requests", state="opened")
     return [MergeRequestFacts.from_api(m) for m in listed]
 
 
-def gated_open_mrs(client: GitLab, config: Config) -> list[MergeRequestFacts]:
-    """Every open merge request the gate judges: the group's, and those of the projects shared
-    into it, which the gate's scope takes in (group_project_paths) and GitLab's group-wide
-    merge request listing leaves out."""
-    # Imported here: the gate's module brings the verdict's, which status does not need.
-    from pairgate.standalone.gate import group_project_paths
+def shared_in_projects(client: GitLab, config: Config) -> list[str]:
+    """The projects shared into the group from outside its path whose merge requests are not
+    disabled, by GitLab's own list of the group's shared projects: the same share links the
+    gate's project listing adds (with_shared), read in one listing (a page per 100). A shared
+    project under the group's path is left out: the group's merge request listing already holds
+    it."""
+    # A project with its merge requests feature disabled (a docs or wiki project shared in)
+    # answers 403 to the listing of its merge requests, which would stop every verb; it has no
+    # merge request that can be merged, so GitLab leaves it out here and nothing is lost.
+    listed = client.get_all(
+        f"groups/{config.group_id}/projects/shared",
+        simple="true",
+        with_merge_requests_enabled="true",
+    )
+    found: dict[str, str] = {}
+    for item in listed:
+        path = str(item.get("path_with_namespace") or "")
+        if path and not under(path, config.group_path):
+            found.setdefault(path.casefold(), path)
+    return sorted(found.values(), key=str.casefold)
 
-    found = open_group_mrs(client, config)
-    shared = [p for p in group_project_paths(client, config) if not under(p, config.group_path)]
-    for project in shared:
-        listed = client.get_all(
-            f"projects/{encode_project(project)}/merge_requests", state="opened"
-        )
-        found += [MergeRequestFacts.from_api(m, project) for m in listed]
-    return found
+
+def gated_open_mrs(client: GitLab, config: Config) -> list[MergeRequestFacts]:
+    """Every open merge request the gate judges, once each: the group's, then those of the
+    projects shared into it, which the gate's scope takes in (group_project_paths) and GitLab's
+    group-wide merge request listing leaves out. Cost: the group's listing and the listing of
+    its shared projects; then one listing of open merge requests per shared-in project, none
+    when there are none."""
+
+    def project_mrs(project: str) -> list[MergeRequestFacts]:
+        path = f"projects/{encode_project(project)}/merge_requests"
+        return [
+            MergeRequestFacts.from_api(m, project) for m in client.get_all(path, state="opened")
+        ]
+
+    found: dict[tuple[str, int], MergeRequestFacts] = {}
+    listings = [
+        open_group_mrs(client, config),
+        *pooled(project_mrs, shared_in_projects(client, config)),
+    ]
+    for mr in (mr for listing in listings for mr in listing):
+        found.setdefault((mr.project.casefold(), mr.iid), mr)
+    return list(found.values())
 
 
 def citing_mrs(client: GitLab, config: Config, issue: int) -> list[MergeRequestFacts]:
-    """The open merge requests in the group that cite the issue."""
-    return citing(open_group_mrs(client, config), issue, config)
+    """The open merge requests the gate judges that cite the issue, shared-in projects'
+    included: what close refuses on, what handoff and `freeze --scope mr:<iid>` pick from, and
+    what status lists."""
+    return citing(gated_open_mrs(client, config), issue, config)

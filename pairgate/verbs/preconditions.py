@@ -132,9 +132,10 @@ def resolve_mr(
             if not found:
                 tracker = turn.config.tracker_project
                 raise Refusal(
-                    f"{cli} {verb}: no open merge request in the group cites #{issue} ("
-                    f"{tracker}#{issue}, its URL, or #{issue} inside {tracker}). Cite it in the "
-                    f"merge request's description, or name the merge request:\n"
+                    f"{cli} {verb}: no open merge request in the group or a project shared "
+                    f"into it cites #{issue} ({tracker}#{issue}, its URL, or #{issue} inside "
+                    f"{tracker}). Cite it in the merge request's description, or name the merge "
+                    "request:\n"
                     f"  {again(mr='<iid>', mr_project='<project>')}"
                 )
             raise Refusal(

@@ -103,6 +103,27 @@ def test_group_listing_holds_shared_in_project_not_outside(sandbox: RunningSandb
     assert get(sandbox, "/groups/999/projects").json() == {"message": "404 Group Not Found"}
 
 
+def test_shared_projects_listing_and_unshare(sandbox: RunningSandbox) -> None:
+    """GET /groups/:id/projects/shared lists only the shared-in projects; DELETE
+    /projects/:id/share/:group_id takes the share away (Maintainer and above), and then neither
+    listing holds the project."""
+    gl = sandbox.gitlab()
+    shared = gl.groups.get(100).shared_projects.list(get_all=True)
+    assert [p.path_with_namespace for p in shared] == ["partner/shared-lib"]
+    assert get(sandbox, "/groups/999/projects/shared").json() == {"message": "404 Group Not Found"}
+    with pytest.raises(gitlab.GitlabDeleteError) as refused:  # agents is a Developer there
+        gl.projects.get("partner/shared-lib").unshare(100)
+    assert refused.value.response_code == 403
+    bad = sandbox.request("DELETE", "/projects/3/share/acme", "maintainer")
+    assert (bad.status_code, bad.json()) == (400, {"error": "group_id is invalid"})
+    sandbox.gitlab("maintainer").projects.get("partner/shared-lib").unshare(100)
+    assert gl.groups.get(100).shared_projects.list(get_all=True) == []
+    paths = {p.path_with_namespace for p in gl.groups.get(100).projects.list(get_all=True)}
+    assert paths == {"acme/tracker", "acme/app"}
+    again = sandbox.request("DELETE", "/projects/3/share/100", "maintainer")
+    assert (again.status_code, again.json()) == (404, {"message": "404 Group Link Not Found"})
+
+
 def test_shared_in_project_is_writable_by_acme_developers(sandbox: RunningSandbox) -> None:
     issue = sandbox.create_issue("from acme", project="partner/shared-lib")
     assert issue["project_id"] == 3
