@@ -1,7 +1,7 @@
 """The merge hook's command reader (pairgate/standalone/command_reader/), continued: the SHA a
 merge carries, git push with auto-merge push options, and MCP tool calls read like the Bash
 forms (the three tables of disguised, blocked and harmless commands are in
-test_command_reader.py)."""
+tests/kit/command_corpus.py)."""
 
 from __future__ import annotations
 

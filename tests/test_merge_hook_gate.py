@@ -18,10 +18,10 @@ import pytest
 
 from pairgate.sandbox.testing import RunningSandbox
 from pairgate.standalone.command_reader.read import read_command
+from tests.kit.command_corpus import APP, ATTRIBUTED, HARMLESS
 from tests.kit.gate_cases import approved_at_head, never_approved, outside_the_group
 from tests.kit.run import agent_env
 from tests.kit.world import World
-from tests.test_command_reader import APP, ATTRIBUTED, HARMLESS
 from tests.test_merge_hook import (  # noqa: F401
     HOME,
     INSTALL,

@@ -21,5 +21,6 @@ and tests/test_kit.py refuses ``from tests.kit import <module>``.
   merge-audit's, as the components write them, run alone as the jobs start them.
   ``gitrepos``, ``evidence_repos``: real git repositories. ``evidence_round``: the evidence round's world (real evidence, collected once a
   session, and a round whose merge request's head is its commit). ``trailgen``, ``schemagen``: generated trails and schema instances.
+- ``command_corpus``: the merge hook's corpus of disguised merges and harmless commands.
 - ``wiring``: the source repository's wiring tests.
 """
