@@ -23,7 +23,7 @@ import requests
 from pairgate.watch.backends import is_postgres
 from pairgate.watch.listen import STOP_WAIT
 from tests.kit.pgcluster import Cluster
-from tests.kit.watchfleet import TOKEN, Watcher
+from tests.kit.watchfleet import TOKEN, Watcher, until
 from tests.kit.world import Round
 
 pytestmark = pytest.mark.slow
@@ -61,7 +61,8 @@ def listening(sandbox: Any, tmp_path: Path, pg: Cluster) -> Iterator[Listening]:
     since = server_time(pg)
     w = Watcher(world, tmp_path / "w", "--no-poll")
     try:
-        yield Listening(w, backends(pg, since))
+        found = backends(pg, since)  # before the test's own connections of ``settled``
+        yield Listening(settled(world, w), found)
     finally:
         if w.proc.poll() is None:
             w.kill()
@@ -85,6 +86,18 @@ def backends(pg: Cluster, since: datetime) -> list[int]:
         ).fetchall()
     assert len(rows) == 2, rows
     return [r[0] for r in rows]
+
+
+def settled(world: Round, watcher: Watcher) -> Watcher:
+    """``watcher`` once it took a first hook in: its loop is past its first round and waits,
+    so what a test does next is met by a hook or by the wait, not by that round."""
+    assert post_hook(watcher.url, timeout=BOUND).status_code == 200
+    store = world.store()
+    try:
+        until(lambda: store.counts()["hooks_waiting"] == 0, BOUND)
+    finally:
+        store.close()
+    return watcher
 
 
 def ended(watcher: Watcher, bound: float = BOUND) -> tuple[int, str]:
@@ -148,8 +161,10 @@ def test_a_hook_the_store_cannot_take_is_refused_and_ends_the_watcher(
 ) -> None:
     """The store refuses the hook's insert (its table dropped under the watcher): 503 to
     GitLab, and the watcher ends, on either database."""
-    watcher = Watcher(world_on(sandbox, tmp_path, store_url), tmp_path / "w", "--no-poll")
+    world = world_on(sandbox, tmp_path, store_url)
+    watcher = Watcher(world, tmp_path / "w", "--no-poll")
     try:
+        settled(world, watcher)
         if is_postgres(store_url):
             with psycopg.connect(store_url, autocommit=True) as conn:
                 conn.execute("DROP TABLE hooks")
@@ -172,8 +187,10 @@ def test_a_full_disk_ends_a_sqlite_watcher(sandbox: Any, tmp_path: Path) -> None
     """The disk fills under a SQLite store (the watcher may not grow its files any more): the
     hook it cannot store is refused, and the watcher ends with the store's message."""
     url = str(tmp_path / "watch.sqlite3")
-    watcher = Watcher(world_on(sandbox, tmp_path, url), tmp_path / "w", "--no-poll")
+    world = world_on(sandbox, tmp_path, url)
+    watcher = Watcher(world, tmp_path / "w", "--no-poll")
     try:
+        settled(world, watcher)
         largest = max(p.stat().st_size for p in tmp_path.glob("watch.sqlite3*"))
         limit = largest + 4096
         resource.prlimit(watcher.proc.pid, resource.RLIMIT_FSIZE, (limit, limit))
