@@ -5,7 +5,8 @@ Without ``--listen`` the loop polls, delivers and sleeps ``--interval`` seconds.
 loop also wakes for each webhook stored, turns the stored hooks into observations
 (``refresh``), and polls every ``--interval`` seconds (900 by default) as the safety net for the
 hooks GitLab loses. Watchers sharing a store take turns at the poll and claim each delivery and
-each hook under a lease, so each is done by one of them at a time.
+each hook under a lease, so each is done by one of them at a time. The store failing ends the
+watcher (exit 2, the store's message): it never reconnects, a supervisor restarts it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pairgate.standalone.errors import Context, Exit, PairgateError, UsageError
 from pairgate.standalone.gitlab import GitLab
 from pairgate.watch import delivery, runner
 from pairgate.watch.records import subject_name
-from pairgate.watch.store import Store, locate
+from pairgate.watch.store import Store, StoreError, locate
 
 TICK = 30.0  # with --listen: how often the loop looks for due reminders and orphaned work
 
@@ -158,8 +159,11 @@ class Rounds:
                 wait = min(TICK, self.lease)
                 if interval is not None:
                     wait = min(wait, max(0.0, next_poll - self.ctx.now()))
-                receiver.wake.wait(wait)
-                receiver.wake.clear()
+                receiver.wait(wait, self.db)
+                # The store failing, here or under the receiver, ends the watcher (exit 2, its
+                # message printed once by main): a broken connection never comes back, and a
+                # supervisor's restart opens a fresh one; nothing stored is lost.
+                receiver.check()
         except KeyboardInterrupt:
             return Exit.OK
 
@@ -209,6 +213,8 @@ class Rounds:
 
         try:
             outcome = refresh(self.client, self.config, self.db, targets, now=now, finish=finish)
+        except StoreError:
+            raise  # not the hooks' fault: the store failing ends the watcher (``service``)
         except PairgateError as exc:
             self.db.release_hooks([h.id for h in taken], error=exc.message)
             print(

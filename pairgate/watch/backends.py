@@ -52,6 +52,7 @@ class Database(Protocol):
     def writing(self) -> contextlib.AbstractContextManager[None]: ...
     def claiming(self) -> contextlib.AbstractContextManager[None]: ...
     def migrating(self) -> contextlib.AbstractContextManager[None]: ...
+    def fileno(self) -> int | None: ...
     def close(self) -> None: ...
 
 
@@ -94,17 +95,34 @@ class SQLite:
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"pairgate: cannot use the watch store {path}: {exc}") from None
 
+    def _fail(self, exc: BaseException) -> StoreError:
+        return StoreError(f"pairgate: the watch store {self.where} failed: {exc}")
+
     def q(self, sql: str, args: Sequence[Any] = ()) -> list[Row]:
-        return self.conn.execute(sql, tuple(args)).fetchall()
+        try:
+            return self.conn.execute(sql, tuple(args)).fetchall()
+        except (
+            sqlite3.Error
+        ) as exc:  # a full disk, an I/O error: the store's message, as on PostgreSQL
+            raise self._fail(exc) from None
 
     def x(self, sql: str, args: Sequence[Any] = ()) -> int:
-        return self.conn.execute(sql, tuple(args)).rowcount
+        try:
+            return self.conn.execute(sql, tuple(args)).rowcount
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from None
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        self.conn.executemany(sql, rows)
+        try:
+            self.conn.executemany(sql, rows)
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from None
 
     def insert(self, sql: str, args: Sequence[Any]) -> int:
-        return int(self.conn.execute(sql, tuple(args)).lastrowid or 0)
+        try:
+            return int(self.conn.execute(sql, tuple(args)).lastrowid or 0)
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from None
 
     def tables(self) -> set[str]:
         rows = self.q("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -121,12 +139,19 @@ class SQLite:
         try:
             yield
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):  # the error that got here says more
+                self.conn.execute("ROLLBACK")
             raise
-        self.conn.execute("COMMIT")
+        try:
+            self.conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise self._fail(exc) from None
 
     claiming = writing
     migrating = writing
+
+    def fileno(self) -> int | None:
+        return None  # a file: nothing ends it from the other side
 
     def close(self) -> None:
         self.conn.close()
@@ -223,6 +248,11 @@ class Postgres:
 
     def migrating(self) -> contextlib.AbstractContextManager[None]:
         return self._transaction(MIGRATION_LOCK)
+
+    def fileno(self) -> int | None:
+        """The connection's socket: it turns readable when the server ends the connection
+        (stopped, restarted, or the backend terminated), so an idle watcher hears of it at once."""
+        return None if self.conn.closed else self.conn.fileno()
 
     def close(self) -> None:
         self.conn.close()

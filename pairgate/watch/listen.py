@@ -10,11 +10,14 @@ never waits on a read of GitLab. The watcher's loop is woken to turn it into obs
   is not read.
 - A body that is not a JSON object: 400. Over 25 MB (more than GitLab sends): 413.
 - Stored, or a redelivery of a stored one (``webhook.key``): 200. The store failing: 503, which
-  GitLab records as a failed delivery; the safety-net poll still sees the change.
+  GitLab records as a failed delivery; the watcher then ends with the store's message
+  (``failure``, raised in its loop by ``check``), and the poll after its restart sees the change.
 
 Each connection has a thread (a sender that keeps its connection open, as GitLab's HTTP client
 may, holds up no other), and a sender silent for READ_TIMEOUT seconds is cut off. The store's
-one connection is used under a lock: each use is one short insert.
+one connection is used under a lock: each use is one short insert. Every thread here is a daemon
+and ``stop`` is bounded: a thread stuck on a database that stopped answering never keeps the
+watcher from ending.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import select
 import socket
 import threading
 from collections.abc import Callable
@@ -31,9 +35,10 @@ from typing import Any
 
 from pairgate.standalone.errors import PairgateError, UsageError
 from pairgate.watch import webhook
-from pairgate.watch.store import Store
+from pairgate.watch.store import Store, StoreError
 
 READ_TIMEOUT = 10.0
+STOP_WAIT = 2.0  # seconds ``stop`` waits for a handler to let go of the store's connection
 
 
 def parse_address(text: str, cli: str) -> tuple[str, int]:
@@ -134,7 +139,11 @@ class Receiver:
     ) -> None:
         self.token = token
         self.now = now
-        self.wake = threading.Event()  # set when a hook was stored
+        # The loop's bell: a byte is written for each hook stored (or the store failing), and
+        # ``wait`` selects on it together with the stores' sockets.
+        self._bell, self._ring = socket.socketpair()
+        self._ring.setblocking(False)
+        self.failure: StoreError | None = None  # the store failing under a handler
         self._store = open_store()
         self._lock = threading.Lock()
         self._server = _Server(address, _Handler, bind_and_activate=True)
@@ -157,19 +166,65 @@ class Receiver:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
-        with self._lock:
-            self._store.close()
+        # A handler stuck in a query to a server that stopped answering holds the lock for
+        # ever: then the connection is left to the process's exit, which closes it.
+        if self._lock.acquire(timeout=STOP_WAIT):
+            try:
+                self._store.close()
+            finally:
+                self._lock.release()
+        self._bell.close()
+        self._ring.close()
+
+    def _rang(self) -> None:
+        with contextlib.suppress(BlockingIOError):  # a full bell has rung already
+            self._ring.send(b"!")
+
+    def wait(self, timeout: float, store: Store) -> None:
+        """Until a hook is stored, the store fails here, either store's connection is ended by
+        its server, or ``timeout`` seconds pass."""
+        watched = [self._bell] + [
+            fd for fd in (store.fileno(), self._store.fileno()) if fd is not None
+        ]
+        ready, _, _ = select.select(watched, [], [], timeout)
+        if self._bell in ready:
+            with contextlib.suppress(BlockingIOError):
+                self._bell.recv(4096, socket.MSG_DONTWAIT)
+
+    def check(self) -> None:
+        """Raise the store's failure, met under a handler or found now: the receiver's
+        connection is asked once when its server sent something while it was idle (which,
+        idle, is the server ending it)."""
+        if self.failure is None and self._lock.acquire(blocking=False):
+            try:
+                fd = self._store.fileno()
+                if fd is not None and select.select([fd], [], [], 0)[0]:
+                    self._store.ping()
+            except StoreError as exc:
+                self.failure = exc
+            finally:
+                self._lock.release()
+        if self.failure is not None:
+            raise self.failure
 
     def store_hook(self, headers: dict[str, str], body: dict[str, Any], raw: str) -> bool:
-        with self._lock:
-            stored = self._store.add_hook(
-                key=webhook.key(headers, body),
-                event=headers.get("x-gitlab-event", ""),
-                body=raw,
-                now=self.now(),
-            )
+        try:
+            with self._lock:
+                stored = self._store.add_hook(
+                    key=webhook.key(headers, body),
+                    event=headers.get("x-gitlab-event", ""),
+                    body=raw,
+                    now=self.now(),
+                )
+        except StoreError as exc:
+            # The loop ends the watcher with this message; a supervisor starts it again on a
+            # fresh connection (a broken one never comes back).
+            if self.failure is None:
+                self.failure = exc
+            self._rang()
+            raise
         if stored:
-            self.wake.set()
+            self._rang()
         return stored
 
     def refused(self, reason: str, remote: str) -> None:

@@ -194,6 +194,15 @@ class Store(HookQueue):
     def close(self) -> None:
         self._db.close()
 
+    def fileno(self) -> int | None:
+        """A socket that turns readable when the database ends the connection (PostgreSQL);
+        None for a SQLite file."""
+        return self._db.fileno()
+
+    def ping(self) -> None:
+        """One trivial query: raises ``StoreError`` when the store can no longer be used."""
+        self._db.q("SELECT 1 AS one")
+
     def writing(self) -> Any:
         """One write transaction; the store's writers run one at a time."""
         return self._db.writing()

@@ -43,7 +43,19 @@ def bindir() -> Path | None:
 class Cluster:
     root: Path
     bindir: Path
+    options: str = ""
     _schemas: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    def pg_ctl(self, *argv: str) -> None:
+        _run([*_as_server_user(), str(self.bindir / "pg_ctl"), "-D", str(self.root / "data"),
+              *argv])  # fmt: skip
+
+    def crash(self) -> None:
+        """Stop the server at once, as a crash would (its clients' connections drop)."""
+        self.pg_ctl("-m", "immediate", "-w", "stop")
+
+    def start(self) -> None:
+        self.pg_ctl("-w", "-l", str(self.root / "server.log"), "-o", self.options, "start")
 
     @property
     def socket_dir(self) -> Path:
@@ -88,19 +100,16 @@ def running() -> Iterator[Cluster]:
         nobody = pwd.getpwnam("nobody")
         for path in (root, cluster.socket_dir):
             os.chown(path, nobody.pw_uid, nobody.pw_gid)
-    data, log = root / "data", root / "server.log"
-    user = _as_server_user()
-    _run([*user, str(where / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-          "--no-sync", "-E", "UTF8"])  # fmt: skip
-    options = (
+    _run([*_as_server_user(), str(where / "initdb"), "-D", str(root / "data"), "-U", "postgres",
+          "--auth=trust", "--no-sync", "-E", "UTF8"])  # fmt: skip
+    cluster.options = (
         f"-k {cluster.socket_dir} -c listen_addresses= -p {PORT} -c fsync=off "
         "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
     )
-    _run([*user, str(where / "pg_ctl"), "-D", str(data), "-w", "-l", str(log), "-o", options,
-          "start"])  # fmt: skip
+    cluster.start()
     try:
         yield cluster
     finally:
         with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
-            _run([*user, str(where / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"])
+            cluster.crash()
         shutil.rmtree(root, ignore_errors=True)

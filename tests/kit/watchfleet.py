@@ -26,6 +26,7 @@ TOKEN = "hook-secret-0f3a"
 class Watcher:
     def __init__(self, world: Round, home: Path, *argv: str, push_to: Path | None = None) -> None:
         home.mkdir(parents=True, exist_ok=True)
+        self.store_url = world.store_url
         self.err = home / "stderr"
         self.out = home / "stdout"
         command = list(argv)
