@@ -68,11 +68,16 @@ def protect(sandbox: RunningSandbox, project: str, name: str, push: int, merge: 
     sandbox.api("POST", rules, as_user="maintainer", json=body)
 
 
+READ_VALUE = "glpat-gate-read-0123456789"  # the read token's stand-in: doctor never shows it
+
+
 def recommended(sandbox: RunningSandbox) -> None:
-    """Every setting the README's gate section asks for."""
+    """Every setting the README's gate section asks for, and the gate jobs' read token as a
+    masked, unprotected CI/CD variable of each gated project."""
     publish(sandbox)
     for project in GATED:
         put(sandbox, project, **RECOMMENDED)
+        sandbox.variable("GATE_READ", READ_VALUE, project=project, masked=True)
     protect(sandbox, "acme/tracker", "main", 40, 40)
     for project in ("acme/tracker", "acme/app"):  # renovate_exempt_namespaces: ["acme"]
         protect(sandbox, project, "renovate/*", 40, 40)
@@ -103,7 +108,7 @@ def test_a_deployment_as_the_readme_recommends_passes(sandbox: RunningSandbox) -
     found = statuses(doctor(sandbox, "--json"))
     assert set(found.values()) == {"pass"}
     per_project = {"pipelines-must-succeed", "skipped-pipelines", "forking", "tracker-pipeline"}
-    per_project |= {"agents-role", "review-bot-role", "pipeline-variables"}
+    per_project |= {"agents-role", "review-bot-role", "pipeline-variables", "read-token-variable"}
     gated = per_project | {"default-branch"}
     assert {c for c, s in found if s == "acme/app"} == gated | {"renovate-branches"}
     assert {c for c, s in found if s == "partner/shared-lib"} == gated  # not exempt
@@ -175,6 +180,25 @@ def _gate_file(path: str, content: str | None) -> Flip:
 
 def _settings(**settings: Any) -> Flip:
     return lambda sb: put(sb, "acme/app", **settings)
+
+
+def make_owner(sandbox: RunningSandbox, group: str = "acme") -> None:
+    """The maintainer account (whose read token doctor runs with) made an Owner of ``group``,
+    so that it reads the group's CI/CD variables."""
+    sandbox.api("PUT", f"/groups/{group}/members/13", as_user="maintainer",
+                json={"access_level": 50})  # fmt: skip
+
+
+def _variable(method: str, *, owner: bool = False, **fields: Any) -> Flip:
+    """acme/app's GATE_READ changed (or deleted) as a Maintainer would."""
+
+    def flip(sandbox: RunningSandbox) -> None:
+        path = "/projects/acme%2Fapp/variables/GATE_READ"
+        sandbox.api(method, path, as_user="maintainer", json=fields or None)
+        if owner:
+            make_owner(sandbox)
+
+    return flip
 
 
 # The neutered merge-check jobs that reading a job's own keys passed; each is an edit.
@@ -249,6 +273,18 @@ FLIPS: list[tuple[str, Flip, set[tuple[str, str]]]] = [
      {("forking", "acme/app")}),
     ("forking-for-members", lambda sb: put(sb, "acme/app", forking_access_level="private"),
      {("forking", "acme/app")}),
+    # Not in the project (or only protected there, or only for an environment): the group's
+    # variables decide, which only an Owner's token reads.
+    ("read-token-variable-missing", _variable("DELETE", owner=True),
+     {("read-token-variable", "acme/app")}),
+    ("read-token-variable-protected", _variable("PUT", owner=True, protected=True),
+     {("read-token-variable", "acme/app")}),
+    ("read-token-variable-scoped", _variable("PUT", owner=True, environment_scope="review/*"),
+     {("read-token-variable", "acme/app")}),
+    ("read-token-variable-unmasked", _variable("PUT", masked=False),
+     {("read-token-variable", "acme/app")}),
+    ("read-token-variable-a-file", _variable("PUT", variable_type="file"),
+     {("read-token-variable", "acme/app")}),
 ]  # fmt: skip
 
 
@@ -287,10 +323,11 @@ def test_a_developer_read_token_reads_the_tracker_branch_from_the_branch_entity(
     )
     unread = {(c["check"], c["subject"]) for c in doc["checks"] if c["status"] == "cannot-read"}
     assert unread == {("renovate-branches", p) for p in ("acme/app", "acme/tracker")} | {
-        ("pipeline-variables", p)
+        (check, p)
         for p in GATED  # shown to Maintainers only
+        for check in ("pipeline-variables", "read-token-variable")
     }
-    assert doc["cannot_read"] == 5 and doc["holes"] == 0
+    assert doc["cannot_read"] == 8 and doc["holes"] == 0
     assert by_key[("default-branch", "acme/app")]["status"] == "pass"  # from the branch entity
     text = doctor(sandbox, PAIRGATE_TEST_TASK_API_TOKEN=read)
     assert text.code == 2
@@ -299,7 +336,8 @@ def test_a_developer_read_token_reads_the_tracker_branch_from_the_branch_entity(
         "not be read: GitLab answered 403 Forbidden (the read token's account is not a "
         "Maintainer there)\n"
     ) in text.out
-    assert "scope" not in text.out.split("CANNOT-READ", 1)[1]  # it has read_api: one remedy
+    remedies = [ln for ln in text.out.split("CANNOT-READ", 1)[1].splitlines() if "fix: " in ln]
+    assert remedies and not [ln for ln in remedies if "scope" in ln]  # it has read_api
 
 
 def test_a_developer_read_token_still_sees_a_mergeable_tracker_branch(
@@ -398,6 +436,8 @@ def fix(sandbox: RunningSandbox, *flags: str, token: str = "maintainer") -> Resu
 
 def test_fix_closes_every_fixable_hole_printing_each_change(sandbox: RunningSandbox) -> None:
     publish(sandbox)
+    for project in GATED:  # the read token: the operator's to add, doctor does not hold it
+        sandbox.variable("GATE_READ", READ_VALUE, project=project, masked=True)
     assert doctor(sandbox).code == 1
     result = fix(sandbox, "--pipeline", PIPELINE)
     assert result.code == 0, result.out

@@ -18,6 +18,7 @@ from pairgate.doctor.checks import (
     token_check,
     variables_check,
 )
+from pairgate.doctor.ci_token import Answer, levels, metadata, read_token_variable_check
 from pairgate.standalone.gitlab import GitLabError
 from pairgate.verbs.merge_requests import MERGE_CHECK_JOB
 from tests.kit.run import suite_config
@@ -186,3 +187,75 @@ def test_independence_resting_on_names_and_sessions_is_a_hole_with_its_fix() -> 
     assert shared.status == "hole" and "user id 10 is in both" in shared.detail
     bound = independence_check([11], [10], 11, "W")
     assert bound.status == "pass" and bound.detail.startswith("account-bound")
+
+
+# -- the read-token variable: the levels a job's variables come from --------------------------
+
+
+def test_a_projects_variables_come_from_it_then_each_group_nearest_first() -> None:
+    assert levels("top/sub/team/app") == [
+        ("projects", "top/sub/team/app"),
+        ("groups", "top/sub/team"),
+        ("groups", "top/sub"),
+        ("groups", "top"),
+    ]
+
+
+GOOD = {"key": "GATE_READ", "masked": True, "protected": False, "variable_type": "env_var"}
+
+
+def _reader(answers: dict[str, Answer]) -> tuple[Callable[[str, str], Answer], list[str]]:
+    asked: list[str] = []
+
+    def read(kind: str, ref: str) -> Answer:
+        asked.append(ref)
+        return answers.get(ref)
+
+    return read, asked
+
+
+def test_a_protected_subgroup_variable_gives_way_to_its_parents() -> None:
+    read, asked = _reader({"top/sub": {**GOOD, "protected": True}, "top": GOOD, "x": GOOD})
+    found = read_token_variable_check("top/sub/app", "GATE_READ", "gate/p.yml", read)
+    assert (found.status, found.detail) == (
+        "pass",
+        "GATE_READ (named by gate/p.yml) is set in group top: masked, not protected, "
+        "environment scope *",
+    )
+    assert asked == ["top/sub/app", "top/sub", "top"]
+
+
+def test_the_nearest_unprotected_variable_decides_and_the_rest_is_not_read() -> None:
+    read, asked = _reader({"top/app": {**GOOD, "masked": False}, "top": GOOD})
+    found = read_token_variable_check("top/app", "GATE_READ", "gate/p.yml", read)
+    assert found.status == "hole" and "of project top/app is not masked" in found.detail
+    assert asked == ["top/app"]
+
+
+def test_protected_everywhere_is_a_hole_naming_each_level() -> None:
+    read, _ = _reader({"top/app": {**GOOD, "protected": True}, "top": {**GOOD, "protected": True}})
+    found = read_token_variable_check("top/app", "GATE_READ", "gate/p.yml", read)
+    assert found.status == "hole"
+    assert "is protected in project top/app and group top" in found.detail
+
+
+def test_a_file_variable_is_a_hole() -> None:
+    read, _ = _reader({"top/app": {**GOOD, "variable_type": "file"}})
+    found = read_token_variable_check("top/app", "GATE_READ", "gate/p.yml", read)
+    assert found.status == "hole" and "a file variable holds a path" in found.detail
+
+
+def test_an_answer_without_the_flags_or_an_error_is_cannot_read() -> None:
+    read, _ = _reader({"top/app": {"key": "GATE_READ"}})
+    found = read_token_variable_check("top/app", "GATE_READ", "gate/p.yml", read)
+    assert found.status == "cannot-read" and "has no masked, protected" in found.detail
+    failing = GitLabError("GitLab answered 502", status=502)
+    read, _ = _reader({"top/app": {**GOOD, "protected": True}, "top": failing})
+    found = read_token_variable_check("top/app", "GATE_READ", "gate/p.yml", read)
+    assert found.status == "cannot-read"
+    assert found.detail.endswith("GitLab answered 502; it is protected in project top/app")
+
+
+def test_only_the_judged_fields_of_gitlabs_answer_are_kept() -> None:
+    answer = {**GOOD, "value": "glpat-secret", "description": "d", "raw": False}
+    assert metadata(answer) == GOOD

@@ -216,7 +216,8 @@ def next_commands(
         f"--gitlab-url {q(url)}",
         f"# in the group or every gated project, add {variable('TRACKER_READ_TOKEN')} as a "
         f"masked CI/CD variable, not protected (Settings > CI/CD > Variables): a read_api "
-        f"token that reads the tracker; every gate job fails without it, and doctor cannot see it",
+        f"token that reads the tracker; every gate job fails without it (doctor checks it, but "
+        f"cannot add it: it does not hold the token)",
         f"{cli} doctor --fix --pipeline {PIPELINE_PATH}",
         f"{cli} doctor",
     ]

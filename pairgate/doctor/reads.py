@@ -26,6 +26,7 @@ from pairgate.doctor.checks import (
     token_check,
     variables_check,
 )
+from pairgate.doctor.ci_token import Answer, metadata, read_token_variable_check
 from pairgate.standalone.audit_door import gated_projects
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import Context, PairgateError
@@ -148,6 +149,7 @@ def run_checks(
         target = pipeline_file(data.get("ci_config_path"), tracker)
         if isinstance(target, PipelineFile):
             targets[target] = None
+            checks += _read_token_variable(client, path, target, pipeline_bytes(target))
         if path != tracker:  # the tracker's own branch check above is the stricter one
             branch = data.get("default_branch")
             checks.append(_branch(client, path, branch, data, level, gated=True))
@@ -203,6 +205,37 @@ def _gate(
     return [
         gate_files_check(subject, config, inputs, ref, gate_file),
         image_check(subject, inputs),
+    ]
+
+
+def variable_answer(client: GitLab, kind: str, ref: str, key: str) -> Answer:
+    """One level's CI/CD variable ``key`` of environment scope ``*``: its kept fields (GitLab
+    also returns the value, which goes no further than this function), None when there is
+    none (404), or the error."""
+    where = f"{kind}/{encode_project(ref)}/variables/{encode_project(key)}"
+    try:
+        return metadata(client.get(where, **{"filter[environment_scope]": "*"}))
+    except GitLabError as exc:
+        return None if exc.status == 404 else exc
+    except PairgateError as exc:
+        return exc
+
+
+def _read_token_variable(
+    client: GitLab, path: str, target: PipelineFile, have: bytes | Exception
+) -> list[DoctorCheck]:
+    """The read-token variable the project's pipeline names, as its jobs get it; nothing when
+    the pipeline names none (the tracker-pipeline check says why the file is not pairgate's)."""
+    if isinstance(have, Exception):
+        return []
+    inputs = recorded_inputs(have.decode("utf-8", "replace"))
+    if isinstance(inputs, str):
+        return []
+    key = inputs.read_token_variable
+    return [
+        read_token_variable_check(
+            path, key, target.path, lambda kind, ref: variable_answer(client, kind, ref, key)
+        )
     ]
 
 

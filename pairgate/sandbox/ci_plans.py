@@ -111,7 +111,8 @@ def prepare(
     )
     checkout_branch = branch or ref
     predefined = ci_variables.predefined(world, pipeline, branch=branch, base=base)
-    own, masked = ci_variables.project_variables(project, ref)
+    group = world.groups.get(project.namespace_id)
+    own, masked = ci_variables.project_variables(project, ref, group)
     values = {**predefined, **own, **ci_variables.pipeline_variables(pipeline)}
     commit = world.commits[sha]
     skip = not ignore_skip and ci_config.skips(commit.message, push_options)

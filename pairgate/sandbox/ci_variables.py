@@ -12,7 +12,7 @@ from __future__ import annotations
 from pairgate.sandbox import protection, repo
 from pairgate.sandbox.ci_config import config_path
 from pairgate.sandbox.model import World
-from pairgate.sandbox.records import MergeRequest, Pipeline, Project
+from pairgate.sandbox.records import Group, MergeRequest, Pipeline, Project
 
 ZERO_SHA = "0" * 40
 
@@ -123,12 +123,18 @@ def protected(project: Project, ref: str) -> bool:
     return not ref.startswith("refs/") and bool(protection.matching(project, ref))
 
 
-def project_variables(project: Project, ref: str) -> tuple[dict[str, str], list[str]]:
-    """The project's CI/CD variables a pipeline on ``ref`` gets (protected ones only on a
-    protected branch, so never in a merge request pipeline), and the values to mask."""
+def project_variables(
+    project: Project, ref: str, group: Group | None = None
+) -> tuple[dict[str, str], list[str]]:
+    """The CI/CD variables a pipeline of ``project`` on ``ref`` gets: its group's, then its own
+    over them (doc/ci/variables: project variables take precedence over group ones); protected
+    ones only on a protected branch, so never in a merge request pipeline; of environment scope
+    ``*`` only, since the sandbox's jobs name no environment. And the values to mask."""
     values, masked = {}, []
-    for variable in project.variables:
+    for variable in [*(group.variables if group else []), *project.variables]:
         if variable.get("protected") and not protected(project, ref):
+            continue
+        if variable.get("environment_scope", "*") != "*":
             continue
         values[str(variable["key"])] = str(variable["value"])
         if variable.get("masked"):

@@ -68,6 +68,8 @@ class Group:
     path: str
     name: str
     members: dict[int, int] = field(default_factory=dict)  # user id -> access level
+    # Its CI/CD variables (variables.py), given to the jobs of its projects under a project's.
+    variables: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

@@ -1,17 +1,32 @@
-"""A project's CI/CD variables (doc/api/project_level_variables.md): list, get, create, update
-and delete, Maintainer and above. The runner gives them to the project's jobs (ci_variables.py):
+"""CI/CD variables of a project (doc/api/project_level_variables.md; Maintainer and above) and of
+a group (doc/api/group_level_variables.md; Owner: GitLab's group policy gives
+``admin_cicd_variables`` to Owners alone): list, get, create, update and delete. The runner gives
+them to the project's jobs (ci_variables.py): the group's, then the project's over them;
 protected ones only on protected branches, masked ones as ``[MASKED]`` in the job logs. One
-variable per key: the ``environment_scope`` is kept but every scope is ``*`` to the jobs.
+variable per key: GitLab allows one per key and environment scope, which the sandbox does not
+model; the jobs, which name no environment, get only those of scope ``*``.
+
+A get takes ``filter[environment_scope]`` as GitLab does: it picks the variable of that scope,
+and none of it is ``404 Variable Not Found``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
-from pairgate.sandbox.access import API, current_user, project_for
-from pairgate.sandbox.httpd import ApiError, Reply, Request, not_found, paginate, param_error
-from pairgate.sandbox.records import MAINTAINER, Project
+from pairgate.sandbox.access import API, current_user, group_for, project_for
+from pairgate.sandbox.httpd import (
+    ApiError,
+    Reply,
+    Request,
+    forbidden,
+    not_found,
+    paginate,
+    param_error,
+)
+from pairgate.sandbox.records import MAINTAINER, OWNER
 
 _KEY = re.compile(r"^[A-Za-z0-9_]{1,255}$")
 # Ci::Maskable: at least 8 characters, all from the Base64 alphabet (RFC 4648) and @ : . ~
@@ -34,8 +49,25 @@ def entity(variable: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _find(project: Project, key: str) -> dict[str, Any]:
-    found = next((v for v in project.variables if v["key"] == key), None)
+def _scope_filter(req: Request) -> str | None:
+    """``filter[environment_scope]``, from the query (python-gitlab's ``filter={...}``) or a
+    JSON body's ``filter`` hash, as Grape reads either."""
+    nested = req.params.get("filter")
+    if isinstance(nested, dict) and "environment_scope" in nested:
+        return str(nested["environment_scope"])
+    return req.text("filter[environment_scope]")
+
+
+def _find(req: Request, variables: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    scope = _scope_filter(req)
+    found = next(
+        (
+            v
+            for v in variables
+            if v["key"] == key and scope in (None, v.get("environment_scope", "*"))
+        ),
+        None,
+    )
     if found is None:
         raise not_found("Variable")
     return found
@@ -57,52 +89,96 @@ def _apply(req: Request, variable: dict[str, Any]) -> None:
         raise ApiError(400, {"message": {"value": ["is invalid"]}})
 
 
-@API.route("GET", "/projects/{project_id}/variables")
-def list_variables(req: Request, project_id: str) -> Any:
+def _project_variables(req: Request, project_id: str) -> list[dict[str, Any]]:
     current_user(req)
-    project = project_for(req, project_id, level=MAINTAINER)
-    return paginate(req, list(project.variables), entity)
+    return project_for(req, project_id, level=MAINTAINER).variables
 
 
-@API.route("GET", "/projects/{project_id}/variables/{key}")
-def get_variable(req: Request, project_id: str, key: str) -> Any:
-    current_user(req)
-    project = project_for(req, project_id, level=MAINTAINER)
-    return entity(_find(project, key))
+def _group_variables(req: Request, group_id: str) -> list[dict[str, Any]]:
+    """A group's variables: 404 for a group the user cannot see, 403 below Owner."""
+    user = current_user(req)
+    group = group_for(req, group_id)
+    if group.members.get(user.id, 0) < OWNER:
+        raise forbidden()
+    return group.variables
 
 
-@API.route("POST", "/projects/{project_id}/variables")
-def create_variable(req: Request, project_id: str) -> Any:
+def _create(req: Request, owner: Callable[[], list[dict[str, Any]]]) -> Reply:
+    """A new variable; Grape's parameter validation answers before the access check."""
     current_user(req)
     key = req.required("key")
     if not req.has("value"):
         raise param_error("value is missing")
-    project = project_for(req, project_id, level=MAINTAINER)
+    variables = owner()
     if not _KEY.match(key):
         raise ApiError(400, {"message": {"key": [
             "can contain only letters, digits and '_'."]}})  # fmt: skip
-    if any(v["key"] == key for v in project.variables):
+    if any(v["key"] == key for v in variables):
         raise ApiError(400, {"message": {"key": [f"({key}) has already been taken"]}})
     variable: dict[str, Any] = {"key": key, "value": "", "environment_scope": "*"}
     _apply(req, variable)
-    project.variables.append(variable)
+    variables.append(variable)
     return Reply(201, entity(variable))
 
 
-@API.route("PUT", "/projects/{project_id}/variables/{key}")
-def update_variable(req: Request, project_id: str, key: str) -> Any:
-    current_user(req)
-    project = project_for(req, project_id, level=MAINTAINER)
-    variable = _find(project, key)
+def _update(req: Request, variables: list[dict[str, Any]], key: str) -> Any:
+    variable = _find(req, variables, key)
     changed = dict(variable)
     _apply(req, changed)
     variable.update(changed)
     return entity(variable)
 
 
+def _delete(req: Request, variables: list[dict[str, Any]], key: str) -> Reply:
+    variables.remove(_find(req, variables, key))
+    return Reply(204)
+
+
+@API.route("GET", "/projects/{project_id}/variables")
+def list_variables(req: Request, project_id: str) -> Any:
+    return paginate(req, list(_project_variables(req, project_id)), entity)
+
+
+@API.route("GET", "/projects/{project_id}/variables/{key}")
+def get_variable(req: Request, project_id: str, key: str) -> Any:
+    return entity(_find(req, _project_variables(req, project_id), key))
+
+
+@API.route("POST", "/projects/{project_id}/variables")
+def create_variable(req: Request, project_id: str) -> Any:
+    return _create(req, lambda: _project_variables(req, project_id))
+
+
+@API.route("PUT", "/projects/{project_id}/variables/{key}")
+def update_variable(req: Request, project_id: str, key: str) -> Any:
+    return _update(req, _project_variables(req, project_id), key)
+
+
 @API.route("DELETE", "/projects/{project_id}/variables/{key}")
 def delete_variable(req: Request, project_id: str, key: str) -> Any:
-    current_user(req)
-    project = project_for(req, project_id, level=MAINTAINER)
-    project.variables.remove(_find(project, key))
-    return Reply(204)
+    return _delete(req, _project_variables(req, project_id), key)
+
+
+@API.route("GET", "/groups/{group_id}/variables")
+def list_group_variables(req: Request, group_id: str) -> Any:
+    return paginate(req, list(_group_variables(req, group_id)), entity)
+
+
+@API.route("GET", "/groups/{group_id}/variables/{key}")
+def get_group_variable(req: Request, group_id: str, key: str) -> Any:
+    return entity(_find(req, _group_variables(req, group_id), key))
+
+
+@API.route("POST", "/groups/{group_id}/variables")
+def create_group_variable(req: Request, group_id: str) -> Any:
+    return _create(req, lambda: _group_variables(req, group_id))
+
+
+@API.route("PUT", "/groups/{group_id}/variables/{key}")
+def update_group_variable(req: Request, group_id: str, key: str) -> Any:
+    return _update(req, _group_variables(req, group_id), key)
+
+
+@API.route("DELETE", "/groups/{group_id}/variables/{key}")
+def delete_group_variable(req: Request, group_id: str, key: str) -> Any:
+    return _delete(req, _group_variables(req, group_id), key)

@@ -22,7 +22,7 @@ import requests
 from tests.kit.gcl import gitlab_ci_local
 from tests.kit.names import ROOT
 from tests.kit.run import clean_env
-from tests.sandbox.test_sandbox_round import INSTALLED, block, free_port, play, serving
+from tests.sandbox.test_sandbox_round import DOC, INSTALLED, block, free_port, play, serving
 
 pytestmark = [pytest.mark.slow]
 DOC_PORT = "8766"
@@ -61,6 +61,13 @@ def test_the_documented_deployment_runs(tmp_path: Path) -> None:
         assert re.search(
             r"^doctor: \d+ checks .*: (\d+) pass, 0 hole\(s\), 0 cannot read$", out, re.M
         )
+        # The summary the document quotes is the one doctor printed (its read-token-variable
+        # check included: the block adds the variable to every gated project).
+        quoted = re.search(r"\(`(doctor: \d+ checks over [^`]+)`\)", DOC.read_text())
+        assert quoted and re.search(rf"^{re.escape(quoted.group(1))}$", out, re.M), out
+        assert (
+            out.count("pass         read-token-variable") == 2 * 3
+        )  # --fix's checks, then doctor's
         assert "doctor passes (exit 0)" in out
         assert "HOLE" not in out
         # The unapproved merge request: the merge API refuses it, its pipeline failed on the
