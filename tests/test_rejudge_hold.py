@@ -20,7 +20,7 @@ from pairgate.verbs.pipelines import holding, rejudge
 from pairgate.verbs.turn import begin, write
 from tests.kit.names import LEAD, REVIEW
 from tests.kit.run import agent_env
-from tests.kit.world import Round
+from tests.kit.world import Round, World
 
 MERGE_CHECK = "validate-mr-merge-check"
 PIPELINES = re.compile(r"/merge_requests/\d+/pipelines$")
@@ -193,3 +193,37 @@ def test_a_merge_after_the_hold_and_before_the_note_is_refused(
     refused = merge()
     assert (refused.status_code, refused.json()) == (405, {"message": "405 Method Not Allowed"})
     assert err.getvalue() == ""
+
+
+def test_close_holds_the_merge_requests_of_shared_in_projects_citing_the_issue(
+    sandbox: Any,
+) -> None:
+    """The group's merge requests citing the issue refuse a close; one of a project shared into
+    the group does not, so close holds it before its note."""
+    sandbox.set_ci("partner/shared-lib", [{"name": MERGE_CHECK}])
+    issue = World(sandbox).issue()
+    shared = World(sandbox).mr(f"Related to acme/tracker#{issue}", project="partner/shared-lib")
+    lead = Round.__new__(Round)
+    lead.__dict__.update({"sb": sandbox, "issue": issue, "state": None, "store_url": None})
+    lead.clock = None
+    lead.claim()
+    sandbox.clear_requests()
+    result = lead.run(LEAD, "close", issue)
+    assert result.code == 0, result.err
+    listed = sandbox.api(
+        "GET", f"/projects/partner%2Fshared-lib/merge_requests/{shared['iid']}/pipelines"
+    )
+    judging, hold = listed[:2]
+    posts = [
+        r["path"].rsplit("/", 2)[-2:]
+        for r in sandbox.requests()
+        if r["method"] == "POST" and "/award_emoji" not in r["path"]
+    ]
+    assert [p for p in posts if p[-1] in ("pipelines", "notes", "cancel")] == [
+        [str(shared["iid"]), "pipelines"],
+        [str(issue), "notes"],
+        [str(shared["iid"]), "pipelines"],
+        [str(hold["id"]), "cancel"],
+    ]
+    assert f"(pipeline {hold['id']}, started before it, held the merge meanwhile)" in result.out
+    assert f"started merge request pipeline {judging['id']} of partner/shared-lib!" in result.out
