@@ -1,5 +1,5 @@
 """CI: the project's ci_config_path, merge request pipelines from the sandbox job list, job
-statuses moved as a runner would, GET /job by job token, and job retries."""
+statuses moved as a runner would, GET /job by job token, job retries and pipeline cancels."""
 
 from __future__ import annotations
 
