@@ -28,7 +28,8 @@ def world(sandbox: Any) -> Round:
 
 
 def asked(world: Round) -> list[str]:
-    """The merge requests a pipeline was asked for since the last clear, in order."""
+    """The merge requests a pipeline was asked for since the last clear, in order: each
+    affected one twice, its hold before the write and its judging pipeline after it."""
     found = []
     for r in world.sb.requests():
         match = ASKED.match(r["path"])
@@ -72,7 +73,7 @@ def test_withdraw_starts_a_pipeline_for_the_approved_merge_request(
     world.sb.clear_requests()
     result = world.run(REVIEW, "withdraw", world.issue, "--approval", approval, "--reason", "no")
     assert result.code == 0, result.err
-    assert asked(world) == [f"acme/app!{world.mr}"]
+    assert asked(world) == [f"acme/app!{world.mr}"] * 2
     withdrawal = note_of(result, r"\(note (\d+)\); no door counts it now")
     assert started(world, f"the withdrawal (note {withdrawal})") in result.out
     (pipeline,) = world.sb.api("GET", f"{world.mr_path}/pipelines")[:1]
@@ -87,7 +88,7 @@ def test_an_mr_freeze_starts_one_for_the_merge_request_it_names(world: Round) ->
     scope = f"mr:{world.mr}"
     result = world.run(LEAD, "freeze", world.issue, "--scope", scope, "--reason", "cutting")
     assert result.code == 0, result.err
-    assert asked(world) == [f"acme/app!{world.mr}"]
+    assert asked(world) == [f"acme/app!{world.mr}"] * 2
     note = note_of(result, r"note (\d+) on #")
     assert started(world, f"the freeze (note {note})") in result.out
 
@@ -101,7 +102,7 @@ def test_an_issue_freeze_starts_one_for_each_merge_request_citing_the_issue(
     world.sb.clear_requests()
     result = world.run(LEAD, "freeze", world.issue, "--scope", "issue", "--reason", "cutting")
     assert result.code == 0, result.err
-    assert sorted(asked(world)) == sorted([f"acme/app!{world.mr}", citing])
+    assert sorted(asked(world)) == sorted([f"acme/app!{world.mr}", citing] * 2)
 
 
 def test_a_board_freeze_starts_one_for_every_open_merge_request_in_batches(
@@ -112,7 +113,7 @@ def test_a_board_freeze_starts_one_for_every_open_merge_request_in_batches(
     world.sb.clear_requests()
     result = world.run(LEAD, "freeze", world.issue, "--scope", "board", "--reason", "release")
     assert result.code == 0, result.err
-    assert sorted(asked(world)) == sorted([f"acme/app!{world.mr}", *others])
+    assert sorted(asked(world)) == sorted([f"acme/app!{world.mr}", *others] * 2)
     assert (
         len(re.findall(r"^started merge request pipeline \d+ of ", result.out, re.M))
         == len(others) + 1
@@ -124,7 +125,7 @@ def test_release_starts_one_for_each_merge_request_citing_the_issue(world: Round
     world.sb.clear_requests()
     result = world.run(LEAD, "release", world.issue)
     assert result.code == 0, result.err
-    assert asked(world) == [f"acme/app!{world.mr}"]
+    assert asked(world) == [f"acme/app!{world.mr}"] * 2
     note = note_of(result, r"released #\d+ \(note (\d+)\)")
     assert started(world, f"the release (note {note})") in result.out
 
@@ -134,7 +135,7 @@ def test_decline_starts_one(world: Round) -> None:
     world.sb.clear_requests()
     result = world.run(LEAD, "decline", world.issue)
     assert result.code == 0, result.err
-    assert asked(world) == [f"acme/app!{world.mr}"]
+    assert asked(world) == [f"acme/app!{world.mr}"] * 2
     note = note_of(result, r"\(note (\d+)\); \S+ keeps")
     assert started(world, f"the decline (note {note})") in result.out
 
@@ -154,7 +155,7 @@ def test_a_superseding_handoff_starts_one_and_a_first_offer_none(
         *("--mr", world.mr, "--mr-project", "acme/app", "--supersede", offer.note_id),
     )
     assert result.code == 0, result.err
-    assert asked(world) == [f"acme/app!{world.mr}"]
+    assert asked(world) == [f"acme/app!{world.mr}"] * 2
     note = note_of(result, r"\(note (\d+)\)\. ")
     assert started(world, f"the superseding handoff (note {note})") in result.out
 
@@ -181,7 +182,8 @@ def test_a_pipeline_gitlab_refuses_is_said_loudly_and_the_write_stands(
 ) -> None:
     world.approved()
     approval = world.ledger(config).approvals[-1].note_id
-    world.sb.fault(method="POST", path=r"/merge_requests/\d+/pipelines$", status=403, count=1)
+    # the hold before the write and the judging pipeline after it
+    world.sb.fault(method="POST", path=r"/merge_requests/\d+/pipelines$", status=403, count=2)
     result = world.run(REVIEW, "withdraw", world.issue, "--approval", approval, "--reason", "no")
     assert result.code == 2
     withdrawal = note_of(result, r"\(note (\d+)\); no door counts it now")
@@ -201,7 +203,7 @@ def test_a_pipeline_gitlab_refuses_is_said_loudly_and_the_write_stands(
 
 def test_a_lost_answer_says_the_pipeline_may_have_started(world: Round) -> None:
     world.approved()
-    world.sb.fault(method="POST", path=r"/merge_requests/\d+/pipelines$", status=502, count=1)
+    world.sb.fault(method="POST", path=r"/merge_requests/\d+/pipelines$", status=502, count=2)
     result = world.run(LEAD, "release", world.issue)
     assert result.code == 2
     assert "It may have started all the same: look at the merge request's pipelines first." in (
@@ -234,7 +236,7 @@ def test_a_merge_request_of_a_shared_in_project_is_reached_too(world: Round) -> 
     result = world.run(LEAD, "release", world.issue)
     assert result.code == 0, result.err
     assert sorted(asked(world)) == sorted(
-        [f"acme/app!{world.mr}", f"partner/shared-lib!{shared['iid']}"]
+        [f"acme/app!{world.mr}", f"partner/shared-lib!{shared['iid']}"] * 2
     )
 
 

@@ -24,7 +24,7 @@ from pairgate.standalone.records import FREEZE_MAX_MINUTES
 from pairgate.tracker import IssueRead, issue_path, read_issue, read_labelled, read_mr
 from pairgate.verbs.merge_requests import citing_mrs, gated_open_mrs
 from pairgate.verbs.note_text import quoted
-from pairgate.verbs.pipelines import rejudge
+from pairgate.verbs.pipelines import holding, rejudge
 from pairgate.verbs.turn import begin, identity, read_reason, refuse_void, write
 
 _SCOPE = re.compile(
@@ -101,23 +101,26 @@ def freeze(
         raise UsageError(f"{cli} freeze: the reason is empty; say why others must wait")
     turn = begin(ctx, config, client, issue, as_agent)
     resolved = resolve_scope(turn.client, config, issue, scope, cli)
+    reached = affected(turn.client, config, resolved)  # before the write: the holds go first
     if FROZEN_LABEL not in turn.state.get("labels", []):
         turn.state = dict(
             turn.client.write("PUT", issue_path(config, issue), {"add_labels": FROZEN_LABEL})
         )
     fields = {"scope": resolved, "reason": reason.strip(), "minutes": minutes}
     text = freeze_text(turn.agent, resolved, minutes, reason.strip(), cli)
-    event = write(turn, "freeze", "freeze", fields, human=text)
-    refuse_void(turn, event)
-    window = next(w for w in turn.ledger.freezes if w.note_id == event.note_id)
-    turn.say(
-        f"{turn.agent} froze {_describe(resolved)} until {_until(window)} ({minutes} min; note "
-        f"{event.note_id} on #{issue}). Other agents' writing commands inside it are refused"
-        + (" and merge-check fails" if resolved.startswith("mr:") else "")
-        + f". Lift it early with: {cli} thaw"
-    )
-    what = f"the freeze (note {event.note_id})"
-    return rejudge(turn, affected(turn.client, config, resolved), what=what)
+    with holding(turn, reached) as holds:
+        event = write(turn, "freeze", "freeze", fields, human=text)
+        refuse_void(turn, event)
+        window = next(w for w in turn.ledger.freezes if w.note_id == event.note_id)
+        turn.say(
+            f"{turn.agent} froze {_describe(resolved)} until {_until(window)} ({minutes} min; "
+            f"note {event.note_id} on #{issue}). Other agents' writing commands inside it are "
+            "refused"
+            + (" and merge-check fails" if resolved.startswith("mr:") else "")
+            + f". Lift it early with: {cli} thaw"
+        )
+        what = f"the freeze (note {event.note_id})"
+        return rejudge(turn, reached, what=what, holds=holds)
 
 
 def affected(client: GitLab, config: Config, scope: str) -> list[MergeRequestFacts]:

@@ -21,6 +21,7 @@ from pairgate.standalone.errors import Context, Refusal
 from pairgate.standalone.fold import is_finder
 from pairgate.standalone.gitlab import GitLab
 from pairgate.standalone.ledger import Offer
+from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.tracker import CLOSED_LABEL, issue_path
 from pairgate.verbs import pipelines
 from pairgate.verbs.merge_requests import (
@@ -28,7 +29,7 @@ from pairgate.verbs.merge_requests import (
     citing_mrs,
     pipeline_problem,
 )
-from pairgate.verbs.pipelines import rejudge
+from pairgate.verbs.pipelines import holding, rejudge
 from pairgate.verbs.preconditions import (
     check_offer_slot,
     check_offerable,
@@ -147,40 +148,45 @@ def handoff(
     check_offer_slot(turn, "handoff", supersede, again)
     project, found = resolve_mr(turn, "handoff", mr, mr_project, again)
     check_offerable(turn, "handoff", project, found, sha, again)
-    event = write(
-        turn,
-        "ownership",
-        "handoff",
-        {
-            "to": to,
-            "role": role,
-            "sha": sha,
-            "mr": {"project": project, "iid": found.iid},
-            "reason": text,
-            "supersedes": supersede,
-            "evidence": None if doc is None else evidence_field(doc),
-        },
-        appendix="" if doc is None else f"{note_table(doc)}\n\n{patches_block(doc)}",
-    )
-    refuse_void(turn, event)
-    turn.say(
-        f"{turn.agent} offers #{issue} to {to} as {role} at {sha[:12]} of {project}!{found.iid}"
-        f" (note {event.note_id}). {turn.agent} holds it until {to} runs: "
-        f"{command(turn.cli, 'accept', issue)}"
-    )
-    if doc is not None:
-        turn.say(f"Mutation evidence: {evidence_summary(evidence_field(doc))} ({doc['digest']}).")
-        if role == "review":
-            start_ci_rerun(turn, project, found.iid, sha)
-    elif role == "review":
-        turn.say(
-            f"This offer carries {NO_EVIDENCE}: the reviewer has no mutant to re-run. Collect "
-            f"it with {turn.cli} evidence run, and offer again with --evidence FILE and "
-            f"--supersede {event.note_id}."
+    # A first offer takes nothing away; a superseding one voids the offer it replaces.
+    reached = [] if supersede is None else affected(turn)
+    with holding(turn, reached) as holds:
+        event = write(
+            turn,
+            "ownership",
+            "handoff",
+            {
+                "to": to,
+                "role": role,
+                "sha": sha,
+                "mr": {"project": project, "iid": found.iid},
+                "reason": text,
+                "supersedes": supersede,
+                "evidence": None if doc is None else evidence_field(doc),
+            },
+            appendix="" if doc is None else f"{note_table(doc)}\n\n{patches_block(doc)}",
         )
-    if supersede is None:
-        return 0
-    return rejudged(turn, f"the superseding handoff (note {event.note_id})")
+        refuse_void(turn, event)
+        turn.say(
+            f"{turn.agent} offers #{issue} to {to} as {role} at {sha[:12]} of "
+            f"{project}!{found.iid} (note {event.note_id}). {turn.agent} holds it until {to} "
+            f"runs: {command(turn.cli, 'accept', issue)}"
+        )
+        if doc is not None:
+            summary = evidence_summary(evidence_field(doc))
+            turn.say(f"Mutation evidence: {summary} ({doc['digest']}).")
+            if role == "review":
+                start_ci_rerun(turn, project, found.iid, sha)
+        elif role == "review":
+            turn.say(
+                f"This offer carries {NO_EVIDENCE}: the reviewer has no mutant to re-run. "
+                f"Collect it with {turn.cli} evidence run, and offer again with --evidence FILE "
+                f"and --supersede {event.note_id}."
+            )
+        if supersede is None:
+            return 0
+        what = f"the superseding handoff (note {event.note_id})"
+        return rejudge(turn, reached, what=what, holds=holds)
 
 
 def start_ci_rerun(turn: Turn, project: str, iid: int, sha: str) -> None:
@@ -299,13 +305,17 @@ def decline(
 ) -> int:
     turn = begin(ctx, config, client, issue, as_agent)
     offer = _answerable(turn, "decline")
-    event = write(turn, "ownership", "decline", {"offer": offer.note_id, "from": offer.sender})
-    refuse_void(turn, event)
-    turn.say(
-        f"{turn.agent} declines the offer in note {offer.note_id} (note {event.note_id}); "
-        f"{offer.sender} keeps #{issue}."
-    )
-    return rejudged(turn, f"the decline (note {event.note_id})")
+    reached = affected(turn)
+    with holding(turn, reached) as holds:
+        fields = {"offer": offer.note_id, "from": offer.sender}
+        event = write(turn, "ownership", "decline", fields)
+        refuse_void(turn, event)
+        turn.say(
+            f"{turn.agent} declines the offer in note {offer.note_id} (note {event.note_id}); "
+            f"{offer.sender} keeps #{issue}."
+        )
+        what = f"the decline (note {event.note_id})"
+        return rejudge(turn, reached, what=what, holds=holds)
 
 
 def release(
@@ -322,10 +332,13 @@ def release(
             f"or you replace it: {command(cli, 'handoff', issue, to='<agent>', role='<role>', sha='<head>', supersede=offer.note_id)}"
         )
     role = turn.ledger.role
-    event = write(turn, "ownership", "release", {"role": role})
-    refuse_void(turn, event)
-    turn.say(f"{turn.agent} released #{issue} (note {event.note_id}); nobody holds it now.")
-    return rejudged(turn, f"the release (note {event.note_id})")
+    reached = affected(turn)
+    with holding(turn, reached) as holds:
+        event = write(turn, "ownership", "release", {"role": role})
+        refuse_void(turn, event)
+        turn.say(f"{turn.agent} released #{issue} (note {event.note_id}); nobody holds it now.")
+        what = f"the release (note {event.note_id})"
+        return rejudge(turn, reached, what=what, holds=holds)
 
 
 def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, client: GitLab) -> int:
@@ -353,6 +366,7 @@ def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, cli
             f"{cli} close: {len(open_mrs)} open merge request(s) cite #{issue}; merge or close "
             f"them first (merge after merge-check passes):{listing}"
         )
+    # Every open merge request citing the issue refuses the close, so there is none to hold.
     event = write(turn, "ownership", "close", {})
     refuse_void(turn, event)
     turn.client.write(
@@ -360,12 +374,10 @@ def close(*, ctx: Context, config: Config, issue: int, as_agent: str | None, cli
     )
     turn.say(f"{turn.agent} closed #{issue} (note {event.note_id}).")
     # Read again: a merge request citing the issue may have opened since the check above.
-    return rejudged(turn, f"the close (note {event.note_id})")
+    return rejudge(turn, affected(turn), what=f"the close (note {event.note_id})")
 
 
-def rejudged(turn: Turn, what: str) -> int:
-    """A new pipeline for each open merge request the gate judges that cites the issue (shared-in
-    projects' too): the gate reads its ledger for them, and ``what`` may have turned their
-    verdict to refused."""
-    mrs = citing_mrs(turn.client, turn.config, turn.issue)
-    return rejudge(turn, mrs, what=what)
+def affected(turn: Turn) -> list[MergeRequestFacts]:
+    """The open merge requests the gate judges that cite the issue (shared-in projects' too):
+    the gate reads its ledger for them, so a write to it may turn their verdict to refused."""
+    return citing_mrs(turn.client, turn.config, turn.issue)

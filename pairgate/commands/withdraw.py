@@ -13,7 +13,7 @@ from pairgate.standalone.gitlab import GitLab, GitLabError
 from pairgate.standalone.ledger import Approval
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.tracker import mr_path, read_mr
-from pairgate.verbs.pipelines import rejudge
+from pairgate.verbs.pipelines import holding, rejudge
 from pairgate.verbs.preconditions import command
 from pairgate.verbs.turn import (
     Turn,
@@ -88,25 +88,28 @@ def withdraw(
     found = _found(turn, approval, again)
     refuse_another_name(turn, "withdraw", again)
     bot = review_bot(turn)  # before anything is written: the GitLab side must be removable
-    event = write(turn, "approval", "withdraw", {"approval": approval, "reason": text})
-    refuse_void(turn, event)
-    offer = turn.before.offer
-    voided = offer is not None and offer.note_id == approval and turn.ledger.offer is None
-    turn.say(
-        f"{turn.agent} withdraws the approval in note {approval} of {found.mr} at "
-        f"{found.sha[:12]} (note {event.note_id}); no door counts it now."
-        + (
-            f" Its offer back to {found.to} is void: {turn.ledger.holder} holds #{issue} as "
-            f"{turn.ledger.role}."
-            if voided
-            else ""
-        )
-    )
+    # Read before the write: the hold pipeline starts before it (pipelines.holding).
     mr = read_mr(turn.client, found.mr.project, found.mr.iid, cli=turn.cli)
-    # First the new pipeline (the gate's verdict), then GitLab's approval: a failure to remove
-    # the approval must not leave the old green pipeline standing.
     opened = [mr] if mr.state == "opened" else []
-    code = rejudge(turn, opened, what=f"the withdrawal (note {event.note_id})")
+    with holding(turn, opened) as holds:
+        event = write(turn, "approval", "withdraw", {"approval": approval, "reason": text})
+        refuse_void(turn, event)
+        offer = turn.before.offer
+        voided = offer is not None and offer.note_id == approval and turn.ledger.offer is None
+        turn.say(
+            f"{turn.agent} withdraws the approval in note {approval} of {found.mr} at "
+            f"{found.sha[:12]} (note {event.note_id}); no door counts it now."
+            + (
+                f" Its offer back to {found.to} is void: {turn.ledger.holder} holds #{issue} "
+                f"as {turn.ledger.role}."
+                if voided
+                else ""
+            )
+        )
+        # First the new pipeline (the gate's verdict), then GitLab's approval: a failure to
+        # remove the approval must not leave the old green pipeline standing.
+        what = f"the withdrawal (note {event.note_id})"
+        code = rejudge(turn, opened, what=what, holds=holds)
     _unapprove(turn, bot, found, mr, event.note_id)
     return code
 

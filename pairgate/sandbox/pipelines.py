@@ -16,9 +16,11 @@ from pairgate.sandbox.httpd import (
     ApiError,
     Reply,
     Request,
+    forbidden,
     not_found,
     paginate,
     param_error,
+    record_not_found,
     updated_window,
 )
 from pairgate.sandbox.jobs import STATUSES, add_job, checked_status, set_status
@@ -37,6 +39,10 @@ from pairgate.sandbox.records import (
 from pairgate.sandbox.settings import setting
 
 _MR_REF = re.compile(r"^refs/merge-requests/(\d+)/(head|merge)$")
+
+# What Ci::CancelPipelineService cancels (HasStatus::CANCELABLE_STATUSES): a manual job waits on
+# and a finished one keeps its end.
+CANCELABLE = ("created", "waiting_for_resource", "preparing", "pending", "running", "scheduled")
 
 
 def create(
@@ -252,6 +258,39 @@ def create_mr_pipeline(req: Request, project_id: str, iid: str) -> Any:
         raise ApiError(405, {"message": "405 Method Not Allowed"})
     if req.flag("async"):
         return Reply(202)
+    return Reply(200, renderer(req).pipeline(pipeline))
+
+
+def cancel(world: World, pipeline: Pipeline) -> list[int]:
+    """Cancel the jobs of ``pipeline`` and of its child pipelines that have not finished; the
+    ids of the pipelines reached, so a runner can stop what it runs for them."""
+    reached = [pipeline.id]
+    for candidate in reached:  # grows as children are found
+        reached += [p.id for p in world.pipelines.values() if p.parent_id == candidate]
+    for pipeline_id in reached:
+        for job in world.jobs_of(world.pipelines[pipeline_id]):
+            if job.status in CANCELABLE:
+                set_status(world, job, "canceled")
+    pipeline.updated_at = world.stamp()
+    return reached
+
+
+@API.route("POST", "/projects/{project_id}/pipelines/{pipeline_id}/cancel")
+def cancel_pipeline(req: Request, project_id: str, pipeline_id: str) -> Any:
+    """pipelines.md, "Cancel a pipeline's jobs": GitLab finds the pipeline (404) before it
+    checks cancel_pipeline (Developer; 403), and answers 200 with the pipeline, also when
+    nothing was left to cancel. With a runner, the jobs it runs for it are stopped."""
+    user = current_user(req)
+    project = project_for(req, project_id)
+    try:
+        pipeline = _pipeline_for(req, project, pipeline_id)
+    except ApiError:
+        raise record_not_found() from None  # all_pipelines.find: ActiveRecord's 404
+    if req.world.access_level(user, project) < DEVELOPER:
+        raise forbidden()
+    reached = cancel(req.world, pipeline)
+    if req.runner is not None:
+        req.runner.cancel(reached)
     return Reply(200, renderer(req).pipeline(pipeline))
 
 

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,6 +66,7 @@ class Runner:
         self._busy = 0
         self._idle = threading.Condition()
         self._processes: set[subprocess.Popen[str]] = set()
+        self._by_run: dict[str, list[subprocess.Popen[str]]] = {}  # to stop a cancelled run
         self._generation = 0
         self._homes = itertools.count(1)
 
@@ -170,9 +172,23 @@ class Runner:
                                 url=self.url, run_id=plan.run_id)  # fmt: skip
         _, output = gcl.run(
             self.program, plan.cwd, RUN_FILE, plan.variables, state=ci_plans.STATE + "-run",
-            home=self.evaluator.home(), shell=shell, started=self._processes.add, jobs=names,
+            home=self.evaluator.home(), shell=shell, started=partial(self._started, plan.run_id),
+            jobs=names,
         )  # fmt: skip
+        self._by_run.pop(plan.run_id, None)
         return output
+
+    def _started(self, run_id: str, process: subprocess.Popen[str]) -> None:
+        self._processes.add(process)
+        self._by_run.setdefault(run_id, []).append(process)
+
+    def cancel(self, pipeline_ids: list[int]) -> None:
+        """Stop the runs of cancelled pipelines (their jobs are canceled already: what the runs
+        report of them is not kept, finish_job and start_job)."""
+        for run_id, plan in list(self.plans.items()):
+            if plan.pipeline_id in pipeline_ids:
+                for process in self._by_run.pop(run_id, []):
+                    _stop(process)
 
     def _end(self, world: World, plan: Plan, output: str, *, broke: bool = False) -> None:
         pipeline = world.pipelines.get(plan.pipeline_id)
@@ -251,6 +267,8 @@ class Runner:
         if plan is None or job_id is None or job_id not in world.jobs:
             return {}
         job = world.jobs[job_id]
+        if phase == "main" and job.status == "canceled":
+            return {"canceled": True}  # its pipeline was cancelled: the shell runs nothing
         home = self.root / ("shared-home" if self.shared_home else f"home-{run_id}-{job.id}")
         if phase == "main":
             home.mkdir(exist_ok=self.shared_home)
@@ -321,10 +339,9 @@ class Runner:
         self._generation += 1
         self.plans.clear()
         for process in list(self._processes):
-            if process.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(process.pid, signal.SIGTERM)
+            _stop(process)
         self._processes.clear()
+        self._by_run.clear()
 
     def stop(self) -> None:
         self.reset()
@@ -334,6 +351,13 @@ class Runner:
     def _app(self) -> App:
         assert self.app is not None, "the runner is given its server before it runs"
         return self.app
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """End a gitlab-ci-local start and the jobs it runs (its own process group)."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
 
 
 def _need(need: Any) -> str:

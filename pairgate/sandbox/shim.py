@@ -44,6 +44,8 @@ def call(path, body):
 script = sys.stdin.read()
 phase = "main" if os.environ.get("CI_JOB_STATUS", "running") == "running" else "after"
 job = call("/-/sandbox/runner/start", {{"run": RUN, "script": script.strip(), "phase": phase}})
+if job.get("canceled"):
+    sys.exit(1)
 env = dict(os.environ, **job.get("env", {{}}))
 if job.get("home"):
     env["HOME"] = job["home"]

@@ -1,5 +1,5 @@
 """CI: the project's ci_config_path, merge request pipelines from the sandbox job list, job
-statuses moved as a runner would, GET /job by job token, and job retries."""
+statuses moved as a runner would, GET /job by job token, job retries and pipeline cancels."""
 
 from __future__ import annotations
 
@@ -310,3 +310,49 @@ def test_a_jobs_log_is_plain_text_as_its_runner_sent_it(sandbox: RunningSandbox,
         timeout=5,
     )
     assert (bad.status_code, bad.json()["error"]) == (400, "trace must be a string")
+
+
+def test_cancel_stops_the_jobs_that_have_not_finished(sandbox: RunningSandbox, mr: dict) -> None:
+    """pipelines.md, "Cancel a pipeline's jobs": 200 with the pipeline, canceled; a finished job
+    keeps its end and a manual one waits on (Ci::CancelPipelineService)."""
+    sandbox.set_ci("acme/app", [*JOBS, {"name": "deploy", "stage": "deploy", "when": "manual"}])
+    pipeline = sandbox.api("POST", "/projects/2/merge_requests/1/pipelines")
+    jobs = {
+        j["name"]: j for j in sandbox.api("GET", f"/projects/2/pipelines/{pipeline['id']}/jobs")
+    }
+    sandbox.set_job(jobs["report"]["id"], "success")
+    sandbox.set_job(jobs["deploy"]["id"], "manual")
+    path = f"/projects/2/pipelines/{pipeline['id']}/cancel"
+    for user, target, status, body in (
+        ("reporter", pipeline["id"], 403, {"message": "403 Forbidden"}),
+        ("reporter", 999999, 404, {"message": "404 Not found"}),  # found before it is checked
+        ("agents", 999999, 404, {"message": "404 Not found"}),
+    ):
+        refused = sandbox.request("POST", f"/projects/2/pipelines/{target}/cancel", user)
+        assert (refused.status_code, refused.json()) == (status, body)
+    assert sandbox.api("GET", f"/projects/2/pipelines/{pipeline['id']}")["status"] == "running"
+    answer = sandbox.request("POST", path, "agents")
+    assert answer.status_code == 200
+    assert (answer.json()["id"], answer.json()["status"]) == (pipeline["id"], "canceled")
+    after = {
+        j["name"]: j["status"]
+        for j in sandbox.api("GET", f"/projects/2/pipelines/{pipeline['id']}/jobs")
+    }
+    assert after == {"gate": "canceled", "report": "success", "deploy": "manual"}
+    again = sandbox.request("POST", path, "agents")  # nothing left: GitLab answers it all the same
+    assert (again.status_code, again.json()["status"]) == (200, "canceled")
+    mr_read = sandbox.api("GET", "/projects/2/merge_requests/1")
+    assert mr_read["head_pipeline"]["status"] == "canceled"
+
+
+def test_python_gitlab_cancels_a_pipeline(sandbox: RunningSandbox, mr: dict) -> None:
+    sandbox.set_ci("acme/app", JOBS)
+    project = sandbox.gitlab("review_bot").projects.get(2, lazy=True)
+    created = project.mergerequests.get(1, lazy=True).pipelines.create()
+    answer = project.pipelines.get(created.id).cancel()
+    assert (answer["id"], answer["status"]) == (created.id, "canceled")
+    assert project.pipelines.get(created.id).status == "canceled"
+    denied = sandbox.gitlab("reporter").projects.get(2, lazy=True).pipelines.get(created.id)
+    with pytest.raises(gitlab.GitlabPipelineCancelError) as refused:
+        denied.cancel()
+    assert refused.value.response_code == 403

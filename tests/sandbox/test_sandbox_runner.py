@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -279,6 +280,28 @@ def check_skip_ci_and_ci_skip_make_skipped_pipelines_that_block_a_merge(
     )
 
 
+def check_a_cancelled_pipeline_stops_the_job_it_runs(scenario: Scenario) -> None:
+    """POST .../pipelines/:id/cancel: the running job is canceled and its run stopped, not
+    waited out (a job that would wait two minutes)."""
+    sandbox = scenario.sandbox
+    waits = "waits:\n  script: [python3 -c 'import time; time.sleep(120)']\n"
+    sandbox.commit("waiting", {".gitlab-ci.yml": waits}, message="A job that waits")
+    (pipeline,) = sandbox.api("GET", "/projects/2/pipelines", params={"ref": "waiting"})
+    (job,) = scenario.jobs(pipeline["id"])
+    deadline = time.monotonic() + 60
+    while sandbox.api("GET", f"/projects/2/jobs/{job['id']}")["status"] != "running":
+        assert time.monotonic() < deadline, "the job never started"
+        time.sleep(0.05)  # until its shell reports the start to the sandbox
+    project = sandbox.gitlab().projects.get(2, lazy=True)
+    answer = project.pipelines.get(pipeline["id"]).cancel()
+    assert (answer["id"], answer["status"]) == (pipeline["id"], "canceled")
+    started = time.monotonic()
+    sandbox.wait_for_pipelines(timeout=60)
+    assert time.monotonic() - started < 60
+    assert sandbox.api("GET", f"/projects/2/jobs/{job['id']}")["status"] == "canceled"
+    assert sandbox.api("GET", f"/projects/2/pipelines/{pipeline['id']}")["status"] == "canceled"
+
+
 def test_the_runner_plays_gitlabs_pipelines() -> None:
     with played() as scenario:
         check_each_event_makes_the_pipelines_gitlab_makes_with_their_source(scenario)
@@ -290,3 +313,4 @@ def test_the_runner_plays_gitlabs_pipelines() -> None:
         check_python_gitlab_keeps_ci_variables_and_the_configuration_path(scenario)
         check_a_retried_job_runs_again_in_a_home_of_its_own(scenario)
         check_skip_ci_and_ci_skip_make_skipped_pipelines_that_block_a_merge(scenario)
+        check_a_cancelled_pipeline_stops_the_job_it_runs(scenario)
