@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,18 @@ from tests.kit.pgcluster import Cluster, running
 from tests.kit.run import suite_config
 from tests.kit.suite_configuration import CONFIGURATIONS, activate, runs_twice
 from tests.kit.wiring import WIRING_ENV, is_wiring_test, wiring_tests
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C and SIGQUIT as a terminal gives them, in this process and so in every program it
+    starts: a shell without job control starts a background job (``scripts/test &``, a CI step
+    run in the background) with both ignored, every child inherits that, and a Python started
+    so never turns SIGINT into KeyboardInterrupt. The watcher's tests stop it with SIGINT and
+    would wait in vain."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGQUIT) is signal.SIG_IGN:
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 @pytest.fixture
