@@ -193,3 +193,41 @@ def test_a_merge_after_the_hold_and_before_the_note_is_refused(
     refused = merge()
     assert (refused.status_code, refused.json()) == (405, {"message": "405 Method Not Allowed"})
     assert err.getvalue() == ""
+
+
+def test_a_judging_pipeline_gitlab_refuses_after_a_hold_says_the_cancelled_hold_refuses_the_merge(
+    world: Round, config: Config
+) -> None:
+    """The hold started, the judging pipeline did not: the cancelled hold is the newest
+    pipeline, so GitLab refuses the merge until a new one succeeds, and the warning says that
+    (not that the old green pipeline may still decide)."""
+    world.sb.settings(only_allow_merge_if_pipeline_succeeds=True)
+    world.approved()
+    env = agent_env(world.sb, LEAD)
+    client = gitlab_from_env(config, env)
+    out, err = io.StringIO(), io.StringIO()
+    turn = begin(Context(env=env, stdout=out, stderr=err), config, client, world.issue, None)
+    mrs = [read_mr(client, "acme/app", world.mr, cli=config.cli)]
+    with holding(turn, mrs) as holds:
+        (hold,) = holds
+        event = write(turn, "ownership", "release", {"role": turn.ledger.role})
+        world.sb.fault(method="POST", path=r"/merge_requests/\d+/pipelines$", status=403)
+        what = f"the release (note {event.note_id})"
+        assert rejudge(turn, mrs, what=what, holds=holds) == 2
+    warning = next(x for x in err.getvalue().splitlines() if x.startswith("WARNING: "))
+    assert warning.startswith(
+        f"WARNING: {what} stands, but GitLab started NO new merge request pipeline of "
+        f"acme/app!{world.mr} ("
+    )
+    assert warning.endswith(
+        f"Its hold pipeline {hold.pipeline}, started before {what}, is cancelled next: then, "
+        'with "Pipelines must succeed", GitLab refuses the merge until a new pipeline succeeds. '
+        f"Start one now: glab api --method POST projects/acme%2Fapp/merge_requests/{world.mr}"
+        "/pipelines"
+    )
+    head = world.sb.api("GET", world.mr_path)["head_pipeline"]
+    assert (head["id"], head["status"]) == (hold.pipeline, "canceled")
+    merged = world.sb.request(
+        "PUT", f"{world.mr_path}/merge", "maintainer", json={"sha": world.head}
+    )
+    assert (merged.status_code, merged.json()) == (405, {"message": "405 Method Not Allowed"})

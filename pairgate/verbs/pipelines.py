@@ -176,10 +176,19 @@ def rejudge(
             )
     failed = [o for o in outcomes if o.why is not None and not o.no_mr_job]
     for o in failed:
+        # With a hold, the newest pipeline is the hold, cancelled next (``holding``): a cancelled
+        # head pipeline refuses the merge, so the old green one no longer decides.
+        hold = held.get(o.ref)
+        stands = (
+            f"Its hold pipeline {hold}, started before {what}, is cancelled next: then, with "
+            f'"Pipelines must succeed", GitLab refuses the merge until a new pipeline succeeds.'
+            if hold
+            else 'Its last pipeline may still be green, and with "Pipelines must succeed" '
+            "GitLab merges on that old verdict until the gate runs again."
+        )
         turn.warn(
             f"WARNING: {what} stands, but GitLab started NO new merge request pipeline of "
-            f'{o.ref} ({o.why}). Its last pipeline may still be green, and with "Pipelines must '
-            f'succeed" GitLab merges on that old verdict until the gate runs again.{o.maybe} '
-            f"Start one now: {start_command(o.project, o.iid)}"
+            f"{o.ref} ({o.why}). {stands}{o.maybe} Start one now: "
+            f"{start_command(o.project, o.iid)}"
         )
     return Exit.ERROR if failed else Exit.OK
