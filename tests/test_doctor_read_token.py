@@ -119,6 +119,26 @@ def test_the_variable_set_only_in_the_group_passes(sandbox: RunningSandbox) -> N
     )
 
 
+def test_a_group_variable_is_read_once_for_all_its_projects(sandbox: RunningSandbox) -> None:
+    """acme/app and acme/tracker both get GATE_READ from group acme: one read of it serves
+    both checks."""
+    recommended(sandbox)
+    for project in ("acme%2Fapp", "acme%2Ftracker"):
+        sandbox.api("DELETE", f"/projects/{project}/variables/GATE_READ", as_user="maintainer")
+    make_owner(sandbox)
+    body = {"key": "GATE_READ", "value": READ_VALUE, "masked": True}
+    sandbox.api("POST", "/groups/acme/variables", as_user="maintainer", json=body)
+    sandbox.clear_requests()
+    out = doctor(sandbox, "--json").out
+    for project in ("acme/app", "acme/tracker"):
+        assert check(out, project)["detail"].endswith("is set in group acme: masked, not "
+                                                      "protected, environment scope *")  # fmt: skip
+    group_reads = [
+        r for r in sandbox.requests() if r["path"] == "/api/v4/groups/acme/variables/GATE_READ"
+    ]
+    assert len(group_reads) == 1, group_reads
+
+
 def test_the_group_a_maintainer_cannot_read_is_cannot_read(sandbox: RunningSandbox) -> None:
     """Not in the project, and the group's variables are shown to Owners only: doctor cannot
     tell, and says so (exit 2), never a pass or a hole."""

@@ -114,6 +114,11 @@ def run_checks(
     def level(kind: str, ref: str, user: int) -> int | PairgateError:
         return _level(client, kind, ref, user)
 
+    # A group's variable is read once, however many of its projects fall through to it.
+    @functools.cache
+    def variable(kind: str, ref: str, key: str) -> Answer:
+        return variable_answer(client, kind, ref, key)
+
     @functools.cache
     def pipeline_bytes(target: PipelineFile) -> bytes | Exception:
         return file_bytes(client, tracker, target.path, target.ref or default_branch or "HEAD")
@@ -149,7 +154,7 @@ def run_checks(
         target = pipeline_file(data.get("ci_config_path"), tracker)
         if isinstance(target, PipelineFile):
             targets[target] = None
-            checks += _read_token_variable(client, path, target, pipeline_bytes(target))
+            checks += _read_token_variable(variable, path, target, pipeline_bytes(target))
         if path != tracker:  # the tracker's own branch check above is the stricter one
             branch = data.get("default_branch")
             checks.append(_branch(client, path, branch, data, level, gated=True))
@@ -222,7 +227,10 @@ def variable_answer(client: GitLab, kind: str, ref: str, key: str) -> Answer:
 
 
 def _read_token_variable(
-    client: GitLab, path: str, target: PipelineFile, have: bytes | Exception
+    variable: Callable[[str, str, str], Answer],
+    path: str,
+    target: PipelineFile,
+    have: bytes | Exception,
 ) -> list[DoctorCheck]:
     """The read-token variable the project's pipeline names, as its jobs get it; nothing when
     the pipeline names none (the tracker-pipeline check says why the file is not pairgate's)."""
@@ -234,7 +242,7 @@ def _read_token_variable(
     key = inputs.read_token_variable
     return [
         read_token_variable_check(
-            path, key, target.path, lambda kind, ref: variable_answer(client, kind, ref, key)
+            path, key, target.path, lambda kind, ref: variable(kind, ref, key)
         )
     ]
 
