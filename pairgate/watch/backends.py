@@ -95,34 +95,29 @@ class SQLite:
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"pairgate: cannot use the watch store {path}: {exc}") from None
 
-    def _fail(self, exc: BaseException) -> StoreError:
-        return StoreError(f"pairgate: the watch store {self.where} failed: {exc}")
+    @contextlib.contextmanager
+    def _failing(self) -> Iterator[None]:
+        """A SQLite error (a full disk, an I/O error) is the store's message, as on PostgreSQL."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreError(f"pairgate: the watch store {self.where} failed: {exc}") from None
 
     def q(self, sql: str, args: Sequence[Any] = ()) -> list[Row]:
-        try:
+        with self._failing():
             return self.conn.execute(sql, tuple(args)).fetchall()
-        except (
-            sqlite3.Error
-        ) as exc:  # a full disk, an I/O error: the store's message, as on PostgreSQL
-            raise self._fail(exc) from None
 
     def x(self, sql: str, args: Sequence[Any] = ()) -> int:
-        try:
+        with self._failing():
             return self.conn.execute(sql, tuple(args)).rowcount
-        except sqlite3.Error as exc:
-            raise self._fail(exc) from None
 
     def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        try:
+        with self._failing():
             self.conn.executemany(sql, rows)
-        except sqlite3.Error as exc:
-            raise self._fail(exc) from None
 
     def insert(self, sql: str, args: Sequence[Any]) -> int:
-        try:
+        with self._failing():
             return int(self.conn.execute(sql, tuple(args)).lastrowid or 0)
-        except sqlite3.Error as exc:
-            raise self._fail(exc) from None
 
     def tables(self) -> set[str]:
         rows = self.q("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -142,10 +137,8 @@ class SQLite:
             with contextlib.suppress(sqlite3.Error):  # the error that got here says more
                 self.conn.execute("ROLLBACK")
             raise
-        try:
+        with self._failing():
             self.conn.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise self._fail(exc) from None
 
     claiming = writing
     migrating = writing
