@@ -8,6 +8,7 @@ a traceback."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 import venv
@@ -32,6 +33,7 @@ from tests.kit.gate_fetch import (
     moved_job,
 )
 from tests.kit.gcl import MERGE_CHECK, TRACKER_FILES, publish
+from tests.kit.names import ROOT
 from tests.kit.world import World
 
 MAX_BODY = 4 * 1024 * 1024  # the scripts' constant, which the messages name
@@ -179,6 +181,24 @@ def read_token(sandbox: RunningSandbox) -> str:
 def tracker() -> Iterator[tuple[str, type[_Tracker]]]:
     with serving(kind=_Tracker) as served:
         yield served  # type: ignore[misc]
+
+
+def test_the_three_gate_components_carry_one_fetch() -> None:
+    """These tests run mr-merge-check's copy; mr-ownership-gate's and mr-evidence's are the same
+    text but for the job's name and the files it reads, so every bound holds in each."""
+
+    def body(name: str) -> list[str]:
+        text = (ROOT / "templates" / name / "template.yml").read_text(encoding="utf-8")
+        found = re.search(r"<<'PAIRGATE_FETCH'\n(.*?)\n *PAIRGATE_FETCH\n", text, re.DOTALL)
+        assert found is not None, name
+        lines = found.group(1).splitlines()
+        end = lines.index("      }")  # the end of FILES: the rest is one script
+        assert lines[0] == f'      NAME = "{name}"', lines[0]
+        return lines[end:]
+
+    first, *rest = (body(n) for n in ("mr-merge-check", "mr-ownership-gate", "mr-evidence"))
+    assert all(other == first for other in rest)
+    assert any("MAX_BODY" in line for line in first) and any("DEADLINE" in line for line in first)
 
 
 @pytest.mark.parametrize("how", REFUSALS)
