@@ -8,55 +8,53 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    95  errors.py: Exit codes, the error family and the run context every door is given.
-  line   322  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   480  values.py: Value types: the records, facts and verdicts the fold and the gate pass around.
-  line   502  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   799  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1251  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
-  line  1367  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1893  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2190  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2285  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2491  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
-  line  2514  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2611  collector.py: The cyclic garbage collector, held off while folds run.
-  line  2640  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3054  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3130  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3522  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3642  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3906  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4329  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4477  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4973  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  5024  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5169  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5385  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5569  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  6047  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6252  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6524  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6990  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7446  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7525  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7672  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7767  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8135  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8525  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8761  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  9043  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9454  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9512  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9961  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10131  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10156  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10517  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    92  errors.py: Exit codes, the error family and the run context every door is given.
+  line   319  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   477  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   777  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1229  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
+  line  1345  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1871  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2163  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2257  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2459  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
+  line  2482  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2582  collector.py: The cyclic garbage collector, held off while folds run.
+  line  2611  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3025  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3100  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3489  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3609  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3873  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4294  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4442  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4934  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4985  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5129  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5345  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5529  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  6007  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6211  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6483  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6945  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7413  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7492  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7639  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7736  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8104  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8493  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8729  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9011  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9422  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9480  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9929  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10099  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10124  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10485  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import enum
 import functools
@@ -72,12 +70,11 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, NoReturn, Protocol, TYPE_CHECKING, TextIO, TypeVar, dataclass_transform
+from typing import Any, Literal, NamedTuple, NoReturn, Protocol, TYPE_CHECKING, TextIO, TypeVar
 from urllib.parse import quote, urlencode, urlsplit
 
 if TYPE_CHECKING:
@@ -477,28 +474,6 @@ def draft_validator(schema: Mapping[str, Any]) -> SchemaCheck:
 
 
 # =============================================================================================
-# begin pairgate/standalone/values.py
-# =============================================================================================
-
-
-_Class = TypeVar("_Class")
-
-
-@dataclass_transform(frozen_default=True, field_specifiers=(field,))
-def value_type(cls: type[_Class]) -> type[_Class]:
-    """A dataclass of values: compared and hashed by its fields, and never assigned to once
-    built. mypy holds the last (``frozen_default``: an assignment to a field is a type error,
-    and ``bash scripts/check`` runs mypy). At run time it is a plain dataclass with the frozen
-    one's hash, because ``dataclass(frozen=True)`` generates two more methods per class when
-    the module is imported (the 31 value types cost each merge-hook decision about 4 ms) and
-    sets every field through ``object.__setattr__``, which the fold pays for each record."""
-    return dataclass(cls, unsafe_hash=True)
-
-
-# end pairgate/standalone/values.py
-
-
-# =============================================================================================
 # begin pairgate/standalone/config.py
 # =============================================================================================
 
@@ -507,12 +482,12 @@ CONFIG_ENV = "PAIRGATE_CONFIG"
 CONFIG_FILENAME = "pairgate-config.json"
 
 
-@value_type
-class Config:
+class Config(NamedTuple):
     """A loaded configuration: one attribute per key of the file, in the README's order, built
     only after the values pass ``validate_config`` (``load_config`` builds it), and ``path``, the
     file it came from. The keys are this class's fields: CONFIG_KEYS, the schema's required list
-    and the missing-key check all read them from here."""
+    and the missing-key check all read them from here; which of them may be absent, and the
+    value an absent one has, is OPTIONAL_DEFAULTS."""
 
     path: Path
     tracker_project: str
@@ -527,17 +502,13 @@ class Config:
     cli_command: str
     renovate_bot_user_id: int
     renovate_branch_prefix: str
-    # A configuration older than this key exempts nothing (the specification: "a gate newer
-    # than its configuration fails toward review rather than toward exemption").
-    renovate_exempt_namespaces: tuple[str, ...] = field(default=(), kw_only=True)
+    renovate_exempt_namespaces: tuple[str, ...]  # optional: OPTIONAL_DEFAULTS
     cli_install_command: str
     hooks_install_command: str
     agent_text_dir: str
     handoff_doc: str
     ledger_author_user_ids: tuple[int, ...]
-    # Absent: independence rests on the names and sessions records declare (the mode before
-    # this key). Set: the review role is bound to these GitLab accounts (approvals.py).
-    review_author_user_ids: tuple[int, ...] = field(default=(), kw_only=True)
+    review_author_user_ids: tuple[int, ...]  # optional: OPTIONAL_DEFAULTS
 
     @property
     def account_bound(self) -> bool:
@@ -578,10 +549,17 @@ def env_variable(env_prefix: str, suffix: str) -> str:
 # The specification's seventeen keys, plus ledger_author_user_ids (docs/agent-handoff-reference.md,
 # "The fold": the accounts whose notes count) and the optional review_author_user_ids
 # ("Account-bound roles"): Config's fields but its path.
-CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name != "path")
-OPTIONAL_CONFIG_KEYS = frozenset(
-    f.name for f in fields(Config) if f.name in CONFIG_KEYS and f.default is not MISSING
-)
+CONFIG_KEYS: tuple[str, ...] = tuple(name for name in Config._fields if name != "path")
+# The optional keys, with the value an absent one has.
+OPTIONAL_DEFAULTS: dict[str, Any] = {
+    # A configuration older than this key exempts nothing (the specification: "a gate newer
+    # than its configuration fails toward review rather than toward exemption").
+    "renovate_exempt_namespaces": (),
+    # Absent: independence rests on the names and sessions records declare (the mode before
+    # this key). Set: the review role is bound to these GitLab accounts (approvals.py).
+    "review_author_user_ids": (),
+}
+OPTIONAL_CONFIG_KEYS = frozenset(OPTIONAL_DEFAULTS)
 
 
 PATH_SEGMENT = r"[A-Za-z0-9_.][A-Za-z0-9_.-]*"
@@ -706,7 +684,7 @@ def load_config(env: Mapping[str, str]) -> Config:
     typed: dict[str, Any] = {
         key: tuple(v) if isinstance(v, list) else v for key, v in checked.items()
     }
-    return Config(path=path.resolve(), **typed)
+    return Config(path=path.resolve(), **{**OPTIONAL_DEFAULTS, **typed})
 
 
 def _installed(directory: Path) -> bool:
@@ -1894,8 +1872,7 @@ def read_record(note_id: int, body: str, reads: IssueReads) -> tuple[str, dict[s
 # =============================================================================================
 
 
-@value_type
-class Note:
+class Note(NamedTuple):
     """One GitLab note, as read."""
 
     id: int
@@ -1920,8 +1897,7 @@ class Note:
         )
 
 
-@value_type
-class MrRef:
+class MrRef(NamedTuple):
     """A merge request, by its project's full path and its iid."""
 
     project: str  # the full path
@@ -1931,8 +1907,7 @@ class MrRef:
         return f"{self.project}!{self.iid}"
 
 
-@value_type
-class Offer:
+class Offer(NamedTuple):
     """A pending offer: a handoff, or the offer back that an approval carries."""
 
     note_id: int
@@ -1946,8 +1921,7 @@ class Offer:
     supersedes: int | None = None
 
 
-@value_type
-class Approval:
+class Approval(NamedTuple):
     """An approval on the trail: who approved which merge request at which head, for whom."""
 
     note_id: int
@@ -1969,8 +1943,7 @@ class Approval:
     withdraw_reason: str | None = None
 
 
-@value_type
-class Hold:
+class Hold(NamedTuple):
     """Someone took the issue (a claim or an accept) at ``note_id``, in ``role``."""
 
     agent: str
@@ -1979,8 +1952,7 @@ class Hold:
     author_id: int = 0  # the GitLab account that wrote that note
 
 
-@value_type
-class Skipped:
+class Skipped(NamedTuple):
     """A note whose marker is not part of the state, and why."""
 
     note_id: int
@@ -1989,8 +1961,7 @@ class Skipped:
     author: str = ""
 
 
-@value_type
-class Break:
+class Break(NamedTuple):
     """A record whose ``prev`` names no earlier record: something before it was deleted or
     rewritten."""
 
@@ -1999,8 +1970,7 @@ class Break:
     reason: str
 
 
-@value_type
-class Event:
+class Event(NamedTuple):
     """One authentic, well-formed record on the trail. ``void`` says why the fold gave it no
     effect (a claim while held, an accept of a stale offer, ...); None when it took effect."""
 
@@ -2014,8 +1984,7 @@ class Event:
     author_id: int = 0  # the GitLab account that wrote its note, as GitLab reports it
 
 
-@value_type
-class Ledger:
+class _LedgerFields(NamedTuple):
     """What an issue's notes fold into: holder, pending offer, approvals, and the trail."""
 
     holder: str | None = None
@@ -2033,6 +2002,12 @@ class Ledger:
     freezes: tuple[Freeze, ...] = ()  # every freeze window recorded here
     constraints: tuple[Constraint, ...] = ()  # every standing constraint recorded here
     unbound: tuple[int, ...] = ()  # v1 records: they name no issue, so replay goes unseen
+
+
+class Ledger(_LedgerFields):
+    """What an issue's notes fold into: holder, pending offer, approvals, and the trail. (The
+    fields are _LedgerFields'; this subclass has the instance dictionary the facts below are
+    remembered in, which a NamedTuple's own instances have no room for.)"""
 
     @property
     def unbound_notice(self) -> str | None:
@@ -2139,8 +2114,7 @@ def stamp_epoch(stamp: str) -> float | None:
         return None
 
 
-@value_type
-class Freeze:
+class Freeze(NamedTuple):
     """One recorded freeze window. ``until`` is the note's server time plus ``minutes``."""
 
     note_id: int
@@ -2173,8 +2147,7 @@ class Freeze:
         return mr is not None and mr.iid == int(iid) and mr.project.casefold() == project.casefold()
 
 
-@value_type
-class Constraint:
+class Constraint(NamedTuple):
     """A standing constraint recorded on the issue: only ``imposer`` may lift it."""
 
     note_id: int
@@ -2191,8 +2164,7 @@ class Constraint:
 # =============================================================================================
 
 
-@value_type
-class LabelSpan:
+class LabelSpan(NamedTuple):
     """One stretch of time the issue carried FROZEN_LABEL; None at an end: unbounded."""
 
     start: float | None  # None: held from before its label history begins
@@ -2289,8 +2261,7 @@ def read_label_spans(client: GitLab, config: Config, issue: int, labelled: bool)
 PUSHED_WITHOUT_MR = "pushed-without-mr"
 
 
-@value_type
-class BranchCommit:
+class BranchCommit(NamedTuple):
     """A commit of a target branch's history, as the commits API gives it."""
 
     sha: str
@@ -2299,8 +2270,7 @@ class BranchCommit:
     committed_at: str
 
 
-@value_type
-class BroughtBy:
+class BroughtBy(NamedTuple):
     """What one merged merge request put on its target branch."""
 
     merge_commit_sha: str | None
@@ -2309,8 +2279,7 @@ class BroughtBy:
     base_sha: str | None  # its merge base: a fast-forward brought the commits above it
 
 
-@value_type
-class PushFinding:
+class PushFinding(NamedTuple):
     """A commit on a default branch no merge request brought, or a branch that could not be
     walked (undecided)."""
 
@@ -2326,8 +2295,7 @@ class PushFinding:
     pushed_at: str | None = None
 
 
-@value_type
-class BranchRead:
+class BranchRead(NamedTuple):
     """One project's default branch as read: its first-parent history in the window and its
     push events, or the error that stopped the read."""
 
@@ -2400,8 +2368,8 @@ def with_pushes(
             per_page=100,
         )
     except PairgateError as exc:
-        return replace(read, pushes_error=exc.message)
-    return replace(read, pushes=tuple(events))
+        return read._replace(pushes_error=exc.message)
+    return read._replace(pushes=tuple(events))
 
 
 def _brought(history: Sequence[BranchCommit], merged: Iterable[BroughtBy]) -> set[str]:
@@ -2531,6 +2499,9 @@ query($path: ID!, $iids: [String!], $after: String) {
 
 
 class DiffRefs(NamedTuple):
+    """What a merged merge request was reviewed against: its target branch and its diff_refs'
+    merge base and start."""
+
     target_branch: str | None
     base_sha: str | None
     start_sha: str | None
@@ -2776,7 +2747,7 @@ class _Fold:
             return f"the approval in note {approval.note_id} is {approval.approver}'s to withdraw"
         if approval.withdrawn_by is not None:
             return f"note {approval.withdrawn_by} already withdrew it"
-        self.approvals[found] = replace(approval, withdrawn_by=note_id, withdraw_reason=r["reason"])
+        self.approvals[found] = approval._replace(withdrawn_by=note_id, withdraw_reason=r["reason"])
         if self.pending is not None and self.pending[0] == approval.note_id:
             self.pending = None
         return None
@@ -2995,7 +2966,7 @@ class _BoardFold:
                 return f"the freeze of note {window.note_id} is {window.agent}'s to thaw"
             if window.thawed_by is not None:
                 return f"note {window.thawed_by} already thawed it"
-            self.freezes[window.note_id] = replace(window, thawed_by=note.id)
+            self.freezes[window.note_id] = window._replace(thawed_by=note.id)
             return None
         if constraint_id(r["text"]) != r["id"]:
             return f"its id {r['id']} is not the hash of its text ({constraint_id(r['text'])})"
@@ -3069,8 +3040,7 @@ def _project_of(data: Mapping[str, Any], fallback: str) -> str:
     return fallback
 
 
-@value_type
-class MergeRequestFacts:
+class MergeRequestFacts(NamedTuple):
     """What pairgate needs to know about one merge request, as GitLab reported it."""
 
     project: str  # the full path of the project the MR merges into
@@ -3086,7 +3056,7 @@ class MergeRequestFacts:
     base_sha: str | None = None  # diff_refs: the merge base the diff is taken from
     start_sha: str | None = None  # diff_refs: the target branch's head when the diff was made
     web_url: str = ""
-    head_pipeline: Mapping[str, Any] | None = field(default=None, compare=False)
+    head_pipeline: Mapping[str, Any] | None = None
     author_username: str = ""
 
     @classmethod
@@ -3146,8 +3116,7 @@ def same_mr(a: MrRef | None, b: MrRef | None) -> bool:
     )
 
 
-@value_type
-class Hand:
+class Hand(NamedTuple):
     """An agent with a hand in the work, and the record that shows it."""
 
     agent: str
@@ -3308,8 +3277,7 @@ def offer_problem(
     )
 
 
-@value_type
-class Independence:
+class Independence(NamedTuple):
     """Every reason an approval is not independent, by rule: ``hands`` (its trail's two
     self-approval rules, the hands in the work, shared sessions), ``account`` (account-bound:
     what GitLab's note authors say), ``offer`` (nobody else offered it the work)."""
@@ -3429,8 +3397,7 @@ def v1_note(approval: Approval) -> str | None:
 # -- the gate's judgement of one approval ------------------------------------------------------
 
 
-@value_type
-class Judged:
+class Judged(NamedTuple):
     """One approval naming the merge request, as the gate judged it: ``code`` "counts", or why
     not (not-at-head, retargeted, base-moved, withdrawn, self-approval-only,
     not-review-account, not-offered, approval-after-break, approval-edited, edit-unknown); ``reasons`` why it is not independent
@@ -3664,8 +3631,7 @@ ROSTER_SCHEMA: dict[str, Any] = {
 }
 
 
-@value_type
-class AutomationFamily:
+class AutomationFamily(NamedTuple):
     """One unattended merge request family: an MR is the family's when all three hold."""
 
     name: str
@@ -3694,6 +3660,8 @@ def load_automation_families(path: Path | None) -> tuple[AutomationFamily, ...]:
     """
     if path is None:
         return ()
+    import ast  # only here: a command that reads no roster does not pay for the parser
+
     try:
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -3839,8 +3807,7 @@ def is_automation_author(
     )
 
 
-@value_type
-class Scope:
+class Scope(NamedTuple):
     """Whether the gate judges a merge request, and why (``code``, said in ``detail``)."""
 
     in_scope: bool
@@ -3907,8 +3874,7 @@ def _roster_check() -> SchemaCheck:
 # =============================================================================================
 
 
-@value_type
-class Check:
+class Check(NamedTuple):
     """One validator's answer: the record job's or the approval job's."""
 
     ok: bool
@@ -3916,8 +3882,7 @@ class Check:
     message: str
 
 
-@value_type
-class GateVerdict:
+class GateVerdict(NamedTuple):
     """The gate's one verdict. merge-check passes on ``allowed``; the record job on
     ``record.ok``; the approval job on ``approval.ok`` (a never-approved MR is ok there)."""
 
@@ -4488,8 +4453,7 @@ def audit_stamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@value_type
-class MergedMr:
+class MergedMr(NamedTuple):
     """One merged merge request, as GitLab's listing shows it after the merge."""
 
     facts: MergeRequestFacts  # facts.head_sha is ``sha``: the head it merged at
@@ -4629,8 +4593,7 @@ class LedgersAt:
         return self._folds[key]
 
 
-@value_type
-class MergeJudged:
+class MergeJudged(NamedTuple):
     """One merged merge request and what the audit says about it."""
 
     mr: MergedMr
@@ -4813,8 +4776,7 @@ def finding_reason(
 # -- the whole audit ----------------------------------------------------------------------------
 
 
-@value_type
-class AuditReport:
+class AuditReport(NamedTuple):
     """One audit's answer: the window, the projects it read, each merge judged and the pushes no merge request brought."""
 
     since: float
@@ -4844,13 +4806,12 @@ def with_refs(merged: MergedMr, refs: DiffRefs | None) -> MergedMr:
     """``merged`` with its diff_refs and target branch as read (unchanged when not read)."""
     if refs is None:
         return merged
-    facts = replace(
-        merged.facts,
+    facts = merged.facts._replace(
         target_branch=refs.target_branch or merged.facts.target_branch,
         base_sha=refs.base_sha,
         start_sha=refs.start_sha,
     )
-    return replace(merged, facts=facts)
+    return merged._replace(facts=facts)
 
 
 def audit(
@@ -5029,8 +4990,7 @@ AUDIT_MARKER = "pairgate-audit"
 _AUDIT_MARKER_LINE = re.compile(r"^<!-- pairgate-audit (\{.*\}) -->[ \t]*$", re.MULTILINE)
 
 
-@value_type
-class Filed:
+class Filed(NamedTuple):
     """A tracker issue a finding went to."""
 
     issue: int  # the tracker issue's iid
@@ -6055,8 +6015,7 @@ class NotProven(PairgateError):
     """A CI variable disagrees with what the job's credentials prove (exit 2)."""
 
 
-@value_type
-class ProvenJob:
+class ProvenJob(NamedTuple):
     """A gate job's facts as its job token proved them."""
 
     server_url: str  # the instance, without /api/v4
@@ -6617,8 +6576,7 @@ def mentions_merge(text: str) -> bool:
     return "glab" in text.lower() and MERGE_MENTION.search(text) is not None
 
 
-@value_type
-class MergeFound:
+class MergeFound(NamedTuple):
     """One merge the command would make. ``problem`` says why it cannot be attributed to one
     project and one merge request; it is empty when ``project`` and ``iid`` are both known.
     ``project`` is a full path, or a numeric project id as the command spelled it.
@@ -6636,8 +6594,7 @@ class MergeFound:
     kind: str = "merge"
 
 
-@value_type
-class PushFound:
+class PushFound(NamedTuple):
     """A ``git push`` that arms auto-merge with push options (GitLab then merges the merge request
     of ``branch`` at the pushed commit). ``remote`` is the remote as spelled (a URL or a remote's
     name), ``sha`` the pushed commit when the refspec spells it, ``target_project`` the
@@ -6654,8 +6611,7 @@ class PushFound:
     problem: str = ""
 
 
-@value_type
-class CommandReading:
+class CommandReading(NamedTuple):
     """What a command would merge, what the reader could not read, and which texts name a glab
     merge without being one. The hook allows the command only when ``unknown`` and
     ``mentions`` are empty and every merge and push is attributable and passes the gate."""
@@ -6725,14 +6681,14 @@ DYNAMIC = _Dyn()
 _Part = str | _Dyn
 
 
-@value_type
-class Word:
-    """One shell word after quote removal: literal parts and dynamic ones."""
+class Word(NamedTuple):
+    """One shell word after quote removal: literal parts and dynamic ones. (Two words compare
+    with their syntax nodes; the reader never compares words, it reads each where it stands.)"""
 
     parts: tuple[_Part, ...]
     span: tuple[int, int] | None  # byte range in its layer, None for words the reader made up
     raw: str
-    node: Any = field(default=None, compare=False, repr=False)  # its syntax node, if parsed
+    node: Any = None  # its syntax node, if parsed
 
     @property
     def value(self) -> str | None:
@@ -6968,8 +6924,7 @@ def dynamic_word(word: Word) -> Word:
 # --- what a command's standard input is ------------------------------------------------------------
 
 
-@value_type
-class Stdin:
+class Stdin(NamedTuple):
     """A command's standard input as far as the reader can tell: ``text`` when the command line
     spells it (a heredoc, a here-string, echo piped in), else ``None``; ``dynamic`` when it
     is built from expansions. ``spans`` are the words that carry the text."""
@@ -6991,16 +6946,26 @@ DYNAMIC_STDIN = Stdin(None, dynamic=True)
 # =============================================================================================
 
 
-@dataclass
 class GlabCall:
     """One glab invocation as it is read: its text, the words read as glab's own, the project
-    -R named before the subcommand, the command's assignments, and whether xargs adds more."""
+    -R named before the subcommand, the command's assignments, and whether xargs adds more.
+    (A plain class: the reader fills ``repo`` in as it reads the flags.)"""
 
-    words: str
-    structural: list[Word]
-    repo: Word | None
-    env: dict[str, Word]
-    open_args: bool
+    __slots__ = ("env", "open_args", "repo", "structural", "words")
+
+    def __init__(
+        self,
+        words: str,
+        structural: list[Word],
+        repo: Word | None,
+        env: dict[str, Word],
+        open_args: bool,
+    ) -> None:
+        self.words = words
+        self.structural = structural
+        self.repo = repo
+        self.env = env
+        self.open_args = open_args
 
 
 # Every spelling of the flags glab accepts, as (long name, takes a value).
@@ -7049,16 +7014,18 @@ API_FLAGS: dict[str, tuple[str, bool]] = {
 _PFLAG_TRUE = frozenset({None, "1", "t", "T", "true", "TRUE", "True"})
 
 
-@dataclass
 class _Flags:
     """Arguments read with cobra's rules. ``values`` and ``spelled`` are keyed by long name;
     ``unclear`` holds the indexes of words an unknown flag might take as its value."""
 
-    values: dict[str, list[Word | None]] = field(default_factory=dict)
-    spelled: dict[str, list[Word]] = field(default_factory=dict)
-    positionals: list[tuple[int, Word]] = field(default_factory=list)
-    unclear: set[int] = field(default_factory=set)
-    help: bool = False
+    __slots__ = ("help", "positionals", "spelled", "unclear", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[Word | None]] = {}
+        self.spelled: dict[str, list[Word]] = {}
+        self.positionals: list[tuple[int, Word]] = []
+        self.unclear: set[int] = set()
+        self.help = False
 
     def last(self, name: str, default: Word | None) -> Word | None:
         """The flag's value (the last one given wins, as in pflag), else ``default``."""
@@ -7673,14 +7640,16 @@ def graphql_read(
 # =============================================================================================
 
 
-@dataclass
 class Layer:
     """One text the reader parses: the command itself, or a string a shell would run."""
 
-    src: bytes
-    depth: int
-    consumed: set[tuple[int, int]] = field(default_factory=set)
-    dashes: set[int] = field(default_factory=set)  # where the parser dropped a `-` word
+    __slots__ = ("consumed", "dashes", "depth", "src")
+
+    def __init__(self, src: bytes, depth: int) -> None:
+        self.src = src
+        self.depth = depth
+        self.consumed: set[tuple[int, int]] = set()
+        self.dashes: set[int] = set()  # where the parser dropped a `-` word
 
     def consume(self, words: Iterable[Word]) -> None:
         """These words are read for what they are (glab's own, or text re-read as a script):
@@ -8263,8 +8232,7 @@ def env_split(argv: list[Word]) -> list[Word] | None:
     return None
 
 
-@value_type
-class Opts:
+class Opts(NamedTuple):
     """A program's options as getopt_long reads them: ``short`` in getopt's notation ("c:" takes
     a value, "t::" an attached one only); ``long`` maps each long name to 0 (no value), 1 (a
     value, after = or in the next word) or 2 (a value after = only), and a unique prefix of a
@@ -9928,7 +9896,7 @@ class Reader:
             tuple(merges),
             tuple(dict.fromkeys(self.unknown)),
             tuple(dict.fromkeys(self.mentions)),
-            tuple(dict.fromkeys(replace(p, alone=alone) for p in self.pushes)),
+            tuple(dict.fromkeys(p._replace(alone=alone) for p in self.pushes)),
         )
 
     def _read_late_scripts(self) -> None:

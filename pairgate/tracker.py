@@ -10,9 +10,8 @@ notes), and one read per distinct merge request an approval names. Nothing is re
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from pairgate.standalone import pool as reads_pool
 from pairgate.standalone.config import Config
@@ -44,8 +43,7 @@ def pooled(func: Callable[[T], R], items: Iterable[T], *, workers: int = WORKERS
     return reads_pool.pooled(func, items, workers=workers)
 
 
-@dataclass(frozen=True)
-class IssueRead:
+class IssueRead(NamedTuple):
     """One tracker issue as the board read it: GitLab's fields and its folded ledger, or why it
     could not be read."""
 
@@ -204,8 +202,7 @@ def _ledger_or_error(client: GitLab, config: Config, iid: int) -> tuple[Ledger |
         return None, exc.message
 
 
-@dataclass(frozen=True)
-class MrState:
+class MrState(NamedTuple):
     """A merge request's head and state as GitLab answers now; ``error`` when it could not."""
 
     head: str | None

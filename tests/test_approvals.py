@@ -4,8 +4,6 @@ and the diff an approval reviewed."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from pairgate.standalone.approvals import binding_problem, chain_problem, independence, judge
@@ -63,7 +61,7 @@ def test_a_record_naming_another_issue_is_skipped_as_replayed(config: Config) ->
     other = Trail(config, issue=9)
     other.claim(LEAD)
     copied = Trail(config, issue=4, first_id=200)
-    copied.notes = [dataclasses.replace(n, id=n.id + 100) for n in other.notes]
+    copied.notes = [n._replace(id=n.id + 100) for n in other.notes]
     copied.prev = other.prev
     follow = copied.claim(REVIEW)  # a later record naming the replayed one as its prev
     ledger = copied.fold()
@@ -318,7 +316,7 @@ def test_the_diff_an_approval_binds_both_ways(trail: Trail) -> None:
 
 
 def test_a_v1_approval_binds_the_head_only(trail: Trail) -> None:
-    approval = dataclasses.replace(round_to_approval(trail).approvals[0], version=1)
+    approval = round_to_approval(trail).approvals[0]._replace(version=1)
     assert binding_problem(approval, mr_facts(target_branch="x")) is None
 
 
@@ -346,7 +344,7 @@ def test_judge_edited_withdrawn_and_an_emoji(trail: Trail, config: Config) -> No
     unknown = judge(4, approval, mr_facts(), ledgers, edits={}, config=config)
     assert unknown.code == "edit-unknown"
     # An emoji reaction moves updated_at only: REST's "edited" warning, never a voided approval.
-    bumped = dataclasses.replace(trail.notes[-1], updated_at="2026-01-01T05:00:00.000Z")
+    bumped = trail.notes[-1]._replace(updated_at="2026-01-01T05:00:00.000Z")
     trail.notes[-1] = bumped
     later = trail.fold()
     assert later.edited == (bumped.id,)

@@ -3,8 +3,6 @@ audit issues count as already filed."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from pairgate.standalone.audit import LedgersAt, MergedMr, judge_merged, merged_listing_params
@@ -42,7 +40,7 @@ def unedited(notes: dict[int, list[Note]]) -> dict[int, str | None]:
 
 
 def at(stamp: str, notes: list[Note]) -> list[Note]:
-    return [replace(n, created_at=stamp, updated_at=stamp) for n in notes]
+    return [n._replace(created_at=stamp, updated_at=stamp) for n in notes]
 
 
 def test_only_the_notes_written_by_the_merge_count(config: Config) -> None:

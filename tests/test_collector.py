@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Iterator
-from dataclasses import replace
 
 import pytest
 
@@ -43,7 +42,7 @@ def test_the_collector_is_off_while_a_fold_runs_and_on_after(config: Config) -> 
     for note in trail.notes:
         body = Probe(note.body)
         body.seen = seen
-        notes.append(replace(note, body=body))
+        notes.append(note._replace(body=body))
     ledger = fold(notes, config=config, issue=trail.issue)
     assert ledger.holder == LEAD and ledger.offer is not None
     assert seen and not any(seen)
@@ -54,7 +53,7 @@ def test_a_fold_that_fails_leaves_the_collector_on(config: Config) -> None:
     trail = Trail(config)
     trail.claim(LEAD)
     trail.claim(REVIEW)
-    broken = [trail.notes[0], replace(trail.notes[1], id=None)]  # ids that do not sort
+    broken = [trail.notes[0], trail.notes[1]._replace(id=None)]  # ids that do not sort
     with pytest.raises(TypeError):
         fold(broken, config=config, issue=trail.issue)  # type: ignore[arg-type]
     assert gc.isenabled()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import operator
@@ -70,17 +69,13 @@ def python_type(schema: dict[str, Any]) -> Any:
 
 def test_the_schema_and_the_config_class_hold_the_same_keys_types_and_order() -> None:
     hints = typing.get_type_hints(Config)
-    keys = {f.name: f for f in dataclasses.fields(Config) if f.name != "path"}
+    keys = [name for name in Config._fields if name != "path"]
     properties = CONFIG_SCHEMA["properties"]
-    assert list(properties) == list(keys) == list(CONFIG_KEYS)
+    assert list(properties) == keys == list(CONFIG_KEYS)
     for key, schema in properties.items():
         assert hints[key] == python_type(schema), key
-    without_default = {
-        key
-        for key, f in keys.items()
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    }
-    assert CONFIG_SCHEMA["required"] == sorted(without_default)
+    assert set(keys) > OPTIONAL_CONFIG_KEYS
+    assert CONFIG_SCHEMA["required"] == sorted(set(keys) - OPTIONAL_CONFIG_KEYS)
     assert hints["path"] == Path
 
 

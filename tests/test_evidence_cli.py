@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ def config() -> Config:
     """The suite's configuration, with a cli_command of its own, so a refusal that spells
     "pairgate" by hand shows."""
     loaded = load_config({"PAIRGATE_CONFIG": str(FIXTURE_CONFIG)})
-    return replace(loaded, cli_command="acme-gate")
+    return loaded._replace(cli_command="acme-gate")
 
 
 @pytest.fixture

@@ -46,21 +46,25 @@ def reference() -> ModuleType:
 ADDED_SINCE = {"Event": frozenset({"author_id"})}
 
 
-def plain(value: Any, added: dict[str, frozenset[str]] | None = None) -> Any:
-    """A ledger as plain data, every dataclass as (its class name, its fields by name), less
-    the ``added`` fields of each class."""
-    added = added or {}
+def field_names(value: Any) -> list[str] | None:
+    """The fields of a record, ours (a NamedTuple) or the reference's (a dataclass), in order;
+    None for anything else."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [f.name for f in dataclasses.fields(value)]
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return list(value._fields)
+    return None
+
+
+def plain(value: Any, added: dict[str, frozenset[str]] | None = None) -> Any:
+    """A ledger as plain data, every record as (its class name, its fields by name), less the
+    ``added`` fields of each class."""
+    added = added or {}
+    names = field_names(value)
+    if names is not None:
         name = type(value).__name__
         left = added.get(name, frozenset())
-        return (
-            name,
-            {
-                f.name: plain(getattr(value, f.name), added)
-                for f in dataclasses.fields(value)
-                if f.name not in left
-            },
-        )
+        return (name, {f: plain(getattr(value, f), added) for f in names if f not in left})
     if isinstance(value, (tuple, list)):
         return (type(value).__name__, [plain(v, added) for v in value])
     if isinstance(value, dict):
@@ -72,10 +76,11 @@ def compare(new: Ledger, old: Any) -> None:
     """Field by field, so a difference names the field it is in. Against the reference, the
     fields added since it was cut are left out; between two of today's ledgers, nothing is."""
     added = {} if isinstance(old, Ledger) else ADDED_SINCE
-    assert [f.name for f in dataclasses.fields(new)] == [f.name for f in dataclasses.fields(old)]
-    for field in dataclasses.fields(new):
-        ours, theirs = plain(getattr(new, field.name), added), plain(getattr(old, field.name))
-        assert ours == theirs, field.name
+    names = field_names(new)
+    assert names is not None and names == field_names(old)
+    for name in names:
+        ours, theirs = plain(getattr(new, name), added), plain(getattr(old, name))
+        assert ours == theirs, name
     assert (new.label, new.names) == (old.label, old.names)
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -100,7 +99,7 @@ def test_renovate_with_all_four_conditions_is_exempt(config: Config) -> None:
 def test_renovate_missing_any_one_condition_stays_in_scope(
     config: Config, change: dict[str, object], gap: str
 ) -> None:
-    mr = replace(RENOVATE_MR, **change)  # type: ignore[arg-type]
+    mr = RENOVATE_MR._replace(**change)  # type: ignore[arg-type]
     gaps = renovate_exemption_gaps(mr, config)
     assert len(gaps) == 1 and gap in gaps[0]
     result = scope(mr, config)
@@ -110,8 +109,8 @@ def test_renovate_missing_any_one_condition_stays_in_scope(
 
 
 def test_renovate_namespace_must_be_followed_by_a_slash(config: Config) -> None:
-    assert scope(replace(RENOVATE_MR, project="acme-evil/app"), config, in_group=True).in_scope
-    assert scope(replace(RENOVATE_MR, project="acme/sub/app"), config).code == "renovate"
+    assert scope(RENOVATE_MR._replace(project="acme-evil/app"), config, in_group=True).in_scope
+    assert scope(RENOVATE_MR._replace(project="acme/sub/app"), config).code == "renovate"
 
 
 def test_a_configuration_without_the_namespaces_key_exempts_nothing(
@@ -126,14 +125,14 @@ def test_a_configuration_without_the_namespaces_key_exempts_nothing(
 
 
 def test_outside_the_group_is_not_gated_and_comes_first(config: Config) -> None:
-    result = scope(replace(RENOVATE_MR, project="outside/app"), config, in_group=False, cited=(5,))
+    result = scope(RENOVATE_MR._replace(project="outside/app"), config, in_group=False, cited=(5,))
     assert (result.in_scope, result.code) == (False, "outside-group")
 
 
 def test_generic_issue_only_is_out_of_scope_but_not_with_another(
     config: Config,
 ) -> None:
-    plain = replace(RENOVATE_MR, labels=())
+    plain = RENOVATE_MR._replace(labels=())
     assert scope(plain, config, cited=(1,)).code == "generic-issue-only"
     assert scope(plain, config, cited=(1, 5)).in_scope
     assert scope(plain, config, cited=()).in_scope
@@ -151,7 +150,7 @@ def test_generic_issue_only_is_out_of_scope_but_not_with_another(
 def test_the_generic_issue_exempts_automation_accounts_only(
     config: Config, author: int, expected: str
 ) -> None:
-    mr = replace(RENOVATE_MR, labels=(), author_id=author, source_branch="chore")
+    mr = RENOVATE_MR._replace(labels=(), author_id=author, source_branch="chore")
     found = scope(mr, config, cited=(1,), families=(FAMILY,))
     assert found.code == expected
     if expected == "in-scope":
@@ -161,8 +160,8 @@ def test_the_generic_issue_exempts_automation_accounts_only(
 
 
 def test_generic_issue_null_means_none(config: Config) -> None:
-    none = replace(config, generic_tracking_issue=None)
-    assert scope(replace(RENOVATE_MR, labels=()), none, cited=(1,)).in_scope
+    none = config._replace(generic_tracking_issue=None)
+    assert scope(RENOVATE_MR._replace(labels=()), none, cited=(1,)).in_scope
 
 
 FAMILY = AutomationFamily("nightly", author_id=13, branch_prefix="automation/n/", cites_issue=None)
@@ -189,7 +188,7 @@ def test_automation_families(
     cited: tuple[int, ...],
     expected: str,
 ) -> None:
-    mr = replace(RENOVATE_MR, author_id=author, source_branch=branch, labels=())
+    mr = RENOVATE_MR._replace(author_id=author, source_branch=branch, labels=())
     assert scope(mr, config, cited=cited, families=(FAMILY, CITING)).code == expected
 
 

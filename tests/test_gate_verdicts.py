@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from pairgate.standalone.approvals import edit_candidates
@@ -166,7 +164,7 @@ def test_the_project_is_compared_as_gitlab_does_without_case(config: Config) -> 
 
 def _tamper(note: Note, old: str, new: str) -> Note:
     assert old in note.body
-    return replace(note, body=note.body.replace(old, new))
+    return note._replace(body=note.body.replace(old, new))
 
 
 def test_a_tampered_approval_never_counts_and_is_reported(config: Config) -> None:
@@ -197,14 +195,14 @@ def test_a_break_in_the_chain_is_reported(config: Config) -> None:
 def test_an_mr_that_cites_no_tracker_issue_passes_the_jobs_but_not_merge_check(
     config: Config,
 ) -> None:
-    result = verdict(config, {}, replace(FACTS, description="no reference"))
+    result = verdict(config, {}, FACTS._replace(description="no reference"))
     assert (result.allowed, result.code) == (False, "no-citation")
     assert result.record.ok and result.approval.ok
     assert "cites no issue of acme/tracker" in result.message
 
 
 def test_an_mr_without_commits_has_no_head_to_approve(config: Config) -> None:
-    result = verdict(config, {5: reviewed()}, replace(FACTS, head_sha=None))
+    result = verdict(config, {5: reviewed()}, FACTS._replace(head_sha=None))
     assert (result.allowed, result.code) == (False, "not-at-head")
     assert "the merge request has no commits" in result.message
 
@@ -262,7 +260,7 @@ def test_an_offer_from_another_name_in_the_same_session_is_no_offer(config: Conf
 def test_the_generic_issue_alone_is_in_scope_and_refused_unless_automation_wrote_it(
     config: Config,
 ) -> None:
-    generic = replace(FACTS, description="Chore. Related to acme/tracker#1")
+    generic = FACTS._replace(description="Chore. Related to acme/tracker#1")
     scope = decide_scope(generic, cited=(1,), in_group=True, config=config, families=())
     result = decide(generic, scope=scope, cited=(1,), ledgers={}, config=config, edits={})
     assert (result.allowed, result.in_scope, result.code) == (
@@ -276,7 +274,7 @@ def test_the_generic_issue_alone_is_in_scope_and_refused_unless_automation_wrote
         "unattended automation alone, and its author is @? (user 10), not an automation account"
     ) in result.message
     assert "Cite the issue it works on in its description (acme/tracker#NN)" in result.message
-    renovate = replace(generic, author_id=config.renovate_bot_user_id)
+    renovate = generic._replace(author_id=config.renovate_bot_user_id)
     scope = decide_scope(renovate, cited=(1,), in_group=True, config=config, families=())
     assert (scope.in_scope, scope.code) == (False, "generic-issue-only")
 

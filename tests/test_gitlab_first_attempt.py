@@ -133,9 +133,12 @@ def test_the_cli_s_threads_that_fail_share_one_requests_transport(
 def test_pairgate_status_never_imports_requests_when_gitlab_answers(
     sandbox: Any, plain: pytest.MonkeyPatch
 ) -> None:
+    """Nor dataclasses (inspect, ast and dis behind it): the value types status reads are
+    NamedTuples (ledger.py says why)."""
     code = (
         "import sys; from pairgate.main import main; code = main(['status', '1']); "
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'requests', 'urllib3'})); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} "
+        "& {'requests', 'urllib3', 'dataclasses', 'inspect'})); "
         "sys.exit(code)"
     )
     env = {k: v for k, v in agent_env(sandbox).items() if k.startswith("PAIRGATE")}

@@ -267,7 +267,7 @@ def test_the_flat_reader_runs_without_the_library(config: Config, tmp_path: Path
     flat.mkdir()
     (flat / "ownership.py").write_bytes((ROOT / "pairgate" / "ownership.py").read_bytes())
     (flat / "read.py").write_text(FLAT_READER)
-    notes = json.dumps([n.__dict__ for n in trail.notes])
+    notes = json.dumps([n._asdict() for n in trail.notes])
     result = run_program(
         [sys.executable, "-B", "read.py"],
         env={"PAIRGATE_CONFIG": str(FIXTURE_CONFIG), "PYTHONPATH": ""},

@@ -24,8 +24,8 @@ import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 CURRENT = "CURRENT"
 STALE = "STALE"
@@ -52,16 +52,14 @@ _REDIRECTING = (
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
-@dataclass(frozen=True)
-class Commit:
+class Commit(NamedTuple):
     """An origin/main commit the checkout lacks."""
 
     sha: str  # abbreviated
     subject: str
 
 
-@dataclass(frozen=True)
-class Currency:
+class Currency(NamedTuple):
     """The answer. ``checkout`` is the work tree's top when git found one."""
 
     state: str
@@ -69,12 +67,12 @@ class Currency:
     checkout: str | None = None
     paths: tuple[str, ...] = ()
     missing: tuple[Commit, ...] = ()
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
-        data = asdict(self)
+        data: dict[str, object] = self._asdict()
         data["paths"] = list(self.paths)
-        data["missing"] = [asdict(c) for c in self.missing]
+        data["missing"] = [c._asdict() for c in self.missing]
         data["notes"] = list(self.notes)
         return data
 

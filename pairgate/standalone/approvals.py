@@ -33,13 +33,12 @@ The rules (docs/agent-handoff-reference.md, "What an approval binds"):
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.fold import WRITER_SAYS, identity_pattern
 from pairgate.standalone.ledger import Approval, Ledger, MrRef
 from pairgate.standalone.merge_request import MergeRequestFacts
-from pairgate.standalone.values import value_type
 
 __all__ = [
     "Independence",
@@ -73,8 +72,7 @@ def same_mr(a: MrRef | None, b: MrRef | None) -> bool:
     )
 
 
-@value_type
-class Hand:
+class Hand(NamedTuple):
     """An agent with a hand in the work, and the record that shows it."""
 
     agent: str
@@ -235,8 +233,7 @@ def offer_problem(
     )
 
 
-@value_type
-class Independence:
+class Independence(NamedTuple):
     """Every reason an approval is not independent, by rule: ``hands`` (its trail's two
     self-approval rules, the hands in the work, shared sessions), ``account`` (account-bound:
     what GitLab's note authors say), ``offer`` (nobody else offered it the work)."""
@@ -356,8 +353,7 @@ def v1_note(approval: Approval) -> str | None:
 # -- the gate's judgement of one approval ------------------------------------------------------
 
 
-@value_type
-class Judged:
+class Judged(NamedTuple):
     """One approval naming the merge request, as the gate judged it: ``code`` "counts", or why
     not (not-at-head, retargeted, base-moved, withdrawn, self-approval-only,
     not-review-account, not-offered, approval-after-break, approval-edited, edit-unknown); ``reasons`` why it is not independent

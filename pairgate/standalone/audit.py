@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from pairgate.standalone.audit_freezes import (
     SpansRead,
@@ -54,7 +53,6 @@ from pairgate.standalone.scope import (
     renovate_exemption_gaps,
     under,
 )
-from pairgate.standalone.values import value_type
 from pairgate.standalone.verdict import GateVerdict
 
 __all__ = [
@@ -78,8 +76,7 @@ def audit_stamp(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@value_type
-class MergedMr:
+class MergedMr(NamedTuple):
     """One merged merge request, as GitLab's listing shows it after the merge."""
 
     facts: MergeRequestFacts  # facts.head_sha is ``sha``: the head it merged at
@@ -219,8 +216,7 @@ class LedgersAt:
         return self._folds[key]
 
 
-@value_type
-class MergeJudged:
+class MergeJudged(NamedTuple):
     """One merged merge request and what the audit says about it."""
 
     mr: MergedMr
@@ -403,8 +399,7 @@ def finding_reason(
 # -- the whole audit ----------------------------------------------------------------------------
 
 
-@value_type
-class AuditReport:
+class AuditReport(NamedTuple):
     """One audit's answer: the window, the projects it read, each merge judged and the pushes no merge request brought."""
 
     since: float
@@ -434,13 +429,12 @@ def with_refs(merged: MergedMr, refs: DiffRefs | None) -> MergedMr:
     """``merged`` with its diff_refs and target branch as read (unchanged when not read)."""
     if refs is None:
         return merged
-    facts = replace(
-        merged.facts,
+    facts = merged.facts._replace(
         target_branch=refs.target_branch or merged.facts.target_branch,
         base_sha=refs.base_sha,
         start_sha=refs.start_sha,
     )
-    return replace(merged, facts=facts)
+    return merged._replace(facts=facts)
 
 
 def audit(

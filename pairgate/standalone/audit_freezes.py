@@ -22,13 +22,12 @@ is not seen.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import PairgateError
 from pairgate.standalone.gitlab import GitLab, encode_project
 from pairgate.standalone.ledger import FROZEN_LABEL, Freeze, stamp_epoch
-from pairgate.standalone.values import value_type
 
 __all__ = [
     "LabelSpan",
@@ -41,8 +40,7 @@ __all__ = [
 ]
 
 
-@value_type
-class LabelSpan:
+class LabelSpan(NamedTuple):
     """One stretch of time the issue carried FROZEN_LABEL; None at an end: unbounded."""
 
     start: float | None  # None: held from before its label history begins

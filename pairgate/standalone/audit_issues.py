@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from pairgate.standalone.audit import MergeJudged, audit_stamp
 from pairgate.standalone.audit_flags import AUDIT_LABEL
@@ -24,7 +24,6 @@ from pairgate.standalone.errors import ConfigError
 from pairgate.standalone.gitlab import GitLab, WriteUncertain, encode_project
 from pairgate.standalone.ledger import stamp_epoch
 from pairgate.standalone.records import neutralise_quick_actions
-from pairgate.standalone.values import value_type
 
 __all__ = ["Filed", "audit_marker", "file_findings", "filed_findings"]
 
@@ -32,8 +31,7 @@ AUDIT_MARKER = "pairgate-audit"
 _AUDIT_MARKER_LINE = re.compile(r"^<!-- pairgate-audit (\{.*\}) -->[ \t]*$", re.MULTILINE)
 
 
-@value_type
-class Filed:
+class Filed(NamedTuple):
     """A tracker issue a finding went to."""
 
     issue: int  # the tracker issue's iid

@@ -18,14 +18,12 @@ second's rounding).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import PairgateError
 from pairgate.standalone.gitlab import GitLab, encode_project
-from pairgate.standalone.values import value_type
 
 __all__ = [
     "PUSHED_WITHOUT_MR",
@@ -42,8 +40,7 @@ __all__ = [
 PUSHED_WITHOUT_MR = "pushed-without-mr"
 
 
-@value_type
-class BranchCommit:
+class BranchCommit(NamedTuple):
     """A commit of a target branch's history, as the commits API gives it."""
 
     sha: str
@@ -52,8 +49,7 @@ class BranchCommit:
     committed_at: str
 
 
-@value_type
-class BroughtBy:
+class BroughtBy(NamedTuple):
     """What one merged merge request put on its target branch."""
 
     merge_commit_sha: str | None
@@ -62,8 +58,7 @@ class BroughtBy:
     base_sha: str | None  # its merge base: a fast-forward brought the commits above it
 
 
-@value_type
-class PushFinding:
+class PushFinding(NamedTuple):
     """A commit on a default branch no merge request brought, or a branch that could not be
     walked (undecided)."""
 
@@ -79,8 +74,7 @@ class PushFinding:
     pushed_at: str | None = None
 
 
-@value_type
-class BranchRead:
+class BranchRead(NamedTuple):
     """One project's default branch as read: its first-parent history in the window and its
     push events, or the error that stopped the read."""
 
@@ -153,8 +147,8 @@ def with_pushes(
             per_page=100,
         )
     except PairgateError as exc:
-        return replace(read, pushes_error=exc.message)
-    return replace(read, pushes=tuple(events))
+        return read._replace(pushes_error=exc.message)
+    return read._replace(pushes=tuple(events))
 
 
 def _brought(history: Sequence[BranchCommit], merged: Iterable[BroughtBy]) -> set[str]:

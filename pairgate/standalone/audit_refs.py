@@ -31,6 +31,9 @@ query($path: ID!, $iids: [String!], $after: String) {
 
 
 class DiffRefs(NamedTuple):
+    """What a merged merge request was reviewed against: its target branch and its diff_refs'
+    merge base and start."""
+
     target_branch: str | None
     base_sha: str | None
     start_sha: str | None

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pairgate.standalone.errors import PairgateError
 from pairgate.standalone.gitlab import TIMEOUT, GitLabError, read_retry
 from pairgate.standalone.gitlab_env import checked_url
 from pairgate.standalone.gitlab_once import OneAttempt, wait_as_requests_would
-from pairgate.standalone.values import value_type
 
 if TYPE_CHECKING:
     from urllib3.util.retry import Retry
@@ -41,8 +40,7 @@ class NotProven(PairgateError):
     """A CI variable disagrees with what the job's credentials prove (exit 2)."""
 
 
-@value_type
-class ProvenJob:
+class ProvenJob(NamedTuple):
     """A gate job's facts as its job token proved them."""
 
     server_url: str  # the instance, without /api/v4

@@ -6,13 +6,11 @@ import functools
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import MISSING, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pairgate.standalone.errors import ConfigError, reader_dir
 from pairgate.standalone.schema_check import SchemaCheck, draft_validator
-from pairgate.standalone.values import value_type
 
 __all__ = [
     "CONFIG_ENV",
@@ -30,12 +28,12 @@ CONFIG_ENV = "PAIRGATE_CONFIG"
 CONFIG_FILENAME = "pairgate-config.json"
 
 
-@value_type
-class Config:
+class Config(NamedTuple):
     """A loaded configuration: one attribute per key of the file, in the README's order, built
     only after the values pass ``validate_config`` (``load_config`` builds it), and ``path``, the
     file it came from. The keys are this class's fields: CONFIG_KEYS, the schema's required list
-    and the missing-key check all read them from here."""
+    and the missing-key check all read them from here; which of them may be absent, and the
+    value an absent one has, is OPTIONAL_DEFAULTS."""
 
     path: Path
     tracker_project: str
@@ -50,17 +48,13 @@ class Config:
     cli_command: str
     renovate_bot_user_id: int
     renovate_branch_prefix: str
-    # A configuration older than this key exempts nothing (the specification: "a gate newer
-    # than its configuration fails toward review rather than toward exemption").
-    renovate_exempt_namespaces: tuple[str, ...] = field(default=(), kw_only=True)
+    renovate_exempt_namespaces: tuple[str, ...]  # optional: OPTIONAL_DEFAULTS
     cli_install_command: str
     hooks_install_command: str
     agent_text_dir: str
     handoff_doc: str
     ledger_author_user_ids: tuple[int, ...]
-    # Absent: independence rests on the names and sessions records declare (the mode before
-    # this key). Set: the review role is bound to these GitLab accounts (approvals.py).
-    review_author_user_ids: tuple[int, ...] = field(default=(), kw_only=True)
+    review_author_user_ids: tuple[int, ...]  # optional: OPTIONAL_DEFAULTS
 
     @property
     def account_bound(self) -> bool:
@@ -101,10 +95,17 @@ def env_variable(env_prefix: str, suffix: str) -> str:
 # The specification's seventeen keys, plus ledger_author_user_ids (docs/agent-handoff-reference.md,
 # "The fold": the accounts whose notes count) and the optional review_author_user_ids
 # ("Account-bound roles"): Config's fields but its path.
-CONFIG_KEYS: tuple[str, ...] = tuple(f.name for f in fields(Config) if f.name != "path")
-OPTIONAL_CONFIG_KEYS = frozenset(
-    f.name for f in fields(Config) if f.name in CONFIG_KEYS and f.default is not MISSING
-)
+CONFIG_KEYS: tuple[str, ...] = tuple(name for name in Config._fields if name != "path")
+# The optional keys, with the value an absent one has.
+OPTIONAL_DEFAULTS: dict[str, Any] = {
+    # A configuration older than this key exempts nothing (the specification: "a gate newer
+    # than its configuration fails toward review rather than toward exemption").
+    "renovate_exempt_namespaces": (),
+    # Absent: independence rests on the names and sessions records declare (the mode before
+    # this key). Set: the review role is bound to these GitLab accounts (approvals.py).
+    "review_author_user_ids": (),
+}
+OPTIONAL_CONFIG_KEYS = frozenset(OPTIONAL_DEFAULTS)
 
 
 PATH_SEGMENT = r"[A-Za-z0-9_.][A-Za-z0-9_.-]*"
@@ -229,7 +230,7 @@ def load_config(env: Mapping[str, str]) -> Config:
     typed: dict[str, Any] = {
         key: tuple(v) if isinstance(v, list) else v for key, v in checked.items()
     }
-    return Config(path=path.resolve(), **typed)
+    return Config(path=path.resolve(), **{**OPTIONAL_DEFAULTS, **typed})
 
 
 def _installed(directory: Path) -> bool:

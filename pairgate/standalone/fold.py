@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from operator import attrgetter
 from typing import Any
@@ -182,7 +181,7 @@ class _Fold:
             return f"the approval in note {approval.note_id} is {approval.approver}'s to withdraw"
         if approval.withdrawn_by is not None:
             return f"note {approval.withdrawn_by} already withdrew it"
-        self.approvals[found] = replace(approval, withdrawn_by=note_id, withdraw_reason=r["reason"])
+        self.approvals[found] = approval._replace(withdrawn_by=note_id, withdraw_reason=r["reason"])
         if self.pending is not None and self.pending[0] == approval.note_id:
             self.pending = None
         return None
@@ -401,7 +400,7 @@ class _BoardFold:
                 return f"the freeze of note {window.note_id} is {window.agent}'s to thaw"
             if window.thawed_by is not None:
                 return f"note {window.thawed_by} already thawed it"
-            self.freezes[window.note_id] = replace(window, thawed_by=note.id)
+            self.freezes[window.note_id] = window._replace(thawed_by=note.id)
             return None
         if constraint_id(r["text"]) != r["id"]:
             return f"its id {r['id']} is not the hash of its text ({constraint_id(r['text'])})"

@@ -1,14 +1,20 @@
-"""The fold's output: notes as read, and the typed state they fold into."""
+"""The fold's output: notes as read, and the typed state they fold into.
+
+The reader's value types, here and in the modules beside it, are ``typing.NamedTuple``s: CPython
+3.11 builds a NamedTuple class in a fifth of a dataclass's time, and importing dataclasses (with
+inspect, ast and dis behind it) and building the classes was a sixth of ``pairgate status``'s
+run and a third of importing the reader from its bytecode (each merge hook decision). The
+builders the command reader fills in as it reads are plain classes with slots.
+"""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from pairgate.standalone.records import ROLES
-from pairgate.standalone.values import value_type
 
 __all__ = [
     "FROZEN_LABEL",
@@ -28,8 +34,7 @@ __all__ = [
 ]
 
 
-@value_type
-class Note:
+class Note(NamedTuple):
     """One GitLab note, as read."""
 
     id: int
@@ -54,8 +59,7 @@ class Note:
         )
 
 
-@value_type
-class MrRef:
+class MrRef(NamedTuple):
     """A merge request, by its project's full path and its iid."""
 
     project: str  # the full path
@@ -65,8 +69,7 @@ class MrRef:
         return f"{self.project}!{self.iid}"
 
 
-@value_type
-class Offer:
+class Offer(NamedTuple):
     """A pending offer: a handoff, or the offer back that an approval carries."""
 
     note_id: int
@@ -80,8 +83,7 @@ class Offer:
     supersedes: int | None = None
 
 
-@value_type
-class Approval:
+class Approval(NamedTuple):
     """An approval on the trail: who approved which merge request at which head, for whom."""
 
     note_id: int
@@ -103,8 +105,7 @@ class Approval:
     withdraw_reason: str | None = None
 
 
-@value_type
-class Hold:
+class Hold(NamedTuple):
     """Someone took the issue (a claim or an accept) at ``note_id``, in ``role``."""
 
     agent: str
@@ -113,8 +114,7 @@ class Hold:
     author_id: int = 0  # the GitLab account that wrote that note
 
 
-@value_type
-class Skipped:
+class Skipped(NamedTuple):
     """A note whose marker is not part of the state, and why."""
 
     note_id: int
@@ -123,8 +123,7 @@ class Skipped:
     author: str = ""
 
 
-@value_type
-class Break:
+class Break(NamedTuple):
     """A record whose ``prev`` names no earlier record: something before it was deleted or
     rewritten."""
 
@@ -133,8 +132,7 @@ class Break:
     reason: str
 
 
-@value_type
-class Event:
+class Event(NamedTuple):
     """One authentic, well-formed record on the trail. ``void`` says why the fold gave it no
     effect (a claim while held, an accept of a stale offer, ...); None when it took effect."""
 
@@ -148,8 +146,7 @@ class Event:
     author_id: int = 0  # the GitLab account that wrote its note, as GitLab reports it
 
 
-@value_type
-class Ledger:
+class _LedgerFields(NamedTuple):
     """What an issue's notes fold into: holder, pending offer, approvals, and the trail."""
 
     holder: str | None = None
@@ -167,6 +164,12 @@ class Ledger:
     freezes: tuple[Freeze, ...] = ()  # every freeze window recorded here
     constraints: tuple[Constraint, ...] = ()  # every standing constraint recorded here
     unbound: tuple[int, ...] = ()  # v1 records: they name no issue, so replay goes unseen
+
+
+class Ledger(_LedgerFields):
+    """What an issue's notes fold into: holder, pending offer, approvals, and the trail. (The
+    fields are _LedgerFields'; this subclass has the instance dictionary the facts below are
+    remembered in, which a NamedTuple's own instances have no room for.)"""
 
     @property
     def unbound_notice(self) -> str | None:
@@ -273,8 +276,7 @@ def stamp_epoch(stamp: str) -> float | None:
         return None
 
 
-@value_type
-class Freeze:
+class Freeze(NamedTuple):
     """One recorded freeze window. ``until`` is the note's server time plus ``minutes``."""
 
     note_id: int
@@ -307,8 +309,7 @@ class Freeze:
         return mr is not None and mr.iid == int(iid) and mr.project.casefold() == project.casefold()
 
 
-@value_type
-class Constraint:
+class Constraint(NamedTuple):
     """A standing constraint recorded on the issue: only ``imposer`` may lift it."""
 
     note_id: int

@@ -7,10 +7,7 @@ cannot disagree on its head or its project.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
-from typing import Any
-
-from pairgate.standalone.values import value_type
+from typing import Any, NamedTuple
 
 __all__ = ["MergeRequestFacts"]
 
@@ -29,8 +26,7 @@ def _project_of(data: Mapping[str, Any], fallback: str) -> str:
     return fallback
 
 
-@value_type
-class MergeRequestFacts:
+class MergeRequestFacts(NamedTuple):
     """What pairgate needs to know about one merge request, as GitLab reported it."""
 
     project: str  # the full path of the project the MR merges into
@@ -46,7 +42,7 @@ class MergeRequestFacts:
     base_sha: str | None = None  # diff_refs: the merge base the diff is taken from
     start_sha: str | None = None  # diff_refs: the target branch's head when the diff was made
     web_url: str = ""
-    head_pipeline: Mapping[str, Any] | None = field(default=None, compare=False)
+    head_pipeline: Mapping[str, Any] | None = None
     author_username: str = ""
 
     @classmethod

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import ast
 import functools
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pairgate.standalone.config import Config
 from pairgate.standalone.errors import ConfigError, reader_dir
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.schema_check import SchemaCheck, draft_validator
-from pairgate.standalone.values import value_type
 
 __all__ = [
     "RENOVATE_LABEL",
@@ -52,8 +50,7 @@ ROSTER_SCHEMA: dict[str, Any] = {
 }
 
 
-@value_type
-class AutomationFamily:
+class AutomationFamily(NamedTuple):
     """One unattended merge request family: an MR is the family's when all three hold."""
 
     name: str
@@ -82,6 +79,8 @@ def load_automation_families(path: Path | None) -> tuple[AutomationFamily, ...]:
     """
     if path is None:
         return ()
+    import ast  # only here: a command that reads no roster does not pay for the parser
+
     try:
         source = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -227,8 +226,7 @@ def is_automation_author(
     )
 
 
-@value_type
-class Scope:
+class Scope(NamedTuple):
     """Whether the gate judges a merge request, and why (``code``, said in ``detail``)."""
 
     in_scope: bool

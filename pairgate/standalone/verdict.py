@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from pairgate.standalone.approvals import Judged, independence_basis, judge, same_mr, v1_note
 from pairgate.standalone.config import Config
 from pairgate.standalone.ledger import Approval, Ledger, MrRef, Offer
 from pairgate.standalone.merge_request import MergeRequestFacts
 from pairgate.standalone.scope import Scope
-from pairgate.standalone.values import value_type
 
 __all__ = ["Check", "GateVerdict", "decide"]
 
 
-@value_type
-class Check:
+class Check(NamedTuple):
     """One validator's answer: the record job's or the approval job's."""
 
     ok: bool
@@ -24,8 +22,7 @@ class Check:
     message: str
 
 
-@value_type
-class GateVerdict:
+class GateVerdict(NamedTuple):
     """The gate's one verdict. merge-check passes on ``allowed``; the record job on
     ``record.ok``; the approval job on ``approval.ok`` (a never-approved MR is ok there)."""
 

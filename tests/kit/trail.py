@@ -9,7 +9,6 @@ in the session ``session`` names, its own (``session-<agent>``) unless a test sa
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -215,7 +214,7 @@ class Trail:
     def edit(self, note: Note, body: str, *, updated_at: str = "2026-01-01T01:00:00.000Z") -> None:
         """Rewrite a kept note in place, as a maintainer's edit would."""
         i = self.notes.index(note)
-        self.notes[i] = dataclasses.replace(note, body=body, updated_at=updated_at)
+        self.notes[i] = note._replace(body=body, updated_at=updated_at)
 
     def delete(self, note: Note) -> None:
         self.notes.remove(note)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from pairgate.standalone.command_reader.words import DYNAMIC, Word, literal_word
 
@@ -29,16 +28,26 @@ __all__ = [
 ]
 
 
-@dataclass
 class GlabCall:
     """One glab invocation as it is read: its text, the words read as glab's own, the project
-    -R named before the subcommand, the command's assignments, and whether xargs adds more."""
+    -R named before the subcommand, the command's assignments, and whether xargs adds more.
+    (A plain class: the reader fills ``repo`` in as it reads the flags.)"""
 
-    words: str
-    structural: list[Word]
-    repo: Word | None
-    env: dict[str, Word]
-    open_args: bool
+    __slots__ = ("env", "open_args", "repo", "structural", "words")
+
+    def __init__(
+        self,
+        words: str,
+        structural: list[Word],
+        repo: Word | None,
+        env: dict[str, Word],
+        open_args: bool,
+    ) -> None:
+        self.words = words
+        self.structural = structural
+        self.repo = repo
+        self.env = env
+        self.open_args = open_args
 
 
 # Every spelling of the flags glab accepts, as (long name, takes a value).
@@ -87,16 +96,18 @@ API_FLAGS: dict[str, tuple[str, bool]] = {
 _PFLAG_TRUE = frozenset({None, "1", "t", "T", "true", "TRUE", "True"})
 
 
-@dataclass
 class _Flags:
     """Arguments read with cobra's rules. ``values`` and ``spelled`` are keyed by long name;
     ``unclear`` holds the indexes of words an unknown flag might take as its value."""
 
-    values: dict[str, list[Word | None]] = field(default_factory=dict)
-    spelled: dict[str, list[Word]] = field(default_factory=dict)
-    positionals: list[tuple[int, Word]] = field(default_factory=list)
-    unclear: set[int] = field(default_factory=set)
-    help: bool = False
+    __slots__ = ("help", "positionals", "spelled", "unclear", "values")
+
+    def __init__(self) -> None:
+        self.values: dict[str, list[Word | None]] = {}
+        self.spelled: dict[str, list[Word]] = {}
+        self.positionals: list[tuple[int, Word]] = []
+        self.unclear: set[int] = set()
+        self.help = False
 
     def last(self, name: str, default: Word | None) -> Word | None:
         """The flag's value (the last one given wins, as in pflag), else ``default``."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 from pairgate.standalone.command_reader.bash_tree import join_continued_lines, parse, uncovered
@@ -454,7 +453,7 @@ class Reader:
             tuple(merges),
             tuple(dict.fromkeys(self.unknown)),
             tuple(dict.fromkeys(self.mentions)),
-            tuple(dict.fromkeys(replace(p, alone=alone) for p in self.pushes)),
+            tuple(dict.fromkeys(p._replace(alone=alone) for p in self.pushes)),
         )
 
     def _read_late_scripts(self) -> None:

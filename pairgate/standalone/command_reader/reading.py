@@ -4,7 +4,6 @@ it reads, and the shape of a row of the program table."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pairgate.standalone.command_reader.words import (
@@ -18,14 +17,16 @@ from pairgate.standalone.command_reader.words import (
 __all__ = ["GitAlias", "GlabAlias", "Layer", "ProgramReader", "Reading"]
 
 
-@dataclass
 class Layer:
     """One text the reader parses: the command itself, or a string a shell would run."""
 
-    src: bytes
-    depth: int
-    consumed: set[tuple[int, int]] = field(default_factory=set)
-    dashes: set[int] = field(default_factory=set)  # where the parser dropped a `-` word
+    __slots__ = ("consumed", "dashes", "depth", "src")
+
+    def __init__(self, src: bytes, depth: int) -> None:
+        self.src = src
+        self.depth = depth
+        self.consumed: set[tuple[int, int]] = set()
+        self.dashes: set[int] = set()  # where the parser dropped a `-` word
 
     def consume(self, words: Iterable[Word]) -> None:
         """These words are read for what they are (glab's own, or text re-read as a script):

@@ -9,10 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import field
-from typing import Any
-
-from pairgate.standalone.values import value_type
+from typing import Any, NamedTuple
 
 __all__ = [
     "COMMIT_SHA",
@@ -139,8 +136,7 @@ def mentions_merge(text: str) -> bool:
     return "glab" in text.lower() and MERGE_MENTION.search(text) is not None
 
 
-@value_type
-class MergeFound:
+class MergeFound(NamedTuple):
     """One merge the command would make. ``problem`` says why it cannot be attributed to one
     project and one merge request; it is empty when ``project`` and ``iid`` are both known.
     ``project`` is a full path, or a numeric project id as the command spelled it.
@@ -158,8 +154,7 @@ class MergeFound:
     kind: str = "merge"
 
 
-@value_type
-class PushFound:
+class PushFound(NamedTuple):
     """A ``git push`` that arms auto-merge with push options (GitLab then merges the merge request
     of ``branch`` at the pushed commit). ``remote`` is the remote as spelled (a URL or a remote's
     name), ``sha`` the pushed commit when the refspec spells it, ``target_project`` the
@@ -176,8 +171,7 @@ class PushFound:
     problem: str = ""
 
 
-@value_type
-class CommandReading:
+class CommandReading(NamedTuple):
     """What a command would merge, what the reader could not read, and which texts name a glab
     merge without being one. The hook allows the command only when ``unknown`` and
     ``mentions`` are empty and every merge and push is attributable and passes the gate."""
@@ -247,14 +241,14 @@ DYNAMIC = _Dyn()
 _Part = str | _Dyn
 
 
-@value_type
-class Word:
-    """One shell word after quote removal: literal parts and dynamic ones."""
+class Word(NamedTuple):
+    """One shell word after quote removal: literal parts and dynamic ones. (Two words compare
+    with their syntax nodes; the reader never compares words, it reads each where it stands.)"""
 
     parts: tuple[_Part, ...]
     span: tuple[int, int] | None  # byte range in its layer, None for words the reader made up
     raw: str
-    node: Any = field(default=None, compare=False, repr=False)  # its syntax node, if parsed
+    node: Any = None  # its syntax node, if parsed
 
     @property
     def value(self) -> str | None:
@@ -490,8 +484,7 @@ def dynamic_word(word: Word) -> Word:
 # --- what a command's standard input is ------------------------------------------------------------
 
 
-@value_type
-class Stdin:
+class Stdin(NamedTuple):
     """A command's standard input as far as the reader can tell: ``text`` when the command line
     spells it (a heredoc, a here-string, echo piped in), else ``None``; ``dynamic`` when it
     is built from expansions. ``spans`` are the words that carry the text."""

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from pairgate.standalone.command_reader.words import DYNAMIC, Word, literal_word
-from pairgate.standalone.values import value_type
 
 __all__ = [
     "ASSIGNMENT",
@@ -162,8 +162,7 @@ def env_split(argv: list[Word]) -> list[Word] | None:
     return None
 
 
-@value_type
-class Opts:
+class Opts(NamedTuple):
     """A program's options as getopt_long reads them: ``short`` in getopt's notation ("c:" takes
     a value, "t::" an attached one only); ``long`` maps each long name to 0 (no value), 1 (a
     value, after = or in the next word) or 2 (a value after = only), and a unique prefix of a
