@@ -144,8 +144,8 @@ Flip = Callable[[RunningSandbox], dict[str, str] | None]
 def _member(kind: str, ref: str, user: int, level: int) -> Flip:
     def flip(sandbox: RunningSandbox) -> None:
         path = f"/{kind}/{_enc(ref)}/members"
-        if kind == "groups":
-            sandbox.api("PUT", f"{path}/{user}", as_user="maintainer", json={"access_level": level})
+        if kind == "groups":  # an Owner's change, and the default world has none
+            sandbox.set_member(user, level, group=ref)
         else:
             body = {"user_id": user, "access_level": level}
             sandbox.api("POST", path, as_user="maintainer", json=body)
@@ -185,8 +185,7 @@ def _settings(**settings: Any) -> Flip:
 def make_owner(sandbox: RunningSandbox, group: str = "acme") -> None:
     """The maintainer account (whose read token doctor runs with) made an Owner of ``group``,
     so that it reads the group's CI/CD variables."""
-    sandbox.api("PUT", f"/groups/{group}/members/13", as_user="maintainer",
-                json={"access_level": 50})  # fmt: skip
+    sandbox.set_member("maintainer", 50, group=group)
 
 
 def _variable(method: str, *, owner: bool = False, **fields: Any) -> Flip:
@@ -365,7 +364,7 @@ def test_a_settings_field_gitlab_does_not_show_is_cannot_read_never_a_guess(
     """ci_config_path is shown only to Reporter and above; a Guest-level token sees no field."""
     recommended(sandbox)
     token = sandbox.control("POST", "tokens", json={"user": "reporter", "scopes": ["read_api"]})
-    sandbox.api("PUT", "/groups/100/members/14", as_user="maintainer", json={"access_level": 10})
+    sandbox.set_member("reporter", 10, group="acme")
     found = statuses(doctor(sandbox, "--json", PAIRGATE_TEST_TASK_API_TOKEN=token["token"]))
     assert found[("tracker-pipeline", "acme/app")] == "cannot-read"
 

@@ -206,6 +206,34 @@ def add_token(app: App, req: Request) -> Any:
     return tokens.entity(world, token) | {"token": secret}
 
 
+@ROUTER.route("POST", "/members")
+def set_member(app: App, req: Request) -> Any:
+    """Make ``user`` a direct member of ``group`` (or ``project``) at ``access_level`` (0
+    removes them), as an instance administrator may: the API lets no one else make the first
+    Owner of a group, and the default world has none."""
+    world = app.world
+    wanted = req.params.get("user")
+    user = next((u for u in world.users.values() if wanted in (u.id, u.username)), None)
+    if user is None:
+        raise not_found("User")
+    level = req.params.get("access_level")
+    if level not in (0, 5, 10, 15, 20, 30, 40, 50):
+        raise _bad("access_level must be 0 (none), 5, 10, 15, 20, 30, 40 or 50")
+    group, project = req.params.get("group"), req.params.get("project")
+    source = (
+        world.group_by_ref(str(group)) if group is not None
+        else world.project_by_ref(str(project)) if project is not None
+        else None
+    )  # fmt: skip
+    if source is None:
+        raise not_found("Group" if group is not None else "Project")
+    if level:
+        source.members[user.id] = level
+    else:
+        source.members.pop(user.id, None)
+    return {"user_id": user.id, "access_level": level}
+
+
 @ROUTER.route("POST", "/faults")
 def add_fault(app: App, req: Request) -> Any:
     try:

@@ -19,7 +19,7 @@ from pairgate.sandbox.httpd import (
     record_not_found,
 )
 from pairgate.sandbox.model import World
-from pairgate.sandbox.records import MAINTAINER, Group, Project
+from pairgate.sandbox.records import MAINTAINER, OWNER, Group, Project
 
 
 def _project_members(world: World, project: Project, *, every: bool) -> dict[int, int]:
@@ -128,9 +128,12 @@ def group_member(req: Request, group_id: str, user_id: str) -> Any:
 
 
 # -- adding and editing members (members.md "Add a member to a group or project", "Edit a
-# member"): Maintainer and above. The 409 body for a member that already exists and the rule
-# that a group's members are managed by its Maintainers too (GitLab: Owners, and Maintainers up
-# to their own level) are UNCONFIRMED.
+# member"). A project's: Maintainer and above (ProjectPolicy's admin_project_member), but only
+# its Owners may add an Owner, make one or change one (Members::CreateService and UpdateService:
+# "cannot_assign_owner_responsibilities_to_member_in_project", manage_owners). A group's: its
+# Owners alone (GroupPolicy gives admin_group_member to owner). Both refusals are 403, as
+# Gitlab::Access::AccessDeniedError is in the API. The 409 body for a member that already exists
+# is UNCONFIRMED.
 
 _LEVELS = (0, 5, 10, 15, 20, 30, 40, 50)
 
@@ -148,9 +151,10 @@ def _new_level(req: Request) -> tuple[int, int]:
     return user_id, level
 
 
-def _add(req: Request, members: dict[int, int], may: bool) -> Any:
+def _add(req: Request, members: dict[int, int], mine: int, least: int) -> Any:
+    """Add a member, by a user whose level here is ``mine``; managing members takes ``least``."""
     user_id, level = _new_level(req)
-    if not may:
+    if mine < least or (level == OWNER and mine < OWNER):
         raise forbidden()
     if user_id not in req.world.users:
         raise not_found("User")
@@ -160,16 +164,19 @@ def _add(req: Request, members: dict[int, int], may: bool) -> Any:
     return Reply(201, _entity(req, user_id, level))
 
 
-def _edit(req: Request, members: dict[int, int], user_id: str, may: bool) -> Any:
+def _edit(req: Request, members: dict[int, int], user_id: str, mine: int, least: int) -> Any:
+    """Change a member's level, as ``_add`` (and making, or changing, an Owner takes one)."""
     if not req.has("access_level"):
         raise param_error("access_level is missing")
     level = req.integer("access_level")
     if level not in _LEVELS:
         raise param_error("access_level does not have a valid value")
-    if not may:
+    if mine < least:
         raise forbidden()
     if not user_id.isdigit() or int(user_id) not in members:
         raise record_not_found()
+    if OWNER in (level, members[int(user_id)]) and mine < OWNER:
+        raise forbidden()
     members[int(user_id)] = level
     return _entity(req, int(user_id), level)
 
@@ -177,26 +184,27 @@ def _edit(req: Request, members: dict[int, int], user_id: str, may: bool) -> Any
 @API.route("POST", "/projects/{project_id}/members")
 def add_project_member(req: Request, project_id: str) -> Any:
     project = _project(req, project_id)
-    may = req.world.access_level(req.user, project) >= MAINTAINER
-    return _add(req, project.members, may)
+    return _add(req, project.members, req.world.access_level(req.user, project), MAINTAINER)
 
 
 @API.route("PUT", "/projects/{project_id}/members/{user_id}")
 def edit_project_member(req: Request, project_id: str, user_id: str) -> Any:
     project = _project(req, project_id)
-    may = req.world.access_level(req.user, project) >= MAINTAINER
-    return _edit(req, project.members, user_id, may)
+    mine = req.world.access_level(req.user, project)
+    return _edit(req, project.members, user_id, mine, MAINTAINER)
 
 
 @API.route("POST", "/groups/{group_id}/members")
 def add_group_member(req: Request, group_id: str) -> Any:
     group = _group(req, group_id)
-    may = req.user is not None and group.members.get(req.user.id, 0) >= MAINTAINER
-    return _add(req, group.members, may)
+    return _add(req, group.members, _level_in(req, group), OWNER)
 
 
 @API.route("PUT", "/groups/{group_id}/members/{user_id}")
 def edit_group_member(req: Request, group_id: str, user_id: str) -> Any:
     group = _group(req, group_id)
-    may = req.user is not None and group.members.get(req.user.id, 0) >= MAINTAINER
-    return _edit(req, group.members, user_id, may)
+    return _edit(req, group.members, user_id, _level_in(req, group), OWNER)
+
+
+def _level_in(req: Request, group: Group) -> int:
+    return 0 if req.user is None else group.members.get(req.user.id, 0)

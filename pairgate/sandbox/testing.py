@@ -92,6 +92,13 @@ class RunningSandbox:
     def clear_requests(self) -> None:
         self.control("DELETE", "requests")
 
+    def set_member(self, user: str | int, access_level: int, *, group: str = "acme") -> None:
+        """``POST /-/sandbox/members``: ``user`` a direct member of ``group`` at
+        ``access_level``, as an administrator makes one (50: an Owner)."""
+        self.control(
+            "POST", "members", json={"user": user, "access_level": access_level, "group": group}
+        )
+
     def set_options(self, **options: Any) -> dict[str, Any]:
         return dict(self.control("POST", "options", json=options))
 

@@ -267,6 +267,7 @@ def test_adding_and_editing_members(sandbox: RunningSandbox) -> None:
                          json={"access_level": 20})  # fmt: skip
     assert edited["access_level"] == 20
     assert sandbox.api("GET", "/projects/2/members/all/10")["access_level"] == 30  # via acme
+    sandbox.set_member("maintainer", 50)  # an administrator makes acme's first Owner
     group = sandbox.api("PUT", "/groups/100/members/11", as_user="maintainer",
                         json={"access_level": 50})  # fmt: skip
     assert group["access_level"] == 50
@@ -282,6 +283,47 @@ def test_adding_and_editing_members(sandbox: RunningSandbox) -> None:
     assert bad.json() == {"error": "access_level does not have a valid value"}
     missing = sandbox.request("POST", "/groups/100/members", "maintainer", json={"user_id": 14})
     assert missing.json() == {"error": "access_level is missing"}
+
+
+FORBIDDEN = (403, {"message": "403 Forbidden"})
+
+
+def test_a_group_maintainer_manages_no_group_member_and_cannot_make_itself_owner(
+    sandbox: RunningSandbox,
+) -> None:
+    """GroupPolicy gives admin_group_member to Owners alone."""
+    calls = [
+        ("PUT", "/groups/100/members/13", {"access_level": 50}),  # itself, to Owner
+        ("PUT", "/groups/100/members/14", {"access_level": 10}),
+        ("POST", "/groups/100/members", {"user_id": 12, "access_level": 30}),
+    ]
+    for method, path, body in calls:
+        refused = sandbox.request(method, path, "maintainer", json=body)
+        assert (refused.status_code, refused.json()) == FORBIDDEN, path
+    assert sandbox.api("GET", "/groups/100/members/13")["access_level"] == 40
+    sandbox.set_member("maintainer", 50)
+    made = sandbox.api("PUT", "/groups/100/members/14", as_user="maintainer",
+                       json={"access_level": 10})  # fmt: skip
+    assert made["access_level"] == 10
+
+
+def test_only_a_projects_owner_makes_changes_or_removes_an_owner(sandbox: RunningSandbox) -> None:
+    """Members::CreateService and UpdateService refuse a Maintainer any change that makes an
+    Owner or touches one (manage_owners); everything below Owner it may do."""
+    as_owner = sandbox.request("POST", "/projects/2/members", "maintainer",
+                               json={"user_id": 14, "access_level": 50})  # fmt: skip
+    assert (as_owner.status_code, as_owner.json()) == FORBIDDEN
+    sandbox.api("POST", "/projects/2/members", as_user="maintainer",
+                json={"user_id": 14, "access_level": 40})  # fmt: skip
+    promoted = sandbox.request("PUT", "/projects/2/members/14", "maintainer",
+                               json={"access_level": 50})  # fmt: skip
+    assert (promoted.status_code, promoted.json()) == FORBIDDEN
+    sandbox.set_member("reporter", 50, group="acme")  # an Owner of acme, so of acme/app
+    sandbox.api("PUT", "/projects/2/members/14", as_user="reporter", json={"access_level": 50})
+    demoted = sandbox.request("PUT", "/projects/2/members/14", "maintainer",
+                              json={"access_level": 30})  # fmt: skip
+    assert (demoted.status_code, demoted.json()) == FORBIDDEN
+    assert sandbox.api("GET", "/projects/2/members/14")["access_level"] == 50
 
 
 def test_members_refusals(sandbox: RunningSandbox) -> None:

@@ -15,8 +15,7 @@ MAINTAINER_ID = 13  # the sandbox's maintainer account
 
 
 def make_owner(sandbox: RunningSandbox, group: int = 100) -> None:
-    body = {"access_level": 50}
-    sandbox.api("PUT", f"/groups/{group}/members/{MAINTAINER_ID}", as_user="maintainer", json=body)
+    sandbox.set_member(MAINTAINER_ID, 50, group=str(group))
 
 
 def test_a_project_variable_is_read_one_by_one_by_a_maintainer(sandbox: RunningSandbox) -> None:

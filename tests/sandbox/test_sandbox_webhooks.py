@@ -112,7 +112,7 @@ def test_hooks_need_maintainer_on_a_project_and_owner_on_a_group(sandbox: Runnin
     with pytest.raises(gitlab.GitlabCreateError) as not_owner:
         group.hooks.create({"url": "http://127.0.0.1:9/g"})
     assert not_owner.value.response_code == 403
-    sandbox.api("PUT", "/groups/100/members/13", as_user="maintainer", json={"access_level": 50})
+    sandbox.set_member("maintainer", 50)
     made = group.hooks.create({"url": "http://127.0.0.1:9/g", "merge_requests_events": True})
     assert (made.group_id, made.merge_requests_events, made.subgroup_events) == (100, True, False)
     assert [h.id for h in group.hooks.list(get_all=True)] == [made.id]
