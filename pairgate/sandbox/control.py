@@ -13,7 +13,7 @@ from pairgate.sandbox import jobs as ci_jobs
 from pairgate.sandbox.access import renderer
 from pairgate.sandbox.faults import Fault
 from pairgate.sandbox.httpd import ApiError, Reply, Request, Router, not_found
-from pairgate.sandbox.records import Pipeline, Project
+from pairgate.sandbox.records import Pipeline, Project, User
 
 if TYPE_CHECKING:
     from pairgate.sandbox.server import App
@@ -191,14 +191,20 @@ def mirror_commit(app: App, req: Request) -> Any:
     return Reply(201, {"id": commit.id, "parent_ids": commit.parent_ids, "branch": branch})
 
 
+def _user(app: App, req: Request) -> User:
+    """The ``user`` the body names, by id or username; 404 for none."""
+    wanted = req.params.get("user")
+    user = next((u for u in app.world.users.values() if wanted in (u.id, u.username)), None)
+    if user is None:
+        raise not_found("User")
+    return user
+
+
 @ROUTER.route("POST", "/tokens")
 def add_token(app: App, req: Request) -> Any:
     """Issue a personal access token: ``{user, scopes, name, expires_at, revoked}``."""
     world = app.world
-    wanted = req.params.get("user")
-    user = next((u for u in world.users.values() if wanted in (u.id, u.username)), None)
-    if user is None:
-        raise not_found("User")
+    user = _user(app, req)
     try:
         secret, token = tokens.issue(world, user, req.params)
     except ValueError as error:
@@ -212,10 +218,7 @@ def set_member(app: App, req: Request) -> Any:
     removes them), as an instance administrator may: the API lets no one else make the first
     Owner of a group, and the default world has none."""
     world = app.world
-    wanted = req.params.get("user")
-    user = next((u for u in world.users.values() if wanted in (u.id, u.username)), None)
-    if user is None:
-        raise not_found("User")
+    user = _user(app, req)
     level = req.params.get("access_level")
     if level not in (0, 5, 10, 15, 20, 30, 40, 50):
         raise _bad("access_level must be 0 (none), 5, 10, 15, 20, 30, 40 or 50")

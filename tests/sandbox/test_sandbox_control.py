@@ -335,3 +335,42 @@ def test_the_index_follows_the_tables() -> None:
     again = loaded.issue(loaded.projects[1], 1)
     assert again is not None and [n.body for n in loaded.notes_on(again)] == ["two"]
     assert "index" not in world.to_json()
+
+
+def test_members_sets_and_removes_a_direct_membership_as_an_administrator(
+    sandbox: RunningSandbox,
+) -> None:
+    made = sandbox.control(
+        "POST", "members", json={"user": "reporter", "access_level": 40, "project": "acme/app"}
+    )
+    assert made == {"user_id": 14, "access_level": 40}
+    assert sandbox.api("GET", "/projects/2/members/14")["access_level"] == 40
+    sandbox.control("POST", "members", json={"user": 14, "access_level": 0, "project": "2"})
+    gone = sandbox.request("GET", "/projects/2/members/14", "agents")
+    assert gone.status_code == 404
+    assert sandbox.api("GET", "/projects/2/members/all/14")["access_level"] == 20  # via acme
+    sandbox.set_member("reporter", 50, group="partner")
+    assert (
+        sandbox.api("GET", "/groups/partner/members/14", as_user="maintainer")["access_level"] == 50
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "says"),
+    [
+        ({"user": "nobody", "access_level": 30, "group": "acme"}, 404, "404 User Not Found"),
+        ({"user": "reporter", "access_level": 30, "group": "nowhere"}, 404, "404 Group Not Found"),
+        ({"user": "reporter", "access_level": 30, "project": "acme/none"}, 404,
+         "404 Project Not Found"),
+        ({"user": "reporter", "access_level": 30}, 404, "404 Project Not Found"),
+        ({"user": "reporter", "access_level": 45, "group": "acme"}, 400,
+         "access_level must be 0 (none), 5, 10, 15, 20, 30, 40 or 50"),
+    ],
+)  # fmt: skip
+def test_members_refuses_what_it_cannot_do(
+    sandbox: RunningSandbox, body: dict[str, object], code: int, says: str
+) -> None:
+    answer = requests.post(f"{sandbox.sandbox_api}/members", json=body, timeout=5)
+    assert answer.status_code == code
+    assert says in answer.text
+    assert sandbox.api("GET", "/groups/100/members/14")["access_level"] == 20  # unchanged
