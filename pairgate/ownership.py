@@ -33,24 +33,24 @@ Contents (where each source module begins, and what it holds):
   line  5129  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
   line  5345  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
   line  5529  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  6007  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6211  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6483  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6945  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7413  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7492  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7639  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7736  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8104  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8493  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8729  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  9011  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9422  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9480  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9929  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10099  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10124  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10485  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  6014  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6218  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6490  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6952  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7420  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7499  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7646  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7743  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8111  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8500  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8736  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9018  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9429  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9487  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9936  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10106  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10131  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10492  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -5943,11 +5943,18 @@ def _first_attempts(
     def rules() -> Retry:
         return retry if retry is not None else read_retry()
 
-    # Built once: two threads that ask it at the same first moment may each build one, and
-    # each is a whole transport, so no lock is needed for that rare extra session.
-    @functools.cache
+    # Built once, under a lock: two threads refused at the same first moment would otherwise
+    # each build a requests session of their own, and the CLI's threads share one.
+    import threading
+
+    lock = threading.Lock()
+    built: list[Https] = []
+
     def library() -> Https:
-        return Https(api_url, token, retry=rules(), timeout=timeout, **names)
+        with lock:
+            if not built:
+                built.append(Https(api_url, token, retry=rules(), timeout=timeout, **names))
+            return built[0]
 
     def wait(refused: tuple[int, str | None] | None) -> None:
         wait_as_requests_would(refused, rules())

@@ -453,11 +453,18 @@ def _first_attempts(
     def rules() -> Retry:
         return retry if retry is not None else read_retry()
 
-    # Built once: two threads that ask it at the same first moment may each build one, and
-    # each is a whole transport, so no lock is needed for that rare extra session.
-    @functools.cache
+    # Built once, under a lock: two threads refused at the same first moment would otherwise
+    # each build a requests session of their own, and the CLI's threads share one.
+    import threading
+
+    lock = threading.Lock()
+    built: list[Https] = []
+
     def library() -> Https:
-        return Https(api_url, token, retry=rules(), timeout=timeout, **names)
+        with lock:
+            if not built:
+                built.append(Https(api_url, token, retry=rules(), timeout=timeout, **names))
+            return built[0]
 
     def wait(refused: tuple[int, str | None] | None) -> None:
         wait_as_requests_would(refused, rules())
