@@ -143,12 +143,11 @@ Flip = Callable[[RunningSandbox], dict[str, str] | None]
 
 def _member(kind: str, ref: str, user: int, level: int) -> Flip:
     def flip(sandbox: RunningSandbox) -> None:
-        path = f"/{kind}/{_enc(ref)}/members"
         if kind == "groups":  # an Owner's change, and the default world has none
             sandbox.set_member(user, level, group=ref)
         else:
             body = {"user_id": user, "access_level": level}
-            sandbox.api("POST", path, as_user="maintainer", json=body)
+            sandbox.api("POST", f"/{kind}/{_enc(ref)}/members", as_user="maintainer", json=body)
 
     return flip
 

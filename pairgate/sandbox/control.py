@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pairgate.sandbox import defaults, merging, pipelines, repo, tokens
+from pairgate.sandbox import defaults, members, merging, pipelines, repo, tokens
 from pairgate.sandbox import jobs as ci_jobs
 from pairgate.sandbox.access import renderer
 from pairgate.sandbox.faults import Fault
@@ -220,7 +220,7 @@ def set_member(app: App, req: Request) -> Any:
     world = app.world
     user = _user(app, req)
     level = req.params.get("access_level")
-    if level not in (0, 5, 10, 15, 20, 30, 40, 50):
+    if level not in members.LEVELS:
         raise _bad("access_level must be 0 (none), 5, 10, 15, 20, 30, 40 or 50")
     group, project = req.params.get("group"), req.params.get("project")
     source = (

@@ -135,7 +135,7 @@ def group_member(req: Request, group_id: str, user_id: str) -> Any:
 # Gitlab::Access::AccessDeniedError is in the API. The 409 body for a member that already exists
 # is UNCONFIRMED.
 
-_LEVELS = (0, 5, 10, 15, 20, 30, 40, 50)
+LEVELS = (0, 5, 10, 15, 20, 30, 40, 50)  # GitLab's access levels, 0 for no access
 
 
 def _new_level(req: Request) -> tuple[int, int]:
@@ -146,7 +146,7 @@ def _new_level(req: Request) -> tuple[int, int]:
     user_id, level = req.integer("user_id"), req.integer("access_level")
     if user_id is None:
         raise param_error("user_id is invalid")
-    if level not in _LEVELS:
+    if level not in LEVELS:
         raise param_error("access_level does not have a valid value")
     return user_id, level
 
@@ -169,7 +169,7 @@ def _edit(req: Request, members: dict[int, int], user_id: str, mine: int, least:
     if not req.has("access_level"):
         raise param_error("access_level is missing")
     level = req.integer("access_level")
-    if level not in _LEVELS:
+    if level not in LEVELS:
         raise param_error("access_level does not have a valid value")
     if mine < least:
         raise forbidden()
