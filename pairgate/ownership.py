@@ -15,42 +15,42 @@ Contents (where each source module begins, and what it holds):
   line  1229  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
   line  1345  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
   line  1871  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2163  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2257  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2459  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
-  line  2482  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2582  collector.py: The cyclic garbage collector, held off while folds run.
-  line  2611  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3025  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3100  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3489  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3609  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3873  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4294  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4442  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4934  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4985  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5129  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5345  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5529  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  6014  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6218  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6490  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6952  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7420  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7499  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7646  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7743  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8111  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8500  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8736  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  9018  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9429  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9487  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9936  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10106  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10131  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10492  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  2164  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2258  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2460  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
+  line  2483  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2583  collector.py: The cyclic garbage collector, held off while folds run.
+  line  2612  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3026  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3101  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3490  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3610  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3874  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4295  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4443  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4935  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4986  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5130  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5346  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5530  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  6015  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6219  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6491  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6953  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7421  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7500  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7647  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7744  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8112  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8501  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8737  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9019  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9430  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9488  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line  9937  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10107  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10132  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10493  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -1886,14 +1886,15 @@ class Note(NamedTuple):
     @classmethod
     def from_api(cls, note: Mapping[str, Any]) -> Note:
         author = note.get("author") or {}
+        # Positional, in the fields' order: a reader builds one per note (10,000 on a board).
         return cls(
-            id=int(note["id"]),
-            author_id=int(author.get("id", 0)),
-            author_username=str(author.get("username", "?")),
-            body=str(note.get("body") or ""),
-            created_at=str(note.get("created_at", "")),
-            updated_at=str(note.get("updated_at", "")),
-            system=bool(note.get("system", False)),
+            int(note["id"]),
+            int(author.get("id", 0)),
+            str(author.get("username", "?")),
+            str(note.get("body") or ""),
+            str(note.get("created_at", "")),
+            str(note.get("updated_at", "")),
+            bool(note.get("system", False)),
         )
 
 

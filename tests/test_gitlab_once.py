@@ -383,6 +383,54 @@ def test_a_body_requests_reads_otherwise_is_left_to_requests(
     )
 
 
+@pytest.mark.parametrize(
+    "headers, fast",
+    [
+        pytest.param(("Content-Type: application/json",), True, id="application/json"),
+        pytest.param(("Content-Type: application/json; charset=utf-8",), True, id="utf-8"),
+        pytest.param(("Content-Type:  APPLICATION/JSON ",), True, id="upper case, spaced"),
+        pytest.param(("Content-Type: application/json;charset=UTF-8",), True, id="UTF-8 unspaced"),
+        pytest.param(('Content-Type: application/json; charset="utf-8"',), True, id="quoted"),
+        pytest.param(("Content-Type: application/json; charset=latin-1",), False, id="latin-1"),
+        pytest.param(("Content-Type: application/jsonx",), False, id="another type"),
+        pytest.param(
+            ("Content-Type: application/json", "Content-Encoding: "), True, id="coding empty"
+        ),
+        pytest.param(
+            ("Content-Type: application/json", "Content-Encoding: Identity"), True, id="identity"
+        ),
+        pytest.param(
+            ("Content-Type: application/json", "Transfer-Encoding: xchunked"), False, id="framing"
+        ),
+        pytest.param(("Content-Type: application/json", "X-Next-Page: 2"), False, id="a next page"),
+        pytest.param(("Content-Type: application/json", "X-Next-Page: "), True, id="no next page"),
+        pytest.param(
+            ("Content-Type: application/json", 'Link: <x>; rel="NEXT"'), False, id="Link next"
+        ),
+        pytest.param(
+            ("Content-Type: application/json", 'Link: <x>; rel="first"'), True, id="Link first"
+        ),
+    ],
+)
+def test_the_first_attempt_reads_each_header_as_requests_does_and_answers_only_what_it_would(
+    config: Config,
+    plain: pytest.MonkeyPatch,
+    scripted: Callable[[Answer], Scripted],
+    headers: tuple[str, ...],
+    fast: bool,
+) -> None:
+    """A header's name in any case, a media type in any case and spacing, a charset quoted or
+    not: the first attempt answers what requests would read as it stands, and leaves to
+    requests (one more request) another charset or type, a coding, a framing, a next page."""
+    server = scripted(lambda number, head: http_answer(b'[{"id": 1}]', *headers))
+    first, library = both(config, server.url)
+    assert outcome(lambda: first.get_all("projects/1/issues/1/notes")) == outcome(
+        lambda: library.get_all("projects/1/issues/1/notes")
+    )
+    # The library's one request, after the first attempt's one (answered), or two (asked again).
+    assert server.served == (2 if fast else 3)
+
+
 def test_a_redirect_off_the_origin_is_not_followed_and_the_token_goes_nowhere_else(
     config: Config,
     plain: pytest.MonkeyPatch,

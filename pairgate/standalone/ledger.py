@@ -48,14 +48,15 @@ class Note(NamedTuple):
     @classmethod
     def from_api(cls, note: Mapping[str, Any]) -> Note:
         author = note.get("author") or {}
+        # Positional, in the fields' order: a reader builds one per note (10,000 on a board).
         return cls(
-            id=int(note["id"]),
-            author_id=int(author.get("id", 0)),
-            author_username=str(author.get("username", "?")),
-            body=str(note.get("body") or ""),
-            created_at=str(note.get("created_at", "")),
-            updated_at=str(note.get("updated_at", "")),
-            system=bool(note.get("system", False)),
+            int(note["id"]),
+            int(author.get("id", 0)),
+            str(author.get("username", "?")),
+            str(note.get("body") or ""),
+            str(note.get("created_at", "")),
+            str(note.get("updated_at", "")),
+            bool(note.get("system", False)),
         )
 
 
