@@ -402,7 +402,9 @@ def test_a_body_requests_reads_otherwise_is_left_to_requests(
         pytest.param(
             ("Content-Type: application/json", "Transfer-Encoding: xchunked"), False, id="framing"
         ),
+        pytest.param(("content-type: application/json",), True, id="a name in lower case"),
         pytest.param(("Content-Type: application/json", "X-Next-Page: 2"), False, id="a next page"),
+        pytest.param(("content-type: application/json", "x-next-page: 2"), False, id="next, lower"),
         pytest.param(("Content-Type: application/json", "X-Next-Page: "), True, id="no next page"),
         pytest.param(
             ("Content-Type: application/json", 'Link: <x>; rel="NEXT"'), False, id="Link next"
