@@ -22,7 +22,10 @@ cases that fail on it:
 - ``approve`` starts no pipeline (a refusal that never lifts): the approved merge and
   auto-merge, and the push and freeze cases, whose gate jobs never run at the approved head;
 - the merge-check job rendered ``allow_failure: true``: every case but the push's, which the
-  approval-at-head job still fails.
+  approval-at-head job still fails;
+- the tracker's workflow admitting branch pipelines on every branch (as it did): the merge
+  request closed, pushed to and reopened, whose merge GitLab then takes on the green branch
+  pipeline.
 """
 
 from __future__ import annotations
@@ -231,6 +234,26 @@ def test_an_mr_whose_own_ci_file_redefines_the_gate_jobs_is_refused(door: Door) 
     child = bridge["downstream_pipeline"]["id"]
     child_jobs = door.sandbox.api("GET", f"{project_path()}/pipelines/{child}/jobs")
     assert {j["name"]: j["status"] for j in child_jobs} == dict.fromkeys(GATE_JOBS, "success")
+
+
+def test_an_mr_closed_pushed_to_and_reopened_is_refused(door: Door) -> None:
+    """Reopening an MR makes the newest pipeline at its head its head pipeline, a branch
+    pipeline of its source branch included, and starts none (GitLab's reopen transition). A
+    branch pipeline has no gate job, so while the MR is closed a push must start none: the
+    tracker's workflow admits branch pipelines on the default branch only."""
+    door.open()
+    assert refused(door.merge())
+    door.sandbox.api("PUT", mr_path(APP, door.mr), json={"state_event": "close"})
+    door.push({"unreviewed.txt": "a change nobody reviewed\n"}, message="Unreviewed")
+    door.sandbox.api("PUT", mr_path(APP, door.mr), json={"state_event": "reopen"})
+    assert refused(door.merge())
+    state = door.state()
+    assert (state["sha"], state["detailed_merge_status"]) == (door.sha, "ci_must_pass")
+    assert door.sandbox.api("GET", f"{project_path()}/pipelines", params={"sha": door.sha}) == []
+    # The merge request's own pipeline at the new head runs the gate, which refuses it.
+    door.sandbox.api("POST", f"{mr_path(APP, door.mr)}/pipelines")
+    assert door.gate()[MERGE_CHECK] == "failed"
+    assert refused(door.merge())
 
 
 def test_a_freeze_is_refused(door: Door) -> None:

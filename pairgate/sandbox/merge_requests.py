@@ -24,7 +24,8 @@ from pairgate.sandbox.issues import (
     set_state,
     user_ids,
 )
-from pairgate.sandbox.mr_entity import render
+from pairgate.sandbox.model import World
+from pairgate.sandbox.mr_entity import render, update_head_pipeline
 from pairgate.sandbox.records import DEVELOPER, MergeRequest, Project, User
 from pairgate.sandbox.settings import merge_requests_available
 
@@ -264,9 +265,7 @@ def edit_merge_request(req: Request, project_id: str, iid: str) -> Any:
         raise forbidden()
     edit_common(req, mr, user)
     if req.has("state_event") and mr.state != "merged":
-        event = req.choice("state_event", ("close", "reopen"), "")
-        mr.final_sha = repo.current_sha(world, mr) if event == "close" else None
-        set_state(world, mr, event, user)
+        set_mr_state(world, mr, req.choice("state_event", ("close", "reopen"), ""), user)
     if req.has("reviewer_ids"):
         mr.reviewer_ids = user_ids(req, "reviewer_ids")
     target = req.text("target_branch")
@@ -274,6 +273,19 @@ def edit_merge_request(req: Request, project_id: str, iid: str) -> Any:
         _retarget(req, mr, user, target)
     mr.updated_at = world.stamp()
     return render(renderer(req), mr, user, basic=False)
+
+
+def set_mr_state(world: World, mr: MergeRequest, event: str, user: User) -> None:
+    """close / reopen a merge request (the edit's state_event, the /close and /reopen quick
+    actions). Closing freezes its head; reopening follows its source branch again and recomputes
+    its head pipeline, as GitLab's reopen transition does."""
+    if mr.state == "merged":
+        return
+    was = mr.state
+    mr.final_sha = repo.current_sha(world, mr) if event == "close" else None
+    set_state(world, mr, event, user)
+    if was == "closed" and mr.state == "opened":
+        update_head_pipeline(world, mr)
 
 
 def _retarget(req: Request, mr: MergeRequest, user: User, target: str) -> None:

@@ -24,6 +24,43 @@ def head_pipeline_status(world: World, r: Renderer, mr: MergeRequest) -> str | N
     return r.pipeline_status(pipeline)
 
 
+# Pipeline sources that never stand for a branch (Enums::Ci::Pipeline.dangling_sources, and
+# merge_request_event, which ci_branch_sources leaves out): the reopen below passes over them.
+NOT_BRANCH_SOURCES = frozenset(
+    ("merge_request_event", "webide", "parent_pipeline", "ondemand_dast_scan",
+     "ondemand_dast_validation", "security_orchestration_policy", "container_registry_push",
+     "duo_workflow", "pipeline_execution_policy_schedule")
+)  # fmt: skip
+
+
+def update_head_pipeline(world: World, mr: MergeRequest) -> None:
+    """What GitLab does when an MR opens again (its state machine's reopen transition runs
+    UpdateHeadPipelineForMergeRequestWorker): the head pipeline becomes the first pipeline at
+    the MR's head among its merge request pipelines and its source branch's branch pipelines,
+    merge request pipelines first, then the newest (PipelinesForMergeRequestFinder's order).
+    None there, and it keeps the one it had. Reopening starts no pipeline (ReopenService), so a
+    branch pipeline made while the MR was closed can head it."""
+    head = repo.current_sha(world, mr)
+    found = [
+        p
+        for p in world.pipelines.values()
+        if p.parent_id is None
+        and head in (p.sha, p.source_sha)
+        and (
+            (p.project_id == mr.project_id and p.mr_iid == mr.iid)
+            or (
+                p.project_id == mr.source_project_id
+                and p.mr_iid is None
+                and p.ref == mr.source_branch
+                and p.source not in NOT_BRANCH_SOURCES
+            )
+        )
+    ]
+    if found:
+        first = min(found, key=lambda p: (p.mr_iid is None, -p.id))
+        mr.head_pipeline_id = first.id
+
+
 def detailed_status(world: World, r: Renderer, mr: MergeRequest) -> str:
     if mr.state != "opened":
         return "not_open"

@@ -16,7 +16,7 @@ from pairgate.sandbox.issues import (
     record_label_events,
     set_state,
 )
-from pairgate.sandbox.merge_requests import mr_for
+from pairgate.sandbox.merge_requests import mr_for, set_mr_state
 from pairgate.sandbox.records import MAINTAINER, REPORTER, Issue, MergeRequest, Note, Project, User
 
 KINDS = {"issues": "Issue", "merge_requests": "MergeRequest"}
@@ -211,7 +211,10 @@ def _execute(
     thing = "issue" if isinstance(noteable, Issue) else "merge request"
     labels = [a or b or c for a, b, c in _LABEL.findall(arg)]
     if command in ("close", "reopen"):
-        set_state(world, noteable, command, user)
+        if isinstance(noteable, MergeRequest):
+            set_mr_state(world, noteable, command, user)
+        else:
+            set_state(world, noteable, command, user)
         changes["state_event"] = command
         summary.append(f"{'Closed' if command == 'close' else 'Reopened'} this {thing}.")
     elif command == "label" and labels:

@@ -101,6 +101,55 @@ def test_a_branch_pipeline_does_not_displace_the_merge_request_pipeline_at_the_s
     assert head["id"] == ours["id"]
 
 
+def test_reopening_takes_the_newest_pipeline_at_the_head_merge_request_pipelines_first(
+    sandbox: RunningSandbox, mr: dict
+) -> None:
+    """GitLab's reopen transition recomputes the head pipeline (UpdateHeadPipelineForMerge-
+    RequestWorker) and starts none: a branch pipeline made while the MR was closed heads it."""
+    sandbox.settings(only_allow_merge_if_pipeline_succeeds=True)
+    path = "/projects/2/merge_requests/1"
+    first = sandbox.pipeline(
+        "acme/app", "refs/merge-requests/1/head", [{"name": "gate", "status": "failed"}]
+    )
+    sandbox.api("PUT", path, json={"state_event": "close"})
+    head = sandbox.commit("feature", {"src/app.py": "print('unreviewed')\n"})["id"]
+    assert sandbox.api("GET", path)["sha"] == mr["sha"]  # closed: its head stays
+    branch = sandbox.pipeline("acme/app", "feature", [{"name": "unit", "status": "success"}])
+    assert sandbox.api("GET", path)["head_pipeline"]["id"] == first["id"]  # closed: none heads it
+    reopened = sandbox.api("PUT", path, json={"state_event": "reopen"})
+    assert (reopened["sha"], reopened["head_pipeline"]["id"]) == (head, branch["id"])
+    assert reopened["detailed_merge_status"] == "mergeable"
+    assert merge(sandbox, 1)["state"] == "merged"
+
+
+def test_reopening_prefers_a_merge_request_pipeline_and_keeps_a_stale_one_when_none_is_at_the_head(
+    sandbox: RunningSandbox, mr: dict
+) -> None:
+    sandbox.settings(only_allow_merge_if_pipeline_succeeds=True)
+    path = "/projects/2/merge_requests/1"
+    stale = sandbox.pipeline(
+        "acme/app", "refs/merge-requests/1/head", [{"name": "gate", "status": "success"}]
+    )
+    sandbox.api("POST", f"{path}/notes", json={"body": "/close"})
+    assert sandbox.api("GET", path)["state"] == "closed"
+    head = sandbox.commit("feature", {"src/app.py": "print('unreviewed')\n"})["id"]
+    sandbox.pipeline(
+        "acme/app", "v1", [{"name": "unit", "status": "success"}], sha=head
+    )  # no branch of the MR
+    sandbox.api("POST", f"{path}/notes", json={"body": "/reopen"})
+    reopened = sandbox.api("GET", path)
+    assert (reopened["sha"], reopened["head_pipeline"]["id"]) == (head, stale["id"])
+    assert reopened["detailed_merge_status"] == "ci_must_pass"  # its head pipeline is stale
+    sandbox.api("PUT", path, json={"state_event": "close"})
+    ours = sandbox.pipeline(
+        "acme/app", "refs/merge-requests/1/head", [{"name": "gate", "status": "failed"}], sha=head
+    )
+    sandbox.pipeline("acme/app", "feature", [{"name": "unit", "status": "success"}])  # newer
+    reopened = sandbox.api("PUT", path, json={"state_event": "reopen"})
+    assert reopened["head_pipeline"]["id"] == ours["id"]
+    assert reopened["detailed_merge_status"] == "ci_must_pass"
+
+
 def three_mrs_two_merged(sandbox: RunningSandbox) -> list[str]:
     """!1 merged first, !2 merged an hour later, !3 open; returns the two merge times."""
     for n in (1, 2, 3):
