@@ -36,21 +36,21 @@ Contents (where each source module begins, and what it holds):
   line  6015  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
   line  6219  doors.py: The gate's doors that print: merge-check and the three CI validators.
   line  6491  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6953  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7421  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7500  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7647  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7744  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8112  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8501  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8737  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  9019  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9430  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9488  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line  9937  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10107  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10132  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10493  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  6978  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7446  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7525  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7672  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7769  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8168  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8557  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8793  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9284  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9695  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9753  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line 10202  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10372  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10397  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10758  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -6580,8 +6580,33 @@ def spelled(words: Sequence[Word]) -> str:
     return short(" ".join(w.raw for w in words))
 
 
+# `mr` then flags before `merge`: cobra takes any flag there (`glab mr --help=false merge 1`).
+# Read a word at a time, a bounded stretch after each `mr`: a pattern with a repeated flag
+# group backtracks for seconds on a run of dashes.
+_MR_WORD = re.compile(r"(?<![a-z0-9])mr(?![a-z0-9])", re.IGNORECASE)
+_WORD_RUN = re.compile(r"[^\s'\"\\]+")
+_MERGE_WORD = re.compile(r"(?:merge|accept)(?![a-z0-9])", re.IGNORECASE)
+_FLAG_WORDS = 12  # flags a reading of `mr ... merge` looks past
+
+
+def _flags_then_merge(text: str) -> bool:
+    for found in _MR_WORD.finditer(text):
+        taking = False
+        runs = _WORD_RUN.finditer(text, found.end(), found.end() + 400)
+        for word in (m.group() for _, m in zip(range(2 * _FLAG_WORDS), runs, strict=False)):
+            if taking or word.startswith("-"):
+                taking = not taking and word in ("-R", "--repo")
+                continue
+            if _MERGE_WORD.match(word):
+                return True
+            break
+    return False
+
+
 def mentions_merge(text: str) -> bool:
-    return "glab" in text.lower() and MERGE_MENTION.search(text) is not None
+    if "glab" not in text.lower():
+        return False
+    return MERGE_MENTION.search(text) is not None or _flags_then_merge(text)
 
 
 class MergeFound(NamedTuple):
@@ -7998,6 +8023,15 @@ def _glab_api(reading: Reading, call: GlabCall, args: list[Word], layer: Layer) 
     if flags.help:
         return
     endpoint = flags.positionals[0][1] if flags.positionals else None
+    if flags.positionals and flags.positionals[0][0] in flags.unclear:
+        # The glab this hook reads refuses an unknown flag; a newer one may take the word
+        # after it as its value, and the endpoint is then the next word.
+        reading.unclear(
+            f"{call.words}: a flag this hook does not know ({GLAB_SOURCE}'s glab api has no "
+            "such flag) stands before the endpoint, so it cannot tell which word glab takes as "
+            "the endpoint; put the endpoint first"
+        )
+        return
     for name in ("--method", "--repo", "--hostname"):
         call.structural += flags.spelled.get(name, [])
     if endpoint is not None:
@@ -8014,6 +8048,11 @@ def _glab_api(reading: Reading, call: GlabCall, args: list[Word], layer: Layer) 
         layer.consume(flags.spelled.get("--raw-field", []))
         layer.consume(flags.spelled.get("--field", []))
         graphql(reading, call.words, fields, opaque)
+        if route[2]:
+            # GitLab's GraphqlController reads query, variables and operationName from the
+            # URL's query string as well as the body (Rails params), and runs a mutation from
+            # either on a POST: the query string is read as a request of its own.
+            graphql(reading, call.words, url_graphql_fields(route[2]), False)
         return
     method = flags.last("--method", None)
     if method is None:
@@ -8061,6 +8100,23 @@ def _glab_api(reading: Reading, call: GlabCall, args: list[Word], layer: Layer) 
     readings = host_readings(project) if project != project_text else (project,)
     for named in readings:  # only a project -R names may start with a host
         reading.found_merge(MergeFound(call.words, named, iid, problem, tuple(shas), what))
+
+
+def url_graphql_fields(query: list[tuple[str, str]]) -> dict[str, Any]:
+    """A GraphQL request's parameters from a URL's query string, as ``graphql`` reads glab's
+    fields: ``variables`` (a JSON object, as GitLab parses it) spread into its names."""
+    fields: dict[str, Any] = dict(query)
+    variables = fields.pop("variables", None)
+    if variables is not None:
+        try:
+            parsed = json.loads(variables)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            fields.update({k: v for k, v in parsed.items() if k not in ("query", "operationName")})
+        else:
+            fields["variables"] = variables
+    return fields
 
 
 def graphql(reading: Reading, words: str, fields: Mapping[str, Any], opaque: bool) -> None:
@@ -8759,10 +8815,19 @@ def read_git(
             config.append(git_setting(argv[i + 1]))
             i += 2
             continue
-        if value.startswith("--config-env="):
-            key, _, var = value[len("--config-env=") :].partition("=")
-            config.append((key.lower(), env.get(var)))
-        elif value in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"):
+        if value.startswith("--config-env=") or value == "--config-env":
+            # git.c takes both spellings: --config-env=name=VAR and --config-env name=VAR
+            spec = argv[i + 1] if value == "--config-env" and i + 1 < len(argv) else None
+            given = value[len("--config-env=") :] if spec is None else spec.value
+            if given is None:
+                config.append(("*", None))
+            else:
+                key, _, var = given.partition("=")
+                config.append((key.lower(), env.get(var)))
+            i += 1 if spec is None else 2
+            continue
+        if value in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
+                     "--attr-source"):  # fmt: skip
             i += 1
         elif not value.startswith("-"):
             break
@@ -8771,6 +8836,7 @@ def read_git(
     if any(key == "*" for key, _ in config):
         unclear_arguments(reading, argv, "an alias or push.pushOption")
         return
+    _runs_from_settings(reading, argv, config, env, layer)
     if i >= len(argv):
         return
     name = argv[i].value
@@ -8785,14 +8851,213 @@ def read_git(
     alias = aliases.get(name.lower())
     if alias is not None and f"git {name.lower()}" not in reading.expanding:
         _git_alias(reading, argv, i, alias, env, stdin, layer)
-    elif name == "push":
-        options = [*reading.git_push_options]
+    elif name in ("push", "send-pack"):
+        if name == "push" and _config_from_files(reading, argv, config, env):
+            return
+        options = [*reading.git_push_options] if name == "push" else []
         for key, word in config:
-            if key == "push.pushoption":
+            if key == "push.pushoption" and name == "push":
                 options = [] if word is not None and word.value == "" else [*options, word]
-        _git_push(reading, argv, argv[i + 1 :], options, layer)
+        if name == "push":
+            _git_push(reading, argv, argv[i + 1 :], options, layer)
+        else:
+            _git_send_pack(reading, argv, argv[i + 1 :])
     elif name == "config":
         _git_config(reading, argv, argv[i + 1 :], layer)
+    elif name in GIT_RUNNERS:
+        GIT_RUNNERS[name](reading, argv, argv[i + 1 :], env, layer)
+
+
+# -- what git runs as a command ------------------------------------------------------------------
+
+# Settings whose value git runs as a command (git-config(1)), by name, or by section and last
+# part for the ones named per driver, tool or command (``diff.<driver>.textconv``). A value is
+# read as the shell text git gives it to, so a merge or an auto-merge push inside is read as one.
+_RUN_SETTINGS = frozenset(
+    """core.editor sequence.editor core.pager core.sshcommand core.askpass core.fsmonitor
+    diff.external gpg.program interactive.difffilter credential.helper
+    uploadpack.packobjectshook""".split()  # noqa: SIM905 (a word list reads better as text)
+)
+_RUN_SETTING_PARTS = frozenset(
+    {("pager", ""), ("credential", "helper"), ("diff", "command"), ("diff", "textconv"),
+     ("filter", "clean"), ("filter", "smudge"), ("filter", "process"), ("merge", "driver"),
+     ("mergetool", "cmd"), ("difftool", "cmd"), ("gpg", "program")}
+)  # fmt: skip
+# The environment variables git runs as a command (git(1), "Environment Variables").
+_RUN_VARIABLES = ("GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_SSH_COMMAND",
+                  "GIT_SSH", "GIT_ASKPASS", "GIT_EXTERNAL_DIFF", "EDITOR", "VISUAL", "PAGER")  # fmt: skip
+# What tells git to read its configuration from another file: a push's options come from it.
+_CONFIG_FILE_VARIABLES = ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG", "HOME",
+                          "XDG_CONFIG_HOME")  # fmt: skip
+
+
+def _runs_setting(key: str) -> bool:
+    if key in _RUN_SETTINGS:
+        return True
+    section, _, rest = key.partition(".")
+    last = rest.rpartition(".")[2] if "." in rest else ""
+    return (section, last) in _RUN_SETTING_PARTS or (section == "pager" and bool(rest))
+
+
+def _run_text(reading: Reading, argv: list[Word], word: Word | None, text: str | None,
+              layer: Layer, how: str) -> None:  # fmt: skip
+    """``text``, which git runs in a shell (``how`` says where it comes from), read as a
+    script; blocks when bash computes it."""
+    if text is None:
+        reading.unclear(
+            f"{spelled(argv)}: git runs {how} as a command, and bash builds it from variables or "
+            "substitutions, which the hook cannot read"
+        )
+        return
+    if word is not None:
+        layer.consume([word])
+    reading.read(text, layer.depth + 1)
+
+
+def _runs_from_settings(
+    reading: Reading,
+    argv: list[Word],
+    config: list[tuple[str, Word | None]],
+    env: dict[str, Word],
+    layer: Layer,
+) -> None:
+    """The settings given to this git command (``-c``, ``--config-env``, GIT_CONFIG_*) and the
+    variables set on it that git runs as a command: read as the scripts they are."""
+    for key, word in config:
+        if _runs_setting(key):
+            text = word.value if word is not None else None
+            if key.startswith("credential.") and text is not None:
+                if not text.startswith("!"):
+                    continue  # a helper's name or path: a program the hook does not read
+                text = text[1:]
+            _run_text(reading, argv, word, text, layer, f"the setting {key}")
+    for name in _RUN_VARIABLES:
+        if name in env:
+            _run_text(reading, argv, env[name], env[name].value, layer, name)
+
+
+def _config_from_files(
+    reading: Reading, argv: list[Word], config: list[tuple[str, Word | None]], env: dict[str, Word]
+) -> bool:
+    """A push told to read its configuration from another file (include.path, includeIf, or a
+    variable that moves the global or system file) may take push.pushOption from it, which the
+    hook does not read: it blocks (True)."""
+    named = [k for k, _ in config if k == "include.path" or k.startswith("includeif.")]
+    named += [v for v in _CONFIG_FILE_VARIABLES if v in env]
+    if not named:
+        return False
+    reading.unclear(
+        f"{spelled(argv)}: git reads its configuration from another file here ({named[0]}), "
+        "whose push.pushOption could arm auto-merge, and the hook does not read it; pass the "
+        "options to the push itself: git push -o ... <remote> <sha>:<branch>"
+    )
+    return True
+
+
+def _git_send_pack(reading: Reading, argv: list[Word], args: list[Word]) -> None:
+    """``git send-pack --push-option=<option>``: a push like git push's, by the plumbing
+    command (builtin/send-pack.c), which the hook does not attribute: blocks when an option
+    arms auto-merge or cannot be read."""
+    options: list[Word | None] = []
+    for k, word in enumerate(args):
+        value = word.value
+        if value == "--push-option":
+            options.append(args[k + 1] if k + 1 < len(args) else None)
+        elif value is not None and value.startswith("--push-option="):
+            options.append(literal_word(value[len("--push-option=") :]))
+        elif value is None:
+            options.append(None)  # could be --push-option=...
+    if any(o is None or o.value is None or arms_auto_merge(o.value) for o in options):
+        reading.unclear(
+            f"{spelled(argv)}: git send-pack with a push option that arms auto-merge (or one "
+            "the hook cannot read); push with git push <remote> <sha>:<branch> -o ... instead"
+        )
+
+
+def _option_values(
+    args: list[Word], short: str, long: tuple[str, ...]
+) -> list[tuple[Word, str | None]]:
+    """(the word, the text) of each value of ``-<short> V``, ``-<short>V``, ``--<long> V`` and
+    ``--<long>=V`` among ``args`` (a cluster such as ``-ix V`` counts too)."""
+    found: list[tuple[Word, str | None]] = []
+    for k, word in enumerate(args):
+        value = word.value
+        if value is None:
+            continue
+        after = args[k + 1] if k + 1 < len(args) else None
+        if value.startswith("--"):
+            name, eq, attached = value[2:].partition("=")
+            if name in long and eq:
+                found.append((word, attached))
+            elif name in long and after is not None:
+                found.append((after, after.value))
+        elif value.startswith("-") and short and short in value[1:]:
+            rest = value[1:].split(short, 1)[1]
+            if rest:
+                found.append((word, rest))
+            elif after is not None:
+                found.append((after, after.value))
+    return found
+
+
+def _git_rebase(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
+                layer: Layer) -> None:  # fmt: skip
+    """``git rebase -x|--exec <cmd>``: git runs each in a shell after a commit is picked."""
+    for word, text in _option_values(args, "x", ("exec",)):
+        _run_text(reading, argv, word, text, layer, "rebase --exec's command")
+
+
+def _git_difftool(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
+                  layer: Layer) -> None:  # fmt: skip
+    """``git difftool -x|--extcmd <cmd>``: run in a shell on each file's two versions."""
+    for word, text in _option_values(args, "x", ("extcmd",)):
+        _run_text(reading, argv, word, text, layer, "difftool --extcmd's command")
+
+
+_FILTERS = ("env-filter", "tree-filter", "index-filter", "parent-filter", "msg-filter",
+            "commit-filter", "tag-name-filter")  # fmt: skip
+
+
+def _git_filter_branch(reading: Reading, argv: list[Word], args: list[Word],
+                       env: dict[str, Word], layer: Layer) -> None:  # fmt: skip
+    """``git filter-branch --<kind>-filter <command>``: each is eval'ed by its shell script."""
+    for word, text in _option_values(args, "", _FILTERS):
+        _run_text(reading, argv, word, text, layer, "filter-branch's filter")
+
+
+def _git_bisect(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
+                layer: Layer) -> None:  # fmt: skip
+    """``git bisect run <cmd> [<arg>...]``: the command and its arguments, run at each step."""
+    if args and args[0].value == "run" and len(args) > 1:
+        reading.run(args[1:], env, layer)
+
+
+def _git_submodule(reading: Reading, argv: list[Word], args: list[Word],
+                   env: dict[str, Word], layer: Layer) -> None:  # fmt: skip
+    """``git submodule [--quiet] foreach [--recursive] <command>``: run in a shell in each
+    submodule."""
+    values = [w.value for w in args]
+    if "foreach" not in values:
+        return
+    rest = args[values.index("foreach") + 1 :]
+    while rest and rest[0].value in ("--recursive", "--quiet", "-q"):
+        rest = rest[1:]
+    if rest:
+        texts = [w.value for w in rest]
+        text = None if any(t is None for t in texts) else " ".join(t or "" for t in texts)
+        layer.consume(rest)
+        _run_text(reading, argv, None, text, layer, "submodule foreach's command")
+
+
+GIT_RUNNERS: dict[
+    str, Callable[[Reading, list[Word], list[Word], dict[str, Word], Layer], None]
+] = {
+    "rebase": _git_rebase,
+    "difftool": _git_difftool,
+    "filter-branch": _git_filter_branch,
+    "bisect": _git_bisect,
+    "submodule": _git_submodule,
+}
 
 
 def _git_alias(

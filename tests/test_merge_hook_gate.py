@@ -367,6 +367,14 @@ READ_BLOCKED = [
     ("echo 'gl\"\"ab mr m\"\"erge 1 -R acme/app' > s.sh; export SHELL=./s.sh; sudo -s true",
      "which this command sets elsewhere"),
     ("echo " + "$(echo " * 1600 + "hi" + ")" * 1600, "the reader's budget"),
+    # what git pushes or runs by ways other than git push's own words
+    ("git --config-env user.name=HOME push -o merge_request.auto_merge origin feature", "resolves to a commit"),
+    ("git send-pack --push-option=merge_request.auto_merge origin main", "git send-pack with a push option"),
+    ("git rebase -x 'git push -o mr.auto_merge origin feature' HEAD~1", "resolves to a commit"),
+    ("printf '[push]\\n\\tpushOption = merge_request.auto_merge\\n' > x.cfg; GIT_CONFIG_GLOBAL=x.cfg git push origin main",
+     "its configuration from another file here (GIT_CONFIG_GLOBAL)"),
+    ("perl -e 'system(\"glab mr --help=false merge 12 -R acme/app\")'", "names a glab merge"),
+    ("glab api --output json -X PUT projects/2/merge_requests/1/merge", "before the endpoint"),
 ]  # fmt: skip
 
 

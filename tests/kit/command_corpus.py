@@ -248,6 +248,35 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ("glab api -X POST projects/acme%2Fapp/merge_requests/12/notes -f body=/merge", APP),
     ("glab api projects/acme%2Fapp/merge_requests/12/discussions -f 'body=/merge'", APP),
     ("glab api -X PUT projects/acme%2Fapp/merge_requests/12 -f description=/merge", APP),
+    # a GraphQL mutation in the URL's query string: GitLab reads params from it too
+    (
+        "glab api -X POST 'https://gitlab.example.com/api/graphql?query=mutation{"
+        'mergeRequestAccept(input:{projectPath:"acme/app",iid:"12"}){errors}}\'',
+        APP,
+    ),
+    (
+        "glab api -X POST 'https://gitlab.example.com/api/graphql?query=m%75tation%7B"
+        'm%65rgeRequestAccept(input:{projectPath:%22acme/app%22,iid:"12"}){errors}}\' -f x=1',
+        APP,
+    ),
+    (
+        "glab api -X POST 'https://gitlab.example.com/api/graphql?query=mutation($p:ID!)"
+        '{mergeRequestAccept(input:{projectPath:$p,iid:"12"}){errors}}'
+        '&variables={"p":"acme/app"}\'',
+        APP,
+    ),
+    # what git runs as a command: rebase, difftool, filter-branch, bisect, submodule, settings
+    ("git rebase -x 'glab mr --help=false merge 12 -R acme/app' HEAD~1", APP),
+    ("git rebase --exec='glab mr merge 12 -R acme/app' HEAD~1", APP),
+    ("git rebase -ix 'glab mr merge 12 -R acme/app' HEAD~1", APP),
+    ("git difftool --extcmd 'glab mr merge 12 -R acme/app' HEAD", APP),
+    ("git filter-branch --tree-filter 'glab mr merge 12 -R acme/app' HEAD", APP),
+    ("git bisect run glab mr --help=false merge 12 -R acme/app", APP),
+    ("git submodule foreach --recursive 'glab mr merge 12 -R acme/app'", APP),
+    ("git -c core.editor='glab mr merge 12 -R acme/app' commit", APP),
+    ("git -c credential.helper='!glab mr merge 12 -R acme/app' fetch", APP),
+    ("git -c diff.x.textconv='glab mr merge 12 -R acme/app' diff", APP),
+    ("GIT_SSH_COMMAND='glab mr merge 12 -R acme/app' git fetch", APP),
 ]
 
 # Each of these could merge, and the reading alone blocks it: the fragment says why.
@@ -440,6 +469,58 @@ BLOCKED: list[tuple[str, str]] = [
         "O=-omerge_request.auto_merge; git push origin $O 0123456789abcdef0123456789abcdef01234567:f",
         "spells elsewhere",
     ),
+    # git's --config-env in two words, and pushes git makes from what it runs
+    (
+        "git --config-env user.name=HOME push -o merge_request.merge_when_pipeline_succeeds "
+        "origin feature",
+        "resolves to a commit only when",
+    ),
+    (
+        "X=merge_request.auto_merge git --config-env push.pushOption=X push origin feature",
+        "resolves to a commit only when",
+    ),
+    ("git --attr-source HEAD push -o mr.auto_merge origin feature", "resolves to a commit"),
+    (
+        "git send-pack --push-option=merge_request.merge_when_pipeline_succeeds origin "
+        "0123456789abcdef0123456789abcdef01234567:refs/heads/f",
+        "git send-pack with a push option",
+    ),
+    ("git send-pack --push-option mr.auto_merge origin main", "git send-pack with a push option"),
+    (
+        "git rebase -x 'git push -o merge_request.merge_when_pipeline_succeeds origin feature' "
+        "HEAD~1",
+        "resolves to a commit only when",
+    ),
+    ("git bisect run git push -o mr.auto_merge origin feature", "resolves to a commit"),
+    ("git submodule foreach 'git push -o mr.auto_merge origin feature'", "resolves to a commit"),
+    ("git -c core.editor='git push -o mr.auto_merge origin f' commit", "resolves to a commit"),
+    ('git -c sequence.editor="$ED" rebase -i HEAD~2', "the setting sequence.editor"),
+    ('git rebase -x "$CMD" HEAD~1', "rebase --exec's command"),
+    ('GIT_EDITOR="$E" git commit', "git runs GIT_EDITOR as a command"),
+    # a push that takes its configuration from a file the hook does not read (written by the
+    # same command: one written before is a file the hook never sees, as .git/config is)
+    (
+        "printf '[push]\\n\\tpushOption = merge_request.auto_merge\\n' > /tmp/x.cfg; "
+        "GIT_CONFIG_GLOBAL=/tmp/x.cfg git push origin "
+        "0123456789abcdef0123456789abcdef01234567:refs/heads/f",
+        "its configuration from another file here (GIT_CONFIG_GLOBAL)",
+    ),
+    (
+        "echo '[push] pushOption = merge_request.auto_merge' > /tmp/x.cfg && "
+        "git -c include.path=/tmp/x.cfg push origin "
+        "0123456789abcdef0123456789abcdef01234567:refs/heads/f",
+        "its configuration from another file here (include.path)",
+    ),
+    (
+        "echo '[push] pushOption = mr.auto_merge' > /tmp/h/.gitconfig; HOME=/tmp/h git push "
+        "origin main",
+        "its configuration from another file here (HOME)",
+    ),
+    # a flag glab api does not know, before the endpoint (a newer glab may take a value)
+    ("glab api --output json -X PUT projects/2/merge_requests/1/merge", "before the endpoint"),
+    ("glab api -X PUT --form sha=x projects/2/merge_requests/1/merge", "before the endpoint"),
+    # flags between mr and merge, in text the reader does not run (the mention check)
+    ("perl -e 'system(\"glab mr --help=false merge 12 -R acme/app\")'", "names a glab merge"),
     # a command nested past the reader's budget blocks, saying so
     ("echo " + "$(echo " * 1600 + "hi" + ")" * 1600, "the reader's budget"),
 ]
@@ -464,6 +545,15 @@ HARMLESS = [
     "glab api projects/acme%2Fapp/merge_requests/12/merge",
     "glab api -X GET projects/acme%2Fapp/merge_requests/12/merge",
     "glab api graphql -f query='query { currentUser { username } }'",
+    "glab api 'https://gitlab.example.com/api/graphql?query=query{currentUser{username}}'",
+    "git rebase -x 'python3 -m pytest -q' HEAD~3",
+    "git submodule foreach 'git pull --ff-only'",
+    "git bisect run python3 -m pytest -q -x",
+    "git -c core.editor=vim commit",
+    "GIT_EDITOR=true git commit --amend",
+    "git --config-env user.name=GIT_AUTHOR push origin main",
+    "git -c credential.helper=store fetch",
+    "glab api projects/acme%2Fapp/merge_requests/12 --paginate",
     "pairgate merge-check --mr 12 --mr-project acme/app",
     "glab mr merge --help",
     "glab --version",

@@ -52,10 +52,19 @@ def read_git(
             config.append(git_setting(argv[i + 1]))
             i += 2
             continue
-        if value.startswith("--config-env="):
-            key, _, var = value[len("--config-env=") :].partition("=")
-            config.append((key.lower(), env.get(var)))
-        elif value in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"):
+        if value.startswith("--config-env=") or value == "--config-env":
+            # git.c takes both spellings: --config-env=name=VAR and --config-env name=VAR
+            spec = argv[i + 1] if value == "--config-env" and i + 1 < len(argv) else None
+            given = value[len("--config-env=") :] if spec is None else spec.value
+            if given is None:
+                config.append(("*", None))
+            else:
+                key, _, var = given.partition("=")
+                config.append((key.lower(), env.get(var)))
+            i += 1 if spec is None else 2
+            continue
+        if value in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
+                     "--attr-source"):  # fmt: skip
             i += 1
         elif not value.startswith("-"):
             break
@@ -64,6 +73,7 @@ def read_git(
     if any(key == "*" for key, _ in config):
         unclear_arguments(reading, argv, "an alias or push.pushOption")
         return
+    _runs_from_settings(reading, argv, config, env, layer)
     if i >= len(argv):
         return
     name = argv[i].value
@@ -78,14 +88,213 @@ def read_git(
     alias = aliases.get(name.lower())
     if alias is not None and f"git {name.lower()}" not in reading.expanding:
         _git_alias(reading, argv, i, alias, env, stdin, layer)
-    elif name == "push":
-        options = [*reading.git_push_options]
+    elif name in ("push", "send-pack"):
+        if name == "push" and _config_from_files(reading, argv, config, env):
+            return
+        options = [*reading.git_push_options] if name == "push" else []
         for key, word in config:
-            if key == "push.pushoption":
+            if key == "push.pushoption" and name == "push":
                 options = [] if word is not None and word.value == "" else [*options, word]
-        _git_push(reading, argv, argv[i + 1 :], options, layer)
+        if name == "push":
+            _git_push(reading, argv, argv[i + 1 :], options, layer)
+        else:
+            _git_send_pack(reading, argv, argv[i + 1 :])
     elif name == "config":
         _git_config(reading, argv, argv[i + 1 :], layer)
+    elif name in GIT_RUNNERS:
+        GIT_RUNNERS[name](reading, argv, argv[i + 1 :], env, layer)
+
+
+# -- what git runs as a command ------------------------------------------------------------------
+
+# Settings whose value git runs as a command (git-config(1)), by name, or by section and last
+# part for the ones named per driver, tool or command (``diff.<driver>.textconv``). A value is
+# read as the shell text git gives it to, so a merge or an auto-merge push inside is read as one.
+_RUN_SETTINGS = frozenset(
+    """core.editor sequence.editor core.pager core.sshcommand core.askpass core.fsmonitor
+    diff.external gpg.program interactive.difffilter credential.helper
+    uploadpack.packobjectshook""".split()  # noqa: SIM905 (a word list reads better as text)
+)
+_RUN_SETTING_PARTS = frozenset(
+    {("pager", ""), ("credential", "helper"), ("diff", "command"), ("diff", "textconv"),
+     ("filter", "clean"), ("filter", "smudge"), ("filter", "process"), ("merge", "driver"),
+     ("mergetool", "cmd"), ("difftool", "cmd"), ("gpg", "program")}
+)  # fmt: skip
+# The environment variables git runs as a command (git(1), "Environment Variables").
+_RUN_VARIABLES = ("GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_SSH_COMMAND",
+                  "GIT_SSH", "GIT_ASKPASS", "GIT_EXTERNAL_DIFF", "EDITOR", "VISUAL", "PAGER")  # fmt: skip
+# What tells git to read its configuration from another file: a push's options come from it.
+_CONFIG_FILE_VARIABLES = ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG", "HOME",
+                          "XDG_CONFIG_HOME")  # fmt: skip
+
+
+def _runs_setting(key: str) -> bool:
+    if key in _RUN_SETTINGS:
+        return True
+    section, _, rest = key.partition(".")
+    last = rest.rpartition(".")[2] if "." in rest else ""
+    return (section, last) in _RUN_SETTING_PARTS or (section == "pager" and bool(rest))
+
+
+def _run_text(reading: Reading, argv: list[Word], word: Word | None, text: str | None,
+              layer: Layer, how: str) -> None:  # fmt: skip
+    """``text``, which git runs in a shell (``how`` says where it comes from), read as a
+    script; blocks when bash computes it."""
+    if text is None:
+        reading.unclear(
+            f"{spelled(argv)}: git runs {how} as a command, and bash builds it from variables or "
+            "substitutions, which the hook cannot read"
+        )
+        return
+    if word is not None:
+        layer.consume([word])
+    reading.read(text, layer.depth + 1)
+
+
+def _runs_from_settings(
+    reading: Reading,
+    argv: list[Word],
+    config: list[tuple[str, Word | None]],
+    env: dict[str, Word],
+    layer: Layer,
+) -> None:
+    """The settings given to this git command (``-c``, ``--config-env``, GIT_CONFIG_*) and the
+    variables set on it that git runs as a command: read as the scripts they are."""
+    for key, word in config:
+        if _runs_setting(key):
+            text = word.value if word is not None else None
+            if key.startswith("credential.") and text is not None:
+                if not text.startswith("!"):
+                    continue  # a helper's name or path: a program the hook does not read
+                text = text[1:]
+            _run_text(reading, argv, word, text, layer, f"the setting {key}")
+    for name in _RUN_VARIABLES:
+        if name in env:
+            _run_text(reading, argv, env[name], env[name].value, layer, name)
+
+
+def _config_from_files(
+    reading: Reading, argv: list[Word], config: list[tuple[str, Word | None]], env: dict[str, Word]
+) -> bool:
+    """A push told to read its configuration from another file (include.path, includeIf, or a
+    variable that moves the global or system file) may take push.pushOption from it, which the
+    hook does not read: it blocks (True)."""
+    named = [k for k, _ in config if k == "include.path" or k.startswith("includeif.")]
+    named += [v for v in _CONFIG_FILE_VARIABLES if v in env]
+    if not named:
+        return False
+    reading.unclear(
+        f"{spelled(argv)}: git reads its configuration from another file here ({named[0]}), "
+        "whose push.pushOption could arm auto-merge, and the hook does not read it; pass the "
+        "options to the push itself: git push -o ... <remote> <sha>:<branch>"
+    )
+    return True
+
+
+def _git_send_pack(reading: Reading, argv: list[Word], args: list[Word]) -> None:
+    """``git send-pack --push-option=<option>``: a push like git push's, by the plumbing
+    command (builtin/send-pack.c), which the hook does not attribute: blocks when an option
+    arms auto-merge or cannot be read."""
+    options: list[Word | None] = []
+    for k, word in enumerate(args):
+        value = word.value
+        if value == "--push-option":
+            options.append(args[k + 1] if k + 1 < len(args) else None)
+        elif value is not None and value.startswith("--push-option="):
+            options.append(literal_word(value[len("--push-option=") :]))
+        elif value is None:
+            options.append(None)  # could be --push-option=...
+    if any(o is None or o.value is None or arms_auto_merge(o.value) for o in options):
+        reading.unclear(
+            f"{spelled(argv)}: git send-pack with a push option that arms auto-merge (or one "
+            "the hook cannot read); push with git push <remote> <sha>:<branch> -o ... instead"
+        )
+
+
+def _option_values(
+    args: list[Word], short: str, long: tuple[str, ...]
+) -> list[tuple[Word, str | None]]:
+    """(the word, the text) of each value of ``-<short> V``, ``-<short>V``, ``--<long> V`` and
+    ``--<long>=V`` among ``args`` (a cluster such as ``-ix V`` counts too)."""
+    found: list[tuple[Word, str | None]] = []
+    for k, word in enumerate(args):
+        value = word.value
+        if value is None:
+            continue
+        after = args[k + 1] if k + 1 < len(args) else None
+        if value.startswith("--"):
+            name, eq, attached = value[2:].partition("=")
+            if name in long and eq:
+                found.append((word, attached))
+            elif name in long and after is not None:
+                found.append((after, after.value))
+        elif value.startswith("-") and short and short in value[1:]:
+            rest = value[1:].split(short, 1)[1]
+            if rest:
+                found.append((word, rest))
+            elif after is not None:
+                found.append((after, after.value))
+    return found
+
+
+def _git_rebase(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
+                layer: Layer) -> None:  # fmt: skip
+    """``git rebase -x|--exec <cmd>``: git runs each in a shell after a commit is picked."""
+    for word, text in _option_values(args, "x", ("exec",)):
+        _run_text(reading, argv, word, text, layer, "rebase --exec's command")
+
+
+def _git_difftool(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
+                  layer: Layer) -> None:  # fmt: skip
+    """``git difftool -x|--extcmd <cmd>``: run in a shell on each file's two versions."""
+    for word, text in _option_values(args, "x", ("extcmd",)):
+        _run_text(reading, argv, word, text, layer, "difftool --extcmd's command")
+
+
+_FILTERS = ("env-filter", "tree-filter", "index-filter", "parent-filter", "msg-filter",
+            "commit-filter", "tag-name-filter")  # fmt: skip
+
+
+def _git_filter_branch(reading: Reading, argv: list[Word], args: list[Word],
+                       env: dict[str, Word], layer: Layer) -> None:  # fmt: skip
+    """``git filter-branch --<kind>-filter <command>``: each is eval'ed by its shell script."""
+    for word, text in _option_values(args, "", _FILTERS):
+        _run_text(reading, argv, word, text, layer, "filter-branch's filter")
+
+
+def _git_bisect(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
+                layer: Layer) -> None:  # fmt: skip
+    """``git bisect run <cmd> [<arg>...]``: the command and its arguments, run at each step."""
+    if args and args[0].value == "run" and len(args) > 1:
+        reading.run(args[1:], env, layer)
+
+
+def _git_submodule(reading: Reading, argv: list[Word], args: list[Word],
+                   env: dict[str, Word], layer: Layer) -> None:  # fmt: skip
+    """``git submodule [--quiet] foreach [--recursive] <command>``: run in a shell in each
+    submodule."""
+    values = [w.value for w in args]
+    if "foreach" not in values:
+        return
+    rest = args[values.index("foreach") + 1 :]
+    while rest and rest[0].value in ("--recursive", "--quiet", "-q"):
+        rest = rest[1:]
+    if rest:
+        texts = [w.value for w in rest]
+        text = None if any(t is None for t in texts) else " ".join(t or "" for t in texts)
+        layer.consume(rest)
+        _run_text(reading, argv, None, text, layer, "submodule foreach's command")
+
+
+GIT_RUNNERS: dict[
+    str, Callable[[Reading, list[Word], list[Word], dict[str, Word], Layer], None]
+] = {
+    "rebase": _git_rebase,
+    "difftool": _git_difftool,
+    "filter-branch": _git_filter_branch,
+    "bisect": _git_bisect,
+    "submodule": _git_submodule,
+}
 
 
 def _git_alias(

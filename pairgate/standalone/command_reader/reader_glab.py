@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Mapping
@@ -295,6 +296,15 @@ def _glab_api(reading: Reading, call: GlabCall, args: list[Word], layer: Layer) 
     if flags.help:
         return
     endpoint = flags.positionals[0][1] if flags.positionals else None
+    if flags.positionals and flags.positionals[0][0] in flags.unclear:
+        # The glab this hook reads refuses an unknown flag; a newer one may take the word
+        # after it as its value, and the endpoint is then the next word.
+        reading.unclear(
+            f"{call.words}: a flag this hook does not know ({GLAB_SOURCE}'s glab api has no "
+            "such flag) stands before the endpoint, so it cannot tell which word glab takes as "
+            "the endpoint; put the endpoint first"
+        )
+        return
     for name in ("--method", "--repo", "--hostname"):
         call.structural += flags.spelled.get(name, [])
     if endpoint is not None:
@@ -311,6 +321,11 @@ def _glab_api(reading: Reading, call: GlabCall, args: list[Word], layer: Layer) 
         layer.consume(flags.spelled.get("--raw-field", []))
         layer.consume(flags.spelled.get("--field", []))
         graphql(reading, call.words, fields, opaque)
+        if route[2]:
+            # GitLab's GraphqlController reads query, variables and operationName from the
+            # URL's query string as well as the body (Rails params), and runs a mutation from
+            # either on a POST: the query string is read as a request of its own.
+            graphql(reading, call.words, url_graphql_fields(route[2]), False)
         return
     method = flags.last("--method", None)
     if method is None:
@@ -358,6 +373,23 @@ def _glab_api(reading: Reading, call: GlabCall, args: list[Word], layer: Layer) 
     readings = host_readings(project) if project != project_text else (project,)
     for named in readings:  # only a project -R names may start with a host
         reading.found_merge(MergeFound(call.words, named, iid, problem, tuple(shas), what))
+
+
+def url_graphql_fields(query: list[tuple[str, str]]) -> dict[str, Any]:
+    """A GraphQL request's parameters from a URL's query string, as ``graphql`` reads glab's
+    fields: ``variables`` (a JSON object, as GitLab parses it) spread into its names."""
+    fields: dict[str, Any] = dict(query)
+    variables = fields.pop("variables", None)
+    if variables is not None:
+        try:
+            parsed = json.loads(variables)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict):
+            fields.update({k: v for k, v in parsed.items() if k not in ("query", "operationName")})
+        else:
+            fields["variables"] = variables
+    return fields
 
 
 def graphql(reading: Reading, words: str, fields: Mapping[str, Any], opaque: bool) -> None:

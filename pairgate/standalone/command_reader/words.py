@@ -132,8 +132,33 @@ def spelled(words: Sequence[Word]) -> str:
     return short(" ".join(w.raw for w in words))
 
 
+# `mr` then flags before `merge`: cobra takes any flag there (`glab mr --help=false merge 1`).
+# Read a word at a time, a bounded stretch after each `mr`: a pattern with a repeated flag
+# group backtracks for seconds on a run of dashes.
+_MR_WORD = re.compile(r"(?<![a-z0-9])mr(?![a-z0-9])", re.IGNORECASE)
+_WORD_RUN = re.compile(r"[^\s'\"\\]+")
+_MERGE_WORD = re.compile(r"(?:merge|accept)(?![a-z0-9])", re.IGNORECASE)
+_FLAG_WORDS = 12  # flags a reading of `mr ... merge` looks past
+
+
+def _flags_then_merge(text: str) -> bool:
+    for found in _MR_WORD.finditer(text):
+        taking = False
+        runs = _WORD_RUN.finditer(text, found.end(), found.end() + 400)
+        for word in (m.group() for _, m in zip(range(2 * _FLAG_WORDS), runs, strict=False)):
+            if taking or word.startswith("-"):
+                taking = not taking and word in ("-R", "--repo")
+                continue
+            if _MERGE_WORD.match(word):
+                return True
+            break
+    return False
+
+
 def mentions_merge(text: str) -> bool:
-    return "glab" in text.lower() and MERGE_MENTION.search(text) is not None
+    if "glab" not in text.lower():
+        return False
+    return MERGE_MENTION.search(text) is not None or _flags_then_merge(text)
 
 
 class MergeFound(NamedTuple):
