@@ -375,6 +375,7 @@ READ_BLOCKED = [
      "its configuration from another file here (GIT_CONFIG_GLOBAL)"),
     ("perl -e 'system(\"glab mr --help=false merge 12 -R acme/app\")'", "names a glab merge"),
     ("glab api --output json -X PUT projects/2/merge_requests/1/merge", "before the endpoint"),
+    ("git -c alias.push='!true' push -o merge_request.auto_merge origin feature", "resolves to a commit"),
 ]  # fmt: skip
 
 

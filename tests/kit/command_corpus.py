@@ -277,6 +277,15 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ("git -c credential.helper='!glab mr merge 12 -R acme/app' fetch", APP),
     ("git -c diff.x.textconv='glab mr merge 12 -R acme/app' diff", APP),
     ("GIT_SSH_COMMAND='glab mr merge 12 -R acme/app' git fetch", APP),
+    ("git rebase --exe 'glab mr merge 12 -R acme/app' HEAD~1", APP),  # a unique prefix
+    (
+        "git -c protocol.ext.allow=always push 'ext::sh -c \"glab mr merge 12 -R acme/app\"' main",
+        APP,
+    ),
+    ("git clone -u 'glab mr merge 12 -R acme/app' /srv/repo copy", APP),
+    ("git fetch --upload-pack='glab mr merge 12 -R acme/app' /srv/repo", APP),
+    ("git -c remote.o.uploadpack='glab mr merge 12 -R acme/app' fetch o", APP),
+    ("git -c alias.PUSH='!glab mr merge 12 -R acme/app' PUSH", APP),  # commands are case-sensitive
 ]
 
 # Each of these could merge, and the reading alone blocks it: the fragment says why.
@@ -486,6 +495,16 @@ BLOCKED: list[tuple[str, str]] = [
         "git send-pack with a push option",
     ),
     ("git send-pack --push-option mr.auto_merge origin main", "git send-pack with a push option"),
+    ("git send-pack --push-opt=mr.auto_merge origin main", "git send-pack with a push option"),
+    # an alias never hides a git command: this is git push, with its option
+    (
+        "git -c alias.push='!true' push -o merge_request.auto_merge origin feature",
+        "resolves to a commit",
+    ),
+    (
+        "git push --receive-pack='git push -o mr.auto_merge origin f; git-receive-pack' /srv/r main",
+        "resolves to a commit",
+    ),
     (
         "git rebase -x 'git push -o merge_request.merge_when_pipeline_succeeds origin feature' "
         "HEAD~1",

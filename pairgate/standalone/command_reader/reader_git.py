@@ -86,9 +86,14 @@ def read_git(
             unclear_arguments(reading, argv, "a git alias")
         return
     alias = aliases.get(name.lower())
-    if alias is not None and f"git {name.lower()}" not in reading.expanding:
+    # git ignores an alias that hides one of its commands (git.c: a builtin runs first)
+    builtin = name in ("push", "send-pack", "config", *GIT_RUNNERS, *_TRANSPORT_OPTIONS)
+    if alias is not None and not builtin and f"git {name.lower()}" not in reading.expanding:
         _git_alias(reading, argv, i, alias, env, stdin, layer)
-    elif name in ("push", "send-pack"):
+        return
+    if name != "config":
+        _git_transports(reading, argv, name, argv[i + 1 :], layer)
+    if name in ("push", "send-pack"):
         if name == "push" and _config_from_files(reading, argv, config, env):
             return
         options = [*reading.git_push_options] if name == "push" else []
@@ -112,13 +117,14 @@ def read_git(
 # read as the shell text git gives it to, so a merge or an auto-merge push inside is read as one.
 _RUN_SETTINGS = frozenset(
     """core.editor sequence.editor core.pager core.sshcommand core.askpass core.fsmonitor
-    diff.external gpg.program interactive.difffilter credential.helper
+    diff.external gpg.program interactive.difffilter credential.helper core.gitproxy
     uploadpack.packobjectshook""".split()  # noqa: SIM905 (a word list reads better as text)
 )
 _RUN_SETTING_PARTS = frozenset(
     {("pager", ""), ("credential", "helper"), ("diff", "command"), ("diff", "textconv"),
      ("filter", "clean"), ("filter", "smudge"), ("filter", "process"), ("merge", "driver"),
-     ("mergetool", "cmd"), ("difftool", "cmd"), ("gpg", "program")}
+     ("mergetool", "cmd"), ("difftool", "cmd"), ("gpg", "program"), ("remote", "receivepack"),
+     ("remote", "uploadpack")}
 )  # fmt: skip
 # The environment variables git runs as a command (git(1), "Environment Variables").
 _RUN_VARIABLES = ("GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_SSH_COMMAND",
@@ -195,16 +201,9 @@ def _git_send_pack(reading: Reading, argv: list[Word], args: list[Word]) -> None
     """``git send-pack --push-option=<option>``: a push like git push's, by the plumbing
     command (builtin/send-pack.c), which the hook does not attribute: blocks when an option
     arms auto-merge or cannot be read."""
-    options: list[Word | None] = []
-    for k, word in enumerate(args):
-        value = word.value
-        if value == "--push-option":
-            options.append(args[k + 1] if k + 1 < len(args) else None)
-        elif value is not None and value.startswith("--push-option="):
-            options.append(literal_word(value[len("--push-option=") :]))
-        elif value is None:
-            options.append(None)  # could be --push-option=...
-    if any(o is None or o.value is None or arms_auto_merge(o.value) for o in options):
+    options = [text for _, text in _option_values(args, "", ("push-option",))]
+    options += [None for w in args if w.value is None]  # could be --push-option=...
+    if any(o is None or arms_auto_merge(o) for o in options):
         reading.unclear(
             f"{spelled(argv)}: git send-pack with a push option that arms auto-merge (or one "
             "the hook cannot read); push with git push <remote> <sha>:<branch> -o ... instead"
@@ -224,9 +223,11 @@ def _option_values(
         after = args[k + 1] if k + 1 < len(args) else None
         if value.startswith("--"):
             name, eq, attached = value[2:].partition("=")
-            if name in long and eq:
+            # parse-options takes a long option's unique prefix (--exe for --exec)
+            named = len(name) >= 2 and any(n.startswith(name) for n in long)
+            if named and eq:
                 found.append((word, attached))
-            elif name in long and after is not None:
+            elif named and after is not None:
                 found.append((after, after.value))
         elif value.startswith("-") and short and short in value[1:]:
             rest = value[1:].split(short, 1)[1]
@@ -235,6 +236,33 @@ def _option_values(
             elif after is not None:
                 found.append((after, after.value))
     return found
+
+
+# Options whose value git runs as a command to reach the other repository (a local path's, or
+# any with ext::): push's and send-pack's --receive-pack/--exec, the fetching side's
+# --upload-pack (-u for clone).
+_TRANSPORT_OPTIONS = {
+    "push": ("", ("receive-pack", "exec")),
+    "send-pack": ("", ("receive-pack", "exec")),
+    "fetch": ("", ("upload-pack",)),
+    "pull": ("", ("upload-pack",)),
+    "ls-remote": ("", ("upload-pack",)),
+    "clone": ("u", ("upload-pack",)),
+    "archive": ("", ("exec",)),
+}
+
+
+def _git_transports(
+    reading: Reading, argv: list[Word], name: str | None, args: list[Word], layer: Layer
+) -> None:
+    """What git runs to reach a repository: an ``ext::<command>`` URL (git-remote-ext, with
+    protocol.ext.allow), and the options of _TRANSPORT_OPTIONS: read as scripts."""
+    for word in args:
+        if word.value is not None and word.value.startswith("ext::"):
+            _run_text(reading, argv, word, word.value[len("ext::") :], layer, "an ext:: URL")
+    short, long = _TRANSPORT_OPTIONS.get(name or "", ("", ()))
+    for word, text in _option_values(args, short, long) if long else ():
+        _run_text(reading, argv, word, text, layer, f"{name}'s {long[0]} program")
 
 
 def _git_rebase(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
