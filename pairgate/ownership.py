@@ -8,49 +8,49 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    92  errors.py: Exit codes, the error family and the run context every door is given.
-  line   319  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   477  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   777  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1229  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
-  line  1345  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1871  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2164  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2258  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2460  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
-  line  2483  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2583  collector.py: The cyclic garbage collector, held off while folds run.
-  line  2612  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3026  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3101  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3490  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3610  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3874  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4295  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4443  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4935  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4986  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5130  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5346  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5530  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  6015  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6219  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6491  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6978  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7446  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7525  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7672  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7769  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8168  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8557  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8793  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  9312  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9723  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9781  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line 10230  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10400  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10425  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10786  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    93  errors.py: Exit codes, the error family and the run context every door is given.
+  line   320  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   478  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   778  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1230  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
+  line  1346  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1872  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2165  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2259  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2461  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
+  line  2484  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2584  collector.py: The cyclic garbage collector, held off while folds run.
+  line  2613  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3027  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3102  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3491  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3611  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3875  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4296  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4444  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4936  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4987  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5131  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5347  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5531  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  6016  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6220  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6492  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6979  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7449  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7528  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7675  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7773  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8172  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8561  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8797  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9366  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9777  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9835  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line 10305  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10475  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10500  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10861  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ import hashlib
 import json
 import math
 import os
+import posixpath
 import re
 import shlex
 import sys
@@ -7308,6 +7309,8 @@ def normalise_repo(text: str) -> str | None:
     else:
         text = re.sub(r"^[a-z][a-z0-9+.-]*://[^/]+/", "", text, flags=re.IGNORECASE)
     text = text.strip("/")
+    if "/." in f"/{text}":  # git and curl resolve . and .. in a URL's path (RFC 3986)
+        text = posixpath.normpath(text)
     text = text[:-4] if text.endswith(".git") else text
     text = text.split("/-/", 1)[0]
     if re.fullmatch(r"[\w.-]+(/[\w.-]+)+", text):
@@ -7709,6 +7712,7 @@ class Reading(Protocol):
     glab_aliases: dict[str, GlabAlias]
     git_aliases: dict[str, GitAlias]
     git_push_options: list[Word | None]  # push.pushOption set by `git config` earlier
+    armed_push_read: bool  # a git push whose options arm auto-merge was read
     expanding: set[str]  # aliases being expanded now: none expands inside its own expansion
 
     def read(self, text: str, depth: int) -> None:
@@ -8864,7 +8868,8 @@ def read_git(
             if key == "push.pushoption" and name == "push":
                 options = [] if word is not None and word.value == "" else [*options, word]
         if name == "push":
-            _git_push(reading, argv, argv[i + 1 :], options, layer)
+            moved = _push_moved(argv[1:i], config, env)
+            _git_push(reading, argv, argv[i + 1 :], options, layer, moved)
         else:
             _git_send_pack(reading, argv, argv[i + 1 :])
     elif name == "config":
@@ -8958,6 +8963,26 @@ def _config_from_files(
         "options to the push itself: git push -o ... <remote> <sha>:<branch>"
     )
     return True
+
+
+def _push_moved(
+    global_options: list[Word], config: list[tuple[str, Word | None]], env: dict[str, Word]
+) -> tuple[str, bool]:
+    """What makes a push go elsewhere than its words say, and whether it moves only a remote's
+    name (the repository the name is looked up in) or any URL too: ("", False) for nothing."""
+    for key, _ in config:
+        if key.startswith("url.") and key.endswith(("insteadof", "pushinsteadof")):
+            return f"the setting {key}, which rewrites the URL it pushes to", True
+        if key.startswith("remote.") and key.endswith((".url", ".pushurl")):
+            return f"the setting {key}", False
+    for word in global_options:
+        option = (word.value or "").partition("=")[0]
+        if option in ("-C", "--git-dir", "--work-tree"):
+            return f"{option}, which moves the repository", False
+    for name in ("GIT_DIR", "GIT_WORK_TREE"):
+        if name in env:
+            return f"{name}, which moves the repository", False
+    return "", False
 
 
 def _git_send_pack(reading: Reading, argv: list[Word], args: list[Word]) -> None:
@@ -9221,14 +9246,24 @@ GIT_SETTINGS: dict[str, Callable[[Reading, list[Word], str, Word, Layer], None]]
 
 
 def _git_push(
-    reading: Reading, argv: list[Word], args: list[Word], config: list[Word | None], layer: Layer
+    reading: Reading,
+    argv: list[Word],
+    args: list[Word],
+    config: list[Word | None],
+    layer: Layer,
+    moved: tuple[str, bool] = ("", False),
 ) -> None:
     """``git push`` with push options that arm auto-merge (``merge_request.auto_merge``,
     ``merge_request.merge_when_pipeline_succeeds``, namespace ``mr`` too): GitLab merges the
     pushed commit (lib/gitlab/push_options.rb, push_options_handler_service.rb)."""
     words = spelled(argv)
     options, operands, _ = getopt(args, GIT_PUSH_OPTS)
-    given: list[Word | None] = [v for name, v in options if name in ("o", "push-option")]
+    given: list[Word | None] = []
+    for name, v in options:
+        if name == "no-push-option":
+            given = []  # it empties the list given so far (git-push(1))
+        elif name in ("o", "push-option"):
+            given.append(v)
     pushed = given or config  # push.pushOption counts only without -o (git-push(1))
     hidden = any(w.value is None and w.parts[:1] == (DYNAMIC,) for w in args)
     if hidden and AUTO_MERGE_TEXT.search(reading.text):
@@ -9243,15 +9278,15 @@ def _git_push(
     values = [o.value or "" for o in pushed if o is not None]
     if not any(arms_auto_merge(v) for v in values):
         return
+    reading.armed_push_read = True
     target, creates = None, False
     for text in values:
         namespace, key, value = push_option(text)
         if namespace == "merge_request" and key == "target_project":
             target = value.strip() or None
         creates = creates or (namespace == "merge_request" and key == "create")
-    remote = next((v for name, v in options if name == "repo"), None) or (
-        operands[0] if operands else None
-    )
+    # An operand names the repository even with --repo (builtin/push.c: repo = argv[0])
+    remote = operands[0] if operands else next((v for name, v in options if name == "repo"), None)
     refspecs = operands[1:]
 
     def found(sha: str | None, branch: str | None, problem: str = "") -> PushFound:
@@ -9268,6 +9303,19 @@ def _git_push(
     if {name for name, _ in options} & {"all", "mirror", "tags", "branches"}:
         reading.found_push(found(None, None, "pushes several refs at once with auto-merge "
                                  "armed; push one: git push <remote> <sha>:<branch>"))  # fmt: skip
+        return
+    why, any_url = moved
+    is_url = (
+        remote is not None
+        and remote.value is not None
+        and (
+            "://" in remote.value
+            or "@" in remote.value.split("/", 1)[0]
+            or remote.value[:1] in "/."
+        )
+    )
+    if why and (any_url or not is_url):
+        reading.found_push(found(None, None, f"the hook cannot tell where this push goes: {why}"))
         return
     if remote is None or remote.value is None or not refspecs:
         reading.found_push(
@@ -9287,12 +9335,18 @@ def _git_push(
             reading.found_push(found(None, None, "a refspec built from variables"))
             continue
         source, colon, destination = spec.removeprefix("+").partition(":")
+        if colon and not source and not destination:
+            reading.found_push(found(None, None, "`:` pushes every matching branch with "
+                                     "auto-merge armed; push one: git push <remote> "
+                                     "<sha>:<branch>"))  # fmt: skip
+            continue
         if not source:
             continue  # `:branch` deletes the branch
         destination = destination if colon else source
         if destination.startswith("refs/") and not destination.startswith("refs/heads/"):
             continue  # a tag or another ref: no merge request follows it
-        branch = destination.removeprefix("refs/heads/")
+        # git finds an unqualified destination under refs/ first: heads/x is refs/heads/x
+        branch = destination.removeprefix("refs/heads/").removeprefix("heads/")
         sha = source.lower() if COMMIT_SHA.fullmatch(source.lower()) else None
         problem = (
             ""
@@ -9783,6 +9837,15 @@ PROGRAMS: dict[str, ProgramReader] = {
 
 
 MENTION_MAX = 200  # characters of a command quoted in a block that names a merge it does not run
+# An auto-merge push option as GitLab reads one (lib/gitlab/push_options.rb), in a command that
+# also says push: when the reader found no push arming it, git may still send it from where the
+# hook does not look (a variable set by printf -v or read, a configuration file or a git hook
+# the command writes, a setting made before the push).
+_AUTO_MERGE_OPTION = re.compile(
+    r"(?<![\w.])(?:merge_request|mr)\.(?:auto_merge|merge_when_pipeline_succeeds)(?!\w)",
+    re.IGNORECASE,
+)
+_PUSH_WORD = re.compile(r"(?<![\w-])push(?![\w-])", re.IGNORECASE)
 
 
 
@@ -9805,6 +9868,7 @@ class Reader:
         # git aliases and push options `git config` sets earlier in the command
         self.git_aliases: dict[str, GitAlias] = {}
         self.git_push_options: list[Word | None] = []
+        self.armed_push_read = False
         # files the command writes (path -> what it writes), and scripts it runs by a path the
         # reader has not seen written yet (read again at the end, in case a loop writes them later)
         self.files: dict[str, Stdin] = {}
@@ -10184,6 +10248,17 @@ class Reader:
         self._read_late_scripts()
         for layer, root in self.layers:
             self._check_mentions(layer, root)
+        if (
+            not self.armed_push_read
+            and _AUTO_MERGE_OPTION.search(self.text)
+            and _PUSH_WORD.search(self.text)
+        ):
+            self.unclear(
+                f"{short(self.text)}: names an auto-merge push option that no push the hook "
+                "read passes (git may take it from a variable, a configuration file or a git "
+                "hook the command sets up); pass it to the push itself: git push -o ... "
+                "<remote> <sha>:refs/heads/<branch>"
+            )
         self.layers = []
         seen: set[tuple[str | None, int | None, str, tuple[str | None, ...], str]] = set()
         merges = []

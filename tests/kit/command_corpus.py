@@ -28,6 +28,7 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ("glab mr merge 12 -R acme/app --sha 0123abc -m 'ship it'", APP),
     ("glab mr merge 12 -R https://gitlab.example.com/acme/app.git", APP),
     ("glab mr merge 12 -R git@gitlab.example.com:acme/app.git", APP),
+    ("glab mr merge 12 -R https://gitlab.example.com/outside/../acme/./app.git", APP),
     ("glab mr merge https://gitlab.example.com/acme/app/-/merge_requests/12", APP),
     ("GITLAB_REPO=acme/app glab mr merge 12", APP),
     ("FOO=1 BAR=2 glab mr merge 12 -R acme/app", APP),
@@ -496,6 +497,53 @@ BLOCKED: list[tuple[str, str]] = [
     ),
     ("git send-pack --push-option mr.auto_merge origin main", "git send-pack with a push option"),
     ("git send-pack --push-opt=mr.auto_merge origin main", "git send-pack with a push option"),
+    # pushes git makes to other refs or other places than the words say
+    ("git push -o merge_request.auto_merge origin :", "every matching branch"),
+    (
+        "git -c url.https://gitlab.example.com/acme/app.git.insteadOf=https://x.example/y.git "
+        "push -o mr.auto_merge https://x.example/y.git 0123456789abcdef0123456789abcdef01234567:f",
+        "cannot tell where this push goes: the setting url.",
+    ),
+    (
+        "git -C /srv/clone push -o mr.auto_merge origin 0123456789abcdef0123456789abcdef01234567:f",
+        "cannot tell where this push goes: -C",
+    ),
+    (
+        "GIT_DIR=/srv/clone/.git git push -o mr.auto_merge origin "
+        "0123456789abcdef0123456789abcdef01234567:f",
+        "cannot tell where this push goes: GIT_DIR",
+    ),
+    (
+        "git -c remote.origin.pushurl=https://gitlab.example.com/acme/app.git push -o "
+        "mr.auto_merge origin 0123456789abcdef0123456789abcdef01234567:f",
+        "cannot tell where this push goes: the setting remote.origin.pushurl",
+    ),
+    # an auto-merge option git takes from where the hook does not read it
+    (
+        "printf -v GIT_CONFIG_PARAMETERS %s \"'push.pushOption=merge_request.auto_merge'\"; "
+        "export GIT_CONFIG_PARAMETERS; git push origin 0123456789abcdef0123456789abcdef01234567:f",
+        "names an auto-merge push option that no push the hook read passes",
+    ),
+    (
+        "read -r GIT_CONFIG_PARAMETERS <<< \"'push.pushOption=mr.auto_merge'\"; "
+        "export GIT_CONFIG_PARAMETERS; git push origin main",
+        "names an auto-merge push option that no push the hook read passes",
+    ),
+    (
+        "printf '[push]\\n\\tpushOption = merge_request.auto_merge\\n' >> .git/config; "
+        "git push origin 0123456789abcdef0123456789abcdef01234567:f",
+        "names an auto-merge push option that no push the hook read passes",
+    ),
+    (
+        "echo '[push] pushOption = mr.auto_merge' > /tmp/x.cfg; git config include.path "
+        "/tmp/x.cfg; git push origin 0123456789abcdef0123456789abcdef01234567:f",
+        "names an auto-merge push option that no push the hook read passes",
+    ),
+    (
+        "printf '#!/bin/sh\\ngit push -o mr.auto_merge origin HEAD:f\\n' > .git/hooks/post-commit; "
+        "chmod +x .git/hooks/post-commit; git commit --allow-empty -m x",
+        "names an auto-merge push option that no push the hook read passes",
+    ),
     # an alias never hides a git command: this is git push, with its option
     (
         "git -c alias.push='!true' push -o merge_request.auto_merge origin feature",

@@ -38,6 +38,15 @@ from pairgate.standalone.command_reader.words import (
 from pairgate.standalone.command_reader.wrappers import AUTO_MERGE_TEXT
 
 MENTION_MAX = 200  # characters of a command quoted in a block that names a merge it does not run
+# An auto-merge push option as GitLab reads one (lib/gitlab/push_options.rb), in a command that
+# also says push: when the reader found no push arming it, git may still send it from where the
+# hook does not look (a variable set by printf -v or read, a configuration file or a git hook
+# the command writes, a setting made before the push).
+_AUTO_MERGE_OPTION = re.compile(
+    r"(?<![\w.])(?:merge_request|mr)\.(?:auto_merge|merge_when_pipeline_succeeds)(?!\w)",
+    re.IGNORECASE,
+)
+_PUSH_WORD = re.compile(r"(?<![\w-])push(?![\w-])", re.IGNORECASE)
 
 __all__ = ["Reader"]
 
@@ -61,6 +70,7 @@ class Reader:
         # git aliases and push options `git config` sets earlier in the command
         self.git_aliases: dict[str, GitAlias] = {}
         self.git_push_options: list[Word | None] = []
+        self.armed_push_read = False
         # files the command writes (path -> what it writes), and scripts it runs by a path the
         # reader has not seen written yet (read again at the end, in case a loop writes them later)
         self.files: dict[str, Stdin] = {}
@@ -440,6 +450,17 @@ class Reader:
         self._read_late_scripts()
         for layer, root in self.layers:
             self._check_mentions(layer, root)
+        if (
+            not self.armed_push_read
+            and _AUTO_MERGE_OPTION.search(self.text)
+            and _PUSH_WORD.search(self.text)
+        ):
+            self.unclear(
+                f"{short(self.text)}: names an auto-merge push option that no push the hook "
+                "read passes (git may take it from a variable, a configuration file or a git "
+                "hook the command sets up); pass it to the push itself: git push -o ... "
+                "<remote> <sha>:refs/heads/<branch>"
+            )
         self.layers = []
         seen: set[tuple[str | None, int | None, str, tuple[str | None, ...], str]] = set()
         merges = []

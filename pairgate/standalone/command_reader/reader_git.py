@@ -101,7 +101,8 @@ def read_git(
             if key == "push.pushoption" and name == "push":
                 options = [] if word is not None and word.value == "" else [*options, word]
         if name == "push":
-            _git_push(reading, argv, argv[i + 1 :], options, layer)
+            moved = _push_moved(argv[1:i], config, env)
+            _git_push(reading, argv, argv[i + 1 :], options, layer, moved)
         else:
             _git_send_pack(reading, argv, argv[i + 1 :])
     elif name == "config":
@@ -195,6 +196,26 @@ def _config_from_files(
         "options to the push itself: git push -o ... <remote> <sha>:<branch>"
     )
     return True
+
+
+def _push_moved(
+    global_options: list[Word], config: list[tuple[str, Word | None]], env: dict[str, Word]
+) -> tuple[str, bool]:
+    """What makes a push go elsewhere than its words say, and whether it moves only a remote's
+    name (the repository the name is looked up in) or any URL too: ("", False) for nothing."""
+    for key, _ in config:
+        if key.startswith("url.") and key.endswith(("insteadof", "pushinsteadof")):
+            return f"the setting {key}, which rewrites the URL it pushes to", True
+        if key.startswith("remote.") and key.endswith((".url", ".pushurl")):
+            return f"the setting {key}", False
+    for word in global_options:
+        option = (word.value or "").partition("=")[0]
+        if option in ("-C", "--git-dir", "--work-tree"):
+            return f"{option}, which moves the repository", False
+    for name in ("GIT_DIR", "GIT_WORK_TREE"):
+        if name in env:
+            return f"{name}, which moves the repository", False
+    return "", False
 
 
 def _git_send_pack(reading: Reading, argv: list[Word], args: list[Word]) -> None:
@@ -458,14 +479,24 @@ GIT_SETTINGS: dict[str, Callable[[Reading, list[Word], str, Word, Layer], None]]
 
 
 def _git_push(
-    reading: Reading, argv: list[Word], args: list[Word], config: list[Word | None], layer: Layer
+    reading: Reading,
+    argv: list[Word],
+    args: list[Word],
+    config: list[Word | None],
+    layer: Layer,
+    moved: tuple[str, bool] = ("", False),
 ) -> None:
     """``git push`` with push options that arm auto-merge (``merge_request.auto_merge``,
     ``merge_request.merge_when_pipeline_succeeds``, namespace ``mr`` too): GitLab merges the
     pushed commit (lib/gitlab/push_options.rb, push_options_handler_service.rb)."""
     words = spelled(argv)
     options, operands, _ = getopt(args, GIT_PUSH_OPTS)
-    given: list[Word | None] = [v for name, v in options if name in ("o", "push-option")]
+    given: list[Word | None] = []
+    for name, v in options:
+        if name == "no-push-option":
+            given = []  # it empties the list given so far (git-push(1))
+        elif name in ("o", "push-option"):
+            given.append(v)
     pushed = given or config  # push.pushOption counts only without -o (git-push(1))
     hidden = any(w.value is None and w.parts[:1] == (DYNAMIC,) for w in args)
     if hidden and AUTO_MERGE_TEXT.search(reading.text):
@@ -480,15 +511,15 @@ def _git_push(
     values = [o.value or "" for o in pushed if o is not None]
     if not any(arms_auto_merge(v) for v in values):
         return
+    reading.armed_push_read = True
     target, creates = None, False
     for text in values:
         namespace, key, value = push_option(text)
         if namespace == "merge_request" and key == "target_project":
             target = value.strip() or None
         creates = creates or (namespace == "merge_request" and key == "create")
-    remote = next((v for name, v in options if name == "repo"), None) or (
-        operands[0] if operands else None
-    )
+    # An operand names the repository even with --repo (builtin/push.c: repo = argv[0])
+    remote = operands[0] if operands else next((v for name, v in options if name == "repo"), None)
     refspecs = operands[1:]
 
     def found(sha: str | None, branch: str | None, problem: str = "") -> PushFound:
@@ -505,6 +536,19 @@ def _git_push(
     if {name for name, _ in options} & {"all", "mirror", "tags", "branches"}:
         reading.found_push(found(None, None, "pushes several refs at once with auto-merge "
                                  "armed; push one: git push <remote> <sha>:<branch>"))  # fmt: skip
+        return
+    why, any_url = moved
+    is_url = (
+        remote is not None
+        and remote.value is not None
+        and (
+            "://" in remote.value
+            or "@" in remote.value.split("/", 1)[0]
+            or remote.value[:1] in "/."
+        )
+    )
+    if why and (any_url or not is_url):
+        reading.found_push(found(None, None, f"the hook cannot tell where this push goes: {why}"))
         return
     if remote is None or remote.value is None or not refspecs:
         reading.found_push(
@@ -524,12 +568,18 @@ def _git_push(
             reading.found_push(found(None, None, "a refspec built from variables"))
             continue
         source, colon, destination = spec.removeprefix("+").partition(":")
+        if colon and not source and not destination:
+            reading.found_push(found(None, None, "`:` pushes every matching branch with "
+                                     "auto-merge armed; push one: git push <remote> "
+                                     "<sha>:<branch>"))  # fmt: skip
+            continue
         if not source:
             continue  # `:branch` deletes the branch
         destination = destination if colon else source
         if destination.startswith("refs/") and not destination.startswith("refs/heads/"):
             continue  # a tag or another ref: no merge request follows it
-        branch = destination.removeprefix("refs/heads/")
+        # git finds an unqualified destination under refs/ first: heads/x is refs/heads/x
+        branch = destination.removeprefix("refs/heads/").removeprefix("heads/")
         sha = source.lower() if COMMIT_SHA.fullmatch(source.lower()) else None
         problem = (
             ""
