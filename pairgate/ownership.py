@@ -21,36 +21,36 @@ Contents (where each source module begins, and what it holds):
   line  2484  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
   line  2584  collector.py: The cyclic garbage collector, held off while folds run.
   line  2613  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3027  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3102  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3491  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3611  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3875  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4296  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4444  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4936  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4987  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5131  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5347  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5531  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  6016  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6220  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6492  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6979  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7449  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7528  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7675  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7773  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8172  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8561  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8797  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  9366  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9777  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9835  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line 10305  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10475  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10500  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10861  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  3038  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3113  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3502  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3622  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3886  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4307  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4455  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4947  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  4998  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5142  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5358  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5542  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  6027  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6231  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6503  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6990  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7460  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7539  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7686  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7784  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8183  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8572  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8808  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9377  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9788  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9846  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line 10316  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10486  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10511  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10872  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -2953,12 +2953,14 @@ class _BoardFold:
     def __init__(self) -> None:
         self.freezes: dict[int, Freeze] = {}
         self.constraints: list[Constraint] = []
+        self.froze: dict[int, Note] = {}  # each freeze's note: who wrote it
 
     def apply(self, note: Note, r: Mapping[str, Any]) -> str | None:
         if r["event"] == "freeze":
             self.freezes[note.id] = Freeze(
                 note.id, r["agent"], r["scope"], r["reason"], r["minutes"], note.created_at
             )
+            self.froze[note.id] = note
             return None
         if r["event"] == "thaw":
             window = self.freezes.get(r["freeze"])
@@ -2966,6 +2968,15 @@ class _BoardFold:
                 return f"note {r['freeze']} is not a freeze recorded on this issue"
             if window.agent != r["agent"]:
                 return f"the freeze of note {window.note_id} is {window.agent}'s to thaw"
+            froze = self.froze[window.note_id]
+            if froze.author_id != note.author_id:
+                # An agent's name is text anyone with a ledger account can write; the account
+                # that wrote the note is GitLab's record (where a review account froze, the
+                # lead's account cannot thaw in its name).
+                return (
+                    f"the freeze of note {window.note_id} was written by {_author(froze)}; a "
+                    f"thaw by {_author(note)} does not lift it"
+                )
             if window.thawed_by is not None:
                 return f"note {window.thawed_by} already thawed it"
             self.freezes[window.note_id] = window._replace(thawed_by=note.id)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from pairgate.standalone.config import Config
+from pairgate.standalone.config import Config, load_config
 from pairgate.standalone.fold import binding_freeze, freeze_refusal
 from pairgate.standalone.ledger import Freeze, MrRef
 from pairgate.standalone.records import constraint_id, schema_problem
-from tests.kit.names import STAMP
+from tests.kit.names import ACCOUNT_BOUND_CONFIG, AGENTS_USER, REVIEW_BOT_USER, STAMP
 from tests.kit.trail import Trail
 
 START = 1767225600.0  # STAMP, 2026-01-01T00:00:00Z, as epoch seconds
@@ -68,6 +68,20 @@ def test_a_thaw_of_someone_elses_or_of_no_window_is_void(
     ledger = trail.fold()
     assert ledger.freezes[0].live(START)
     assert why in str(ledger.trail[-1].void)
+
+
+def test_a_thaw_in_the_freezers_name_from_another_account_is_void() -> None:
+    """The agent's name is text any ledger account can write; GitLab records which account
+    wrote the note. Where the review account froze, the lead's account cannot thaw as it."""
+    trail = Trail(load_config({"PAIRGATE_CONFIG": str(ACCOUNT_BOUND_CONFIG)}))
+    note = freeze(trail, "acme-review", author=REVIEW_BOT_USER)
+    trail.record("freeze", "thaw", "acme-review", freeze=note.id, author=AGENTS_USER)
+    ledger = trail.fold()
+    assert ledger.freezes[0].live(START)
+    assert ledger.trail[-1].void == (
+        f"the freeze of note {note.id} was written by user{REVIEW_BOT_USER} (user "
+        f"{REVIEW_BOT_USER}); a thaw by user{AGENTS_USER} (user {AGENTS_USER}) does not lift it"
+    )
 
 
 def test_a_second_thaw_is_void(config: Config) -> None:

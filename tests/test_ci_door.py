@@ -25,7 +25,9 @@ cases that fail on it:
   approval-at-head job still fails;
 - the tracker's workflow admitting branch pipelines on every branch (as it did): the merge
   request closed, pushed to and reopened, whose merge GitLab then takes on the green branch
-  pipeline.
+  pipeline;
+- a retarget that starts no pipeline (older GitLab; the sandbox's own before): the retarget
+  after the approval.
 """
 
 from __future__ import annotations
@@ -254,6 +256,19 @@ def test_an_mr_closed_pushed_to_and_reopened_is_refused(door: Door) -> None:
     door.sandbox.api("POST", f"{mr_path(APP, door.mr)}/pipelines")
     assert door.gate()[MERGE_CHECK] == "failed"
     assert refused(door.merge())
+
+
+def test_a_retarget_after_the_approval_is_refused(door: Door) -> None:
+    """GitLab starts a merge request pipeline when the target changes (UpdateService), so the
+    gate judges again: the approval names the old target and merge base."""
+    door.open(pipeline=False).review_round()
+    assert door.gate()[MERGE_CHECK] == "success"
+    door.sandbox.commit("stable", {"stable.txt": "a release line\n"}, message="Stable [skip ci]")
+    door.sandbox.api("PUT", mr_path(APP, door.mr), json={"target_branch": "stable"})
+    assert refused(door.merge())
+    assert door.gate()[MERGE_CHECK] == "failed"
+    said = "targeted main, and it now targets stable: the change to be merged is not the one"
+    assert said in door.trace(MERGE_CHECK)
 
 
 def test_a_freeze_is_refused(door: Door) -> None:

@@ -290,13 +290,17 @@ def set_mr_state(world: World, mr: MergeRequest, event: str, user: User) -> None
 
 def _retarget(req: Request, mr: MergeRequest, user: User, target: str) -> None:
     """Changing the target makes a new diff version (base and start follow the new target, the
-    head stays), notes it, aborts auto-merge, and on Premium with "remove approvals when
-    commits are added" drops the approvals; Free keeps them."""
+    head stays), notes it, starts a merge request pipeline (UpdateService's
+    handle_target_branch_change: refresh_pipelines_on_merge_requests, allow_duplicate), aborts
+    auto-merge, and on Premium with "remove approvals when commits are added" drops the
+    approvals; Free keeps them."""
     world = req.world
     note = f"changed target branch from `{mr.target_branch}` to `{target}`"
     world.add_note(mr, user, note, system=True)
     mr.target_branch = target
     repo.refresh_diff(world, mr)
+    if req.runner is not None and mr.source_project_id == mr.project_id:
+        req.runner.merge_request_pipeline(world, world.projects[mr.project_id], mr, user)
     mr.merge_when_pipeline_succeeds = False
     if world.options.reset_approvals_on_push:
         mr.approvals.clear()

@@ -385,12 +385,14 @@ class _BoardFold:
     def __init__(self) -> None:
         self.freezes: dict[int, Freeze] = {}
         self.constraints: list[Constraint] = []
+        self.froze: dict[int, Note] = {}  # each freeze's note: who wrote it
 
     def apply(self, note: Note, r: Mapping[str, Any]) -> str | None:
         if r["event"] == "freeze":
             self.freezes[note.id] = Freeze(
                 note.id, r["agent"], r["scope"], r["reason"], r["minutes"], note.created_at
             )
+            self.froze[note.id] = note
             return None
         if r["event"] == "thaw":
             window = self.freezes.get(r["freeze"])
@@ -398,6 +400,15 @@ class _BoardFold:
                 return f"note {r['freeze']} is not a freeze recorded on this issue"
             if window.agent != r["agent"]:
                 return f"the freeze of note {window.note_id} is {window.agent}'s to thaw"
+            froze = self.froze[window.note_id]
+            if froze.author_id != note.author_id:
+                # An agent's name is text anyone with a ledger account can write; the account
+                # that wrote the note is GitLab's record (where a review account froze, the
+                # lead's account cannot thaw in its name).
+                return (
+                    f"the freeze of note {window.note_id} was written by {_author(froze)}; a "
+                    f"thaw by {_author(note)} does not lift it"
+                )
             if window.thawed_by is not None:
                 return f"note {window.thawed_by} already thawed it"
             self.freezes[window.note_id] = window._replace(thawed_by=note.id)
