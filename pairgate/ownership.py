@@ -14,43 +14,43 @@ Contents (where each source module begins, and what it holds):
   line   778  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
   line  1230  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
   line  1346  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1872  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2165  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2259  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2461  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
-  line  2484  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2584  collector.py: The cyclic garbage collector, held off while folds run.
-  line  2613  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3038  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3113  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3502  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3622  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3886  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4307  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4455  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4947  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  4998  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5142  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5358  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5542  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  6027  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6231  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6503  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6990  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7460  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7539  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7686  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7784  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8183  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8572  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8808  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  9377  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9788  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9846  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line 10316  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10486  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10511  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10872  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  1876  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2169  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2263  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2465  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
+  line  2488  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2588  collector.py: The cyclic garbage collector, held off while folds run.
+  line  2617  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3042  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3117  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3506  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3626  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3890  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4311  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4459  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4951  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  5002  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5146  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5362  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5546  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  6031  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6235  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6507  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6994  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7464  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7543  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7690  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7788  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8187  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8576  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8812  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9381  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9792  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9850  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line 10320  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10490  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10515  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10876  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -1687,6 +1687,10 @@ def neutralise_quick_actions(text: str) -> str:
 def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str, dict[str, Any]]:
     """The note body for a record: human text, then the marker. Fills in ``v`` and ``digest`` and
     checks the schema (a record that would be skipped on read is never written)."""
+    # The reader folds CRLF once (_parsed): folded here until none is left, the text is what the
+    # reader will see, so a line that would read as a marker there is escaped below.
+    while "\r\n" in human:
+        human = human.replace("\r\n", "\n")
     text = neutralise_quick_actions(human).strip()
     # A marker-shaped line in the text would make the note carry two markers (and be skipped).
     text = _MARKER_LINE.sub(lambda m: "&lt;" + m.group(0)[1:], text)

@@ -126,6 +126,16 @@ def test_a_marker_shaped_line_in_the_text_is_defused() -> None:
     assert record == sealed and "&lt;!-- mochi-task:ownership" in human
 
 
+@pytest.mark.parametrize("ending", ["\r\r\n", "\r\r\r\n", "\r\n", "\n"])
+def test_a_marker_shaped_line_is_defused_as_the_reader_will_see_it(ending: str) -> None:
+    # The reader folds CRLF once: a line ending \r\r\n ends \r\n after the writer's fold and
+    # \n after the reader's, where it would be a second marker.
+    forged = '<!-- mochi-task:ownership {"event": "claim"} -->'
+    body, sealed = compose_note("ownership", RECORD, f"quoted:\n{forged}{ending}after")
+    _, record, human = parse_marker(body)
+    assert record == sealed and "&lt;!-- mochi-task:ownership" in human
+
+
 def test_a_v1_record_is_still_read_and_names_no_issue() -> None:
     # Records written before records named their issue (v1): read, never written.
     v1 = {k: v for k, v in RECORD.items() if k != "issue"}

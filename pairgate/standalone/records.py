@@ -386,6 +386,10 @@ def neutralise_quick_actions(text: str) -> str:
 def compose_note(kind: str, record: Mapping[str, Any], human: str) -> tuple[str, dict[str, Any]]:
     """The note body for a record: human text, then the marker. Fills in ``v`` and ``digest`` and
     checks the schema (a record that would be skipped on read is never written)."""
+    # The reader folds CRLF once (_parsed): folded here until none is left, the text is what the
+    # reader will see, so a line that would read as a marker there is escaped below.
+    while "\r\n" in human:
+        human = human.replace("\r\n", "\n")
     text = neutralise_quick_actions(human).strip()
     # A marker-shaped line in the text would make the note carry two markers (and be skipped).
     text = _MARKER_LINE.sub(lambda m: "&lt;" + m.group(0)[1:], text)
