@@ -8,49 +8,50 @@ package around it, so it imports only the standard library and the runtime depen
 (requests, jsonschema, pyyaml; tree-sitter lazily), and never ``pairgate``.
 
 Contents (where each source module begins, and what it holds):
-  line    93  errors.py: Exit codes, the error family and the run context every door is given.
-  line   320  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
-  line   478  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
-  line   778  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
-  line  1230  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
-  line  1346  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
-  line  1876  ledger.py: The fold's output: notes as read, and the typed state they fold into.
-  line  2169  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
-  line  2263  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
-  line  2465  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
-  line  2488  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
-  line  2588  collector.py: The cyclic garbage collector, held off while folds run.
-  line  2617  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
-  line  3042  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
-  line  3117  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
-  line  3506  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
-  line  3626  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
-  line  3890  verdict.py: The merge gate's verdict: pure functions from facts already read.
-  line  4311  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
-  line  4459  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
-  line  4951  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
-  line  5002  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
-  line  5146  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
-  line  5362  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
-  line  5546  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
-  line  6031  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
-  line  6235  doors.py: The gate's doors that print: merge-check and the three CI validators.
-  line  6507  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
-  line  6994  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
-  line  7464  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
-  line  7543  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
-  line  7690  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7788  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8187  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8576  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8812  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  9381  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9792  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9850  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line 10320  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10490  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10515  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10876  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line    94  errors.py: Exit codes, the error family and the run context every door is given.
+  line   321  schema_check.py: The schema checks: jsonschema is the authority for every rejection.
+  line   479  config.py: The configuration: one JSON file, exactly CONFIG_KEYS, checked against its schema.
+  line   779  gitlab.py: The GitLab client: reads over HTTPS (requests + urllib3 Retry) or glab, writes never retried.
+  line  1231  record_parts.py: The pieces the record schemas are built from: shared field types and the evidence fields.
+  line  1347  records.py: Records: the marker line, its JSON schemas, the digest, and composing a note.
+  line  1877  ledger.py: The fold's output: notes as read, and the typed state they fold into.
+  line  2170  audit_freezes.py: Freezes the audit finds through label history, so erasing a freeze cannot clear a merge.
+  line  2264  audit_pushes.py: The audit's walk around the merge button: every commit on a gated project's default branch
+  line  2466  pool.py: Reads side by side: a function over items through a bounded thread pool, the results in the
+  line  2489  audit_refs.py: What the audit needs of each merge request beyond its listing: ``diff_refs`` (the merge base
+  line  2589  collector.py: The cyclic garbage collector, held off while folds run.
+  line  2618  fold.py: The fold: notes to state. Pure: no I/O, no clock, no environment.
+  line  3043  merge_request.py: The one merge-request record: GitLab's merge request, parsed once at the boundary.
+  line  3118  approvals.py: Whether an approval counts: who had a hand in the work, what the approval binds, and whether
+  line  3507  reads.py: The fold's reads: an issue's notes, its ledger, the board's freeze windows.
+  line  3627  scope.py: What the gate gates: the automation roster, the merge request's facts, citations, scope.
+  line  3891  verdict.py: The merge gate's verdict: pure functions from facts already read.
+  line  4312  gate.py: gate_merge: the one function of the gate that reads GitLab, then decides; ``judge``: the
+  line  4460  audit.py: The audit: every merge request merged in a window, judged as merge-check would have judged it
+  line  4952  audit_flags.py: The audit's flags, one definition for both doors (``pairgate audit`` and ``python3
+  line  5003  audit_issues.py: ``audit --file-issues``: one tracker issue per finding, found again by a marker, so a re-run
+  line  5147  audit_door.py: The audit's door: its flags, its window, what it prints, its exit code. ``pairgate audit``
+  line  5363  gitlab_env.py: Which GitLab client a run gets: the API URL and tokens from the environment (or glab's own
+  line  5547  gitlab_once.py: Reads that make their first attempt through http.client, with requests behind it: the merge
+  line  6032  ci_job.py: What a CI job's own credentials prove, and the variables checked against it.
+  line  6236  doors.py: The gate's doors that print: merge-check and the three CI validators.
+  line  6508  command_reader/words.py: The command reader's words: what a command would merge, quote removal, stdin.
+  line  6995  command_reader/glab.py: How glab reads its arguments: flags, the merge endpoints, the project and the merge request.
+  line  7465  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
+  line  7544  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
+  line  7691  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
+  line  7789  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8188  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8577  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8813  command_reader/git_runs.py: What git runs as a command, read as the script it is: settings given on the command
+  line  9043  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9442  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9853  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9911  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line 10384  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10554  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10579  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10940  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -8809,91 +8810,9 @@ def read_other(
 
 
 # =============================================================================================
-# begin pairgate/standalone/command_reader/reader_git.py
+# begin pairgate/standalone/command_reader/git_runs.py
 # =============================================================================================
 
-
-def read_git(
-    reading: Reading,
-    argv: list[Word],
-    env: dict[str, Word],
-    layer: Layer,
-    stdin: Stdin | None,
-    open_args: bool,
-) -> None:
-    """git's own options (``-c name=value`` and GIT_CONFIG_COUNT/KEY/VALUE set on the command),
-    then its command: an alias defined by them or by ``git config`` earlier in the command,
-    ``git config`` itself, or ``git push``."""
-    config: list[tuple[str, Word | None]] = []
-    i = 1
-    while i < len(argv):
-        value = argv[i].value
-        if value is None:
-            break
-        if value == "-c" and i + 1 < len(argv):
-            config.append(git_setting(argv[i + 1]))
-            i += 2
-            continue
-        if value.startswith("--config-env=") or value == "--config-env":
-            # git.c takes both spellings: --config-env=name=VAR and --config-env name=VAR
-            spec = argv[i + 1] if value == "--config-env" and i + 1 < len(argv) else None
-            given = value[len("--config-env=") :] if spec is None else spec.value
-            if given is None:
-                config.append(("*", None))
-            else:
-                key, _, var = given.partition("=")
-                config.append((key.lower(), env.get(var)))
-            i += 1 if spec is None else 2
-            continue
-        if value in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
-                     "--attr-source"):  # fmt: skip
-            i += 1
-        elif not value.startswith("-"):
-            break
-        i += 1
-    config += git_env_config(env)
-    if any(key == "*" for key, _ in config):
-        unclear_arguments(reading, argv, "an alias or push.pushOption")
-        return
-    _runs_from_settings(reading, argv, config, env, layer)
-    if i >= len(argv):
-        return
-    name = argv[i].value
-    aliases = {**reading.git_aliases}
-    for key, word in config:
-        if key.startswith("alias.") and word is not None:
-            aliases[key[len("alias.") :]] = (word, layer)
-    if name is None:
-        if aliases or config:
-            unclear_arguments(reading, argv, "a git alias")
-        return
-    alias = aliases.get(name.lower())
-    # git ignores an alias that hides one of its commands (git.c: a builtin runs first)
-    builtin = name in ("push", "send-pack", "config", *GIT_RUNNERS, *_TRANSPORT_OPTIONS)
-    if alias is not None and not builtin and f"git {name.lower()}" not in reading.expanding:
-        _git_alias(reading, argv, i, alias, env, stdin, layer)
-        return
-    if name != "config":
-        _git_transports(reading, argv, name, argv[i + 1 :], layer)
-    if name in ("push", "send-pack"):
-        if name == "push" and _config_from_files(reading, argv, config, env):
-            return
-        options = [*reading.git_push_options] if name == "push" else []
-        for key, word in config:
-            if key == "push.pushoption" and name == "push":
-                options = [] if word is not None and word.value == "" else [*options, word]
-        if name == "push":
-            moved = _push_moved(argv[1:i], config, env)
-            _git_push(reading, argv, argv[i + 1 :], options, layer, moved)
-        else:
-            _git_send_pack(reading, argv, argv[i + 1 :])
-    elif name == "config":
-        _git_config(reading, argv, argv[i + 1 :], layer)
-    elif name in GIT_RUNNERS:
-        GIT_RUNNERS[name](reading, argv, argv[i + 1 :], env, layer)
-
-
-# -- what git runs as a command ------------------------------------------------------------------
 
 # Settings whose value git runs as a command (git-config(1)), by name, or by section and last
 # part for the ones named per driver, tool or command (``diff.<driver>.textconv``). A value is
@@ -8901,20 +8820,19 @@ def read_git(
 _RUN_SETTINGS = frozenset(
     """core.editor sequence.editor core.pager core.sshcommand core.askpass core.fsmonitor
     diff.external gpg.program interactive.difffilter credential.helper core.gitproxy
-    uploadpack.packobjectshook""".split()  # noqa: SIM905 (a word list reads better as text)
+    uploadpack.packobjectshook gpg.ssh.defaultkeycommand sendemail.tocmd sendemail.cccmd
+    sendemail.sendmailcmd sendemail.headercmd imap.tunnel core.alternaterefscommand""".split()  # noqa: SIM905 (a word list reads better as text)
 )
 _RUN_SETTING_PARTS = frozenset(
     {("pager", ""), ("credential", "helper"), ("diff", "command"), ("diff", "textconv"),
      ("filter", "clean"), ("filter", "smudge"), ("filter", "process"), ("merge", "driver"),
      ("mergetool", "cmd"), ("difftool", "cmd"), ("gpg", "program"), ("remote", "receivepack"),
-     ("remote", "uploadpack")}
+     ("remote", "uploadpack"), ("trailer", "cmd"), ("trailer", "command"), ("man", "cmd"),
+     ("browser", "cmd"), ("guitool", "cmd"), ("submodule", "update")}
 )  # fmt: skip
 # The environment variables git runs as a command (git(1), "Environment Variables").
 _RUN_VARIABLES = ("GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_SSH_COMMAND",
                   "GIT_SSH", "GIT_ASKPASS", "GIT_EXTERNAL_DIFF", "EDITOR", "VISUAL", "PAGER")  # fmt: skip
-# What tells git to read its configuration from another file: a push's options come from it.
-_CONFIG_FILE_VARIABLES = ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG", "HOME",
-                          "XDG_CONFIG_HOME")  # fmt: skip
 
 
 def _runs_setting(key: str) -> bool:
@@ -8940,7 +8858,7 @@ def _run_text(reading: Reading, argv: list[Word], word: Word | None, text: str |
     reading.read(text, layer.depth + 1)
 
 
-def _runs_from_settings(
+def runs_from_settings(
     reading: Reading,
     argv: list[Word],
     config: list[tuple[str, Word | None]],
@@ -8952,14 +8870,271 @@ def _runs_from_settings(
     for key, word in config:
         if _runs_setting(key):
             text = word.value if word is not None else None
-            if key.startswith("credential.") and text is not None:
+            if key.startswith(("credential.", "submodule.")) and text is not None:
                 if not text.startswith("!"):
-                    continue  # a helper's name or path: a program the hook does not read
+                    continue  # a helper's name or path, an update mode: nothing read as shell
                 text = text[1:]
             _run_text(reading, argv, word, text, layer, f"the setting {key}")
     for name in _RUN_VARIABLES:
         if name in env:
             _run_text(reading, argv, env[name], env[name].value, layer, name)
+
+
+def hooks_written(
+    reading: Reading, argv: list[Word], config: list[tuple[str, Word | None]], layer: Layer
+) -> None:
+    """A git hook this command writes (under core.hooksPath given here, or .git/hooks) runs
+    when git reaches it: read as the script it is, as ``bash FILE`` would be."""
+    given = [w for k, w in config if k == "core.hookspath"]
+    if any(w is None or w.value is None for w in given) and reading.files:
+        reading.unclear(
+            f"{spelled(argv)}: git runs its hooks from core.hooksPath, which bash builds here, "
+            "and this command writes files there could be hooks among"
+        )
+        return
+    places = [file_key(w.value) for w in given if w is not None and w.value] + [".git/hooks"]
+    for path, source in list(reading.files.items()):
+        # (read once: the git commands a hook runs would reach the same hooks again)
+        if any(path.startswith(place + "/") for place in places) and (
+            f"hook {path}" not in reading.expanding
+        ):
+            reading.expanding.add(f"hook {path}")
+            try:
+                reread_script(reading, source, argv, layer, f"the git hook {path}")
+            finally:
+                reading.expanding.discard(f"hook {path}")
+
+
+def option_values(
+    args: list[Word], short: str, long: tuple[str, ...]
+) -> list[tuple[Word, str | None]]:
+    """(the word, the text) of each value of ``-<short> V``, ``-<short>V``, ``--<long> V`` and
+    ``--<long>=V`` among ``args`` (a cluster such as ``-ix V`` counts too)."""
+    found: list[tuple[Word, str | None]] = []
+    for k, word in enumerate(args):
+        value = word.value
+        if value is None:
+            continue
+        after = args[k + 1] if k + 1 < len(args) else None
+        if value.startswith("--"):
+            name, eq, attached = value[2:].partition("=")
+            # parse-options takes a long option's unique prefix (--exe for --exec)
+            named = len(name) >= 2 and any(n.startswith(name) for n in long)
+            if named and eq:
+                found.append((word, attached))
+            elif named and after is not None:
+                found.append((after, after.value))
+        elif value.startswith("-") and short and short in value[1:]:
+            rest = value[1:].split(short, 1)[1]
+            if rest:
+                found.append((word, rest))
+            elif after is not None:
+                found.append((after, after.value))
+    return found
+
+
+# Options whose value git runs as a command to reach the other repository (a local path's, or
+# any with ext::): push's and send-pack's --receive-pack/--exec, the fetching side's
+# --upload-pack (-u for clone).
+TRANSPORT_OPTIONS = {
+    "push": ("", ("receive-pack", "exec")),
+    "send-pack": ("", ("receive-pack", "exec")),
+    "fetch": ("", ("upload-pack",)),
+    "pull": ("", ("upload-pack",)),
+    "ls-remote": ("", ("upload-pack",)),
+    "clone": ("u", ("upload-pack",)),
+    "archive": ("", ("exec",)),
+}
+
+
+def git_transports(
+    reading: Reading, argv: list[Word], name: str | None, args: list[Word], layer: Layer
+) -> None:
+    """What git runs to reach a repository: an ``ext::<command>`` URL (git-remote-ext, with
+    protocol.ext.allow), and the options of TRANSPORT_OPTIONS: read as scripts."""
+    for word in args:
+        if word.value is not None and word.value.startswith("ext::"):
+            _run_text(reading, argv, word, word.value[len("ext::") :], layer, "an ext:: URL")
+    short, long = TRANSPORT_OPTIONS.get(name or "", ("", ()))
+    for word, text in option_values(args, short, long) if long else ():
+        _run_text(reading, argv, word, text, layer, f"{name}'s {long[0]} program")
+
+
+def _git_rebase(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
+                layer: Layer) -> None:  # fmt: skip
+    """``git rebase -x|--exec <cmd>``: git runs each in a shell after a commit is picked."""
+    for word, text in option_values(args, "x", ("exec",)):
+        _run_text(reading, argv, word, text, layer, "rebase --exec's command")
+
+
+def _git_difftool(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
+                  layer: Layer) -> None:  # fmt: skip
+    """``git difftool -x|--extcmd <cmd>``: run in a shell on each file's two versions."""
+    for word, text in option_values(args, "x", ("extcmd",)):
+        _run_text(reading, argv, word, text, layer, "difftool --extcmd's command")
+
+
+_FILTERS = ("env-filter", "tree-filter", "index-filter", "parent-filter", "msg-filter",
+            "commit-filter", "tag-name-filter")  # fmt: skip
+
+
+def _git_filter_branch(reading: Reading, argv: list[Word], args: list[Word],
+                       env: dict[str, Word], layer: Layer) -> None:  # fmt: skip
+    """``git filter-branch --<kind>-filter <command>``: each is eval'ed by its shell script."""
+    for word, text in option_values(args, "", _FILTERS):
+        _run_text(reading, argv, word, text, layer, "filter-branch's filter")
+
+
+def _git_bisect(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
+                layer: Layer) -> None:  # fmt: skip
+    """``git bisect run <cmd> [<arg>...]``: the command and its arguments, run at each step."""
+    if args and args[0].value == "run" and len(args) > 1:
+        reading.run(args[1:], env, layer)
+
+
+def _git_submodule(reading: Reading, argv: list[Word], args: list[Word],
+                   env: dict[str, Word], layer: Layer) -> None:  # fmt: skip
+    """``git submodule [--quiet] foreach [--recursive] <command>``: run in a shell in each
+    submodule."""
+    values = [w.value for w in args]
+    if "foreach" not in values:
+        return
+    rest = args[values.index("foreach") + 1 :]
+    while rest and rest[0].value in ("--recursive", "--quiet", "-q"):
+        rest = rest[1:]
+    if rest:
+        texts = [w.value for w in rest]
+        text = None if any(t is None for t in texts) else " ".join(t or "" for t in texts)
+        layer.consume(rest)
+        _run_text(reading, argv, None, text, layer, "submodule foreach's command")
+
+
+def _git_grep(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
+              layer: Layer) -> None:  # fmt: skip
+    """``git grep -O<pager>|--open-files-in-pager=<pager>``: run on the matching files."""
+    for word, text in option_values(args, "O", ("open-files-in-pager",)):
+        _run_text(reading, argv, word, text, layer, "grep's pager")
+
+
+def _git_send_email(reading: Reading, argv: list[Word], args: list[Word],
+                    env: dict[str, Word], layer: Layer) -> None:  # fmt: skip
+    """``git send-email --to-cmd|--cc-cmd|--header-cmd|--sendmail-cmd <command>``."""
+    for word, text in option_values(args, "", ("to-cmd", "cc-cmd", "header-cmd", "sendmail-cmd")):
+        _run_text(reading, argv, word, text, layer, "send-email's command")
+
+
+GIT_RUNNERS: dict[
+    str, Callable[[Reading, list[Word], list[Word], dict[str, Word], Layer], None]
+] = {
+    "rebase": _git_rebase,
+    "difftool": _git_difftool,
+    "filter-branch": _git_filter_branch,
+    "bisect": _git_bisect,
+    "submodule": _git_submodule,
+    "grep": _git_grep,
+    "send-email": _git_send_email,
+}
+
+
+# end pairgate/standalone/command_reader/git_runs.py
+
+
+# =============================================================================================
+# begin pairgate/standalone/command_reader/reader_git.py
+# =============================================================================================
+
+
+def read_git(
+    reading: Reading,
+    argv: list[Word],
+    env: dict[str, Word],
+    layer: Layer,
+    stdin: Stdin | None,
+    open_args: bool,
+) -> None:
+    """git's own options (``-c name=value`` and GIT_CONFIG_COUNT/KEY/VALUE set on the command),
+    then its command: an alias defined by them or by ``git config`` earlier in the command,
+    ``git config`` itself, or ``git push``."""
+    config: list[tuple[str, Word | None]] = []
+    i = 1
+    while i < len(argv):
+        value = argv[i].value
+        if value is None:
+            first = argv[i].parts[0] if argv[i].parts else DYNAMIC
+            if isinstance(first, str) and first.startswith("--") and "=" in first:
+                i += 1  # --git-dir="$PWD/.git": an option whose value bash builds
+                continue
+            # Where git reads its own options, a word bash builds could be any of them, or
+            # the command, or nothing at all (an unset variable): the next word could be push.
+            unclear_arguments(reading, argv, "the git command, -c alias... or a push")
+            return
+        if value == "-c" and i + 1 < len(argv):
+            config.append(git_setting(argv[i + 1]))
+            i += 2
+            continue
+        if value.startswith("--config-env=") or value == "--config-env":
+            # git.c takes both spellings: --config-env=name=VAR and --config-env name=VAR
+            spec = argv[i + 1] if value == "--config-env" and i + 1 < len(argv) else None
+            given = value[len("--config-env=") :] if spec is None else spec.value
+            if given is None:
+                config.append(("*", None))
+            else:
+                key, _, var = given.partition("=")
+                config.append((key.lower(), env.get(var)))
+            i += 1 if spec is None else 2
+            continue
+        if value in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix",
+                     "--attr-source"):  # fmt: skip
+            i += 1
+        elif not value.startswith("-"):
+            break
+        i += 1
+    config += git_env_config(env)
+    if any(key == "*" for key, _ in config):
+        unclear_arguments(reading, argv, "an alias or push.pushOption")
+        return
+    runs_from_settings(reading, argv, config, env, layer)
+    hooks_written(reading, argv, config, layer)
+    if i >= len(argv):
+        return
+    name = argv[i].value
+    aliases = {**reading.git_aliases}
+    for key, word in config:
+        if key.startswith("alias.") and word is not None:
+            aliases[key[len("alias.") :]] = (word, layer)
+    if name is None:
+        if aliases or config:
+            unclear_arguments(reading, argv, "a git alias")
+        return
+    alias = aliases.get(name.lower())
+    # git ignores an alias that hides one of its commands (git.c: a builtin runs first)
+    builtin = name in ("push", "send-pack", "config", *GIT_RUNNERS, *TRANSPORT_OPTIONS)
+    if alias is not None and not builtin and f"git {name.lower()}" not in reading.expanding:
+        _git_alias(reading, argv, i, alias, env, stdin, layer)
+        return
+    if name != "config":
+        git_transports(reading, argv, name, argv[i + 1 :], layer)
+    if name in ("push", "send-pack"):
+        if name == "push" and _config_from_files(reading, argv, config, env):
+            return
+        options = [*reading.git_push_options] if name == "push" else []
+        for key, word in config:
+            if key == "push.pushoption" and name == "push":
+                options = [] if word is not None and word.value == "" else [*options, word]
+        if name == "push":
+            moved = _push_moved(argv[1:i], config, env)
+            _git_push(reading, argv, argv[i + 1 :], options, layer, moved)
+        else:
+            _git_send_pack(reading, argv, argv[i + 1 :])
+    elif name == "config":
+        _git_config(reading, argv, argv[i + 1 :], layer)
+    elif name in GIT_RUNNERS:
+        GIT_RUNNERS[name](reading, argv, argv[i + 1 :], env, layer)
+
+
+# What tells git to read its configuration from another file: a push's options come from it.
+_CONFIG_FILE_VARIABLES = ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG", "HOME",
+                          "XDG_CONFIG_HOME")  # fmt: skip
 
 
 def _config_from_files(
@@ -8991,7 +9166,8 @@ def _push_moved(
         if key.startswith("remote.") and key.endswith((".url", ".pushurl")):
             return f"the setting {key}", False
     for word in global_options:
-        option = (word.value or "").partition("=")[0]
+        first = word.parts[0] if word.parts else ""  # --work-tree=$PWD: its literal start
+        option = (word.value or (first if isinstance(first, str) else "")).partition("=")[0]
         if option in ("-C", "--git-dir", "--work-tree"):
             return f"{option}, which moves the repository", False
     for name in ("GIT_DIR", "GIT_WORK_TREE"):
@@ -9004,128 +9180,13 @@ def _git_send_pack(reading: Reading, argv: list[Word], args: list[Word]) -> None
     """``git send-pack --push-option=<option>``: a push like git push's, by the plumbing
     command (builtin/send-pack.c), which the hook does not attribute: blocks when an option
     arms auto-merge or cannot be read."""
-    options = [text for _, text in _option_values(args, "", ("push-option",))]
+    options = [text for _, text in option_values(args, "", ("push-option",))]
     options += [None for w in args if w.value is None]  # could be --push-option=...
     if any(o is None or arms_auto_merge(o) for o in options):
         reading.unclear(
             f"{spelled(argv)}: git send-pack with a push option that arms auto-merge (or one "
             "the hook cannot read); push with git push <remote> <sha>:<branch> -o ... instead"
         )
-
-
-def _option_values(
-    args: list[Word], short: str, long: tuple[str, ...]
-) -> list[tuple[Word, str | None]]:
-    """(the word, the text) of each value of ``-<short> V``, ``-<short>V``, ``--<long> V`` and
-    ``--<long>=V`` among ``args`` (a cluster such as ``-ix V`` counts too)."""
-    found: list[tuple[Word, str | None]] = []
-    for k, word in enumerate(args):
-        value = word.value
-        if value is None:
-            continue
-        after = args[k + 1] if k + 1 < len(args) else None
-        if value.startswith("--"):
-            name, eq, attached = value[2:].partition("=")
-            # parse-options takes a long option's unique prefix (--exe for --exec)
-            named = len(name) >= 2 and any(n.startswith(name) for n in long)
-            if named and eq:
-                found.append((word, attached))
-            elif named and after is not None:
-                found.append((after, after.value))
-        elif value.startswith("-") and short and short in value[1:]:
-            rest = value[1:].split(short, 1)[1]
-            if rest:
-                found.append((word, rest))
-            elif after is not None:
-                found.append((after, after.value))
-    return found
-
-
-# Options whose value git runs as a command to reach the other repository (a local path's, or
-# any with ext::): push's and send-pack's --receive-pack/--exec, the fetching side's
-# --upload-pack (-u for clone).
-_TRANSPORT_OPTIONS = {
-    "push": ("", ("receive-pack", "exec")),
-    "send-pack": ("", ("receive-pack", "exec")),
-    "fetch": ("", ("upload-pack",)),
-    "pull": ("", ("upload-pack",)),
-    "ls-remote": ("", ("upload-pack",)),
-    "clone": ("u", ("upload-pack",)),
-    "archive": ("", ("exec",)),
-}
-
-
-def _git_transports(
-    reading: Reading, argv: list[Word], name: str | None, args: list[Word], layer: Layer
-) -> None:
-    """What git runs to reach a repository: an ``ext::<command>`` URL (git-remote-ext, with
-    protocol.ext.allow), and the options of _TRANSPORT_OPTIONS: read as scripts."""
-    for word in args:
-        if word.value is not None and word.value.startswith("ext::"):
-            _run_text(reading, argv, word, word.value[len("ext::") :], layer, "an ext:: URL")
-    short, long = _TRANSPORT_OPTIONS.get(name or "", ("", ()))
-    for word, text in _option_values(args, short, long) if long else ():
-        _run_text(reading, argv, word, text, layer, f"{name}'s {long[0]} program")
-
-
-def _git_rebase(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
-                layer: Layer) -> None:  # fmt: skip
-    """``git rebase -x|--exec <cmd>``: git runs each in a shell after a commit is picked."""
-    for word, text in _option_values(args, "x", ("exec",)):
-        _run_text(reading, argv, word, text, layer, "rebase --exec's command")
-
-
-def _git_difftool(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
-                  layer: Layer) -> None:  # fmt: skip
-    """``git difftool -x|--extcmd <cmd>``: run in a shell on each file's two versions."""
-    for word, text in _option_values(args, "x", ("extcmd",)):
-        _run_text(reading, argv, word, text, layer, "difftool --extcmd's command")
-
-
-_FILTERS = ("env-filter", "tree-filter", "index-filter", "parent-filter", "msg-filter",
-            "commit-filter", "tag-name-filter")  # fmt: skip
-
-
-def _git_filter_branch(reading: Reading, argv: list[Word], args: list[Word],
-                       env: dict[str, Word], layer: Layer) -> None:  # fmt: skip
-    """``git filter-branch --<kind>-filter <command>``: each is eval'ed by its shell script."""
-    for word, text in _option_values(args, "", _FILTERS):
-        _run_text(reading, argv, word, text, layer, "filter-branch's filter")
-
-
-def _git_bisect(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
-                layer: Layer) -> None:  # fmt: skip
-    """``git bisect run <cmd> [<arg>...]``: the command and its arguments, run at each step."""
-    if args and args[0].value == "run" and len(args) > 1:
-        reading.run(args[1:], env, layer)
-
-
-def _git_submodule(reading: Reading, argv: list[Word], args: list[Word],
-                   env: dict[str, Word], layer: Layer) -> None:  # fmt: skip
-    """``git submodule [--quiet] foreach [--recursive] <command>``: run in a shell in each
-    submodule."""
-    values = [w.value for w in args]
-    if "foreach" not in values:
-        return
-    rest = args[values.index("foreach") + 1 :]
-    while rest and rest[0].value in ("--recursive", "--quiet", "-q"):
-        rest = rest[1:]
-    if rest:
-        texts = [w.value for w in rest]
-        text = None if any(t is None for t in texts) else " ".join(t or "" for t in texts)
-        layer.consume(rest)
-        _run_text(reading, argv, None, text, layer, "submodule foreach's command")
-
-
-GIT_RUNNERS: dict[
-    str, Callable[[Reading, list[Word], list[Word], dict[str, Word], Layer], None]
-] = {
-    "rebase": _git_rebase,
-    "difftool": _git_difftool,
-    "filter-branch": _git_filter_branch,
-    "bisect": _git_bisect,
-    "submodule": _git_submodule,
-}
 
 
 def _git_alias(
@@ -9856,11 +9917,14 @@ MENTION_MAX = 200  # characters of a command quoted in a block that names a merg
 # also says push: when the reader found no push arming it, git may still send it from where the
 # hook does not look (a variable set by printf -v or read, a configuration file or a git hook
 # the command writes, a setting made before the push).
+# GitLab matches options unanchored and strips each part, so `.mr.auto_merge` and
+# `mr . auto_merge` arm it too.
 _AUTO_MERGE_OPTION = re.compile(
-    r"(?<![\w.])(?:merge_request|mr)\.(?:auto_merge|merge_when_pipeline_succeeds)(?!\w)",
+    r"(?<![a-z0-9_])(?:merge_request|mr)\s*\.\s*(?:auto_merge|merge_when_pipeline_succeeds)"
+    r"(?![a-z0-9_])",
     re.IGNORECASE,
 )
-_PUSH_WORD = re.compile(r"(?<![\w-])push(?![\w-])", re.IGNORECASE)
+_PUSH_WORD = re.compile(r"(?<![\w-])push(?![\w-])|send-pack|push-?option", re.IGNORECASE)
 
 
 

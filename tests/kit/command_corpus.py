@@ -287,6 +287,24 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ("git fetch --upload-pack='glab mr merge 12 -R acme/app' /srv/repo", APP),
     ("git -c remote.o.uploadpack='glab mr merge 12 -R acme/app' fetch o", APP),
     ("git -c alias.PUSH='!glab mr merge 12 -R acme/app' PUSH", APP),  # commands are case-sensitive
+    ('git --git-dir="$PWD/.git" -c alias.x=\'!gl""ab mr merge 12 -R acme/app\' x', APP),
+    ("git grep -O'glab mr merge 12 -R acme/app #' x", APP),
+    ("git -c trailer.t.cmd='glab mr merge 12 -R acme/app #' interpret-trailers --trailer t=1", APP),
+    (
+        "git -c gpg.format=ssh -c gpg.ssh.defaultKeyCommand='glab mr merge 12 -R acme/app' "
+        "commit -S -m x",
+        APP,
+    ),
+    ("git -c man.viewer=v -c man.v.cmd='glab mr merge 12 -R acme/app #' help -m log", APP),
+    ("git -c browser.b.cmd='glab mr merge 12 -R acme/app #' web--browse -b b http://x", APP),
+    ("git send-email --to-cmd='glab mr merge 12 -R acme/app' x.patch", APP),
+    ("git -c submodule.s.update='!glab mr merge 12 -R acme/app' submodule update", APP),
+    # a git hook the command writes runs when git reaches it
+    (
+        "mkdir -p h; printf '#!/bin/sh\\n%s\\n' 'glab mr merge 12 -R acme/app' > h/pre-commit; "
+        "chmod +x h/pre-commit; git -c core.hooksPath=h commit --allow-empty -m x",
+        APP,
+    ),
 ]
 
 # Each of these could merge, and the reading alone blocks it: the fragment says why.
@@ -542,8 +560,18 @@ BLOCKED: list[tuple[str, str]] = [
     (
         "printf '#!/bin/sh\\ngit push -o mr.auto_merge origin HEAD:f\\n' > .git/hooks/post-commit; "
         "chmod +x .git/hooks/post-commit; git commit --allow-empty -m x",
-        "names an auto-merge push option that no push the hook read passes",
+        "resolves to a commit only when",
     ),
+    # a word bash builds where git reads its own options could be the command itself
+    ("git $NOPE -c alias.x='!gl\"\"ab mr merge 1 -R acme/app' x", "one could be the git command"),
+    ("git $(true) push -o merge_request.auto_merge origin feature", "one could be the git command"),
+    (
+        "git --work-tree=$PWD push -o .mr.auto_merge origin "
+        "0123456789abcdef0123456789abcdef01234567:f",
+        "cannot tell where this push goes: --work-tree",
+    ),
+    # GitLab reads an option unanchored, each part stripped
+    ("git push -o 'mr . auto_merge' origin feature", "resolves to a commit only when"),
     # an alias never hides a git command: this is git push, with its option
     (
         "git -c alias.push='!true' push -o merge_request.auto_merge origin feature",
@@ -621,6 +649,8 @@ HARMLESS = [
     "git --config-env user.name=GIT_AUTHOR push origin main",
     "git -c credential.helper=store fetch",
     "glab api projects/acme%2Fapp/merge_requests/12 --paginate",
+    "git grep -n 'merge_request.auto_merge' docs/",
+    'git --git-dir="$PWD/.git" log --grep merge',
     "pairgate merge-check --mr 12 --mr-project acme/app",
     "glab mr merge --help",
     "glab --version",

@@ -42,11 +42,14 @@ MENTION_MAX = 200  # characters of a command quoted in a block that names a merg
 # also says push: when the reader found no push arming it, git may still send it from where the
 # hook does not look (a variable set by printf -v or read, a configuration file or a git hook
 # the command writes, a setting made before the push).
+# GitLab matches options unanchored and strips each part, so `.mr.auto_merge` and
+# `mr . auto_merge` arm it too.
 _AUTO_MERGE_OPTION = re.compile(
-    r"(?<![\w.])(?:merge_request|mr)\.(?:auto_merge|merge_when_pipeline_succeeds)(?!\w)",
+    r"(?<![a-z0-9_])(?:merge_request|mr)\s*\.\s*(?:auto_merge|merge_when_pipeline_succeeds)"
+    r"(?![a-z0-9_])",
     re.IGNORECASE,
 )
-_PUSH_WORD = re.compile(r"(?<![\w-])push(?![\w-])", re.IGNORECASE)
+_PUSH_WORD = re.compile(r"(?<![\w-])push(?![\w-])|send-pack|push-?option", re.IGNORECASE)
 
 __all__ = ["Reader"]
 

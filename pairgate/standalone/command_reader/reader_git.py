@@ -5,6 +5,14 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 
+from pairgate.standalone.command_reader.git_runs import (
+    GIT_RUNNERS,
+    TRANSPORT_OPTIONS,
+    git_transports,
+    hooks_written,
+    option_values,
+    runs_from_settings,
+)
 from pairgate.standalone.command_reader.reader_programs import unclear_arguments
 from pairgate.standalone.command_reader.reading import GitAlias, Layer, Reading
 from pairgate.standalone.command_reader.words import (
@@ -47,7 +55,14 @@ def read_git(
     while i < len(argv):
         value = argv[i].value
         if value is None:
-            break
+            first = argv[i].parts[0] if argv[i].parts else DYNAMIC
+            if isinstance(first, str) and first.startswith("--") and "=" in first:
+                i += 1  # --git-dir="$PWD/.git": an option whose value bash builds
+                continue
+            # Where git reads its own options, a word bash builds could be any of them, or
+            # the command, or nothing at all (an unset variable): the next word could be push.
+            unclear_arguments(reading, argv, "the git command, -c alias... or a push")
+            return
         if value == "-c" and i + 1 < len(argv):
             config.append(git_setting(argv[i + 1]))
             i += 2
@@ -73,7 +88,8 @@ def read_git(
     if any(key == "*" for key, _ in config):
         unclear_arguments(reading, argv, "an alias or push.pushOption")
         return
-    _runs_from_settings(reading, argv, config, env, layer)
+    runs_from_settings(reading, argv, config, env, layer)
+    hooks_written(reading, argv, config, layer)
     if i >= len(argv):
         return
     name = argv[i].value
@@ -87,12 +103,12 @@ def read_git(
         return
     alias = aliases.get(name.lower())
     # git ignores an alias that hides one of its commands (git.c: a builtin runs first)
-    builtin = name in ("push", "send-pack", "config", *GIT_RUNNERS, *_TRANSPORT_OPTIONS)
+    builtin = name in ("push", "send-pack", "config", *GIT_RUNNERS, *TRANSPORT_OPTIONS)
     if alias is not None and not builtin and f"git {name.lower()}" not in reading.expanding:
         _git_alias(reading, argv, i, alias, env, stdin, layer)
         return
     if name != "config":
-        _git_transports(reading, argv, name, argv[i + 1 :], layer)
+        git_transports(reading, argv, name, argv[i + 1 :], layer)
     if name in ("push", "send-pack"):
         if name == "push" and _config_from_files(reading, argv, config, env):
             return
@@ -111,73 +127,9 @@ def read_git(
         GIT_RUNNERS[name](reading, argv, argv[i + 1 :], env, layer)
 
 
-# -- what git runs as a command ------------------------------------------------------------------
-
-# Settings whose value git runs as a command (git-config(1)), by name, or by section and last
-# part for the ones named per driver, tool or command (``diff.<driver>.textconv``). A value is
-# read as the shell text git gives it to, so a merge or an auto-merge push inside is read as one.
-_RUN_SETTINGS = frozenset(
-    """core.editor sequence.editor core.pager core.sshcommand core.askpass core.fsmonitor
-    diff.external gpg.program interactive.difffilter credential.helper core.gitproxy
-    uploadpack.packobjectshook""".split()  # noqa: SIM905 (a word list reads better as text)
-)
-_RUN_SETTING_PARTS = frozenset(
-    {("pager", ""), ("credential", "helper"), ("diff", "command"), ("diff", "textconv"),
-     ("filter", "clean"), ("filter", "smudge"), ("filter", "process"), ("merge", "driver"),
-     ("mergetool", "cmd"), ("difftool", "cmd"), ("gpg", "program"), ("remote", "receivepack"),
-     ("remote", "uploadpack")}
-)  # fmt: skip
-# The environment variables git runs as a command (git(1), "Environment Variables").
-_RUN_VARIABLES = ("GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_PAGER", "GIT_SSH_COMMAND",
-                  "GIT_SSH", "GIT_ASKPASS", "GIT_EXTERNAL_DIFF", "EDITOR", "VISUAL", "PAGER")  # fmt: skip
 # What tells git to read its configuration from another file: a push's options come from it.
 _CONFIG_FILE_VARIABLES = ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG", "HOME",
                           "XDG_CONFIG_HOME")  # fmt: skip
-
-
-def _runs_setting(key: str) -> bool:
-    if key in _RUN_SETTINGS:
-        return True
-    section, _, rest = key.partition(".")
-    last = rest.rpartition(".")[2] if "." in rest else ""
-    return (section, last) in _RUN_SETTING_PARTS or (section == "pager" and bool(rest))
-
-
-def _run_text(reading: Reading, argv: list[Word], word: Word | None, text: str | None,
-              layer: Layer, how: str) -> None:  # fmt: skip
-    """``text``, which git runs in a shell (``how`` says where it comes from), read as a
-    script; blocks when bash computes it."""
-    if text is None:
-        reading.unclear(
-            f"{spelled(argv)}: git runs {how} as a command, and bash builds it from variables or "
-            "substitutions, which the hook cannot read"
-        )
-        return
-    if word is not None:
-        layer.consume([word])
-    reading.read(text, layer.depth + 1)
-
-
-def _runs_from_settings(
-    reading: Reading,
-    argv: list[Word],
-    config: list[tuple[str, Word | None]],
-    env: dict[str, Word],
-    layer: Layer,
-) -> None:
-    """The settings given to this git command (``-c``, ``--config-env``, GIT_CONFIG_*) and the
-    variables set on it that git runs as a command: read as the scripts they are."""
-    for key, word in config:
-        if _runs_setting(key):
-            text = word.value if word is not None else None
-            if key.startswith("credential.") and text is not None:
-                if not text.startswith("!"):
-                    continue  # a helper's name or path: a program the hook does not read
-                text = text[1:]
-            _run_text(reading, argv, word, text, layer, f"the setting {key}")
-    for name in _RUN_VARIABLES:
-        if name in env:
-            _run_text(reading, argv, env[name], env[name].value, layer, name)
 
 
 def _config_from_files(
@@ -209,7 +161,8 @@ def _push_moved(
         if key.startswith("remote.") and key.endswith((".url", ".pushurl")):
             return f"the setting {key}", False
     for word in global_options:
-        option = (word.value or "").partition("=")[0]
+        first = word.parts[0] if word.parts else ""  # --work-tree=$PWD: its literal start
+        option = (word.value or (first if isinstance(first, str) else "")).partition("=")[0]
         if option in ("-C", "--git-dir", "--work-tree"):
             return f"{option}, which moves the repository", False
     for name in ("GIT_DIR", "GIT_WORK_TREE"):
@@ -222,128 +175,13 @@ def _git_send_pack(reading: Reading, argv: list[Word], args: list[Word]) -> None
     """``git send-pack --push-option=<option>``: a push like git push's, by the plumbing
     command (builtin/send-pack.c), which the hook does not attribute: blocks when an option
     arms auto-merge or cannot be read."""
-    options = [text for _, text in _option_values(args, "", ("push-option",))]
+    options = [text for _, text in option_values(args, "", ("push-option",))]
     options += [None for w in args if w.value is None]  # could be --push-option=...
     if any(o is None or arms_auto_merge(o) for o in options):
         reading.unclear(
             f"{spelled(argv)}: git send-pack with a push option that arms auto-merge (or one "
             "the hook cannot read); push with git push <remote> <sha>:<branch> -o ... instead"
         )
-
-
-def _option_values(
-    args: list[Word], short: str, long: tuple[str, ...]
-) -> list[tuple[Word, str | None]]:
-    """(the word, the text) of each value of ``-<short> V``, ``-<short>V``, ``--<long> V`` and
-    ``--<long>=V`` among ``args`` (a cluster such as ``-ix V`` counts too)."""
-    found: list[tuple[Word, str | None]] = []
-    for k, word in enumerate(args):
-        value = word.value
-        if value is None:
-            continue
-        after = args[k + 1] if k + 1 < len(args) else None
-        if value.startswith("--"):
-            name, eq, attached = value[2:].partition("=")
-            # parse-options takes a long option's unique prefix (--exe for --exec)
-            named = len(name) >= 2 and any(n.startswith(name) for n in long)
-            if named and eq:
-                found.append((word, attached))
-            elif named and after is not None:
-                found.append((after, after.value))
-        elif value.startswith("-") and short and short in value[1:]:
-            rest = value[1:].split(short, 1)[1]
-            if rest:
-                found.append((word, rest))
-            elif after is not None:
-                found.append((after, after.value))
-    return found
-
-
-# Options whose value git runs as a command to reach the other repository (a local path's, or
-# any with ext::): push's and send-pack's --receive-pack/--exec, the fetching side's
-# --upload-pack (-u for clone).
-_TRANSPORT_OPTIONS = {
-    "push": ("", ("receive-pack", "exec")),
-    "send-pack": ("", ("receive-pack", "exec")),
-    "fetch": ("", ("upload-pack",)),
-    "pull": ("", ("upload-pack",)),
-    "ls-remote": ("", ("upload-pack",)),
-    "clone": ("u", ("upload-pack",)),
-    "archive": ("", ("exec",)),
-}
-
-
-def _git_transports(
-    reading: Reading, argv: list[Word], name: str | None, args: list[Word], layer: Layer
-) -> None:
-    """What git runs to reach a repository: an ``ext::<command>`` URL (git-remote-ext, with
-    protocol.ext.allow), and the options of _TRANSPORT_OPTIONS: read as scripts."""
-    for word in args:
-        if word.value is not None and word.value.startswith("ext::"):
-            _run_text(reading, argv, word, word.value[len("ext::") :], layer, "an ext:: URL")
-    short, long = _TRANSPORT_OPTIONS.get(name or "", ("", ()))
-    for word, text in _option_values(args, short, long) if long else ():
-        _run_text(reading, argv, word, text, layer, f"{name}'s {long[0]} program")
-
-
-def _git_rebase(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
-                layer: Layer) -> None:  # fmt: skip
-    """``git rebase -x|--exec <cmd>``: git runs each in a shell after a commit is picked."""
-    for word, text in _option_values(args, "x", ("exec",)):
-        _run_text(reading, argv, word, text, layer, "rebase --exec's command")
-
-
-def _git_difftool(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
-                  layer: Layer) -> None:  # fmt: skip
-    """``git difftool -x|--extcmd <cmd>``: run in a shell on each file's two versions."""
-    for word, text in _option_values(args, "x", ("extcmd",)):
-        _run_text(reading, argv, word, text, layer, "difftool --extcmd's command")
-
-
-_FILTERS = ("env-filter", "tree-filter", "index-filter", "parent-filter", "msg-filter",
-            "commit-filter", "tag-name-filter")  # fmt: skip
-
-
-def _git_filter_branch(reading: Reading, argv: list[Word], args: list[Word],
-                       env: dict[str, Word], layer: Layer) -> None:  # fmt: skip
-    """``git filter-branch --<kind>-filter <command>``: each is eval'ed by its shell script."""
-    for word, text in _option_values(args, "", _FILTERS):
-        _run_text(reading, argv, word, text, layer, "filter-branch's filter")
-
-
-def _git_bisect(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
-                layer: Layer) -> None:  # fmt: skip
-    """``git bisect run <cmd> [<arg>...]``: the command and its arguments, run at each step."""
-    if args and args[0].value == "run" and len(args) > 1:
-        reading.run(args[1:], env, layer)
-
-
-def _git_submodule(reading: Reading, argv: list[Word], args: list[Word],
-                   env: dict[str, Word], layer: Layer) -> None:  # fmt: skip
-    """``git submodule [--quiet] foreach [--recursive] <command>``: run in a shell in each
-    submodule."""
-    values = [w.value for w in args]
-    if "foreach" not in values:
-        return
-    rest = args[values.index("foreach") + 1 :]
-    while rest and rest[0].value in ("--recursive", "--quiet", "-q"):
-        rest = rest[1:]
-    if rest:
-        texts = [w.value for w in rest]
-        text = None if any(t is None for t in texts) else " ".join(t or "" for t in texts)
-        layer.consume(rest)
-        _run_text(reading, argv, None, text, layer, "submodule foreach's command")
-
-
-GIT_RUNNERS: dict[
-    str, Callable[[Reading, list[Word], list[Word], dict[str, Word], Layer], None]
-] = {
-    "rebase": _git_rebase,
-    "difftool": _git_difftool,
-    "filter-branch": _git_filter_branch,
-    "bisect": _git_bisect,
-    "submodule": _git_submodule,
-}
 
 
 def _git_alias(
