@@ -41,17 +41,17 @@ Contents (where each source module begins, and what it holds):
   line  7544  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
   line  7691  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
   line  7789  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8188  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8577  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8813  command_reader/git_runs.py: What git runs as a command, read as the script it is: settings given on the command
-  line  9043  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  9442  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9853  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9911  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line 10384  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10554  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10579  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10940  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  8201  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8590  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8826  command_reader/git_runs.py: What git runs as a command, read as the script it is: settings given on the command
+  line  9064  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9489  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9900  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9958  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line 10434  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10604  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10629  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10990  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -7325,8 +7325,8 @@ def normalise_repo(text: str) -> str | None:
     else:
         text = re.sub(r"^[a-z][a-z0-9+.-]*://[^/]+/", "", text, flags=re.IGNORECASE)
     text = text.strip("/")
-    if "/." in f"/{text}":  # git and curl resolve . and .. in a URL's path (RFC 3986)
-        text = posixpath.normpath(text)
+    if "/." in f"/{text}":  # git and curl resolve . and .. in a URL's path (RFC 3986), and
+        text = posixpath.normpath(f"/{text}").lstrip("/")  # a .. above the root goes nowhere
     text = text[:-4] if text.endswith(".git") else text
     text = text.split("/-/", 1)[0]
     if re.fullmatch(r"[\w.-]+(/[\w.-]+)+", text):
@@ -8067,12 +8067,17 @@ def _glab_api(reading: Reading, call: GlabCall, args: list[Word], layer: Layer) 
         layer.consume(call.structural)
         layer.consume(flags.spelled.get("--raw-field", []))
         layer.consume(flags.spelled.get("--field", []))
-        graphql(reading, call.words, fields, opaque)
+        # glab groups the fields other than query and operationName into variables only for
+        # the endpoint `graphql` (http.go: isGraphQL); to an absolute URL they go as they are.
+        if target == "graphql":
+            graphql(reading, call.words, fields, opaque)
+        else:
+            ungrouped_graphql(reading, call.words, fields, opaque)
         if route[2]:
             # GitLab's GraphqlController reads query, variables and operationName from the
-            # URL's query string as well as the body (Rails params), and runs a mutation from
-            # either on a POST: the query string is read as a request of its own.
-            graphql(reading, call.words, url_graphql_fields(route[2]), False)
+            # URL's query string as well as the body (Rails params): the query string is read
+            # as a request of its own.
+            ungrouped_graphql(reading, call.words, dict(route[2]), False)
         return
     method = flags.last("--method", None)
     if method is None:
@@ -8122,21 +8127,29 @@ def _glab_api(reading: Reading, call: GlabCall, args: list[Word], layer: Layer) 
         reading.found_merge(MergeFound(call.words, named, iid, problem, tuple(shas), what))
 
 
-def url_graphql_fields(query: list[tuple[str, str]]) -> dict[str, Any]:
-    """A GraphQL request's parameters from a URL's query string, as ``graphql`` reads glab's
-    fields: ``variables`` (a JSON object, as GitLab parses it) spread into its names."""
-    fields: dict[str, Any] = dict(query)
-    variables = fields.pop("variables", None)
-    if variables is not None:
+def ungrouped_graphql(
+    reading: Reading, words: str, params: Mapping[str, str | None], opaque: bool
+) -> None:
+    """A GraphQL request from parameters as GitLab's GraphqlController reads them: ``query``,
+    ``operationName``, and variables from ``variables`` alone (Gitlab::Graphql::Variables
+    parses a JSON string until it is an object). Any other parameter is no variable; a
+    ``variables[...]`` one (Rails nests it) or variables that never parse to an object block."""
+    if any(k.startswith("variables[") for k in params):
+        reading.unclear(f"{words}: GraphQL variables given as variables[...] parameters")
+        return
+    raw: Any = params.get("variables")
+    for _ in range(4):
+        if not isinstance(raw, str):
+            break
         try:
-            parsed = json.loads(variables)
+            raw = json.loads(raw)
         except ValueError:
-            parsed = None
-        if isinstance(parsed, dict):
-            fields.update({k: v for k, v in parsed.items() if k not in ("query", "operationName")})
-        else:
-            fields["variables"] = variables
-    return fields
+            break
+    if raw not in (None, "") and not isinstance(raw, dict):
+        reading.unclear(f"{words}: GraphQL variables the hook cannot read as an object")
+        return
+    fields = {k: params[k] for k in ("query", "operationName") if k in params}
+    graphql(reading, words, {**fields, **(raw or {})}, opaque)
 
 
 def graphql(reading: Reading, words: str, fields: Mapping[str, Any], opaque: bool) -> None:
@@ -8870,10 +8883,18 @@ def runs_from_settings(
     for key, word in config:
         if _runs_setting(key):
             text = word.value if word is not None else None
-            if key.startswith(("credential.", "submodule.")) and text is not None:
+            if key.startswith("submodule.") and text is not None:
                 if not text.startswith("!"):
-                    continue  # a helper's name or path, an update mode: nothing read as shell
+                    continue  # an update mode (checkout, rebase, merge, none)
                 text = text[1:]
+            elif key.startswith("credential.") and text is not None:
+                # credential.c runs every helper in a shell: !TEXT as it is, a path with its
+                # arguments, anything else as git credential-<name>
+                text = (
+                    text[1:]
+                    if text.startswith("!")
+                    else (text if text.startswith("/") else f"git credential-{text}")
+                )
             _run_text(reading, argv, word, text, layer, f"the setting {key}")
     for name in _RUN_VARIABLES:
         if name in env:
@@ -9315,9 +9336,29 @@ def _push_option_setting(
 
 # The git settings that change what a later git command runs, by name (``section.*`` for any
 # name in the section), each with the reader of a value ``git config`` sets.
+def _push_place_setting(
+    reading: Reading, argv: list[Word], key: str, value: Word, layer: Layer
+) -> None:
+    """``url.*.insteadOf``/``pushInsteadOf``, ``remote.*.url``/``pushurl``, ``include.path``
+    and ``includeIf.*``: they move where a later push goes, or what it reads its options from,
+    where the hook reads that push without them: blocks when the command names an auto-merge
+    option."""
+    moves = key.startswith(("include", "url.")) or key.endswith((".url", ".pushurl"))
+    if moves and AUTO_MERGE_TEXT.search(reading.text):
+        reading.unclear(
+            f"{spelled(argv)}: sets {key}, which changes where a later push goes or what it "
+            "reads, in a command that names an auto-merge option; pass the options and the URL "
+            "to the push itself: git push -o ... <url> <sha>:refs/heads/<branch>"
+        )
+
+
 GIT_SETTINGS: dict[str, Callable[[Reading, list[Word], str, Word, Layer], None]] = {
     "alias.*": _alias_setting,
     "push.pushoption": _push_option_setting,
+    "url.*": _push_place_setting,
+    "remote.*": _push_place_setting,
+    "include.*": _push_place_setting,
+    "includeif.*": _push_place_setting,
 }
 
 
@@ -9421,8 +9462,14 @@ def _git_push(
         destination = destination if colon else source
         if destination.startswith("refs/") and not destination.startswith("refs/heads/"):
             continue  # a tag or another ref: no merge request follows it
-        # git finds an unqualified destination under refs/ first: heads/x is refs/heads/x
-        branch = destination.removeprefix("refs/heads/").removeprefix("heads/")
+        if destination.startswith("heads/"):
+            # git matches an unqualified heads/x against refs/heads/x and refs/heads/heads/x:
+            # which branch it is depends on the remote
+            reading.found_push(found(None, None, f"pushes to {destination}, which "
+                                     "git resolves against the remote's refs when it runs; "
+                                     "push to refs/heads/<branch>"))  # fmt: skip
+            continue
+        branch = destination.removeprefix("refs/heads/")
         sha = source.lower() if COMMIT_SHA.fullmatch(source.lower()) else None
         problem = (
             ""
@@ -9914,9 +9961,9 @@ PROGRAMS: dict[str, ProgramReader] = {
 
 MENTION_MAX = 200  # characters of a command quoted in a block that names a merge it does not run
 # An auto-merge push option as GitLab reads one (lib/gitlab/push_options.rb), in a command that
-# also says push: when the reader found no push arming it, git may still send it from where the
-# hook does not look (a variable set by printf -v or read, a configuration file or a git hook
-# the command writes, a setting made before the push).
+# also says push and reaches git's configuration: when the reader found no push arming it, git
+# may still send it from where the hook does not look (a variable set by printf -v or read, a
+# configuration file the command writes, a setting made before the push).
 # GitLab matches options unanchored and strips each part, so `.mr.auto_merge` and
 # `mr . auto_merge` arm it too.
 _AUTO_MERGE_OPTION = re.compile(
@@ -9925,6 +9972,8 @@ _AUTO_MERGE_OPTION = re.compile(
     re.IGNORECASE,
 )
 _PUSH_WORD = re.compile(r"(?<![\w-])push(?![\w-])|send-pack|push-?option", re.IGNORECASE)
+# ... and a sign the text reaches git's configuration (not prose: a commit message about them)
+_GIT_CONFIG_SIGN = re.compile(r"GIT_CONFIG|pushoption|\.git/|gitconfig", re.IGNORECASE)
 
 
 
@@ -10331,6 +10380,7 @@ class Reader:
             not self.armed_push_read
             and _AUTO_MERGE_OPTION.search(self.text)
             and _PUSH_WORD.search(self.text)
+            and _GIT_CONFIG_SIGN.search(self.text)
         ):
             self.unclear(
                 f"{short(self.text)}: names an auto-merge push option that no push the hook "

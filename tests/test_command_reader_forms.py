@@ -91,8 +91,8 @@ PUSHED = "0123456789abcdef0123456789abcdef01234567"
         (f"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=push.pushOption GIT_CONFIG_VALUE_0=mr.auto_merge "
          f"git push origin {PUSHED}:f", "origin", "f"),
         (f"git -c alias.p='push -o merge_request.auto_merge' p origin {PUSHED}:f", "origin", "f"),
-        # git finds heads/f under refs/; the operand names the remote even with --repo
-        (f"git push -o mr.auto_merge origin {PUSHED}:heads/f", "origin", "f"),
+        # refs/heads/heads/x is the branch heads/x; the operand names the remote even with --repo
+        (f"git push -o mr.auto_merge origin {PUSHED}:refs/heads/heads/x", "origin", "heads/x"),
         (f"git push --repo=https://h/outside/tool.git -o mr.auto_merge https://h/acme/app.git "
          f"{PUSHED}:refs/heads/f", "https://h/acme/app.git", "f"),
         # --no-push-option empties -o's list: push.pushOption counts again

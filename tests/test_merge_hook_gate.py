@@ -430,9 +430,9 @@ def test_a_push_arming_auto_merge_at_the_approved_head_is_allowed_and_at_another
     push = f"git push {url} {{sha}}:refs/heads/{mr['source_branch']} -o merge_request.auto_merge"
     env = agent_env(sandbox)
     assert run_hook(deployed, hook_input(push.format(sha=mr["sha"])), env=env).returncode == 0
-    # git and curl resolve dot segments, so the project is the one they reach; git finds
-    # heads/<branch> under refs/
-    elsewhere = f"git push {sandbox.url}/outside/../{project}.git {'1' * 40}:heads/"
+    # git and curl resolve dot segments (RFC 3986: a .. above the root goes nowhere), so the
+    # project is the one they reach
+    elsewhere = f"git push {sandbox.url}/x/../../{project}.git {'1' * 40}:refs/heads/"
     disguised = run_hook(
         deployed, hook_input(elsewhere + f"{mr['source_branch']} -o mr.auto_merge"), env=env
     )

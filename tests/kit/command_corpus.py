@@ -29,6 +29,7 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ("glab mr merge 12 -R https://gitlab.example.com/acme/app.git", APP),
     ("glab mr merge 12 -R git@gitlab.example.com:acme/app.git", APP),
     ("glab mr merge 12 -R https://gitlab.example.com/outside/../acme/./app.git", APP),
+    ("glab mr merge 12 -R https://gitlab.example.com/x/../../acme/app.git", APP),  # RFC 3986
     ("glab mr merge https://gitlab.example.com/acme/app/-/merge_requests/12", APP),
     ("GITLAB_REPO=acme/app glab mr merge 12", APP),
     ("FOO=1 BAR=2 glab mr merge 12 -R acme/app", APP),
@@ -287,6 +288,21 @@ ATTRIBUTED: list[tuple[str, set[tuple[str, int]]]] = [
     ("git fetch --upload-pack='glab mr merge 12 -R acme/app' /srv/repo", APP),
     ("git -c remote.o.uploadpack='glab mr merge 12 -R acme/app' fetch o", APP),
     ("git -c alias.PUSH='!glab mr merge 12 -R acme/app' PUSH", APP),  # commands are case-sensitive
+    # credential.c runs every helper in a shell, as git credential-<name> without !
+    ("git -c credential.helper='x; glab mr merge 12 -R acme/app' fetch", APP),
+    # GitLab takes variables from `variables` alone (a JSON string parsed until an object)
+    (
+        "glab api -X POST 'https://gitlab.example.com/api/graphql?query=mutation($p:ID!)"
+        '{mergeRequestAccept(input:{projectPath:$p,iid:"12"}){errors}}&p=outside/tool'
+        '&variables="{\\"p\\":\\"acme/app\\"}"\'',
+        APP,
+    ),
+    (
+        "glab api -X POST https://gitlab.example.com/api/graphql -f query='mutation($p:ID!)"
+        '{mergeRequestAccept(input:{projectPath:$p,iid:"12"}){errors}}\' -f p=outside/tool '
+        '-f variables=\'{"p":"acme/app"}\'',
+        APP,
+    ),
     ('git --git-dir="$PWD/.git" -c alias.x=\'!gl""ab mr merge 12 -R acme/app\' x', APP),
     ("git grep -O'glab mr merge 12 -R acme/app #' x", APP),
     ("git -c trailer.t.cmd='glab mr merge 12 -R acme/app #' interpret-trailers --trailer t=1", APP),
@@ -570,6 +586,20 @@ BLOCKED: list[tuple[str, str]] = [
         "0123456789abcdef0123456789abcdef01234567:f",
         "cannot tell where this push goes: --work-tree",
     ),
+    (
+        "git push -o mr.auto_merge origin 0123456789abcdef0123456789abcdef01234567:heads/f",
+        "which git resolves against the remote's refs",
+    ),
+    (
+        "glab api -X POST 'https://gitlab.example.com/api/graphql?query=mutation($p:ID!)"
+        '{mergeRequestAccept(input:{projectPath:$p,iid:"12"}){errors}}&variables[p]=acme/app\'',
+        "variables given as variables[...]",
+    ),
+    (
+        "git config url.https://gitlab.example.com/acme/app.git.pushInsteadOf https://x/y.git; "
+        "git push -o mr.auto_merge https://x/y.git 0123456789abcdef0123456789abcdef01234567:f",
+        "sets url.https://gitlab.example.com/acme/app.git.pushinsteadof",
+    ),
     # GitLab reads an option unanchored, each part stripped
     ("git push -o 'mr . auto_merge' origin feature", "resolves to a commit only when"),
     # an alias never hides a git command: this is git push, with its option
@@ -650,6 +680,10 @@ HARMLESS = [
     "git -c credential.helper=store fetch",
     "glab api projects/acme%2Fapp/merge_requests/12 --paginate",
     "git grep -n 'merge_request.auto_merge' docs/",
+    'git commit -m "document push options like merge_request.auto_merge"',
+    'git commit -m "Add merge_request.auto_merge docs" && git push origin feature',
+    "git push -o merge_request.auto_merge --no-push-option origin main",
+    "git config remote.origin.url https://gitlab.example.com/acme/app.git && git fetch",
     'git --git-dir="$PWD/.git" log --grep merge',
     "pairgate merge-check --mr 12 --mr-project acme/app",
     "glab mr merge --help",

@@ -72,10 +72,18 @@ def runs_from_settings(
     for key, word in config:
         if _runs_setting(key):
             text = word.value if word is not None else None
-            if key.startswith(("credential.", "submodule.")) and text is not None:
+            if key.startswith("submodule.") and text is not None:
                 if not text.startswith("!"):
-                    continue  # a helper's name or path, an update mode: nothing read as shell
+                    continue  # an update mode (checkout, rebase, merge, none)
                 text = text[1:]
+            elif key.startswith("credential.") and text is not None:
+                # credential.c runs every helper in a shell: !TEXT as it is, a path with its
+                # arguments, anything else as git credential-<name>
+                text = (
+                    text[1:]
+                    if text.startswith("!")
+                    else (text if text.startswith("/") else f"git credential-{text}")
+                )
             _run_text(reading, argv, word, text, layer, f"the setting {key}")
     for name in _RUN_VARIABLES:
         if name in env:

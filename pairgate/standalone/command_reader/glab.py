@@ -358,8 +358,8 @@ def normalise_repo(text: str) -> str | None:
     else:
         text = re.sub(r"^[a-z][a-z0-9+.-]*://[^/]+/", "", text, flags=re.IGNORECASE)
     text = text.strip("/")
-    if "/." in f"/{text}":  # git and curl resolve . and .. in a URL's path (RFC 3986)
-        text = posixpath.normpath(text)
+    if "/." in f"/{text}":  # git and curl resolve . and .. in a URL's path (RFC 3986), and
+        text = posixpath.normpath(f"/{text}").lstrip("/")  # a .. above the root goes nowhere
     text = text[:-4] if text.endswith(".git") else text
     text = text.split("/-/", 1)[0]
     if re.fullmatch(r"[\w.-]+(/[\w.-]+)+", text):

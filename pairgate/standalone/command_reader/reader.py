@@ -39,9 +39,9 @@ from pairgate.standalone.command_reader.wrappers import AUTO_MERGE_TEXT
 
 MENTION_MAX = 200  # characters of a command quoted in a block that names a merge it does not run
 # An auto-merge push option as GitLab reads one (lib/gitlab/push_options.rb), in a command that
-# also says push: when the reader found no push arming it, git may still send it from where the
-# hook does not look (a variable set by printf -v or read, a configuration file or a git hook
-# the command writes, a setting made before the push).
+# also says push and reaches git's configuration: when the reader found no push arming it, git
+# may still send it from where the hook does not look (a variable set by printf -v or read, a
+# configuration file the command writes, a setting made before the push).
 # GitLab matches options unanchored and strips each part, so `.mr.auto_merge` and
 # `mr . auto_merge` arm it too.
 _AUTO_MERGE_OPTION = re.compile(
@@ -50,6 +50,8 @@ _AUTO_MERGE_OPTION = re.compile(
     re.IGNORECASE,
 )
 _PUSH_WORD = re.compile(r"(?<![\w-])push(?![\w-])|send-pack|push-?option", re.IGNORECASE)
+# ... and a sign the text reaches git's configuration (not prose: a commit message about them)
+_GIT_CONFIG_SIGN = re.compile(r"GIT_CONFIG|pushoption|\.git/|gitconfig", re.IGNORECASE)
 
 __all__ = ["Reader"]
 
@@ -457,6 +459,7 @@ class Reader:
             not self.armed_push_read
             and _AUTO_MERGE_OPTION.search(self.text)
             and _PUSH_WORD.search(self.text)
+            and _GIT_CONFIG_SIGN.search(self.text)
         ):
             self.unclear(
                 f"{short(self.text)}: names an auto-merge push option that no push the hook "

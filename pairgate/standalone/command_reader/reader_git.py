@@ -310,9 +310,29 @@ def _push_option_setting(
 
 # The git settings that change what a later git command runs, by name (``section.*`` for any
 # name in the section), each with the reader of a value ``git config`` sets.
+def _push_place_setting(
+    reading: Reading, argv: list[Word], key: str, value: Word, layer: Layer
+) -> None:
+    """``url.*.insteadOf``/``pushInsteadOf``, ``remote.*.url``/``pushurl``, ``include.path``
+    and ``includeIf.*``: they move where a later push goes, or what it reads its options from,
+    where the hook reads that push without them: blocks when the command names an auto-merge
+    option."""
+    moves = key.startswith(("include", "url.")) or key.endswith((".url", ".pushurl"))
+    if moves and AUTO_MERGE_TEXT.search(reading.text):
+        reading.unclear(
+            f"{spelled(argv)}: sets {key}, which changes where a later push goes or what it "
+            "reads, in a command that names an auto-merge option; pass the options and the URL "
+            "to the push itself: git push -o ... <url> <sha>:refs/heads/<branch>"
+        )
+
+
 GIT_SETTINGS: dict[str, Callable[[Reading, list[Word], str, Word, Layer], None]] = {
     "alias.*": _alias_setting,
     "push.pushoption": _push_option_setting,
+    "url.*": _push_place_setting,
+    "remote.*": _push_place_setting,
+    "include.*": _push_place_setting,
+    "includeif.*": _push_place_setting,
 }
 
 
@@ -416,8 +436,14 @@ def _git_push(
         destination = destination if colon else source
         if destination.startswith("refs/") and not destination.startswith("refs/heads/"):
             continue  # a tag or another ref: no merge request follows it
-        # git finds an unqualified destination under refs/ first: heads/x is refs/heads/x
-        branch = destination.removeprefix("refs/heads/").removeprefix("heads/")
+        if destination.startswith("heads/"):
+            # git matches an unqualified heads/x against refs/heads/x and refs/heads/heads/x:
+            # which branch it is depends on the remote
+            reading.found_push(found(None, None, f"pushes to {destination}, which "
+                                     "git resolves against the remote's refs when it runs; "
+                                     "push to refs/heads/<branch>"))  # fmt: skip
+            continue
+        branch = destination.removeprefix("refs/heads/")
         sha = source.lower() if COMMIT_SHA.fullmatch(source.lower()) else None
         problem = (
             ""

@@ -320,12 +320,17 @@ def _glab_api(reading: Reading, call: GlabCall, args: list[Word], layer: Layer) 
         layer.consume(call.structural)
         layer.consume(flags.spelled.get("--raw-field", []))
         layer.consume(flags.spelled.get("--field", []))
-        graphql(reading, call.words, fields, opaque)
+        # glab groups the fields other than query and operationName into variables only for
+        # the endpoint `graphql` (http.go: isGraphQL); to an absolute URL they go as they are.
+        if target == "graphql":
+            graphql(reading, call.words, fields, opaque)
+        else:
+            ungrouped_graphql(reading, call.words, fields, opaque)
         if route[2]:
             # GitLab's GraphqlController reads query, variables and operationName from the
-            # URL's query string as well as the body (Rails params), and runs a mutation from
-            # either on a POST: the query string is read as a request of its own.
-            graphql(reading, call.words, url_graphql_fields(route[2]), False)
+            # URL's query string as well as the body (Rails params): the query string is read
+            # as a request of its own.
+            ungrouped_graphql(reading, call.words, dict(route[2]), False)
         return
     method = flags.last("--method", None)
     if method is None:
@@ -375,21 +380,29 @@ def _glab_api(reading: Reading, call: GlabCall, args: list[Word], layer: Layer) 
         reading.found_merge(MergeFound(call.words, named, iid, problem, tuple(shas), what))
 
 
-def url_graphql_fields(query: list[tuple[str, str]]) -> dict[str, Any]:
-    """A GraphQL request's parameters from a URL's query string, as ``graphql`` reads glab's
-    fields: ``variables`` (a JSON object, as GitLab parses it) spread into its names."""
-    fields: dict[str, Any] = dict(query)
-    variables = fields.pop("variables", None)
-    if variables is not None:
+def ungrouped_graphql(
+    reading: Reading, words: str, params: Mapping[str, str | None], opaque: bool
+) -> None:
+    """A GraphQL request from parameters as GitLab's GraphqlController reads them: ``query``,
+    ``operationName``, and variables from ``variables`` alone (Gitlab::Graphql::Variables
+    parses a JSON string until it is an object). Any other parameter is no variable; a
+    ``variables[...]`` one (Rails nests it) or variables that never parse to an object block."""
+    if any(k.startswith("variables[") for k in params):
+        reading.unclear(f"{words}: GraphQL variables given as variables[...] parameters")
+        return
+    raw: Any = params.get("variables")
+    for _ in range(4):
+        if not isinstance(raw, str):
+            break
         try:
-            parsed = json.loads(variables)
+            raw = json.loads(raw)
         except ValueError:
-            parsed = None
-        if isinstance(parsed, dict):
-            fields.update({k: v for k, v in parsed.items() if k not in ("query", "operationName")})
-        else:
-            fields["variables"] = variables
-    return fields
+            break
+    if raw not in (None, "") and not isinstance(raw, dict):
+        reading.unclear(f"{words}: GraphQL variables the hook cannot read as an object")
+        return
+    fields = {k: params[k] for k in ("query", "operationName") if k in params}
+    graphql(reading, words, {**fields, **(raw or {})}, opaque)
 
 
 def graphql(reading: Reading, words: str, fields: Mapping[str, Any], opaque: bool) -> None:
