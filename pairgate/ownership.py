@@ -40,18 +40,18 @@ Contents (where each source module begins, and what it holds):
   line  7465  command_reader/bash_tree.py: bash parsed with tree-sitter-bash, and the two places where the tree and bash disagree.
   line  7544  command_reader/graphql.py: GraphQL: a mergeRequestAccept mutation, read from glab api's fields.
   line  7691  command_reader/reading.py: What a program reader may ask of the reading it is part of: the Reading protocol, the layers
-  line  7789  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
-  line  8201  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
-  line  8590  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
-  line  8826  command_reader/git_runs.py: What git runs as a command, read as the script it is: settings given on the command
-  line  9064  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  9489  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9900  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9958  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line 10434  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10604  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10629  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 10990  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  7790  command_reader/reader_glab.py: The reader's glab: glab itself, read as cobra and glab's main read it.
+  line  8202  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
+  line  8591  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
+  line  8827  command_reader/git_runs.py: What git runs as a command, read as the script it is: settings given on the command
+  line  9065  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9502  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9913  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9971  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line 10459  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10629  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10654  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 11015  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -7729,6 +7729,7 @@ class Reading(Protocol):
     git_aliases: dict[str, GitAlias]
     git_push_options: list[Word | None]  # push.pushOption set by `git config` earlier
     armed_push_read: bool  # a git push whose options arm auto-merge was read
+    push_read: bool  # a git push (or send-pack) was read, whatever its options
     expanding: set[str]  # aliases being expanded now: none expands inside its own expansion
 
     def read(self, text: str, depth: int) -> None:
@@ -9136,6 +9137,7 @@ def read_git(
     if name != "config":
         git_transports(reading, argv, name, argv[i + 1 :], layer)
     if name in ("push", "send-pack"):
+        reading.push_read = True
         if name == "push" and _config_from_files(reading, argv, config, env):
             return
         options = [*reading.git_push_options] if name == "push" else []
@@ -9144,7 +9146,8 @@ def read_git(
                 options = [] if word is not None and word.value == "" else [*options, word]
         if name == "push":
             moved = _push_moved(argv[1:i], config, env)
-            _git_push(reading, argv, argv[i + 1 :], options, layer, moved)
+            recurse = next((w for k, w in config if k == "push.recursesubmodules"), None)
+            _git_push(reading, argv, argv[i + 1 :], options, layer, moved, recurse)
         else:
             _git_send_pack(reading, argv, argv[i + 1 :])
     elif name == "config":
@@ -9369,6 +9372,7 @@ def _git_push(
     config: list[Word | None],
     layer: Layer,
     moved: tuple[str, bool] = ("", False),
+    recurse: Word | None = None,
 ) -> None:
     """``git push`` with push options that arm auto-merge (``merge_request.auto_merge``,
     ``merge_request.merge_when_pipeline_succeeds``, namespace ``mr`` too): GitLab merges the
@@ -9420,6 +9424,15 @@ def _git_push(
     if {name for name, _ in options} & {"all", "mirror", "tags", "branches"}:
         reading.found_push(found(None, None, "pushes several refs at once with auto-merge "
                                  "armed; push one: git push <remote> <sha>:<branch>"))  # fmt: skip
+        return
+    # --recurse-submodules=on-demand|only pushes each submodule first, with the same options,
+    # to the submodule's own project (submodule.c push_submodule): a push the hook cannot see
+    recursing = [v for name, v in options if name == "recurse-submodules"] or [recurse]
+    last = recursing[-1]
+    if last is not None and (last.value is None or last.value.lower() not in ("no", "check")):
+        reading.found_push(found(None, None, "pushes submodules too (--recurse-submodules), "
+                                 "each with these options to its own project; push the "
+                                 "superproject alone"))  # fmt: skip
         return
     why, any_url = moved
     is_url = (
@@ -9972,6 +9985,8 @@ _AUTO_MERGE_OPTION = re.compile(
     re.IGNORECASE,
 )
 _PUSH_WORD = re.compile(r"(?<![\w-])push(?![\w-])|send-pack|push-?option", re.IGNORECASE)
+# A file git reads its configuration from, as the command names one it writes.
+_GIT_CONFIG_FILE = re.compile(r"(^|/)\.git/(config|hooks/)|gitconfig$|(^|/)git/config$")
 # ... and a sign the text reaches git's configuration (not prose: a commit message about them)
 _GIT_CONFIG_SIGN = re.compile(r"GIT_CONFIG|pushoption|\.git/|gitconfig", re.IGNORECASE)
 
@@ -9997,6 +10012,7 @@ class Reader:
         self.git_aliases: dict[str, GitAlias] = {}
         self.git_push_options: list[Word | None] = []
         self.armed_push_read = False
+        self.push_read = False
         # files the command writes (path -> what it writes), and scripts it runs by a path the
         # reader has not seen written yet (read again at the end, in case a loop writes them later)
         self.files: dict[str, Stdin] = {}
@@ -10376,6 +10392,15 @@ class Reader:
         self._read_late_scripts()
         for layer, root in self.layers:
             self._check_mentions(layer, root)
+        written = [p for p in self.files if _GIT_CONFIG_FILE.search(p)]
+        if self.push_read and written:
+            # git joins a config line ending in a backslash with the next, so the option's
+            # text need not appear whole: a push beside a write of git's configuration blocks
+            self.unclear(
+                f"{short(self.text)}: writes git's configuration ({written[0]}) and pushes in "
+                "the same command, and the push may take push options from it; write it in a "
+                "command of its own, or pass the options to the push itself"
+            )
         if (
             not self.armed_push_read
             and _AUTO_MERGE_OPTION.search(self.text)

@@ -377,6 +377,7 @@ READ_BLOCKED = [
     ("glab api --output json -X PUT projects/2/merge_requests/1/merge", "before the endpoint"),
     ("git -c alias.push='!true' push -o merge_request.auto_merge origin feature", "resolves to a commit"),
     ("git $NOPE -c alias.x='!gl\"\"ab mr merge 1 -R acme/app' x", "one could be the git command"),
+    ("git push --recurse-submodules=on-demand -o mr.auto_merge origin main", "pushes submodules too"),
 ]  # fmt: skip
 
 

@@ -600,6 +600,23 @@ BLOCKED: list[tuple[str, str]] = [
         "git push -o mr.auto_merge https://x/y.git 0123456789abcdef0123456789abcdef01234567:f",
         "sets url.https://gitlab.example.com/acme/app.git.pushinsteadof",
     ),
+    # a push that pushes each submodule first, with its options, to the submodule's project
+    (
+        "git push --recurse-submodules=on-demand -o merge_request.auto_merge "
+        "https://gitlab.example.com/acme/app.git 0123456789abcdef0123456789abcdef01234567:f",
+        "pushes submodules too",
+    ),
+    (
+        "git -c push.recurseSubmodules=only push -o mr.auto_merge "
+        "https://gitlab.example.com/acme/app.git 0123456789abcdef0123456789abcdef01234567:f",
+        "pushes submodules too",
+    ),
+    # git joins a config line ending in a backslash with the next: the option's text is split
+    (
+        'printf "[push]\\n\\tpushOption = merge_request.auto_\\\\\\nmerge\\n" >> .git/config; '
+        "git push origin 0123456789abcdef0123456789abcdef01234567:refs/heads/f",
+        "writes git's configuration (.git/config) and pushes in the same command",
+    ),
     # GitLab reads an option unanchored, each part stripped
     ("git push -o 'mr . auto_merge' origin feature", "resolves to a commit only when"),
     # an alias never hides a git command: this is git push, with its option
@@ -684,6 +701,8 @@ HARMLESS = [
     'git commit -m "Add merge_request.auto_merge docs" && git push origin feature',
     "git push -o merge_request.auto_merge --no-push-option origin main",
     "git config remote.origin.url https://gitlab.example.com/acme/app.git && git fetch",
+    "git push --recurse-submodules=check origin main",
+    'echo "*.log" >> .git/info/exclude && git push origin main',
     'git --git-dir="$PWD/.git" log --grep merge',
     "pairgate merge-check --mr 12 --mr-project acme/app",
     "glab mr merge --help",

@@ -50,6 +50,8 @@ _AUTO_MERGE_OPTION = re.compile(
     re.IGNORECASE,
 )
 _PUSH_WORD = re.compile(r"(?<![\w-])push(?![\w-])|send-pack|push-?option", re.IGNORECASE)
+# A file git reads its configuration from, as the command names one it writes.
+_GIT_CONFIG_FILE = re.compile(r"(^|/)\.git/(config|hooks/)|gitconfig$|(^|/)git/config$")
 # ... and a sign the text reaches git's configuration (not prose: a commit message about them)
 _GIT_CONFIG_SIGN = re.compile(r"GIT_CONFIG|pushoption|\.git/|gitconfig", re.IGNORECASE)
 
@@ -76,6 +78,7 @@ class Reader:
         self.git_aliases: dict[str, GitAlias] = {}
         self.git_push_options: list[Word | None] = []
         self.armed_push_read = False
+        self.push_read = False
         # files the command writes (path -> what it writes), and scripts it runs by a path the
         # reader has not seen written yet (read again at the end, in case a loop writes them later)
         self.files: dict[str, Stdin] = {}
@@ -455,6 +458,15 @@ class Reader:
         self._read_late_scripts()
         for layer, root in self.layers:
             self._check_mentions(layer, root)
+        written = [p for p in self.files if _GIT_CONFIG_FILE.search(p)]
+        if self.push_read and written:
+            # git joins a config line ending in a backslash with the next, so the option's
+            # text need not appear whole: a push beside a write of git's configuration blocks
+            self.unclear(
+                f"{short(self.text)}: writes git's configuration ({written[0]}) and pushes in "
+                "the same command, and the push may take push options from it; write it in a "
+                "command of its own, or pass the options to the push itself"
+            )
         if (
             not self.armed_push_read
             and _AUTO_MERGE_OPTION.search(self.text)

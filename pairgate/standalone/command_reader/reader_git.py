@@ -110,6 +110,7 @@ def read_git(
     if name != "config":
         git_transports(reading, argv, name, argv[i + 1 :], layer)
     if name in ("push", "send-pack"):
+        reading.push_read = True
         if name == "push" and _config_from_files(reading, argv, config, env):
             return
         options = [*reading.git_push_options] if name == "push" else []
@@ -118,7 +119,8 @@ def read_git(
                 options = [] if word is not None and word.value == "" else [*options, word]
         if name == "push":
             moved = _push_moved(argv[1:i], config, env)
-            _git_push(reading, argv, argv[i + 1 :], options, layer, moved)
+            recurse = next((w for k, w in config if k == "push.recursesubmodules"), None)
+            _git_push(reading, argv, argv[i + 1 :], options, layer, moved, recurse)
         else:
             _git_send_pack(reading, argv, argv[i + 1 :])
     elif name == "config":
@@ -343,6 +345,7 @@ def _git_push(
     config: list[Word | None],
     layer: Layer,
     moved: tuple[str, bool] = ("", False),
+    recurse: Word | None = None,
 ) -> None:
     """``git push`` with push options that arm auto-merge (``merge_request.auto_merge``,
     ``merge_request.merge_when_pipeline_succeeds``, namespace ``mr`` too): GitLab merges the
@@ -394,6 +397,15 @@ def _git_push(
     if {name for name, _ in options} & {"all", "mirror", "tags", "branches"}:
         reading.found_push(found(None, None, "pushes several refs at once with auto-merge "
                                  "armed; push one: git push <remote> <sha>:<branch>"))  # fmt: skip
+        return
+    # --recurse-submodules=on-demand|only pushes each submodule first, with the same options,
+    # to the submodule's own project (submodule.c push_submodule): a push the hook cannot see
+    recursing = [v for name, v in options if name == "recurse-submodules"] or [recurse]
+    last = recursing[-1]
+    if last is not None and (last.value is None or last.value.lower() not in ("no", "check")):
+        reading.found_push(found(None, None, "pushes submodules too (--recurse-submodules), "
+                                 "each with these options to its own project; push the "
+                                 "superproject alone"))  # fmt: skip
         return
     why, any_url = moved
     is_url = (

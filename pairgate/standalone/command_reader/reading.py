@@ -54,6 +54,7 @@ class Reading(Protocol):
     git_aliases: dict[str, GitAlias]
     git_push_options: list[Word | None]  # push.pushOption set by `git config` earlier
     armed_push_read: bool  # a git push whose options arm auto-merge was read
+    push_read: bool  # a git push (or send-pack) was read, whatever its options
     expanding: set[str]  # aliases being expanded now: none expands inside its own expansion
 
     def read(self, text: str, depth: int) -> None:
