@@ -44,14 +44,14 @@ Contents (where each source module begins, and what it holds):
   line  8202  command_reader/wrappers.py: Programs that run another program: env, sudo, timeout, xargs, getopt and git's own.
   line  8591  command_reader/reader_programs.py: The readers of programs that wrap a program, copy files or are any other program, and the
   line  8827  command_reader/git_runs.py: What git runs as a command, read as the script it is: settings given on the command
-  line  9065  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
-  line  9502  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
-  line  9913  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
-  line  9971  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
-  line 10459  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
-  line 10629  command_reader/read.py: read_command: the command reader's one entry point.
-  line 10654  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
-  line 11015  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
+  line  9032  command_reader/reader_git.py: The reader's git: aliases, configuration and push options.
+  line  9469  command_reader/reader_shells.py: The readers of programs that run a shell on their arguments, or on a file: shells, eval,
+  line  9880  command_reader/program_table.py: PROGRAMS: the one table from a program's name to the function that reads its arguments.
+  line  9938  command_reader/reader.py: The command reader: bash parsed with tree-sitter-bash, read the way bash would run it.
+  line 10426  command_reader/mcp.py: MCP tool calls: which of glab's and GitLab's MCP tools merge, and what they name.
+  line 10596  command_reader/read.py: read_command: the command reader's one entry point.
+  line 10621  hook.py: The merge hook's Python half: hook JSON in, allow (0) or block (2) out.
+  line 10982  entry.py: The flat deployment's door: python3 ownership.py check-config | merge-check | audit | hook.
 """
 
 from __future__ import annotations
@@ -8838,7 +8838,7 @@ _RUN_SETTINGS = frozenset(
     sendemail.sendmailcmd sendemail.headercmd imap.tunnel core.alternaterefscommand""".split()  # noqa: SIM905 (a word list reads better as text)
 )
 _RUN_SETTING_PARTS = frozenset(
-    {("pager", ""), ("credential", "helper"), ("diff", "command"), ("diff", "textconv"),
+    {("credential", "helper"), ("diff", "command"), ("diff", "textconv"),
      ("filter", "clean"), ("filter", "smudge"), ("filter", "process"), ("merge", "driver"),
      ("mergetool", "cmd"), ("difftool", "cmd"), ("gpg", "program"), ("remote", "receivepack"),
      ("remote", "uploadpack"), ("trailer", "cmd"), ("trailer", "command"), ("man", "cmd"),
@@ -8853,8 +8853,9 @@ def _runs_setting(key: str) -> bool:
     if key in _RUN_SETTINGS:
         return True
     section, _, rest = key.partition(".")
-    last = rest.rpartition(".")[2] if "." in rest else ""
-    return (section, last) in _RUN_SETTING_PARTS or (section == "pager" and bool(rest))
+    if section == "pager":  # pager.<command>
+        return bool(rest)
+    return "." in rest and (section, rest.rpartition(".")[2]) in _RUN_SETTING_PARTS
 
 
 def _run_text(reading: Reading, argv: list[Word], word: Word | None, text: str | None,
@@ -8955,56 +8956,41 @@ def option_values(
     return found
 
 
-# Options whose value git runs as a command to reach the other repository (a local path's, or
-# any with ext::): push's and send-pack's --receive-pack/--exec, the fetching side's
-# --upload-pack (-u for clone).
-TRANSPORT_OPTIONS = {
-    "push": ("", ("receive-pack", "exec")),
-    "send-pack": ("", ("receive-pack", "exec")),
-    "fetch": ("", ("upload-pack",)),
-    "pull": ("", ("upload-pack",)),
-    "ls-remote": ("", ("upload-pack",)),
-    "clone": ("u", ("upload-pack",)),
-    "archive": ("", ("exec",)),
-}
+_FILTERS = ("env-filter", "tree-filter", "index-filter", "parent-filter", "msg-filter",
+            "commit-filter", "tag-name-filter")  # fmt: skip
+# Options whose value git runs as a command, by git command: (the short option, the long ones,
+# what a refusal calls it). rebase runs each -x after a commit is picked, difftool -x on each
+# file's two versions, filter-branch evals each filter, grep -O opens the matching files;
+# push's and send-pack's --receive-pack/--exec and the fetching side's --upload-pack reach
+# the other repository (a local path's, or any with ext::).
+OPTION_COMMANDS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "rebase": ("x", ("exec",), "rebase --exec's command"),
+    "difftool": ("x", ("extcmd",), "difftool --extcmd's command"),
+    "filter-branch": ("", _FILTERS, "filter-branch's filter"),
+    "grep": ("O", ("open-files-in-pager",), "grep's pager"),
+    "send-email": ("", ("to-cmd", "cc-cmd", "header-cmd", "sendmail-cmd"),
+                   "send-email's command"),
+    "push": ("", ("receive-pack", "exec"), "push's receive-pack program"),
+    "send-pack": ("", ("receive-pack", "exec"), "send-pack's receive-pack program"),
+    "fetch": ("", ("upload-pack",), "fetch's upload-pack program"),
+    "pull": ("", ("upload-pack",), "pull's upload-pack program"),
+    "ls-remote": ("", ("upload-pack",), "ls-remote's upload-pack program"),
+    "clone": ("u", ("upload-pack",), "clone's upload-pack program"),
+    "archive": ("", ("exec",), "archive's exec program"),
+}  # fmt: skip
 
 
-def git_transports(
+def option_commands(
     reading: Reading, argv: list[Word], name: str | None, args: list[Word], layer: Layer
 ) -> None:
-    """What git runs to reach a repository: an ``ext::<command>`` URL (git-remote-ext, with
-    protocol.ext.allow), and the options of TRANSPORT_OPTIONS: read as scripts."""
+    """What git runs as a command from its arguments: an ``ext::<command>`` URL
+    (git-remote-ext, with protocol.ext.allow), and the options of OPTION_COMMANDS."""
     for word in args:
         if word.value is not None and word.value.startswith("ext::"):
             _run_text(reading, argv, word, word.value[len("ext::") :], layer, "an ext:: URL")
-    short, long = TRANSPORT_OPTIONS.get(name or "", ("", ()))
+    short, long, how = OPTION_COMMANDS.get(name or "", ("", (), ""))
     for word, text in option_values(args, short, long) if long else ():
-        _run_text(reading, argv, word, text, layer, f"{name}'s {long[0]} program")
-
-
-def _git_rebase(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
-                layer: Layer) -> None:  # fmt: skip
-    """``git rebase -x|--exec <cmd>``: git runs each in a shell after a commit is picked."""
-    for word, text in option_values(args, "x", ("exec",)):
-        _run_text(reading, argv, word, text, layer, "rebase --exec's command")
-
-
-def _git_difftool(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
-                  layer: Layer) -> None:  # fmt: skip
-    """``git difftool -x|--extcmd <cmd>``: run in a shell on each file's two versions."""
-    for word, text in option_values(args, "x", ("extcmd",)):
-        _run_text(reading, argv, word, text, layer, "difftool --extcmd's command")
-
-
-_FILTERS = ("env-filter", "tree-filter", "index-filter", "parent-filter", "msg-filter",
-            "commit-filter", "tag-name-filter")  # fmt: skip
-
-
-def _git_filter_branch(reading: Reading, argv: list[Word], args: list[Word],
-                       env: dict[str, Word], layer: Layer) -> None:  # fmt: skip
-    """``git filter-branch --<kind>-filter <command>``: each is eval'ed by its shell script."""
-    for word, text in option_values(args, "", _FILTERS):
-        _run_text(reading, argv, word, text, layer, "filter-branch's filter")
+        _run_text(reading, argv, word, text, layer, how)
 
 
 def _git_bisect(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
@@ -9031,30 +9017,11 @@ def _git_submodule(reading: Reading, argv: list[Word], args: list[Word],
         _run_text(reading, argv, None, text, layer, "submodule foreach's command")
 
 
-def _git_grep(reading: Reading, argv: list[Word], args: list[Word], env: dict[str, Word],
-              layer: Layer) -> None:  # fmt: skip
-    """``git grep -O<pager>|--open-files-in-pager=<pager>``: run on the matching files."""
-    for word, text in option_values(args, "O", ("open-files-in-pager",)):
-        _run_text(reading, argv, word, text, layer, "grep's pager")
-
-
-def _git_send_email(reading: Reading, argv: list[Word], args: list[Word],
-                    env: dict[str, Word], layer: Layer) -> None:  # fmt: skip
-    """``git send-email --to-cmd|--cc-cmd|--header-cmd|--sendmail-cmd <command>``."""
-    for word, text in option_values(args, "", ("to-cmd", "cc-cmd", "header-cmd", "sendmail-cmd")):
-        _run_text(reading, argv, word, text, layer, "send-email's command")
-
-
 GIT_RUNNERS: dict[
     str, Callable[[Reading, list[Word], list[Word], dict[str, Word], Layer], None]
 ] = {
-    "rebase": _git_rebase,
-    "difftool": _git_difftool,
-    "filter-branch": _git_filter_branch,
     "bisect": _git_bisect,
     "submodule": _git_submodule,
-    "grep": _git_grep,
-    "send-email": _git_send_email,
 }
 
 
@@ -9130,12 +9097,12 @@ def read_git(
         return
     alias = aliases.get(name.lower())
     # git ignores an alias that hides one of its commands (git.c: a builtin runs first)
-    builtin = name in ("push", "send-pack", "config", *GIT_RUNNERS, *TRANSPORT_OPTIONS)
+    builtin = name in ("push", "send-pack", "config", *GIT_RUNNERS, *OPTION_COMMANDS)
     if alias is not None and not builtin and f"git {name.lower()}" not in reading.expanding:
         _git_alias(reading, argv, i, alias, env, stdin, layer)
         return
     if name != "config":
-        git_transports(reading, argv, name, argv[i + 1 :], layer)
+        option_commands(reading, argv, name, argv[i + 1 :], layer)
     if name in ("push", "send-pack"):
         reading.push_read = True
         if name == "push" and _config_from_files(reading, argv, config, env):

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from pairgate.standalone.command_reader.git_runs import (
     GIT_RUNNERS,
-    TRANSPORT_OPTIONS,
-    git_transports,
+    OPTION_COMMANDS,
     hooks_written,
+    option_commands,
     option_values,
     runs_from_settings,
 )
@@ -103,12 +103,12 @@ def read_git(
         return
     alias = aliases.get(name.lower())
     # git ignores an alias that hides one of its commands (git.c: a builtin runs first)
-    builtin = name in ("push", "send-pack", "config", *GIT_RUNNERS, *TRANSPORT_OPTIONS)
+    builtin = name in ("push", "send-pack", "config", *GIT_RUNNERS, *OPTION_COMMANDS)
     if alias is not None and not builtin and f"git {name.lower()}" not in reading.expanding:
         _git_alias(reading, argv, i, alias, env, stdin, layer)
         return
     if name != "config":
-        git_transports(reading, argv, name, argv[i + 1 :], layer)
+        option_commands(reading, argv, name, argv[i + 1 :], layer)
     if name in ("push", "send-pack"):
         reading.push_read = True
         if name == "push" and _config_from_files(reading, argv, config, env):
